@@ -1,0 +1,91 @@
+//! The clock that writes and reads share.
+
+use std::sync::{
+    atomic::{AtomicI64, Ordering},
+    Arc,
+};
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+/// Where "now" comes from, for computing cell timestamps on write and the
+/// timestamp filter on read.
+///
+/// [`Clock::system`] is the wall clock. [`Clock::manual`] is a clock you set
+/// and move yourself; clones share it, so moving it moves every table that
+/// holds a clone:
+///
+/// ```
+/// use bigtable_ttl::Clock;
+/// use chrono::{TimeDelta, TimeZone, Utc};
+///
+/// let start = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+/// let clock = Clock::manual(start);
+/// let shared = clock.clone();
+/// clock.advance(TimeDelta::minutes(90));
+/// assert_eq!(shared.now(), start + TimeDelta::minutes(90));
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Clock {
+    manual: Option<Arc<AtomicI64>>,
+}
+
+impl Clock {
+    /// The system clock.
+    #[must_use]
+    pub fn system() -> Self {
+        Self { manual: None }
+    }
+
+    /// A clock that stays at `start` until set or advanced (microsecond precision).
+    #[must_use]
+    pub fn manual(start: DateTime<Utc>) -> Self {
+        Self {
+            manual: Some(Arc::new(AtomicI64::new(start.timestamp_micros()))),
+        }
+    }
+
+    /// A manual clock starting at the system clock's current time.
+    #[must_use]
+    pub fn manual_at_now() -> Self {
+        Self::manual(Utc::now())
+    }
+
+    /// The current time.
+    #[must_use]
+    pub fn now(&self) -> DateTime<Utc> {
+        match &self.manual {
+            None => Utc::now(),
+            Some(micros) => DateTime::from_timestamp_micros(micros.load(Ordering::SeqCst))
+                .unwrap_or(DateTime::<Utc>::MAX_UTC),
+        }
+    }
+
+    /// Whether this is a manual clock.
+    #[must_use]
+    pub fn is_manual(&self) -> bool {
+        self.manual.is_some()
+    }
+
+    /// Set a manual clock to `t`.
+    ///
+    /// # Panics
+    /// On the system clock, which cannot be set: that is a programming error.
+    pub fn set(&self, t: DateTime<Utc>) {
+        self.manual
+            .as_ref()
+            .expect("Clock::set on the system clock; use Clock::manual")
+            .store(t.timestamp_micros(), Ordering::SeqCst);
+    }
+
+    /// Move a manual clock by `by` (which may be negative).
+    ///
+    /// # Panics
+    /// On the system clock, which cannot be moved.
+    pub fn advance(&self, by: TimeDelta) {
+        let micros = by.num_microseconds().unwrap_or(i64::MAX);
+        self.manual
+            .as_ref()
+            .expect("Clock::advance on the system clock; use Clock::manual")
+            .fetch_add(micros, Ordering::SeqCst);
+    }
+}

@@ -1,0 +1,170 @@
+//! How field values become cell bytes and back.
+//!
+//! Fixed encodings, chosen so that `cbt` and Bigtable's own counters agree:
+//!
+//! | type | bytes |
+//! |---|---|
+//! | `String` | UTF-8 |
+//! | `Vec<u8>` | as is |
+//! | `bool` | one byte, 0 or 1 |
+//! | `i64`, `u64` | 8 bytes big-endian (Bigtable's counter encoding) |
+//! | `i32` | 4 bytes big-endian |
+//! | `f64` | 8 bytes big-endian IEEE 754 |
+//! | `DateTime<Utc>` | microseconds since the epoch, 8 bytes big-endian |
+//!
+//! Implement [`CellCodec`] for your own types; with the `json` feature,
+//! [`Json<T>`] stores any serde type as JSON.
+
+use chrono::{DateTime, Utc};
+
+use crate::error::CodecError;
+
+/// A type that can be stored in one Bigtable cell.
+///
+/// ```
+/// use bigtable_ttl::{CellCodec, CodecError};
+///
+/// #[derive(Debug, PartialEq)]
+/// struct Celsius(f64);
+///
+/// impl CellCodec for Celsius {
+///     fn encode(&self) -> Result<Vec<u8>, CodecError> {
+///         self.0.encode()
+///     }
+///     fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
+///         f64::decode(bytes).map(Celsius)
+///     }
+/// }
+///
+/// let bytes = Celsius(21.5).encode().unwrap();
+/// assert_eq!(Celsius::decode(&bytes).unwrap(), Celsius(21.5));
+/// ```
+pub trait CellCodec: Sized {
+    /// The cell bytes for this value.
+    ///
+    /// # Errors
+    /// When the value cannot be represented.
+    fn encode(&self) -> Result<Vec<u8>, CodecError>;
+
+    /// The value stored in `bytes`.
+    ///
+    /// # Errors
+    /// When the bytes are not a valid encoding (wrong width, bad UTF-8, …).
+    fn decode(bytes: &[u8]) -> Result<Self, CodecError>;
+}
+
+fn fixed<const N: usize>(bytes: &[u8]) -> Result<[u8; N], CodecError> {
+    bytes.try_into().map_err(|_| CodecError::WrongWidth {
+        expected: N,
+        actual: bytes.len(),
+    })
+}
+
+impl CellCodec for String {
+    fn encode(&self) -> Result<Vec<u8>, CodecError> {
+        Ok(self.as_bytes().to_vec())
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
+        String::from_utf8(bytes.to_vec()).map_err(|e| CodecError::InvalidUtf8(e.to_string()))
+    }
+}
+
+impl CellCodec for Vec<u8> {
+    fn encode(&self) -> Result<Vec<u8>, CodecError> {
+        Ok(self.clone())
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
+        Ok(bytes.to_vec())
+    }
+}
+
+impl CellCodec for bool {
+    fn encode(&self) -> Result<Vec<u8>, CodecError> {
+        Ok(vec![u8::from(*self)])
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
+        match fixed::<1>(bytes)? {
+            [0] => Ok(false),
+            [1] => Ok(true),
+            [other] => Err(CodecError::InvalidBool(other)),
+        }
+    }
+}
+
+macro_rules! big_endian {
+    ($($t:ty),*) => {$(
+        impl CellCodec for $t {
+            fn encode(&self) -> Result<Vec<u8>, CodecError> {
+                Ok(self.to_be_bytes().to_vec())
+            }
+            fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
+                Ok(<$t>::from_be_bytes(fixed(bytes)?))
+            }
+        }
+    )*};
+}
+big_endian!(i64, u64, i32, f64);
+
+impl CellCodec for DateTime<Utc> {
+    fn encode(&self) -> Result<Vec<u8>, CodecError> {
+        Ok(self.timestamp_micros().to_be_bytes().to_vec())
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
+        let micros = i64::from_be_bytes(fixed(bytes)?);
+        DateTime::from_timestamp_micros(micros).ok_or(CodecError::TimestampOutOfRange(micros))
+    }
+}
+
+/// Stores any serde type as JSON (feature `json`).
+///
+/// ```
+/// # #[cfg(feature = "json")] {
+/// use bigtable_ttl::{CellCodec, Json};
+/// let bytes = Json(vec![1, 2, 3]).encode().unwrap();
+/// assert_eq!(bytes, b"[1,2,3]");
+/// # }
+/// ```
+#[cfg(feature = "json")]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Json<T>(pub T);
+
+#[cfg(feature = "json")]
+impl<T: serde::Serialize + serde::de::DeserializeOwned> CellCodec for Json<T> {
+    fn encode(&self) -> Result<Vec<u8>, CodecError> {
+        serde_json::to_vec(&self.0).map_err(|e| CodecError::Json(e.to_string()))
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
+        serde_json::from_slice(bytes)
+            .map(Json)
+            .map_err(|e| CodecError::Json(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn i64_is_big_endian_eight_bytes() {
+        assert_eq!(1i64.encode().unwrap(), vec![0, 0, 0, 0, 0, 0, 0, 1]);
+    }
+
+    #[test]
+    fn wrong_width_is_reported() {
+        assert_eq!(
+            i64::decode(&[1, 2]).unwrap_err(),
+            CodecError::WrongWidth {
+                expected: 8,
+                actual: 2
+            }
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_is_reported() {
+        assert!(matches!(
+            String::decode(&[0xff, 0xfe]).unwrap_err(),
+            CodecError::InvalidUtf8(_)
+        ));
+    }
+}

@@ -1,0 +1,299 @@
+//! Row keys: one key field, or several joined by a separator.
+//!
+//! Key fields are encoded so that byte order (Bigtable's row order) matches
+//! the fields' own order: strings as their UTF-8 bytes, unsigned integers as
+//! zero-padded decimal, signed integers shifted by `2^63` (`i64`) or `2^31`
+//! (`i32`) and then zero-padded, timestamps as their microseconds like `i64`.
+//! Fixed widths keep composite keys sorting field by field.
+
+use chrono::{DateTime, Utc};
+
+use crate::error::{CodecError, Error, Result};
+
+/// Bigtable's limit on the length of a row key.
+pub const MAX_ROW_KEY_BYTES: usize = 4 * 1024;
+
+/// A type that can be (part of) a row key.
+pub trait KeyPart: Sized {
+    /// Append this value's key bytes to `out`.
+    ///
+    /// # Errors
+    /// When the value cannot be encoded.
+    fn write_key(&self, out: &mut Vec<u8>) -> Result<(), CodecError>;
+    /// Read the value back from its key bytes.
+    ///
+    /// # Errors
+    /// When `bytes` are not an encoding of this type.
+    fn read_key(bytes: &[u8]) -> Result<Self, CodecError>;
+}
+
+impl KeyPart for String {
+    fn write_key(&self, out: &mut Vec<u8>) -> Result<(), CodecError> {
+        out.extend_from_slice(self.as_bytes());
+        Ok(())
+    }
+    fn read_key(bytes: &[u8]) -> Result<Self, CodecError> {
+        String::from_utf8(bytes.to_vec()).map_err(|e| CodecError::InvalidUtf8(e.to_string()))
+    }
+}
+
+impl KeyPart for Vec<u8> {
+    fn write_key(&self, out: &mut Vec<u8>) -> Result<(), CodecError> {
+        out.extend_from_slice(self);
+        Ok(())
+    }
+    fn read_key(bytes: &[u8]) -> Result<Self, CodecError> {
+        Ok(bytes.to_vec())
+    }
+}
+
+fn parse_decimal(bytes: &[u8], width: usize) -> Result<u64, CodecError> {
+    if bytes.len() != width || !bytes.iter().all(u8::is_ascii_digit) {
+        return Err(CodecError::Custom(format!(
+            "expected {width} decimal digits, found {:?}",
+            String::from_utf8_lossy(bytes)
+        )));
+    }
+    std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| CodecError::Custom("decimal key part out of range".into()))
+}
+
+impl KeyPart for u64 {
+    fn write_key(&self, out: &mut Vec<u8>) -> Result<(), CodecError> {
+        out.extend_from_slice(format!("{self:020}").as_bytes());
+        Ok(())
+    }
+    fn read_key(bytes: &[u8]) -> Result<Self, CodecError> {
+        parse_decimal(bytes, 20)
+    }
+}
+
+impl KeyPart for u32 {
+    fn write_key(&self, out: &mut Vec<u8>) -> Result<(), CodecError> {
+        out.extend_from_slice(format!("{self:010}").as_bytes());
+        Ok(())
+    }
+    fn read_key(bytes: &[u8]) -> Result<Self, CodecError> {
+        u32::try_from(parse_decimal(bytes, 10)?)
+            .map_err(|_| CodecError::Custom("u32 key part out of range".into()))
+    }
+}
+
+impl KeyPart for i64 {
+    fn write_key(&self, out: &mut Vec<u8>) -> Result<(), CodecError> {
+        #[allow(clippy::cast_sign_loss)] // the sign-bit flip is the point
+        let shifted = (*self as u64) ^ (1 << 63);
+        shifted.write_key(out)
+    }
+    fn read_key(bytes: &[u8]) -> Result<Self, CodecError> {
+        #[allow(clippy::cast_possible_wrap)]
+        Ok((u64::read_key(bytes)? ^ (1 << 63)) as i64)
+    }
+}
+
+impl KeyPart for i32 {
+    fn write_key(&self, out: &mut Vec<u8>) -> Result<(), CodecError> {
+        #[allow(clippy::cast_sign_loss)]
+        let shifted = (*self as u32) ^ (1 << 31);
+        shifted.write_key(out)
+    }
+    fn read_key(bytes: &[u8]) -> Result<Self, CodecError> {
+        #[allow(clippy::cast_possible_wrap)]
+        Ok((u32::read_key(bytes)? ^ (1 << 31)) as i32)
+    }
+}
+
+impl KeyPart for DateTime<Utc> {
+    fn write_key(&self, out: &mut Vec<u8>) -> Result<(), CodecError> {
+        self.timestamp_micros().write_key(out)
+    }
+    fn read_key(bytes: &[u8]) -> Result<Self, CodecError> {
+        let micros = i64::read_key(bytes)?;
+        DateTime::from_timestamp_micros(micros).ok_or(CodecError::TimestampOutOfRange(micros))
+    }
+}
+
+/// Builds a row key from its parts, checking Bigtable's limits.
+#[derive(Debug)]
+pub struct KeyBuilder {
+    table: &'static str,
+    separator: &'static str,
+    key: Vec<u8>,
+    parts: usize,
+}
+
+impl KeyBuilder {
+    /// A key for `table` whose parts are joined by `separator` (empty for a
+    /// single key field).
+    #[must_use]
+    pub fn new(table: &'static str, separator: &'static str) -> Self {
+        Self {
+            table,
+            separator,
+            key: Vec::new(),
+            parts: 0,
+        }
+    }
+
+    /// Append the key field `field`.
+    ///
+    /// # Errors
+    /// [`Error::Encode`] when the part cannot be encoded,
+    /// [`Error::KeySeparatorInPart`] when it contains the separator.
+    pub fn part<K: KeyPart>(&mut self, field: &'static str, value: &K) -> Result<()> {
+        if self.parts > 0 {
+            self.key.extend_from_slice(self.separator.as_bytes());
+        }
+        let start = self.key.len();
+        value
+            .write_key(&mut self.key)
+            .map_err(|source| Error::Encode { field, source })?;
+        if !self.separator.is_empty() && contains(&self.key[start..], self.separator.as_bytes()) {
+            return Err(Error::KeySeparatorInPart {
+                field,
+                separator: self.separator,
+            });
+        }
+        self.parts += 1;
+        Ok(())
+    }
+
+    /// The finished key.
+    ///
+    /// # Errors
+    /// [`Error::EmptyRowKey`], [`Error::RowKeyTooLong`].
+    pub fn finish(self) -> Result<Vec<u8>> {
+        check_row_key(self.table, &self.key)?;
+        Ok(self.key)
+    }
+}
+
+/// Checks a row key against Bigtable's limits.
+///
+/// # Errors
+/// [`Error::EmptyRowKey`], [`Error::RowKeyTooLong`].
+pub fn check_row_key(table: &'static str, key: &[u8]) -> Result<()> {
+    if key.is_empty() {
+        return Err(Error::EmptyRowKey { table });
+    }
+    if key.len() > MAX_ROW_KEY_BYTES {
+        return Err(Error::RowKeyTooLong {
+            table,
+            len: key.len(),
+            max: MAX_ROW_KEY_BYTES,
+        });
+    }
+    Ok(())
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Splits a row key read back into its parts.
+#[derive(Debug)]
+pub struct KeyReader<'a> {
+    table: &'static str,
+    key: &'a [u8],
+    parts: Vec<&'a [u8]>,
+}
+
+impl<'a> KeyReader<'a> {
+    /// Split `key` into `count` parts at `separator`.
+    ///
+    /// # Errors
+    /// [`Error::BadRowKey`] when the key does not have `count` parts.
+    pub fn new(table: &'static str, key: &'a [u8], separator: &str, count: usize) -> Result<Self> {
+        let parts = if count <= 1 || separator.is_empty() {
+            vec![key]
+        } else {
+            split(key, separator.as_bytes())
+        };
+        if parts.len() != count.max(1) {
+            return Err(Error::BadRowKey {
+                table: table.to_owned(),
+                row_key: String::from_utf8_lossy(key).into_owned(),
+                reason: format!(
+                    "expected {count} parts joined by {separator:?}, found {}",
+                    parts.len()
+                ),
+            });
+        }
+        Ok(Self { table, key, parts })
+    }
+
+    /// Decode part `index`.
+    ///
+    /// # Errors
+    /// [`Error::BadRowKey`] when the part does not decode.
+    pub fn part<K: KeyPart>(&self, index: usize, field: &'static str) -> Result<K> {
+        K::read_key(self.parts[index]).map_err(|e| Error::BadRowKey {
+            table: self.table.to_owned(),
+            row_key: String::from_utf8_lossy(self.key).into_owned(),
+            reason: format!("key field `{field}`: {e}"),
+        })
+    }
+}
+
+fn split<'a>(key: &'a [u8], sep: &[u8]) -> Vec<&'a [u8]> {
+    let mut parts = Vec::new();
+    let mut rest = key;
+    while let Some(pos) = rest.windows(sep.len()).position(|w| w == sep) {
+        parts.push(&rest[..pos]);
+        rest = &rest[pos + sep.len()..];
+    }
+    parts.push(rest);
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signed_keys_sort_like_numbers() {
+        let enc = |v: i64| {
+            let mut out = Vec::new();
+            v.write_key(&mut out).unwrap();
+            out
+        };
+        assert!(enc(-5) < enc(-1));
+        assert!(enc(-1) < enc(0));
+        assert!(enc(0) < enc(7));
+        assert_eq!(i64::read_key(&enc(-42)).unwrap(), -42);
+    }
+
+    #[test]
+    fn composite_keys_round_trip() {
+        let mut b = KeyBuilder::new("t", "#");
+        b.part("customer", &"c3".to_string()).unwrap();
+        b.part("seq", &7u64).unwrap();
+        let key = b.finish().unwrap();
+        let r = KeyReader::new("t", &key, "#", 2).unwrap();
+        assert_eq!(r.part::<String>(0, "customer").unwrap(), "c3");
+        assert_eq!(r.part::<u64>(1, "seq").unwrap(), 7);
+    }
+
+    #[test]
+    fn separator_inside_a_part_is_rejected() {
+        let mut b = KeyBuilder::new("t", "#");
+        let err = b.part("customer", &"a#b".to_string()).unwrap_err();
+        assert!(matches!(err, Error::KeySeparatorInPart { .. }));
+    }
+
+    #[test]
+    fn empty_and_long_keys_are_rejected() {
+        assert!(matches!(
+            KeyBuilder::new("t", "").finish().unwrap_err(),
+            Error::EmptyRowKey { .. }
+        ));
+        let mut b = KeyBuilder::new("t", "");
+        b.part("id", &"x".repeat(4097)).unwrap();
+        assert!(matches!(
+            b.finish().unwrap_err(),
+            Error::RowKeyTooLong { .. }
+        ));
+    }
+}

@@ -1,0 +1,80 @@
+//! Runtime of `bigtable-ttl`: cell-level time-to-live for Google Cloud Bigtable.
+//!
+//! Use it through the `bigtable-ttl` facade crate and `#[derive(BigtableRow)]`.
+//! The pure core (timestamp math in [`policy`], mutation building in
+//! [`mutation`], the read filter in [`filter`], decoding in [`row`]) works on
+//! Bigtable's own v2 protobuf types and needs no server; [`Table`] does the I/O.
+
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+#![warn(clippy::pedantic)]
+// Every public fallible function documents its errors on the `Error` enum's
+// variants; repeating a `# Errors` section on each small helper adds noise.
+#![allow(clippy::missing_errors_doc)]
+// Names like `policy::Policy` read better at the use site than the alternatives.
+#![allow(clippy::module_name_repetitions)]
+
+pub mod clock;
+pub mod codec;
+pub mod error;
+pub mod filter;
+pub mod key;
+pub mod mutation;
+pub mod policy;
+pub mod row;
+pub mod schema;
+
+pub use clock::Clock;
+pub use codec::CellCodec;
+#[cfg(feature = "json")]
+pub use codec::Json;
+pub use error::{CodecError, Error, Result};
+pub use key::KeyPart;
+pub use mutation::{MutationBuilder, RowMutation};
+pub use policy::{Expiry, Policy};
+pub use row::{BigtableRow, Expiring};
+pub use schema::{Column, FamilyRule, Schema, ShadowColumn};
+
+/// Bigtable's v2 protobuf types (`Mutation`, `RowFilter`, …), as used by the
+/// pure core.
+pub use bigtable_rs::google::bigtable::v2 as proto;
+
+/// What the derive's expansion calls. Not a public API: no semver promise.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::codec::CellCodec;
+    pub use crate::error::{Error, Result};
+    pub use crate::key::{KeyBuilder, KeyPart};
+    pub use crate::policy::{Expiry, Policy};
+    pub use crate::row::{expiry_at, expiry_at_opt, BigtableRow, RowView};
+    pub use crate::schema::{Column, Schema, ShadowColumn};
+    pub use chrono::{DateTime, TimeDelta, Utc};
+
+    /// Encode a required field (`None` never: the column is always written).
+    pub fn encode_required<T: CellCodec>(
+        field: &'static str,
+        value: &T,
+    ) -> Result<Option<Vec<u8>>> {
+        value
+            .encode()
+            .map(Some)
+            .map_err(|source| Error::Encode { field, source })
+    }
+
+    /// Encode an `Option` field (`None` deletes the column).
+    pub fn encode_optional<T: CellCodec>(
+        field: &'static str,
+        value: &Option<T>,
+    ) -> Result<Option<Vec<u8>>> {
+        value
+            .as_ref()
+            .map(|v| v.encode().map_err(|source| Error::Encode { field, source }))
+            .transpose()
+    }
+
+    /// A `TimeDelta` of `millis` milliseconds, for durations parsed at compile time.
+    #[must_use]
+    pub const fn millis(millis: i64) -> TimeDelta {
+        TimeDelta::milliseconds(millis)
+    }
+}

@@ -1,0 +1,314 @@
+//! TTL policies and the timestamp rules they imply.
+//!
+//! Everything here is pure arithmetic on microseconds since the epoch, every
+//! timestamp a whole millisecond (Bigtable's table granularity). With `E` a
+//! cell's expiry and `now` the clock's time, both truncated to the millisecond:
+//!
+//! * one-second: timestamp `= E`; visible iff `now < E`; family `max_age = 1s`;
+//! * default `D`, requested TTL `T`: timestamp `= now + (T - D)`; expiry
+//!   `= timestamp + D`; visible iff `now < timestamp + D`; family `max_age = D`.
+//!
+//! The read filter starts at the smallest visible timestamp, so a reader never
+//! shows what garbage collection may remove (see [`Policy::gc_keeps`]).
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use crate::error::{Error, Result};
+
+/// Microseconds in a millisecond: Bigtable timestamps must be multiples of it.
+pub const MICROS_PER_MILLI: i64 = 1_000;
+
+/// How a family's cells expire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Policy {
+    /// Family rule `max_age = 1s`; each cell's timestamp is its expiry.
+    OneSecond,
+    /// Family rule `max_age = default`; each cell's timestamp is its write
+    /// time shifted by `ttl - default`.
+    Default {
+        /// The TTL of a write that names none (a whole number of milliseconds).
+        default: TimeDelta,
+    },
+}
+
+/// What a write asks for, before the policy turns it into a timestamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expiry {
+    /// The policy's default TTL (an error under the one-second policy).
+    PolicyDefault,
+    /// Live this long from now.
+    Ttl(TimeDelta),
+    /// Live until this instant.
+    At(DateTime<Utc>),
+}
+
+/// Microseconds since the epoch, truncated down to the millisecond.
+///
+/// # Errors
+/// [`Error::TimestampBeforeEpoch`] for instants before 1970.
+pub fn millis_floor(t: DateTime<Utc>) -> Result<i64> {
+    let micros = t.timestamp_micros();
+    if micros < 0 {
+        return Err(Error::TimestampBeforeEpoch {
+            timestamp_micros: micros,
+        });
+    }
+    Ok(micros - micros % MICROS_PER_MILLI)
+}
+
+/// The instant a whole-millisecond timestamp stands for.
+///
+/// # Errors
+/// [`Error::ExpiryOutOfRange`] when chrono cannot represent it.
+pub fn from_micros(micros: i64) -> Result<DateTime<Utc>> {
+    DateTime::<Utc>::from_timestamp_micros(micros).ok_or_else(|| Error::ExpiryOutOfRange {
+        detail: format!("{micros} µs since the epoch"),
+    })
+}
+
+fn delta_micros(d: TimeDelta) -> Result<i64> {
+    d.num_microseconds().ok_or_else(|| Error::ExpiryOutOfRange {
+        detail: format!("duration {d} overflows microseconds"),
+    })
+}
+
+fn checked(op: Option<i64>, what: &str) -> Result<i64> {
+    op.ok_or_else(|| Error::ExpiryOutOfRange {
+        detail: what.to_owned(),
+    })
+}
+
+fn floor_to_milli(micros: i64) -> i64 {
+    micros - micros.rem_euclid(MICROS_PER_MILLI)
+}
+
+fn non_negative(micros: i64) -> Result<i64> {
+    if micros < 0 {
+        Err(Error::TimestampBeforeEpoch {
+            timestamp_micros: micros,
+        })
+    } else {
+        Ok(micros)
+    }
+}
+
+impl Policy {
+    /// The default-expiration policy with TTL `default`.
+    #[must_use]
+    pub const fn default_ttl(default: TimeDelta) -> Self {
+        Policy::Default { default }
+    }
+
+    /// The `max_age` of the family's garbage-collection rule.
+    #[must_use]
+    pub fn gc_max_age(&self) -> TimeDelta {
+        match self {
+            Policy::OneSecond => TimeDelta::seconds(1),
+            Policy::Default { default } => *default,
+        }
+    }
+
+    fn default_micros(&self) -> i64 {
+        match self {
+            Policy::OneSecond => 0,
+            // Policies come from compile-time durations; saturating keeps an
+            // absurd one from panicking.
+            Policy::Default { default } => default.num_microseconds().unwrap_or(i64::MAX),
+        }
+    }
+
+    /// The cell timestamp (µs, whole milliseconds) for a write at `now`.
+    ///
+    /// # Errors
+    /// * [`Error::NonPositiveTtl`] for a TTL of zero or less;
+    /// * [`Error::ExpiryNotInFuture`] for an expiry at or before `now`;
+    /// * [`Error::MissingExpiry`] (with an empty table name) for
+    ///   [`Expiry::PolicyDefault`] under the one-second policy;
+    /// * [`Error::ExpiryOutOfRange`] / [`Error::TimestampBeforeEpoch`] when the
+    ///   timestamp cannot be represented.
+    pub fn cell_timestamp(&self, now: DateTime<Utc>, expiry: Expiry) -> Result<i64> {
+        let now_ms = millis_floor(now)?;
+        let expiry_micros = match expiry {
+            Expiry::PolicyDefault => match self {
+                Policy::OneSecond => return Err(Error::MissingExpiry { table: "" }),
+                Policy::Default { .. } => return Ok(now_ms),
+            },
+            Expiry::Ttl(ttl) => {
+                if ttl <= TimeDelta::zero() {
+                    return Err(Error::NonPositiveTtl { ttl });
+                }
+                checked(
+                    now_ms.checked_add(delta_micros(ttl)?),
+                    "now + ttl overflows",
+                )?
+            }
+            Expiry::At(at) => at.timestamp_micros(),
+        };
+        let expiry_ms = floor_to_milli(expiry_micros);
+        if expiry_ms <= now_ms {
+            return Err(Error::ExpiryNotInFuture {
+                expire_at: from_micros(expiry_ms)?,
+                now: from_micros(now_ms)?,
+            });
+        }
+        let ts = checked(
+            expiry_ms.checked_sub(self.default_micros()),
+            "expiry - default overflows",
+        )?;
+        non_negative(floor_to_milli(ts))
+    }
+
+    /// When a cell with timestamp `ts` expires (µs).
+    ///
+    /// # Errors
+    /// [`Error::ExpiryOutOfRange`] on overflow.
+    pub fn expiry_micros(&self, ts: i64) -> Result<i64> {
+        checked(
+            ts.checked_add(self.default_micros()),
+            "timestamp + default overflows",
+        )
+    }
+
+    /// When a cell with timestamp `ts` expires.
+    ///
+    /// # Errors
+    /// [`Error::ExpiryOutOfRange`] on overflow.
+    pub fn expiry_of(&self, ts: i64) -> Result<DateTime<Utc>> {
+        from_micros(self.expiry_micros(ts)?)
+    }
+
+    /// Whether a cell with timestamp `ts` is visible at `now`.
+    #[must_use]
+    pub fn is_visible(&self, ts: i64, now: DateTime<Utc>) -> bool {
+        match (millis_floor(now), self.expiry_micros(ts)) {
+            (Ok(now_ms), Ok(expiry)) => now_ms < expiry,
+            (Err(_), _) => true,
+            (_, Err(_)) => true,
+        }
+    }
+
+    /// The smallest visible timestamp at `now`: the inclusive start of the
+    /// read filter's timestamp range (a whole millisecond, never negative).
+    #[must_use]
+    pub fn visible_from(&self, now: DateTime<Utc>) -> i64 {
+        let now_ms = millis_floor(now).unwrap_or(0);
+        // visible iff now < ts + D  <=>  ts > now - D  <=>  ts >= now - D + 1ms
+        // (on whole milliseconds). D is rounded up to the millisecond so a
+        // sub-millisecond default never shows an expired cell.
+        let d = self.default_micros();
+        let d_ms = d.saturating_add(MICROS_PER_MILLI - 1) / MICROS_PER_MILLI * MICROS_PER_MILLI;
+        now_ms
+            .saturating_sub(d_ms)
+            .saturating_add(MICROS_PER_MILLI)
+            .max(0)
+    }
+
+    /// Whether the family's GC rule keeps a cell with timestamp `ts` at `now`
+    /// (GC deletes cells older than `max_age`).
+    #[must_use]
+    pub fn gc_keeps(&self, ts: i64, now: DateTime<Utc>) -> bool {
+        let max_age = self.gc_max_age().num_microseconds().unwrap_or(i64::MAX);
+        let now_us = now.timestamp_micros();
+        now_us.saturating_sub(ts) <= max_age
+    }
+}
+
+impl std::fmt::Display for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Policy::OneSecond => f.write_str("one-second expiration (max_age = 1s)"),
+            Policy::Default { default } => {
+                write!(
+                    f,
+                    "default expiration (max_age = {}s)",
+                    default.num_seconds()
+                )
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(ms: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp_millis(ms).unwrap()
+    }
+
+    #[test]
+    fn one_second_timestamp_is_the_expiry_truncated() {
+        let p = Policy::OneSecond;
+        let now = t(1_700_000_000_000);
+        let at = now + TimeDelta::microseconds(5_000_999);
+        assert_eq!(
+            p.cell_timestamp(now, Expiry::At(at)).unwrap(),
+            1_700_000_005_000_000
+        );
+    }
+
+    #[test]
+    fn one_second_rejects_expiry_at_now() {
+        let now = t(1_700_000_000_000);
+        let err = Policy::OneSecond
+            .cell_timestamp(now, Expiry::At(now + TimeDelta::microseconds(999)))
+            .unwrap_err();
+        assert!(matches!(err, Error::ExpiryNotInFuture { .. }), "{err}");
+    }
+
+    #[test]
+    fn default_shifts_by_ttl_minus_default() {
+        let p = Policy::default_ttl(TimeDelta::days(2));
+        let now = t(1_700_000_000_123);
+        assert_eq!(
+            p.cell_timestamp(now, Expiry::PolicyDefault).unwrap(),
+            1_700_000_000_123_000
+        );
+        let ts = p
+            .cell_timestamp(now, Expiry::Ttl(TimeDelta::hours(1)))
+            .unwrap();
+        assert_eq!(ts, 1_700_000_000_123_000 - 47 * 3_600_000_000);
+        assert_eq!(p.expiry_of(ts).unwrap(), now + TimeDelta::hours(1));
+    }
+
+    #[test]
+    fn non_positive_ttl_is_rejected() {
+        let p = Policy::default_ttl(TimeDelta::days(2));
+        for ttl in [TimeDelta::zero(), TimeDelta::seconds(-1)] {
+            let err = p
+                .cell_timestamp(t(1_000_000), Expiry::Ttl(ttl))
+                .unwrap_err();
+            assert!(matches!(err, Error::NonPositiveTtl { .. }));
+        }
+    }
+
+    #[test]
+    fn before_epoch_is_rejected() {
+        let p = Policy::default_ttl(TimeDelta::days(2));
+        let err = p
+            .cell_timestamp(t(1_000), Expiry::Ttl(TimeDelta::seconds(1)))
+            .unwrap_err();
+        assert!(matches!(err, Error::TimestampBeforeEpoch { .. }), "{err}");
+    }
+
+    #[test]
+    fn one_second_without_expiry_is_an_error() {
+        let err = Policy::OneSecond
+            .cell_timestamp(t(1_000), Expiry::PolicyDefault)
+            .unwrap_err();
+        assert!(matches!(err, Error::MissingExpiry { .. }));
+    }
+
+    #[test]
+    fn filter_start_is_the_smallest_visible_timestamp() {
+        let p = Policy::default_ttl(TimeDelta::seconds(10));
+        let now = t(100_000);
+        let start = p.visible_from(now);
+        assert!(p.is_visible(start, now));
+        assert!(!p.is_visible(start - MICROS_PER_MILLI, now));
+        let one = Policy::OneSecond;
+        let start = one.visible_from(now);
+        assert!(one.is_visible(start, now));
+        assert!(!one.is_visible(start - MICROS_PER_MILLI, now));
+    }
+}
