@@ -16,6 +16,9 @@
 
 pub mod clock;
 pub mod codec;
+pub mod connection;
+#[cfg(feature = "emulator")]
+pub mod emulator;
 pub mod error;
 pub mod filter;
 pub mod key;
@@ -28,6 +31,7 @@ pub use clock::Clock;
 pub use codec::CellCodec;
 #[cfg(feature = "json")]
 pub use codec::Json;
+pub use connection::Connection;
 pub use error::{CodecError, Error, Result};
 pub use key::KeyPart;
 pub use mutation::{MutationBuilder, RowMutation};

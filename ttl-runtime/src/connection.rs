@@ -1,0 +1,180 @@
+//! Connecting to Bigtable: the data plane through `bigtable_rs`, tables and
+//! GC rules through the generated admin client.
+
+use std::sync::Arc;
+
+use bigtable_rs::bigtable::{BigTable, BigTableConnection};
+use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2::bigtable_table_admin_client::BigtableTableAdminClient;
+use tonic::transport::{Channel, ClientTlsConfig};
+
+use crate::error::{Error, Result};
+
+/// The generated admin client, on a plain tonic channel.
+pub(crate) type AdminClient = BigtableTableAdminClient<Channel>;
+
+const ADMIN_ENDPOINT: &str = "https://bigtableadmin.googleapis.com";
+const ADMIN_SCOPE: &str = "https://www.googleapis.com/auth/bigtable.admin.table";
+
+/// A connection to one Bigtable instance, shared by every [`crate::Table`]
+/// opened on it. Cheap to clone.
+///
+/// ```no_run
+/// # async fn run() -> bigtable_ttl::Result<()> {
+/// // BIGTABLE_EMULATOR_HOST set: the emulator; otherwise Cloud Bigtable with
+/// // application default credentials.
+/// let conn = bigtable_ttl::Connection::connect("my-project", "my-instance").await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Connection {
+    data: BigTable,
+    admin: AdminClient,
+    tokens: Option<Arc<dyn gcp_auth::TokenProvider>>,
+    project: String,
+    instance: String,
+    target: String,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("project", &self.project)
+            .field("instance", &self.instance)
+            .field("target", &self.target)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    /// Connect to `projects/{project}/instances/{instance}`: the emulator at
+    /// `BIGTABLE_EMULATOR_HOST` when set, as every Google client does, else
+    /// Cloud Bigtable with application default credentials.
+    ///
+    /// # Errors
+    /// [`Error::Connect`] when credentials cannot be found or the endpoint is invalid.
+    pub async fn connect(project: &str, instance: &str) -> Result<Self> {
+        match std::env::var("BIGTABLE_EMULATOR_HOST") {
+            Ok(host) if !host.is_empty() => Self::emulator(&host, project, instance),
+            _ => Self::cloud(project, instance).await,
+        }
+    }
+
+    /// Connect to an emulator at `host` (`HOST:PORT`), without credentials.
+    ///
+    /// # Errors
+    /// [`Error::Connect`] when `host` is not a valid address.
+    pub fn emulator(host: &str, project: &str, instance: &str) -> Result<Self> {
+        let connect_error = |reason: String| Error::Connect {
+            target: format!("emulator at {host}"),
+            reason,
+        };
+        let data = BigTableConnection::new_with_emulator(host, project, instance, false, 1, None)
+            .map_err(|e| connect_error(e.to_string()))?
+            .client();
+        let channel = Channel::from_shared(format!("http://{host}"))
+            .map_err(|e| connect_error(e.to_string()))?
+            .connect_lazy();
+        Ok(Self {
+            data,
+            admin: BigtableTableAdminClient::new(channel),
+            tokens: None,
+            project: project.to_owned(),
+            instance: instance.to_owned(),
+            target: format!("emulator at {host}"),
+        })
+    }
+
+    /// Connect to Cloud Bigtable with application default credentials.
+    ///
+    /// # Errors
+    /// [`Error::Connect`] when no credentials are found.
+    pub async fn cloud(project: &str, instance: &str) -> Result<Self> {
+        let connect_error = |reason: String| Error::Connect {
+            target: "Cloud Bigtable".to_owned(),
+            reason,
+        };
+        let tokens = gcp_auth::provider()
+            .await
+            .map_err(|e| connect_error(format!("application default credentials: {e}")))?;
+        let data = BigTableConnection::new_with_token_provider(
+            project,
+            instance,
+            false,
+            4,
+            None,
+            tokens.clone(),
+        )
+        .map_err(|e| connect_error(e.to_string()))?
+        .client();
+        let channel = Channel::from_static(ADMIN_ENDPOINT)
+            .tls_config(ClientTlsConfig::new().with_native_roots())
+            .map_err(|e| connect_error(e.to_string()))?
+            .connect_lazy();
+        Ok(Self {
+            data,
+            admin: BigtableTableAdminClient::new(channel),
+            tokens: Some(tokens),
+            project: project.to_owned(),
+            instance: instance.to_owned(),
+            target: "Cloud Bigtable".to_owned(),
+        })
+    }
+
+    /// The project id.
+    #[must_use]
+    pub fn project(&self) -> &str {
+        &self.project
+    }
+
+    /// The instance id.
+    #[must_use]
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    /// `projects/{project}/instances/{instance}`.
+    #[must_use]
+    pub fn instance_path(&self) -> String {
+        format!("projects/{}/instances/{}", self.project, self.instance)
+    }
+
+    /// `projects/{project}/instances/{instance}/tables/{table}`.
+    #[must_use]
+    pub fn table_path(&self, table: &str) -> String {
+        format!("{}/tables/{table}", self.instance_path())
+    }
+
+    /// The underlying `bigtable_rs` client, for requests this library does not
+    /// wrap (raw, unfiltered reads, for instance).
+    #[must_use]
+    pub fn data_client(&self) -> BigTable {
+        self.data.clone()
+    }
+
+    pub(crate) fn admin_client(&self) -> AdminClient {
+        self.admin.clone()
+    }
+
+    /// Wrap an admin request, with a bearer token on Cloud Bigtable.
+    pub(crate) async fn admin_request<T>(&self, message: T) -> Result<tonic::Request<T>> {
+        let mut request = tonic::Request::new(message);
+        if let Some(tokens) = &self.tokens {
+            let token = tokens
+                .token(&[ADMIN_SCOPE])
+                .await
+                .map_err(|e| Error::Connect {
+                    target: self.target.clone(),
+                    reason: format!("access token: {e}"),
+                })?;
+            let value =
+                format!("Bearer {}", token.as_str())
+                    .parse()
+                    .map_err(|e| Error::Connect {
+                        target: self.target.clone(),
+                        reason: format!("access token is not a valid header: {e}"),
+                    })?;
+            request.metadata_mut().insert("authorization", value);
+        }
+        Ok(request)
+    }
+}
