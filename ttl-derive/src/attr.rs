@@ -1,0 +1,219 @@
+//! Reads `#[bigtable(...)]` and `#[ttl(...)]` into plain values.
+//!
+//! Every mistake is recorded in the [`Ctxt`] and parsing goes on, so one
+//! unknown key does not hide the next one. Cross-field rules live in
+//! `valid.rs`.
+
+use syn::meta::ParseNestedMeta;
+use syn::{Attribute, LitStr, Path, Token};
+
+use crate::ctxt::Ctxt;
+use crate::duration;
+use crate::symbol::{self, Symbol};
+
+/// A value given at most once, with the key that gave it (for error spans).
+pub struct Keyed<T> {
+    /// The key as written (`table`, `for`, …).
+    pub key: Path,
+    pub value: T,
+}
+
+fn set_once<T>(cx: &Ctxt, slot: &mut Option<Keyed<T>>, name: Symbol, key: &Path, value: T) {
+    if slot.is_some() {
+        cx.error_spanned_by(key, format!("duplicate `{name}` key: give it only once"));
+    } else {
+        *slot = Some(Keyed {
+            key: key.clone(),
+            value,
+        });
+    }
+}
+
+/// A duration's milliseconds, `None` when invalid (an error is recorded).
+pub struct Duration {
+    pub millis: Option<i64>,
+}
+
+fn parse_duration(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<Duration> {
+    let lit: LitStr = meta.value()?.parse()?;
+    let millis = match duration::parse_millis(&lit) {
+        Ok(ms) => Some(ms),
+        Err(e) => {
+            cx.syn_error(e);
+            None
+        }
+    };
+    Ok(Duration { millis })
+}
+
+fn parse_str(meta: &ParseNestedMeta, name: Symbol) -> syn::Result<LitStr> {
+    let value = meta.value().map_err(|_| {
+        meta.error(format_args!(
+            "`{name}` needs a value: write `{name} = \"...\"`"
+        ))
+    })?;
+    value.parse()
+}
+
+fn no_value(meta: &ParseNestedMeta, name: Symbol) -> syn::Result<()> {
+    if meta.input.peek(Token![=]) || meta.input.peek(syn::token::Paren) {
+        return Err(meta.error(format_args!("`{name}` takes no value: write just `{name}`")));
+    }
+    Ok(())
+}
+
+/// Report an unknown key (listing the valid ones) and skip its value, so the
+/// keys after it are still read.
+fn unknown(cx: &Ctxt, meta: &ParseNestedMeta, attr: Symbol, place: &str, valid: &[Symbol]) -> syn::Result<()> {
+    let key = quote::ToTokens::to_token_stream(&meta.path)
+        .to_string()
+        .replace(' ', "");
+    cx.error_spanned_by(
+        &meta.path,
+        format!(
+            "unknown key `{key}` in `#[{attr}(...)]` on a {place}; expected {}",
+            symbol::one_of(valid)
+        ),
+    );
+    if meta.input.peek(Token![=]) {
+        meta.value()?.parse::<syn::Expr>()?;
+    } else if meta.input.peek(syn::token::Paren) {
+        meta.input.parse::<proc_macro2::Group>()?;
+    }
+    Ok(())
+}
+
+/// Attributes of the struct.
+#[derive(Default)]
+pub struct Container {
+    pub table: Option<Keyed<LitStr>>,
+    pub family: Option<Keyed<LitStr>>,
+    pub key_separator: Option<Keyed<LitStr>>,
+    pub crate_path: Option<Keyed<Path>>,
+    pub default_ttl: Option<Keyed<Duration>>,
+    /// The `written_at` key and its qualifier (the literal, when one is given).
+    pub written_at: Option<Keyed<Option<LitStr>>>,
+}
+
+impl Container {
+    pub fn from_attrs(cx: &Ctxt, attrs: &[Attribute]) -> Self {
+        let mut this = Container::default();
+        for attr in attrs {
+            let result = if attr.path() == symbol::BIGTABLE {
+                attr.parse_nested_meta(|meta| this.bigtable_key(cx, &meta))
+            } else if attr.path() == symbol::TTL {
+                attr.parse_nested_meta(|meta| this.ttl_key(cx, &meta))
+            } else {
+                continue;
+            };
+            if let Err(e) = result {
+                cx.syn_error(e);
+            }
+        }
+        this
+    }
+
+    fn bigtable_key(&mut self, cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<()> {
+        let p = &meta.path;
+        if *p == symbol::TABLE {
+            let v = parse_str(meta, symbol::TABLE)?;
+            set_once(cx, &mut self.table, symbol::TABLE, p, v);
+        } else if *p == symbol::FAMILY {
+            let v = parse_str(meta, symbol::FAMILY)?;
+            set_once(cx, &mut self.family, symbol::FAMILY, p, v);
+        } else if *p == symbol::KEY_SEPARATOR {
+            let v = parse_str(meta, symbol::KEY_SEPARATOR)?;
+            set_once(cx, &mut self.key_separator, symbol::KEY_SEPARATOR, p, v);
+        } else if *p == symbol::CRATE {
+            let value = meta.value()?;
+            // `crate = path` or, as serde spells it, `crate = "path"`.
+            let path = if value.peek(LitStr) {
+                value.parse::<LitStr>()?.parse::<Path>()?
+            } else {
+                value.parse::<Path>()?
+            };
+            set_once(cx, &mut self.crate_path, symbol::CRATE, p, path);
+        } else {
+            unknown(cx, meta, symbol::BIGTABLE, "struct", symbol::STRUCT_BIGTABLE_KEYS)?;
+        }
+        Ok(())
+    }
+
+    fn ttl_key(&mut self, cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<()> {
+        let p = &meta.path;
+        if *p == symbol::DEFAULT {
+            let v = parse_duration(cx, meta)?;
+            set_once(cx, &mut self.default_ttl, symbol::DEFAULT, p, v);
+        } else if *p == symbol::WRITTEN_AT {
+            let v = if meta.input.peek(Token![=]) {
+                Some(meta.value()?.parse::<LitStr>()?)
+            } else {
+                None
+            };
+            set_once(cx, &mut self.written_at, symbol::WRITTEN_AT, p, v);
+        } else {
+            unknown(cx, meta, symbol::TTL, "struct", symbol::STRUCT_TTL_KEYS)?;
+        }
+        Ok(())
+    }
+}
+
+/// Attributes of one field.
+#[derive(Default)]
+pub struct Field {
+    pub key: Option<Keyed<()>>,
+    pub column: Option<Keyed<LitStr>>,
+    pub family: Option<Keyed<LitStr>>,
+    pub expire_at: Option<Keyed<()>>,
+    pub ttl_for: Option<Keyed<Duration>>,
+}
+
+impl Field {
+    pub fn from_attrs(cx: &Ctxt, attrs: &[Attribute]) -> Self {
+        let mut this = Field::default();
+        for attr in attrs {
+            let result = if attr.path() == symbol::BIGTABLE {
+                attr.parse_nested_meta(|meta| this.bigtable_key(cx, &meta))
+            } else if attr.path() == symbol::TTL {
+                attr.parse_nested_meta(|meta| this.ttl_key(cx, &meta))
+            } else {
+                continue;
+            };
+            if let Err(e) = result {
+                cx.syn_error(e);
+            }
+        }
+        this
+    }
+
+    fn bigtable_key(&mut self, cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<()> {
+        let p = &meta.path;
+        if *p == symbol::KEY {
+            no_value(meta, symbol::KEY)?;
+            set_once(cx, &mut self.key, symbol::KEY, p, ());
+        } else if *p == symbol::COLUMN {
+            let v = parse_str(meta, symbol::COLUMN)?;
+            set_once(cx, &mut self.column, symbol::COLUMN, p, v);
+        } else if *p == symbol::FAMILY {
+            let v = parse_str(meta, symbol::FAMILY)?;
+            set_once(cx, &mut self.family, symbol::FAMILY, p, v);
+        } else {
+            unknown(cx, meta, symbol::BIGTABLE, "field", symbol::FIELD_BIGTABLE_KEYS)?;
+        }
+        Ok(())
+    }
+
+    fn ttl_key(&mut self, cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<()> {
+        let p = &meta.path;
+        if *p == symbol::EXPIRE_AT {
+            no_value(meta, symbol::EXPIRE_AT)?;
+            set_once(cx, &mut self.expire_at, symbol::EXPIRE_AT, p, ());
+        } else if *p == symbol::FOR {
+            let v = parse_duration(cx, meta)?;
+            set_once(cx, &mut self.ttl_for, symbol::FOR, p, v);
+        } else {
+            unknown(cx, meta, symbol::TTL, "field", symbol::FIELD_TTL_KEYS)?;
+        }
+        Ok(())
+    }
+}

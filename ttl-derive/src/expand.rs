@@ -1,0 +1,268 @@
+//! Code generation. Reads only the checked model (`ast`), never attributes.
+
+use proc_macro2::{Literal, Span, TokenStream};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::spanned::Spanned;
+use syn::{DeriveInput, Index, Path};
+
+use crate::ast::{Container, Field, Role};
+use crate::ctxt::Ctxt;
+use crate::valid;
+
+/// The `proc_macro2` twin of `#[derive(BigtableRow)]`, callable from tests.
+pub fn derive(input: TokenStream) -> TokenStream {
+    let input: DeriveInput = match syn::parse2(input) {
+        Ok(input) => input,
+        Err(e) => return e.to_compile_error(),
+    };
+    let cx = Ctxt::new();
+    let cont = Container::from_ast(&cx, &input);
+    if let Some(cont) = &cont {
+        valid::check(&cx, cont);
+    }
+    match (cx.check(), cont) {
+        (Ok(()), Some(cont)) => impl_row(&cont),
+        (Err(errors), cont) => {
+            let mut tokens = errors.to_compile_error();
+            tokens.extend(fallback(&input, cont.as_ref()));
+            tokens
+        }
+        // `from_ast` returns `None` only after recording an error.
+        (Ok(()), None) => unreachable!("no model and no error"),
+    }
+}
+
+/// A span that resolves like the rest of the expansion but is reported at
+/// `tokens` (a field's type): a missing `CellCodec`/`KeyPart` points there.
+fn at(tokens: &impl Spanned) -> Span {
+    Span::call_site().located_at(tokens.span())
+}
+
+fn ms(millis: i64) -> Literal {
+    Literal::i64_unsuffixed(millis)
+}
+
+fn impl_row(cont: &Container) -> TokenStream {
+    let krate = cont.crate_path();
+    let p = quote!(#krate::__private);
+    let ident = cont.ident;
+    let keys: Vec<&Field> = cont.fields_with(Role::Key).collect();
+    let columns: Vec<&Field> = cont.fields_with(Role::Column).collect();
+    let table = cont.table();
+    let separator = cont.key_separator();
+    let none = quote!(::core::option::Option::None);
+
+    let key_ty = match keys.as_slice() {
+        [only] => only.ty.to_token_stream(),
+        _ => {
+            let tys = keys.iter().map(|k| k.ty);
+            quote!((#(#tys,)*))
+        }
+    };
+
+    let policy = match cont.default_millis() {
+        Some(millis) => {
+            let millis = ms(millis);
+            quote!(#p::Policy::Default { default: #p::millis(#millis) })
+        }
+        None => quote!(#p::Policy::OneSecond),
+    };
+    let families = cont.families();
+    let column_defs = columns.iter().map(|f| {
+        let name = f.name();
+        let family = cont.field_family(f);
+        let qualifier = f.qualifier();
+        let optional = f.is_option();
+        let ttl = match f.attrs.ttl_for.as_ref().and_then(|t| t.value.millis) {
+            Some(millis) => {
+                let millis = ms(millis);
+                quote!(::core::option::Option::Some(#p::millis(#millis)))
+            }
+            None => none.clone(),
+        };
+        quote! {
+            #p::Column {
+                field: #name,
+                family: #family,
+                qualifier: #qualifier,
+                ttl: #ttl,
+                optional: #optional,
+            }
+        }
+    });
+    let written_at = match cont.written_at_qualifier() {
+        Some(qualifier) => {
+            let family = cont.family();
+            quote!(::core::option::Option::Some(#p::ShadowColumn {
+                family: #family,
+                qualifier: #qualifier,
+            }))
+        }
+        None => none.clone(),
+    };
+    let key_names: Vec<String> = keys.iter().map(|k| k.name()).collect();
+
+    let key_parts = |from_self: bool| -> TokenStream {
+        let single = keys.len() == 1;
+        let parts = keys.iter().enumerate().map(|(i, k)| {
+            let name = k.name();
+            let access = if from_self {
+                let f = k.ident;
+                quote!(&self.#f)
+            } else if single {
+                quote!(__key)
+            } else {
+                let i = Index::from(i);
+                quote!(&__key.#i)
+            };
+            quote_spanned!(at(k.ty)=> __k.part(#name, #access)?;)
+        });
+        quote! {
+            let mut __k = #p::KeyBuilder::new(#table, #separator);
+            #(#parts)*
+            __k.finish()
+        }
+    };
+    let encode_key = key_parts(false);
+    let row_key = key_parts(true);
+
+    let expiry = match cont.fields_with(Role::ExpireAt).next() {
+        Some(f) => {
+            let ident = f.ident;
+            if f.is_option() {
+                quote!(#p::expiry_at_opt(self.#ident))
+            } else {
+                quote!(#p::expiry_at(self.#ident))
+            }
+        }
+        None => quote!(#p::Expiry::PolicyDefault),
+    };
+
+    let cell_values = columns.iter().map(|f| {
+        let name = f.name();
+        let ident = f.ident;
+        if f.is_option() {
+            quote_spanned!(at(f.ty)=> #p::encode_optional(#name, &self.#ident)?)
+        } else {
+            quote_spanned!(at(f.ty)=> #p::encode_required(#name, &self.#ident)?)
+        }
+    });
+
+    let mut key_index = 0usize;
+    let mut column_index = 0usize;
+    let decode_fields = cont.fields.iter().map(|f| {
+        let ident = f.ident;
+        let value = match f.role() {
+            Role::Key => {
+                let i = Literal::usize_unsuffixed(key_index);
+                key_index += 1;
+                let name = f.name();
+                quote_spanned!(at(f.ty)=> __key.part(#i, #name)?)
+            }
+            Role::Column => {
+                let i = Literal::usize_unsuffixed(column_index);
+                column_index += 1;
+                if f.is_option() {
+                    quote_spanned!(at(f.ty)=> __row.optional(#i)?)
+                } else {
+                    quote_spanned!(at(f.ty)=> __row.required(#i)?)
+                }
+            }
+            Role::ExpireAt if f.is_option() => {
+                quote!(::core::option::Option::Some(__row.expires_at()))
+            }
+            Role::ExpireAt => quote!(__row.expires_at()),
+        };
+        quote!(#ident: #value)
+    });
+    // Collected so the index counters above run in order.
+    let decode_fields: Vec<TokenStream> = decode_fields.collect();
+
+    quote! {
+        const _: () = {
+            #[automatically_derived]
+            impl #p::BigtableRow for #ident {
+                type Key = #key_ty;
+                const SCHEMA: &'static #p::Schema = &#p::Schema {
+                    table: #table,
+                    policy: #policy,
+                    families: &[#(#families),*],
+                    columns: &[#(#column_defs),*],
+                    written_at: #written_at,
+                    key_fields: &[#(#key_names),*],
+                    key_separator: #separator,
+                };
+                fn encode_key(__key: &Self::Key) -> #p::Result<::std::vec::Vec<u8>> {
+                    #encode_key
+                }
+                fn row_key(&self) -> #p::Result<::std::vec::Vec<u8>> {
+                    #row_key
+                }
+                fn expiry(&self) -> #p::Expiry {
+                    #expiry
+                }
+                fn cell_values(
+                    &self,
+                ) -> #p::Result<::std::vec::Vec<::core::option::Option<::std::vec::Vec<u8>>>> {
+                    ::core::result::Result::Ok(::std::vec![#(#cell_values),*])
+                }
+                fn decode(__row: &#p::RowView<'_>) -> #p::Result<Self> {
+                    let __key = __row.key_reader()?;
+                    ::core::result::Result::Ok(Self { #(#decode_fields),* })
+                }
+            }
+        };
+    }
+}
+
+/// What is emitted beside the errors: an impl whose bodies are never run, so
+/// code using the type does not pile up "trait not implemented" errors
+/// (after thiserror's `fallback.rs`).
+fn fallback(input: &DeriveInput, cont: Option<&Container>) -> TokenStream {
+    let krate: Path = cont.map_or_else(|| syn::parse_quote!(::bigtable_ttl), Container::crate_path);
+    let p = quote!(#krate::__private);
+    let ident = &input.ident;
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    let keys: Vec<&Field> = cont.map_or_else(Vec::new, |c| c.fields_with(Role::Key).collect());
+    let key_ty = match keys.as_slice() {
+        [only] => only.ty.to_token_stream(),
+        _ => {
+            let tys = keys.iter().map(|k| k.ty);
+            quote!((#(#tys,)*))
+        }
+    };
+    quote! {
+        const _: () = {
+            #[automatically_derived]
+            impl #impl_generics #p::BigtableRow for #ident #ty_generics #where_clause {
+                type Key = #key_ty;
+                const SCHEMA: &'static #p::Schema = &#p::Schema {
+                    table: "",
+                    policy: #p::Policy::OneSecond,
+                    families: &[],
+                    columns: &[],
+                    written_at: ::core::option::Option::None,
+                    key_fields: &[],
+                    key_separator: "",
+                };
+                fn encode_key(_: &Self::Key) -> #p::Result<::std::vec::Vec<u8>> {
+                    ::core::unreachable!()
+                }
+                fn row_key(&self) -> #p::Result<::std::vec::Vec<u8>> {
+                    ::core::unreachable!()
+                }
+                fn expiry(&self) -> #p::Expiry {
+                    ::core::unreachable!()
+                }
+                fn cell_values(
+                    &self,
+                ) -> #p::Result<::std::vec::Vec<::core::option::Option<::std::vec::Vec<u8>>>> {
+                    ::core::unreachable!()
+                }
+                fn decode(_: &#p::RowView<'_>) -> #p::Result<Self> {
+                    ::core::unreachable!()
+                }
+            }
+        };
+    }
+}

@@ -1,0 +1,69 @@
+//! Attribute names, in one place so the parser and the messages agree.
+
+use std::fmt;
+
+use syn::Path;
+
+/// One attribute name (`bigtable`, `ttl`) or key (`table`, `expire_at`, …).
+#[derive(Copy, Clone, PartialEq, Eq)]
+pub struct Symbol(pub &'static str);
+
+/// `#[bigtable(...)]`
+pub const BIGTABLE: Symbol = Symbol("bigtable");
+/// `#[ttl(...)]`
+pub const TTL: Symbol = Symbol("ttl");
+
+// `#[bigtable(...)]` on the struct.
+pub const TABLE: Symbol = Symbol("table");
+pub const FAMILY: Symbol = Symbol("family");
+pub const KEY_SEPARATOR: Symbol = Symbol("key_separator");
+pub const CRATE: Symbol = Symbol("crate");
+
+// `#[ttl(...)]` on the struct.
+pub const DEFAULT: Symbol = Symbol("default");
+pub const WRITTEN_AT: Symbol = Symbol("written_at");
+
+// `#[bigtable(...)]` on a field (plus `family`).
+pub const KEY: Symbol = Symbol("key");
+pub const COLUMN: Symbol = Symbol("column");
+
+// `#[ttl(...)]` on a field.
+pub const EXPIRE_AT: Symbol = Symbol("expire_at");
+pub const FOR: Symbol = Symbol("for");
+
+/// The keys each attribute accepts at each position, for "unknown key" messages.
+pub const STRUCT_BIGTABLE_KEYS: &[Symbol] = &[TABLE, FAMILY, KEY_SEPARATOR, CRATE];
+pub const STRUCT_TTL_KEYS: &[Symbol] = &[DEFAULT, WRITTEN_AT];
+pub const FIELD_BIGTABLE_KEYS: &[Symbol] = &[KEY, COLUMN, FAMILY];
+pub const FIELD_TTL_KEYS: &[Symbol] = &[EXPIRE_AT, FOR];
+
+/// The default qualifier of the `written_at` shadow column.
+pub const DEFAULT_WRITTEN_AT_QUALIFIER: &str = "written_at";
+
+impl PartialEq<Symbol> for Path {
+    fn eq(&self, word: &Symbol) -> bool {
+        self.is_ident(word.0)
+    }
+}
+
+impl fmt::Display for Symbol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+/// "`a`, `b` or `c`" for messages.
+pub fn one_of(keys: &[Symbol]) -> String {
+    let quoted: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
+    match quoted.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
+impl PartialEq<Symbol> for &Path {
+    fn eq(&self, word: &Symbol) -> bool {
+        self.is_ident(word.0)
+    }
+}

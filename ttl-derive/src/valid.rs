@@ -1,0 +1,330 @@
+//! Rules that span several fields or attributes. Each error points at the
+//! token at fault and says how to fix it.
+
+use std::collections::HashMap;
+
+use quote::ToTokens;
+use syn::LitStr;
+
+use crate::ast::{is_datetime_utc, Container, Field, Role};
+use crate::ctxt::Ctxt;
+
+/// Bigtable's rules for family names: `[_a-zA-Z0-9][-_.a-zA-Z0-9]*`, at most
+/// 64 characters.
+const FAMILY_MAX: usize = 64;
+/// Bigtable's rules for table IDs: `[_a-zA-Z0-9][-_.a-zA-Z0-9]*`, at most 50.
+const TABLE_MAX: usize = 50;
+
+pub fn check(cx: &Ctxt, cont: &Container) {
+    check_generics(cx, cont);
+    check_names(cx, cont);
+    check_keys(cx, cont);
+    check_expire_at(cx, cont);
+    check_field_ttls(cx, cont);
+    check_columns(cx, cont);
+}
+
+fn check_generics(cx: &Ctxt, cont: &Container) {
+    if !cont.generics.params.is_empty() {
+        cx.error_spanned_by(
+            cont.generics,
+            "#[derive(BigtableRow)] does not support generic structs: a row type has one \
+             fixed schema (table, families, columns); write a struct with concrete field types",
+        );
+    } else if let Some(w) = &cont.generics.where_clause {
+        cx.error_spanned_by(
+            w,
+            "#[derive(BigtableRow)] does not support where clauses on the struct",
+        );
+    }
+}
+
+fn name_is_valid(name: &str, max: usize) -> bool {
+    let mut chars = name.chars();
+    let Some(first) = chars.next() else {
+        return false;
+    };
+    name.len() <= max
+        && (first.is_ascii_alphanumeric() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+fn check_family_name(cx: &Ctxt, lit: &LitStr) {
+    let name = lit.value();
+    if !name_is_valid(&name, FAMILY_MAX) {
+        cx.error_spanned_by(
+            lit,
+            format!(
+                "invalid column family name {name:?}: Bigtable family names match \
+                 `[_a-zA-Z0-9][-_.a-zA-Z0-9]*` and have at most {FAMILY_MAX} characters"
+            ),
+        );
+    }
+}
+
+fn check_names(cx: &Ctxt, cont: &Container) {
+    let attrs = &cont.attrs;
+    match &attrs.table {
+        None => cx.error_spanned_by(
+            cont.ident,
+            "missing table name: add `#[bigtable(table = \"...\")]` to the struct",
+        ),
+        Some(table) => {
+            let name = table.value.value();
+            if !name_is_valid(&name, TABLE_MAX) {
+                cx.error_spanned_by(
+                    &table.value,
+                    format!(
+                        "invalid table name {name:?}: Bigtable table IDs match \
+                         `[_a-zA-Z0-9][-_.a-zA-Z0-9]*` and have at most {TABLE_MAX} characters"
+                    ),
+                );
+            }
+        }
+    }
+    match &attrs.family {
+        None => cx.error_spanned_by(
+            cont.ident,
+            "missing column family: add `#[bigtable(family = \"...\")]` to the struct \
+             (the family of every column without its own `family`)",
+        ),
+        Some(family) => check_family_name(cx, &family.value),
+    }
+    for field in &cont.fields {
+        if let Some(family) = &field.attrs.family {
+            check_family_name(cx, &family.value);
+        }
+        if let Some(column) = &field.attrs.column {
+            if column.value.value().is_empty() {
+                cx.error_spanned_by(
+                    &column.value,
+                    "empty column qualifier: Bigtable needs a non-empty qualifier; \
+                     leave out `column` to use the field name",
+                );
+            }
+        }
+    }
+    if let Some(written_at) = &attrs.written_at {
+        if let Some(lit) = &written_at.value {
+            if lit.value().is_empty() {
+                cx.error_spanned_by(
+                    lit,
+                    "empty qualifier for the `written_at` shadow column; \
+                     write `#[ttl(written_at)]` to use \"written_at\"",
+                );
+            }
+        }
+    }
+}
+
+fn check_keys(cx: &Ctxt, cont: &Container) {
+    for field in cont.fields_with(Role::Key) {
+        let a = &field.attrs;
+        let clashing = [
+            a.column.as_ref().map(|k| (k.key.to_token_stream(), "column")),
+            a.family.as_ref().map(|k| (k.key.to_token_stream(), "family")),
+            a.expire_at.as_ref().map(|k| (k.key.to_token_stream(), "expire_at")),
+            a.ttl_for.as_ref().map(|k| (k.key.to_token_stream(), "for")),
+        ];
+        for (tokens, name) in clashing.into_iter().flatten() {
+            cx.error_spanned_by(
+                tokens,
+                format!(
+                    "`{name}` cannot be used on the key field `{}`: key fields form the row key \
+                     and are not stored as columns, so they have no column, family or TTL",
+                    field.name()
+                ),
+            );
+        }
+    }
+    let keys: Vec<&Field> = cont.fields_with(Role::Key).collect();
+    let separator = cont.attrs.key_separator.as_ref();
+    match (keys.as_slice(), separator) {
+        ([], _) => cx.error_spanned_by(
+            cont.ident,
+            "no key field: mark the field that holds the row key with `#[bigtable(key)]` \
+             (several fields make a composite key, in declaration order)",
+        ),
+        ([only], Some(sep)) => cx.error_spanned_by(
+            &sep.key,
+            format!(
+                "`key_separator` is only for composite keys, but `{}` is the only key field; \
+                 remove it",
+                only.name()
+            ),
+        ),
+        ([_], None) => {}
+        ([_, second, ..], None) => {
+            let names: Vec<String> = keys.iter().map(|k| format!("`{}`", k.name())).collect();
+            cx.error_spanned_by(
+                second.ident,
+                format!(
+                    "several key fields ({}) need a separator to join them: add \
+                     `#[bigtable(key_separator = \"#\")]` to the struct, with a string \
+                     that cannot appear in any key part",
+                    names.join(", ")
+                ),
+            );
+        }
+        (_, Some(sep)) => {
+            if sep.value.value().is_empty() {
+                cx.error_spanned_by(
+                    &sep.value,
+                    "empty `key_separator`: the key could not be split back into its fields; \
+                     use a non-empty string such as \"#\"",
+                );
+            }
+        }
+    }
+}
+
+fn check_expire_at(cx: &Ctxt, cont: &Container) {
+    let has_default = cont.attrs.default_ttl.is_some();
+    let mut first: Option<&Field> = None;
+    for field in cont.fields_with(Role::ExpireAt) {
+        let a = &field.attrs;
+        let clashing = [
+            a.column.as_ref().map(|k| (k.key.to_token_stream(), "column")),
+            a.family.as_ref().map(|k| (k.key.to_token_stream(), "family")),
+            a.ttl_for.as_ref().map(|k| (k.key.to_token_stream(), "for")),
+        ];
+        for (tokens, name) in clashing.into_iter().flatten() {
+            cx.error_spanned_by(
+                tokens,
+                format!(
+                    "`{name}` cannot be used on the `#[ttl(expire_at)]` field `{}`: the expiry \
+                     is stored in the cell timestamps, not in a column",
+                    field.name()
+                ),
+            );
+        }
+        if let Some(prev) = first {
+            // Only a present expire_at makes a field have this role.
+            if let Some(key) = &a.expire_at {
+                cx.error_spanned_by(
+                    &key.key,
+                    format!(
+                        "a second `#[ttl(expire_at)]` field: `{}` already holds this row's expiry; \
+                         a row has one expiry",
+                        prev.name()
+                    ),
+                );
+            }
+        } else {
+            first = Some(field);
+        }
+        match field.option_inner {
+            None if is_datetime_utc(field.ty) => {}
+            Some(inner) if is_datetime_utc(inner) => {
+                if !has_default {
+                    cx.error_spanned_by(
+                        field.ty,
+                        "an optional `#[ttl(expire_at)]` needs a default TTL for the rows that \
+                         leave it `None`: add `#[ttl(default = \"...\")]` to the struct, or make \
+                         the field `DateTime<Utc>` so that every row carries its expiry",
+                    );
+                }
+            }
+            _ => cx.error_spanned_by(
+                field.ty,
+                format!(
+                    "`#[ttl(expire_at)]` must be on a `DateTime<Utc>` field (or an \
+                     `Option<DateTime<Utc>>` when the struct has a default TTL), found `{}`",
+                    field.ty.to_token_stream().to_string().replace(' ', "")
+                ),
+            ),
+        }
+    }
+    if !has_default && first.is_none() {
+        cx.error_spanned_by(
+            cont.ident,
+            "no TTL policy: add `#[ttl(default = \"2d\")]` to the struct (default expiration: \
+             rows live that long unless told otherwise), or a `#[ttl(expire_at)]` field of type \
+             `DateTime<Utc>` (one-second expiration: every row carries its own expiry)",
+        );
+    }
+}
+
+fn check_field_ttls(cx: &Ctxt, cont: &Container) {
+    let has_default = cont.attrs.default_ttl.is_some();
+    for field in cont.fields_with(Role::Column) {
+        let Some(ttl) = &field.attrs.ttl_for else {
+            continue;
+        };
+        if !has_default {
+            cx.error_spanned_by(
+                &ttl.key,
+                "a per-field TTL needs the default-expiration strategy: add \
+                 `#[ttl(default = \"...\")]` to the struct; under one-second expiration \
+                 every cell's timestamp is the row's expiry",
+            );
+        }
+        if !field.is_option() {
+            cx.error_spanned_by(
+                field.ty,
+                format!(
+                    "a field with a per-field TTL must be an `Option<_>`: `{}` can expire \
+                     before the row, and then reads as `None`",
+                    field.name()
+                ),
+            );
+        }
+    }
+}
+
+fn check_columns(cx: &Ctxt, cont: &Container) {
+    let mut seen: HashMap<(String, String), &Field> = HashMap::new();
+    for field in cont.fields_with(Role::Column) {
+        let column = (cont.field_family(field), field.qualifier());
+        if let Some(prev) = seen.get(&column) {
+            let at = field
+                .attrs
+                .column
+                .as_ref()
+                .map_or_else(|| field.ident.to_token_stream(), |c| c.value.to_token_stream());
+            cx.error_spanned_by(
+                at,
+                format!(
+                    "fields `{}` and `{}` are both stored in column `{}:{}`; give one of them \
+                     another `#[bigtable(column = \"...\")]` or `family`",
+                    prev.name(),
+                    field.name(),
+                    column.0,
+                    column.1
+                ),
+            );
+        } else {
+            seen.insert(column, field);
+        }
+    }
+    if let (Some(written_at), Some(qualifier)) =
+        (&cont.attrs.written_at, cont.written_at_qualifier())
+    {
+        let column = (cont.family(), qualifier);
+        if let Some(field) = seen.get(&column) {
+            let at = written_at
+                .value
+                .as_ref()
+                .map_or_else(|| written_at.key.to_token_stream(), ToTokens::to_token_stream);
+            cx.error_spanned_by(
+                at,
+                format!(
+                    "the `written_at` shadow column `{}:{}` clashes with field `{}`; name the \
+                     shadow column with `#[ttl(written_at = \"...\")]` or move the field with \
+                     `#[bigtable(column = \"...\")]`",
+                    column.0,
+                    column.1,
+                    field.name()
+                ),
+            );
+        }
+    }
+    if seen.is_empty() && cont.attrs.written_at.is_none() {
+        cx.error_spanned_by(
+            cont.ident,
+            "no stored column: a Bigtable row without cells does not exist, so this struct \
+             could never be read back; add a field that is neither key nor `expire_at`, or \
+             `#[ttl(written_at)]`",
+        );
+    }
+}
