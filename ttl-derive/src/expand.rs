@@ -192,10 +192,10 @@ fn impl_row(cont: &Container) -> TokenStream {
                     key_fields: &[#(#key_names),*],
                     key_separator: #separator,
                 };
-                fn encode_key(__key: &Self::Key) -> #p::Result<::std::vec::Vec<u8>> {
+                fn encode_key(__key: &Self::Key) -> #p::Result<::std::vec::Vec<::core::primitive::u8>> {
                     #encode_key
                 }
-                fn row_key(&self) -> #p::Result<::std::vec::Vec<u8>> {
+                fn row_key(&self) -> #p::Result<::std::vec::Vec<::core::primitive::u8>> {
                     #row_key
                 }
                 fn expiry(&self) -> #p::Expiry {
@@ -203,7 +203,7 @@ fn impl_row(cont: &Container) -> TokenStream {
                 }
                 fn cell_values(
                     &self,
-                ) -> #p::Result<::std::vec::Vec<::core::option::Option<::std::vec::Vec<u8>>>> {
+                ) -> #p::Result<::std::vec::Vec<::core::option::Option<::std::vec::Vec<::core::primitive::u8>>>> {
                     ::core::result::Result::Ok(::std::vec![#(#cell_values),*])
                 }
                 fn decode(__row: &#p::RowView<'_>) -> #p::Result<Self> {
@@ -245,10 +245,10 @@ fn fallback(input: &DeriveInput, cont: Option<&Container>) -> TokenStream {
                     key_fields: &[],
                     key_separator: "",
                 };
-                fn encode_key(_: &Self::Key) -> #p::Result<::std::vec::Vec<u8>> {
+                fn encode_key(_: &Self::Key) -> #p::Result<::std::vec::Vec<::core::primitive::u8>> {
                     ::core::unreachable!()
                 }
-                fn row_key(&self) -> #p::Result<::std::vec::Vec<u8>> {
+                fn row_key(&self) -> #p::Result<::std::vec::Vec<::core::primitive::u8>> {
                     ::core::unreachable!()
                 }
                 fn expiry(&self) -> #p::Expiry {
@@ -256,7 +256,7 @@ fn fallback(input: &DeriveInput, cont: Option<&Container>) -> TokenStream {
                 }
                 fn cell_values(
                     &self,
-                ) -> #p::Result<::std::vec::Vec<::core::option::Option<::std::vec::Vec<u8>>>> {
+                ) -> #p::Result<::std::vec::Vec<::core::option::Option<::std::vec::Vec<::core::primitive::u8>>>> {
                     ::core::unreachable!()
                 }
                 fn decode(_: &#p::RowView<'_>) -> #p::Result<Self> {

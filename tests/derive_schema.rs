@@ -1,0 +1,286 @@
+//! What `#[derive(BigtableRow)]` produces, checked without a server: the
+//! schema, the row key, the mutations and the decode round trip.
+
+use bigtable_ttl::proto::mutation::Mutation as M;
+use bigtable_ttl::row::{decode_row, CellRef};
+use bigtable_ttl::{BigtableRow, Column, Expiry, Policy, ShadowColumn};
+use chrono::{DateTime, TimeDelta, TimeZone, Utc};
+
+/// Default strategy: composite key, two families, a per-field TTL, a
+/// renamed column, a per-row expiry override and the shadow column.
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "clicks", family = "c", key_separator = "#")]
+#[ttl(default = "2d", written_at)]
+struct Click {
+    #[bigtable(key)]
+    customer: String,
+    #[bigtable(key)]
+    seq: u64,
+    url: String,
+    #[bigtable(column = "ref")]
+    referrer: Option<String>,
+    #[bigtable(family = "m")]
+    count: i64,
+    #[bigtable(family = "m")]
+    #[ttl(for = "1h")]
+    hot: Option<bool>,
+    #[ttl(expire_at)]
+    expires: Option<DateTime<Utc>>,
+}
+
+/// One-second strategy: one key, a required expiry.
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "sessions", family = "s")]
+struct Session {
+    #[bigtable(key)]
+    id: String,
+    #[ttl(expire_at)]
+    expires_at: DateTime<Utc>,
+    user: String,
+}
+
+fn now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).unwrap() + TimeDelta::microseconds(123_456)
+}
+
+fn click() -> Click {
+    Click {
+        customer: "c3".into(),
+        seq: 7,
+        url: "/home".into(),
+        referrer: None,
+        count: 2,
+        hot: Some(true),
+        expires: None,
+    }
+}
+
+fn col(
+    field: &'static str,
+    family: &'static str,
+    qualifier: &'static str,
+    ttl: Option<TimeDelta>,
+    optional: bool,
+) -> Column {
+    Column {
+        field,
+        family,
+        qualifier,
+        ttl,
+        optional,
+    }
+}
+
+#[test]
+fn default_strategy_schema() {
+    let s = Click::SCHEMA;
+    assert_eq!(s.table, "clicks");
+    assert_eq!(
+        s.policy,
+        Policy::Default {
+            default: TimeDelta::days(2)
+        }
+    );
+    assert_eq!(s.families, &["c", "m"]);
+    assert_eq!(
+        s.columns,
+        &[
+            col("url", "c", "url", None, false),
+            col("referrer", "c", "ref", None, true),
+            col("count", "m", "count", None, false),
+            col("hot", "m", "hot", Some(TimeDelta::hours(1)), true),
+        ]
+    );
+    assert_eq!(
+        s.written_at,
+        Some(ShadowColumn {
+            family: "c",
+            qualifier: "written_at"
+        })
+    );
+    assert_eq!(s.key_fields, &["customer", "seq"]);
+    assert_eq!(s.key_separator, "#");
+}
+
+#[test]
+fn one_second_schema() {
+    let s = Session::SCHEMA;
+    assert_eq!(s.policy, Policy::OneSecond);
+    assert_eq!(s.families, &["s"]);
+    assert_eq!(s.columns, &[col("user", "s", "user", None, false)]);
+    assert_eq!(s.written_at, None);
+    assert_eq!(s.key_fields, &["id"]);
+    assert_eq!(s.key_separator, "");
+}
+
+#[test]
+fn row_key_matches_encode_key() {
+    let c = click();
+    let key = c.row_key().unwrap();
+    assert_eq!(key, Click::encode_key(&("c3".to_string(), 7)).unwrap());
+    assert_eq!(key, b"c3#00000000000000000007");
+    let s = Session {
+        id: "s1".into(),
+        expires_at: now(),
+        user: "ann".into(),
+    };
+    assert_eq!(s.row_key().unwrap(), b"s1");
+    assert_eq!(Session::encode_key(&"s1".to_string()).unwrap(), b"s1");
+}
+
+#[test]
+fn expiry_comes_from_the_expire_at_field() {
+    let mut c = click();
+    assert_eq!(c.expiry(), Expiry::PolicyDefault);
+    let at = now() + TimeDelta::days(3);
+    c.expires = Some(at);
+    assert_eq!(c.expiry(), Expiry::At(at));
+    let s = Session {
+        id: "s1".into(),
+        expires_at: at,
+        user: "ann".into(),
+    };
+    assert_eq!(s.expiry(), Expiry::At(at));
+}
+
+/// (kind, family, qualifier, timestamp, value) of each mutation.
+fn describe(m: &bigtable_ttl::proto::Mutation) -> (&'static str, String, String, i64, Vec<u8>) {
+    match m.mutation.as_ref().unwrap() {
+        M::SetCell(s) => (
+            "set",
+            s.family_name.clone(),
+            String::from_utf8(s.column_qualifier.clone()).unwrap(),
+            s.timestamp_micros,
+            s.value.clone(),
+        ),
+        M::DeleteFromColumn(d) => (
+            "delete",
+            d.family_name.clone(),
+            String::from_utf8(d.column_qualifier.clone()).unwrap(),
+            0,
+            Vec::new(),
+        ),
+        other => panic!("unexpected mutation {other:?}"),
+    }
+}
+
+#[test]
+fn mutations_delete_then_set_with_whole_millisecond_timestamps() {
+    let write = click().mutation().build(now()).unwrap();
+    let now_ms = now().timestamp_millis() * 1_000;
+    assert_eq!(write.timestamp_micros, now_ms);
+    assert_eq!(write.expires_at, now() + TimeDelta::days(2) - TimeDelta::microseconds(456));
+    let got: Vec<_> = write.mutations.iter().map(describe).collect();
+    let kinds: Vec<(&str, &str, &str)> = got
+        .iter()
+        .map(|(k, f, q, _, _)| (*k, f.as_str(), q.as_str()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("delete", "c", "url"),
+            ("set", "c", "url"),
+            // `referrer: None`: only the delete.
+            ("delete", "c", "ref"),
+            ("delete", "m", "count"),
+            ("set", "m", "count"),
+            ("delete", "m", "hot"),
+            ("set", "m", "hot"),
+            ("delete", "c", "written_at"),
+            ("set", "c", "written_at"),
+        ]
+    );
+    for (kind, _, q, ts, _) in &got {
+        if *kind == "set" {
+            assert_eq!(ts % 1_000, 0, "{q}: {ts} is not a whole millisecond");
+        }
+    }
+    // The per-field TTL (1h under a 2d default) shifts that cell back.
+    let hot_ts = got.iter().find(|g| g.0 == "set" && g.2 == "hot").unwrap().3;
+    assert_eq!(hot_ts, now_ms - 47 * 3_600_000_000);
+    assert_eq!(got[1].4, b"/home");
+    assert_eq!(got[4].4, 2i64.to_be_bytes());
+}
+
+#[test]
+fn one_second_mutation_uses_the_expiry_as_timestamp() {
+    let at = now() + TimeDelta::minutes(30);
+    let s = Session {
+        id: "s1".into(),
+        expires_at: at,
+        user: "ann".into(),
+    };
+    let write = s.mutation().build(now()).unwrap();
+    assert_eq!(write.timestamp_micros, at.timestamp_millis() * 1_000);
+    assert_eq!(write.mutations.len(), 2);
+}
+
+fn cells(write: &bigtable_ttl::RowMutation) -> Vec<CellRef<'_>> {
+    write
+        .mutations
+        .iter()
+        .filter_map(|m| match m.mutation.as_ref()? {
+            M::SetCell(s) => Some(CellRef {
+                family: &s.family_name,
+                qualifier: &s.column_qualifier,
+                value: &s.value,
+                timestamp_micros: s.timestamp_micros,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn decode_round_trip() {
+    let c = click();
+    let write = c.mutation().build(now()).unwrap();
+    let read = decode_row::<Click>(&write.row_key, cells(&write), now())
+        .unwrap()
+        .expect("row visible");
+    // The expire_at field is filled from the row's expiry.
+    let expected = Click {
+        expires: Some(write.expires_at),
+        ..c.clone()
+    };
+    assert_eq!(read.value, expected);
+    assert_eq!(read.expires_at, write.expires_at);
+    let written = DateTime::from_timestamp_millis(now().timestamp_millis()).unwrap();
+    assert_eq!(read.written_at, Some(written));
+
+    // After the per-field TTL the field reads as None, the row is still there.
+    let later = now() + TimeDelta::hours(2);
+    let read = decode_row::<Click>(&write.row_key, cells(&write), later)
+        .unwrap()
+        .unwrap();
+    assert_eq!(read.value.hot, None);
+    assert_eq!(read.value.url, "/home");
+
+    // After the default, the row is gone.
+    let gone = now() + TimeDelta::days(2);
+    assert!(decode_row::<Click>(&write.row_key, cells(&write), gone)
+        .unwrap()
+        .is_none());
+}
+
+#[test]
+fn one_second_decode_round_trip() {
+    let at = now() + TimeDelta::minutes(30);
+    let s = Session {
+        id: "s1".into(),
+        expires_at: at,
+        user: "ann".into(),
+    };
+    let write = s.mutation().build(now()).unwrap();
+    let read = decode_row::<Session>(&write.row_key, cells(&write), now())
+        .unwrap()
+        .unwrap();
+    let at_ms = DateTime::from_timestamp_millis(at.timestamp_millis()).unwrap();
+    assert_eq!(
+        read.value,
+        Session {
+            expires_at: at_ms,
+            ..s
+        }
+    );
+}

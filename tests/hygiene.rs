@@ -1,0 +1,136 @@
+//! The expansion names everything by absolute path: it compiles without the
+//! prelude, beside user types that shadow prelude names, under strict lints,
+//! and through a renamed facade.
+
+#![deny(unused_qualifications, warnings)]
+#![allow(dead_code)]
+
+/// No prelude at all: every path the expansion writes must be absolute.
+mod no_prelude {
+    #![no_implicit_prelude]
+
+    use ::bigtable_ttl::BigtableRow;
+    use ::chrono::{DateTime, Utc};
+
+    #[derive(BigtableRow)]
+    #[bigtable(table = "t", family = "f", key_separator = "#")]
+    #[ttl(default = "1h", written_at = "w")]
+    pub struct Row {
+        #[bigtable(key)]
+        pub a: ::std::string::String,
+        #[bigtable(key)]
+        pub b: u64,
+        pub value: ::std::string::String,
+        #[ttl(for = "10m")]
+        pub maybe: ::std::option::Option<i64>,
+        #[ttl(expire_at)]
+        pub expires: ::std::option::Option<DateTime<Utc>>,
+    }
+
+    #[derive(BigtableRow)]
+    #[bigtable(table = "s", family = "f")]
+    pub struct OneSecond {
+        #[bigtable(key)]
+        pub id: ::std::string::String,
+        #[ttl(expire_at)]
+        pub at: DateTime<Utc>,
+        pub v: bool,
+    }
+}
+
+/// User types named like the prelude items the expansion uses.
+mod shadowing {
+    #![allow(non_camel_case_types)]
+
+    use ::bigtable_ttl::BigtableRow;
+    use chrono::{DateTime, Utc};
+
+    pub struct Result;
+    pub struct Ok;
+    pub struct Err;
+    pub struct Option;
+    pub struct Some;
+    pub struct None;
+    pub struct Vec;
+    pub struct Box;
+    pub struct Self_;
+    pub struct Schema;
+    pub struct Column;
+    pub struct Policy;
+    pub struct Expiry;
+    pub struct KeyBuilder;
+    pub struct RowView;
+    pub struct u8;
+    pub mod core {}
+    pub mod std {}
+    pub mod bigtable_ttl {}
+    pub fn millis() {}
+    pub fn encode_required() {}
+
+    #[derive(BigtableRow)]
+    #[bigtable(table = "t", family = "f")]
+    #[ttl(default = "2d")]
+    pub struct Row {
+        #[bigtable(key)]
+        pub id: String,
+        pub value: String,
+        pub other: ::core::option::Option<String>,
+        #[ttl(expire_at)]
+        pub expires: ::core::option::Option<DateTime<Utc>>,
+    }
+}
+
+/// The facade under another name.
+mod renamed {
+    use bigtable_ttl as btt;
+    use btt::BigtableRow;
+
+    #[derive(BigtableRow)]
+    #[bigtable(table = "t", family = "f", crate = btt)]
+    #[ttl(default = "90s")]
+    pub struct Row {
+        #[bigtable(key)]
+        pub id: String,
+        pub value: String,
+    }
+
+    #[derive(BigtableRow)]
+    #[bigtable(table = "t", family = "f", crate = "self::btt")]
+    #[ttl(default = "90s")]
+    pub struct StringPath {
+        #[bigtable(key)]
+        pub id: String,
+        pub value: String,
+    }
+}
+
+/// Raw identifiers: the column is named without the `r#`.
+mod raw {
+    use bigtable_ttl::BigtableRow;
+
+    #[derive(BigtableRow)]
+    #[bigtable(table = "t", family = "f")]
+    #[ttl(default = "1d")]
+    pub struct Row {
+        #[bigtable(key)]
+        pub r#type: String,
+        pub r#match: String,
+    }
+}
+
+#[test]
+fn expansions_compile_and_work() {
+    use bigtable_ttl::BigtableRow;
+    assert_eq!(no_prelude::Row::SCHEMA.written_at.unwrap().qualifier, "w");
+    assert_eq!(shadowing::Row::SCHEMA.columns.len(), 2);
+    assert_eq!(renamed::Row::SCHEMA.table, "t");
+    assert_eq!(renamed::StringPath::SCHEMA.key_fields, &["id"]);
+    assert_eq!(raw::Row::SCHEMA.columns[0].qualifier, "match");
+    assert_eq!(raw::Row::SCHEMA.key_fields, &["type"]);
+    let row = no_prelude::OneSecond {
+        id: "x".into(),
+        at: chrono::Utc::now(),
+        v: true,
+    };
+    assert_eq!(row.row_key().unwrap(), b"x");
+}
