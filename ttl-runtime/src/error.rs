@@ -145,6 +145,19 @@ pub enum Error {
         /// Why it failed.
         reason: String,
     },
+    /// A multi-row write left some rows unwritten (or with an unknown
+    /// outcome); every other row was written. Retrying the whole write is
+    /// safe: every mutation carries explicit timestamps, so writing a row
+    /// twice stores the same cells.
+    #[error("{} of {} rows of table `{table}` were not written (or not surely): {}; retrying the write is safe", failed.len(), failed.len() + written, failed.iter().take(3).map(|(k, m)| format!("{k:?}: {m}")).collect::<Vec<_>>().join("; "))]
+    PartialWrite {
+        /// The table.
+        table: String,
+        /// How many rows were written.
+        written: usize,
+        /// Each row not written: its key (lossily as UTF-8) and why.
+        failed: Vec<(String, String)>,
+    },
     /// Bigtable answered with an error.
     #[error("Bigtable error on table `{table}`{}: {source}", row_key.as_deref().map(|k| format!(", row {k:?}")).unwrap_or_default())]
     Server {

@@ -1,0 +1,537 @@
+//! What a read asks for ([`Scan`]), what an unfiltered read returns
+//! ([`RawCell`]), and the merging of `ReadRows` cell chunks into rows.
+//!
+//! The merger is ours rather than `bigtable_rs`'s: `bigtable_rs` 0.4 decodes
+//! each `ReadRowsResponse` message on its own, so a row whose chunks span two
+//! messages (Cloud Bigtable splits large rows and large cells that way) is
+//! reported as a chunk error. [`RowMerger`] keeps its state across messages,
+//! as the `ReadRows` contract requires.
+
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::ops::{Bound, RangeBounds};
+
+use bigtable_rs::bigtable::BigTable;
+use bigtable_rs::google::bigtable::v2::{
+    read_rows_response::{cell_chunk::RowStatus, CellChunk},
+    row_range::{EndKey, StartKey},
+    ReadRowsRequest, ReadRowsResponse, RowRange, RowSet,
+};
+use futures_util::Stream;
+
+use crate::row::CellRef;
+
+/// Which rows a read covers, by raw row key, and how many at most.
+///
+/// ```
+/// use bigtable_ttl::Scan;
+///
+/// let everything = Scan::all();
+/// let one_customer = Scan::prefix("customer-3#").limit(100);
+/// let a_range = Scan::range("a".."m");
+/// let some_keys = Scan::keys(["k1", "k7"]);
+/// # let _ = (everything, one_customer, a_range, some_keys);
+/// ```
+///
+/// Keys are the encoded row keys (`T::encode_key`), in Bigtable's byte order.
+/// A [`Scan::limit`] counts rows the server returns. The server's timestamp
+/// filter already drops every expired cell, so a row it returns is almost
+/// always one the typed reader shows; the reader hides a returned row only
+/// when none of its visible cells is a declared column (cells of columns the
+/// struct does not know), so a limited scan can then yield fewer rows than
+/// the limit although more exist.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[must_use]
+pub struct Scan {
+    selection: Selection,
+    limit: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+enum Selection {
+    #[default]
+    All,
+    Prefix(Vec<u8>),
+    Range(Bound<Vec<u8>>, Bound<Vec<u8>>),
+    Keys(Vec<Vec<u8>>),
+}
+
+impl Scan {
+    /// Every row of the table.
+    pub fn all() -> Self {
+        Self::default()
+    }
+
+    /// The rows whose key starts with `prefix` (every row for an empty prefix).
+    pub fn prefix(prefix: impl AsRef<[u8]>) -> Self {
+        Self {
+            selection: Selection::Prefix(prefix.as_ref().to_vec()),
+            limit: None,
+        }
+    }
+
+    /// The rows whose key lies in `range` (`"a".."m"`, `start..=end`, `start..`).
+    pub fn range<K: AsRef<[u8]>>(range: impl RangeBounds<K>) -> Self {
+        let own = |b: Bound<&K>| match b {
+            Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+            Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        Self {
+            selection: Selection::Range(own(range.start_bound()), own(range.end_bound())),
+            limit: None,
+        }
+    }
+
+    /// Exactly these row keys (those that exist), in key order.
+    pub fn keys<K: AsRef<[u8]>>(keys: impl IntoIterator<Item = K>) -> Self {
+        Self {
+            selection: Selection::Keys(keys.into_iter().map(|k| k.as_ref().to_vec()).collect()),
+            limit: None,
+        }
+    }
+
+    /// At most `rows` rows (as counted by the server; see the type's docs).
+    /// A limit of zero means no limit, as in Bigtable's API.
+    pub fn limit(mut self, rows: u64) -> Self {
+        self.limit = (rows > 0).then_some(rows);
+        self
+    }
+
+    /// The limit, if any.
+    #[must_use]
+    pub fn row_limit(&self) -> Option<u64> {
+        self.limit
+    }
+
+    /// The `RowSet` and `rows_limit` of a `ReadRowsRequest` for this scan.
+    /// `None` means "no row can match" (an empty key list), which Bigtable
+    /// would otherwise read as "every row".
+    pub(crate) fn into_request(self, table_name: String) -> Option<ReadRowsRequest> {
+        let rows = match self.selection {
+            Selection::All => None,
+            Selection::Prefix(prefix) => Some(RowSet {
+                row_keys: vec![],
+                row_ranges: vec![prefix_range(&prefix)],
+            }),
+            Selection::Range(start, end) => Some(RowSet {
+                row_keys: vec![],
+                row_ranges: vec![RowRange {
+                    start_key: match start {
+                        Bound::Included(k) => Some(StartKey::StartKeyClosed(k)),
+                        Bound::Excluded(k) => Some(StartKey::StartKeyOpen(k)),
+                        Bound::Unbounded => None,
+                    },
+                    end_key: match end {
+                        Bound::Included(k) => Some(EndKey::EndKeyClosed(k)),
+                        Bound::Excluded(k) => Some(EndKey::EndKeyOpen(k)),
+                        Bound::Unbounded => None,
+                    },
+                }],
+            }),
+            Selection::Keys(keys) if keys.is_empty() => return None,
+            Selection::Keys(keys) => Some(RowSet {
+                row_keys: keys,
+                row_ranges: vec![],
+            }),
+        };
+        Some(ReadRowsRequest {
+            table_name,
+            rows,
+            rows_limit: self
+                .limit
+                .map_or(0, |n| i64::try_from(n).unwrap_or(i64::MAX)),
+            ..ReadRowsRequest::default()
+        })
+    }
+}
+
+/// The key range of every key starting with `prefix`.
+///
+/// The end is the prefix with trailing `0xFF` bytes dropped and the last
+/// byte incremented (`b"a\xff"` ends before `b"b"`), open-ended when the
+/// prefix is all `0xFF`. (`bigtable_rs::util::get_row_range_from_prefix`
+/// keeps the length instead and ends `b"a\xff"` at `b"b\0"`, which lets the
+/// key `b"b"` in.)
+fn prefix_range(prefix: &[u8]) -> RowRange {
+    let mut end = prefix.to_vec();
+    while end.last() == Some(&0xFF) {
+        end.pop();
+    }
+    let end_key = match end.last_mut() {
+        Some(last) => {
+            *last += 1;
+            Some(EndKey::EndKeyOpen(end))
+        }
+        None => None,
+    };
+    RowRange {
+        start_key: Some(StartKey::StartKeyClosed(prefix.to_vec())),
+        end_key,
+    }
+}
+
+/// One stored cell, owned, as an unfiltered read returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawCell {
+    /// Column family.
+    pub family: String,
+    /// Column qualifier.
+    pub qualifier: Vec<u8>,
+    /// Value bytes.
+    pub value: Vec<u8>,
+    /// Cell timestamp (µs since the epoch).
+    pub timestamp_micros: i64,
+}
+
+impl RawCell {
+    /// The borrowed form the decoder reads.
+    #[must_use]
+    pub fn as_cell_ref(&self) -> CellRef<'_> {
+        CellRef {
+            family: &self.family,
+            qualifier: &self.qualifier,
+            value: &self.value,
+            timestamp_micros: self.timestamp_micros,
+        }
+    }
+}
+
+/// One row as read: its key and its cells in the order the server sent them
+/// (family, then qualifier, then newest first).
+pub(crate) type RawRow = (Vec<u8>, Vec<RawCell>);
+
+/// Why a read failed: the server's status, or a response breaking the
+/// `ReadRows` chunk protocol.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ReadError {
+    #[error("{0}")]
+    Status(#[from] tonic::Status),
+    #[error("malformed ReadRows response: {0}")]
+    Protocol(String),
+}
+
+/// Reassembles `ReadRows` cell chunks into rows, across response messages.
+#[derive(Debug, Default)]
+pub(crate) struct RowMerger {
+    key: Option<Vec<u8>>,
+    cells: Vec<RawCell>,
+    family: Option<String>,
+    qualifier: Option<Vec<u8>>,
+    /// A cell whose value continues in the next chunk.
+    partial: Option<RawCell>,
+    last_committed: Option<Vec<u8>>,
+}
+
+impl RowMerger {
+    /// Feed one chunk; a committed row comes out.
+    pub(crate) fn push(&mut self, chunk: CellChunk) -> Result<Option<RawRow>, ReadError> {
+        let protocol = |msg: &str| Err(ReadError::Protocol(msg.to_owned()));
+        if let Some(RowStatus::ResetRow(true)) = chunk.row_status {
+            self.reset();
+            return Ok(None);
+        }
+        if !chunk.row_key.is_empty() {
+            match &self.key {
+                Some(key) if *key != chunk.row_key => {
+                    return protocol("a new row key before the previous row was committed")
+                }
+                Some(_) => {}
+                None => {
+                    if self
+                        .last_committed
+                        .as_ref()
+                        .is_some_and(|last| chunk.row_key <= *last)
+                    {
+                        return protocol("row keys out of order");
+                    }
+                    self.key = Some(chunk.row_key);
+                }
+            }
+        } else if self.key.is_none() {
+            return protocol("a chunk without a row key outside a row");
+        }
+        if let Some(mut cell) = self.partial.take() {
+            if chunk.family_name.is_some() || chunk.qualifier.is_some() {
+                return protocol("a new column inside a split cell value");
+            }
+            cell.value.extend_from_slice(&chunk.value);
+            self.finish_cell(cell, chunk.value_size);
+        } else {
+            if let Some(family) = chunk.family_name {
+                if chunk.qualifier.is_none() {
+                    return protocol("a new family without a qualifier");
+                }
+                self.family = Some(family);
+            }
+            if let Some(qualifier) = chunk.qualifier {
+                self.qualifier = Some(qualifier);
+            }
+            let (Some(family), Some(qualifier)) = (&self.family, &self.qualifier) else {
+                return protocol("a cell without a family or qualifier");
+            };
+            let mut value = chunk.value;
+            if let Ok(size) = usize::try_from(chunk.value_size) {
+                value.reserve(size.saturating_sub(value.len()));
+            }
+            let cell = RawCell {
+                family: family.clone(),
+                qualifier: qualifier.clone(),
+                value,
+                timestamp_micros: chunk.timestamp_micros,
+            };
+            self.finish_cell(cell, chunk.value_size);
+        }
+        if let Some(RowStatus::CommitRow(true)) = chunk.row_status {
+            if self.partial.is_some() {
+                return protocol("row committed inside a split cell value");
+            }
+            let key = self.key.take().unwrap_or_default();
+            let cells = std::mem::take(&mut self.cells);
+            self.reset();
+            self.last_committed = Some(key.clone());
+            return Ok(Some((key, cells)));
+        }
+        Ok(None)
+    }
+
+    fn finish_cell(&mut self, cell: RawCell, value_size: i32) {
+        if value_size > 0 {
+            self.partial = Some(cell);
+        } else {
+            self.cells.push(cell);
+        }
+    }
+
+    fn reset(&mut self) {
+        self.key = None;
+        self.cells.clear();
+        self.family = None;
+        self.qualifier = None;
+        self.partial = None;
+    }
+
+    /// The response ended: an uncommitted row means it was cut short.
+    pub(crate) fn finish(&self) -> Result<(), ReadError> {
+        if self.key.is_some() {
+            Err(ReadError::Protocol(
+                "the response ended inside a row".to_owned(),
+            ))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn feed(
+        &mut self,
+        response: ReadRowsResponse,
+        out: &mut VecDeque<RawRow>,
+    ) -> Result<(), ReadError> {
+        for chunk in response.chunks {
+            if let Some(row) = self.push(chunk)? {
+                out.push_back(row);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `x-goog-request-params` for a table request, as Google's clients send it
+/// (routes the request to the right backend on Cloud Bigtable).
+pub(crate) fn routing_header(table_name: &str) -> String {
+    let mut out = String::from("table_name=");
+    for b in table_name.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out.push_str("&app_profile_id=");
+    out
+}
+
+struct ReadState {
+    client: BigTable,
+    request: Option<ReadRowsRequest>,
+    response: Option<tonic::Streaming<ReadRowsResponse>>,
+    merger: RowMerger,
+    ready: VecDeque<RawRow>,
+    done: bool,
+}
+
+/// The rows `request` reads, merged, as a stream; lazily sent on first poll.
+pub(crate) fn read_rows(
+    client: BigTable,
+    request: ReadRowsRequest,
+) -> impl Stream<Item = Result<RawRow, ReadError>> + Send + 'static {
+    let state = ReadState {
+        client,
+        request: Some(request),
+        response: None,
+        merger: RowMerger::default(),
+        ready: VecDeque::new(),
+        done: false,
+    };
+    futures_util::stream::unfold(state, |mut st| async move {
+        loop {
+            if let Some(row) = st.ready.pop_front() {
+                return Some((Ok(row), st));
+            }
+            if st.done {
+                return None;
+            }
+            if let Some(request) = st.request.take() {
+                let header = routing_header(&request.table_name);
+                let mut request = tonic::Request::new(request);
+                if let Ok(value) = header.parse() {
+                    request
+                        .metadata_mut()
+                        .insert("x-goog-request-params", value);
+                }
+                match st.client.get_client().read_rows(request).await {
+                    Ok(response) => st.response = Some(response.into_inner()),
+                    Err(status) => {
+                        st.done = true;
+                        return Some((Err(status.into()), st));
+                    }
+                }
+            }
+            let response = st.response.as_mut()?;
+            let step = match response.message().await {
+                Ok(Some(message)) => {
+                    let ReadState { merger, ready, .. } = &mut st;
+                    merger.feed(message, ready)
+                }
+                Ok(None) => {
+                    st.done = true;
+                    st.merger.finish()
+                }
+                Err(status) => Err(status.into()),
+            };
+            if let Err(e) = step {
+                st.done = true;
+                st.ready.clear();
+                return Some((Err(e), st));
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(key: &str, fam: Option<&str>, q: Option<&str>, ts: i64, v: &str) -> CellChunk {
+        CellChunk {
+            row_key: key.as_bytes().to_vec(),
+            family_name: fam.map(str::to_owned),
+            qualifier: q.map(|q| q.as_bytes().to_vec()),
+            timestamp_micros: ts,
+            value: v.as_bytes().to_vec(),
+            ..CellChunk::default()
+        }
+    }
+
+    fn commit(mut c: CellChunk) -> CellChunk {
+        c.row_status = Some(RowStatus::CommitRow(true));
+        c
+    }
+
+    #[test]
+    fn a_row_split_across_messages_and_a_split_value_merge() {
+        let mut m = RowMerger::default();
+        assert!(m
+            .push(chunk("r1", Some("c"), Some("a"), 1000, "x"))
+            .unwrap()
+            .is_none());
+        let mut split = chunk("", None, Some("b"), 2000, "he");
+        split.value_size = 5;
+        assert!(m.push(split).unwrap().is_none());
+        // next message
+        assert!(m.push(chunk("", None, None, 0, "llo")).unwrap().is_none());
+        let (key, cells) = m
+            .push(commit(chunk("", None, None, 1000, "y")))
+            .unwrap()
+            .unwrap();
+        assert_eq!(key, b"r1");
+        let got: Vec<_> = cells
+            .iter()
+            .map(|c| (c.qualifier.clone(), c.value.clone(), c.timestamp_micros))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (b"a".to_vec(), b"x".to_vec(), 1000),
+                (b"b".to_vec(), b"hello".to_vec(), 2000),
+                (b"b".to_vec(), b"y".to_vec(), 1000),
+            ]
+        );
+        m.finish().unwrap();
+        let (key, _) = m
+            .push(commit(chunk("r2", Some("d"), Some("z"), 0, "")))
+            .unwrap()
+            .unwrap();
+        assert_eq!(key, b"r2");
+    }
+
+    #[test]
+    fn reset_drops_the_row_and_truncation_is_an_error() {
+        let mut m = RowMerger::default();
+        m.push(chunk("r1", Some("c"), Some("a"), 1000, "x"))
+            .unwrap();
+        let reset = CellChunk {
+            row_status: Some(RowStatus::ResetRow(true)),
+            ..CellChunk::default()
+        };
+        assert!(m.push(reset).unwrap().is_none());
+        m.finish().unwrap();
+        let (_, cells) = m
+            .push(commit(chunk("r1", Some("c"), Some("a"), 5000, "v")))
+            .unwrap()
+            .unwrap();
+        assert_eq!(cells.len(), 1);
+        m.push(chunk("r2", Some("c"), Some("a"), 1000, "x"))
+            .unwrap();
+        assert!(m.finish().is_err());
+    }
+
+    #[test]
+    fn protocol_violations_are_errors() {
+        let mut m = RowMerger::default();
+        assert!(m.push(chunk("", Some("c"), Some("a"), 0, "")).is_err());
+        let mut m = RowMerger::default();
+        assert!(m.push(chunk("r", Some("c"), None, 0, "")).is_err());
+        let mut m = RowMerger::default();
+        m.push(commit(chunk("b", Some("c"), Some("a"), 0, "")))
+            .unwrap();
+        assert!(m
+            .push(commit(chunk("a", Some("c"), Some("a"), 0, "")))
+            .is_err());
+    }
+
+    #[test]
+    fn prefix_ranges_end_right_after_the_prefix() {
+        let end = |p: &[u8]| prefix_range(p).end_key;
+        assert_eq!(end(b"ab"), Some(EndKey::EndKeyOpen(b"ac".to_vec())));
+        assert_eq!(end(b"a\xff"), Some(EndKey::EndKeyOpen(b"b".to_vec())));
+        assert_eq!(end(b"\xff\xff"), None);
+        assert_eq!(end(b""), None);
+    }
+
+    #[test]
+    fn an_empty_key_list_reads_nothing() {
+        assert!(Scan::keys(Vec::<Vec<u8>>::new())
+            .into_request("t".into())
+            .is_none());
+        assert_eq!(Scan::all().limit(0).row_limit(), None);
+    }
+
+    #[test]
+    fn routing_header_is_percent_encoded() {
+        assert_eq!(
+            routing_header("projects/p/instances/i/tables/t"),
+            "table_name=projects%2Fp%2Finstances%2Fi%2Ftables%2Ft&app_profile_id="
+        );
+    }
+}
