@@ -68,10 +68,13 @@ fn unknown(cx: &Ctxt, meta: &ParseNestedMeta, attr: Symbol, place: &str, valid: 
     let key = quote::ToTokens::to_token_stream(&meta.path)
         .to_string()
         .replace(' ', "");
+    let hint = symbol::closest(&key, valid)
+        .map(|k| format!(" (did you mean `{k}`?)"))
+        .unwrap_or_default();
     cx.error_spanned_by(
         &meta.path,
         format!(
-            "unknown key `{key}` in `#[{attr}(...)]` on a {place}; expected {}",
+            "unknown key `{key}` in `#[{attr}(...)]` on a {place}{hint}; expected {}",
             symbol::one_of(valid)
         ),
     );
@@ -93,20 +96,28 @@ pub struct Container {
     pub default_ttl: Option<Keyed<Duration>>,
     /// The `written_at` key and its qualifier (the literal, when one is given).
     pub written_at: Option<Keyed<Option<LitStr>>>,
+    /// An unknown or malformed key was reported in `#[bigtable(...)]`: "missing
+    /// `table`" would then most likely repeat the same mistake.
+    pub bigtable_garbled: bool,
+    /// Likewise for `#[ttl(...)]` and "no TTL policy".
+    pub ttl_garbled: bool,
 }
 
 impl Container {
     pub fn from_attrs(cx: &Ctxt, attrs: &[Attribute]) -> Self {
         let mut this = Container::default();
         for attr in attrs {
-            let result = if attr.path() == symbol::BIGTABLE {
-                attr.parse_nested_meta(|meta| this.bigtable_key(cx, &meta))
+            let (result, garbled) = if attr.path() == symbol::BIGTABLE {
+                let r = attr.parse_nested_meta(|meta| this.bigtable_key(cx, &meta));
+                (r, &mut this.bigtable_garbled)
             } else if attr.path() == symbol::TTL {
-                attr.parse_nested_meta(|meta| this.ttl_key(cx, &meta))
+                let r = attr.parse_nested_meta(|meta| this.ttl_key(cx, &meta));
+                (r, &mut this.ttl_garbled)
             } else {
                 continue;
             };
             if let Err(e) = result {
+                *garbled = true;
                 cx.syn_error(e);
             }
         }
@@ -134,6 +145,7 @@ impl Container {
             };
             set_once(cx, &mut self.crate_path, symbol::CRATE, p, path);
         } else {
+            self.bigtable_garbled = true;
             unknown(cx, meta, symbol::BIGTABLE, "struct", symbol::STRUCT_BIGTABLE_KEYS)?;
         }
         Ok(())
@@ -152,6 +164,7 @@ impl Container {
             };
             set_once(cx, &mut self.written_at, symbol::WRITTEN_AT, p, v);
         } else {
+            self.ttl_garbled = true;
             unknown(cx, meta, symbol::TTL, "struct", symbol::STRUCT_TTL_KEYS)?;
         }
         Ok(())

@@ -1,7 +1,7 @@
 //! Code generation. Reads only the checked model (`ast`), never attributes.
 
-use proc_macro2::{Literal, Span, TokenStream};
-use quote::{quote, quote_spanned, ToTokens};
+use proc_macro2::{Group, Literal, Span, TokenStream, TokenTree};
+use quote::{quote, ToTokens};
 use syn::spanned::Spanned;
 use syn::{DeriveInput, Index, Path};
 
@@ -36,6 +36,25 @@ pub fn derive(input: TokenStream) -> TokenStream {
 /// `tokens` (a field's type): a missing `CellCodec`/`KeyPart` points there.
 fn at(tokens: &impl Spanned) -> Span {
     Span::call_site().located_at(tokens.span())
+}
+
+/// `tokens` with every span set to `span`, including interpolated paths and
+/// literals, so a whole call is reported at the field rather than across the
+/// derive.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tree| {
+            if let TokenTree::Group(g) = &tree {
+                let mut group = Group::new(g.delimiter(), respan(g.stream(), span));
+                group.set_span(span);
+                tree = TokenTree::Group(group);
+            } else {
+                tree.set_span(span);
+            }
+            tree
+        })
+        .collect()
 }
 
 fn ms(millis: i64) -> Literal {
@@ -115,7 +134,7 @@ fn impl_row(cont: &Container) -> TokenStream {
                 let i = Index::from(i);
                 quote!(&__key.#i)
             };
-            quote_spanned!(at(k.ty)=> __k.part(#name, #access)?;)
+            respan(quote!(__k.part(#name, #access)?;), at(k.ty))
         });
         quote! {
             let mut __k = #p::KeyBuilder::new(#table, #separator);
@@ -142,9 +161,9 @@ fn impl_row(cont: &Container) -> TokenStream {
         let name = f.name();
         let ident = f.ident;
         if f.is_option() {
-            quote_spanned!(at(f.ty)=> #p::encode_optional(#name, &self.#ident)?)
+            respan(quote!(#p::encode_optional(#name, &self.#ident)?), at(f.ty))
         } else {
-            quote_spanned!(at(f.ty)=> #p::encode_required(#name, &self.#ident)?)
+            respan(quote!(#p::encode_required(#name, &self.#ident)?), at(f.ty))
         }
     });
 
@@ -157,15 +176,15 @@ fn impl_row(cont: &Container) -> TokenStream {
                 let i = Literal::usize_unsuffixed(key_index);
                 key_index += 1;
                 let name = f.name();
-                quote_spanned!(at(f.ty)=> __key.part(#i, #name)?)
+                respan(quote!(__key.part(#i, #name)?), at(f.ty))
             }
             Role::Column => {
                 let i = Literal::usize_unsuffixed(column_index);
                 column_index += 1;
                 if f.is_option() {
-                    quote_spanned!(at(f.ty)=> __row.optional(#i)?)
+                    respan(quote!(__row.optional(#i)?), at(f.ty))
                 } else {
-                    quote_spanned!(at(f.ty)=> __row.required(#i)?)
+                    respan(quote!(__row.required(#i)?), at(f.ty))
                 }
             }
             Role::ExpireAt if f.is_option() => {

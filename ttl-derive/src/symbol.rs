@@ -67,3 +67,33 @@ impl PartialEq<Symbol> for &Path {
         self.is_ident(word.0)
     }
 }
+
+/// The valid key closest to a misspelt `key`, if it is close enough to be a
+/// typo (edit distance at most a third of its length, and at least 1).
+pub fn closest(key: &str, valid: &[Symbol]) -> Option<Symbol> {
+    valid
+        .iter()
+        .map(|v| (edit_distance(key, v.0), *v))
+        .filter(|(d, v)| *d <= (v.0.len() / 3).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, v)| v)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                prev
+            } else {
+                1 + prev.min(cur).min(row[j])
+            };
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}

@@ -65,6 +65,7 @@ fn check_family_name(cx: &Ctxt, lit: &LitStr) {
 fn check_names(cx: &Ctxt, cont: &Container) {
     let attrs = &cont.attrs;
     match &attrs.table {
+        None if attrs.bigtable_garbled => {}
         None => cx.error_spanned_by(
             cont.ident,
             "missing table name: add `#[bigtable(table = \"...\")]` to the struct",
@@ -83,6 +84,7 @@ fn check_names(cx: &Ctxt, cont: &Container) {
         }
     }
     match &attrs.family {
+        None if attrs.bigtable_garbled => {}
         None => cx.error_spanned_by(
             cont.ident,
             "missing column family: add `#[bigtable(family = \"...\")]` to the struct \
@@ -235,7 +237,7 @@ fn check_expire_at(cx: &Ctxt, cont: &Container) {
             ),
         }
     }
-    if !has_default && first.is_none() {
+    if !has_default && first.is_none() && !cont.attrs.ttl_garbled {
         cx.error_spanned_by(
             cont.ident,
             "no TTL policy: add `#[ttl(default = \"2d\")]` to the struct (default expiration: \

@@ -1,0 +1,12 @@
+use bigtable_ttl::BigtableRow;
+
+#[derive(BigtableRow)]
+#[bigtable(table = "clicks", family = "c")]
+#[ttl(default = "3600")]
+struct Click {
+    #[bigtable(key)]
+    id: String,
+    url: String,
+}
+
+fn main() {}

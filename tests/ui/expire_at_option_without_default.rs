@@ -1,0 +1,13 @@
+use bigtable_ttl::BigtableRow;
+use chrono::{DateTime, Utc};
+
+#[derive(BigtableRow)]
+#[bigtable(table = "sessions", family = "s")]
+struct Session {
+    #[bigtable(key)]
+    id: String,
+    #[ttl(expire_at)]
+    expires_at: Option<DateTime<Utc>>,
+    user: String,
+}
+fn main() {}

@@ -1,0 +1,14 @@
+use bigtable_ttl::BigtableRow;
+use chrono::{DateTime, Utc};
+
+#[derive(BigtableRow)]
+#[bigtable(table = "sessions", family = "s")]
+struct Session {
+    #[bigtable(key)]
+    id: String,
+    #[ttl(expire_at)]
+    expires_at: DateTime<Utc>,
+    #[ttl(for = "1h")]
+    token: Option<String>,
+}
+fn main() {}

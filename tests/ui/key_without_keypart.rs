@@ -1,0 +1,11 @@
+use bigtable_ttl::BigtableRow;
+
+#[derive(BigtableRow)]
+#[bigtable(table = "clicks", family = "c")]
+#[ttl(default = "2d")]
+struct Click {
+    #[bigtable(key)]
+    id: f64,
+    url: String,
+}
+fn main() {}

@@ -1,0 +1,13 @@
+use bigtable_ttl::BigtableRow;
+
+#[derive(BigtableRow)]
+#[bigtable(table = "clicks", family = "c", key_separator = "")]
+#[ttl(default = "2d")]
+struct Click {
+    #[bigtable(key)]
+    customer: String,
+    #[bigtable(key)]
+    seq: u64,
+    url: String,
+}
+fn main() {}

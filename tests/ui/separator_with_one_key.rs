@@ -1,0 +1,11 @@
+use bigtable_ttl::BigtableRow;
+
+#[derive(BigtableRow)]
+#[bigtable(table = "clicks", family = "c", key_separator = "#")]
+#[ttl(default = "2d")]
+struct Click {
+    #[bigtable(key)]
+    id: String,
+    url: String,
+}
+fn main() {}

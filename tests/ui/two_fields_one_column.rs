@@ -1,0 +1,13 @@
+use bigtable_ttl::BigtableRow;
+
+#[derive(BigtableRow)]
+#[bigtable(table = "clicks", family = "c")]
+#[ttl(default = "2d")]
+struct Click {
+    #[bigtable(key)]
+    id: String,
+    url: String,
+    #[bigtable(column = "url")]
+    link: String,
+}
+fn main() {}
