@@ -14,6 +14,7 @@
 // Names like `policy::Policy` read better at the use site than the alternatives.
 #![allow(clippy::module_name_repetitions)]
 
+pub mod admin;
 pub mod clock;
 pub mod codec;
 pub mod connection;
@@ -25,10 +26,9 @@ pub mod key;
 pub mod mutation;
 pub mod policy;
 pub mod row;
-pub mod scan;
 pub mod schema;
-pub mod table;
 
+pub use admin::{ensure_schema, verify_schema, EnsureOptions, SchemaReport};
 pub use clock::Clock;
 pub use codec::CellCodec;
 #[cfg(feature = "json")]
@@ -39,9 +39,7 @@ pub use key::KeyPart;
 pub use mutation::{MutationBuilder, RowMutation};
 pub use policy::{Expiry, Policy};
 pub use row::{BigtableRow, Expiring};
-pub use scan::{RawCell, Scan};
 pub use schema::{Column, FamilyRule, Schema, ShadowColumn};
-pub use table::{Table, Written};
 
 /// Bigtable's v2 protobuf types (`Mutation`, `RowFilter`, …), as used by the
 /// pure core.

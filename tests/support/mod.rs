@@ -1,0 +1,65 @@
+//! Shared support for the integration tests: connections to Google's Bigtable
+//! emulator, each on a fresh instance, and `cbt` to look at what is really
+//! stored. Every test binary uses a subset, hence the `dead_code` allowances.
+
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use bigtable_ttl::Connection;
+
+/// Google's `cbt` tool.
+#[allow(dead_code)]
+pub const CBT: &str = "/usr/bin/cbt";
+
+/// The project every test connection uses.
+#[allow(dead_code)]
+pub const PROJECT: &str = "test-project";
+
+/// `HOST:PORT` of the emulator of this test process: `BIGTABLE_EMULATOR_HOST`
+/// when set, else one started for the process. Panics with the emulator's
+/// error, which says how to install it: a missing emulator fails the tests,
+/// it never skips them.
+#[allow(dead_code)]
+pub fn emulator_host() -> String {
+    ttl_runtime::emulator::shared_host()
+        .unwrap_or_else(|e| panic!("integration tests need the Bigtable emulator: {e}"))
+}
+
+/// A connection to a fresh instance (`test-{pid}-{n}`) on the emulator, so
+/// tests never see each other's tables. Call it inside a tokio runtime.
+#[allow(dead_code)]
+pub fn connection() -> Connection {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let instance = format!(
+        "test-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    let host = emulator_host();
+    Connection::emulator(&host, PROJECT, &instance)
+        .unwrap_or_else(|e| panic!("connecting to the emulator at {host}: {e}"))
+}
+
+/// Run `cbt -project P -instance I ARGS…` against the emulator of `conn` and
+/// return its standard output. Panics when `cbt` is missing or fails.
+#[allow(dead_code)]
+pub fn cbt(conn: &Connection, args: &[&str]) -> String {
+    let output = Command::new(CBT)
+        .env("BIGTABLE_EMULATOR_HOST", emulator_host())
+        .args(["-project", conn.project(), "-instance", conn.instance()])
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "running {CBT}: {e}; install Google's cbt tool \
+                 (`apt-get install google-cloud-cli-cbt` or `gcloud components install cbt`)"
+            )
+        });
+    assert!(
+        output.status.success(),
+        "cbt {args:?} failed ({}): {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}

@@ -1,0 +1,677 @@
+//! Schema management: create the table and its families, set their GC rules,
+//! and detect drift between a struct's [`Schema`] and the live table.
+//!
+//! The pure part ([`gc_rule`], [`describe_rule`], [`rule_matches`]) works on
+//! Bigtable's admin v2 protobuf types ([`proto`]) and needs no server; the I/O
+//! part ([`ensure_schema`], [`verify_schema`], [`live_rules`]) goes through the
+//! [`Connection`]'s admin client.
+//!
+//! # Families are always created through `ModifyColumnFamilies`
+//!
+//! [`ensure_schema`] creates a missing table *without* families and then adds
+//! every family with `ModifyColumnFamilies`. Cloud Bigtable does not care, but
+//! Google's emulator only garbage-collects families created or modified that
+//! way; families created inside `CreateTable` keep every cell forever there,
+//! and tests that watch expiry for real would wait in vain.
+//!
+//! # What counts as the expected rule
+//!
+//! A family declared by a schema needs `max_age = policy.gc_max_age()` and
+//! nothing else. A live rule matches (see [`rule_matches`]) when it is
+//!
+//! * exactly `max_age = D`, durations compared by value (so a non-normalised
+//!   `0s + 1e9 ns` equals `1s`), or
+//! * a `union` or an `intersection` with a single member that matches
+//!   (recursively): one rule combined with nothing is that rule.
+//!
+//! Anything else is drift: another age, a `max_versions` limit, no rule at all
+//! (`none`, cells kept forever), or a combination of several rules, even one
+//! that happens to behave the same. Families the schema does not declare are
+//! ignored: other structs may share the table.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+use bigtable_rs::google::bigtable::v2::{
+    row_filter::{Chain, Filter},
+    ReadRowsRequest, RowFilter,
+};
+use chrono::TimeDelta;
+use tonic::Code;
+
+use crate::connection::Connection;
+use crate::error::{Error, Result};
+use crate::schema::Schema;
+
+/// Bigtable's admin v2 protobuf types (`GcRule`, `ColumnFamily`, `Table`, …).
+pub use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2 as proto;
+
+use proto::{
+    gc_rule::Rule,
+    modify_column_families_request::{modification::Mod, Modification},
+    table::View,
+    ColumnFamily, CreateTableRequest, GcRule, GetTableRequest, ModifyColumnFamiliesRequest, Table,
+};
+
+const NANOS_PER_SECOND: i128 = 1_000_000_000;
+
+/// The GC rule `max_age = max_age`, as this library sets it on every family.
+///
+/// ```
+/// use bigtable_ttl::admin::{describe_rule, gc_rule};
+/// use chrono::TimeDelta;
+///
+/// let rule = gc_rule(TimeDelta::days(2));
+/// assert_eq!(describe_rule(&rule), "max_age = 2d");
+/// ```
+#[must_use]
+pub fn gc_rule(max_age: TimeDelta) -> GcRule {
+    GcRule {
+        rule: Some(Rule::MaxAge(prost_types::Duration {
+            seconds: max_age.num_seconds(),
+            // `subsec_nanos` has the sign of the whole duration and is below
+            // 1e9 in magnitude, as protobuf's `Duration` wants.
+            nanos: max_age.subsec_nanos(),
+        })),
+    }
+}
+
+/// A rule in words, for errors and reports: `max_age = 2d`,
+/// `max_versions = 1`, `union(max_age = 1s, max_versions = 3)`,
+/// `intersection(…)`, or `none` when the family has no rule (cells are kept
+/// forever).
+///
+/// Ages are written in the largest unit that divides them (`d`, `h`, `m`,
+/// `s`, `ms`, `us`, `ns`): `90m`, `1500ms`.
+///
+/// ```
+/// use bigtable_ttl::admin::{describe_rule, gc_rule, proto::GcRule};
+/// use chrono::TimeDelta;
+///
+/// assert_eq!(describe_rule(&gc_rule(TimeDelta::seconds(1))), "max_age = 1s");
+/// assert_eq!(describe_rule(&GcRule::default()), "none");
+/// ```
+#[must_use]
+pub fn describe_rule(rule: &GcRule) -> String {
+    match &rule.rule {
+        None => "none".to_owned(),
+        Some(Rule::MaxNumVersions(n)) => format!("max_versions = {n}"),
+        Some(Rule::MaxAge(d)) => format!("max_age = {}", describe_duration(d)),
+        Some(Rule::Union(u)) => format!("union({})", describe_all(&u.rules)),
+        Some(Rule::Intersection(i)) => format!("intersection({})", describe_all(&i.rules)),
+    }
+}
+
+fn describe_all(rules: &[GcRule]) -> String {
+    rules
+        .iter()
+        .map(describe_rule)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn total_nanos(d: &prost_types::Duration) -> i128 {
+    i128::from(d.seconds) * NANOS_PER_SECOND + i128::from(d.nanos)
+}
+
+fn describe_duration(d: &prost_types::Duration) -> String {
+    const UNITS: [(&str, i128); 7] = [
+        ("d", 86_400 * NANOS_PER_SECOND),
+        ("h", 3_600 * NANOS_PER_SECOND),
+        ("m", 60 * NANOS_PER_SECOND),
+        ("s", NANOS_PER_SECOND),
+        ("ms", 1_000_000),
+        ("us", 1_000),
+        ("ns", 1),
+    ];
+    let nanos = total_nanos(d);
+    if nanos == 0 {
+        return "0s".to_owned();
+    }
+    let (unit, size) = UNITS
+        .iter()
+        .find(|(_, size)| nanos % size == 0)
+        .copied()
+        .unwrap_or(("ns", 1));
+    format!("{}{unit}", nanos / size)
+}
+
+/// Whether the live rule `live` counts as `expected` (see the [module
+/// documentation](self) for what counts): equal, or a single-member `union`
+/// or `intersection` of a matching rule; `max_age` values compared by value.
+///
+/// ```
+/// use bigtable_ttl::admin::{gc_rule, rule_matches, proto::{gc_rule::{Rule, Union}, GcRule}};
+/// use chrono::TimeDelta;
+///
+/// let expected = gc_rule(TimeDelta::seconds(1));
+/// let wrapped = GcRule { rule: Some(Rule::Union(Union { rules: vec![expected.clone()] })) };
+/// assert!(rule_matches(&wrapped, &expected));
+/// assert!(!rule_matches(&gc_rule(TimeDelta::days(2)), &expected));
+/// ```
+#[must_use]
+pub fn rule_matches(live: &GcRule, expected: &GcRule) -> bool {
+    let live = unwrap_single(live);
+    let expected = unwrap_single(expected);
+    match (&live.rule, &expected.rule) {
+        (Some(Rule::MaxAge(a)), Some(Rule::MaxAge(b))) => total_nanos(a) == total_nanos(b),
+        _ => live == expected,
+    }
+}
+
+/// A `union` or `intersection` of one rule is that rule.
+fn unwrap_single(rule: &GcRule) -> &GcRule {
+    match &rule.rule {
+        Some(
+            Rule::Union(proto::gc_rule::Union { rules })
+            | Rule::Intersection(proto::gc_rule::Intersection { rules }),
+        ) if rules.len() == 1 => unwrap_single(&rules[0]),
+        _ => rule,
+    }
+}
+
+/// Options of [`ensure_schema`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EnsureOptions {
+    /// Switch a family that holds cells to `max_age = 1s` anyway. Every cell
+    /// whose timestamp is more than a second in the past (that is, every cell
+    /// written with an ordinary timestamp) is then deleted at the next
+    /// compaction.
+    pub force_one_second: bool,
+}
+
+/// One family [`ensure_schema`] created or changed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FamilyChange {
+    /// The family.
+    pub family: String,
+    /// Its rule before; `None` when the family was created.
+    pub before: Option<GcRule>,
+    /// Its rule now.
+    pub after: GcRule,
+}
+
+impl fmt::Display for FamilyChange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.before {
+            None => write!(
+                f,
+                "family `{}`: created with {}",
+                self.family,
+                describe_rule(&self.after)
+            ),
+            Some(before) => write!(
+                f,
+                "family `{}`: {} -> {}",
+                self.family,
+                describe_rule(before),
+                describe_rule(&self.after)
+            ),
+        }
+    }
+}
+
+/// What [`ensure_schema`] did. Its `Display` is one line per change, for
+/// printing.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SchemaReport {
+    /// The table.
+    pub table: String,
+    /// Whether the table was created.
+    pub table_created: bool,
+    /// The families created or updated, in schema order.
+    pub families: Vec<FamilyChange>,
+}
+
+impl SchemaReport {
+    /// Whether nothing had to be done: the table was already as declared.
+    #[must_use]
+    pub fn is_unchanged(&self) -> bool {
+        !self.table_created && self.families.is_empty()
+    }
+}
+
+impl fmt::Display for SchemaReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_unchanged() {
+            return write!(f, "table `{}`: up to date", self.table);
+        }
+        if self.table_created {
+            write!(f, "table `{}`: created", self.table)?;
+        } else {
+            write!(f, "table `{}`: updated", self.table)?;
+        }
+        for change in &self.families {
+            write!(f, "\n  {change}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Make the live table match `schema`: create the table if it is missing,
+/// create missing families and update families whose rule does not match
+/// (see the [module documentation](self)) to `max_age = policy.gc_max_age()`.
+/// Families the schema does not declare are left alone. Safe to call on every
+/// start: a second call finds nothing to do.
+///
+/// Switching an existing family to a one-second rule (`max_age` of at most
+/// 1s) would delete every cell it holds with an ordinary timestamp, so unless
+/// [`EnsureOptions::force_one_second`] is set, a family that holds any cell is
+/// refused with [`Error::WouldDeleteData`]. All checks run before anything is
+/// changed: a refused call modifies nothing. The changes themselves are sent
+/// in one `ModifyColumnFamilies` request.
+///
+/// `table` is the table's id (usually `schema.table`; tests may prefix it).
+///
+/// ```no_run
+/// # async fn run(schema: &bigtable_ttl::Schema) -> bigtable_ttl::Result<()> {
+/// use bigtable_ttl::{ensure_schema, Connection, EnsureOptions};
+///
+/// let conn = Connection::connect("my-project", "my-instance").await?;
+/// let report = ensure_schema(&conn, schema.table, schema, EnsureOptions::default()).await?;
+/// println!("{report}");
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// [`Error::WouldDeleteData`] as above; [`Error::Server`] when Bigtable
+/// rejects a request; [`Error::Connect`] when no access token can be had.
+pub async fn ensure_schema(
+    conn: &Connection,
+    table: &str,
+    schema: &Schema,
+    options: EnsureOptions,
+) -> Result<SchemaReport> {
+    let mut report = SchemaReport {
+        table: table.to_owned(),
+        ..SchemaReport::default()
+    };
+    let live = match get_table(conn, table).await? {
+        Some(live) => live.column_families,
+        None => match create_table(conn, table).await? {
+            Created::Now => {
+                report.table_created = true;
+                HashMap::new()
+            }
+            // Someone else created it between our two calls.
+            Created::AlreadyThere => {
+                get_table(conn, table)
+                    .await?
+                    .ok_or_else(|| Error::TableNotFound {
+                        table: table.to_owned(),
+                    })?
+                    .column_families
+            }
+        },
+    };
+
+    let max_age = schema.policy.gc_max_age();
+    let expected = gc_rule(max_age);
+    let mut seen: Vec<&str> = Vec::new();
+    for &family in schema.families {
+        if seen.contains(&family) {
+            continue;
+        }
+        seen.push(family);
+        match live.get(family) {
+            None => report.families.push(FamilyChange {
+                family: family.to_owned(),
+                before: None,
+                after: expected.clone(),
+            }),
+            Some(cf) => {
+                let before = cf.gc_rule.clone().unwrap_or_default();
+                if !rule_matches(&before, &expected) {
+                    report.families.push(FamilyChange {
+                        family: family.to_owned(),
+                        before: Some(before),
+                        after: expected.clone(),
+                    });
+                }
+            }
+        }
+    }
+
+    if max_age <= TimeDelta::seconds(1) && !options.force_one_second {
+        for change in report.families.iter().filter(|c| c.before.is_some()) {
+            if holds_cells(conn, table, &change.family).await? {
+                return Err(Error::WouldDeleteData {
+                    table: table.to_owned(),
+                    family: change.family.clone(),
+                });
+            }
+        }
+    }
+
+    if !report.families.is_empty() {
+        let modifications = report
+            .families
+            .iter()
+            .map(|change| {
+                let family = ColumnFamily {
+                    gc_rule: Some(change.after.clone()),
+                    ..ColumnFamily::default()
+                };
+                Modification {
+                    id: change.family.clone(),
+                    r#mod: Some(if change.before.is_none() {
+                        Mod::Create(family)
+                    } else {
+                        Mod::Update(family)
+                    }),
+                    // Empty mask: update the GC rule only.
+                    update_mask: None,
+                }
+            })
+            .collect();
+        let request = conn
+            .admin_request(ModifyColumnFamiliesRequest {
+                name: conn.table_path(table),
+                modifications,
+                ignore_warnings: false,
+            })
+            .await?;
+        conn.admin_client()
+            .modify_column_families(request)
+            .await
+            .map_err(|status| server_error(table, status))?;
+    }
+    Ok(report)
+}
+
+/// Check that the live table has every family of `schema` with a rule that
+/// matches `max_age = policy.gc_max_age()` (see the [module
+/// documentation](self) for what matches). Families the schema does not
+/// declare are ignored.
+///
+/// ```no_run
+/// # async fn run(conn: &bigtable_ttl::Connection, schema: &bigtable_ttl::Schema) {
+/// match bigtable_ttl::verify_schema(conn, schema.table, schema).await {
+///     Ok(()) => {}
+///     Err(e @ bigtable_ttl::Error::SchemaDrift { .. }) => eprintln!("{e}"),
+///     Err(e) => panic!("{e}"),
+/// }
+/// # }
+/// ```
+///
+/// # Errors
+/// [`Error::TableNotFound`] when the table is missing; [`Error::SchemaDrift`]
+/// naming the first family (in schema order) that is missing (live rule
+/// `missing`) or has another rule, with the expected and the live rule in
+/// words; [`Error::Server`] when Bigtable rejects the request.
+pub async fn verify_schema(conn: &Connection, table: &str, schema: &Schema) -> Result<()> {
+    let live = get_table(conn, table)
+        .await?
+        .ok_or_else(|| Error::TableNotFound {
+            table: table.to_owned(),
+        })?
+        .column_families;
+    let expected = gc_rule(schema.policy.gc_max_age());
+    for &family in schema.families {
+        let drift = |live: String| Error::SchemaDrift {
+            table: table.to_owned(),
+            family: family.to_owned(),
+            expected: describe_rule(&expected),
+            live,
+        };
+        match live.get(family) {
+            None => return Err(drift("missing".to_owned())),
+            Some(cf) => {
+                let rule = cf.gc_rule.clone().unwrap_or_default();
+                if !rule_matches(&rule, &expected) {
+                    return Err(drift(describe_rule(&rule)));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every family of the live table with its GC rule (the empty rule, `none`,
+/// for a family without one). For operators: print them with
+/// [`describe_rule`].
+///
+/// ```no_run
+/// # async fn run(conn: &bigtable_ttl::Connection) -> bigtable_ttl::Result<()> {
+/// use bigtable_ttl::admin::{describe_rule, live_rules};
+///
+/// for (family, rule) in live_rules(conn, "clicks").await? {
+///     println!("{family}: {}", describe_rule(&rule));
+/// }
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// [`Error::TableNotFound`] when the table is missing; [`Error::Server`] when
+/// Bigtable rejects the request.
+pub async fn live_rules(conn: &Connection, table: &str) -> Result<BTreeMap<String, GcRule>> {
+    let live = get_table(conn, table)
+        .await?
+        .ok_or_else(|| Error::TableNotFound {
+            table: table.to_owned(),
+        })?;
+    Ok(live
+        .column_families
+        .into_iter()
+        .map(|(family, cf)| (family, cf.gc_rule.unwrap_or_default()))
+        .collect())
+}
+
+/// `GetTable` with the schema view; `None` when the table does not exist.
+async fn get_table(conn: &Connection, table: &str) -> Result<Option<Table>> {
+    let request = conn
+        .admin_request(GetTableRequest {
+            name: conn.table_path(table),
+            view: View::SchemaView.into(),
+        })
+        .await?;
+    match conn.admin_client().get_table(request).await {
+        Ok(response) => Ok(Some(response.into_inner())),
+        Err(status) if status.code() == Code::NotFound => Ok(None),
+        Err(status) => Err(server_error(table, status)),
+    }
+}
+
+enum Created {
+    Now,
+    AlreadyThere,
+}
+
+/// `CreateTable` without families (see the module documentation for why).
+async fn create_table(conn: &Connection, table: &str) -> Result<Created> {
+    let request = conn
+        .admin_request(CreateTableRequest {
+            parent: conn.instance_path(),
+            table_id: table.to_owned(),
+            table: Some(Table::default()),
+            initial_splits: Vec::new(),
+        })
+        .await?;
+    match conn.admin_client().create_table(request).await {
+        Ok(_) => Ok(Created::Now),
+        Err(status) if status.code() == Code::AlreadyExists => Ok(Created::AlreadyThere),
+        Err(status) => Err(server_error(table, status)),
+    }
+}
+
+/// Whether `family` holds any cell (expired or not): one row, one cell, no value.
+async fn holds_cells(conn: &Connection, table: &str, family: &str) -> Result<bool> {
+    let filter = |f| RowFilter { filter: Some(f) };
+    let request = ReadRowsRequest {
+        table_name: conn.table_path(table),
+        rows_limit: 1,
+        filter: Some(filter(Filter::Chain(Chain {
+            filters: vec![
+                filter(Filter::FamilyNameRegexFilter(format!(
+                    "^{}$",
+                    escape_regex(family)
+                ))),
+                filter(Filter::CellsPerRowLimitFilter(1)),
+                filter(Filter::StripValueTransformer(true)),
+            ],
+        }))),
+        ..ReadRowsRequest::default()
+    };
+    let rows = conn
+        .data_client()
+        .read_rows(request)
+        .await
+        .map_err(|e| Error::Server {
+            table: table.to_owned(),
+            row_key: None,
+            source: Box::new(e),
+        })?;
+    Ok(rows.iter().any(|(_, cells)| !cells.is_empty()))
+}
+
+/// Family names allow `[-_.a-zA-Z0-9]`; escape everything but `[_a-zA-Z0-9]`
+/// for RE2.
+fn escape_regex(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if !c.is_ascii_alphanumeric() && c != '_' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn server_error(table: &str, status: tonic::Status) -> Error {
+    Error::Server {
+        table: table.to_owned(),
+        row_key: None,
+        source: Box::new(status),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::proto::gc_rule::{Intersection, Union};
+    use super::*;
+
+    fn union(rules: Vec<GcRule>) -> GcRule {
+        GcRule {
+            rule: Some(Rule::Union(Union { rules })),
+        }
+    }
+
+    fn intersection(rules: Vec<GcRule>) -> GcRule {
+        GcRule {
+            rule: Some(Rule::Intersection(Intersection { rules })),
+        }
+    }
+
+    fn versions(n: i32) -> GcRule {
+        GcRule {
+            rule: Some(Rule::MaxNumVersions(n)),
+        }
+    }
+
+    fn raw_age(seconds: i64, nanos: i32) -> GcRule {
+        GcRule {
+            rule: Some(Rule::MaxAge(prost_types::Duration { seconds, nanos })),
+        }
+    }
+
+    #[test]
+    fn gc_rule_splits_seconds_and_nanos() {
+        assert_eq!(gc_rule(TimeDelta::seconds(1)), raw_age(1, 0));
+        assert_eq!(gc_rule(TimeDelta::days(2)), raw_age(172_800, 0));
+        assert_eq!(
+            gc_rule(TimeDelta::milliseconds(1_500)),
+            raw_age(1, 500_000_000)
+        );
+        assert_eq!(gc_rule(TimeDelta::milliseconds(1)), raw_age(0, 1_000_000));
+    }
+
+    #[test]
+    fn durations_use_the_largest_exact_unit() {
+        let cases = [
+            (TimeDelta::days(2), "max_age = 2d"),
+            (TimeDelta::hours(36), "max_age = 36h"),
+            (TimeDelta::minutes(90), "max_age = 90m"),
+            (TimeDelta::seconds(1), "max_age = 1s"),
+            (TimeDelta::milliseconds(1_500), "max_age = 1500ms"),
+            (TimeDelta::microseconds(7), "max_age = 7us"),
+            (TimeDelta::nanoseconds(3), "max_age = 3ns"),
+            (TimeDelta::zero(), "max_age = 0s"),
+        ];
+        for (age, text) in cases {
+            assert_eq!(describe_rule(&gc_rule(age)), text, "{age}");
+        }
+    }
+
+    #[test]
+    fn combinations_are_described_recursively() {
+        assert_eq!(describe_rule(&GcRule::default()), "none");
+        assert_eq!(describe_rule(&versions(1)), "max_versions = 1");
+        let nested = union(vec![
+            gc_rule(TimeDelta::seconds(1)),
+            intersection(vec![versions(3), gc_rule(TimeDelta::hours(1))]),
+        ]);
+        assert_eq!(
+            describe_rule(&nested),
+            "union(max_age = 1s, intersection(max_versions = 3, max_age = 1h))"
+        );
+        assert_eq!(describe_rule(&union(vec![])), "union()");
+    }
+
+    #[test]
+    fn equal_and_single_member_rules_match() {
+        let expected = gc_rule(TimeDelta::seconds(1));
+        assert!(rule_matches(&expected, &expected));
+        assert!(rule_matches(&raw_age(0, 1_000_000_000), &expected));
+        assert!(rule_matches(&union(vec![expected.clone()]), &expected));
+        assert!(rule_matches(
+            &intersection(vec![union(vec![expected.clone()])]),
+            &expected
+        ));
+    }
+
+    #[test]
+    fn other_rules_are_drift() {
+        let expected = gc_rule(TimeDelta::seconds(1));
+        assert!(!rule_matches(&GcRule::default(), &expected));
+        assert!(!rule_matches(&gc_rule(TimeDelta::days(2)), &expected));
+        assert!(!rule_matches(&versions(1), &expected));
+        assert!(!rule_matches(&union(vec![]), &expected));
+        assert!(!rule_matches(
+            &union(vec![expected.clone(), versions(1)]),
+            &expected
+        ));
+        assert!(!rule_matches(
+            &union(vec![expected.clone(), expected.clone()]),
+            &expected
+        ));
+    }
+
+    #[test]
+    fn reports_print_one_line_per_change() {
+        let mut report = SchemaReport {
+            table: "clicks".to_owned(),
+            ..SchemaReport::default()
+        };
+        assert!(report.is_unchanged());
+        assert_eq!(report.to_string(), "table `clicks`: up to date");
+        report.families.push(FamilyChange {
+            family: "c".to_owned(),
+            before: Some(gc_rule(TimeDelta::days(2))),
+            after: gc_rule(TimeDelta::hours(1)),
+        });
+        report.families.push(FamilyChange {
+            family: "d".to_owned(),
+            before: None,
+            after: gc_rule(TimeDelta::hours(1)),
+        });
+        assert_eq!(
+            report.to_string(),
+            "table `clicks`: updated\n  family `c`: max_age = 2d -> max_age = 1h\n  family `d`: created with max_age = 1h"
+        );
+    }
+
+    #[test]
+    fn family_names_are_escaped_for_re2() {
+        assert_eq!(escape_regex("a.b-c_1"), r"a\.b\-c_1");
+    }
+}
