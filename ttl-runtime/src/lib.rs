@@ -26,7 +26,9 @@ pub mod key;
 pub mod mutation;
 pub mod policy;
 pub mod row;
+pub mod scan;
 pub mod schema;
+pub mod table;
 
 pub use admin::{ensure_schema, verify_schema, EnsureOptions, SchemaReport};
 pub use clock::Clock;
@@ -39,7 +41,9 @@ pub use key::KeyPart;
 pub use mutation::{MutationBuilder, RowMutation};
 pub use policy::{Expiry, Policy};
 pub use row::{BigtableRow, Expiring};
+pub use scan::{RawCell, Scan};
 pub use schema::{Column, FamilyRule, Schema, ShadowColumn};
+pub use table::{Table, Written};
 
 /// Bigtable's v2 protobuf types (`Mutation`, `RowFilter`, …), as used by the
 /// pure core.
