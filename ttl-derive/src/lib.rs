@@ -1,5 +1,10 @@
 //! `#[derive(BigtableRow)]` for `bigtable-ttl`. Use it through the
 //! `bigtable-ttl` facade, which re-exports it beside the runtime it targets.
+//!
+//! Layout (after serde and thiserror): `attr.rs` reads the attributes,
+//! `ast.rs` is the typed model, `valid.rs` checks the rules that span several
+//! fields, `expand.rs` writes the code; `ctxt.rs` collects every error so all
+//! mistakes show in one build; `symbol.rs` names the attribute keys.
 
 mod ast;
 mod attr;
@@ -14,8 +19,99 @@ mod tests;
 
 use proc_macro::TokenStream;
 
-/// Derives `BigtableRow`: the schema, row key, expiry, cell encoding and
-/// decoding of a struct stored as one Bigtable row.
+/// Stores a struct as one Bigtable row with cell-level time-to-live.
+///
+/// Implements `bigtable_ttl::BigtableRow`: the schema (table, families, GC
+/// policy, columns), the row key, the expiry a value asks for, and the
+/// encoding and decoding of its cells.
+///
+/// ```
+/// use bigtable_ttl::{BigtableRow, Policy};
+/// use chrono::{DateTime, TimeDelta, TimeZone, Utc};
+///
+/// // Default expiration: clicks live 2 days unless a row says otherwise.
+/// #[derive(BigtableRow)]
+/// #[bigtable(table = "clicks", family = "c", key_separator = "#")]
+/// #[ttl(default = "2d", written_at)]
+/// struct Click {
+///     #[bigtable(key)]
+///     customer: String,
+///     #[bigtable(key)]
+///     seq: u64,
+///     url: String,
+///     #[bigtable(column = "ref")]
+///     referrer: Option<String>,        // None: the column is absent
+///     #[bigtable(family = "m")]
+///     #[ttl(for = "1h")]
+///     hot: Option<bool>,               // gone after an hour, the row stays
+///     #[ttl(expire_at)]
+///     expires: Option<DateTime<Utc>>,  // per-row override of the default
+/// }
+///
+/// // One-second expiration: every row carries its own expiry.
+/// #[derive(BigtableRow)]
+/// #[bigtable(table = "sessions", family = "s")]
+/// struct Session {
+///     #[bigtable(key)]
+///     id: String,
+///     #[ttl(expire_at)]
+///     expires_at: DateTime<Utc>,
+///     user: String,
+/// }
+///
+/// assert_eq!(Click::SCHEMA.policy, Policy::Default { default: TimeDelta::days(2) });
+/// assert_eq!(Click::SCHEMA.families, &["c", "m"]);
+/// assert_eq!(Session::SCHEMA.policy, Policy::OneSecond);
+///
+/// let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+/// let click = Click {
+///     customer: "c3".into(),
+///     seq: 7,
+///     url: "/home".into(),
+///     referrer: None,
+///     hot: Some(true),
+///     expires: Some(now + TimeDelta::hours(1)),
+/// };
+/// assert_eq!(click.row_key().unwrap(), b"c3#00000000000000000007");
+/// let write = click.mutation().build(now).unwrap();
+/// assert_eq!(write.expires_at, now + TimeDelta::hours(1));
+/// ```
+///
+/// # Attributes
+///
+/// On the struct:
+///
+/// | attribute | meaning |
+/// |---|---|
+/// | `#[bigtable(table = "clicks")]` | the table (required) |
+/// | `#[bigtable(family = "c")]` | the column family of every column without its own (required) |
+/// | `#[bigtable(key_separator = "#")]` | joins several key fields; required with several, an error with one |
+/// | `#[bigtable(crate = path)]` | path to the `bigtable_ttl` facade when renamed (default `::bigtable_ttl`; `crate = "path"` works too) |
+/// | `#[ttl(default = "2d")]` | default expiration: families get `max_age = 2d`, rows live that long unless told otherwise; without it, one-second expiration (every row needs an `expire_at`) |
+/// | `#[ttl(written_at)]`, `#[ttl(written_at = "q")]` | shadow column with the real write time, in the struct's family (qualifier `written_at` by default) |
+///
+/// On a field:
+///
+/// | attribute | meaning |
+/// |---|---|
+/// | `#[bigtable(key)]` | part of the row key (several: in declaration order); not a column; the type implements `KeyPart` |
+/// | `#[bigtable(column = "q")]` | the column qualifier (default: the field name) |
+/// | `#[bigtable(family = "f")]` | the field's column family (default: the struct's) |
+/// | `#[ttl(expire_at)]` | the row's expiry, not a column: `DateTime<Utc>` (required, any strategy) or `Option<DateTime<Utc>>` (with a default: `None` means the default); filled with the row's expiry when read |
+/// | `#[ttl(for = "1h")]` | a per-field TTL, default strategy only, on an `Option<_>` field (it can expire before the row and then reads as `None`) |
+///
+/// Every other field is a column whose type implements `CellCodec`; an
+/// `Option<_>` field deletes its column when `None`.
+///
+/// Durations use `humantime::parse_duration`'s syntax (`"90s"`, `"15m"`,
+/// `"1h30m"`, `"2d"`, `"250ms"`), are parsed at compile time and must be a
+/// positive whole number of milliseconds (Bigtable's timestamp granularity).
+///
+/// Mistakes are compile errors pointing at the token at fault, all reported
+/// in one build: unknown or duplicate keys, bad durations, a missing table,
+/// family or key, no TTL policy, an `expire_at` of the wrong type, two fields
+/// on one column, invalid family names, per-field TTLs where they cannot work,
+/// generic structs, enums and tuple structs.
 #[proc_macro_derive(BigtableRow, attributes(bigtable, ttl))]
 pub fn derive_bigtable_row(input: TokenStream) -> TokenStream {
     expand::derive(input.into()).into()
