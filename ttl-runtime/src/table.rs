@@ -16,6 +16,7 @@ use bigtable_rs::google::bigtable::v2::{
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt as _, TryStreamExt as _};
 
+use crate::admin::{EnsureOptions, SchemaReport};
 use crate::clock::Clock;
 use crate::connection::Connection;
 use crate::error::{Error, Result};
@@ -33,8 +34,10 @@ pub const MAX_MUTATIONS_PER_REQUEST: usize = 100_000;
 /// channels often cap messages lower; 16 MiB is what Google's clients use.
 pub const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
 
-/// Attempts per entry of [`Table::put_all`] on transient per-entry errors.
-const MUTATE_ROWS_ATTEMPTS: u32 = 3;
+/// Attempts per row of a write on transient errors (`UNAVAILABLE`,
+/// `DEADLINE_EXCEEDED`, `ABORTED`). Retrying is safe: every mutation carries
+/// explicit timestamps, so applying it twice stores the same cells.
+const MUTATE_ATTEMPTS: u32 = 3;
 
 /// A typed handle on one Bigtable table holding rows of `T`.
 ///
@@ -59,6 +62,7 @@ const MUTATE_ROWS_ATTEMPTS: u32 = 3;
 /// # async fn run() -> bigtable_ttl::Result<()> {
 /// let conn = Connection::connect("my-project", "my-instance").await?;
 /// let clicks = Table::<Click>::new(conn);
+/// clicks.ensure_schema().await?;
 ///
 /// let click = Click { id: "c3#0001".into(), url: "/home".into(), referrer: None };
 /// clicks.put(&click).await?; // lives 2 days
@@ -177,14 +181,10 @@ impl<T: BigtableRow> Table<T> {
         self.conn.table_path(&self.name)
     }
 
-    fn server_error(
-        &self,
-        row_key: Option<&[u8]>,
-        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
-    ) -> Error {
+    fn server_error(&self, row_key: Option<String>, source: impl Into<BoxError>) -> Error {
         Error::Server {
             table: self.name.clone(),
-            row_key: row_key.map(|k| String::from_utf8_lossy(k).into_owned()),
+            row_key,
             source: source.into(),
         }
     }
@@ -213,7 +213,7 @@ impl<T: BigtableRow> Table<T> {
     /// let now = sessions.clock().now();
     /// let s = Session { id: "s1".into(), expires_at: now + TimeDelta::minutes(30), user: "ann".into() };
     /// let written = sessions.put(&s).await?;
-    /// assert_eq!(written.expires_at, (now + TimeDelta::minutes(30)).to_owned());
+    /// println!("expires at {} (to the millisecond)", written.expires_at);
     /// # Ok(()) }
     /// ```
     ///
@@ -338,11 +338,22 @@ impl<T: BigtableRow> Table<T> {
             mutations,
             ..MutateRowRequest::default()
         };
-        let row_key = request.row_key.clone();
         let mut client = self.conn.data_client();
-        match client.mutate_row(request).await {
-            Ok(_) => Ok(()),
-            Err(e) => Err(self.server_error(Some(&row_key), e)),
+        let mut attempt = 1;
+        loop {
+            match client.mutate_row(request.clone()).await {
+                Ok(_) => return Ok(()),
+                Err(bigtable_rs::bigtable::Error::RpcError(status))
+                    if attempt < MUTATE_ATTEMPTS && transient(status.code()) =>
+                {
+                    backoff(attempt).await;
+                    attempt += 1;
+                }
+                Err(e) => {
+                    let key = String::from_utf8_lossy(&request.row_key).into_owned();
+                    return Err(self.server_error(Some(key), e));
+                }
+            }
         }
     }
 
@@ -402,7 +413,7 @@ impl<T: BigtableRow> Table<T> {
         let mut client = self.conn.data_client();
         let mut failed: Vec<(Vec<u8>, String)> = Vec::new();
         let mut written = 0usize;
-        for attempt in 1..=MUTATE_ROWS_ATTEMPTS {
+        for attempt in 1..=MUTATE_ATTEMPTS {
             let request = MutateRowsRequest {
                 table_name: table_name.to_owned(),
                 entries: pending.clone(),
@@ -427,20 +438,31 @@ impl<T: BigtableRow> Table<T> {
                             }
                         }
                         Ok(None) => break Ok(()),
-                        Err(e) => break Err(Box::new(e) as BoxError),
+                        Err(status) => {
+                            break Err((Some(status.code()), Box::new(status) as BoxError))
+                        }
                     }
                 },
-                Err(e) => Err(Box::new(e) as BoxError),
+                Err(bigtable_rs::bigtable::Error::RpcError(status)) => {
+                    Err((Some(status.code()), Box::new(status) as BoxError))
+                }
+                Err(e) => Err((None, Box::new(e) as BoxError)),
             };
+            // A request that failed as a whole with a transient error: the
+            // entries without a status are retried with the others.
+            let retry_unknown = attempt < MUTATE_ATTEMPTS
+                && matches!(&outcome, Err((Some(code), _)) if transient(*code));
             let mut retry = Vec::new();
             let mut unknown = Vec::new();
             for (entry, status) in pending.into_iter().zip(status) {
                 match status {
                     Some((0, _)) => written += 1,
-                    Some((code, message)) if attempt < MUTATE_ROWS_ATTEMPTS && transient(code) => {
-                        let _ = message;
+                    Some((code, _))
+                        if attempt < MUTATE_ATTEMPTS && transient(tonic::Code::from(code)) =>
+                    {
                         retry.push(entry);
                     }
+                    None if retry_unknown => retry.push(entry),
                     Some((code, message)) => failed.push((
                         entry.row_key,
                         format!("{}: {message}", tonic::Code::from(code)),
@@ -448,7 +470,7 @@ impl<T: BigtableRow> Table<T> {
                     None => unknown.push(entry),
                 }
             }
-            if let Err(error) = outcome {
+            if let (Err((_, error)), false) = (outcome, retry_unknown) {
                 let note = format!("outcome unknown, the request failed: {error}");
                 failed.extend(
                     unknown
@@ -472,10 +494,40 @@ impl<T: BigtableRow> Table<T> {
             if retry.is_empty() {
                 break;
             }
-            tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
+            backoff(attempt).await;
             pending = retry;
         }
         BatchOutcome::Done { failed }
+    }
+
+    // ----- schema --------------------------------------------------------
+
+    /// Create the table and its families as `T::SCHEMA` declares, or bring
+    /// their GC rules in line ([`crate::admin::ensure_schema`] on this
+    /// table's name). Safe to call on every start.
+    ///
+    /// # Errors
+    /// As [`crate::admin::ensure_schema`].
+    pub async fn ensure_schema(&self) -> Result<SchemaReport> {
+        self.ensure_schema_with(EnsureOptions::default()).await
+    }
+
+    /// [`Table::ensure_schema`] with options (forcing a switch to one-second
+    /// expiration on a family that holds data).
+    ///
+    /// # Errors
+    /// As [`crate::admin::ensure_schema`].
+    pub async fn ensure_schema_with(&self, options: EnsureOptions) -> Result<SchemaReport> {
+        crate::admin::ensure_schema(&self.conn, &self.name, T::SCHEMA, options).await
+    }
+
+    /// Check that the live table's families and GC rules are what
+    /// `T::SCHEMA` declares ([`crate::admin::verify_schema`]).
+    ///
+    /// # Errors
+    /// As [`crate::admin::verify_schema`].
+    pub async fn verify_schema(&self) -> Result<()> {
+        crate::admin::verify_schema(&self.conn, &self.name, T::SCHEMA).await
     }
 
     // ----- reads ---------------------------------------------------------
@@ -506,10 +558,7 @@ impl<T: BigtableRow> Table<T> {
     /// # Errors
     /// Key errors; [`Error::Server`]; [`Error::Decode`] when a stored cell
     /// does not decode into its field.
-    pub async fn get(&self, key: &T::Key) -> Result<Option<Expiring<T>>>
-    where
-        T: Send + 'static,
-    {
+    pub async fn get(&self, key: &T::Key) -> Result<Option<Expiring<T>>> {
         let row_key = T::encode_key(key)?;
         let mut rows = self.scan(Scan::keys([row_key]).limit(1)).await?;
         Ok(rows.pop())
@@ -520,10 +569,7 @@ impl<T: BigtableRow> Table<T> {
     ///
     /// # Errors
     /// As [`Table::get`].
-    pub async fn scan(&self, scan: Scan) -> Result<Vec<Expiring<T>>>
-    where
-        T: Send + 'static,
-    {
+    pub async fn scan(&self, scan: Scan) -> Result<Vec<Expiring<T>>> {
         self.stream(scan).try_collect().await
     }
 
@@ -545,10 +591,7 @@ impl<T: BigtableRow> Table<T> {
     /// }
     /// # Ok(()) }
     /// ```
-    pub fn stream(&self, scan: Scan) -> impl Stream<Item = Result<Expiring<T>>> + Send + 'static
-    where
-        T: Send + 'static,
-    {
+    pub fn stream(&self, scan: Scan) -> impl Stream<Item = Result<Expiring<T>>> {
         let now = self.clock.now();
         let request = self.read_request(scan, Some(read_filter(T::SCHEMA, now)));
         let table = self.name.clone();
@@ -577,7 +620,7 @@ impl<T: BigtableRow> Table<T> {
     pub async fn raw_rows(&self, scan: Scan) -> Result<Vec<(Vec<u8>, Vec<RawCell>)>> {
         let request = self.read_request(scan, None);
         self.raw_stream(request)
-            .map_err(|(key, e)| self.server_error(None, e).with_row_key(key))
+            .map_err(|(key, e)| self.server_error(key, e))
             .try_collect()
             .await
     }
@@ -618,11 +661,15 @@ enum BatchOutcome {
 
 /// Per-entry codes worth retrying (Google's clients retry these for
 /// idempotent mutations).
-fn transient(code: i32) -> bool {
+fn transient(code: tonic::Code) -> bool {
     matches!(
-        tonic::Code::from(code),
+        code,
         tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Aborted
     )
+}
+
+async fn backoff(attempt: u32) {
+    tokio::time::sleep(Duration::from_millis(50 << attempt.min(6))).await;
 }
 
 /// An estimate (from above) of an entry's encoded size.
@@ -663,23 +710,6 @@ fn batches(entries: Vec<mutate_rows_request::Entry>) -> Vec<Vec<mutate_rows_requ
         out.push(current);
     }
     out
-}
-
-impl Error {
-    fn with_row_key(self, key: Option<String>) -> Self {
-        match self {
-            Error::Server {
-                table,
-                row_key: None,
-                source,
-            } => Error::Server {
-                table,
-                row_key: key,
-                source,
-            },
-            other => other,
-        }
-    }
 }
 
 #[cfg(test)]

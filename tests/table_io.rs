@@ -1,0 +1,498 @@
+//! `Table<T>` against Google's Bigtable emulator: typed writes and filtered
+//! reads under both strategies, expiry metadata, "a write replaces",
+//! expired-but-not-collected cells, per-field TTLs, several families, real
+//! garbage collection, and a cross-check with `cbt`. Each test runs on its
+//! own instance of the shared emulator, most on a manual clock.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use bigtable_ttl::{BigtableRow, Clock, RawCell, Scan, Table};
+use chrono::{DateTime, Local, TimeDelta, Utc};
+use futures_util::TryStreamExt as _;
+use support::{cbt, connection};
+
+/// One-second strategy: every row carries its expiry.
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "sessions", family = "s")]
+struct Session {
+    #[bigtable(key)]
+    id: String,
+    #[ttl(expire_at)]
+    expires_at: DateTime<Utc>,
+    user: String,
+    device: Option<String>,
+}
+
+/// Default strategy: two days unless the row or the write says otherwise,
+/// with the real write time in a shadow column and a one-hour field.
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "clicks", family = "c")]
+#[ttl(default = "2d", written_at)]
+struct Click {
+    #[bigtable(key)]
+    id: String,
+    url: String,
+    referrer: Option<String>,
+    #[ttl(for = "1h")]
+    hot: Option<String>,
+    #[ttl(expire_at)]
+    expires: Option<DateTime<Utc>>,
+}
+
+/// Two families: `c` (the struct's) and `m`.
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "metrics", family = "c")]
+#[ttl(default = "2d")]
+struct Metric {
+    #[bigtable(key)]
+    id: String,
+    name: String,
+    #[bigtable(family = "m")]
+    count: i64,
+    #[bigtable(family = "m")]
+    #[ttl(for = "1h")]
+    spike: Option<bool>,
+}
+
+/// `t` truncated to the millisecond, as Bigtable stores it.
+fn ms(t: DateTime<Utc>) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(t.timestamp_millis()).unwrap()
+}
+
+/// A manual clock at the wall clock's "now" (the emulator garbage-collects by
+/// its own wall clock, so cells must not be in its past), with sub-millisecond
+/// digits so truncation is exercised.
+fn clock() -> Clock {
+    let now = Utc::now();
+    let now = if now.timestamp_subsec_micros() % 1000 == 0 {
+        now + TimeDelta::microseconds(321)
+    } else {
+        now
+    };
+    Clock::manual(now)
+}
+
+async fn sessions(clock: &Clock) -> Table<Session> {
+    let table = Table::<Session>::new(connection()).with_clock(clock.clone());
+    table.ensure_schema().await.unwrap();
+    table
+}
+
+async fn clicks(clock: &Clock) -> Table<Click> {
+    let table = Table::<Click>::new(connection()).with_clock(clock.clone());
+    table.ensure_schema().await.unwrap();
+    table
+}
+
+fn session(id: &str, expires_at: DateTime<Utc>, device: Option<&str>) -> Session {
+    Session {
+        id: id.into(),
+        expires_at,
+        user: format!("user of {id}"),
+        device: device.map(str::to_owned),
+    }
+}
+
+fn click(id: &str, url: &str) -> Click {
+    Click {
+        id: id.into(),
+        url: url.into(),
+        referrer: None,
+        hot: None,
+        expires: None,
+    }
+}
+
+fn key(id: &str) -> String {
+    id.to_owned()
+}
+
+/// The cells of `row` in column `family:qualifier`.
+fn cells_of<'a>(row: &'a [RawCell], family: &str, qualifier: &str) -> Vec<&'a RawCell> {
+    row.iter()
+        .filter(|c| c.family == family && c.qualifier == qualifier.as_bytes())
+        .collect()
+}
+
+#[tokio::test]
+async fn one_second_rows_get_scan_stream_and_delete() {
+    let clock = clock();
+    let table = sessions(&clock).await;
+    let now = clock.now();
+    let expiry = now + TimeDelta::minutes(30) + TimeDelta::microseconds(777);
+
+    let written = table
+        .put(&session("u1#a", expiry, Some("phone")))
+        .await
+        .unwrap();
+    assert_eq!(written.row_key, b"u1#a");
+    assert_eq!(written.expires_at, ms(expiry));
+    assert_eq!(written.timestamp_micros, ms(expiry).timestamp_micros());
+    assert_eq!(written.written_at, ms(now));
+    table
+        .put_all(&[
+            session("u1#b", expiry, None),
+            session("u2#a", expiry + TimeDelta::minutes(1), None),
+        ])
+        .await
+        .unwrap();
+
+    let got = table.get(&key("u1#a")).await.unwrap().expect("row present");
+    assert_eq!(got.value, session("u1#a", ms(expiry), Some("phone")));
+    assert_eq!(got.expires_at, ms(expiry));
+    assert_eq!(got.written_at, None, "Session declares no shadow column");
+    assert_eq!(got.time_left(now), ms(expiry) - now);
+    assert!(table.get(&key("nobody")).await.unwrap().is_none());
+
+    let ids = |rows: Vec<bigtable_ttl::Expiring<Session>>| {
+        rows.into_iter().map(|r| r.value.id).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        ids(table.scan(Scan::all()).await.unwrap()),
+        ["u1#a", "u1#b", "u2#a"]
+    );
+    assert_eq!(
+        ids(table.scan(Scan::prefix("u1#")).await.unwrap()),
+        ["u1#a", "u1#b"]
+    );
+    assert_eq!(
+        ids(table.scan(Scan::all().limit(2)).await.unwrap()),
+        ["u1#a", "u1#b"]
+    );
+    assert_eq!(
+        ids(table.scan(Scan::range("u1#b".."u2#z")).await.unwrap()),
+        ["u1#b", "u2#a"]
+    );
+    assert_eq!(
+        ids(table.scan(Scan::range("u1#a"..="u1#b")).await.unwrap()),
+        ["u1#a", "u1#b"]
+    );
+    assert_eq!(
+        ids(table.scan(Scan::keys(["u2#a", "nobody"])).await.unwrap()),
+        ["u2#a"]
+    );
+    assert!(table
+        .scan(Scan::keys(Vec::<String>::new()))
+        .await
+        .unwrap()
+        .is_empty());
+
+    let streamed: Vec<_> = table
+        .stream(Scan::prefix("u1#"))
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(ids(streamed), ["u1#a", "u1#b"]);
+    let second = table.scan(Scan::keys(["u2#a"])).await.unwrap();
+    assert_eq!(second[0].expires_at, ms(expiry + TimeDelta::minutes(1)));
+
+    table.delete(&key("u1#a")).await.unwrap();
+    assert!(table.get(&key("u1#a")).await.unwrap().is_none());
+    assert!(table
+        .raw_rows(Scan::keys(["u1#a"]))
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        ids(table.scan(Scan::all()).await.unwrap()),
+        ["u1#b", "u2#a"]
+    );
+    // Deleting a missing row is fine.
+    table.delete(&key("u1#a")).await.unwrap();
+}
+
+#[tokio::test]
+async fn default_rows_carry_expiry_write_time_and_drop_none_columns() {
+    let clock = clock();
+    let table = clicks(&clock).await;
+    let now = clock.now();
+
+    let mut c = click("k1", "/home");
+    c.referrer = Some("search".into());
+    let written = table.put(&c).await.unwrap();
+    assert_eq!(written.expires_at, ms(now) + TimeDelta::days(2));
+    assert_eq!(written.timestamp_micros, ms(now).timestamp_micros());
+
+    let got = table.get(&key("k1")).await.unwrap().unwrap();
+    assert_eq!(got.url, "/home");
+    assert_eq!(got.referrer.as_deref(), Some("search"));
+    assert_eq!(got.expires_at, ms(now) + TimeDelta::days(2));
+    assert_eq!(got.written_at, Some(ms(now)));
+    // The expire_at field reads back as the row's expiry.
+    assert_eq!(got.expires, Some(got.expires_at));
+
+    // Written again later with referrer None: the column is deleted.
+    clock.advance(TimeDelta::minutes(5));
+    let later = clock.now();
+    table.put(&click("k1", "/home")).await.unwrap();
+    let got = table.get(&key("k1")).await.unwrap().unwrap();
+    assert_eq!(got.referrer, None);
+    assert_eq!(got.written_at, Some(ms(later)));
+    assert_eq!(got.expires_at, ms(later) + TimeDelta::days(2));
+    let raw = table.raw_rows(Scan::keys(["k1"])).await.unwrap();
+    assert_eq!(raw.len(), 1);
+    assert!(cells_of(&raw[0].1, "c", "referrer").is_empty(), "{raw:?}");
+    assert_eq!(cells_of(&raw[0].1, "c", "url").len(), 1, "{raw:?}");
+
+    // Per-row override through the expire_at field.
+    let mut c = click("k2", "/cart");
+    c.expires = Some(now + TimeDelta::hours(3) + TimeDelta::microseconds(5));
+    table.put(&c).await.unwrap();
+    let got = table.get(&key("k2")).await.unwrap().unwrap();
+    assert_eq!(got.expires_at, ms(now + TimeDelta::hours(3)));
+
+    // Per-write override through the builder, beating the field.
+    table
+        .put_with(c.mutation().ttl(TimeDelta::minutes(10)))
+        .await
+        .unwrap();
+    let got = table.get(&key("k2")).await.unwrap().unwrap();
+    assert_eq!(got.expires_at, ms(later) + TimeDelta::minutes(10));
+    let raw = table.raw_rows(Scan::keys(["k2"])).await.unwrap();
+    let url = cells_of(&raw[0].1, "c", "url");
+    assert_eq!(url.len(), 1);
+    // Default strategy: timestamp = write time + (ttl - default).
+    assert_eq!(
+        url[0].timestamp_micros,
+        (ms(later) + TimeDelta::minutes(10) - TimeDelta::days(2)).timestamp_micros()
+    );
+}
+
+#[tokio::test]
+async fn a_write_replaces_whatever_the_ttls() {
+    let clock = clock();
+    let table = clicks(&clock).await;
+    let now = clock.now();
+    let mut c = click("k", "/old");
+    c.hot = Some("yes".into());
+    table
+        .put_with(c.mutation().ttl(TimeDelta::days(3)))
+        .await
+        .unwrap();
+    c.url = "/new".into();
+    c.hot = Some("still".into());
+    table
+        .put_with(c.mutation().ttl(TimeDelta::hours(1)))
+        .await
+        .unwrap();
+
+    let got = table.get(&key("k")).await.unwrap().unwrap();
+    assert_eq!(got.url, "/new");
+    assert_eq!(got.hot.as_deref(), Some("still"));
+    assert_eq!(got.expires_at, ms(now) + TimeDelta::hours(1));
+
+    // Every written column holds one version: the older 3-day cells are gone.
+    let raw = table.raw_rows(Scan::all()).await.unwrap();
+    assert_eq!(raw.len(), 1);
+    for q in ["url", "hot", "written_at"] {
+        assert_eq!(cells_of(&raw[0].1, "c", q).len(), 1, "{q}: {raw:?}");
+    }
+    assert_eq!(raw[0].1.len(), 3, "{raw:?}");
+
+    // Two hours on, the row is absent, not the older 3-day value.
+    clock.advance(TimeDelta::hours(2));
+    assert!(table.get(&key("k")).await.unwrap().is_none());
+    assert!(table.scan(Scan::all()).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn expired_but_not_collected_is_hidden() {
+    let clock = clock();
+    let table = sessions(&clock).await;
+    let now = clock.now();
+    let expiry = now + TimeDelta::minutes(10);
+    table
+        .put(&session("s1", expiry, Some("tablet")))
+        .await
+        .unwrap();
+    table
+        .put(&session("s2", expiry + TimeDelta::minutes(5), None))
+        .await
+        .unwrap();
+
+    // One millisecond before the expiry it is there; at the expiry it is not.
+    clock.set(ms(expiry) - TimeDelta::milliseconds(1));
+    assert!(table.get(&key("s1")).await.unwrap().is_some());
+    clock.set(ms(expiry));
+    assert!(table.get(&key("s1")).await.unwrap().is_none());
+    let scanned = table.scan(Scan::all()).await.unwrap();
+    assert_eq!(
+        scanned.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        ["s2"]
+    );
+
+    // The cells are still stored: only the reader hides them.
+    let raw = table.raw_rows(Scan::keys(["s1"])).await.unwrap();
+    assert_eq!(raw.len(), 1);
+    let cells = &raw[0].1;
+    assert_eq!(cells.len(), 2, "{cells:?}");
+    assert!(cells
+        .iter()
+        .all(|c| c.timestamp_micros == ms(expiry).timestamp_micros()));
+
+    // Default strategy: past two days the row is hidden, still stored.
+    let clicks = Table::<Click>::new(table.connection().clone()).with_clock(clock.clone());
+    clicks.ensure_schema().await.unwrap();
+    clock.set(now);
+    clicks.put(&click("k", "/x")).await.unwrap();
+    clock.set(ms(now) + TimeDelta::days(2) - TimeDelta::milliseconds(1));
+    assert!(clicks.get(&key("k")).await.unwrap().is_some());
+    clock.set(ms(now) + TimeDelta::days(2));
+    assert!(clicks.get(&key("k")).await.unwrap().is_none());
+    assert_eq!(clicks.raw_rows(Scan::all()).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_per_field_ttl_ends_the_field_not_the_row() {
+    let clock = clock();
+    let table = clicks(&clock).await;
+    let now = clock.now();
+    let mut c = click("k", "/sale");
+    c.hot = Some("trending".into());
+    table.put(&c).await.unwrap();
+    assert_eq!(
+        table.get(&key("k")).await.unwrap().unwrap().hot.as_deref(),
+        Some("trending")
+    );
+
+    clock.advance(TimeDelta::hours(2));
+    let got = table
+        .get(&key("k"))
+        .await
+        .unwrap()
+        .expect("row still present");
+    assert_eq!(got.hot, None);
+    assert_eq!(got.url, "/sale");
+    assert_eq!(got.expires_at, ms(now) + TimeDelta::days(2));
+    // Still stored: GC has not run (the cell is within the family's 2 days).
+    let raw = table.raw_rows(Scan::all()).await.unwrap();
+    assert_eq!(cells_of(&raw[0].1, "c", "hot").len(), 1);
+
+    clock.advance(TimeDelta::days(2));
+    assert!(table.get(&key("k")).await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn several_families() {
+    let clock = clock();
+    let table = Table::<Metric>::new(connection())
+        .named("metrics_test")
+        .with_clock(clock.clone());
+    assert_eq!(table.name(), "metrics_test");
+    table.ensure_schema().await.unwrap();
+    table.verify_schema().await.unwrap();
+    let m = Metric {
+        id: "cpu".into(),
+        name: "load".into(),
+        count: 42,
+        spike: Some(true),
+    };
+    table.put(&m).await.unwrap();
+    let got = table.get(&key("cpu")).await.unwrap().unwrap();
+    assert_eq!(got.value, m);
+    assert_eq!(got.expires_at, ms(clock.now()) + TimeDelta::days(2));
+
+    let raw = table.raw_rows(Scan::all()).await.unwrap();
+    let mut families: Vec<&str> = raw[0].1.iter().map(|c| c.family.as_str()).collect();
+    families.dedup();
+    assert_eq!(families, ["c", "m"]);
+
+    clock.advance(TimeDelta::hours(2));
+    let got = table.get(&key("cpu")).await.unwrap().unwrap();
+    assert_eq!(got.spike, None);
+    assert_eq!(got.count, 42);
+}
+
+#[tokio::test]
+async fn put_all_writes_every_row() {
+    let clock = clock();
+    let table = clicks(&clock).await;
+    let now = clock.now();
+    let rows: Vec<Click> = (0..250)
+        .map(|i| click(&format!("c{i:04}"), &format!("/page/{i}")))
+        .collect();
+    let written = table.put_all(&rows).await.unwrap();
+    assert_eq!(written.len(), 250);
+    assert!(written
+        .iter()
+        .all(|w| w.expires_at == ms(now) + TimeDelta::days(2)));
+    assert_eq!(written[7].row_key, b"c0007");
+    let read = table.scan(Scan::all()).await.unwrap();
+    assert_eq!(read.len(), 250);
+    assert_eq!(read[249].url, "/page/249");
+
+    // Per-row overrides.
+    let written = table
+        .put_all_with(
+            rows[..2]
+                .iter()
+                .map(|r| r.mutation().ttl(TimeDelta::hours(1))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(written[1].expires_at, ms(now) + TimeDelta::hours(1));
+    clock.advance(TimeDelta::hours(2));
+    assert_eq!(table.scan(Scan::all()).await.unwrap().len(), 248);
+}
+
+#[tokio::test]
+async fn garbage_collection_really_removes_expired_one_second_rows() {
+    // The emulator collects by its own wall clock: use the system clock.
+    let table = Table::<Session>::new(connection());
+    table.ensure_schema().await.unwrap();
+    let expiry = Utc::now() + TimeDelta::seconds(2);
+    table.put(&session("s", expiry, None)).await.unwrap();
+    assert_eq!(table.raw_rows(Scan::all()).await.unwrap().len(), 1);
+    assert!(table.get(&key("s")).await.unwrap().is_some());
+
+    let started = Instant::now();
+    loop {
+        if table.raw_rows(Scan::all()).await.unwrap().is_empty() {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "the emulator did not collect the expired row within 15 s"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let gone_at = Utc::now();
+    assert!(gone_at >= ms(expiry), "collected before its expiry");
+    assert!(
+        gone_at - expiry < TimeDelta::seconds(10),
+        "collected {} after expiry",
+        gone_at - expiry
+    );
+}
+
+#[tokio::test]
+async fn cbt_shows_the_computed_timestamps() {
+    let clock = clock();
+    let table = clicks(&clock).await;
+    let now = clock.now();
+    let c = click("cbt-row", "/cbt");
+    let written = table
+        .put_with(c.mutation().ttl(TimeDelta::hours(1)))
+        .await
+        .unwrap();
+    let expected_ts = ms(now) + TimeDelta::hours(1) - TimeDelta::days(2);
+    assert_eq!(written.timestamp_micros, expected_ts.timestamp_micros());
+
+    let out = cbt(table.connection(), &["read", table.name()]);
+    assert!(out.contains("cbt-row"), "{out}");
+    // cbt prints timestamps in local time, to the microsecond.
+    let shown = expected_ts
+        .with_timezone(&Local)
+        .format("%Y/%m/%d-%H:%M:%S%.6f")
+        .to_string();
+    for column in ["c:url", "c:written_at"] {
+        let line = out
+            .lines()
+            .find(|l| l.trim_start().starts_with(column))
+            .unwrap_or_else(|| panic!("no {column} in {out}"));
+        assert!(line.contains(&shown), "{column}: expected @ {shown}\n{out}");
+    }
+    assert!(out.contains("\"/cbt\""), "{out}");
+}
