@@ -178,6 +178,7 @@ pub fn is_loopback(host: &str) -> bool {
 /// # Errors
 /// As [`Emulator::start`], or [`EmulatorError::NotLoopback`].
 pub fn shared_host() -> Result<String, EmulatorError> {
+    static SHARED: OnceLock<Result<Emulator, String>> = OnceLock::new();
     if let Ok(host) = std::env::var("BIGTABLE_EMULATOR_HOST") {
         if !host.is_empty() {
             if !is_loopback(&host) {
@@ -186,7 +187,6 @@ pub fn shared_host() -> Result<String, EmulatorError> {
             return Ok(host);
         }
     }
-    static SHARED: OnceLock<Result<Emulator, String>> = OnceLock::new();
     match SHARED.get_or_init(|| Emulator::start().map_err(|e| e.to_string())) {
         Ok(emulator) => Ok(emulator.host().to_owned()),
         Err(e) => Err(EmulatorError::Start(e.clone())),

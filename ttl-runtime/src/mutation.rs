@@ -76,6 +76,7 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
     }
 
     /// The value being written.
+    #[must_use]
     pub fn row(&self) -> &'a T {
         self.row
     }
