@@ -351,6 +351,10 @@ pub(crate) fn routing_header(table_name: &str) -> String {
     out
 }
 
+/// The largest `ReadRowsResponse` message accepted: a bit over Bigtable's
+/// 256 MiB row limit.
+const MAX_RESPONSE_MESSAGE_BYTES: usize = 260 * 1024 * 1024;
+
 struct ReadState {
     client: BigTable,
     request: Option<ReadRowsRequest>,
@@ -389,7 +393,15 @@ pub(crate) fn read_rows(
                         .metadata_mut()
                         .insert("x-goog-request-params", value);
                 }
-                match st.client.get_client().read_rows(request).await {
+                // tonic's default 4 MiB cap on a response message is below
+                // Bigtable's limits (100 MiB cells, 256 MiB rows), and the
+                // emulator sends a whole row in one message.
+                let mut client = st
+                    .client
+                    .get_client()
+                    .clone()
+                    .max_decoding_message_size(MAX_RESPONSE_MESSAGE_BYTES);
+                match client.read_rows(request).await {
                     Ok(response) => st.response = Some(response.into_inner()),
                     Err(status) => {
                         st.done = true;
