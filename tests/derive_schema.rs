@@ -169,7 +169,10 @@ fn mutations_delete_then_set_with_whole_millisecond_timestamps() {
     let write = click().mutation().build(now()).unwrap();
     let now_ms = now().timestamp_millis() * 1_000;
     assert_eq!(write.timestamp_micros, now_ms);
-    assert_eq!(write.expires_at, now() + TimeDelta::days(2) - TimeDelta::microseconds(456));
+    assert_eq!(
+        write.expires_at,
+        now() + TimeDelta::days(2) - TimeDelta::microseconds(456)
+    );
     let got: Vec<_> = write.mutations.iter().map(describe).collect();
     let kinds: Vec<(&str, &str, &str)> = got
         .iter()
@@ -241,7 +244,7 @@ fn decode_round_trip() {
     // The expire_at field is filled from the row's expiry.
     let expected = Click {
         expires: Some(write.expires_at),
-        ..c.clone()
+        ..c
     };
     assert_eq!(read.value, expected);
     assert_eq!(read.expires_at, write.expires_at);

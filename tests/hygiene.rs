@@ -64,8 +64,8 @@ mod shadowing {
     pub mod core {}
     pub mod std {}
     pub mod bigtable_ttl {}
-    pub fn millis() {}
-    pub fn encode_required() {}
+    pub const fn millis() {}
+    pub const fn encode_required() {}
 
     #[derive(BigtableRow)]
     #[bigtable(table = "t", family = "f")]

@@ -68,7 +68,10 @@ impl<'a> Container<'a> {
                 return None;
             }
             Data::Union(data) => {
-                cx.error_spanned_by(data.union_token, format!("{NAMED}; unions are not supported"));
+                cx.error_spanned_by(
+                    data.union_token,
+                    format!("{NAMED}; unions are not supported"),
+                );
                 return None;
             }
         };
@@ -96,12 +99,18 @@ impl<'a> Container<'a> {
 
     /// The table name (empty when missing: an error already).
     pub fn table(&self) -> String {
-        self.attrs.table.as_ref().map_or_else(String::new, |t| t.value.value())
+        self.attrs
+            .table
+            .as_ref()
+            .map_or_else(String::new, |t| t.value.value())
     }
 
     /// The struct's own family (empty when missing: an error already).
     pub fn family(&self) -> String {
-        self.attrs.family.as_ref().map_or_else(String::new, |f| f.value.value())
+        self.attrs
+            .family
+            .as_ref()
+            .map_or_else(String::new, |f| f.value.value())
     }
 
     pub fn field_family(&self, field: &Field) -> String {

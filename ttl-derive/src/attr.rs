@@ -64,7 +64,13 @@ fn no_value(meta: &ParseNestedMeta, name: Symbol) -> syn::Result<()> {
 
 /// Report an unknown key (listing the valid ones) and skip its value, so the
 /// keys after it are still read.
-fn unknown(cx: &Ctxt, meta: &ParseNestedMeta, attr: Symbol, place: &str, valid: &[Symbol]) -> syn::Result<()> {
+fn unknown(
+    cx: &Ctxt,
+    meta: &ParseNestedMeta,
+    attr: Symbol,
+    place: &str,
+    valid: &[Symbol],
+) -> syn::Result<()> {
     let key = quote::ToTokens::to_token_stream(&meta.path)
         .to_string()
         .replace(' ', "");
@@ -146,7 +152,13 @@ impl Container {
             set_once(cx, &mut self.crate_path, symbol::CRATE, p, path);
         } else {
             self.bigtable_garbled = true;
-            unknown(cx, meta, symbol::BIGTABLE, "struct", symbol::STRUCT_BIGTABLE_KEYS)?;
+            unknown(
+                cx,
+                meta,
+                symbol::BIGTABLE,
+                "struct",
+                symbol::STRUCT_BIGTABLE_KEYS,
+            )?;
         }
         Ok(())
     }
@@ -211,7 +223,13 @@ impl Field {
             let v = parse_str(meta, symbol::FAMILY)?;
             set_once(cx, &mut self.family, symbol::FAMILY, p, v);
         } else {
-            unknown(cx, meta, symbol::BIGTABLE, "field", symbol::FIELD_BIGTABLE_KEYS)?;
+            unknown(
+                cx,
+                meta,
+                symbol::BIGTABLE,
+                "field",
+                symbol::FIELD_BIGTABLE_KEYS,
+            )?;
         }
         Ok(())
     }

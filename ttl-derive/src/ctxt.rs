@@ -54,8 +54,9 @@ impl Ctxt {
 
 impl Drop for Ctxt {
     fn drop(&mut self) {
-        if !std::thread::panicking() && self.errors.borrow().is_some() {
-            panic!("ttl-derive: Ctxt dropped without check()");
-        }
+        assert!(
+            std::thread::panicking() || self.errors.borrow().is_none(),
+            "ttl-derive: Ctxt dropped without check()"
+        );
     }
 }

@@ -76,7 +76,13 @@ fn unchecked_context_panics() {
 #[test]
 fn typos_get_a_suggestion() {
     use crate::symbol::{closest, FIELD_BIGTABLE_KEYS, STRUCT_BIGTABLE_KEYS};
-    assert_eq!(closest("famly", STRUCT_BIGTABLE_KEYS).map(|s| s.0), Some("family"));
-    assert_eq!(closest("colum", FIELD_BIGTABLE_KEYS).map(|s| s.0), Some("column"));
+    assert_eq!(
+        closest("famly", STRUCT_BIGTABLE_KEYS).map(|s| s.0),
+        Some("family")
+    );
+    assert_eq!(
+        closest("colum", FIELD_BIGTABLE_KEYS).map(|s| s.0),
+        Some("column")
+    );
     assert_eq!(closest("qualifier", FIELD_BIGTABLE_KEYS).map(|s| s.0), None);
 }

@@ -123,9 +123,15 @@ fn check_keys(cx: &Ctxt, cont: &Container) {
     for field in cont.fields_with(Role::Key) {
         let a = &field.attrs;
         let clashing = [
-            a.column.as_ref().map(|k| (k.key.to_token_stream(), "column")),
-            a.family.as_ref().map(|k| (k.key.to_token_stream(), "family")),
-            a.expire_at.as_ref().map(|k| (k.key.to_token_stream(), "expire_at")),
+            a.column
+                .as_ref()
+                .map(|k| (k.key.to_token_stream(), "column")),
+            a.family
+                .as_ref()
+                .map(|k| (k.key.to_token_stream(), "family")),
+            a.expire_at
+                .as_ref()
+                .map(|k| (k.key.to_token_stream(), "expire_at")),
             a.ttl_for.as_ref().map(|k| (k.key.to_token_stream(), "for")),
         ];
         for (tokens, name) in clashing.into_iter().flatten() {
@@ -186,8 +192,12 @@ fn check_expire_at(cx: &Ctxt, cont: &Container) {
     for field in cont.fields_with(Role::ExpireAt) {
         let a = &field.attrs;
         let clashing = [
-            a.column.as_ref().map(|k| (k.key.to_token_stream(), "column")),
-            a.family.as_ref().map(|k| (k.key.to_token_stream(), "family")),
+            a.column
+                .as_ref()
+                .map(|k| (k.key.to_token_stream(), "column")),
+            a.family
+                .as_ref()
+                .map(|k| (k.key.to_token_stream(), "family")),
             a.ttl_for.as_ref().map(|k| (k.key.to_token_stream(), "for")),
         ];
         for (tokens, name) in clashing.into_iter().flatten() {
@@ -279,11 +289,10 @@ fn check_columns(cx: &Ctxt, cont: &Container) {
     for field in cont.fields_with(Role::Column) {
         let column = (cont.field_family(field), field.qualifier());
         if let Some(prev) = seen.get(&column) {
-            let at = field
-                .attrs
-                .column
-                .as_ref()
-                .map_or_else(|| field.ident.to_token_stream(), |c| c.value.to_token_stream());
+            let at = field.attrs.column.as_ref().map_or_else(
+                || field.ident.to_token_stream(),
+                |c| c.value.to_token_stream(),
+            );
             cx.error_spanned_by(
                 at,
                 format!(
@@ -304,10 +313,10 @@ fn check_columns(cx: &Ctxt, cont: &Container) {
     {
         let column = (cont.family(), qualifier);
         if let Some(field) = seen.get(&column) {
-            let at = written_at
-                .value
-                .as_ref()
-                .map_or_else(|| written_at.key.to_token_stream(), ToTokens::to_token_stream);
+            let at = written_at.value.as_ref().map_or_else(
+                || written_at.key.to_token_stream(),
+                ToTokens::to_token_stream,
+            );
             cx.error_spanned_by(
                 at,
                 format!(
