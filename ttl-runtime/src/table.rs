@@ -45,6 +45,10 @@ const MUTATE_ATTEMPTS: u32 = 3;
 /// write computes its cell timestamps from [`Table::clock`]; every read
 /// filters by the same clock's "now".
 ///
+/// Writes retry transient failures (they are idempotent: every cell carries
+/// an explicit timestamp). Reads are not retried: a failed read returns
+/// [`Error::Server`] and can simply be issued again.
+///
 /// ```no_run
 /// use bigtable_ttl::{BigtableRow, Connection, Scan, Table};
 /// use chrono::TimeDelta;
