@@ -39,6 +39,11 @@ use crate::error::CodecError;
 /// let bytes = Celsius(21.5).encode().unwrap();
 /// assert_eq!(Celsius::decode(&bytes).unwrap(), Celsius(21.5));
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be stored in a Bigtable cell",
+    label = "no `CellCodec` for this field's type",
+    note = "stored fields need `CellCodec`: String, Vec<u8>, bool, i64, i32, u64, f64, DateTime<Utc>, `Json<T>` (feature `json`), or your own impl"
+)]
 pub trait CellCodec: Sized {
     /// The cell bytes for this value.
     ///

@@ -14,6 +14,11 @@ use crate::error::{CodecError, Error, Result};
 pub const MAX_ROW_KEY_BYTES: usize = 4 * 1024;
 
 /// A type that can be (part of) a row key.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be part of a row key",
+    label = "no `KeyPart` for this key field's type",
+    note = "key fields need `KeyPart`: String, Vec<u8>, u64, u32, i64, i32, DateTime<Utc>, or your own impl"
+)]
 pub trait KeyPart: Sized {
     /// Append this value's key bytes to `out`.
     ///
