@@ -1,9 +1,10 @@
-//! # bigtable-ttl
-//!
 //! Cell-level time-to-live for Google Cloud Bigtable, declared on your own
-//! structs with `#[derive(BigtableRow)]`. See the README for the two
-//! strategies and the pitfalls this guards against.
-
+//! structs with `#[derive(BigtableRow)]`.
+//!
+//! This crate re-exports the runtime (`ttl-runtime`) and the derive
+//! (`ttl-derive`). The README below is compiled as part of the docs, so its
+//! quick start is checked on every test run.
+#![doc = include_str!("../README.md")]
 #![deny(unsafe_code)]
 
 pub use ttl_derive::BigtableRow;
