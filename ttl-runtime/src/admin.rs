@@ -332,6 +332,12 @@ pub async fn ensure_schema(
         }
     }
 
+    if max_age <= TimeDelta::seconds(1) && options.force_one_second {
+        tracing::warn!(
+            table,
+            "forcing one-second expiration: cells with ordinary timestamps in the switched families will be deleted"
+        );
+    }
     if max_age <= TimeDelta::seconds(1) && !options.force_one_second {
         for change in report.families.iter().filter(|c| c.before.is_some()) {
             if holds_cells(conn, table, &change.family).await? {
@@ -375,6 +381,7 @@ pub async fn ensure_schema(
             .modify_column_families(request)
             .await
             .map_err(|status| server_error(table, status))?;
+        tracing::info!(table, changes = %report, "bigtable-ttl schema changed");
     }
     Ok(report)
 }
