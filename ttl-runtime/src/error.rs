@@ -137,6 +137,24 @@ pub enum Error {
         /// The family.
         family: String,
     },
+    /// A TTL policy written as text (`one-second`, `default=2d`) did not parse.
+    #[error("invalid policy `{spec}`: {reason}")]
+    InvalidPolicy {
+        /// The text given.
+        spec: String,
+        /// What is wrong and what is accepted.
+        reason: String,
+    },
+    /// A family migration could not start or did not verify. The source
+    /// family is never changed; fix the cause and run it again (copying a
+    /// row twice is harmless).
+    #[error("migration in table `{table}`: {reason}")]
+    Migration {
+        /// The table.
+        table: String,
+        /// What went wrong and what to do.
+        reason: String,
+    },
     /// Connecting to Bigtable failed.
     #[error("could not connect to Bigtable ({target}): {reason}")]
     Connect {

@@ -24,6 +24,7 @@ pub mod error;
 pub mod filter;
 pub mod key;
 pub mod mutation;
+pub mod ops;
 pub mod policy;
 pub mod row;
 pub mod scan;

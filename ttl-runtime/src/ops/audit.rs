@@ -1,0 +1,301 @@
+//! What a policy would do to a family's cells, counted before it is applied.
+//!
+//! A cell "would be deleted at once" when, under the policy, it has already
+//! expired at "now" ([`Policy::is_visible`] is false): every typed read hides
+//! it from that moment and garbage collection removes it at its next pass.
+//! Under the one-second policy that is every cell whose timestamp is not in
+//! the future, i.e. every cell written the ordinary way; under a default `D`
+//! it is every cell older than `D`.
+//!
+//! A timestamp "looks real" when it is at or before now (a write time, as
+//! the server or an ordinary client stamps it) and "artificial" when it is in
+//! the future (only TTL strategies write those).
+
+use chrono::{DateTime, Utc};
+
+use crate::connection::Connection;
+use crate::error::Result;
+use crate::policy::{from_micros, Policy};
+use crate::scan::RawCell;
+
+use super::scan::{FamilyPages, ScanProgress};
+
+/// The audit of one family under one policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditReport {
+    /// The table.
+    pub table: String,
+    /// The family.
+    pub family: String,
+    /// The policy audited.
+    pub policy: Policy,
+    /// The "now" the audit judged by.
+    pub now: DateTime<Utc>,
+    /// Rows holding at least one cell of the family.
+    pub rows: u64,
+    /// Cells of the family, every version.
+    pub cells: u64,
+    /// Cells the policy would delete at once (already expired under it).
+    pub cells_deleted: u64,
+    /// Rows that would lose at least one cell.
+    pub rows_losing_cells: u64,
+    /// Rows that would lose every cell of the family (gone from it).
+    pub rows_deleted: u64,
+    /// Cells whose timestamp is at or before now (looks like a write time).
+    pub real_cells: u64,
+    /// Cells whose timestamp is after now (an artificial, TTL-made one).
+    pub artificial_cells: u64,
+    /// The oldest cell timestamp (µs), if any cell.
+    pub oldest_micros: Option<i64>,
+    /// The newest cell timestamp (µs), if any cell.
+    pub newest_micros: Option<i64>,
+}
+
+impl AuditReport {
+    /// Whether applying the policy would delete any cell.
+    #[must_use]
+    pub fn would_delete_data(&self) -> bool {
+        self.cells_deleted > 0
+    }
+
+    /// The oldest timestamp as an instant (`None` without cells or when out
+    /// of chrono's range).
+    #[must_use]
+    pub fn oldest(&self) -> Option<DateTime<Utc>> {
+        self.oldest_micros.and_then(|t| from_micros(t).ok())
+    }
+
+    /// The newest timestamp as an instant.
+    #[must_use]
+    pub fn newest(&self) -> Option<DateTime<Utc>> {
+        self.newest_micros.and_then(|t| from_micros(t).ok())
+    }
+}
+
+impl std::fmt::Display for AuditReport {
+    /// A few lines for people: what is there, what the policy would delete.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ts = |t: Option<DateTime<Utc>>, micros: Option<i64>| match (t, micros) {
+            (Some(t), _) => t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+            (None, Some(m)) => format!("{m} µs"),
+            (None, None) => "-".to_owned(),
+        };
+        writeln!(
+            f,
+            "table `{}`, family `{}`, policy {} ({})",
+            self.table,
+            self.family,
+            super::policy_spec(&self.policy),
+            crate::admin::describe_rule(&crate::admin::gc_rule(self.policy.gc_max_age()))
+        )?;
+        writeln!(f, "  rows:              {}", self.rows)?;
+        writeln!(
+            f,
+            "  cells:             {} ({} real timestamps, {} artificial/future)",
+            self.cells, self.real_cells, self.artificial_cells
+        )?;
+        writeln!(
+            f,
+            "  oldest / newest:   {} / {}",
+            ts(self.oldest(), self.oldest_micros),
+            ts(self.newest(), self.newest_micros)
+        )?;
+        write!(
+            f,
+            "  would delete:      {} cells in {} rows ({} rows entirely)",
+            self.cells_deleted, self.rows_losing_cells, self.rows_deleted
+        )
+    }
+}
+
+/// The pure tally behind [`audit`]: feed it rows, read the report.
+///
+/// ```
+/// use bigtable_ttl::ops::Audit;
+/// use bigtable_ttl::{Policy, RawCell};
+/// use chrono::{TimeDelta, Utc};
+///
+/// let now = Utc::now();
+/// let cell = |ts: i64| RawCell { family: "s".into(), qualifier: b"q".to_vec(), value: vec![], timestamp_micros: ts };
+/// let mut audit = Audit::new("t", "s", Policy::OneSecond, now);
+/// let past = (now - TimeDelta::hours(1)).timestamp_micros();
+/// let future = (now + TimeDelta::hours(1)).timestamp_micros();
+/// audit.observe_row(&[cell(past), cell(future)]);
+/// let report = audit.finish();
+/// assert_eq!((report.cells, report.cells_deleted, report.rows_deleted), (2, 1, 0));
+/// assert!(report.would_delete_data());
+/// ```
+#[derive(Debug, Clone)]
+pub struct Audit {
+    report: AuditReport,
+}
+
+impl Audit {
+    /// An empty tally of `table`/`family` under `policy` at `now`.
+    #[must_use]
+    pub fn new(table: &str, family: &str, policy: Policy, now: DateTime<Utc>) -> Self {
+        Self {
+            report: AuditReport {
+                table: table.to_owned(),
+                family: family.to_owned(),
+                policy,
+                now,
+                rows: 0,
+                cells: 0,
+                cells_deleted: 0,
+                rows_losing_cells: 0,
+                rows_deleted: 0,
+                real_cells: 0,
+                artificial_cells: 0,
+                oldest_micros: None,
+                newest_micros: None,
+            },
+        }
+    }
+
+    /// Count one row's cells of the family (cells of other families must
+    /// not be passed; a row without cells is ignored).
+    pub fn observe_row(&mut self, cells: &[RawCell]) {
+        if cells.is_empty() {
+            return;
+        }
+        let r = &mut self.report;
+        let now_micros = r.now.timestamp_micros();
+        let mut deleted = 0u64;
+        for cell in cells {
+            let ts = cell.timestamp_micros;
+            r.cells += 1;
+            if ts <= now_micros {
+                r.real_cells += 1;
+            } else {
+                r.artificial_cells += 1;
+            }
+            if !r.policy.is_visible(ts, r.now) {
+                deleted += 1;
+            }
+            r.oldest_micros = Some(r.oldest_micros.map_or(ts, |o| o.min(ts)));
+            r.newest_micros = Some(r.newest_micros.map_or(ts, |n| n.max(ts)));
+        }
+        r.rows += 1;
+        r.cells_deleted += deleted;
+        if deleted > 0 {
+            r.rows_losing_cells += 1;
+        }
+        if deleted == cells.len() as u64 {
+            r.rows_deleted += 1;
+        }
+    }
+
+    /// How far the tally got.
+    #[must_use]
+    pub fn progress(&self) -> ScanProgress {
+        ScanProgress {
+            rows: self.report.rows,
+            cells: self.report.cells,
+        }
+    }
+
+    /// The report.
+    #[must_use]
+    pub fn finish(self) -> AuditReport {
+        self.report
+    }
+}
+
+/// Scan `family` of `table` (raw: every version, expired or not, values
+/// stripped by the server) and count what `policy` would do at `now`.
+/// `progress` is called after each page of rows.
+///
+/// ```no_run
+/// # async fn run(conn: &bigtable_ttl::Connection) -> bigtable_ttl::Result<()> {
+/// use bigtable_ttl::ops::{audit, parse_policy};
+///
+/// let report = audit(conn, "sessions", "s", parse_policy("one-second")?, chrono::Utc::now(), |_| {}).await?;
+/// if report.would_delete_data() {
+///     eprintln!("{report}");
+/// }
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// [`crate::Error::Server`] when a read fails (a missing table included).
+pub async fn audit(
+    conn: &Connection,
+    table: &str,
+    family: &str,
+    policy: Policy,
+    now: DateTime<Utc>,
+    mut progress: impl FnMut(ScanProgress),
+) -> Result<AuditReport> {
+    let mut tally = Audit::new(table, family, policy, now);
+    let mut pages = FamilyPages::new(conn, table, family).strip_values();
+    while let Some(page) = pages.next_page().await? {
+        for (_, cells) in &page {
+            tally.observe_row(cells);
+        }
+        progress(tally.progress());
+    }
+    Ok(tally.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeDelta;
+
+    fn cell(ts: i64) -> RawCell {
+        RawCell {
+            family: "c".into(),
+            qualifier: b"q".to_vec(),
+            value: vec![],
+            timestamp_micros: ts,
+        }
+    }
+
+    fn now() -> DateTime<Utc> {
+        DateTime::from_timestamp_millis(1_700_000_000_000).unwrap()
+    }
+
+    fn at(d: TimeDelta) -> i64 {
+        (now() + d).timestamp_micros()
+    }
+
+    #[test]
+    fn one_second_deletes_every_real_timestamp() {
+        let mut audit = Audit::new("t", "c", Policy::OneSecond, now());
+        audit.observe_row(&[cell(at(-TimeDelta::days(3))), cell(at(TimeDelta::zero()))]);
+        audit.observe_row(&[
+            cell(at(TimeDelta::hours(1))),
+            cell(at(-TimeDelta::hours(1))),
+        ]);
+        audit.observe_row(&[cell(at(TimeDelta::minutes(5)))]);
+        audit.observe_row(&[]);
+        let r = audit.finish();
+        assert_eq!((r.rows, r.cells), (3, 5));
+        assert_eq!((r.real_cells, r.artificial_cells), (3, 2));
+        assert_eq!(r.cells_deleted, 3);
+        assert_eq!((r.rows_losing_cells, r.rows_deleted), (2, 1));
+        assert_eq!(r.oldest_micros, Some(at(-TimeDelta::days(3))));
+        assert_eq!(r.newest_micros, Some(at(TimeDelta::hours(1))));
+        assert!(r.would_delete_data());
+    }
+
+    #[test]
+    fn a_default_deletes_only_what_is_older_than_it() {
+        let mut audit = Audit::new("t", "c", Policy::default_ttl(TimeDelta::days(2)), now());
+        audit.observe_row(&[cell(at(-TimeDelta::days(1))), cell(at(-TimeDelta::days(3)))]);
+        audit.observe_row(&[cell(at(-TimeDelta::hours(1)))]);
+        let r = audit.finish();
+        assert_eq!(r.cells_deleted, 1);
+        assert_eq!((r.rows_losing_cells, r.rows_deleted), (1, 0));
+        assert_eq!((r.real_cells, r.artificial_cells), (3, 0));
+    }
+
+    #[test]
+    fn an_empty_family_deletes_nothing() {
+        let r = Audit::new("t", "c", Policy::OneSecond, now()).finish();
+        assert!(!r.would_delete_data());
+        assert_eq!((r.oldest(), r.newest()), (None, None));
+        assert!(r.to_string().contains("would delete:      0 cells"), "{r}");
+    }
+}

@@ -1,0 +1,605 @@
+//! Copy a family whose cells carry real timestamps into a family managed by
+//! a TTL policy.
+//!
+//! Each source cell with real timestamp `W` becomes a cell of the target
+//! family that expires at `W + TTL`, its timestamp computed by the policy's
+//! rules ([`Policy::cell_timestamp`] with "now" = `W`): `W + TTL` itself
+//! under one-second expiration, `W + (TTL - D)` under a default `D`. The real
+//! time `W` (to the millisecond) goes into the shadow column (`written_at`
+//! by default), one version per distinct new timestamp, so every copied cell
+//! finds its write time in the shadow version with the same timestamp, and a
+//! typed reader of the newest version sees the newest write.
+//!
+//! **Cells already expired under the policy** (`W + TTL` at or before now)
+//! are skipped and counted, not copied: written, they would be invisible to
+//! every reader and deleted at the next compaction, and under one-second
+//! expiration the write would look like the very mistake the library
+//! prevents. A row all of whose cells expired is not created in the target.
+//!
+//! The source family is only read, never changed. Rows are copied a page at
+//! a time in key order; after each page the caller gets a [`Checkpoint`]
+//! (the last row key copied and the running counts) and decides whether to
+//! go on, so an interrupted migration resumes after that key. Copying a row
+//! twice is harmless: the same cells with the same timestamps overwrite
+//! themselves. At the end the row and cell counts of the target are checked
+//! against the source's ([`verify`]).
+
+use std::ops::ControlFlow;
+use std::time::Duration;
+
+use bigtable_rs::google::bigtable::v2::{
+    mutate_rows_request::Entry, mutation, MutateRowsRequest, Mutation,
+};
+use chrono::{DateTime, TimeDelta, Utc};
+
+use crate::admin::{describe_rule, gc_rule, live_rules, rule_matches};
+use crate::clock::Clock;
+use crate::codec::CellCodec;
+use crate::connection::Connection;
+use crate::error::{Error, Result};
+use crate::policy::{from_micros, millis_floor, Expiry, Policy};
+use crate::scan::RawCell;
+
+use super::scan::{FamilyPages, DEFAULT_PAGE_ROWS};
+
+/// What to migrate and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigratePlan {
+    /// The table.
+    pub table: String,
+    /// The source family (real timestamps). Only read.
+    pub from: String,
+    /// The target family, managed by `policy` (created with its rule when
+    /// missing).
+    pub to: String,
+    /// The target's policy.
+    pub policy: Policy,
+    /// How long each cell lives after its real write time; `None`: the
+    /// policy's default (required under one-second expiration).
+    pub ttl: Option<TimeDelta>,
+    /// The shadow column's qualifier in the target family.
+    pub written_at: String,
+    /// Rows per page (and per checkpoint).
+    pub batch_rows: usize,
+}
+
+impl MigratePlan {
+    /// A plan with the policy's default TTL, the default shadow column and
+    /// pages of 1,000 rows.
+    #[must_use]
+    pub fn new(table: &str, from: &str, to: &str, policy: Policy) -> Self {
+        Self {
+            table: table.to_owned(),
+            from: from.to_owned(),
+            to: to.to_owned(),
+            policy,
+            ttl: None,
+            written_at: super::DEFAULT_WRITTEN_AT.to_owned(),
+            batch_rows: DEFAULT_PAGE_ROWS,
+        }
+    }
+
+    /// The TTL each copied cell gets from its real write time.
+    ///
+    /// # Errors
+    /// [`Error::Migration`] under one-second expiration without a TTL;
+    /// [`Error::NonPositiveTtl`].
+    pub fn effective_ttl(&self) -> Result<TimeDelta> {
+        let ttl = match (self.ttl, self.policy) {
+            (Some(ttl), _) => ttl,
+            (None, Policy::Default { default }) => default,
+            (None, Policy::OneSecond) => return Err(self.error(
+                "one-second expiration has no default TTL: say how long copied cells live (--ttl)",
+            )),
+        };
+        if ttl <= TimeDelta::zero() {
+            return Err(Error::NonPositiveTtl { ttl });
+        }
+        Ok(ttl)
+    }
+
+    fn error(&self, reason: impl Into<String>) -> Error {
+        Error::Migration {
+            table: self.table.clone(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// How far a migration got: where to resume and what was done so far
+/// (running totals across resumed runs).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// The last source row fully copied; resume after it. `None`: from the start.
+    pub last_row_key: Option<Vec<u8>>,
+    /// Source rows read.
+    pub rows_read: u64,
+    /// Rows written to the target (with at least one live cell).
+    pub rows_copied: u64,
+    /// Cells written to the target (shadow versions not counted).
+    pub cells_copied: u64,
+    /// Source cells skipped because they already expired under the policy.
+    pub cells_skipped_expired: u64,
+    /// Source rows skipped because every cell had expired.
+    pub rows_skipped_expired: u64,
+}
+
+/// The end-of-migration check: counts read back, at one "now".
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Verification {
+    /// Rows of the source family.
+    pub source_rows: u64,
+    /// Cells of the source family.
+    pub source_cells: u64,
+    /// Source rows with a cell still alive under the policy: rows the target must hold.
+    pub expected_rows: u64,
+    /// Source cells still alive under the policy: cells the target must hold.
+    pub expected_cells: u64,
+    /// Rows of the target with a live cell other than the shadow column.
+    pub target_rows: u64,
+    /// Live cells of the target other than the shadow column.
+    pub target_cells: u64,
+}
+
+impl Verification {
+    /// Whether the target holds exactly what the source implies.
+    #[must_use]
+    pub fn matches(&self) -> bool {
+        self.expected_rows == self.target_rows && self.expected_cells == self.target_cells
+    }
+}
+
+/// A finished migration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrateReport {
+    /// The totals.
+    pub checkpoint: Checkpoint,
+    /// The count check.
+    pub verification: Verification,
+}
+
+/// How [`migrate`] ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MigrateStatus {
+    /// Every row copied and verified.
+    Done(MigrateReport),
+    /// The caller stopped it after a page: resume from this checkpoint.
+    Stopped(Checkpoint),
+}
+
+/// The target mutations for one source row. Pure.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RowPlan {
+    /// `SetCell`s for the target family (data cells, then shadow versions).
+    pub mutations: Vec<Mutation>,
+    /// Data cells copied.
+    pub copied: u64,
+    /// Cells skipped as already expired.
+    pub skipped: u64,
+}
+
+/// Plan the copy of one row's source cells at `now` (see the [module
+/// documentation](self) for the rules). Pure.
+///
+/// # Errors
+/// [`Error::Migration`] when the source holds the shadow column's qualifier;
+/// timestamp errors for absurd timestamps.
+pub fn plan_row(
+    plan: &MigratePlan,
+    ttl: TimeDelta,
+    cells: &[RawCell],
+    now: DateTime<Utc>,
+) -> Result<RowPlan> {
+    let mut out = RowPlan::default();
+    // new timestamp -> real write time, for the shadow versions
+    let mut shadows: std::collections::BTreeMap<i64, DateTime<Utc>> =
+        std::collections::BTreeMap::new();
+    for cell in cells.iter().filter(|c| c.family == plan.from) {
+        if cell.qualifier == plan.written_at.as_bytes() {
+            return Err(plan.error(format!(
+                "source family `{}` has a column `{}`, the shadow column's name: pass another (--written-at)",
+                plan.from, plan.written_at
+            )));
+        }
+        let written = real_time(cell.timestamp_micros)?;
+        let Some(ts) = target_timestamp(plan.policy, written, ttl, now)? else {
+            out.skipped += 1;
+            continue;
+        };
+        out.mutations.push(set_cell(
+            &plan.to,
+            cell.qualifier.clone(),
+            ts,
+            cell.value.clone(),
+        ));
+        out.copied += 1;
+        shadows.entry(ts).or_insert(written);
+    }
+    for (ts, written) in shadows {
+        let value = written.encode().map_err(|source| Error::Encode {
+            field: "written_at",
+            source,
+        })?;
+        out.mutations.push(set_cell(
+            &plan.to,
+            plan.written_at.as_bytes().to_vec(),
+            ts,
+            value,
+        ));
+    }
+    Ok(out)
+}
+
+/// A source cell's timestamp as the write time, to the millisecond.
+fn real_time(timestamp_micros: i64) -> Result<DateTime<Utc>> {
+    from_micros(millis_floor(from_micros(timestamp_micros)?)?)
+}
+
+/// The target timestamp of a cell written at `written` living `ttl`, or
+/// `None` when it has already expired at `now` (`written + ttl <= now`).
+fn target_timestamp(
+    policy: Policy,
+    written: DateTime<Utc>,
+    ttl: TimeDelta,
+    now: DateTime<Utc>,
+) -> Result<Option<i64>> {
+    let expiry = written
+        .checked_add_signed(ttl)
+        .ok_or_else(|| Error::ExpiryOutOfRange {
+            detail: format!("{written} + {ttl}"),
+        })?;
+    if millis_floor(expiry)? <= millis_floor(now)? {
+        return Ok(None);
+    }
+    policy.cell_timestamp(written, Expiry::Ttl(ttl)).map(Some)
+}
+
+fn set_cell(family: &str, qualifier: Vec<u8>, timestamp_micros: i64, value: Vec<u8>) -> Mutation {
+    Mutation {
+        mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
+            family_name: family.to_owned(),
+            column_qualifier: qualifier,
+            timestamp_micros,
+            value,
+        })),
+    }
+}
+
+/// Check the plan against the live table: distinct families, a source that
+/// exists, a target with the policy's rule (created when missing).
+async fn prepare(conn: &Connection, plan: &MigratePlan) -> Result<()> {
+    if plan.from == plan.to {
+        return Err(plan.error("--from and --to name the same family"));
+    }
+    let rules = live_rules(conn, &plan.table).await?;
+    if !rules.contains_key(&plan.from) {
+        return Err(plan.error(format!("source family `{}` does not exist", plan.from)));
+    }
+    let expected = gc_rule(plan.policy.gc_max_age());
+    match rules.get(&plan.to) {
+        None => super::apply::set_gc_rule(conn, &plan.table, &plan.to, true, expected).await,
+        Some(rule) if rule_matches(rule, &expected) => Ok(()),
+        Some(rule) => Err(plan.error(format!(
+            "target family `{}` has the rule {}, not the policy's {}; apply the policy to it first",
+            plan.to,
+            describe_rule(rule),
+            describe_rule(&expected)
+        ))),
+    }
+}
+
+/// Copy `plan.from` into `plan.to` (see the [module documentation](self)),
+/// from the start or after `resume`'s row. After each page `on_batch` gets
+/// the checkpoint (write it somewhere) and returns whether to go on; on
+/// [`ControlFlow::Break`] the migration stops there with
+/// [`MigrateStatus::Stopped`]. Once every row is copied the counts are
+/// [verified](verify) at the clock's "now".
+///
+/// ```no_run
+/// # async fn run(conn: &bigtable_ttl::Connection) -> bigtable_ttl::Result<()> {
+/// use std::ops::ControlFlow;
+/// use bigtable_ttl::ops::{migrate, parse_policy, MigratePlan, MigrateStatus};
+/// use bigtable_ttl::Clock;
+///
+/// let plan = MigratePlan::new("events", "raw", "ttl", parse_policy("default=30d")?);
+/// match migrate(conn, &plan, None, &Clock::system(), |cp| {
+///     println!("copied {} rows", cp.rows_copied);
+///     ControlFlow::Continue(())
+/// }).await? {
+///     MigrateStatus::Done(report) => println!("{:?}", report.verification),
+///     MigrateStatus::Stopped(cp) => println!("stopped after {:?}", cp.last_row_key),
+/// }
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// [`Error::Migration`] for an unusable plan or a failed verification;
+/// [`Error::TableNotFound`]; [`Error::Server`] when a read or a write fails
+/// (resume from the last checkpoint).
+pub async fn migrate(
+    conn: &Connection,
+    plan: &MigratePlan,
+    resume: Option<Checkpoint>,
+    clock: &Clock,
+    mut on_batch: impl FnMut(&Checkpoint) -> ControlFlow<()>,
+) -> Result<MigrateStatus> {
+    let ttl = plan.effective_ttl()?;
+    prepare(conn, plan).await?;
+    let mut checkpoint = resume.unwrap_or_default();
+    let mut pages = FamilyPages::new(conn, &plan.table, &plan.from)
+        .after(checkpoint.last_row_key.clone())
+        .page_rows(plan.batch_rows);
+    while let Some(page) = pages.next_page().await? {
+        let now = clock.now();
+        let mut entries = Vec::with_capacity(page.len());
+        let mut last = None;
+        for (key, cells) in page {
+            let row = plan_row(plan, ttl, &cells, now)?;
+            checkpoint.rows_read += 1;
+            checkpoint.cells_skipped_expired += row.skipped;
+            if row.copied == 0 {
+                checkpoint.rows_skipped_expired += 1;
+            } else {
+                checkpoint.rows_copied += 1;
+                checkpoint.cells_copied += row.copied;
+                entries.push(Entry {
+                    row_key: key.clone(),
+                    mutations: row.mutations,
+                    ..Entry::default()
+                });
+            }
+            last = Some(key);
+        }
+        write_entries(conn, &plan.table, entries).await?;
+        checkpoint.last_row_key = last;
+        if on_batch(&checkpoint).is_break() {
+            return Ok(MigrateStatus::Stopped(checkpoint));
+        }
+    }
+    let verification = verify(conn, plan, clock.now()).await?;
+    if !verification.matches() {
+        return Err(plan.error(format!(
+            "verification failed: the source implies {} rows and {} cells alive under the policy, \
+             the target holds {} rows and {} cells; the source is untouched, run the migration again",
+            verification.expected_rows,
+            verification.expected_cells,
+            verification.target_rows,
+            verification.target_cells
+        )));
+    }
+    Ok(MigrateStatus::Done(MigrateReport {
+        checkpoint,
+        verification,
+    }))
+}
+
+/// Count, at `now`, the source cells (and rows) alive under the plan's
+/// policy once migrated, and the live cells (and rows) of the target other
+/// than the shadow column. Both sides judged at the same "now", so cells
+/// expiring during the migration do not make a difference.
+///
+/// # Errors
+/// [`Error::Migration`] without a usable TTL; [`Error::Server`].
+pub async fn verify(
+    conn: &Connection,
+    plan: &MigratePlan,
+    now: DateTime<Utc>,
+) -> Result<Verification> {
+    let ttl = plan.effective_ttl()?;
+    let mut v = Verification::default();
+    let mut source = FamilyPages::new(conn, &plan.table, &plan.from)
+        .page_rows(plan.batch_rows)
+        .strip_values();
+    while let Some(page) = source.next_page().await? {
+        for (_, cells) in page {
+            v.source_rows += 1;
+            v.source_cells += cells.len() as u64;
+            let mut alive = 0u64;
+            for cell in &cells {
+                let written = real_time(cell.timestamp_micros)?;
+                if target_timestamp(plan.policy, written, ttl, now)?.is_some() {
+                    alive += 1;
+                }
+            }
+            v.expected_cells += alive;
+            v.expected_rows += u64::from(alive > 0);
+        }
+    }
+    let mut target = FamilyPages::new(conn, &plan.table, &plan.to)
+        .page_rows(plan.batch_rows)
+        .strip_values();
+    while let Some(page) = target.next_page().await? {
+        for (_, cells) in page {
+            let alive = cells
+                .iter()
+                .filter(|c| c.qualifier != plan.written_at.as_bytes())
+                .filter(|c| plan.policy.is_visible(c.timestamp_micros, now))
+                .count() as u64;
+            v.target_cells += alive;
+            v.target_rows += u64::from(alive > 0);
+        }
+    }
+    Ok(v)
+}
+
+/// Attempts per entry on transient failures.
+const WRITE_ATTEMPTS: u32 = 4;
+
+/// `MutateRows` of one page, every entry's status checked, transient
+/// failures retried (safe: every cell has an explicit timestamp).
+async fn write_entries(conn: &Connection, table: &str, mut pending: Vec<Entry>) -> Result<()> {
+    let server =
+        |row_key: Option<String>, source: Box<dyn std::error::Error + Send + Sync>| Error::Server {
+            table: table.to_owned(),
+            row_key,
+            source,
+        };
+    let mut attempt = 0;
+    while !pending.is_empty() {
+        attempt += 1;
+        let request = MutateRowsRequest {
+            table_name: conn.table_path(table),
+            entries: pending.clone(),
+            ..MutateRowsRequest::default()
+        };
+        let mut ok = vec![false; pending.len()];
+        let mut last_error: Option<(Option<String>, String, tonic::Code)> = None;
+        match conn.data_client().mutate_rows(request).await {
+            Ok(mut stream) => loop {
+                match stream.message().await {
+                    Ok(Some(response)) => {
+                        for entry in response.entries {
+                            let Some(i) =
+                                usize::try_from(entry.index).ok().filter(|i| *i < ok.len())
+                            else {
+                                continue;
+                            };
+                            let status = entry.status.unwrap_or_default();
+                            if status.code == 0 {
+                                ok[i] = true;
+                            } else {
+                                let key = String::from_utf8_lossy(&pending[i].row_key).into_owned();
+                                last_error = Some((
+                                    Some(key),
+                                    status.message,
+                                    tonic::Code::from(status.code),
+                                ));
+                            }
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(status) => {
+                        last_error = Some((None, status.message().to_owned(), status.code()));
+                        break;
+                    }
+                }
+            },
+            Err(bigtable_rs::bigtable::Error::RpcError(status)) => {
+                last_error = Some((None, status.message().to_owned(), status.code()));
+            }
+            Err(e) => return Err(server(None, Box::new(e))),
+        }
+        pending = pending
+            .into_iter()
+            .zip(ok)
+            .filter_map(|(e, ok)| (!ok).then_some(e))
+            .collect();
+        if pending.is_empty() {
+            break;
+        }
+        let (key, message, code) = last_error.unwrap_or((
+            None,
+            "no status returned for some rows".to_owned(),
+            tonic::Code::Unknown,
+        ));
+        let transient = matches!(
+            code,
+            tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Aborted
+        );
+        if !transient || attempt >= WRITE_ATTEMPTS {
+            return Err(server(
+                key,
+                format!(
+                    "{code}: {message} ({} rows of the page not written)",
+                    pending.len()
+                )
+                .into(),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> DateTime<Utc> {
+        DateTime::from_timestamp_millis(1_700_000_000_000).unwrap()
+    }
+
+    fn cell(q: &str, t: DateTime<Utc>) -> RawCell {
+        RawCell {
+            family: "raw".into(),
+            qualifier: q.as_bytes().to_vec(),
+            value: q.as_bytes().to_vec(),
+            timestamp_micros: t.timestamp_micros(),
+        }
+    }
+
+    fn sets(plan: &RowPlan) -> Vec<(String, i64, Vec<u8>)> {
+        plan.mutations
+            .iter()
+            .map(|m| match &m.mutation {
+                Some(mutation::Mutation::SetCell(c)) => (
+                    format!(
+                        "{}:{}",
+                        c.family_name,
+                        String::from_utf8_lossy(&c.column_qualifier)
+                    ),
+                    c.timestamp_micros,
+                    c.value.clone(),
+                ),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn one_second_cells_get_their_expiry_as_timestamp() {
+        let plan = MigratePlan::new("t", "raw", "ttl", Policy::OneSecond);
+        assert!(plan.effective_ttl().is_err());
+        let w1 = now() - TimeDelta::hours(1) + TimeDelta::microseconds(1_234);
+        let w2 = now() - TimeDelta::days(10);
+        let row = plan_row(
+            &plan,
+            TimeDelta::days(2),
+            &[cell("a", w1), cell("b", w2)],
+            now(),
+        )
+        .unwrap();
+        assert_eq!((row.copied, row.skipped), (1, 1));
+        let w1_ms = DateTime::from_timestamp_millis(w1.timestamp_millis()).unwrap();
+        let expiry = (w1_ms + TimeDelta::days(2)).timestamp_micros();
+        assert_eq!(
+            sets(&row),
+            vec![
+                ("ttl:a".to_owned(), expiry, b"a".to_vec()),
+                ("ttl:written_at".to_owned(), expiry, w1_ms.encode().unwrap()),
+            ]
+        );
+    }
+
+    #[test]
+    fn default_cells_keep_their_real_timestamp_under_the_default_ttl() {
+        let plan = MigratePlan::new("t", "raw", "ttl", Policy::default_ttl(TimeDelta::days(2)));
+        let ttl = plan.effective_ttl().unwrap();
+        let w = now() - TimeDelta::hours(5);
+        let row = plan_row(&plan, ttl, &[cell("a", w), cell("b", w)], now()).unwrap();
+        let got = sets(&row);
+        assert_eq!(got.len(), 3, "two cells, one shadow version: {got:?}");
+        assert!(got.iter().all(|(_, ts, _)| *ts == w.timestamp_micros()));
+        // A shorter TTL moves the timestamp back by (default - ttl).
+        let row = plan_row(&plan, TimeDelta::hours(6), &[cell("a", w)], now()).unwrap();
+        assert_eq!(
+            sets(&row)[0].1,
+            (w - TimeDelta::hours(42)).timestamp_micros()
+        );
+        let row = plan_row(&plan, TimeDelta::hours(4), &[cell("a", w)], now()).unwrap();
+        assert_eq!((row.copied, row.skipped, row.mutations.len()), (0, 1, 0));
+    }
+
+    #[test]
+    fn a_source_column_named_like_the_shadow_is_refused() {
+        let plan = MigratePlan::new("t", "raw", "ttl", Policy::default_ttl(TimeDelta::days(2)));
+        let err = plan_row(
+            &plan,
+            TimeDelta::days(1),
+            &[cell("written_at", now())],
+            now(),
+        )
+        .unwrap_err();
+        assert!(matches!(err, Error::Migration { .. }), "{err}");
+    }
+}

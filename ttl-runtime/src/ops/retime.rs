@@ -1,0 +1,396 @@
+//! Change one row's TTL in place, or expire it now: methods on [`Table`].
+//!
+//! Re-timing reads the row's visible cells with the table's read filter
+//! (the newest live version of each column), computes the row's new
+//! timestamp with the policy's rules, and sends one atomic `MutateRow` that,
+//! per column, deletes every version (`DeleteFromColumn`) and writes the
+//! value back (`SetCell`) at the new timestamp. The shadow column keeps its
+//! value (the row was not rewritten by its owner, only re-timed), and a
+//! column with its own shorter TTL (`#[ttl(for = "…")]`) keeps its own
+//! expiry unless the row's new one is earlier: a field never outlives its
+//! row.
+//!
+//! The read and the write are two requests: a write to the same row between
+//! them is overwritten by the values read. Re-time rows nobody is writing at
+//! that moment (as with any read-modify-write on Bigtable without
+//! `CheckAndMutateRow`).
+
+use std::collections::BTreeMap;
+
+use bigtable_rs::google::bigtable::v2::{
+    mutation, MutateRowRequest, Mutation, ReadRowsRequest, RowSet,
+};
+use chrono::{DateTime, TimeDelta, Utc};
+use futures_util::TryStreamExt as _;
+
+use crate::error::{Error, Result};
+use crate::filter::read_filter;
+use crate::mutation::RowMutation;
+use crate::policy::Expiry;
+use crate::row::{BigtableRow, Expiring};
+use crate::scan::{read_rows, RawCell};
+use crate::schema::Schema;
+use crate::table::Table;
+
+/// How to re-time a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retime {
+    /// Live this long from now (longer or shorter than before).
+    Ttl(TimeDelta),
+    /// Expire at this instant.
+    At(DateTime<Utc>),
+    /// Move the current expiry by this much: positive extends, negative
+    /// shortens.
+    By(TimeDelta),
+}
+
+/// The mutation that re-times one row, from the row's cells as stored (any
+/// cell not visible at `now` under the schema's policy, or outside its
+/// families, is ignored; of each column the newest visible version is kept).
+/// `None` when the row has no visible cell. Pure.
+///
+/// The row's current expiry is that of its newest row-level cell (as the
+/// typed reader computes it); [`Retime::By`] moves that.
+///
+/// # Errors
+/// What the policy rejects for the new expiry: [`Error::ExpiryNotInFuture`]
+/// (shortening past now: use [`Table::expire_now`]),
+/// [`Error::NonPositiveTtl`], out-of-range timestamps.
+pub fn retime_mutation(
+    schema: &Schema,
+    row_key: &[u8],
+    cells: &[RawCell],
+    now: DateTime<Utc>,
+    how: Retime,
+) -> Result<Option<RowMutation>> {
+    let policy = schema.policy;
+    // (family, qualifier) -> newest visible cell
+    let mut newest: BTreeMap<(&str, &[u8]), &RawCell> = BTreeMap::new();
+    for cell in cells {
+        if !schema.families.contains(&cell.family.as_str())
+            || !policy.is_visible(cell.timestamp_micros, now)
+        {
+            continue;
+        }
+        let slot = newest
+            .entry((cell.family.as_str(), cell.qualifier.as_slice()))
+            .or_insert(cell);
+        if slot.timestamp_micros < cell.timestamp_micros {
+            *slot = cell;
+        }
+    }
+    let own_ttl = |family: &str, qualifier: &[u8]| {
+        schema
+            .column_index(family, qualifier)
+            .and_then(|i| schema.columns[i].ttl)
+    };
+    let row_level_ts = newest
+        .iter()
+        .filter(|((f, q), _)| own_ttl(f, q).is_none())
+        .map(|(_, c)| c.timestamp_micros)
+        .max();
+    let Some(current_ts) =
+        row_level_ts.or_else(|| newest.values().map(|c| c.timestamp_micros).max())
+    else {
+        return Ok(None);
+    };
+    let expiry = match how {
+        Retime::Ttl(ttl) => Expiry::Ttl(ttl),
+        Retime::At(at) => Expiry::At(at),
+        Retime::By(delta) => {
+            let current = policy.expiry_of(current_ts)?;
+            Expiry::At(current.checked_add_signed(delta).ok_or_else(|| {
+                Error::ExpiryOutOfRange {
+                    detail: format!("{current} + {delta}"),
+                }
+            })?)
+        }
+    };
+    let row_ts = policy.cell_timestamp(now, expiry).map_err(|e| match e {
+        Error::MissingExpiry { .. } => Error::MissingExpiry {
+            table: schema.table,
+        },
+        other => other,
+    })?;
+    let mut mutations = Vec::with_capacity(2 * newest.len());
+    for ((family, qualifier), cell) in &newest {
+        let ts = match own_ttl(family, qualifier) {
+            Some(_) => cell.timestamp_micros.min(row_ts),
+            None => row_ts,
+        };
+        mutations.push(Mutation {
+            mutation: Some(mutation::Mutation::DeleteFromColumn(
+                mutation::DeleteFromColumn {
+                    family_name: (*family).to_owned(),
+                    column_qualifier: qualifier.to_vec(),
+                    time_range: None,
+                },
+            )),
+        });
+        mutations.push(Mutation {
+            mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
+                family_name: (*family).to_owned(),
+                column_qualifier: qualifier.to_vec(),
+                timestamp_micros: ts,
+                value: cell.value.clone(),
+            })),
+        });
+    }
+    Ok(Some(RowMutation {
+        row_key: row_key.to_vec(),
+        mutations,
+        timestamp_micros: row_ts,
+        expires_at: policy.expiry_of(row_ts)?,
+    }))
+}
+
+impl<T: BigtableRow> Table<T> {
+    /// Re-time the row with key `key` in place (see the [module
+    /// documentation](self)): its live cells are rewritten with the new
+    /// timestamp and their older versions removed, in one atomic row
+    /// mutation. Returns what was stored (`expires_at` is the new expiry),
+    /// or `None` when the row does not exist or has expired.
+    ///
+    /// ```no_run
+    /// # use bigtable_ttl::{BigtableRow, Table};
+    /// # #[derive(BigtableRow)]
+    /// # #[bigtable(table = "clicks", family = "c")]
+    /// # #[ttl(default = "2d", written_at)]
+    /// # struct Click { #[bigtable(key)] id: String, url: String }
+    /// # async fn run(clicks: Table<Click>) -> bigtable_ttl::Result<()> {
+    /// use bigtable_ttl::ops::Retime;
+    /// use chrono::TimeDelta;
+    ///
+    /// let key = "c1".to_owned();
+    /// clicks.retime(&key, Retime::By(TimeDelta::days(1))).await?;   // one more day
+    /// clicks.retime(&key, Retime::Ttl(TimeDelta::hours(1))).await?; // an hour from now
+    /// clicks.expire_now(&key).await?;                               // gone
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`retime_mutation`]; key errors; [`Error::Server`].
+    pub async fn retime(&self, key: &T::Key, how: Retime) -> Result<Option<RowMutation>> {
+        let row_key = T::encode_key(key)?;
+        let now = self.clock().now();
+        let conn = self.connection();
+        let server = |source: Box<dyn std::error::Error + Send + Sync>| Error::Server {
+            table: self.name().to_owned(),
+            row_key: Some(String::from_utf8_lossy(&row_key).into_owned()),
+            source,
+        };
+        let request = ReadRowsRequest {
+            table_name: conn.table_path(self.name()),
+            rows: Some(RowSet {
+                row_keys: vec![row_key.clone()],
+                row_ranges: vec![],
+            }),
+            filter: Some(read_filter(T::SCHEMA, now)),
+            rows_limit: 1,
+            ..ReadRowsRequest::default()
+        };
+        let rows: Vec<(Vec<u8>, Vec<RawCell>)> = read_rows(conn.data_client(), request)
+            .map_err(|e| server(Box::new(e)))
+            .try_collect()
+            .await?;
+        let cells = rows.into_iter().next().map(|(_, c)| c).unwrap_or_default();
+        let Some(m) = retime_mutation(T::SCHEMA, &row_key, &cells, now, how)? else {
+            return Ok(None);
+        };
+        let request = MutateRowRequest {
+            table_name: conn.table_path(self.name()),
+            row_key: m.row_key.clone(),
+            mutations: m.mutations.clone(),
+            ..MutateRowRequest::default()
+        };
+        conn.data_client()
+            .mutate_row(request)
+            .await
+            .map_err(|e| server(Box::new(e)))?;
+        Ok(Some(m))
+    }
+
+    /// Give the row with key `key` a new TTL from now, longer or shorter
+    /// ([`Table::retime`] with [`Retime::Ttl`]).
+    ///
+    /// # Errors
+    /// As [`Table::retime`].
+    pub async fn set_ttl(&self, key: &T::Key, ttl: TimeDelta) -> Result<Option<RowMutation>> {
+        self.retime(key, Retime::Ttl(ttl)).await
+    }
+
+    /// Move the expiry of the row with key `key` by `by`: positive extends,
+    /// negative shortens ([`Table::retime`] with [`Retime::By`]).
+    ///
+    /// # Errors
+    /// As [`Table::retime`]; [`Error::ExpiryNotInFuture`] when shortening
+    /// past now (use [`Table::expire_now`]).
+    pub async fn extend_ttl(&self, key: &T::Key, by: TimeDelta) -> Result<Option<RowMutation>> {
+        self.retime(key, Retime::By(by)).await
+    }
+
+    /// Expire the row with key `key` now: every column and version is
+    /// deleted (`DeleteFromRow`), not left for garbage collection.
+    ///
+    /// # Errors
+    /// Key errors; [`Error::Server`].
+    pub async fn expire_now(&self, key: &T::Key) -> Result<()> {
+        self.delete(key).await
+    }
+
+    /// Time left before `row` expires, by this table's clock (zero once
+    /// expired). [`Expiring::time_left`] takes "now" explicitly; there is no
+    /// clock-free variant on `Expiring` because the system clock would
+    /// silently disagree with a table on a manual clock.
+    #[must_use]
+    pub fn time_left(&self, row: &Expiring<T>) -> TimeDelta {
+        row.time_left(self.clock().now())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::CellCodec;
+    use crate::policy::Policy;
+    use crate::schema::{Column, ShadowColumn};
+
+    static SCHEMA: Schema = Schema {
+        table: "clicks",
+        policy: Policy::Default {
+            default: TimeDelta::days(2),
+        },
+        families: &["c"],
+        columns: &[
+            Column {
+                field: "url",
+                family: "c",
+                qualifier: "url",
+                ttl: None,
+                optional: false,
+            },
+            Column {
+                field: "hot",
+                family: "c",
+                qualifier: "hot",
+                ttl: Some(TimeDelta::hours(1)),
+                optional: true,
+            },
+        ],
+        written_at: Some(ShadowColumn {
+            family: "c",
+            qualifier: "written_at",
+        }),
+        key_fields: &["id"],
+        key_separator: "",
+    };
+
+    fn now() -> DateTime<Utc> {
+        DateTime::from_timestamp_millis(1_700_000_000_000).unwrap()
+    }
+
+    fn cell(q: &str, ts: DateTime<Utc>, value: &[u8]) -> RawCell {
+        RawCell {
+            family: "c".into(),
+            qualifier: q.as_bytes().to_vec(),
+            value: value.to_vec(),
+            timestamp_micros: ts.timestamp_micros(),
+        }
+    }
+
+    fn sets(m: &RowMutation) -> Vec<(String, i64, Vec<u8>)> {
+        let mut deletes = 0;
+        let out: Vec<_> = m
+            .mutations
+            .iter()
+            .filter_map(|m| match &m.mutation {
+                Some(mutation::Mutation::SetCell(c)) => Some((
+                    String::from_utf8_lossy(&c.column_qualifier).into_owned(),
+                    c.timestamp_micros,
+                    c.value.clone(),
+                )),
+                Some(mutation::Mutation::DeleteFromColumn(_)) => {
+                    deletes += 1;
+                    None
+                }
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(deletes, out.len(), "one delete per column");
+        out
+    }
+
+    #[test]
+    fn extending_moves_every_row_level_cell_and_keeps_values() {
+        let now = now();
+        let written = now - TimeDelta::hours(1);
+        let ts = written; // default TTL: timestamp = write time, expiry = +2d
+        let cells = [
+            cell("url", ts, b"/new"),
+            cell("url", ts - TimeDelta::minutes(1), b"/old"),
+            cell(
+                "hot",
+                now - TimeDelta::days(2) + TimeDelta::minutes(30),
+                b"x",
+            ),
+            cell("written_at", ts, &written.encode().unwrap()),
+        ];
+        let m = retime_mutation(&SCHEMA, b"k", &cells, now, Retime::By(TimeDelta::days(1)))
+            .unwrap()
+            .unwrap();
+        let new_ts = (ts + TimeDelta::days(1)).timestamp_micros();
+        assert_eq!(m.expires_at, written + TimeDelta::days(3));
+        assert_eq!(
+            sets(&m),
+            vec![
+                // the hot field keeps its own (earlier) expiry
+                ("hot".to_owned(), cells[2].timestamp_micros, b"x".to_vec()),
+                ("url".to_owned(), new_ts, b"/new".to_vec()),
+                ("written_at".to_owned(), new_ts, written.encode().unwrap()),
+            ]
+        );
+    }
+
+    #[test]
+    fn shortening_caps_per_field_ttls_and_cannot_pass_now() {
+        let now = now();
+        let cells = [
+            cell("url", now, b"/u"),
+            cell("hot", now - TimeDelta::days(2) + TimeDelta::hours(1), b"x"),
+        ];
+        let m = retime_mutation(
+            &SCHEMA,
+            b"k",
+            &cells,
+            now,
+            Retime::Ttl(TimeDelta::minutes(10)),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(m.expires_at, now + TimeDelta::minutes(10));
+        let got = sets(&m);
+        assert!(
+            got.iter().all(|(_, ts, _)| *ts == m.timestamp_micros),
+            "{got:?}"
+        );
+        let err = retime_mutation(&SCHEMA, b"k", &cells, now, Retime::By(-TimeDelta::days(3)))
+            .unwrap_err();
+        assert!(matches!(err, Error::ExpiryNotInFuture { .. }), "{err}");
+    }
+
+    #[test]
+    fn an_expired_or_missing_row_is_none() {
+        let now = now();
+        let cells = [cell("url", now - TimeDelta::days(3), b"/u")];
+        assert!(
+            retime_mutation(&SCHEMA, b"k", &cells, now, Retime::Ttl(TimeDelta::hours(1)))
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            retime_mutation(&SCHEMA, b"k", &[], now, Retime::Ttl(TimeDelta::hours(1)))
+                .unwrap()
+                .is_none()
+        );
+    }
+}

@@ -1,0 +1,112 @@
+//! Paged, raw reads of one family: every version, expired or not, in key
+//! order, a page of rows at a time, so long scans show progress and a
+//! migration can checkpoint between pages.
+
+use bigtable_rs::google::bigtable::v2::{
+    row_filter::{Chain, Filter},
+    row_range::StartKey,
+    ReadRowsRequest, RowFilter, RowRange, RowSet,
+};
+use futures_util::TryStreamExt as _;
+
+use crate::connection::Connection;
+use crate::error::{Error, Result};
+use crate::scan::{read_rows, RawCell};
+
+/// Rows per page unless the caller says otherwise.
+pub(crate) const DEFAULT_PAGE_ROWS: usize = 1_000;
+
+/// How far a long operation got, for progress bars.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanProgress {
+    /// Rows read so far.
+    pub rows: u64,
+    /// Cells read so far.
+    pub cells: u64,
+}
+
+/// Reads the rows holding cells of `family`, page by page.
+pub(crate) struct FamilyPages {
+    conn: Connection,
+    table: String,
+    family: String,
+    after: Option<Vec<u8>>,
+    page_rows: usize,
+    strip_values: bool,
+    done: bool,
+}
+
+impl FamilyPages {
+    pub(crate) fn new(conn: &Connection, table: &str, family: &str) -> Self {
+        Self {
+            conn: conn.clone(),
+            table: table.to_owned(),
+            family: family.to_owned(),
+            after: None,
+            page_rows: DEFAULT_PAGE_ROWS,
+            strip_values: false,
+            done: false,
+        }
+    }
+
+    /// Start after row `key` (exclusive).
+    pub(crate) fn after(mut self, key: Option<Vec<u8>>) -> Self {
+        self.after = key;
+        self
+    }
+
+    pub(crate) fn page_rows(mut self, rows: usize) -> Self {
+        self.page_rows = rows.max(1);
+        self
+    }
+
+    /// Values are not needed (counting only): ask the server to drop them.
+    pub(crate) fn strip_values(mut self) -> Self {
+        self.strip_values = true;
+        self
+    }
+
+    /// The next page; `None` once the family is exhausted.
+    pub(crate) async fn next_page(&mut self) -> Result<Option<Vec<(Vec<u8>, Vec<RawCell>)>>> {
+        if self.done {
+            return Ok(None);
+        }
+        let filter = |f| RowFilter { filter: Some(f) };
+        let mut filters = vec![filter(Filter::FamilyNameRegexFilter(super::family_regex(
+            &self.family,
+        )))];
+        if self.strip_values {
+            filters.push(filter(Filter::StripValueTransformer(true)));
+        }
+        let request = ReadRowsRequest {
+            table_name: self.conn.table_path(&self.table),
+            rows: self.after.clone().map(|key| RowSet {
+                row_keys: vec![],
+                row_ranges: vec![RowRange {
+                    start_key: Some(StartKey::StartKeyOpen(key)),
+                    end_key: None,
+                }],
+            }),
+            filter: Some(filter(Filter::Chain(Chain { filters }))),
+            rows_limit: i64::try_from(self.page_rows).unwrap_or(i64::MAX),
+            ..ReadRowsRequest::default()
+        };
+        let table = self.table.clone();
+        let page: Vec<(Vec<u8>, Vec<RawCell>)> = read_rows(self.conn.data_client(), request)
+            .map_err(|e| Error::Server {
+                table: table.clone(),
+                row_key: None,
+                source: Box::new(e),
+            })
+            .try_collect()
+            .await?;
+        if page.len() < self.page_rows {
+            self.done = true;
+        }
+        match page.last() {
+            Some((key, _)) => self.after = Some(key.clone()),
+            None => return Ok(None),
+        }
+        Ok(Some(page))
+    }
+}
