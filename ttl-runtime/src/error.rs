@@ -111,6 +111,18 @@ pub enum Error {
         /// The limit.
         max: usize,
     },
+    /// One row's write is over Bigtable's per-row limits (256 MiB of data,
+    /// 100,000 mutations); refused before anything is sent. Split the data
+    /// over several rows.
+    #[error("row {row_key:?} of table `{table}` is over Bigtable's limits: {detail}; split the data over several rows")]
+    RowTooLarge {
+        /// The table.
+        table: String,
+        /// The row key, lossily as UTF-8.
+        row_key: String,
+        /// Which limit, and by how much.
+        detail: String,
+    },
     /// The live table's schema differs from the struct's.
     #[error("schema drift in table `{table}`, family `{family}`: expected {expected}, live {live}; run ensure_schema or fix the struct")]
     SchemaDrift {

@@ -26,10 +26,12 @@ pub mod key;
 pub mod mutation;
 pub mod ops;
 pub mod policy;
+pub mod retry;
 pub mod row;
 pub mod scan;
 pub mod schema;
 pub mod table;
+pub mod writer;
 
 pub use admin::{ensure_schema, verify_schema, EnsureOptions, SchemaReport};
 pub use clock::Clock;
@@ -45,6 +47,7 @@ pub use row::{BigtableRow, Expiring};
 pub use scan::{RawCell, Scan};
 pub use schema::{Column, FamilyRule, Schema, ShadowColumn};
 pub use table::{Table, Written};
+pub use writer::{BulkWriter, WriteOptions, WriteStats};
 
 /// Bigtable's v2 protobuf types (`Mutation`, `RowFilter`, …), as used by the
 /// pure core.

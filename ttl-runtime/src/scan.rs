@@ -10,6 +10,8 @@
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::ops::{Bound, RangeBounds};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use bigtable_rs::bigtable::BigTable;
 use bigtable_rs::google::bigtable::v2::{
@@ -19,6 +21,7 @@ use bigtable_rs::google::bigtable::v2::{
 };
 use futures_util::Stream;
 
+use crate::retry::{retryable_status, Budget, RetryPolicy};
 use crate::row::CellRef;
 
 /// Which rows a read covers, by raw row key, and how many at most.
@@ -221,6 +224,8 @@ pub(crate) struct RowMerger {
     /// A cell whose value continues in the next chunk.
     partial: Option<RawCell>,
     last_committed: Option<Vec<u8>>,
+    /// Rows committed so far.
+    committed: u64,
 }
 
 impl RowMerger {
@@ -290,6 +295,7 @@ impl RowMerger {
             let cells = std::mem::take(&mut self.cells);
             self.reset();
             self.last_committed = Some(key.clone());
+            self.committed += 1;
             return Ok(Some((key, cells)));
         }
         Ok(None)
@@ -357,25 +363,145 @@ const MAX_RESPONSE_MESSAGE_BYTES: usize = 260 * 1024 * 1024;
 
 struct ReadState {
     client: BigTable,
+    /// The request as first made, for resuming.
+    base: ReadRowsRequest,
     request: Option<ReadRowsRequest>,
     response: Option<tonic::Streaming<ReadRowsResponse>>,
     merger: RowMerger,
     ready: VecDeque<RawRow>,
     done: bool,
+    policy: RetryPolicy,
+    budget: Option<Budget>,
+    resumes: Arc<AtomicU64>,
 }
 
-/// The rows `request` reads, merged, as a stream; lazily sent on first poll.
+impl ReadState {
+    /// After a retryable failure, and within the retry budget: set up the
+    /// request for the rows not yet committed. Rows committed but not yet
+    /// delivered stay queued; a half-received row is dropped and read again.
+    async fn resume(&mut self, error: &ReadError) -> bool {
+        let ReadError::Status(status) = error else {
+            return false;
+        };
+        if !retryable_status(status) {
+            return false;
+        }
+        let policy = self.policy;
+        if !self
+            .budget
+            .get_or_insert_with(|| policy.start())
+            .wait()
+            .await
+        {
+            return false;
+        }
+        tracing::debug!(%status, committed = self.merger.committed, "resuming ReadRows");
+        self.resumes.fetch_add(1, Ordering::Relaxed);
+        self.merger.reset();
+        self.response = None;
+        match &self.merger.last_committed {
+            None => self.request = Some(self.base.clone()),
+            Some(last) => match resume_request(self.base.clone(), last, self.merger.committed) {
+                Some(request) => self.request = Some(request),
+                None => self.done = true,
+            },
+        }
+        true
+    }
+}
+
+/// `request` narrowed to the rows after `last_key`, with `delivered` rows
+/// taken off its limit; `None` when nothing is left to read.
+pub(crate) fn resume_request(
+    mut request: ReadRowsRequest,
+    last_key: &[u8],
+    delivered: u64,
+) -> Option<ReadRowsRequest> {
+    if request.rows_limit > 0 {
+        let left = request
+            .rows_limit
+            .saturating_sub(i64::try_from(delivered).unwrap_or(i64::MAX));
+        if left <= 0 {
+            return None;
+        }
+        request.rows_limit = left;
+    }
+    let after = || Some(StartKey::StartKeyOpen(last_key.to_vec()));
+    let rows = match request.rows.take() {
+        None => RowSet {
+            row_keys: vec![],
+            row_ranges: vec![RowRange {
+                start_key: after(),
+                end_key: None,
+            }],
+        },
+        Some(mut set) if set.row_keys.is_empty() && set.row_ranges.is_empty() => {
+            set.row_ranges.push(RowRange {
+                start_key: after(),
+                end_key: None,
+            });
+            set
+        }
+        Some(mut set) => {
+            set.row_keys.retain(|k| k.as_slice() > last_key);
+            set.row_ranges.retain_mut(|range| {
+                let ends_before = match &range.end_key {
+                    Some(EndKey::EndKeyOpen(e) | EndKey::EndKeyClosed(e)) if !e.is_empty() => {
+                        e.as_slice() <= last_key
+                    }
+                    _ => false,
+                };
+                let starts_at_or_before = match &range.start_key {
+                    Some(StartKey::StartKeyClosed(s)) => s.as_slice() <= last_key,
+                    Some(StartKey::StartKeyOpen(s)) => s.as_slice() < last_key,
+                    None => true,
+                };
+                if starts_at_or_before {
+                    range.start_key = after();
+                }
+                !ends_before
+            });
+            if set.row_keys.is_empty() && set.row_ranges.is_empty() {
+                // An empty set would mean every row.
+                return None;
+            }
+            set
+        }
+    };
+    request.rows = Some(rows);
+    Some(request)
+}
+
+/// The rows `request` reads, merged, as a stream; lazily sent on first poll;
+/// resumed after a break within [`RetryPolicy::default`] (see [`read_rows_with`]).
 pub(crate) fn read_rows(
     client: BigTable,
     request: ReadRowsRequest,
 ) -> impl Stream<Item = Result<RawRow, ReadError>> + Send + 'static {
+    read_rows_with(client, request, RetryPolicy::default(), Arc::default())
+}
+
+/// The rows `request` reads, merged, as a stream; lazily sent on first poll.
+/// A stream that breaks with a retryable error (see [`crate::retry`]) is
+/// resumed after the last row it committed, within `policy`; each resume is
+/// counted in `resumes`.
+pub(crate) fn read_rows_with(
+    client: BigTable,
+    request: ReadRowsRequest,
+    policy: RetryPolicy,
+    resumes: Arc<AtomicU64>,
+) -> impl Stream<Item = Result<RawRow, ReadError>> + Send + 'static {
     let state = ReadState {
         client,
+        base: request.clone(),
         request: Some(request),
         response: None,
         merger: RowMerger::default(),
         ready: VecDeque::new(),
         done: false,
+        policy,
+        budget: None,
+        resumes,
     };
     futures_util::stream::unfold(state, |mut st| async move {
         loop {
@@ -404,8 +530,12 @@ pub(crate) fn read_rows(
                 match client.read_rows(request).await {
                     Ok(response) => st.response = Some(response.into_inner()),
                     Err(status) => {
+                        let error = ReadError::from(status);
+                        if st.resume(&error).await {
+                            continue;
+                        }
                         st.done = true;
-                        return Some((Err(status.into()), st));
+                        return Some((Err(error), st));
                     }
                 }
             }
@@ -422,6 +552,9 @@ pub(crate) fn read_rows(
                 Err(status) => Err(status.into()),
             };
             if let Err(e) = step {
+                if st.resume(&e).await {
+                    continue;
+                }
                 st.done = true;
                 st.ready.clear();
                 return Some((Err(e), st));
@@ -537,6 +670,41 @@ mod tests {
             .into_request("t".into())
             .is_none());
         assert_eq!(Scan::all().limit(0).row_limit(), None);
+    }
+
+    fn resumed(scan: Scan, last: &str, delivered: u64) -> Option<ReadRowsRequest> {
+        resume_request(scan.into_request("t".into())?, last.as_bytes(), delivered)
+    }
+
+    #[test]
+    fn a_resumed_read_starts_after_the_last_row_and_keeps_the_rest_of_the_limit() {
+        let open = |k: &str| Some(StartKey::StartKeyOpen(k.as_bytes().to_vec()));
+        let r = resumed(Scan::all().limit(10), "k5", 4).unwrap();
+        assert_eq!(r.rows_limit, 6);
+        let ranges = r.rows.unwrap().row_ranges;
+        assert_eq!(ranges.len(), 1);
+        assert_eq!(ranges[0].start_key, open("k5"));
+        assert_eq!(ranges[0].end_key, None);
+        // The limit used up: nothing left.
+        assert!(resumed(Scan::all().limit(4), "k5", 4).is_none());
+
+        let r = resumed(Scan::range("b".."m"), "d", 3).unwrap();
+        let range = &r.rows.unwrap().row_ranges[0];
+        assert_eq!(range.start_key, open("d"));
+        assert_eq!(range.end_key, Some(EndKey::EndKeyOpen(b"m".to_vec())));
+        // A range starting after the last key is kept as it is.
+        let r = resumed(Scan::range("e"..), "d", 0).unwrap();
+        assert_eq!(
+            r.rows.unwrap().row_ranges[0].start_key,
+            Some(StartKey::StartKeyClosed(b"e".to_vec()))
+        );
+        // The last row closed the range.
+        assert!(resumed(Scan::range("b"..="d"), "d", 3).is_none());
+        assert!(resumed(Scan::prefix("ab"), "abz", 1).is_some());
+
+        let r = resumed(Scan::keys(["a", "c", "e"]), "c", 2).unwrap();
+        assert_eq!(r.rows.unwrap().row_keys, vec![b"e".to_vec()]);
+        assert!(resumed(Scan::keys(["a", "c"]), "c", 2).is_none());
     }
 
     #[test]

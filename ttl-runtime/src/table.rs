@@ -8,11 +8,10 @@
 //! removed it yet.
 
 use std::marker::PhantomData;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
-use bigtable_rs::google::bigtable::v2::{
-    mutate_rows_request, MutateRowRequest, MutateRowsRequest, Mutation, ReadRowsRequest, RowFilter,
-};
+use bigtable_rs::google::bigtable::v2::{MutateRowRequest, Mutation, ReadRowsRequest, RowFilter};
 use chrono::{DateTime, Utc};
 use futures_util::{Stream, StreamExt as _, TryStreamExt as _};
 
@@ -23,21 +22,11 @@ use crate::error::{Error, Result};
 use crate::filter::read_filter;
 use crate::mutation::{delete_row, MutationBuilder, RowMutation};
 use crate::policy::{from_micros, millis_floor};
+use crate::retry::{retryable_status, RetryPolicy};
 use crate::row::{decode_row, BigtableRow, Expiring};
-use crate::scan::{read_rows, RawCell, RawRow, ReadError, Scan};
-
-/// Most mutations Bigtable accepts in one `MutateRows` request.
-pub const MAX_MUTATIONS_PER_REQUEST: usize = 100_000;
-
-/// The request size [`Table::put_all`] aims to stay under. Bigtable's limit is
-/// 256 MiB per request, but it recommends batches far smaller, and gRPC
-/// channels often cap messages lower; 16 MiB is what Google's clients use.
-pub const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
-
-/// Attempts per row of a write on transient errors (`UNAVAILABLE`,
-/// `DEADLINE_EXCEEDED`, `ABORTED`). Retrying is safe: every mutation carries
-/// explicit timestamps, so applying it twice stores the same cells.
-const MUTATE_ATTEMPTS: u32 = 3;
+use crate::scan::{read_rows_with, routing_header, RawCell, RawRow, ReadError, Scan};
+use crate::writer::{check_row, BulkWriter, WriteOptions};
+pub use crate::writer::{MAX_MUTATIONS_PER_REQUEST, MAX_REQUEST_BYTES};
 
 /// A typed handle on one Bigtable table holding rows of `T`.
 ///
@@ -46,8 +35,9 @@ const MUTATE_ATTEMPTS: u32 = 3;
 /// filters by the same clock's "now".
 ///
 /// Writes retry transient failures (they are idempotent: every cell carries
-/// an explicit timestamp). Reads are not retried: a failed read returns
-/// [`Error::Server`] and can simply be issued again.
+/// an explicit timestamp), reads resume after the last row they delivered;
+/// see [`crate::retry`] for what is retried and
+/// [`Table::with_write_options`] / [`Table::with_read_retry`] to tune it.
 ///
 /// ```no_run
 /// use bigtable_ttl::{BigtableRow, Connection, Scan, Table};
@@ -84,6 +74,10 @@ pub struct Table<T> {
     conn: Connection,
     name: String,
     clock: Clock,
+    write: WriteOptions,
+    read_retry: RetryPolicy,
+    /// Reads resumed after a broken stream, by this handle and its clones.
+    read_resumes: Arc<AtomicU64>,
     _row: PhantomData<fn() -> T>,
 }
 
@@ -93,6 +87,9 @@ impl<T> Clone for Table<T> {
             conn: self.conn.clone(),
             name: self.name.clone(),
             clock: self.clock.clone(),
+            write: self.write,
+            read_retry: self.read_retry,
+            read_resumes: self.read_resumes.clone(),
             _row: PhantomData,
         }
     }
@@ -105,7 +102,9 @@ impl<T> std::fmt::Debug for Table<T> {
             .field("row", &std::any::type_name::<T>())
             .field("clock", &self.clock)
             .field("conn", &self.conn)
-            .finish()
+            .field("write", &self.write)
+            .field("read_retry", &self.read_retry)
+            .finish_non_exhaustive()
     }
 }
 
@@ -143,8 +142,75 @@ impl<T: BigtableRow> Table<T> {
             conn,
             name: T::SCHEMA.table.to_owned(),
             clock: Clock::system(),
+            write: WriteOptions::default(),
+            read_retry: RetryPolicy::default(),
+            read_resumes: Arc::default(),
             _row: PhantomData,
         }
+    }
+
+    /// The same handle with these batching and retry settings for writes
+    /// ([`Table::put`], [`Table::put_all`], [`Table::writer`], [`Table::delete`]).
+    #[must_use]
+    pub fn with_write_options(mut self, options: WriteOptions) -> Self {
+        self.write = options;
+        self
+    }
+
+    /// The same handle with this retry policy for reads: a read whose
+    /// stream breaks is resumed after the last row it delivered (with the
+    /// remaining row limit), within the policy's attempts and deadline.
+    #[must_use]
+    pub fn with_read_retry(mut self, policy: RetryPolicy) -> Self {
+        self.read_retry = policy;
+        self
+    }
+
+    /// The write settings.
+    #[must_use]
+    pub fn write_options(&self) -> &WriteOptions {
+        &self.write
+    }
+
+    /// How many times reads through this handle (and its clones) were
+    /// resumed after a broken stream or re-sent after a failed start.
+    #[must_use]
+    pub fn read_resumes(&self) -> u64 {
+        self.read_resumes.load(Ordering::Relaxed)
+    }
+
+    /// A streaming bulk writer on this table, with its write options.
+    ///
+    /// ```no_run
+    /// # use bigtable_ttl::{BigtableRow, Table};
+    /// # #[derive(BigtableRow)]
+    /// # #[bigtable(table = "clicks", family = "c")]
+    /// # #[ttl(default = "2d")]
+    /// # struct Click { #[bigtable(key)] id: String, url: String }
+    /// # async fn run(clicks: Table<Click>) -> bigtable_ttl::Result<()> {
+    /// let mut writer = clicks.writer();
+    /// for i in 0..100_000 {
+    ///     writer.send(&Click { id: format!("c{i:06}"), url: "/".into() }).await?;
+    /// }
+    /// let stats = writer.finish().await?;
+    /// assert_eq!(stats.rows_written, 100_000);
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn writer(&self) -> BulkWriter<T> {
+        BulkWriter::new(self.clone(), self.write)
+    }
+
+    /// The mutations of one write at `now`, checked against Bigtable's row
+    /// limits.
+    pub(crate) fn build(
+        &self,
+        builder: &MutationBuilder<'_, T>,
+        now: DateTime<Utc>,
+    ) -> Result<RowMutation> {
+        let m = builder.build(now)?;
+        check_row(&self.name, &m)?;
+        Ok(m)
     }
 
     /// The same handle on the table `name` instead (per test, per
@@ -249,10 +315,10 @@ impl<T: BigtableRow> Table<T> {
     /// As [`Table::put`].
     pub async fn put_with(&self, builder: MutationBuilder<'_, T>) -> Result<Written> {
         let now = self.clock.now();
-        let m = builder.build(now)?;
+        let mut m = self.build(&builder, now)?;
         let written_at = from_micros(millis_floor(now)?)?;
-        self.mutate_row(m.row_key.clone(), m.mutations.clone())
-            .await?;
+        let mutations = std::mem::take(&mut m.mutations);
+        self.mutate_row(m.row_key.clone(), mutations).await?;
         Ok(Written::new(&m, written_at))
     }
 
@@ -310,19 +376,23 @@ impl<T: BigtableRow> Table<T> {
         let written_at = from_micros(millis_floor(now)?)?;
         let built = builders
             .into_iter()
-            .map(|b| b.build(now))
+            .map(|b| self.build(&b, now))
             .collect::<Result<Vec<RowMutation>>>()?;
         let written: Vec<Written> = built.iter().map(|m| Written::new(m, written_at)).collect();
-        let entries: Vec<mutate_rows_request::Entry> = built
-            .into_iter()
-            .map(|m| mutate_rows_request::Entry {
-                row_key: m.row_key,
-                mutations: m.mutations,
-                ..mutate_rows_request::Entry::default()
-            })
-            .collect();
-        self.mutate_rows(entries).await?;
-        Ok(written)
+        let mut writer = self.writer();
+        for m in built {
+            writer.push(m).await;
+        }
+        match writer.flush().await {
+            Ok(()) => Ok(written),
+            // Nothing got through (missing table, bad request…): the plain
+            // server error says it best.
+            Err(Error::PartialWrite { written: 0, .. }) if writer.stopped().is_some() => {
+                let why = writer.stopped().unwrap_or_default().to_owned();
+                Err(self.server_error(None, why))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Delete the row with key `key`, every column and version, now
@@ -335,6 +405,8 @@ impl<T: BigtableRow> Table<T> {
         self.mutate_row(row_key, vec![delete_row()]).await
     }
 
+    /// One `MutateRow`, retried within the write policy (safe: the
+    /// mutations are idempotent).
     async fn mutate_row(&self, row_key: Vec<u8>, mutations: Vec<Mutation>) -> Result<()> {
         let request = MutateRowRequest {
             table_name: self.path(),
@@ -342,166 +414,34 @@ impl<T: BigtableRow> Table<T> {
             mutations,
             ..MutateRowRequest::default()
         };
-        let mut client = self.conn.data_client();
-        let mut attempt = 1;
+        let header = routing_header(&request.table_name).parse().ok();
+        let mut client = self.conn.data_client().get_client().clone();
+        let mut budget = self.write.retry.start();
         loop {
-            match client.mutate_row(request.clone()).await {
-                Ok(_) => return Ok(()),
-                Err(bigtable_rs::bigtable::Error::RpcError(status))
-                    if attempt < MUTATE_ATTEMPTS && transient(status.code()) =>
-                {
-                    backoff(attempt).await;
-                    attempt += 1;
-                }
-                Err(e) => {
-                    let key = String::from_utf8_lossy(&request.row_key).into_owned();
-                    return Err(self.server_error(Some(key), e));
-                }
+            let mut tonic_request = tonic::Request::new(request.clone());
+            if let Some(value) = header.clone() {
+                tonic_request
+                    .metadata_mut()
+                    .insert("x-goog-request-params", value);
             }
-        }
-    }
-
-    /// Send `entries` in bounded requests, retrying transient per-entry
-    /// failures; report every row not written.
-    async fn mutate_rows(&self, entries: Vec<mutate_rows_request::Entry>) -> Result<()> {
-        let table_name = self.path();
-        let mut failed: Vec<(Vec<u8>, String)> = Vec::new();
-        let mut written = 0usize;
-        let mut batches = batches(entries).into_iter();
-        while let Some(batch) = batches.next() {
-            let len = batch.len();
-            match self.send_batch(&table_name, batch).await {
-                BatchOutcome::Done { failed: f } => {
-                    written += len - f.len();
-                    failed.extend(f);
-                }
-                BatchOutcome::RequestFailed {
-                    error,
-                    written: w,
-                    failed: f,
-                } => {
-                    if written == 0 && w == 0 && failed.is_empty() {
-                        // Nothing got through (missing table, bad request…):
-                        // the plain server error says it best.
-                        return Err(self.server_error(None, error));
-                    }
-                    written += w;
-                    failed.extend(f);
-                    for rest in batches.by_ref() {
-                        failed.extend(rest.into_iter().map(|e| {
-                            (e.row_key, "not sent: an earlier request failed".to_owned())
-                        }));
-                    }
-                }
-            }
-        }
-        if failed.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::PartialWrite {
-                table: self.name.clone(),
-                written,
-                failed: failed
-                    .into_iter()
-                    .map(|(k, msg)| (String::from_utf8_lossy(&k).into_owned(), msg))
-                    .collect(),
-            })
-        }
-    }
-
-    async fn send_batch(
-        &self,
-        table_name: &str,
-        mut pending: Vec<mutate_rows_request::Entry>,
-    ) -> BatchOutcome {
-        let mut client = self.conn.data_client();
-        let mut failed: Vec<(Vec<u8>, String)> = Vec::new();
-        let mut written = 0usize;
-        for attempt in 1..=MUTATE_ATTEMPTS {
-            let request = MutateRowsRequest {
-                table_name: table_name.to_owned(),
-                entries: pending.clone(),
-                ..MutateRowsRequest::default()
+            let status = match tokio::time::timeout(
+                budget.attempt_timeout(),
+                client.mutate_row(tonic_request),
+            )
+            .await
+            {
+                Ok(Ok(_)) => return Ok(()),
+                Ok(Err(status)) => status,
+                Err(_) => tonic::Status::deadline_exceeded("the attempt timed out"),
             };
-            let mut status: Vec<Option<(i32, String)>> = vec![None; pending.len()];
-            let outcome = match client.mutate_rows(request).await {
-                Ok(mut stream) => loop {
-                    match stream.message().await {
-                        Ok(Some(response)) => {
-                            for entry in response.entries {
-                                let slot = usize::try_from(entry.index)
-                                    .ok()
-                                    .and_then(|i| status.get_mut(i));
-                                if let Some(slot) = slot {
-                                    let (code, message) = entry
-                                        .status
-                                        .map(|s| (s.code, s.message))
-                                        .unwrap_or_default();
-                                    *slot = Some((code, message));
-                                }
-                            }
-                        }
-                        Ok(None) => break Ok(()),
-                        Err(status) => {
-                            break Err((Some(status.code()), Box::new(status) as BoxError))
-                        }
-                    }
-                },
-                Err(bigtable_rs::bigtable::Error::RpcError(status)) => {
-                    Err((Some(status.code()), Box::new(status) as BoxError))
-                }
-                Err(e) => Err((None, Box::new(e) as BoxError)),
-            };
-            // A request that failed as a whole with a transient error: the
-            // entries without a status are retried with the others.
-            let retry_unknown = attempt < MUTATE_ATTEMPTS
-                && matches!(&outcome, Err((Some(code), _)) if transient(*code));
-            let mut retry = Vec::new();
-            let mut unknown = Vec::new();
-            for (entry, status) in pending.into_iter().zip(status) {
-                match status {
-                    Some((0, _)) => written += 1,
-                    Some((code, _))
-                        if attempt < MUTATE_ATTEMPTS && transient(tonic::Code::from(code)) =>
-                    {
-                        retry.push(entry);
-                    }
-                    None if retry_unknown => retry.push(entry),
-                    Some((code, message)) => failed.push((
-                        entry.row_key,
-                        format!("{}: {message}", tonic::Code::from(code)),
-                    )),
-                    None => unknown.push(entry),
-                }
+            let retry = (retryable_status(&status)
+                || status.code() == tonic::Code::DeadlineExceeded)
+                && budget.wait().await;
+            if !retry {
+                let key = String::from_utf8_lossy(&request.row_key).into_owned();
+                return Err(self.server_error(Some(key), status));
             }
-            if let (Err((_, error)), false) = (outcome, retry_unknown) {
-                let note = format!("outcome unknown, the request failed: {error}");
-                failed.extend(
-                    unknown
-                        .into_iter()
-                        .chain(retry)
-                        .map(|e| (e.row_key, note.clone())),
-                );
-                return BatchOutcome::RequestFailed {
-                    error,
-                    written,
-                    failed,
-                };
-            }
-            // A stream that ends without a status for an entry breaks the
-            // protocol; never count such a row as written.
-            failed.extend(
-                unknown
-                    .into_iter()
-                    .map(|e| (e.row_key, "no status returned for this entry".to_owned())),
-            );
-            if retry.is_empty() {
-                break;
-            }
-            backoff(attempt).await;
-            pending = retry;
         }
-        BatchOutcome::Done { failed }
     }
 
     // ----- schema --------------------------------------------------------
@@ -642,129 +582,17 @@ impl<T: BigtableRow> Table<T> {
                     .as_ref()
                     .filter(|r| r.row_ranges.is_empty() && r.row_keys.len() == 1)
                     .map(|r| String::from_utf8_lossy(&r.row_keys[0]).into_owned());
-                read_rows(self.conn.data_client(), request)
-                    .map_err(move |e| (single_key.clone(), e))
-                    .right_stream()
+                read_rows_with(
+                    self.conn.data_client(),
+                    request,
+                    self.read_retry,
+                    self.read_resumes.clone(),
+                )
+                .map_err(move |e| (single_key.clone(), e))
+                .right_stream()
             }
         }
     }
 }
 
 type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
-
-enum BatchOutcome {
-    Done {
-        failed: Vec<(Vec<u8>, String)>,
-    },
-    RequestFailed {
-        error: BoxError,
-        written: usize,
-        failed: Vec<(Vec<u8>, String)>,
-    },
-}
-
-/// Per-entry codes worth retrying (Google's clients retry these for
-/// idempotent mutations).
-fn transient(code: tonic::Code) -> bool {
-    matches!(
-        code,
-        tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Aborted
-    )
-}
-
-async fn backoff(attempt: u32) {
-    tokio::time::sleep(Duration::from_millis(50 << attempt.min(6))).await;
-}
-
-/// An estimate (from above) of an entry's encoded size.
-fn entry_bytes(entry: &mutate_rows_request::Entry) -> usize {
-    use bigtable_rs::google::bigtable::v2::mutation::Mutation as M;
-    let per_mutation = |m: &Mutation| {
-        16 + match &m.mutation {
-            Some(M::SetCell(c)) => {
-                c.family_name.len() + c.column_qualifier.len() + c.value.len() + 11
-            }
-            Some(M::DeleteFromColumn(c)) => c.family_name.len() + c.column_qualifier.len() + 24,
-            Some(M::DeleteFromFamily(f)) => f.family_name.len(),
-            _ => 64,
-        }
-    };
-    16 + entry.row_key.len() + entry.mutations.iter().map(per_mutation).sum::<usize>()
-}
-
-/// Split `entries` into requests within Bigtable's limits; an entry too big
-/// on its own goes alone (and Bigtable's answer is reported for it).
-fn batches(entries: Vec<mutate_rows_request::Entry>) -> Vec<Vec<mutate_rows_request::Entry>> {
-    let mut out = Vec::new();
-    let mut current = Vec::new();
-    let (mut mutations, mut bytes) = (0usize, 0usize);
-    for entry in entries {
-        let (m, b) = (entry.mutations.len(), entry_bytes(&entry));
-        if !current.is_empty()
-            && (mutations + m > MAX_MUTATIONS_PER_REQUEST || bytes + b > MAX_REQUEST_BYTES)
-        {
-            out.push(std::mem::take(&mut current));
-            (mutations, bytes) = (0, 0);
-        }
-        mutations += m;
-        bytes += b;
-        current.push(entry);
-    }
-    if !current.is_empty() {
-        out.push(current);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use bigtable_rs::google::bigtable::v2::mutation;
-
-    fn entry(key: &str, cells: usize, value: usize) -> mutate_rows_request::Entry {
-        mutate_rows_request::Entry {
-            row_key: key.as_bytes().to_vec(),
-            mutations: (0..cells)
-                .map(|_| Mutation {
-                    mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
-                        family_name: "c".into(),
-                        column_qualifier: b"q".to_vec(),
-                        timestamp_micros: 0,
-                        value: vec![0; value],
-                    })),
-                })
-                .collect(),
-            ..mutate_rows_request::Entry::default()
-        }
-    }
-
-    #[test]
-    fn batches_respect_the_mutation_count() {
-        let entries: Vec<_> = (0..5).map(|i| entry(&i.to_string(), 40_000, 0)).collect();
-        let sizes: Vec<usize> = batches(entries).iter().map(Vec::len).collect();
-        assert_eq!(sizes, vec![2, 2, 1]);
-    }
-
-    #[test]
-    fn batches_respect_the_byte_budget_and_keep_order() {
-        let entries: Vec<_> = (0..10).map(|i| entry(&i.to_string(), 1, 5 << 20)).collect();
-        let out = batches(entries);
-        assert!(out
-            .iter()
-            .all(|b| b.iter().map(entry_bytes).sum::<usize>() <= MAX_REQUEST_BYTES));
-        let keys: Vec<_> = out.concat().into_iter().map(|e| e.row_key).collect();
-        assert_eq!(
-            keys,
-            (0..10)
-                .map(|i| i.to_string().into_bytes())
-                .collect::<Vec<_>>()
-        );
-        // an oversized entry still goes, alone
-        let big = batches(vec![
-            entry("a", 1, 1),
-            entry("b", 1, 20 << 20),
-            entry("c", 1, 1),
-        ]);
-        assert_eq!(big.iter().map(Vec::len).collect::<Vec<_>>(), vec![1, 1, 1]);
-    }
-}

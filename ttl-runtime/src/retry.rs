@@ -1,0 +1,220 @@
+//! When a request is retried, and how long the library keeps trying.
+//!
+//! Retrying is safe for everything this library sends. A write is a
+//! `DeleteFromColumn` of each written column followed by a `SetCell` with an
+//! explicit timestamp, in one atomic row mutation: applying it twice leaves
+//! the same cells as applying it once. A read is resumed after the last row
+//! it delivered, so nothing is delivered twice.
+//!
+//! What is retried:
+//!
+//! * **Per-entry statuses** of `MutateRows` and whole-request statuses with
+//!   the codes Google's clients retry for idempotent requests:
+//!   `UNAVAILABLE`, `DEADLINE_EXCEEDED`, `ABORTED`, plus
+//!   `RESOURCE_EXHAUSTED` (Bigtable's answer when it throttles a client:
+//!   waiting and retrying is what it asks for).
+//! * **Transport failures** (connection refused or reset, an HTTP/2 stream
+//!   cut): the outcome of the request is unknown, and re-sending is safe.
+//!   They are told apart from statuses the server sent by carrying the
+//!   transport error as their source.
+//! * An attempt that exceeds [`RetryPolicy::attempt_timeout`] (its outcome
+//!   is unknown too).
+//!
+//! Everything else (`NOT_FOUND`, `INVALID_ARGUMENT`, `PERMISSION_DENIED`,
+//! `INTERNAL` sent by the server, `FAILED_PRECONDITION`, …) is final on the
+//! first answer.
+//!
+//! Delays grow exponentially with jitter ([`backon`]'s
+//! `ExponentialBuilder`), and an overall deadline bounds the whole effort.
+
+use std::error::Error as _;
+use std::time::{Duration, Instant};
+
+use backon::{BackoffBuilder as _, ExponentialBuilder};
+
+/// How requests are retried: attempts, delays and deadlines.
+///
+/// ```
+/// use std::time::Duration;
+/// use bigtable_ttl::retry::RetryPolicy;
+///
+/// let patient = RetryPolicy {
+///     deadline: Duration::from_secs(300),
+///     ..RetryPolicy::default()
+/// };
+/// let never = RetryPolicy::none();
+/// # let _ = (patient, never);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included (1: never retry).
+    pub max_attempts: u32,
+    /// The delay before the first retry; each later one doubles, up to
+    /// `max_delay`, and each is stretched by a random factor in `[1, 2)`.
+    pub initial_delay: Duration,
+    /// The longest delay between two attempts (before jitter).
+    pub max_delay: Duration,
+    /// The most time one attempt may take; a longer one is abandoned and its
+    /// outcome counts as unknown (retried).
+    pub attempt_timeout: Duration,
+    /// The most time all attempts of one request (one batch of a write, one
+    /// read) may take together, delays included. No retry starts after it.
+    pub deadline: Duration,
+}
+
+impl Default for RetryPolicy {
+    /// 10 attempts, 50 ms doubling to 5 s, 30 s per attempt, 2 minutes in all.
+    fn default() -> Self {
+        Self {
+            max_attempts: 10,
+            initial_delay: Duration::from_millis(50),
+            max_delay: Duration::from_secs(5),
+            attempt_timeout: Duration::from_secs(30),
+            deadline: Duration::from_secs(120),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// One attempt, no retry.
+    #[must_use]
+    pub fn none() -> Self {
+        Self {
+            max_attempts: 1,
+            ..Self::default()
+        }
+    }
+
+    /// The delays before the 2nd, 3rd, … attempt.
+    pub(crate) fn delays(&self) -> impl Iterator<Item = Duration> + Send {
+        ExponentialBuilder::new()
+            .with_jitter()
+            .with_min_delay(self.initial_delay)
+            .with_max_delay(self.max_delay)
+            .with_max_times(self.max_attempts.saturating_sub(1) as usize)
+            .build()
+    }
+
+    /// A fresh retry budget, starting now.
+    pub(crate) fn start(&self) -> Budget {
+        Budget {
+            delays: Box::new(self.delays()),
+            deadline: Instant::now() + self.deadline,
+            attempt_timeout: self.attempt_timeout,
+        }
+    }
+}
+
+/// The attempts left for one request.
+pub(crate) struct Budget {
+    delays: Box<dyn Iterator<Item = Duration> + Send>,
+    deadline: Instant,
+    attempt_timeout: Duration,
+}
+
+impl Budget {
+    /// The time the next attempt may take.
+    pub(crate) fn attempt_timeout(&self) -> Duration {
+        self.attempt_timeout
+            .min(self.deadline.saturating_duration_since(Instant::now()))
+            .max(Duration::from_millis(1))
+    }
+
+    /// Wait before the next attempt; `false` when no attempt is left (count
+    /// or deadline), without waiting.
+    pub(crate) async fn wait(&mut self) -> bool {
+        let Some(delay) = self.delays.next() else {
+            return false;
+        };
+        if Instant::now() + delay >= self.deadline {
+            return false;
+        }
+        tokio::time::sleep(delay).await;
+        true
+    }
+}
+
+/// Whether a per-entry status code of `MutateRows` is worth retrying.
+#[must_use]
+pub fn retryable_code(code: tonic::Code) -> bool {
+    matches!(
+        code,
+        tonic::Code::Unavailable
+            | tonic::Code::DeadlineExceeded
+            | tonic::Code::Aborted
+            | tonic::Code::ResourceExhausted
+    )
+}
+
+/// Whether a failed request (a status the server sent, or one tonic made of
+/// a transport failure) is worth retrying.
+#[must_use]
+pub fn retryable_status(status: &tonic::Status) -> bool {
+    retryable_code(status.code()) || is_transport(status)
+}
+
+/// A status tonic made of a transport failure (it keeps the failure as its
+/// source); a status the server sent has none.
+fn is_transport(status: &tonic::Status) -> bool {
+    status.source().is_some()
+        && !matches!(
+            status.code(),
+            tonic::Code::InvalidArgument
+                | tonic::Code::NotFound
+                | tonic::Code::PermissionDenied
+                | tonic::Code::Unauthenticated
+                | tonic::Code::Unimplemented
+                | tonic::Code::FailedPrecondition
+                | tonic::Code::OutOfRange
+                | tonic::Code::AlreadyExists
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delays_grow_with_jitter_and_stop_at_the_attempt_count() {
+        let policy = RetryPolicy {
+            max_attempts: 5,
+            initial_delay: Duration::from_millis(10),
+            max_delay: Duration::from_millis(40),
+            ..RetryPolicy::default()
+        };
+        let delays: Vec<_> = policy.delays().collect();
+        assert_eq!(delays.len(), 4);
+        for (d, base) in delays.iter().zip([10, 20, 40, 40]) {
+            let base = Duration::from_millis(base);
+            assert!(*d >= base && *d < 2 * base, "{d:?} vs {base:?}");
+        }
+        assert_eq!(RetryPolicy::none().delays().count(), 0);
+    }
+
+    #[tokio::test]
+    async fn the_deadline_stops_retries() {
+        let policy = RetryPolicy {
+            initial_delay: Duration::from_millis(30),
+            deadline: Duration::from_millis(20),
+            ..RetryPolicy::default()
+        };
+        let mut budget = policy.start();
+        assert!(!budget.wait().await);
+        assert!(budget.attempt_timeout() <= Duration::from_millis(20));
+    }
+
+    #[test]
+    fn codes() {
+        assert!(retryable_code(tonic::Code::Unavailable));
+        assert!(retryable_code(tonic::Code::ResourceExhausted));
+        assert!(!retryable_code(tonic::Code::Internal));
+        assert!(!retryable_code(tonic::Code::NotFound));
+        // Sent by the server: no source.
+        assert!(!retryable_status(&tonic::Status::internal("boom")));
+        assert!(retryable_status(&tonic::Status::unavailable("down")));
+        // Made of a transport failure.
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        let status = tonic::Status::from_error(Box::new(reset));
+        assert!(retryable_status(&status), "{status:?}");
+    }
+}

@@ -1,0 +1,590 @@
+//! Bulk writes: rows batched into `MutateRows` requests within Bigtable's
+//! limits, a bounded number of requests in flight, every per-entry status
+//! read, failed entries with retryable codes re-sent (see [`crate::retry`]),
+//! and every row not surely written reported by key.
+//!
+//! [`BulkWriter`] streams: [`BulkWriter::send`] queues a row and sends a
+//! request whenever one is full; [`BulkWriter::finish`] sends the rest and
+//! waits. [`crate::Table::put_all`] runs the same machinery over a slice.
+//!
+//! A row is counted written only when Bigtable answered `OK` for its entry.
+//! A row whose request failed or timed out without an answer for it has an
+//! unknown outcome: it is re-sent (safe, the write is idempotent) and, if the
+//! retries run out, reported failed (it may or may not be stored).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bigtable_rs::bigtable::BigTable;
+use bigtable_rs::google::bigtable::v2::{
+    mutate_rows_request::Entry, mutation::Mutation as M, MutateRowsRequest, Mutation,
+};
+use tokio::task::JoinSet;
+
+use crate::error::{Error, Result};
+use crate::mutation::{MutationBuilder, RowMutation};
+use crate::retry::{retryable_code, retryable_status, RetryPolicy};
+use crate::row::BigtableRow;
+use crate::scan::routing_header;
+use crate::table::Table;
+
+/// Most mutations Bigtable accepts in one `MutateRows` request (and in one
+/// row's entry).
+pub const MAX_MUTATIONS_PER_REQUEST: usize = 100_000;
+
+/// The request size a batch aims to stay under. Bigtable's limit is 256 MiB
+/// per request, but it recommends batches far smaller, and gRPC channels
+/// often cap messages lower; 16 MiB is what Google's clients use. A single
+/// row larger than this goes in a request of its own.
+pub const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
+
+/// Bigtable's limit on the data of one row (256 MiB): a write whose values
+/// add up to more is refused before anything is sent.
+pub const MAX_ROW_BYTES: usize = 256 * 1024 * 1024;
+
+/// How a bulk write batches and retries.
+///
+/// ```
+/// use bigtable_ttl::writer::WriteOptions;
+///
+/// let options = WriteOptions { max_in_flight: 8, ..WriteOptions::default() };
+/// # let _ = options;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Rows per `MutateRows` request, at most.
+    pub max_rows_per_request: usize,
+    /// Mutations per request, at most (Bigtable's limit is 100,000).
+    pub max_mutations_per_request: usize,
+    /// Bytes per request, about (an estimate from above of the encoding).
+    pub max_request_bytes: usize,
+    /// Requests sent and not yet answered, at most.
+    pub max_in_flight: usize,
+    /// Retries of each request's failed entries.
+    pub retry: RetryPolicy,
+}
+
+impl Default for WriteOptions {
+    /// 10,000 rows, 100,000 mutations or 16 MiB per request, 4 in flight,
+    /// [`RetryPolicy::default`].
+    fn default() -> Self {
+        Self {
+            max_rows_per_request: 10_000,
+            max_mutations_per_request: MAX_MUTATIONS_PER_REQUEST,
+            max_request_bytes: MAX_REQUEST_BYTES,
+            max_in_flight: 4,
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// What a bulk write did, counted as it goes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WriteStats {
+    /// Rows handed to the writer and queued (bad input is not queued).
+    pub rows_queued: u64,
+    /// Rows Bigtable answered `OK` for.
+    pub rows_written: u64,
+    /// Rows reported failed (final status, retries exhausted, or not sent).
+    pub rows_failed: u64,
+    /// `MutateRows` requests sent, retries included.
+    pub requests: u64,
+    /// Requests that were retries of an earlier one's failed entries.
+    pub retries: u64,
+    /// Entries re-sent, summed over all retries.
+    pub entries_retried: u64,
+    /// Requests that failed as a whole (transport failure, timeout, or an
+    /// error status for the request).
+    pub request_failures: u64,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    rows_queued: AtomicU64,
+    rows_written: AtomicU64,
+    rows_failed: AtomicU64,
+    requests: AtomicU64,
+    retries: AtomicU64,
+    entries_retried: AtomicU64,
+    request_failures: AtomicU64,
+}
+
+fn bump(counter: &AtomicU64, by: usize) {
+    counter.fetch_add(by as u64, Ordering::Relaxed);
+}
+
+impl Counters {
+    fn snapshot(&self) -> WriteStats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        WriteStats {
+            rows_queued: get(&self.rows_queued),
+            rows_written: get(&self.rows_written),
+            rows_failed: get(&self.rows_failed),
+            requests: get(&self.requests),
+            retries: get(&self.retries),
+            entries_retried: get(&self.entries_retried),
+            request_failures: get(&self.request_failures),
+        }
+    }
+}
+
+/// Refuse a row Bigtable would refuse as a whole (over its row limits),
+/// before anything is sent.
+pub(crate) fn check_row(table: &str, m: &RowMutation) -> Result<()> {
+    let too_large = |detail: String| Error::RowTooLarge {
+        table: table.to_owned(),
+        row_key: String::from_utf8_lossy(&m.row_key).into_owned(),
+        detail,
+    };
+    if m.mutations.len() > MAX_MUTATIONS_PER_REQUEST {
+        return Err(too_large(format!(
+            "{} mutations, over Bigtable's limit of {MAX_MUTATIONS_PER_REQUEST} per row",
+            m.mutations.len()
+        )));
+    }
+    let bytes: usize = m
+        .mutations
+        .iter()
+        .map(|m| match &m.mutation {
+            Some(M::SetCell(c)) => c.value.len() + c.column_qualifier.len(),
+            _ => 0,
+        })
+        .sum();
+    if bytes > MAX_ROW_BYTES {
+        return Err(too_large(format!(
+            "{bytes} bytes of cells, over Bigtable's limit of {MAX_ROW_BYTES} bytes per row"
+        )));
+    }
+    Ok(())
+}
+
+/// An estimate (from above) of an entry's encoded size.
+pub(crate) fn entry_bytes(entry: &Entry) -> usize {
+    let per_mutation = |m: &Mutation| {
+        16 + match &m.mutation {
+            Some(M::SetCell(c)) => {
+                c.family_name.len() + c.column_qualifier.len() + c.value.len() + 11
+            }
+            Some(M::DeleteFromColumn(c)) => c.family_name.len() + c.column_qualifier.len() + 24,
+            Some(M::DeleteFromFamily(f)) => f.family_name.len(),
+            _ => 64,
+        }
+    };
+    16 + entry.row_key.len() + entry.mutations.iter().map(per_mutation).sum::<usize>()
+}
+
+/// A row that was not (or not surely) written: its key and why.
+type Failure = (Vec<u8>, String);
+
+/// What one batch ended with.
+#[derive(Debug, Default)]
+struct BatchReport {
+    written: usize,
+    failed: Vec<Failure>,
+    /// The first attempt failed as a whole with a final error and nothing
+    /// was written (missing table, permission…): later batches would too.
+    fatal: Option<String>,
+}
+
+/// Send one batch, retrying its failed entries within `policy`.
+async fn send_batch(
+    mut client: BigTable,
+    table_name: Arc<str>,
+    mut pending: Vec<Entry>,
+    policy: RetryPolicy,
+    counters: Arc<Counters>,
+) -> BatchReport {
+    let mut report = BatchReport::default();
+    let mut budget = policy.start();
+    let mut attempt = 0u32;
+    loop {
+        attempt += 1;
+        bump(&counters.requests, 1);
+        if attempt > 1 {
+            bump(&counters.retries, 1);
+            bump(&counters.entries_retried, pending.len());
+        }
+        let (statuses, outcome) =
+            attempt_once(&mut client, &table_name, &pending, budget.attempt_timeout()).await;
+        if outcome.is_err() {
+            bump(&counters.request_failures, 1);
+        }
+        if let Err((false, why)) = &outcome {
+            if attempt == 1 && statuses.iter().all(Option::is_none) {
+                report.failed = pending
+                    .into_iter()
+                    .map(|e| (e.row_key, format!("the request failed: {why}")))
+                    .collect();
+                report.fatal = Some(why.clone());
+                return report;
+            }
+        }
+        let mut retry = Vec::new();
+        for (entry, status) in pending.into_iter().zip(statuses) {
+            match (status, &outcome) {
+                (Some((0, _)), _) => report.written += 1,
+                (Some((code, message)), _) => {
+                    let code = tonic::Code::from(code);
+                    let why = format!("{code:?}: {message}");
+                    if retryable_code(code) {
+                        retry.push((entry, why));
+                    } else {
+                        report.failed.push((entry.row_key, why));
+                    }
+                }
+                // No status: the outcome is unknown.
+                (None, Ok(())) => retry.push((entry, "no status returned".to_owned())),
+                (None, Err((true, why))) => {
+                    retry.push((entry, format!("outcome unknown, the request failed: {why}")));
+                }
+                (None, Err((false, why))) => report
+                    .failed
+                    .push((entry.row_key, format!("the request failed: {why}"))),
+            }
+        }
+        if retry.is_empty() {
+            return report;
+        }
+        if !budget.wait().await {
+            report.failed.extend(retry.into_iter().map(|(e, why)| {
+                (
+                    e.row_key,
+                    format!("{why} (gave up after {attempt} attempts)"),
+                )
+            }));
+            return report;
+        }
+        pending = retry.into_iter().map(|(e, _)| e).collect();
+    }
+}
+
+/// One `MutateRows` attempt: each entry's status where the server gave one,
+/// and `Err((retryable, why))` when the request failed as a whole.
+async fn attempt_once(
+    client: &mut BigTable,
+    table_name: &str,
+    pending: &[Entry],
+    timeout: std::time::Duration,
+) -> (
+    Vec<Option<(i32, String)>>,
+    std::result::Result<(), (bool, String)>,
+) {
+    let mut statuses: Vec<Option<(i32, String)>> = vec![None; pending.len()];
+    let mut request = tonic::Request::new(MutateRowsRequest {
+        table_name: table_name.to_owned(),
+        entries: pending.to_vec(),
+        ..MutateRowsRequest::default()
+    });
+    if let Ok(value) = routing_header(table_name).parse() {
+        request
+            .metadata_mut()
+            .insert("x-goog-request-params", value);
+    }
+    let call = async {
+        let mut client = client.get_client().clone();
+        let mut stream = client.mutate_rows(request).await?.into_inner();
+        while let Some(response) = stream.message().await? {
+            for entry in response.entries {
+                let slot = usize::try_from(entry.index)
+                    .ok()
+                    .and_then(|i| statuses.get_mut(i));
+                if let Some(slot) = slot {
+                    *slot = Some(
+                        entry
+                            .status
+                            .map(|s| (s.code, s.message))
+                            .unwrap_or_default(),
+                    );
+                }
+            }
+        }
+        Ok::<(), tonic::Status>(())
+    };
+    let outcome = match tokio::time::timeout(timeout, call).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(status)) => Err((retryable_status(&status), status_text(&status))),
+        Err(_) => Err((true, "the attempt timed out".to_owned())),
+    };
+    (statuses, outcome)
+}
+
+fn status_text(status: &tonic::Status) -> String {
+    use std::error::Error as _;
+    let mut text = format!("{:?}: {}", status.code(), status.message());
+    let mut source = status.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// A streaming bulk writer: rows in, `MutateRows` requests out, failures
+/// reported by key. From [`Table::writer`].
+///
+/// ```no_run
+/// # use bigtable_ttl::{BigtableRow, Table};
+/// # #[derive(BigtableRow)]
+/// # #[bigtable(table = "clicks", family = "c")]
+/// # #[ttl(default = "2d")]
+/// # struct Click { #[bigtable(key)] id: String, url: String }
+/// # async fn run(clicks: Table<Click>, incoming: Vec<Click>) -> bigtable_ttl::Result<()> {
+/// let mut writer = clicks.writer();
+/// for click in &incoming {
+///     writer.send(click).await?; // bad input: an error for this row, nothing sent for it
+/// }
+/// let stats = writer.finish().await?; // Error::PartialWrite names every row not written
+/// println!("{} rows in {} requests ({} retries)", stats.rows_written, stats.requests, stats.retries);
+/// # Ok(()) }
+/// ```
+///
+/// Each row's timestamps come from the table's clock when it is sent.
+/// Requests are sent as they fill, at most
+/// [`WriteOptions::max_in_flight`] at a time (`send` waits for one to
+/// finish when that many are out). Rows are not ordered across requests: two
+/// writes of one key in one writer may land in either order. Dropping a
+/// writer without [`BulkWriter::finish`] abandons the queued rows and
+/// cancels the requests in flight (their outcome is then unknown).
+pub struct BulkWriter<T> {
+    table: Table<T>,
+    client: BigTable,
+    table_path: Arc<str>,
+    options: WriteOptions,
+    buffer: Vec<Entry>,
+    buffer_mutations: usize,
+    buffer_bytes: usize,
+    tasks: JoinSet<BatchReport>,
+    /// Keys of each batch in flight, to report them if its task dies.
+    in_flight: HashMap<tokio::task::Id, Vec<Vec<u8>>>,
+    written: usize,
+    failed: Vec<Failure>,
+    /// Set once a request failed with a final error: later rows are not sent.
+    stopped: Option<String>,
+    counters: Arc<Counters>,
+}
+
+impl<T> std::fmt::Debug for BulkWriter<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BulkWriter")
+            .field("table", &self.table_path)
+            .field("options", &self.options)
+            .field("queued", &self.buffer.len())
+            .field("in_flight", &self.tasks.len())
+            .field("stats", &self.counters.snapshot())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: BigtableRow> BulkWriter<T> {
+    pub(crate) fn new(table: Table<T>, options: WriteOptions) -> Self {
+        let client = table.connection().data_client();
+        let table_path = table.connection().table_path(table.name()).into();
+        Self {
+            table,
+            client,
+            table_path,
+            options,
+            buffer: Vec::new(),
+            buffer_mutations: 0,
+            buffer_bytes: 0,
+            tasks: JoinSet::new(),
+            in_flight: HashMap::new(),
+            written: 0,
+            failed: Vec::new(),
+            stopped: None,
+            counters: Arc::new(Counters::default()),
+        }
+    }
+
+    /// Queue `row` for writing, as [`Table::put`] would write it.
+    ///
+    /// # Errors
+    /// Bad input ([`Error::ExpiryNotInFuture`], key and value errors,
+    /// [`Error::RowTooLarge`], …): this row is not queued, nothing of it is
+    /// sent, and the writer goes on. Failures of the write itself come out of
+    /// [`BulkWriter::flush`] and [`BulkWriter::finish`].
+    pub async fn send(&mut self, row: &T) -> Result<()> {
+        self.send_with(row.mutation()).await
+    }
+
+    /// [`BulkWriter::send`] with per-row overrides (`.ttl()`, `.expire_at()`).
+    ///
+    /// # Errors
+    /// As [`BulkWriter::send`].
+    pub async fn send_with(&mut self, builder: MutationBuilder<'_, T>) -> Result<()> {
+        let m = self.table.build(&builder, self.table.clock().now())?;
+        self.push(m).await;
+        Ok(())
+    }
+
+    /// Queue a row already built (and checked).
+    pub(crate) async fn push(&mut self, m: RowMutation) {
+        let entry = Entry {
+            row_key: m.row_key,
+            mutations: m.mutations,
+            ..Entry::default()
+        };
+        bump(&self.counters.rows_queued, 1);
+        let (mutations, bytes) = (entry.mutations.len(), entry_bytes(&entry));
+        if !self.buffer.is_empty()
+            && (self.buffer.len() >= self.options.max_rows_per_request.max(1)
+                || self.buffer_mutations + mutations > self.options.max_mutations_per_request
+                || self.buffer_bytes + bytes > self.options.max_request_bytes)
+        {
+            self.dispatch().await;
+        }
+        self.buffer_mutations += mutations;
+        self.buffer_bytes += bytes;
+        self.buffer.push(entry);
+    }
+
+    /// Send what is queued as one request, once fewer than
+    /// `max_in_flight` are out.
+    async fn dispatch(&mut self) {
+        let batch = std::mem::take(&mut self.buffer);
+        (self.buffer_mutations, self.buffer_bytes) = (0, 0);
+        if batch.is_empty() {
+            return;
+        }
+        if let Some(why) = &self.stopped {
+            let why = format!("not sent: an earlier request failed: {why}");
+            bump(&self.counters.rows_failed, batch.len());
+            self.failed
+                .extend(batch.into_iter().map(|e| (e.row_key, why.clone())));
+            return;
+        }
+        while self.tasks.len() >= self.options.max_in_flight.max(1) {
+            self.reap_one().await;
+        }
+        let keys = batch.iter().map(|e| e.row_key.clone()).collect();
+        let handle = self.tasks.spawn(send_batch(
+            self.client.clone(),
+            self.table_path.clone(),
+            batch,
+            self.options.retry,
+            self.counters.clone(),
+        ));
+        self.in_flight.insert(handle.id(), keys);
+    }
+
+    /// Wait for one request in flight and take in its outcome.
+    async fn reap_one(&mut self) {
+        let Some(joined) = self.tasks.join_next_with_id().await else {
+            return;
+        };
+        match joined {
+            Ok((id, report)) => {
+                self.in_flight.remove(&id);
+                if let (Some(why), None) = (&report.fatal, &self.stopped) {
+                    self.stopped = Some(why.clone());
+                }
+                self.written += report.written;
+                bump(&self.counters.rows_written, report.written);
+                bump(&self.counters.rows_failed, report.failed.len());
+                self.failed.extend(report.failed);
+            }
+            Err(e) => {
+                // Never count a row whose batch died as written.
+                let keys = self.in_flight.remove(&e.id()).unwrap_or_default();
+                let why = format!("outcome unknown, the request's task failed: {e}");
+                bump(&self.counters.rows_failed, keys.len());
+                self.failed
+                    .extend(keys.into_iter().map(|k| (k, why.clone())));
+            }
+        }
+    }
+
+    /// Send everything queued and wait for every request in flight.
+    ///
+    /// # Errors
+    /// [`Error::PartialWrite`] naming the rows not (or not surely) written
+    /// since the last flush; the writer stays usable.
+    pub async fn flush(&mut self) -> Result<()> {
+        self.dispatch().await;
+        while !self.tasks.is_empty() {
+            self.reap_one().await;
+        }
+        let written = std::mem::take(&mut self.written);
+        let failed = std::mem::take(&mut self.failed);
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::PartialWrite {
+                table: self.table.name().to_owned(),
+                written,
+                failed: failed
+                    .into_iter()
+                    .map(|(k, why)| (String::from_utf8_lossy(&k).into_owned(), why))
+                    .collect(),
+            })
+        }
+    }
+
+    /// [`BulkWriter::flush`], then the final counts.
+    ///
+    /// # Errors
+    /// As [`BulkWriter::flush`].
+    pub async fn finish(mut self) -> Result<WriteStats> {
+        self.flush().await?;
+        Ok(self.stats())
+    }
+
+    /// The counts so far.
+    #[must_use]
+    pub fn stats(&self) -> WriteStats {
+        self.counters.snapshot()
+    }
+
+    /// Whether a request failed with a final error (a missing table, …), so
+    /// that later rows are reported failed without being sent; the message
+    /// says why.
+    #[must_use]
+    pub fn stopped(&self) -> Option<&str> {
+        self.stopped.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bigtable_rs::google::bigtable::v2::mutation;
+
+    fn entry(key: &str, cells: usize, value: usize) -> Entry {
+        Entry {
+            row_key: key.as_bytes().to_vec(),
+            mutations: (0..cells)
+                .map(|_| Mutation {
+                    mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
+                        family_name: "c".into(),
+                        column_qualifier: b"q".to_vec(),
+                        timestamp_micros: 0,
+                        value: vec![0; value],
+                    })),
+                })
+                .collect(),
+            ..Entry::default()
+        }
+    }
+
+    #[test]
+    fn rows_over_the_limits_are_refused() {
+        let big = RowMutation {
+            row_key: b"k".to_vec(),
+            mutations: entry("k", 3, 0).mutations,
+            timestamp_micros: 0,
+            expires_at: chrono::DateTime::UNIX_EPOCH,
+        };
+        check_row("t", &big).unwrap();
+        let many = RowMutation {
+            mutations: entry("k", MAX_MUTATIONS_PER_REQUEST + 1, 0).mutations,
+            ..big
+        };
+        assert!(matches!(
+            check_row("t", &many),
+            Err(Error::RowTooLarge { .. })
+        ));
+    }
+}
