@@ -7,6 +7,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bigtable_ttl::Connection;
 
+/// A loopback TCP proxy that injects connection faults.
+#[allow(dead_code)]
+pub mod proxy;
+
 /// Google's `cbt` tool.
 #[allow(dead_code)]
 pub const CBT: &str = "/usr/bin/cbt";

@@ -1,0 +1,257 @@
+//! A TCP proxy on loopback (127.0.0.1 only) between the client and the
+//! emulator, for fault tests: it forwards bytes both ways and, when armed,
+//! resets connections at random points, or swallows the answer to a request
+//! the emulator has already applied ("the response was lost").
+//!
+//! Faults are bounded in count and in time, and drawn from a seeded RNG so a
+//! failing run can be replayed with its seed.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpListener, TcpStream};
+
+/// What the proxy does to the connections it accepts from now on.
+#[derive(Debug, Clone, Copy)]
+pub enum Faults {
+    /// Forward everything.
+    None,
+    /// Reset each connection after a random number of bytes (both ways
+    /// together) drawn uniformly from `min_bytes..max_bytes`, at most
+    /// `max_resets` times in all and only until `until`.
+    Reset {
+        seed: u64,
+        max_resets: usize,
+        until: Instant,
+        min_bytes: u64,
+        max_bytes: u64,
+    },
+    /// Once a connection has carried more than `request_bytes` from the
+    /// client, stop forwarding the server's answers, wait `hold` (the
+    /// emulator applies the request meanwhile), then reset the connection.
+    /// At most `times` times.
+    LoseResponse {
+        request_bytes: u64,
+        hold: Duration,
+        times: usize,
+    },
+}
+
+struct Shared {
+    upstream: Mutex<SocketAddr>,
+    faults: Mutex<Faults>,
+    rng: Mutex<u64>,
+    resets: AtomicUsize,
+    connections: AtomicU64,
+    /// Bumped by every `arm`: open connections then plan again.
+    generation: AtomicU64,
+}
+
+/// The proxy; it stops with the test's runtime.
+pub struct Proxy {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+}
+
+impl Proxy {
+    /// A proxy on a free loopback port forwarding to `upstream`
+    /// (`HOST:PORT`, loopback). Call inside a tokio runtime.
+    pub async fn start(upstream: &str) -> Self {
+        let upstream: SocketAddr = upstream
+            .replace("localhost", "127.0.0.1")
+            .parse()
+            .expect("upstream is HOST:PORT");
+        assert!(upstream.ip().is_loopback(), "the proxy only forwards to loopback");
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .await
+            .expect("bind a loopback port");
+        let addr = listener.local_addr().expect("local address");
+        let shared = Arc::new(Shared {
+            upstream: Mutex::new(upstream),
+            faults: Mutex::new(Faults::None),
+            rng: Mutex::new(0),
+            resets: AtomicUsize::new(0),
+            connections: AtomicU64::new(0),
+            generation: AtomicU64::new(0),
+        });
+        let accept = shared.clone();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let shared = accept.clone();
+                tokio::spawn(async move { shared.serve(client).await });
+            }
+        });
+        Self { addr, shared }
+    }
+
+    /// `127.0.0.1:PORT`, for `Connection::emulator`.
+    pub fn host(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// Apply `faults` from now on, to open connections too (their byte
+    /// counts start again), and seed the RNG of a `Reset`; the reset count
+    /// starts again at zero.
+    pub fn arm(&self, faults: Faults) {
+        if let Faults::Reset { seed, .. } = faults {
+            *self.shared.rng.lock().unwrap() = seed;
+        }
+        self.shared.resets.store(0, Ordering::SeqCst);
+        *self.shared.faults.lock().unwrap() = faults;
+        self.shared.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Forward new connections to `upstream` from now on.
+    #[allow(dead_code)]
+    pub fn point_to(&self, upstream: &str) {
+        *self.shared.upstream.lock().unwrap() = upstream.parse().expect("HOST:PORT");
+    }
+
+    /// Connections reset (or cut after a swallowed answer) since the last `arm`.
+    pub fn resets(&self) -> usize {
+        self.shared.resets.load(Ordering::SeqCst)
+    }
+
+    /// Connections accepted in all.
+    #[allow(dead_code)]
+    pub fn connections(&self) -> u64 {
+        self.shared.connections.load(Ordering::SeqCst)
+    }
+}
+
+/// SplitMix64: small, seedable, good enough to pick fault points.
+fn next(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// What to do to one connection.
+enum Plan {
+    Pass,
+    ResetAfter(u64),
+    LoseAfter(u64, Duration),
+}
+
+impl Shared {
+    fn plan(&self) -> Plan {
+        match *self.faults.lock().unwrap() {
+            Faults::None => Plan::Pass,
+            Faults::Reset {
+                max_resets,
+                until,
+                min_bytes,
+                max_bytes,
+                ..
+            } => {
+                if Instant::now() >= until || self.resets.load(Ordering::SeqCst) >= max_resets {
+                    return Plan::Pass;
+                }
+                let mut rng = self.rng.lock().unwrap();
+                let span = max_bytes.saturating_sub(min_bytes).max(1);
+                Plan::ResetAfter(min_bytes + next(&mut rng) % span)
+            }
+            Faults::LoseResponse {
+                request_bytes,
+                hold,
+                times,
+            } => {
+                if self.resets.load(Ordering::SeqCst) >= times {
+                    Plan::Pass
+                } else {
+                    Plan::LoseAfter(request_bytes, hold)
+                }
+            }
+        }
+    }
+
+    /// Whether one more fault is allowed now (and count it).
+    fn take_fault(&self) -> bool {
+        let (max, until) = match *self.faults.lock().unwrap() {
+            Faults::None => return false,
+            Faults::Reset {
+                max_resets, until, ..
+            } => (max_resets, Some(until)),
+            Faults::LoseResponse { times, .. } => (times, None),
+        };
+        if until.is_some_and(|u| Instant::now() >= u) {
+            return false;
+        }
+        self.resets
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1))
+            .is_ok()
+    }
+
+    async fn serve(&self, mut client: TcpStream) {
+        self.connections.fetch_add(1, Ordering::SeqCst);
+        let upstream = *self.upstream.lock().unwrap();
+        let Ok(mut server) = TcpStream::connect(upstream).await else {
+            // Nothing listens (the emulator is down): refuse by resetting.
+            let _ = client.set_linger(Some(Duration::ZERO));
+            return;
+        };
+        let _ = client.set_nodelay(true);
+        let _ = server.set_nodelay(true);
+        let mut generation = self.generation.load(Ordering::SeqCst);
+        let mut plan = self.plan();
+        let (mut up, mut down) = (0u64, 0u64);
+        let (mut client_open, mut server_open) = (true, true);
+        let mut swallowing: Option<Instant> = None;
+        let (mut a, mut b) = (vec![0u8; 16 * 1024], vec![0u8; 16 * 1024]);
+        while client_open || server_open {
+            let hold_until = swallowing.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+            tokio::select! {
+                n = client.read(&mut a), if client_open => match n {
+                    Ok(0) | Err(_) => { client_open = false; let _ = server.shutdown().await; }
+                    Ok(n) => {
+                        up += n as u64;
+                        if server.write_all(&a[..n]).await.is_err() { break; }
+                    }
+                },
+                n = server.read(&mut b), if server_open => match n {
+                    Ok(0) | Err(_) => { server_open = false; let _ = client.shutdown().await; }
+                    Ok(n) => {
+                        down += n as u64;
+                        if swallowing.is_none() && client.write_all(&b[..n]).await.is_err() { break; }
+                    }
+                },
+                () = tokio::time::sleep_until(hold_until.into()), if swallowing.is_some() => {
+                    reset(&client, &server);
+                    return;
+                }
+            }
+            let now_generation = self.generation.load(Ordering::SeqCst);
+            if now_generation != generation {
+                generation = now_generation;
+                plan = self.plan();
+                (up, down) = (0, 0);
+            }
+            match plan {
+                Plan::Pass => {}
+                Plan::ResetAfter(limit) => {
+                    if up + down >= limit && self.take_fault() {
+                        reset(&client, &server);
+                        return;
+                    }
+                }
+                Plan::LoseAfter(limit, hold) => {
+                    if swallowing.is_none() && up >= limit && self.take_fault() {
+                        swallowing = Some(Instant::now() + hold);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Close both sockets with a TCP RST (linger zero), as a crashed peer or a
+/// middlebox would.
+fn reset(client: &TcpStream, server: &TcpStream) {
+    let _ = client.set_linger(Some(Duration::ZERO));
+    let _ = server.set_linger(Some(Duration::ZERO));
+}
