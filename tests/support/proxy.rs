@@ -192,7 +192,7 @@ impl Shared {
         let upstream = *self.upstream.lock().unwrap();
         let Ok(mut server) = TcpStream::connect(upstream).await else {
             // Nothing listens (the emulator is down): refuse by resetting.
-            let _ = client.set_linger(Some(Duration::ZERO));
+            let _ = client.set_zero_linger();
             return;
         };
         let _ = client.set_nodelay(true);
@@ -252,6 +252,6 @@ impl Shared {
 /// Close both sockets with a TCP RST (linger zero), as a crashed peer or a
 /// middlebox would.
 fn reset(client: &TcpStream, server: &TcpStream) {
-    let _ = client.set_linger(Some(Duration::ZERO));
-    let _ = server.set_linger(Some(Duration::ZERO));
+    let _ = client.set_zero_linger();
+    let _ = server.set_zero_linger();
 }

@@ -69,6 +69,25 @@ impl Emulator {
         Err(EmulatorError::Start(last_error))
     }
 
+    /// Start the emulator on loopback port `port` (to restart one on the
+    /// port a killed one used, so clients reconnect to it), retrying for a
+    /// few seconds while the port is still being released.
+    ///
+    /// # Errors
+    /// As [`Emulator::start`].
+    pub fn start_on_port(port: u16) -> Result<Self, EmulatorError> {
+        let binary = find_binary()?;
+        let mut last_error = String::new();
+        for _ in 0..20 {
+            match Self::start_on(&binary, port) {
+                Ok(emulator) => return Ok(emulator),
+                Err(e) => last_error = e.to_string(),
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        Err(EmulatorError::Start(last_error))
+    }
+
     fn start_on(binary: &Path, port: u16) -> Result<Self, EmulatorError> {
         // `read` returns when our end of the pipe closes, i.e. when this
         // process is gone; then the emulator goes too.
@@ -112,6 +131,21 @@ impl Emulator {
     #[must_use]
     pub fn host(&self) -> &str {
         &self.host
+    }
+
+    /// The loopback port it listens on.
+    #[must_use]
+    pub fn port(&self) -> u16 {
+        self.host
+            .rsplit_once(':')
+            .and_then(|(_, p)| p.parse().ok())
+            .unwrap_or_default()
+    }
+
+    /// Stop the emulator now, as a crash would: its data is gone and
+    /// connections to it fail. (Dropping it does the same.)
+    pub fn kill(&mut self) {
+        self.stop();
     }
 
     fn stop(&mut self) {
