@@ -87,7 +87,12 @@ impl FamilyPages {
                     end_key: None,
                 }],
             }),
-            filter: Some(filter(Filter::Chain(Chain { filters }))),
+            // Bigtable rejects a chain of fewer than two filters.
+            filter: Some(if filters.len() == 1 {
+                filters.remove(0)
+            } else {
+                filter(Filter::Chain(Chain { filters }))
+            }),
             rows_limit: i64::try_from(self.page_rows).unwrap_or(i64::MAX),
             ..ReadRowsRequest::default()
         };

@@ -1,0 +1,528 @@
+//! The `bigtable-ttl` command against Google's Bigtable emulator, run
+//! in-process through `run_with`: audit, apply (refused, then forced, with
+//! real garbage collection watched through a raw read), inspect checked
+//! against `cbt`, and migrate interrupted half-way and resumed. Each test
+//! runs on its own instance of the shared emulator.
+
+#[path = "../../tests/support/mod.rs"]
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use bigtable_ttl::proto::{
+    mutation::{Mutation as Kind, SetCell},
+    MutateRowRequest, Mutation, ReadRowsRequest,
+};
+use bigtable_ttl::{
+    ensure_schema, BigtableRow, CellCodec, Clock, Connection, EnsureOptions, Policy, Schema, Table,
+};
+use bigtable_ttl_cli::{exit, run_with};
+use chrono::{DateTime, Local, TimeDelta, Utc};
+use serde_json::Value;
+use support::{cbt, connection, emulator_host};
+
+/// Run `bigtable-ttl ARGS…` against `conn`'s instance; (status, stdout, stderr).
+async fn cli(conn: &Connection, args: &[&str]) -> (i32, String, String) {
+    let host = emulator_host();
+    let mut argv = vec![
+        "bigtable-ttl",
+        "--project",
+        conn.project(),
+        "--instance",
+        conn.instance(),
+        "--emulator-host",
+        &host,
+    ];
+    argv.extend_from_slice(args);
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = run_with(argv, &mut out, &mut err).await;
+    (
+        code,
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(err).unwrap(),
+    )
+}
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+fn now_ms() -> i64 {
+    let micros = Utc::now().timestamp_micros();
+    micros - micros % 1_000
+}
+
+/// A table with `families`, each with `max_age = default`, created the way
+/// the library does (families through `ModifyColumnFamilies`).
+async fn table(conn: &Connection, name: &'static str, families: &'static [&'static str], default: TimeDelta) {
+    let schema: &'static Schema = Box::leak(Box::new(Schema {
+        table: name,
+        policy: Policy::default_ttl(default),
+        families,
+        columns: &[],
+        written_at: None,
+        key_fields: &["id"],
+        key_separator: "",
+    }));
+    ensure_schema(conn, name, schema, EnsureOptions::default())
+        .await
+        .unwrap();
+}
+
+async fn write(conn: &Connection, table: &str, row: &str, cells: &[(&str, &str, i64, &[u8])]) {
+    let request = MutateRowRequest {
+        table_name: conn.table_path(table),
+        row_key: row.as_bytes().to_vec(),
+        mutations: cells
+            .iter()
+            .map(|(family, column, ts, value)| Mutation {
+                mutation: Some(Kind::SetCell(SetCell {
+                    family_name: (*family).to_owned(),
+                    column_qualifier: column.as_bytes().to_vec(),
+                    timestamp_micros: *ts,
+                    value: value.to_vec(),
+                })),
+            })
+            .collect(),
+        ..MutateRowRequest::default()
+    };
+    conn.data_client()
+        .mutate_row(request)
+        .await
+        .unwrap_or_else(|e| panic!("raw write of {table}/{row}: {e}"));
+}
+
+/// Every stored cell of `table`, unfiltered: row -> [(family:qualifier, ts, value)].
+type Cells = BTreeMap<String, Vec<(String, i64, Vec<u8>)>>;
+
+async fn raw(conn: &Connection, table: &str) -> Cells {
+    let request = ReadRowsRequest {
+        table_name: conn.table_path(table),
+        ..ReadRowsRequest::default()
+    };
+    conn.data_client()
+        .read_rows(request)
+        .await
+        .unwrap_or_else(|e| panic!("raw read of {table}: {e}"))
+        .into_iter()
+        .map(|(key, cells)| {
+            (
+                String::from_utf8(key).unwrap(),
+                cells
+                    .into_iter()
+                    .map(|c| {
+                        (
+                            format!("{}:{}", c.family_name, String::from_utf8_lossy(&c.qualifier)),
+                            c.timestamp_micros,
+                            c.value,
+                        )
+                    })
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+fn family_only(cells: &Cells, family: &str) -> Cells {
+    let prefix = format!("{family}:");
+    cells
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                v.iter().filter(|c| c.0.starts_with(&prefix)).cloned().collect::<Vec<_>>(),
+            )
+        })
+        .filter(|(_, v)| !v.is_empty())
+        .collect()
+}
+
+#[tokio::test]
+async fn audit_finds_server_timestamps_and_apply_refuses_then_forces_one_second() {
+    let conn = connection();
+    table(&conn, "sessions", &["s"], TimeDelta::days(2)).await;
+    // Five rows the ordinary way: the server stamps them (-1).
+    for i in 0..5 {
+        write(&conn, "sessions", &format!("row-{i}"), &[("s", "user", -1, b"ann")]).await;
+    }
+    // One artificial timestamp: expires in an hour under one-second expiration.
+    let future = now_ms() + 3_600_000_000;
+    write(&conn, "sessions", "row-ttl", &[("s", "user", future, b"bob")]).await;
+
+    let (code, out, err) = cli(
+        &conn,
+        &["audit", "sessions", "--family", "s", "--policy", "one-second", "--json"],
+    )
+    .await;
+    assert_eq!(code, exit::WOULD_DELETE, "{out}{err}");
+    let report = json(&out);
+    assert_eq!(report["rows"], 6, "{report:#}");
+    assert_eq!(report["cells"], 6);
+    assert_eq!(report["cells_deleted"], 5);
+    assert_eq!(report["rows_deleted"], 5);
+    assert_eq!(report["rows_losing_cells"], 5);
+    assert_eq!(report["real_cells"], 5);
+    assert_eq!(report["artificial_cells"], 1);
+    assert_eq!(report["newest_micros"], future);
+    assert!(report["oldest_micros"].as_i64().unwrap() <= now_ms());
+    assert_eq!(report["would_delete_data"], true);
+
+    // Under the family's own two days nothing would go.
+    let (code, out, _) = cli(
+        &conn,
+        &["audit", "sessions", "--family", "s", "--policy", "default=2d"],
+    )
+    .await;
+    assert_eq!(code, exit::OK, "{out}");
+    assert!(out.contains("applying default=2d would delete nothing"), "{out}");
+
+    // Refused, with the numbers; nothing changed.
+    let (code, out, _) = cli(
+        &conn,
+        &["apply", "sessions", "--family", "s", "--policy", "one-second"],
+    )
+    .await;
+    assert_eq!(code, exit::WOULD_DELETE, "{out}");
+    assert!(out.contains("rule before: max_age = 2d"), "{out}");
+    assert!(
+        out.contains("refused: applying one-second would delete 5 of 6 cells at once"),
+        "{out}"
+    );
+    assert_eq!(raw(&conn, "sessions").await.len(), 6);
+    let listing = cbt(&conn, &["ls", "sessions"]);
+    assert!(listing.contains("age() > 2d"), "{listing}");
+
+    // Forced: the rule changes and the emulator's GC removes the five rows.
+    let (code, out, _) = cli(
+        &conn,
+        &["apply", "sessions", "--family", "s", "--policy", "one-second", "--force"],
+    )
+    .await;
+    assert_eq!(code, exit::OK, "{out}");
+    assert!(out.contains("rule before: max_age = 2d"), "{out}");
+    assert!(out.contains("rule after:  max_age = 1s"), "{out}");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let cells = raw(&conn, "sessions").await;
+        if cells.keys().collect::<Vec<_>>() == ["row-ttl"] {
+            assert_eq!(cells["row-ttl"], [("s:user".to_owned(), future, b"bob".to_vec())]);
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "server-stamped cells still there after 15 s: {cells:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+
+    // Now the family is clean: the audit passes and a second apply is a no-op.
+    let (code, out, _) = cli(
+        &conn,
+        &["apply", "sessions", "--family", "s", "--policy", "one-second", "--json"],
+    )
+    .await;
+    assert_eq!(code, exit::OK, "{out}");
+    let outcome = json(&out);
+    assert_eq!(outcome["outcome"], "unchanged");
+    assert_eq!(outcome["audit"]["cells_deleted"], 0);
+}
+
+#[tokio::test]
+async fn audit_of_a_missing_table_is_an_error() {
+    let conn = connection();
+    let (code, _, err) = cli(
+        &conn,
+        &["audit", "nope", "--family", "s", "--policy", "one-second"],
+    )
+    .await;
+    assert_eq!(code, exit::ERROR);
+    assert!(err.contains("nope"), "{err}");
+}
+
+#[derive(BigtableRow, Debug, Clone, PartialEq)]
+#[bigtable(table = "clicks", family = "c")]
+#[ttl(default = "2d", written_at)]
+struct Click {
+    #[bigtable(key)]
+    id: String,
+    url: String,
+    referrer: Option<String>,
+}
+
+/// cbt's `lookup` as [(family:qualifier, local timestamp to the µs, value line)].
+fn cbt_cells(out: &str) -> Vec<(String, String, String)> {
+    let lines: Vec<&str> = out.lines().collect();
+    let mut cells = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if let Some((column, ts)) = line.split_once(" @ ") {
+            let value = lines.get(i + 1).map_or("", |v| v.trim()).to_owned();
+            cells.push((column.trim().to_owned(), ts.trim().to_owned(), value));
+        }
+    }
+    cells
+}
+
+#[tokio::test]
+async fn inspect_shows_what_cbt_shows_with_expiry_and_write_time() {
+    let conn = connection();
+    let clock = Clock::manual(Utc::now());
+    let clicks = Table::<Click>::new(conn.clone()).with_clock(clock.clone());
+    clicks.ensure_schema().await.unwrap();
+    let click = Click {
+        id: "c1".into(),
+        url: "/old".into(),
+        referrer: Some("/ref".into()),
+    };
+    clicks.put(&click).await.unwrap();
+    // Rewritten a minute later with a 1-hour TTL: the old versions go.
+    clock.advance(TimeDelta::minutes(1));
+    let written = clicks
+        .put_with(
+            Click {
+                url: "/home".into(),
+                ..click.clone()
+            }
+            .mutation()
+            .ttl(TimeDelta::hours(1)),
+        )
+        .await
+        .unwrap();
+    // An older version written by hand, outside the library: still alive
+    // (its two days are not over), shown with its own expiry.
+    let older = written.timestamp_micros - 3_600_000_000;
+    write(&conn, "clicks", "c1", &[("c", "url", older, b"/older")]).await;
+
+    let (code, out, err) = cli(&conn, &["inspect", "clicks", "c1", "--json"]).await;
+    assert_eq!(code, exit::OK, "{out}{err}");
+    let report = json(&out);
+    let cells = report["cells"].as_array().unwrap();
+    assert_eq!(report["families"]["c"]["gc_rule"], "max_age = 2d");
+    assert_eq!(report["families"]["c"]["policy"], "default=2d");
+
+    // The same cells, timestamps and values as cbt shows.
+    let shown = cbt_cells(&cbt(&conn, &["lookup", "clicks", "c1"]));
+    let ours: Vec<(String, String, String)> = cells
+        .iter()
+        .map(|c| {
+            let ts = DateTime::<Utc>::from_timestamp_micros(c["timestamp_micros"].as_i64().unwrap())
+                .unwrap()
+                .with_timezone(&Local)
+                .format("%Y/%m/%d-%H:%M:%S%.6f")
+                .to_string();
+            let value = format!("{:?}", c["value"].as_str().unwrap());
+            (
+                format!("{}:{}", c["family"].as_str().unwrap(), c["qualifier"].as_str().unwrap()),
+                ts,
+                value,
+            )
+        })
+        .collect();
+    assert_eq!(ours.len(), shown.len(), "ours {ours:?}\ncbt {shown:?}");
+    for (o, s) in ours.iter().zip(&shown) {
+        assert_eq!((&o.0, &o.1), (&s.0, &s.1));
+        if o.0 != "c:written_at" {
+            assert_eq!(o.2, s.2, "value of {}", o.0);
+        }
+    }
+
+    // TTL() and WRITETIME(): the live url expires in an hour from its write,
+    // and was written at the clock's time of the second put.
+    let find = |q: &str, ts: i64| {
+        cells
+            .iter()
+            .find(|c| c["qualifier"] == q && c["timestamp_micros"] == ts)
+            .unwrap_or_else(|| panic!("no {q} @ {ts} in {report:#}"))
+    };
+    let url = find("url", written.timestamp_micros);
+    let fmt = |t: DateTime<Utc>| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+    assert_eq!(url["alive"], true);
+    assert_eq!(url["expires_at"], fmt(written.expires_at));
+    assert_eq!(url["written_at"], fmt(written.written_at));
+    assert_eq!(written.expires_at, written.written_at + TimeDelta::hours(1));
+    let left = url["time_left_ms"].as_i64().unwrap();
+    let expected_left = (written.expires_at - Utc::now()).num_milliseconds();
+    assert!((left - expected_left).abs() < 60_000 + 5_000, "{left} vs {expected_left}");
+    let shadow = find("written_at", written.timestamp_micros);
+    assert_eq!(shadow["shadow"], true);
+    assert_eq!(shadow["value_hex"], hex(&written.written_at.encode().unwrap()));
+    let older = find("url", older);
+    assert_eq!(older["alive"], true);
+    assert_eq!(
+        older["expires_at"],
+        fmt(written.expires_at - TimeDelta::hours(1))
+    );
+    // No shadow version at its timestamp: the newest write time.
+    assert_eq!(older["written_at"], fmt(written.written_at));
+
+    // The readable table names the same things.
+    let (code, text, _) = cli(&conn, &["inspect", "clicks", "c1", "--family", "c"]).await;
+    assert_eq!(code, exit::OK);
+    assert!(text.contains("family `c`: max_age = 2d (default=2d)"), "{text}");
+    assert!(text.contains("COLUMN"), "{text}");
+    assert!(text.contains("c:written_at (shadow)"), "{text}");
+    assert!(text.contains("\"/home\""), "{text}");
+    assert_eq!(text.lines().filter(|l| l.starts_with("c:")).count(), cells.len(), "{text}");
+
+    let (code, text, _) = cli(&conn, &["inspect", "clicks", "nobody"]).await;
+    assert_eq!(code, exit::ERROR);
+    assert!(text.contains("no cells"), "{text}");
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[tokio::test]
+async fn migrate_interrupted_half_way_and_resumed_copies_every_row_once() {
+    let conn = connection();
+    // The source keeps cells forever (a long rule); the target gets 2 days.
+    table(&conn, "events", &["raw"], TimeDelta::days(3650)).await;
+    let now = now_ms();
+    for i in 0..25 {
+        let ts = now - i64::from(i) * 60_000_000; // i minutes ago
+        write(
+            &conn,
+            "events",
+            &format!("ev-{i:02}"),
+            &[
+                ("raw", "url", ts, format!("/page/{i}").as_bytes()),
+                ("raw", "user", ts - 1_000, b"ann"),
+            ],
+        )
+        .await;
+    }
+    // Ten days old: already expired under a 2-day TTL, skipped and counted.
+    write(&conn, "events", "ev-old", &[("raw", "url", now - 10 * 86_400_000_000, b"/old")]).await;
+    let source_before = raw(&conn, "events").await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoint = dir.path().join("migrate.json");
+    let checkpoint = checkpoint.to_str().unwrap();
+    let migrate = |extra: &'static [&'static str]| {
+        let conn = conn.clone();
+        let checkpoint = checkpoint.to_owned();
+        async move {
+            let mut args = vec![
+                "migrate", "events", "--from", "raw", "--to", "ttl", "--policy", "default=2d",
+                "--batch-rows", "4", "--checkpoint",
+            ];
+            args.push(&checkpoint);
+            args.extend_from_slice(extra);
+            cli(&conn, &args).await
+        }
+    };
+
+    let (code, out, err) = migrate(&["--stop-after", "10"]).await;
+    assert_eq!(code, exit::STOPPED, "{out}{err}");
+    assert!(out.contains("stopped after 12 rows"), "{out}");
+    let saved = json(&std::fs::read_to_string(checkpoint).unwrap());
+    assert_eq!(saved["rows_read"], 12);
+    assert_eq!(saved["last_row_key"], "ev-11");
+    assert_eq!(saved["done"], false);
+    let half = family_only(&raw(&conn, "events").await, "ttl");
+    assert_eq!(half.len(), 12, "{half:?}");
+
+    // A second run without --resume does not silently start over.
+    let (code, _, err) = migrate(&[]).await;
+    assert_eq!(code, exit::ERROR);
+    assert!(err.contains("pass --resume"), "{err}");
+    // Nor does a resume with another plan.
+    let (code, _, err) = {
+        let args = [
+            "migrate", "events", "--from", "raw", "--to", "ttl", "--policy", "default=3d",
+            "--checkpoint", checkpoint, "--resume",
+        ];
+        cli(&conn, &args).await
+    };
+    assert_eq!(code, exit::ERROR);
+    assert!(err.contains("another migration"), "{err}");
+
+    let (code, out, err) = migrate(&["--resume", "--json"]).await;
+    assert_eq!(code, exit::OK, "{out}{err}");
+    let done = json(&out);
+    assert_eq!(done["status"], "done");
+    assert_eq!(done["rows_read"], 26);
+    assert_eq!(done["rows_copied"], 25);
+    assert_eq!(done["cells_copied"], 50);
+    assert_eq!(done["cells_skipped_expired"], 1);
+    assert_eq!(done["rows_skipped_expired"], 1);
+    assert_eq!(done["verification"]["matches"], true);
+    assert_eq!(done["verification"]["target_rows"], 25);
+    assert_eq!(done["verification"]["target_cells"], 50);
+    assert_eq!(json(&std::fs::read_to_string(checkpoint).unwrap())["done"], true);
+
+    // Every row exactly once, each cell once at its real timestamp (TTL =
+    // the default: the timestamp stays the write time), the real time in the
+    // shadow column; the old row absent; the source untouched.
+    let after = raw(&conn, "events").await;
+    let target = family_only(&after, "ttl");
+    assert_eq!(target.len(), 25);
+    assert!(!target.contains_key("ev-old"));
+    for (row, cells) in &target {
+        let source = &source_before[row];
+        let url = source.iter().find(|c| c.0 == "raw:url").unwrap();
+        let user = source.iter().find(|c| c.0 == "raw:user").unwrap();
+        let shadow = |ts: i64| {
+            (
+                "ttl:written_at".to_owned(),
+                ts,
+                DateTime::<Utc>::from_timestamp_micros(ts).unwrap().encode().unwrap(),
+            )
+        };
+        let mut expected = vec![
+            ("ttl:url".to_owned(), url.1, url.2.clone()),
+            ("ttl:user".to_owned(), user.1, user.2.clone()),
+            shadow(url.1),
+            shadow(user.1),
+        ];
+        expected.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        assert_eq!(cells, &expected, "row {row}");
+    }
+    assert_eq!(family_only(&after, "raw"), source_before);
+    let listing = cbt(&conn, &["ls", "events"]);
+    assert!(listing.contains("age() > 2d"), "{listing}");
+}
+
+#[tokio::test]
+async fn migrate_into_one_second_expiration_stamps_expiries() {
+    let conn = connection();
+    table(&conn, "events", &["raw"], TimeDelta::days(3650)).await;
+    let now = now_ms();
+    write(&conn, "events", "a", &[("raw", "url", now - 60_000_000, b"/a")]).await;
+    write(&conn, "events", "b", &[("raw", "url", now - 7_200_000_000, b"/b")]).await;
+
+    // One-second expiration needs a TTL.
+    let (code, _, err) = cli(
+        &conn,
+        &["migrate", "events", "--from", "raw", "--to", "s", "--policy", "one-second"],
+    )
+    .await;
+    assert_eq!(code, exit::ERROR);
+    assert!(err.contains("--ttl"), "{err}");
+
+    let (code, out, err) = cli(
+        &conn,
+        &[
+            "migrate", "events", "--from", "raw", "--to", "s", "--policy", "one-second", "--ttl",
+            "1h",
+        ],
+    )
+    .await;
+    assert_eq!(code, exit::OK, "{out}{err}");
+    assert!(out.contains("copied:   1 rows, 1 cells"), "{out}");
+    assert!(out.contains("skipped:  1 cells already expired (1 rows entirely)"), "{out}");
+    let target = family_only(&raw(&conn, "events").await, "s");
+    let expiry = now - 60_000_000 + 3_600_000_000;
+    assert_eq!(target.keys().collect::<Vec<_>>(), ["a"]);
+    assert_eq!(target["a"][0], ("s:url".to_owned(), expiry, b"/a".to_vec()));
+
+    // The target already has a policy: migrating into it under another is refused.
+    let (code, _, err) = cli(
+        &conn,
+        &["migrate", "events", "--from", "raw", "--to", "s", "--policy", "default=2d"],
+    )
+    .await;
+    assert_eq!(code, exit::ERROR);
+    assert!(err.contains("apply the policy to it first"), "{err}");
+}
