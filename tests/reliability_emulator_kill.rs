@@ -48,7 +48,10 @@ async fn wait_closed(port: u16) {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     let deadline = Instant::now() + Duration::from_secs(10);
     while TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
-        assert!(Instant::now() < deadline, "the killed emulator still listens");
+        assert!(
+            Instant::now() < deadline,
+            "the killed emulator still listens"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

@@ -181,12 +181,12 @@ async fn fifty_thousand_rows_through_resetting_connections_arrive_exactly_once()
         assert_eq!(row.expires_at.timestamp_micros(), ts + 2 * 86_400_000_000);
     }
     // A limited scan that breaks keeps to its limit.
-    let limited = table.scan(Scan::prefix("ev-0").limit(12_345)).await.unwrap();
+    let limited = table
+        .scan(Scan::prefix("ev-0").limit(12_345))
+        .await
+        .unwrap();
     assert_eq!(limited.len(), 12_345);
-    assert!(limited
-        .iter()
-        .enumerate()
-        .all(|(i, r)| r.value == event(i)));
+    assert!(limited.iter().enumerate().all(|(i, r)| r.value == event(i)));
     assert!(
         write_resets > 0 || proxy.resets() > 0,
         "the proxy should have reset something"

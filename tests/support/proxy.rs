@@ -64,7 +64,10 @@ impl Proxy {
             .replace("localhost", "127.0.0.1")
             .parse()
             .expect("upstream is HOST:PORT");
-        assert!(upstream.ip().is_loopback(), "the proxy only forwards to loopback");
+        assert!(
+            upstream.ip().is_loopback(),
+            "the proxy only forwards to loopback"
+        );
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
             .await
             .expect("bind a loopback port");
@@ -183,7 +186,9 @@ impl Shared {
             return false;
         }
         self.resets
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1))
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < max).then_some(n + 1)
+            })
             .is_ok()
     }
 
@@ -204,7 +209,8 @@ impl Shared {
         let mut swallowing: Option<Instant> = None;
         let (mut a, mut b) = (vec![0u8; 16 * 1024], vec![0u8; 16 * 1024]);
         while client_open || server_open {
-            let hold_until = swallowing.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+            let hold_until =
+                swallowing.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
             tokio::select! {
                 n = client.read(&mut a), if client_open => match n {
                     Ok(0) | Err(_) => { client_open = false; let _ = server.shutdown().await; }
