@@ -14,6 +14,9 @@
 #![warn(clippy::pedantic)]
 // Counts are printed and serialised; u64 -> f64 precision is irrelevant for progress.
 #![allow(clippy::cast_precision_loss)]
+// Doc comments of the command-line types are clap's --help text, read in a
+// terminal: no Markdown backticks there.
+#![allow(clippy::doc_markdown)]
 
 use std::ffi::OsString;
 use std::io::{IsTerminal as _, Write};
@@ -77,7 +80,12 @@ struct Target {
     instance: Option<String>,
     /// An emulator's HOST:PORT instead of Cloud Bigtable (else
     /// $BIGTABLE_EMULATOR_HOST, as in every Google client).
-    #[arg(long, global = true, env = "BIGTABLE_EMULATOR_HOST", hide_env_values = true)]
+    #[arg(
+        long,
+        global = true,
+        env = "BIGTABLE_EMULATOR_HOST",
+        hide_env_values = true
+    )]
     emulator_host: Option<String>,
 }
 
@@ -244,10 +252,12 @@ async fn connect(target: &Target) -> Fallible<Connection> {
         .clone()
         .filter(|i| !i.is_empty())
         .ok_or("no instance: pass --instance or set BIGTABLE_INSTANCE")?;
-    Ok(match target.emulator_host.as_deref().filter(|h| !h.is_empty()) {
-        Some(host) => Connection::emulator(host, &project, &instance)?,
-        None => Connection::cloud(&project, &instance).await?,
-    })
+    Ok(
+        match target.emulator_host.as_deref().filter(|h| !h.is_empty()) {
+            Some(host) => Connection::emulator(host, &project, &instance)?,
+            None => Connection::cloud(&project, &instance).await?,
+        },
+    )
 }
 
 async fn execute(cli: Cli, out: &mut dyn Write) -> Fallible<i32> {
@@ -411,9 +421,12 @@ fn print_apply(out: &mut dyn Write, outcome: &ApplyOutcome, json: bool) -> Falli
         r.map_or_else(|| "missing".to_owned(), describe_rule)
     };
     let (name, before, after, code) = match outcome {
-        ApplyOutcome::Applied { before, after, .. } => {
-            ("applied", rule(before.as_ref()), rule(Some(after)), exit::OK)
-        }
+        ApplyOutcome::Applied { before, after, .. } => (
+            "applied",
+            rule(before.as_ref()),
+            rule(Some(after)),
+            exit::OK,
+        ),
         ApplyOutcome::Unchanged { rule: r, .. } => {
             ("unchanged", rule(Some(r)), rule(Some(r)), exit::OK)
         }
@@ -466,15 +479,16 @@ fn print_apply(out: &mut dyn Write, outcome: &ApplyOutcome, json: bool) -> Falli
 fn printable(value: &[u8]) -> String {
     match std::str::from_utf8(value) {
         Ok(s) if !s.chars().any(char::is_control) => format!("{s:?}"),
-        _ => format!(
-            "0x{}",
-            value.iter().map(|b| format!("{b:02x}")).collect::<String>()
-        ),
+        _ => format!("0x{}", hex(value)),
     }
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
 }
 
 fn inspect_json(i: &RowInspection) -> Value {
@@ -526,7 +540,12 @@ fn print_inspection(out: &mut dyn Write, i: &RowInspection) -> Fallible<()> {
         writeln!(out, "table `{}`, row {key:?}: no cells", i.table)?;
         return Ok(());
     }
-    writeln!(out, "table `{}`, row {key:?}, now {}", i.table, instant(i.now))?;
+    writeln!(
+        out,
+        "table `{}`, row {key:?}, now {}",
+        i.table,
+        instant(i.now)
+    )?;
     let used: std::collections::BTreeSet<&str> =
         i.cells.iter().map(|c| c.family.as_str()).collect();
     for family in used {
@@ -579,12 +598,13 @@ fn print_inspection(out: &mut dyn Write, i: &RowInspection) -> Fallible<()> {
         }
     }
     let line = |cells: [&str; 7]| {
+        use std::fmt::Write as _;
         let mut s = String::new();
         for (k, (cell, w)) in cells.iter().zip(widths).enumerate() {
             if k + 1 == cells.len() {
                 s.push_str(cell);
             } else {
-                s.push_str(&format!("{cell:<w$}  "));
+                let _ = write!(s, "{cell:<w$}  ");
             }
         }
         s
@@ -742,61 +762,71 @@ async fn migrate(target: &Target, args: MigrateArgs, out: &mut dyn Write) -> Fal
             Ok(exit::STOPPED)
         }
         MigrateStatus::Done(report) => {
-            let cp = &report.checkpoint;
             if let Some(path) = &args.checkpoint {
-                write_checkpoint(path, &checkpoint_json(&plan, cp, true))?;
+                write_checkpoint(path, &checkpoint_json(&plan, &report.checkpoint, true))?;
             }
-            let v = &report.verification;
-            if args.json {
-                let mut value = checkpoint_json(&plan, cp, true);
-                value["status"] = json!("done");
-                value["verification"] = json!({
-                    "source_rows": v.source_rows,
-                    "source_cells": v.source_cells,
-                    "expected_rows": v.expected_rows,
-                    "expected_cells": v.expected_cells,
-                    "target_rows": v.target_rows,
-                    "target_cells": v.target_cells,
-                    "matches": v.matches(),
-                });
-                writeln!(out, "{value:#}")?;
-            } else {
-                let ttl = plan.effective_ttl()?;
-                writeln!(
-                    out,
-                    "migrated table `{}`: family `{}` -> `{}` under {} ({}), TTL {} from each cell's write time",
-                    plan.table,
-                    plan.from,
-                    plan.to,
-                    policy_spec(&plan.policy),
-                    rule_of(plan.policy),
-                    span(ttl)
-                )?;
-                writeln!(
-                    out,
-                    "  copied:   {} rows, {} cells (real write time in `{}:{}`)",
-                    cp.rows_copied, cp.cells_copied, plan.to, plan.written_at
-                )?;
-                writeln!(
-                    out,
-                    "  skipped:  {} cells already expired ({} rows entirely)",
-                    cp.cells_skipped_expired, cp.rows_skipped_expired
-                )?;
-                writeln!(
-                    out,
-                    "  verified: source {} rows / {} cells, {} rows / {} cells alive under the policy; target {} rows / {} cells: ok",
-                    v.source_rows,
-                    v.source_cells,
-                    v.expected_rows,
-                    v.expected_cells,
-                    v.target_rows,
-                    v.target_cells
-                )?;
-                writeln!(out, "  source family `{}` untouched", plan.from)?;
-            }
+            print_migrated(out, &plan, &report, args.json)?;
             Ok(exit::OK)
         }
     }
+}
+
+fn print_migrated(
+    out: &mut dyn Write,
+    plan: &MigratePlan,
+    report: &ops::MigrateReport,
+    json: bool,
+) -> Fallible<()> {
+    let cp = &report.checkpoint;
+    let v = &report.verification;
+    if json {
+        let mut value = checkpoint_json(plan, cp, true);
+        value["status"] = json!("done");
+        value["verification"] = json!({
+            "source_rows": v.source_rows,
+            "source_cells": v.source_cells,
+            "expected_rows": v.expected_rows,
+            "expected_cells": v.expected_cells,
+            "target_rows": v.target_rows,
+            "target_cells": v.target_cells,
+            "matches": v.matches(),
+        });
+        writeln!(out, "{value:#}")?;
+        return Ok(());
+    }
+    let ttl = plan.effective_ttl()?;
+    writeln!(
+            out,
+            "migrated table `{}`: family `{}` -> `{}` under {} ({}), TTL {} from each cell's write time",
+            plan.table,
+            plan.from,
+            plan.to,
+            policy_spec(&plan.policy),
+            rule_of(plan.policy),
+            span(ttl)
+        )?;
+    writeln!(
+        out,
+        "  copied:   {} rows, {} cells (real write time in `{}:{}`)",
+        cp.rows_copied, cp.cells_copied, plan.to, plan.written_at
+    )?;
+    writeln!(
+        out,
+        "  skipped:  {} cells already expired ({} rows entirely)",
+        cp.cells_skipped_expired, cp.rows_skipped_expired
+    )?;
+    writeln!(
+            out,
+            "  verified: source {} rows / {} cells, {} rows / {} cells alive under the policy; target {} rows / {} cells: ok",
+            v.source_rows,
+            v.source_cells,
+            v.expected_rows,
+            v.expected_cells,
+            v.target_rows,
+            v.target_cells
+        )?;
+    writeln!(out, "  source family `{}` untouched", plan.from)?;
+    Ok(())
 }
 
 #[cfg(test)]

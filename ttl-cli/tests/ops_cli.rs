@@ -55,7 +55,12 @@ fn now_ms() -> i64 {
 
 /// A table with `families`, each with `max_age = default`, created the way
 /// the library does (families through `ModifyColumnFamilies`).
-async fn table(conn: &Connection, name: &'static str, families: &'static [&'static str], default: TimeDelta) {
+async fn table(
+    conn: &Connection,
+    name: &'static str,
+    families: &'static [&'static str],
+    default: TimeDelta,
+) {
     let schema: &'static Schema = Box::leak(Box::new(Schema {
         table: name,
         policy: Policy::default_ttl(default),
@@ -113,7 +118,11 @@ async fn raw(conn: &Connection, table: &str) -> Cells {
                     .into_iter()
                     .map(|c| {
                         (
-                            format!("{}:{}", c.family_name, String::from_utf8_lossy(&c.qualifier)),
+                            format!(
+                                "{}:{}",
+                                c.family_name,
+                                String::from_utf8_lossy(&c.qualifier)
+                            ),
                             c.timestamp_micros,
                             c.value,
                         )
@@ -131,7 +140,10 @@ fn family_only(cells: &Cells, family: &str) -> Cells {
         .map(|(k, v)| {
             (
                 k.clone(),
-                v.iter().filter(|c| c.0.starts_with(&prefix)).cloned().collect::<Vec<_>>(),
+                v.iter()
+                    .filter(|c| c.0.starts_with(&prefix))
+                    .cloned()
+                    .collect::<Vec<_>>(),
             )
         })
         .filter(|(_, v)| !v.is_empty())
@@ -144,15 +156,35 @@ async fn audit_finds_server_timestamps_and_apply_refuses_then_forces_one_second(
     table(&conn, "sessions", &["s"], TimeDelta::days(2)).await;
     // Five rows the ordinary way: the server stamps them (-1).
     for i in 0..5 {
-        write(&conn, "sessions", &format!("row-{i}"), &[("s", "user", -1, b"ann")]).await;
+        write(
+            &conn,
+            "sessions",
+            &format!("row-{i}"),
+            &[("s", "user", -1, b"ann")],
+        )
+        .await;
     }
     // One artificial timestamp: expires in an hour under one-second expiration.
     let future = now_ms() + 3_600_000_000;
-    write(&conn, "sessions", "row-ttl", &[("s", "user", future, b"bob")]).await;
+    write(
+        &conn,
+        "sessions",
+        "row-ttl",
+        &[("s", "user", future, b"bob")],
+    )
+    .await;
 
     let (code, out, err) = cli(
         &conn,
-        &["audit", "sessions", "--family", "s", "--policy", "one-second", "--json"],
+        &[
+            "audit",
+            "sessions",
+            "--family",
+            "s",
+            "--policy",
+            "one-second",
+            "--json",
+        ],
     )
     .await;
     assert_eq!(code, exit::WOULD_DELETE, "{out}{err}");
@@ -171,16 +203,33 @@ async fn audit_finds_server_timestamps_and_apply_refuses_then_forces_one_second(
     // Under the family's own two days nothing would go.
     let (code, out, _) = cli(
         &conn,
-        &["audit", "sessions", "--family", "s", "--policy", "default=2d"],
+        &[
+            "audit",
+            "sessions",
+            "--family",
+            "s",
+            "--policy",
+            "default=2d",
+        ],
     )
     .await;
     assert_eq!(code, exit::OK, "{out}");
-    assert!(out.contains("applying default=2d would delete nothing"), "{out}");
+    assert!(
+        out.contains("applying default=2d would delete nothing"),
+        "{out}"
+    );
 
     // Refused, with the numbers; nothing changed.
     let (code, out, _) = cli(
         &conn,
-        &["apply", "sessions", "--family", "s", "--policy", "one-second"],
+        &[
+            "apply",
+            "sessions",
+            "--family",
+            "s",
+            "--policy",
+            "one-second",
+        ],
     )
     .await;
     assert_eq!(code, exit::WOULD_DELETE, "{out}");
@@ -196,7 +245,15 @@ async fn audit_finds_server_timestamps_and_apply_refuses_then_forces_one_second(
     // Forced: the rule changes and the emulator's GC removes the five rows.
     let (code, out, _) = cli(
         &conn,
-        &["apply", "sessions", "--family", "s", "--policy", "one-second", "--force"],
+        &[
+            "apply",
+            "sessions",
+            "--family",
+            "s",
+            "--policy",
+            "one-second",
+            "--force",
+        ],
     )
     .await;
     assert_eq!(code, exit::OK, "{out}");
@@ -206,7 +263,10 @@ async fn audit_finds_server_timestamps_and_apply_refuses_then_forces_one_second(
     loop {
         let cells = raw(&conn, "sessions").await;
         if cells.keys().collect::<Vec<_>>() == ["row-ttl"] {
-            assert_eq!(cells["row-ttl"], [("s:user".to_owned(), future, b"bob".to_vec())]);
+            assert_eq!(
+                cells["row-ttl"],
+                [("s:user".to_owned(), future, b"bob".to_vec())]
+            );
             break;
         }
         assert!(
@@ -219,7 +279,15 @@ async fn audit_finds_server_timestamps_and_apply_refuses_then_forces_one_second(
     // Now the family is clean: the audit passes and a second apply is a no-op.
     let (code, out, _) = cli(
         &conn,
-        &["apply", "sessions", "--family", "s", "--policy", "one-second", "--json"],
+        &[
+            "apply",
+            "sessions",
+            "--family",
+            "s",
+            "--policy",
+            "one-second",
+            "--json",
+        ],
     )
     .await;
     assert_eq!(code, exit::OK, "{out}");
@@ -305,14 +373,19 @@ async fn inspect_shows_what_cbt_shows_with_expiry_and_write_time() {
     let ours: Vec<(String, String, String)> = cells
         .iter()
         .map(|c| {
-            let ts = DateTime::<Utc>::from_timestamp_micros(c["timestamp_micros"].as_i64().unwrap())
-                .unwrap()
-                .with_timezone(&Local)
-                .format("%Y/%m/%d-%H:%M:%S%.6f")
-                .to_string();
+            let ts =
+                DateTime::<Utc>::from_timestamp_micros(c["timestamp_micros"].as_i64().unwrap())
+                    .unwrap()
+                    .with_timezone(&Local)
+                    .format("%Y/%m/%d-%H:%M:%S%.6f")
+                    .to_string();
             let value = format!("{:?}", c["value"].as_str().unwrap());
             (
-                format!("{}:{}", c["family"].as_str().unwrap(), c["qualifier"].as_str().unwrap()),
+                format!(
+                    "{}:{}",
+                    c["family"].as_str().unwrap(),
+                    c["qualifier"].as_str().unwrap()
+                ),
                 ts,
                 value,
             )
@@ -342,10 +415,16 @@ async fn inspect_shows_what_cbt_shows_with_expiry_and_write_time() {
     assert_eq!(written.expires_at, written.written_at + TimeDelta::hours(1));
     let left = url["time_left_ms"].as_i64().unwrap();
     let expected_left = (written.expires_at - Utc::now()).num_milliseconds();
-    assert!((left - expected_left).abs() < 60_000 + 5_000, "{left} vs {expected_left}");
+    assert!(
+        (left - expected_left).abs() < 60_000 + 5_000,
+        "{left} vs {expected_left}"
+    );
     let shadow = find("written_at", written.timestamp_micros);
     assert_eq!(shadow["shadow"], true);
-    assert_eq!(shadow["value_hex"], hex(&written.written_at.encode().unwrap()));
+    assert_eq!(
+        shadow["value_hex"],
+        hex(&written.written_at.encode().unwrap())
+    );
     let older = find("url", older);
     assert_eq!(older["alive"], true);
     assert_eq!(
@@ -358,11 +437,18 @@ async fn inspect_shows_what_cbt_shows_with_expiry_and_write_time() {
     // The readable table names the same things.
     let (code, text, _) = cli(&conn, &["inspect", "clicks", "c1", "--family", "c"]).await;
     assert_eq!(code, exit::OK);
-    assert!(text.contains("family `c`: max_age = 2d (default=2d)"), "{text}");
+    assert!(
+        text.contains("family `c`: max_age = 2d (default=2d)"),
+        "{text}"
+    );
     assert!(text.contains("COLUMN"), "{text}");
     assert!(text.contains("c:written_at (shadow)"), "{text}");
     assert!(text.contains("\"/home\""), "{text}");
-    assert_eq!(text.lines().filter(|l| l.starts_with("c:")).count(), cells.len(), "{text}");
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("c:")).count(),
+        cells.len(),
+        "{text}"
+    );
 
     let (code, text, _) = cli(&conn, &["inspect", "clicks", "nobody"]).await;
     assert_eq!(code, exit::ERROR);
@@ -393,7 +479,13 @@ async fn migrate_interrupted_half_way_and_resumed_copies_every_row_once() {
         .await;
     }
     // Ten days old: already expired under a 2-day TTL, skipped and counted.
-    write(&conn, "events", "ev-old", &[("raw", "url", now - 10 * 86_400_000_000, b"/old")]).await;
+    write(
+        &conn,
+        "events",
+        "ev-old",
+        &[("raw", "url", now - 10 * 86_400_000_000, b"/old")],
+    )
+    .await;
     let source_before = raw(&conn, "events").await;
 
     let dir = tempfile::tempdir().unwrap();
@@ -404,8 +496,17 @@ async fn migrate_interrupted_half_way_and_resumed_copies_every_row_once() {
         let checkpoint = checkpoint.to_owned();
         async move {
             let mut args = vec![
-                "migrate", "events", "--from", "raw", "--to", "ttl", "--policy", "default=2d",
-                "--batch-rows", "4", "--checkpoint",
+                "migrate",
+                "events",
+                "--from",
+                "raw",
+                "--to",
+                "ttl",
+                "--policy",
+                "default=2d",
+                "--batch-rows",
+                "4",
+                "--checkpoint",
             ];
             args.push(&checkpoint);
             args.extend_from_slice(extra);
@@ -430,8 +531,17 @@ async fn migrate_interrupted_half_way_and_resumed_copies_every_row_once() {
     // Nor does a resume with another plan.
     let (code, _, err) = {
         let args = [
-            "migrate", "events", "--from", "raw", "--to", "ttl", "--policy", "default=3d",
-            "--checkpoint", checkpoint, "--resume",
+            "migrate",
+            "events",
+            "--from",
+            "raw",
+            "--to",
+            "ttl",
+            "--policy",
+            "default=3d",
+            "--checkpoint",
+            checkpoint,
+            "--resume",
         ];
         cli(&conn, &args).await
     };
@@ -450,7 +560,10 @@ async fn migrate_interrupted_half_way_and_resumed_copies_every_row_once() {
     assert_eq!(done["verification"]["matches"], true);
     assert_eq!(done["verification"]["target_rows"], 25);
     assert_eq!(done["verification"]["target_cells"], 50);
-    assert_eq!(json(&std::fs::read_to_string(checkpoint).unwrap())["done"], true);
+    assert_eq!(
+        json(&std::fs::read_to_string(checkpoint).unwrap())["done"],
+        true
+    );
 
     // Every row exactly once, each cell once at its real timestamp (TTL =
     // the default: the timestamp stays the write time), the real time in the
@@ -467,7 +580,10 @@ async fn migrate_interrupted_half_way_and_resumed_copies_every_row_once() {
             (
                 "ttl:written_at".to_owned(),
                 ts,
-                DateTime::<Utc>::from_timestamp_micros(ts).unwrap().encode().unwrap(),
+                DateTime::<Utc>::from_timestamp_micros(ts)
+                    .unwrap()
+                    .encode()
+                    .unwrap(),
             )
         };
         let mut expected = vec![
@@ -489,13 +605,34 @@ async fn migrate_into_one_second_expiration_stamps_expiries() {
     let conn = connection();
     table(&conn, "events", &["raw"], TimeDelta::days(3650)).await;
     let now = now_ms();
-    write(&conn, "events", "a", &[("raw", "url", now - 60_000_000, b"/a")]).await;
-    write(&conn, "events", "b", &[("raw", "url", now - 7_200_000_000, b"/b")]).await;
+    write(
+        &conn,
+        "events",
+        "a",
+        &[("raw", "url", now - 60_000_000, b"/a")],
+    )
+    .await;
+    write(
+        &conn,
+        "events",
+        "b",
+        &[("raw", "url", now - 7_200_000_000, b"/b")],
+    )
+    .await;
 
     // One-second expiration needs a TTL.
     let (code, _, err) = cli(
         &conn,
-        &["migrate", "events", "--from", "raw", "--to", "s", "--policy", "one-second"],
+        &[
+            "migrate",
+            "events",
+            "--from",
+            "raw",
+            "--to",
+            "s",
+            "--policy",
+            "one-second",
+        ],
     )
     .await;
     assert_eq!(code, exit::ERROR);
@@ -504,14 +641,25 @@ async fn migrate_into_one_second_expiration_stamps_expiries() {
     let (code, out, err) = cli(
         &conn,
         &[
-            "migrate", "events", "--from", "raw", "--to", "s", "--policy", "one-second", "--ttl",
+            "migrate",
+            "events",
+            "--from",
+            "raw",
+            "--to",
+            "s",
+            "--policy",
+            "one-second",
+            "--ttl",
             "1h",
         ],
     )
     .await;
     assert_eq!(code, exit::OK, "{out}{err}");
     assert!(out.contains("copied:   1 rows, 1 cells"), "{out}");
-    assert!(out.contains("skipped:  1 cells already expired (1 rows entirely)"), "{out}");
+    assert!(
+        out.contains("skipped:  1 cells already expired (1 rows entirely)"),
+        "{out}"
+    );
     let target = family_only(&raw(&conn, "events").await, "s");
     let expiry = now - 60_000_000 + 3_600_000_000;
     assert_eq!(target.keys().collect::<Vec<_>>(), ["a"]);
@@ -520,7 +668,16 @@ async fn migrate_into_one_second_expiration_stamps_expiries() {
     // The target already has a policy: migrating into it under another is refused.
     let (code, _, err) = cli(
         &conn,
-        &["migrate", "events", "--from", "raw", "--to", "s", "--policy", "default=2d"],
+        &[
+            "migrate",
+            "events",
+            "--from",
+            "raw",
+            "--to",
+            "s",
+            "--policy",
+            "default=2d",
+        ],
     )
     .await;
     assert_eq!(code, exit::ERROR);
