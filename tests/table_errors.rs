@@ -1,7 +1,9 @@
 //! `Table<T>` refuses bad writes before sending anything, against Google's
 //! Bigtable emulator: after each refusal, an unfiltered read shows the table
 //! is still empty. Server-side failures come back as errors naming the table
-//! and the row.
+//! and the row; cells that do not decode, as errors naming table, row and
+//! column. Each refusal is checked through `put`, and where it can differ,
+//! through `put_all` and the bulk writer too.
 
 mod support;
 
@@ -238,4 +240,147 @@ async fn rows_failing_on_the_server_are_reported_not_counted() {
         other => panic!("expected a partial write, got {other}"),
     }
     assert_empty(&clicks).await;
+}
+
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "visits", family = "v", key_separator = "#")]
+#[ttl(default = "1h")]
+struct Visit {
+    #[bigtable(key)]
+    customer: String,
+    #[bigtable(key)]
+    seq: u64,
+    page: String,
+}
+
+/// Three cells that together exceed Bigtable's 256 MiB per row.
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "blobs", family = "b")]
+#[ttl(default = "1h")]
+struct Blob {
+    #[bigtable(key)]
+    id: String,
+    a: Vec<u8>,
+    b: Option<Vec<u8>>,
+    c: Option<Vec<u8>>,
+}
+
+#[tokio::test]
+async fn a_separator_inside_a_key_part_is_refused_by_every_write_path() {
+    let table = Table::<Visit>::new(connection());
+    table.ensure_schema().await.unwrap();
+    let bad = Visit {
+        customer: "c#3".into(),
+        seq: 1,
+        page: "/".into(),
+    };
+    let check = |err: Error| {
+        assert!(
+            matches!(
+                err,
+                Error::KeySeparatorInPart {
+                    field: "customer",
+                    separator: "#"
+                }
+            ),
+            "{err}"
+        );
+    };
+    check(table.put(&bad).await.unwrap_err());
+    check(table.put_all(&[bad.clone()]).await.unwrap_err());
+    let mut writer = table.writer();
+    check(writer.send(&bad).await.unwrap_err());
+    assert_eq!(writer.finish().await.unwrap().rows_queued, 0);
+    assert_empty(&table).await;
+}
+
+#[tokio::test]
+async fn oversized_values_and_rows_are_refused_before_sending() {
+    let table = Table::<Blob>::new(connection());
+    table.ensure_schema().await.unwrap();
+    const MIB: usize = 1024 * 1024;
+
+    // One cell over 100 MiB.
+    let cell = Blob {
+        id: "cell".into(),
+        a: vec![7; 100 * MIB + 1],
+        b: None,
+        c: None,
+    };
+    let err = table.put(&cell).await.unwrap_err();
+    assert!(
+        matches!(err, Error::ValueTooLarge { field: "a", len, max } if len == 100 * MIB + 1 && max == 100 * MIB),
+        "{err}"
+    );
+    drop(cell);
+
+    // Three cells within the cell limit, over the row limit together.
+    let row = Blob {
+        id: "row".into(),
+        a: vec![1; 90 * MIB],
+        b: Some(vec![2; 90 * MIB]),
+        c: Some(vec![3; 90 * MIB]),
+    };
+    let check = |err: Error| {
+        assert!(
+            matches!(&err, Error::RowTooLarge { table, row_key, .. } if table == "blobs" && row_key == "row"),
+            "{err}"
+        );
+    };
+    check(table.put(&row).await.unwrap_err());
+    check(table.put_all([&row]).await.unwrap_err());
+    let mut writer = table.writer();
+    check(writer.send(&row).await.unwrap_err());
+    writer.finish().await.unwrap();
+    assert_empty(&table).await;
+}
+
+#[tokio::test]
+async fn invalid_utf8_read_into_a_string_names_table_row_and_column() {
+    // (A cell of the wrong width for an integer field: tests/field_types.rs.)
+    let clock = Clock::manual_at_now();
+    let table = Table::<Session>::new(connection()).with_clock(clock.clone());
+    table.ensure_schema().await.unwrap();
+    let expires = clock.now() + TimeDelta::hours(1);
+    table.put(&session("s1", expires)).await.unwrap();
+    // Invalid UTF-8 in `user`, behind the library's back, at the row's timestamp.
+    let request = bigtable_ttl::proto::MutateRowRequest {
+        table_name: table.connection().table_path(table.name()),
+        row_key: b"s1".to_vec(),
+        mutations: vec![bigtable_ttl::proto::Mutation {
+            mutation: Some(bigtable_ttl::proto::mutation::Mutation::SetCell(
+                bigtable_ttl::proto::mutation::SetCell {
+                    family_name: "s".into(),
+                    column_qualifier: b"user".to_vec(),
+                    timestamp_micros: expires.timestamp_millis() * 1000,
+                    value: vec![b'a', 0xFF, 0xFE],
+                },
+            )),
+        }],
+        ..Default::default()
+    };
+    table
+        .connection()
+        .data_client()
+        .mutate_row(request)
+        .await
+        .unwrap();
+    for err in [
+        table.get(&"s1".to_owned()).await.unwrap_err(),
+        table.scan(Scan::all()).await.unwrap_err(),
+    ] {
+        let message = err.to_string();
+        assert!(
+            matches!(
+                &err,
+                Error::Decode { table, row_key, column, source: bigtable_ttl::CodecError::InvalidUtf8(_) }
+                    if table == "sessions" && row_key == "s1" && column == "s:user"
+            ),
+            "{message}"
+        );
+        assert!(
+            message.contains("sessions") && message.contains("s1") && message.contains("s:user"),
+            "{message}"
+        );
+    }
 }
