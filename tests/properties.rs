@@ -3,7 +3,7 @@
 
 use bigtable_ttl::key::{KeyBuilder, KeyReader};
 use bigtable_ttl::policy::{millis_floor, Expiry, Policy, MICROS_PER_MILLI};
-use bigtable_ttl::{CellCodec, Error, KeyPart};
+use bigtable_ttl::{CellCodec, Error, Json, KeyPart};
 use chrono::{DateTime, TimeDelta, Utc};
 use proptest::prelude::*;
 
@@ -176,6 +176,80 @@ proptest! {
         prop_assert_eq!(f64::decode(&f.encode().unwrap()).unwrap().to_bits(), f.to_bits());
         prop_assert_eq!(DateTime::<Utc>::decode(&at.encode().unwrap()).unwrap(), at);
     }
+}
+
+/// The key of a `(customer, seq, at)` composite key joined by `sep`.
+fn composite(sep: &'static str, customer: &str, seq: u64, at: DateTime<Utc>) -> Vec<u8> {
+    let mut b = KeyBuilder::new("t", sep);
+    b.part("customer", &customer.to_owned()).unwrap();
+    b.part("seq", &seq).unwrap();
+    b.part("at", &at).unwrap();
+    b.finish().unwrap()
+}
+
+/// Key parts, round-tripped alone.
+fn key_round_trip<K: KeyPart + PartialEq + std::fmt::Debug>(v: &K) -> Result<(), TestCaseError> {
+    let mut out = Vec::new();
+    v.write_key(&mut out).unwrap();
+    prop_assert_eq!(&K::read_key(&out).unwrap(), v);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1_000))]
+
+    #[test]
+    fn every_key_part_round_trips(s in ".*", bytes in proptest::collection::vec(any::<u8>(), 0..64),
+                                  u in any::<u64>(), v in any::<u32>(), i in any::<i64>(), j in any::<i32>(), at in instant()) {
+        key_round_trip(&s)?;
+        key_round_trip(&bytes)?;
+        key_round_trip(&u)?;
+        key_round_trip(&v)?;
+        key_round_trip(&i)?;
+        key_round_trip(&j)?;
+        key_round_trip(&at)?;
+    }
+
+    /// With a separator below every byte the string parts contain (`#`,
+    /// 0x23, below digits, letters, `-`, `.` and `_`), composite keys sort
+    /// exactly as the tuples of their fields, prefixes of one another included.
+    #[test]
+    fn composite_keys_sort_like_their_fields(a in "[a-zA-Z0-9_.-]{0,6}", b in "[a-zA-Z0-9_.-]{0,6}",
+                                              x in any::<u64>(), y in any::<u64>(), t in instant(), u in instant(),
+                                              same_customer in any::<bool>(), same_seq in any::<bool>()) {
+        let b = if same_customer { a.clone() } else { b };
+        let y = if same_seq { x } else { y };
+        let (ka, kb) = (composite("#", &a, x, t), composite("#", &b, y, u));
+        prop_assert_eq!((&a, x, t).cmp(&(&b, y, u)), ka.cmp(&kb), "{:?} vs {:?}", ka, kb);
+        let r = KeyReader::new("t", &ka, "#", 3).unwrap();
+        prop_assert_eq!(r.part::<String>(0, "customer").unwrap(), a);
+        prop_assert_eq!(r.part::<u64>(1, "seq").unwrap(), x);
+        prop_assert_eq!(r.part::<DateTime<Utc>>(2, "at").unwrap(), t);
+    }
+
+    #[test]
+    fn json_cells_round_trip(v in proptest::collection::vec((".*", any::<i64>(), any::<bool>()), 0..8)) {
+        let json = Json(v);
+        prop_assert_eq!(Json::<Vec<(String, i64, bool)>>::decode(&json.encode().unwrap()).unwrap(), json);
+    }
+
+    #[test]
+    fn fixed_width_cells_of_another_width_are_errors(bytes in proptest::collection::vec(any::<u8>(), 0..16)) {
+        prop_assert_eq!(i64::decode(&bytes).is_ok(), bytes.len() == 8);
+        prop_assert_eq!(i32::decode(&bytes).is_ok(), bytes.len() == 4);
+        prop_assert_eq!(u64::decode(&bytes).is_ok(), bytes.len() == 8);
+        prop_assert_eq!(f64::decode(&bytes).is_ok(), bytes.len() == 8);
+    }
+}
+
+/// Why `key_separator` must sort below the string parts' bytes: with `|`
+/// (0x7C, above the letters) `("ab", …)` sorts after `("abc", …)`.
+#[test]
+fn a_separator_above_the_part_bytes_breaks_the_order() {
+    let at = DateTime::from_timestamp_millis(0).unwrap();
+    assert!("ab" < "abc");
+    assert!(composite("|", "ab", 1, at) > composite("|", "abc", 1, at));
+    assert!(composite("#", "ab", 1, at) < composite("#", "abc", 1, at));
 }
 
 #[test]

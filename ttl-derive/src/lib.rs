@@ -85,7 +85,7 @@ use proc_macro::TokenStream;
 /// |---|---|
 /// | `#[bigtable(table = "clicks")]` | the table (required) |
 /// | `#[bigtable(family = "c")]` | the column family of every column without its own (required) |
-/// | `#[bigtable(key_separator = "#")]` | joins several key fields; required with several, an error with one |
+/// | `#[bigtable(key_separator = "#")]` | joins several key fields; required with several, an error with one. Keys sort as the tuple of their fields only if the separator sorts below every byte the string parts may contain (`#` is below digits, letters, `-`, `.` and `_`); a part containing it is refused at write time |
 /// | `#[bigtable(crate = path)]` | path to the `bigtable_ttl` facade when renamed (default `::bigtable_ttl`; `crate = "path"` works too) |
 /// | `#[ttl(default = "2d")]` | default expiration: families get `max_age = 2d`, rows live that long unless told otherwise; without it, one-second expiration (every row needs an `expire_at`) |
 /// | `#[ttl(written_at)]`, `#[ttl(written_at = "q")]` | shadow column with the real write time, in the struct's family (qualifier `written_at` by default) |

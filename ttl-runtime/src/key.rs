@@ -132,6 +132,12 @@ pub struct KeyBuilder {
 impl KeyBuilder {
     /// A key for `table` whose parts are joined by `separator` (empty for a
     /// single key field).
+    ///
+    /// Keys sort in the order of their fields (first field, then the next…)
+    /// only when `separator` sorts below every byte a variable-length part
+    /// (`String`, `Vec<u8>`) may contain: with `#`, `("ab", 1)` sorts before
+    /// `("abc", 1)` as it should; with `|`, after. Numbers and timestamps
+    /// are fixed-width digits, so any non-digit separator works for them.
     #[must_use]
     pub fn new(table: &'static str, separator: &'static str) -> Self {
         Self {
@@ -198,11 +204,15 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 }
 
 /// Splits a row key read back into its parts.
+///
+/// Allocation-free: the key is checked once for its number of parts, and
+/// each part is found again when it is read (keys have a handful of parts).
 #[derive(Debug)]
 pub struct KeyReader<'a> {
     table: &'static str,
     key: &'a [u8],
-    parts: Vec<&'a [u8]>,
+    separator: &'a [u8],
+    count: usize,
 }
 
 impl<'a> KeyReader<'a> {
@@ -210,31 +220,57 @@ impl<'a> KeyReader<'a> {
     ///
     /// # Errors
     /// [`Error::BadRowKey`] when the key does not have `count` parts.
-    pub fn new(table: &'static str, key: &'a [u8], separator: &str, count: usize) -> Result<Self> {
-        let parts = if count <= 1 || separator.is_empty() {
-            vec![key]
+    pub fn new(
+        table: &'static str,
+        key: &'a [u8],
+        separator: &'a str,
+        count: usize,
+    ) -> Result<Self> {
+        let separator: &[u8] = if count <= 1 {
+            b""
         } else {
-            split(key, separator.as_bytes())
+            separator.as_bytes()
         };
-        if parts.len() != count.max(1) {
+        let found = if separator.is_empty() {
+            1
+        } else {
+            Parts::new(key, separator).count()
+        };
+        if found != count.max(1) {
             return Err(Error::BadRowKey {
                 table: table.to_owned(),
                 row_key: String::from_utf8_lossy(key).into_owned(),
                 reason: format!(
-                    "expected {count} parts joined by {separator:?}, found {}",
-                    parts.len()
+                    "expected {count} parts joined by {:?}, found {found}",
+                    String::from_utf8_lossy(separator)
                 ),
             });
         }
-        Ok(Self { table, key, parts })
+        Ok(Self {
+            table,
+            key,
+            separator,
+            count: count.max(1),
+        })
     }
 
     /// Decode part `index`.
     ///
     /// # Errors
     /// [`Error::BadRowKey`] when the part does not decode.
+    ///
+    /// # Panics
+    /// When `index` is not below the number of parts.
     pub fn part<K: KeyPart>(&self, index: usize, field: &'static str) -> Result<K> {
-        K::read_key(self.parts[index]).map_err(|e| Error::BadRowKey {
+        assert!(index < self.count, "key part {index} of {}", self.count);
+        let bytes = if self.separator.is_empty() {
+            self.key
+        } else {
+            Parts::new(self.key, self.separator)
+                .nth(index)
+                .unwrap_or_default()
+        };
+        K::read_key(bytes).map_err(|e| Error::BadRowKey {
             table: self.table.to_owned(),
             row_key: String::from_utf8_lossy(self.key).into_owned(),
             reason: format!("key field `{field}`: {e}"),
@@ -242,15 +278,36 @@ impl<'a> KeyReader<'a> {
     }
 }
 
-fn split<'a>(key: &'a [u8], sep: &[u8]) -> Vec<&'a [u8]> {
-    let mut parts = Vec::new();
-    let mut rest = key;
-    while let Some(pos) = rest.windows(sep.len()).position(|w| w == sep) {
-        parts.push(&rest[..pos]);
-        rest = &rest[pos + sep.len()..];
+/// The parts of a key between non-empty separators.
+struct Parts<'a, 's> {
+    rest: Option<&'a [u8]>,
+    sep: &'s [u8],
+}
+
+impl<'a, 's> Parts<'a, 's> {
+    fn new(key: &'a [u8], sep: &'s [u8]) -> Self {
+        Self {
+            rest: Some(key),
+            sep,
+        }
     }
-    parts.push(rest);
-    parts
+}
+
+impl<'a> Iterator for Parts<'a, '_> {
+    type Item = &'a [u8];
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let rest = self.rest?;
+        match rest.windows(self.sep.len()).position(|w| w == self.sep) {
+            Some(pos) => {
+                self.rest = Some(&rest[pos + self.sep.len()..]);
+                Some(&rest[..pos])
+            }
+            None => {
+                self.rest = None;
+                Some(rest)
+            }
+        }
+    }
 }
 
 #[cfg(test)]
