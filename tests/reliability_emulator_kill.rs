@@ -84,7 +84,7 @@ async fn a_killed_emulator_fails_the_unacknowledged_rows_and_a_new_one_takes_wri
     let mut sent = 0usize;
     let mut queued_at_kill = None;
     let mut acked_at_kill = 0;
-    while queued_at_kill.map_or(true, |k| sent < k + AFTER_KILL) {
+    while queued_at_kill.is_none_or(|k| sent < k + AFTER_KILL) {
         writer.send(&event(sent)).await.unwrap();
         sent += 1;
         let stats = writer.stats();

@@ -287,7 +287,7 @@ async fn a_separator_inside_a_key_part_is_refused_by_every_write_path() {
         );
     };
     check(table.put(&bad).await.unwrap_err());
-    check(table.put_all(&[bad.clone()]).await.unwrap_err());
+    check(table.put_all([&bad]).await.unwrap_err());
     let mut writer = table.writer();
     check(writer.send(&bad).await.unwrap_err());
     assert_eq!(writer.finish().await.unwrap().rows_queued, 0);

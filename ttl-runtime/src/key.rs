@@ -297,15 +297,12 @@ impl<'a> Iterator for Parts<'a, '_> {
     type Item = &'a [u8];
     fn next(&mut self) -> Option<&'a [u8]> {
         let rest = self.rest?;
-        match rest.windows(self.sep.len()).position(|w| w == self.sep) {
-            Some(pos) => {
-                self.rest = Some(&rest[pos + self.sep.len()..]);
-                Some(&rest[..pos])
-            }
-            None => {
-                self.rest = None;
-                Some(rest)
-            }
+        if let Some(pos) = rest.windows(self.sep.len()).position(|w| w == self.sep) {
+            self.rest = Some(&rest[pos + self.sep.len()..]);
+            Some(&rest[..pos])
+        } else {
+            self.rest = None;
+            Some(rest)
         }
     }
 }
