@@ -4,10 +4,15 @@
 //! cell can still be stored. The filter keeps, per family, only cells whose
 //! timestamp is at or after the smallest visible one at "now", and only the
 //! newest of those per column: an expired cell is never even sent.
+//!
+//! A family is selected with a `ColumnRangeFilter` spanning all its
+//! qualifiers rather than a `FamilyNameRegexFilter`: the same cells, without
+//! a regular expression evaluated per cell (on the emulator, a full-table
+//! typed scan ran at a third of the speed with the regex; see BENCHMARKS.md).
 
 use bigtable_rs::google::bigtable::v2::{
     row_filter::{Chain, Filter, Interleave},
-    RowFilter, TimestampRange,
+    ColumnRange, RowFilter, TimestampRange,
 };
 use chrono::{DateTime, Utc};
 
@@ -22,10 +27,12 @@ pub fn read_filter(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
         .iter()
         .map(|family| {
             chain(vec![
-                filter(Filter::FamilyNameRegexFilter(format!(
-                    "^{}$",
-                    escape_family(family)
-                ))),
+                // Unset bounds: every qualifier of the family.
+                filter(Filter::ColumnRangeFilter(ColumnRange {
+                    family_name: (*family).to_owned(),
+                    start_qualifier: None,
+                    end_qualifier: None,
+                })),
                 filter(Filter::TimestampRangeFilter(TimestampRange {
                     start_timestamp_micros: start,
                     end_timestamp_micros: 0,
@@ -48,24 +55,42 @@ fn chain(filters: Vec<RowFilter>) -> RowFilter {
     filter(Filter::Chain(Chain { filters }))
 }
 
-/// Family names allow `[-_.a-zA-Z0-9]`; only `.` and `-` mean something to RE2.
-fn escape_family(family: &str) -> String {
-    let mut out = String::with_capacity(family.len());
-    for c in family.chars() {
-        if !c.is_ascii_alphanumeric() && c != '_' {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::Policy;
+    use crate::schema::Schema;
+
+    const TWO: Schema = Schema {
+        table: "t",
+        policy: Policy::OneSecond,
+        families: &["a.b", "c"],
+        columns: &[],
+        written_at: None,
+        key_fields: &["id"],
+        key_separator: "",
+    };
 
     #[test]
-    fn dots_in_family_names_are_escaped() {
-        assert_eq!(escape_family("a.b-c_d"), "a\\.b\\-c_d");
+    fn each_family_is_selected_by_a_column_range_without_bounds() {
+        let Some(Filter::Interleave(Interleave { filters })) =
+            read_filter(&TWO, chrono::Utc::now()).filter
+        else {
+            panic!("two families: an interleave");
+        };
+        let families: Vec<String> = filters
+            .iter()
+            .map(|f| match &f.filter {
+                Some(Filter::Chain(Chain { filters })) => match &filters[0].filter {
+                    Some(Filter::ColumnRangeFilter(r)) => {
+                        assert!(r.start_qualifier.is_none() && r.end_qualifier.is_none());
+                        r.family_name.clone()
+                    }
+                    other => panic!("{other:?}"),
+                },
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(families, ["a.b", "c"]);
     }
 }

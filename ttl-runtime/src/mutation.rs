@@ -99,7 +99,8 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
             other => other,
         })?;
         let values = self.row.cell_values()?;
-        let mut mutations = Vec::with_capacity(2 * values.len() + 2);
+        let shadow_mutations = if schema.written_at.is_some() { 2 } else { 0 };
+        let mut mutations = Vec::with_capacity(2 * values.len() + shadow_mutations);
         for (column, value) in schema.columns.iter().zip(values) {
             mutations.push(delete_column(column.family, column.qualifier));
             let Some(value) = value else { continue };

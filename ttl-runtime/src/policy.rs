@@ -42,6 +42,25 @@ pub enum Expiry {
     At(DateTime<Utc>),
 }
 
+/// Which cells are visible at one "now" ([`Policy::visibility`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Visibility {
+    now_ms: Option<i64>,
+    default_micros: i64,
+}
+
+impl Visibility {
+    /// Whether a cell with timestamp `ts` is visible.
+    #[must_use]
+    pub fn is_visible(&self, ts: i64) -> bool {
+        match (self.now_ms, ts.checked_add(self.default_micros)) {
+            (Some(now_ms), Some(expiry)) => now_ms < expiry,
+            // A clock before the epoch, or an expiry past i64: nothing has expired yet.
+            _ => true,
+        }
+    }
+}
+
 /// Microseconds since the epoch, truncated down to the millisecond.
 ///
 /// # Errors
@@ -180,10 +199,16 @@ impl Policy {
     /// Whether a cell with timestamp `ts` is visible at `now`.
     #[must_use]
     pub fn is_visible(&self, ts: i64, now: DateTime<Utc>) -> bool {
-        match (millis_floor(now), self.expiry_micros(ts)) {
-            (Ok(now_ms), Ok(expiry)) => now_ms < expiry,
-            // A clock before the epoch, or an expiry past i64: nothing has expired yet.
-            _ => true,
+        self.visibility(now).is_visible(ts)
+    }
+
+    /// [`Policy::is_visible`] at `now` for many cells: the clock's time is
+    /// converted once, not per cell.
+    #[must_use]
+    pub fn visibility(&self, now: DateTime<Utc>) -> Visibility {
+        Visibility {
+            now_ms: millis_floor(now).ok(),
+            default_micros: self.default_micros(),
         }
     }
 

@@ -101,13 +101,66 @@ pub struct CellRef<'a> {
     pub timestamp_micros: i64,
 }
 
+/// Columns kept inline, without allocating, up to this many.
+const INLINE_COLUMNS: usize = 8;
+
+/// The newest visible cell of each declared column: inline for the usual
+/// handful of columns (decoding a row allocates nothing of its own), on the
+/// heap beyond [`INLINE_COLUMNS`].
+#[derive(Debug)]
+enum Slots<'a> {
+    Inline(usize, [Option<Slot<'a>>; INLINE_COLUMNS]),
+    Heap(Vec<Option<Slot<'a>>>),
+}
+
+/// What a row view keeps of a column's cell: family and qualifier are the
+/// schema's, so only the value and the timestamp (small rows move cheaply).
+#[derive(Debug, Clone, Copy)]
+struct Slot<'a> {
+    value: &'a [u8],
+    timestamp_micros: i64,
+}
+
+impl<'a> From<CellRef<'a>> for Slot<'a> {
+    fn from(cell: CellRef<'a>) -> Self {
+        Slot {
+            value: cell.value,
+            timestamp_micros: cell.timestamp_micros,
+        }
+    }
+}
+
+impl<'a> Slots<'a> {
+    fn new(len: usize) -> Self {
+        if len <= INLINE_COLUMNS {
+            Slots::Inline(len, [None; INLINE_COLUMNS])
+        } else {
+            Slots::Heap(vec![None; len])
+        }
+    }
+
+    fn as_slice(&self) -> &[Option<Slot<'a>>] {
+        match self {
+            Slots::Inline(len, cells) => &cells[..*len],
+            Slots::Heap(cells) => cells,
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [Option<Slot<'a>>] {
+        match self {
+            Slots::Inline(len, cells) => &mut cells[..*len],
+            Slots::Heap(cells) => cells,
+        }
+    }
+}
+
 /// A row read back, reduced to the newest visible cell of each declared
 /// column. What the derived `decode` reads from.
 #[derive(Debug)]
 pub struct RowView<'a> {
     schema: &'static Schema,
     key: &'a [u8],
-    columns: Vec<Option<CellRef<'a>>>,
+    columns: Slots<'a>,
     expires_at: DateTime<Utc>,
     written_at: Option<DateTime<Utc>>,
 }
@@ -126,21 +179,25 @@ impl<'a> RowView<'a> {
         now: DateTime<Utc>,
     ) -> Result<Option<Self>> {
         let policy = schema.policy;
-        let mut columns: Vec<Option<CellRef<'a>>> = vec![None; schema.columns.len()];
+        let mut slots = Slots::new(schema.columns.len());
+        let columns = slots.as_mut_slice();
         let mut shadow: Option<CellRef<'a>> = None;
-        let newest = |slot: &mut Option<CellRef<'a>>, cell: CellRef<'a>| {
+        let newest = |slot: &mut Option<Slot<'a>>, cell: CellRef<'a>| {
             if slot.is_none_or(|old| old.timestamp_micros < cell.timestamp_micros) {
-                *slot = Some(cell);
+                *slot = Some(cell.into());
             }
         };
+        let visibility = policy.visibility(now);
         for cell in cells {
-            if !policy.is_visible(cell.timestamp_micros, now) {
+            if !visibility.is_visible(cell.timestamp_micros) {
                 continue;
             }
             if let Some(i) = schema.column_index(cell.family, cell.qualifier) {
                 newest(&mut columns[i], cell);
-            } else if schema.is_written_at(cell.family, cell.qualifier) {
-                newest(&mut shadow, cell);
+            } else if schema.is_written_at(cell.family, cell.qualifier)
+                && shadow.is_none_or(|old| old.timestamp_micros < cell.timestamp_micros)
+            {
+                shadow = Some(cell);
             }
         }
         let row_level = columns
@@ -148,8 +205,8 @@ impl<'a> RowView<'a> {
             .zip(schema.columns)
             .filter(|(_, c)| c.ttl.is_none())
             .filter_map(|(cell, _)| cell.as_ref())
-            .chain(shadow.as_ref())
             .map(|c| c.timestamp_micros)
+            .chain(shadow.as_ref().map(|c| c.timestamp_micros))
             .max();
         let newest_ts =
             row_level.or_else(|| columns.iter().flatten().map(|c| c.timestamp_micros).max());
@@ -172,7 +229,7 @@ impl<'a> RowView<'a> {
         Ok(Some(Self {
             schema,
             key,
-            columns,
+            columns: slots,
             expires_at,
             written_at,
         }))
@@ -212,7 +269,17 @@ impl<'a> RowView<'a> {
     /// The newest visible cell of column `index`.
     #[must_use]
     pub fn cell(&self, index: usize) -> Option<CellRef<'a>> {
-        self.columns.get(index).copied().flatten()
+        let column = self.schema.columns.get(index)?;
+        self.slot(index).map(|slot| CellRef {
+            family: column.family,
+            qualifier: column.qualifier.as_bytes(),
+            value: slot.value,
+            timestamp_micros: slot.timestamp_micros,
+        })
+    }
+
+    fn slot(&self, index: usize) -> Option<Slot<'a>> {
+        self.columns.as_slice().get(index).copied().flatten()
     }
 
     /// Decode required column `index`.
@@ -220,7 +287,7 @@ impl<'a> RowView<'a> {
     /// # Errors
     /// [`Error::Decode`] when absent or malformed.
     pub fn required<T: CellCodec>(&self, index: usize) -> Result<T> {
-        match self.cell(index) {
+        match self.slot(index) {
             Some(cell) => T::decode(cell.value).map_err(|e| self.column_error(index, e)),
             None => Err(self.column_error(index, CodecError::Missing)),
         }
@@ -231,7 +298,7 @@ impl<'a> RowView<'a> {
     /// # Errors
     /// [`Error::Decode`] when malformed.
     pub fn optional<T: CellCodec>(&self, index: usize) -> Result<Option<T>> {
-        self.cell(index)
+        self.slot(index)
             .map(|cell| T::decode(cell.value).map_err(|e| self.column_error(index, e)))
             .transpose()
     }

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Every benchmark of issue 5, then BENCHMARKS.md rewritten with the figures.
+#   bench/run.sh                 # 100,000 rows end to end
+#   BENCH_ROWS=10000 bench/run.sh
+# Needs Google's Bigtable emulator (as the tests do) and python3 (a venv with
+# google-cloud-bigtable from PyPI is created under bench/target/). Not part of CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+rows=${BENCH_ROWS:-100000}
+work=$root/bench/target
+results=$work/results
+mkdir -p "$results"
+
+echo "== Python client (contender c): venv with google-cloud-bigtable" >&2
+venv=$work/venv
+if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c 'import google.cloud.bigtable' 2>/dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --upgrade pip
+  "$venv/bin/pip" install --quiet google-cloud-bigtable
+fi
+
+echo "== criterion: derive vs hand-written builders and decoders" >&2
+rm -rf "$root/target/criterion"
+cargo bench -p ttl-bench --bench codec >&2
+rm -rf "$results/criterion" && cp -r "$root/target/criterion" "$results/criterion"
+
+echo "== end to end on a dedicated emulator ($rows rows), filtering bytes" >&2
+cargo build --release -p ttl-bench >&2
+"$root/target/release/ttl-bench" e2e --rows "$rows" --python "$venv/bin/python" --out "$results/e2e.json"
+
+echo "== compile cost: 50 structs, BigtableRow vs serde" >&2
+cc=$work/compile
+rm -rf "$cc/derive/src" "$cc/serde/src"
+bench/gen_compile.sh "$cc" "$root"
+declare -A secs
+for kind in derive serde; do
+  (cd "$cc/$kind" && CARGO_TARGET_DIR="$cc/target-$kind" cargo build --quiet)   # dependencies
+  best=
+  for _ in 1 2 3; do
+    touch "$cc/$kind/src/lib.rs"
+    start=$EPOCHREALTIME
+    (cd "$cc/$kind" && CARGO_TARGET_DIR="$cc/target-$kind" cargo build --quiet)
+    t=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }')
+    if [[ -z $best ]] || awk -v t="$t" -v b="$best" 'BEGIN { exit !(t < b) }'; then best=$t; fi
+  done
+  secs[$kind]=$best
+  echo "  $kind: ${best}s (best of 3)" >&2
+done
+printf '{"derive_s": %s, "serde_s": %s}\n' "${secs[derive]}" "${secs[serde]}" > "$results/compile.json"
+
+"$root/target/release/ttl-bench" report --results "$results" --out "$root/BENCHMARKS.md"
+echo "BENCHMARKS.md rewritten" >&2
+cat "$root/BENCHMARKS.md"
