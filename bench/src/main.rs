@@ -372,13 +372,13 @@ fn report(dir: &Path, out: &Path) -> Res<()> {
     let mut line = |what: &str, value: String, target: &str| {
         t.push_str(&format!("| {what} | {value} | {target} |\n"));
     };
-    let n = 1000.0;
+    let n = 1000.0_f64;
     for group in ["build", "decode"] {
         let d = criterion_mean(&criterion, group, "derive");
         let h = criterion_mean(&criterion, group, "hand");
         if let (Some(d), Some(h)) = (d, h) {
             line(
-                &format!("{group} {n} rows: derive / hand-written time"),
+                &format!("{group}, 1,000 rows: derive / hand-written time"),
                 format!("{:.3} ({:.0} ns vs {:.0} ns per row)", d / h, d / n, h / n),
                 "≤ 1.05",
             );
@@ -397,13 +397,13 @@ fn report(dir: &Path, out: &Path) -> Res<()> {
         }
         let a = rate("lib", key);
         line(
-            &format!("{what}: a/b (library writer / hand-written bigtable_rs)"),
+            &format!("{what}: a/b (library / hand-written bigtable_rs)"),
             format!("{:.2}", a / rate("raw", key)),
             "≥ 0.95",
         );
         if e2e.get("python").is_some() {
             line(
-                &format!("{what}: a/c (library writer / Python client)"),
+                &format!("{what}: a/c (library / Python client)"),
                 format!("{:.1}", a / rate("python", key)),
                 "≥ 5",
             );
