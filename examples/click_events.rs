@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use bigtable_ttl::emulator::Emulator;
+use bigtable_ttl::emulator;
 use bigtable_ttl::{BigtableRow, Clock, Connection, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -37,14 +37,9 @@ const CLICKS_PER_CUSTOMER: u32 = 5;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // Keep the emulator alive until the end of main; it stops when dropped.
-    let (host, _emulator) = match std::env::var("BIGTABLE_EMULATOR_HOST") {
-        Ok(host) if !host.is_empty() => (host, None),
-        _ => {
-            let emulator = Emulator::start()?;
-            (emulator.host().to_owned(), Some(emulator))
-        }
-    };
+    // The emulator at BIGTABLE_EMULATOR_HOST (loopback only), or one started
+    // for this process on a free loopback port and stopped when it exits.
+    let host = emulator::shared_host()?;
     println!("Bigtable emulator at {host}");
 
     let start = Utc::now();

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use bigtable_ttl::emulator::Emulator;
+use bigtable_ttl::emulator;
 use bigtable_ttl::{BigtableRow, Connection, Error, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -26,13 +26,9 @@ struct Session {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (host, _emulator) = match std::env::var("BIGTABLE_EMULATOR_HOST") {
-        Ok(host) if !host.is_empty() => (host, None),
-        _ => {
-            let emulator = Emulator::start()?;
-            (emulator.host().to_owned(), Some(emulator))
-        }
-    };
+    // The emulator at BIGTABLE_EMULATOR_HOST (loopback only), or one started
+    // for this process on a free loopback port and stopped when it exits.
+    let host = emulator::shared_host()?;
     println!("Bigtable emulator at {host}");
     let conn = Connection::emulator(&host, "demo-project", "demo-instance")?;
     let sessions = Table::<Session>::new(conn);
