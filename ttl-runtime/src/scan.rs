@@ -200,9 +200,45 @@ impl RawCell {
     }
 }
 
+impl From<Cell> for RawCell {
+    fn from(cell: Cell) -> Self {
+        Self {
+            family: cell.family.as_ref().to_owned(),
+            qualifier: cell.qualifier,
+            value: cell.value,
+            timestamp_micros: cell.timestamp_micros,
+        }
+    }
+}
+
 /// One row as read: its key and its cells in the order the server sent them
 /// (family, then qualifier, then newest first).
 pub(crate) type RawRow = (Vec<u8>, Vec<RawCell>);
+
+/// One cell as merged: a [`RawCell`] whose family name is shared by every
+/// cell of the family (families are few; no allocation per cell).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Cell {
+    pub(crate) family: Arc<str>,
+    pub(crate) qualifier: Vec<u8>,
+    pub(crate) value: Vec<u8>,
+    pub(crate) timestamp_micros: i64,
+}
+
+impl Cell {
+    /// The borrowed form the decoder reads.
+    pub(crate) fn as_cell_ref(&self) -> CellRef<'_> {
+        CellRef {
+            family: &self.family,
+            qualifier: &self.qualifier,
+            value: &self.value,
+            timestamp_micros: self.timestamp_micros,
+        }
+    }
+}
+
+/// A row as merged, in [`Cell`]s.
+pub(crate) type MergedRow = (Vec<u8>, Vec<Cell>);
 
 /// Why a read failed: the server's status, or a response breaking the
 /// `ReadRows` chunk protocol.
@@ -218,11 +254,11 @@ pub(crate) enum ReadError {
 #[derive(Debug, Default)]
 pub(crate) struct RowMerger {
     key: Option<Vec<u8>>,
-    cells: Vec<RawCell>,
-    family: Option<String>,
-    qualifier: Option<Vec<u8>>,
+    cells: Vec<Cell>,
+    /// The current family, shared by its cells.
+    family: Option<Arc<str>>,
     /// A cell whose value continues in the next chunk.
-    partial: Option<RawCell>,
+    partial: Option<Cell>,
     last_committed: Option<Vec<u8>>,
     /// Rows committed so far.
     committed: u64,
@@ -230,7 +266,7 @@ pub(crate) struct RowMerger {
 
 impl RowMerger {
     /// Feed one chunk; a committed row comes out.
-    pub(crate) fn push(&mut self, chunk: CellChunk) -> Result<Option<RawRow>, ReadError> {
+    pub(crate) fn push(&mut self, chunk: CellChunk) -> Result<Option<MergedRow>, ReadError> {
         let protocol = |msg: &str| Err(ReadError::Protocol(msg.to_owned()));
         if let Some(RowStatus::ResetRow(true)) = chunk.row_status {
             self.reset();
@@ -267,21 +303,27 @@ impl RowMerger {
                 if chunk.qualifier.is_none() {
                     return protocol("a new family without a qualifier");
                 }
-                self.family = Some(family);
+                if self.family.as_deref() != Some(family.as_str()) {
+                    self.family = Some(family.into());
+                }
             }
-            if let Some(qualifier) = chunk.qualifier {
-                self.qualifier = Some(qualifier);
-            }
-            let (Some(family), Some(qualifier)) = (&self.family, &self.qualifier) else {
+            let Some(family) = &self.family else {
                 return protocol("a cell without a family or qualifier");
+            };
+            // A chunk without a qualifier is another version of the previous
+            // cell's column.
+            let qualifier = match (chunk.qualifier, self.cells.last()) {
+                (Some(qualifier), _) => qualifier,
+                (None, Some(previous)) => previous.qualifier.clone(),
+                (None, None) => return protocol("a cell without a family or qualifier"),
             };
             let mut value = chunk.value;
             if let Ok(size) = usize::try_from(chunk.value_size) {
                 value.reserve(size.saturating_sub(value.len()));
             }
-            let cell = RawCell {
+            let cell = Cell {
                 family: family.clone(),
-                qualifier: qualifier.clone(),
+                qualifier,
                 value,
                 timestamp_micros: chunk.timestamp_micros,
             };
@@ -301,7 +343,7 @@ impl RowMerger {
         Ok(None)
     }
 
-    fn finish_cell(&mut self, cell: RawCell, value_size: i32) {
+    fn finish_cell(&mut self, cell: Cell, value_size: i32) {
         if value_size > 0 {
             self.partial = Some(cell);
         } else {
@@ -313,7 +355,6 @@ impl RowMerger {
         self.key = None;
         self.cells.clear();
         self.family = None;
-        self.qualifier = None;
         self.partial = None;
     }
 
@@ -331,7 +372,7 @@ impl RowMerger {
     fn feed(
         &mut self,
         response: ReadRowsResponse,
-        out: &mut VecDeque<RawRow>,
+        out: &mut VecDeque<MergedRow>,
     ) -> Result<(), ReadError> {
         for chunk in response.chunks {
             if let Some(row) = self.push(chunk)? {
@@ -368,7 +409,7 @@ struct ReadState {
     request: Option<ReadRowsRequest>,
     response: Option<tonic::Streaming<ReadRowsResponse>>,
     merger: RowMerger,
-    ready: VecDeque<RawRow>,
+    ready: VecDeque<MergedRow>,
     done: bool,
     policy: RetryPolicy,
     budget: Option<Budget>,
@@ -478,7 +519,9 @@ pub(crate) fn read_rows(
     client: BigTable,
     request: ReadRowsRequest,
 ) -> impl Stream<Item = Result<RawRow, ReadError>> + Send + 'static {
+    use futures_util::TryStreamExt as _;
     read_rows_with(client, request, RetryPolicy::default(), Arc::default())
+        .map_ok(|(key, cells)| (key, cells.into_iter().map(RawCell::from).collect()))
 }
 
 /// The rows `request` reads, merged, as a stream; lazily sent on first poll.
@@ -490,7 +533,7 @@ pub(crate) fn read_rows_with(
     request: ReadRowsRequest,
     policy: RetryPolicy,
     resumes: Arc<AtomicU64>,
-) -> impl Stream<Item = Result<RawRow, ReadError>> + Send + 'static {
+) -> impl Stream<Item = Result<MergedRow, ReadError>> + Send + 'static {
     let state = ReadState {
         client,
         base: request.clone(),

@@ -24,7 +24,7 @@ use crate::mutation::{delete_row, MutationBuilder, RowMutation};
 use crate::policy::{from_micros, millis_floor};
 use crate::retry::{retryable_status, RetryPolicy};
 use crate::row::{decode_row, BigtableRow, Expiring};
-use crate::scan::{read_rows_with, routing_header, RawCell, RawRow, ReadError, Scan};
+use crate::scan::{read_rows_with, routing_header, Cell, MergedRow, RawCell, ReadError, Scan};
 use crate::writer::{check_row, BulkWriter, WriteOptions};
 pub use crate::writer::{MAX_MUTATIONS_PER_REQUEST, MAX_REQUEST_BYTES};
 
@@ -324,8 +324,10 @@ impl<T: BigtableRow> Table<T> {
 
     /// Write many rows, each as [`Table::put`] would, through `MutateRows`.
     ///
-    /// Every row's mutations are built first, all with the same "now": a bad
-    /// row anywhere fails the call before anything is sent. They are then
+    /// Every row's mutations are built and checked first, all with the same
+    /// "now": a bad row anywhere fails the call before anything is sent.
+    /// (They are built again as they are sent, so that only the requests in
+    /// flight are held in memory, not the whole input's mutations.) They are then
     /// sent in requests of at most [`MAX_MUTATIONS_PER_REQUEST`] mutations and
     /// about [`MAX_REQUEST_BYTES`] bytes. Bigtable applies each row
     /// atomically but the batch is not atomic; the status of every entry is
@@ -374,14 +376,23 @@ impl<T: BigtableRow> Table<T> {
     {
         let now = self.clock.now();
         let written_at = from_micros(millis_floor(now)?)?;
-        let built = builders
-            .into_iter()
-            .map(|b| self.build(&b, now))
-            .collect::<Result<Vec<RowMutation>>>()?;
-        let written: Vec<Written> = built.iter().map(|m| Written::new(m, written_at)).collect();
+        // Every row is built and checked before anything is sent, then built
+        // again (the same `now`: the same mutations) batch by batch as the
+        // writer sends: only the requests in flight are held in memory.
+        let builders: Vec<MutationBuilder<'a, T>> = builders.into_iter().collect();
+        let mut written = Vec::with_capacity(builders.len());
+        for b in &builders {
+            let m = self.build(b, now)?;
+            written.push(Written {
+                row_key: m.row_key,
+                timestamp_micros: m.timestamp_micros,
+                expires_at: m.expires_at,
+                written_at,
+            });
+        }
         let mut writer = self.writer();
-        for m in built {
-            writer.push(m).await;
+        for b in &builders {
+            writer.push(self.build(b, now)?).await;
         }
         match writer.flush().await {
             Ok(()) => Ok(written),
@@ -542,7 +553,7 @@ impl<T: BigtableRow> Table<T> {
         self.raw_stream(request).filter_map(move |row| {
             let out = match row {
                 Ok((key, cells)) => {
-                    decode_row::<T>(&key, cells.iter().map(RawCell::as_cell_ref), now).transpose()
+                    decode_row::<T>(&key, cells.iter().map(Cell::as_cell_ref), now).transpose()
                 }
                 Err((key, e)) => Some(Err(Error::Server {
                     table: table.clone(),
@@ -564,6 +575,7 @@ impl<T: BigtableRow> Table<T> {
     pub async fn raw_rows(&self, scan: Scan) -> Result<Vec<(Vec<u8>, Vec<RawCell>)>> {
         let request = self.read_request(scan, None);
         self.raw_stream(request)
+            .map_ok(|(key, cells)| (key, cells.into_iter().map(RawCell::from).collect()))
             .map_err(|(key, e)| self.server_error(key, e))
             .try_collect()
             .await
@@ -572,7 +584,7 @@ impl<T: BigtableRow> Table<T> {
     fn raw_stream(
         &self,
         request: Option<ReadRowsRequest>,
-    ) -> impl Stream<Item = std::result::Result<RawRow, (Option<String>, ReadError)>> + Send + 'static
+    ) -> impl Stream<Item = std::result::Result<MergedRow, (Option<String>, ReadError)>> + Send + 'static
     {
         match request {
             None => futures_util::stream::empty().left_stream(),
