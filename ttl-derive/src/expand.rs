@@ -123,6 +123,20 @@ fn impl_row(cont: &Container) -> TokenStream {
 
     let key_parts = |from_self: bool| -> TokenStream {
         let single = keys.len() == 1;
+        if let [only] = keys.as_slice() {
+            // One key field: its bytes are the key, no builder.
+            let name = only.name();
+            let access = if from_self {
+                let f = only.ident;
+                quote!(&self.#f)
+            } else {
+                quote!(__key)
+            };
+            return respan(
+                quote!(#p::KeyBuilder::single(#table, #name, #access)),
+                at(only.ty),
+            );
+        }
         let parts = keys.iter().enumerate().map(|(i, k)| {
             let name = k.name();
             let access = if from_self {
@@ -157,15 +171,17 @@ fn impl_row(cont: &Container) -> TokenStream {
         None => quote!(#p::Expiry::PolicyDefault),
     };
 
-    let cell_values = columns.iter().map(|f| {
-        let name = f.name();
+    let write_cells = columns.iter().enumerate().map(|(i, f)| {
         let ident = f.ident;
+        let i = Literal::usize_unsuffixed(i);
         if f.is_option() {
-            respan(quote!(#p::encode_optional(#name, &self.#ident)?), at(f.ty))
+            respan(quote!(__sink.optional(#i, &self.#ident)?;), at(f.ty))
         } else {
-            respan(quote!(#p::encode_required(#name, &self.#ident)?), at(f.ty))
+            respan(quote!(__sink.required(#i, &self.#ident)?;), at(f.ty))
         }
     });
+
+    let column_of = column_of(cont, &columns, &p);
 
     let mut key_index = 0usize;
     let mut column_index = 0usize;
@@ -175,16 +191,15 @@ fn impl_row(cont: &Container) -> TokenStream {
             Role::Key => {
                 let i = Literal::usize_unsuffixed(key_index);
                 key_index += 1;
-                let name = f.name();
-                respan(quote!(__key.part(#i, #name)?), at(f.ty))
+                respan(quote!(__key.field(#i)?), at(f.ty))
             }
             Role::Column => {
                 let i = Literal::usize_unsuffixed(column_index);
                 column_index += 1;
                 if f.is_option() {
-                    respan(quote!(__row.optional(#i)?), at(f.ty))
+                    respan(quote!(__row.column_opt(#i)?), at(f.ty))
                 } else {
-                    respan(quote!(__row.required(#i)?), at(f.ty))
+                    respan(quote!(__row.column(#i)?), at(f.ty))
                 }
             }
             Role::ExpireAt if f.is_option() => {
@@ -220,17 +235,71 @@ fn impl_row(cont: &Container) -> TokenStream {
                 fn expiry(&self) -> #p::Expiry {
                     #expiry
                 }
-                fn cell_values(
+                fn write_cells(
                     &self,
-                ) -> #p::Result<::std::vec::Vec<::core::option::Option<::std::vec::Vec<::core::primitive::u8>>>> {
-                    ::core::result::Result::Ok(::std::vec![#(#cell_values),*])
+                    __sink: &mut #p::CellSink<'_, Self>,
+                ) -> ::core::result::Result<(), #p::FieldError> {
+                    #(#write_cells)*
+                    ::core::result::Result::Ok(())
                 }
-                fn decode(__row: &#p::RowView<'_>) -> #p::Result<Self> {
-                    let __key = __row.key_reader()?;
+                #[inline]
+                fn column_of(
+                    __family: &::core::primitive::str,
+                    __qualifier: &[::core::primitive::u8],
+                ) -> #p::ColumnOf {
+                    #column_of
+                }
+                fn decode(
+                    __row: &#p::RowView<'_>,
+                ) -> ::core::result::Result<Self, #p::FieldError> {
+                    let __key = __row.key_parts()?;
                     ::core::result::Result::Ok(Self { #(#decode_fields),* })
                 }
             }
         };
+    }
+}
+
+/// The body of `column_of`: a `match` on the family, then on the qualifier
+/// bytes, as hand-written decoding does (no string search per cell).
+fn column_of(cont: &Container, columns: &[&Field], p: &TokenStream) -> TokenStream {
+    // Families in schema order, each with its (qualifier, answer) arms.
+    let mut families: Vec<(String, Vec<(String, TokenStream)>)> = Vec::new();
+    let mut arm = |family: String, qualifier: String, answer: TokenStream| match families
+        .iter_mut()
+        .find(|(f, _)| *f == family)
+    {
+        Some((_, arms)) => arms.push((qualifier, answer)),
+        None => families.push((family, vec![(qualifier, answer)])),
+    };
+    for (i, f) in columns.iter().enumerate() {
+        let i = Literal::usize_unsuffixed(i);
+        arm(
+            cont.field_family(f),
+            f.qualifier(),
+            quote!(#p::ColumnOf::Column(#i)),
+        );
+    }
+    if let Some(qualifier) = cont.written_at_qualifier() {
+        arm(cont.family(), qualifier, quote!(#p::ColumnOf::WrittenAt));
+    }
+    let families = families.into_iter().map(|(family, arms)| {
+        let arms = arms.into_iter().map(|(qualifier, answer)| {
+            let qualifier = Literal::byte_string(qualifier.as_bytes());
+            quote!(#qualifier => #answer,)
+        });
+        quote! {
+            #family => match __qualifier {
+                #(#arms)*
+                _ => #p::ColumnOf::Other,
+            },
+        }
+    });
+    quote! {
+        match __family {
+            #(#families)*
+            _ => #p::ColumnOf::Other,
+        }
     }
 }
 
@@ -273,12 +342,13 @@ fn fallback(input: &DeriveInput, cont: Option<&Container>) -> TokenStream {
                 fn expiry(&self) -> #p::Expiry {
                     ::core::unreachable!()
                 }
-                fn cell_values(
+                fn write_cells(
                     &self,
-                ) -> #p::Result<::std::vec::Vec<::core::option::Option<::std::vec::Vec<::core::primitive::u8>>>> {
+                    _: &mut #p::CellSink<'_, Self>,
+                ) -> ::core::result::Result<(), #p::FieldError> {
                     ::core::unreachable!()
                 }
-                fn decode(_: &#p::RowView<'_>) -> #p::Result<Self> {
+                fn decode(_: &#p::RowView<'_>) -> ::core::result::Result<Self, #p::FieldError> {
                     ::core::unreachable!()
                 }
             }

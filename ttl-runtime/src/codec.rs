@@ -58,6 +58,7 @@ pub trait CellCodec: Sized {
     fn decode(bytes: &[u8]) -> Result<Self, CodecError>;
 }
 
+#[inline]
 fn fixed<const N: usize>(bytes: &[u8]) -> Result<[u8; N], CodecError> {
     bytes.try_into().map_err(|_| CodecError::WrongWidth {
         expected: N,
@@ -66,27 +67,33 @@ fn fixed<const N: usize>(bytes: &[u8]) -> Result<[u8; N], CodecError> {
 }
 
 impl CellCodec for String {
+    #[inline]
     fn encode(&self) -> Result<Vec<u8>, CodecError> {
         Ok(self.as_bytes().to_vec())
     }
+    #[inline]
     fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
         String::from_utf8(bytes.to_vec()).map_err(|e| CodecError::InvalidUtf8(e.to_string()))
     }
 }
 
 impl CellCodec for Vec<u8> {
+    #[inline]
     fn encode(&self) -> Result<Vec<u8>, CodecError> {
         Ok(self.clone())
     }
+    #[inline]
     fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
         Ok(bytes.to_vec())
     }
 }
 
 impl CellCodec for bool {
+    #[inline]
     fn encode(&self) -> Result<Vec<u8>, CodecError> {
         Ok(vec![u8::from(*self)])
     }
+    #[inline]
     fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
         match fixed::<1>(bytes)? {
             [0] => Ok(false),
@@ -99,9 +106,11 @@ impl CellCodec for bool {
 macro_rules! big_endian {
     ($($t:ty),*) => {$(
         impl CellCodec for $t {
+            #[inline]
             fn encode(&self) -> Result<Vec<u8>, CodecError> {
                 Ok(self.to_be_bytes().to_vec())
             }
+            #[inline]
             fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
                 Ok(<$t>::from_be_bytes(fixed(bytes)?))
             }
@@ -111,9 +120,11 @@ macro_rules! big_endian {
 big_endian!(i64, u64, i32, f64);
 
 impl CellCodec for DateTime<Utc> {
+    #[inline]
     fn encode(&self) -> Result<Vec<u8>, CodecError> {
         Ok(self.timestamp_micros().to_be_bytes().to_vec())
     }
+    #[inline]
     fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
         let micros = i64::from_be_bytes(fixed(bytes)?);
         DateTime::from_timestamp_micros(micros).ok_or(CodecError::TimestampOutOfRange(micros))

@@ -9,6 +9,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::error::{CodecError, Error, Result};
+use crate::row::FieldError;
 
 /// Bigtable's limit on the length of a row key.
 pub const MAX_ROW_KEY_BYTES: usize = 4 * 1024;
@@ -30,23 +31,47 @@ pub trait KeyPart: Sized {
     /// # Errors
     /// When `bytes` are not an encoding of this type.
     fn read_key(bytes: &[u8]) -> Result<Self, CodecError>;
+
+    /// This value's key bytes alone (a key of one field): [`KeyPart::write_key`]
+    /// into a new `Vec`, which types that can size it exactly override.
+    ///
+    /// # Errors
+    /// When the value cannot be encoded.
+    #[inline]
+    fn to_key(&self) -> Result<Vec<u8>, CodecError> {
+        let mut out = Vec::new();
+        self.write_key(&mut out)?;
+        Ok(out)
+    }
 }
 
 impl KeyPart for String {
+    #[inline]
     fn write_key(&self, out: &mut Vec<u8>) -> Result<(), CodecError> {
         out.extend_from_slice(self.as_bytes());
         Ok(())
     }
+    #[inline]
+    fn to_key(&self) -> Result<Vec<u8>, CodecError> {
+        Ok(self.as_bytes().to_vec())
+    }
+    #[inline]
     fn read_key(bytes: &[u8]) -> Result<Self, CodecError> {
         String::from_utf8(bytes.to_vec()).map_err(|e| CodecError::InvalidUtf8(e.to_string()))
     }
 }
 
 impl KeyPart for Vec<u8> {
+    #[inline]
     fn write_key(&self, out: &mut Vec<u8>) -> Result<(), CodecError> {
         out.extend_from_slice(self);
         Ok(())
     }
+    #[inline]
+    fn to_key(&self) -> Result<Vec<u8>, CodecError> {
+        Ok(self.clone())
+    }
+    #[inline]
     fn read_key(bytes: &[u8]) -> Result<Self, CodecError> {
         Ok(bytes.to_vec())
     }
@@ -66,20 +91,24 @@ fn parse_decimal(bytes: &[u8], width: usize) -> Result<u64, CodecError> {
 }
 
 impl KeyPart for u64 {
+    #[inline]
     fn write_key(&self, out: &mut Vec<u8>) -> Result<(), CodecError> {
         out.extend_from_slice(format!("{self:020}").as_bytes());
         Ok(())
     }
+    #[inline]
     fn read_key(bytes: &[u8]) -> Result<Self, CodecError> {
         parse_decimal(bytes, 20)
     }
 }
 
 impl KeyPart for u32 {
+    #[inline]
     fn write_key(&self, out: &mut Vec<u8>) -> Result<(), CodecError> {
         out.extend_from_slice(format!("{self:010}").as_bytes());
         Ok(())
     }
+    #[inline]
     fn read_key(bytes: &[u8]) -> Result<Self, CodecError> {
         u32::try_from(parse_decimal(bytes, 10)?)
             .map_err(|_| CodecError::Custom("u32 key part out of range".into()))
@@ -87,11 +116,13 @@ impl KeyPart for u32 {
 }
 
 impl KeyPart for i64 {
+    #[inline]
     fn write_key(&self, out: &mut Vec<u8>) -> Result<(), CodecError> {
         #[allow(clippy::cast_sign_loss)] // the sign-bit flip is the point
         let shifted = (*self as u64) ^ (1 << 63);
         shifted.write_key(out)
     }
+    #[inline]
     fn read_key(bytes: &[u8]) -> Result<Self, CodecError> {
         #[allow(clippy::cast_possible_wrap)]
         Ok((u64::read_key(bytes)? ^ (1 << 63)) as i64)
@@ -99,11 +130,13 @@ impl KeyPart for i64 {
 }
 
 impl KeyPart for i32 {
+    #[inline]
     fn write_key(&self, out: &mut Vec<u8>) -> Result<(), CodecError> {
         #[allow(clippy::cast_sign_loss)]
         let shifted = (*self as u32) ^ (1 << 31);
         shifted.write_key(out)
     }
+    #[inline]
     fn read_key(bytes: &[u8]) -> Result<Self, CodecError> {
         #[allow(clippy::cast_possible_wrap)]
         Ok((u32::read_key(bytes)? ^ (1 << 31)) as i32)
@@ -111,9 +144,11 @@ impl KeyPart for i32 {
 }
 
 impl KeyPart for DateTime<Utc> {
+    #[inline]
     fn write_key(&self, out: &mut Vec<u8>) -> Result<(), CodecError> {
         self.timestamp_micros().write_key(out)
     }
+    #[inline]
     fn read_key(bytes: &[u8]) -> Result<Self, CodecError> {
         let micros = i64::read_key(bytes)?;
         DateTime::from_timestamp_micros(micros).ok_or(CodecError::TimestampOutOfRange(micros))
@@ -146,6 +181,24 @@ impl KeyBuilder {
             key: Vec::new(),
             parts: 0,
         }
+    }
+
+    /// The key of a struct with one key field, `field` (no separator).
+    ///
+    /// # Errors
+    /// [`Error::Encode`] when the value cannot be encoded,
+    /// [`Error::EmptyRowKey`], [`Error::RowKeyTooLong`].
+    #[inline]
+    pub fn single<K: KeyPart>(
+        table: &'static str,
+        field: &'static str,
+        value: &K,
+    ) -> Result<Vec<u8>> {
+        let key = value
+            .to_key()
+            .map_err(|source| Error::Encode { field, source })?;
+        check_row_key(table, &key)?;
+        Ok(key)
     }
 
     /// Append the key field `field`.
@@ -185,6 +238,7 @@ impl KeyBuilder {
 ///
 /// # Errors
 /// [`Error::EmptyRowKey`], [`Error::RowKeyTooLong`].
+#[inline]
 pub fn check_row_key(table: &'static str, key: &[u8]) -> Result<()> {
     if key.is_empty() {
         return Err(Error::EmptyRowKey { table });
@@ -226,25 +280,35 @@ impl<'a> KeyReader<'a> {
         separator: &'a str,
         count: usize,
     ) -> Result<Self> {
+        Self::split(table, key, separator, count)
+            .map_err(|found| bad_shape(table, key, separator, count, found))
+    }
+
+    /// [`KeyReader::new`] with a small error: the number of parts found.
+    ///
+    /// # Errors
+    /// The number of parts found when it is not `count`.
+    #[inline]
+    pub fn split(
+        table: &'static str,
+        key: &'a [u8],
+        separator: &'a str,
+        count: usize,
+    ) -> Result<Self, usize> {
         let separator: &[u8] = if count <= 1 {
             b""
         } else {
             separator.as_bytes()
         };
-        let found = if separator.is_empty() {
-            1
-        } else {
-            Parts::new(key, separator).count()
-        };
-        if found != count.max(1) {
-            return Err(Error::BadRowKey {
-                table: table.to_owned(),
-                row_key: String::from_utf8_lossy(key).into_owned(),
-                reason: format!(
-                    "expected {count} parts joined by {:?}, found {found}",
-                    String::from_utf8_lossy(separator)
-                ),
-            });
+        if count > 1 {
+            let found = if separator.is_empty() {
+                1
+            } else {
+                Parts::new(key, separator).count()
+            };
+            if found != count {
+                return Err(found);
+            }
         }
         Ok(Self {
             table,
@@ -275,6 +339,44 @@ impl<'a> KeyReader<'a> {
             row_key: String::from_utf8_lossy(self.key).into_owned(),
             reason: format!("key field `{field}`: {e}"),
         })
+    }
+
+    /// Decode part `index`, with a small error (what the derived `decode`
+    /// calls; [`crate::row::decode_row`] names the table, row and field).
+    ///
+    /// # Errors
+    /// [`FieldError::Key`] when the part does not decode.
+    ///
+    /// # Panics
+    /// When `index` is not below the number of parts.
+    #[inline]
+    pub fn field<K: KeyPart>(&self, index: usize) -> Result<K, FieldError> {
+        let bytes = if self.separator.is_empty() {
+            self.key
+        } else {
+            assert!(index < self.count, "key part {index} of {}", self.count);
+            Parts::new(self.key, self.separator)
+                .nth(index)
+                .unwrap_or_default()
+        };
+        K::read_key(bytes).map_err(|e| FieldError::Key(index, e))
+    }
+}
+
+/// The error of a key read back with `found` parts instead of `count`.
+#[cold]
+pub(crate) fn bad_shape(
+    table: &str,
+    key: &[u8],
+    separator: &str,
+    count: usize,
+    found: usize,
+) -> Error {
+    let separator = if count <= 1 { "" } else { separator };
+    Error::BadRowKey {
+        table: table.to_owned(),
+        row_key: String::from_utf8_lossy(key).into_owned(),
+        reason: format!("expected {count} parts joined by {separator:?}, found {found}"),
     }
 }
 

@@ -58,33 +58,12 @@ pub use bigtable_rs::google::bigtable::v2 as proto;
 pub mod __private {
     pub use crate::codec::CellCodec;
     pub use crate::error::{Error, Result};
-    pub use crate::key::{KeyBuilder, KeyPart};
+    pub use crate::key::{KeyBuilder, KeyPart, KeyReader};
+    pub use crate::mutation::CellSink;
     pub use crate::policy::{Expiry, Policy};
-    pub use crate::row::{expiry_at, expiry_at_opt, BigtableRow, RowView};
+    pub use crate::row::{expiry_at, expiry_at_opt, BigtableRow, ColumnOf, FieldError, RowView};
     pub use crate::schema::{Column, Schema, ShadowColumn};
     pub use chrono::{DateTime, TimeDelta, Utc};
-
-    /// Encode a required field (`None` never: the column is always written).
-    pub fn encode_required<T: CellCodec>(
-        field: &'static str,
-        value: &T,
-    ) -> Result<Option<Vec<u8>>> {
-        value
-            .encode()
-            .map(Some)
-            .map_err(|source| Error::Encode { field, source })
-    }
-
-    /// Encode an `Option` field (`None` deletes the column).
-    pub fn encode_optional<T: CellCodec>(
-        field: &'static str,
-        value: &Option<T>,
-    ) -> Result<Option<Vec<u8>>> {
-        value
-            .as_ref()
-            .map(|v| v.encode().map_err(|source| Error::Encode { field, source }))
-            .transpose()
-    }
 
     /// A `TimeDelta` of `millis` milliseconds, for durations parsed at compile time.
     #[must_use]

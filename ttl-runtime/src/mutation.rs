@@ -6,13 +6,15 @@
 //! same atomic row mutation, so the value read back is the last one written,
 //! whatever the TTLs of earlier writes.
 
+use std::marker::PhantomData;
+
 use bigtable_rs::google::bigtable::v2::{mutation, Mutation};
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, TimeDelta, Timelike, Utc};
 
 use crate::codec::CellCodec;
 use crate::error::{Error, Result};
-use crate::policy::{from_micros, millis_floor, Expiry};
-use crate::row::BigtableRow;
+use crate::policy::{from_micros, millis_floor, Expiry, Policy};
+use crate::row::{BigtableRow, FieldError};
 
 /// Bigtable's limit on one cell's value.
 pub const MAX_CELL_BYTES: usize = 100 * 1024 * 1024;
@@ -98,25 +100,16 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
             },
             other => other,
         })?;
-        let values = self.row.cell_values()?;
         let shadow_mutations = if schema.written_at.is_some() { 2 } else { 0 };
-        let mut mutations = Vec::with_capacity(2 * values.len() + shadow_mutations);
-        for (column, value) in schema.columns.iter().zip(values) {
-            mutations.push(delete_column(column.family, column.qualifier));
-            let Some(value) = value else { continue };
-            if value.len() > MAX_CELL_BYTES {
-                return Err(Error::ValueTooLarge {
-                    field: column.field,
-                    len: value.len(),
-                    max: MAX_CELL_BYTES,
-                });
-            }
-            let ts = match column.ttl {
-                // A field never outlives its row.
-                Some(ttl) => policy.cell_timestamp(now, Expiry::Ttl(ttl))?.min(row_ts),
-                None => row_ts,
-            };
-            mutations.push(set_cell(column.family, column.qualifier, ts, value));
+        let mut mutations = Vec::with_capacity(2 * schema.columns.len() + shadow_mutations);
+        let mut sink = CellSink {
+            now,
+            row_ts,
+            mutations: &mut mutations,
+            row: PhantomData,
+        };
+        if let Err(e) = self.row.write_cells(&mut sink) {
+            return Err(e.into_write_error(schema));
         }
         if let Some(shadow) = schema.written_at {
             let written = from_micros(millis_floor(now)?)?;
@@ -135,11 +128,103 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
             row_key,
             mutations,
             timestamp_micros: row_ts,
-            expires_at: policy.expiry_of(row_ts)?,
+            expires_at: expires_at(policy, expiry, row_ts)?,
         })
     }
 }
 
+/// `policy.expiry_of(row_ts)`, without converting back from microseconds
+/// when the write named its expiry: that instant truncated to the
+/// millisecond is the same (whole-millisecond policies, which the derive's
+/// always are).
+#[inline]
+fn expires_at(policy: Policy, expiry: Expiry, row_ts: i64) -> Result<DateTime<Utc>> {
+    if let Expiry::At(at) = expiry {
+        let nanos = at.timestamp_subsec_nanos();
+        let whole_ms = policy.gc_max_age().subsec_nanos() % 1_000_000 == 0;
+        // Not a leap second (chrono's nanos past 1e9).
+        if whole_ms && nanos < 1_000_000_000 {
+            if let Some(t) = at.naive_utc().with_nanosecond(nanos - nanos % 1_000_000) {
+                let t = t.and_utc();
+                debug_assert!(policy.expiry_of(row_ts).is_ok_and(|e| e == t));
+                return Ok(t);
+            }
+        }
+    }
+    policy.expiry_of(row_ts)
+}
+
+/// Where a derived struct's `write_cells` hands its columns: each one
+/// becomes its `DeleteFromColumn` and, unless the value is `None`, its
+/// `SetCell`, pushed straight into the row's mutations.
+///
+/// Generic over the row type so that, once inlined into the derived
+/// `write_cells`, each column's family, qualifier and TTL are constants of
+/// `T::SCHEMA`, as in hand-written code.
+#[derive(Debug)]
+pub struct CellSink<'a, T> {
+    now: DateTime<Utc>,
+    row_ts: i64,
+    mutations: &'a mut Vec<Mutation>,
+    row: PhantomData<fn() -> T>,
+}
+
+impl<T: BigtableRow> CellSink<'_, T> {
+    /// Write column `index` (of [`crate::Schema::columns`]) with `value`.
+    ///
+    /// # Errors
+    /// [`FieldError::Column`] when the value does not encode,
+    /// [`FieldError::TooLarge`] over [`MAX_CELL_BYTES`].
+    #[inline]
+    pub fn required<V: CellCodec>(&mut self, index: usize, value: &V) -> Result<(), FieldError> {
+        match value.encode() {
+            Ok(bytes) => self.push(index, Some(bytes)),
+            Err(e) => Err(FieldError::Column(index, e)),
+        }
+    }
+
+    /// Write column `index` with `value`; `None` only deletes the column.
+    ///
+    /// # Errors
+    /// As [`CellSink::required`].
+    #[inline]
+    pub fn optional<V: CellCodec>(
+        &mut self,
+        index: usize,
+        value: &Option<V>,
+    ) -> Result<(), FieldError> {
+        match value {
+            Some(value) => self.required(index, value),
+            None => self.push(index, None),
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, index: usize, value: Option<Vec<u8>>) -> Result<(), FieldError> {
+        let column = &T::SCHEMA.columns[index];
+        self.mutations
+            .push(delete_column(column.family, column.qualifier));
+        let Some(value) = value else {
+            return Ok(());
+        };
+        if value.len() > MAX_CELL_BYTES {
+            return Err(FieldError::TooLarge(index, value.len()));
+        }
+        let ts = match column.ttl {
+            // A field never outlives its row.
+            Some(ttl) => T::SCHEMA
+                .policy
+                .cell_timestamp(self.now, Expiry::Ttl(ttl))?
+                .min(self.row_ts),
+            None => self.row_ts,
+        };
+        self.mutations
+            .push(set_cell(column.family, column.qualifier, ts, value));
+        Ok(())
+    }
+}
+
+#[inline]
 fn delete_column(family: &str, qualifier: &str) -> Mutation {
     Mutation {
         mutation: Some(mutation::Mutation::DeleteFromColumn(
@@ -152,6 +237,7 @@ fn delete_column(family: &str, qualifier: &str) -> Mutation {
     }
 }
 
+#[inline]
 fn set_cell(family: &str, qualifier: &str, timestamp_micros: i64, value: Vec<u8>) -> Mutation {
     Mutation {
         mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {

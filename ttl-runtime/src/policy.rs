@@ -45,19 +45,31 @@ pub enum Expiry {
 /// Which cells are visible at one "now" ([`Policy::visibility`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Visibility {
-    now_ms: Option<i64>,
-    default_micros: i64,
+    /// The smallest visible timestamp: one comparison per cell.
+    from: i64,
 }
 
 impl Visibility {
+    /// Visible iff `now < ts + default`, i.e. `ts >= now - default + 1`
+    /// (µs, exact in `i128`). A clock before the epoch sees everything; an
+    /// expiry past `i64` has not come yet.
+    #[inline]
+    fn new(now_ms: Option<i64>, default_micros: i64) -> Self {
+        let from = match now_ms {
+            None => i64::MIN,
+            Some(now_ms) => {
+                let from = i128::from(now_ms) - i128::from(default_micros) + 1;
+                i64::try_from(from).unwrap_or(if from < 0 { i64::MIN } else { i64::MAX })
+            }
+        };
+        Self { from }
+    }
+
     /// Whether a cell with timestamp `ts` is visible.
     #[must_use]
+    #[inline]
     pub fn is_visible(&self, ts: i64) -> bool {
-        match (self.now_ms, ts.checked_add(self.default_micros)) {
-            (Some(now_ms), Some(expiry)) => now_ms < expiry,
-            // A clock before the epoch, or an expiry past i64: nothing has expired yet.
-            _ => true,
-        }
+        ts >= self.from
     }
 }
 
@@ -65,6 +77,7 @@ impl Visibility {
 ///
 /// # Errors
 /// [`Error::TimestampBeforeEpoch`] for instants before 1970.
+#[inline]
 pub fn millis_floor(t: DateTime<Utc>) -> Result<i64> {
     let micros = t.timestamp_micros();
     if micros < 0 {
@@ -79,28 +92,33 @@ pub fn millis_floor(t: DateTime<Utc>) -> Result<i64> {
 ///
 /// # Errors
 /// [`Error::ExpiryOutOfRange`] when chrono cannot represent it.
+#[inline]
 pub fn from_micros(micros: i64) -> Result<DateTime<Utc>> {
     DateTime::<Utc>::from_timestamp_micros(micros).ok_or_else(|| Error::ExpiryOutOfRange {
         detail: format!("{micros} µs since the epoch"),
     })
 }
 
+#[inline]
 fn delta_micros(d: TimeDelta) -> Result<i64> {
     d.num_microseconds().ok_or_else(|| Error::ExpiryOutOfRange {
         detail: format!("duration {d} overflows microseconds"),
     })
 }
 
+#[inline]
 fn checked(op: Option<i64>, what: &str) -> Result<i64> {
     op.ok_or_else(|| Error::ExpiryOutOfRange {
         detail: what.to_owned(),
     })
 }
 
+#[inline]
 fn floor_to_milli(micros: i64) -> i64 {
     micros - micros.rem_euclid(MICROS_PER_MILLI)
 }
 
+#[inline]
 fn non_negative(micros: i64) -> Result<i64> {
     if micros < 0 {
         Err(Error::TimestampBeforeEpoch {
@@ -127,6 +145,7 @@ impl Policy {
         }
     }
 
+    #[inline]
     fn default_micros(&self) -> i64 {
         match self {
             Policy::OneSecond => 0,
@@ -145,6 +164,7 @@ impl Policy {
     ///   [`Expiry::PolicyDefault`] under the one-second policy;
     /// * [`Error::ExpiryOutOfRange`] / [`Error::TimestampBeforeEpoch`] when the
     ///   timestamp cannot be represented.
+    #[inline]
     pub fn cell_timestamp(&self, now: DateTime<Utc>, expiry: Expiry) -> Result<i64> {
         let now_ms = millis_floor(now)?;
         let expiry_micros = match expiry {
@@ -181,6 +201,7 @@ impl Policy {
     ///
     /// # Errors
     /// [`Error::ExpiryOutOfRange`] on overflow.
+    #[inline]
     pub fn expiry_micros(&self, ts: i64) -> Result<i64> {
         checked(
             ts.checked_add(self.default_micros()),
@@ -192,6 +213,7 @@ impl Policy {
     ///
     /// # Errors
     /// [`Error::ExpiryOutOfRange`] on overflow.
+    #[inline]
     pub fn expiry_of(&self, ts: i64) -> Result<DateTime<Utc>> {
         from_micros(self.expiry_micros(ts)?)
     }
@@ -205,11 +227,9 @@ impl Policy {
     /// [`Policy::is_visible`] at `now` for many cells: the clock's time is
     /// converted once, not per cell.
     #[must_use]
+    #[inline]
     pub fn visibility(&self, now: DateTime<Utc>) -> Visibility {
-        Visibility {
-            now_ms: millis_floor(now).ok(),
-            default_micros: self.default_micros(),
-        }
+        Visibility::new(millis_floor(now).ok(), self.default_micros())
     }
 
     /// The smallest visible timestamp at `now`: the inclusive start of the
@@ -322,6 +342,37 @@ mod tests {
             .cell_timestamp(t(1_000), Expiry::PolicyDefault)
             .unwrap_err();
         assert!(matches!(err, Error::MissingExpiry { .. }));
+    }
+
+    #[test]
+    fn visibility_is_now_before_timestamp_plus_default() {
+        let old = |now_ms: Option<i64>, d: i64, ts: i64| match (now_ms, ts.checked_add(d)) {
+            (Some(now_ms), Some(expiry)) => now_ms < expiry,
+            _ => true,
+        };
+        let nows = [None, Some(0), Some(1_000), Some(1_700_000_000_123_000)];
+        let defaults = [0, 1_000, 3_600_000_000, i64::MAX];
+        let stamps = [
+            i64::MIN,
+            -1,
+            0,
+            999,
+            1_000,
+            1_001,
+            1_700_000_000_123_000,
+            1_699_996_400_123_000,
+            1_699_996_400_124_000,
+            i64::MAX - 1,
+            i64::MAX,
+        ];
+        for now_ms in nows {
+            for d in defaults {
+                let v = Visibility::new(now_ms, d);
+                for ts in stamps {
+                    assert_eq!(v.is_visible(ts), old(now_ms, d, ts), "{now_ms:?} {d} {ts}");
+                }
+            }
+        }
     }
 
     #[test]

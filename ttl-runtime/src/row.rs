@@ -7,7 +7,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use crate::codec::CellCodec;
 use crate::error::{CodecError, Error, Result};
 use crate::key::KeyReader;
-use crate::mutation::MutationBuilder;
+use crate::mutation::{CellSink, MutationBuilder};
 use crate::policy::Expiry;
 use crate::schema::Schema;
 
@@ -36,18 +36,28 @@ pub trait BigtableRow: Sized {
     /// or [`Expiry::PolicyDefault`].
     fn expiry(&self) -> Expiry;
 
-    /// The cell value of each of [`Schema::columns`], in order; `None`
-    /// deletes the column.
+    /// Hand each of [`Schema::columns`], in order, to `sink` (which turns
+    /// it into the column's mutations straight away: no per-row temporary).
     ///
     /// # Errors
-    /// [`Error::Encode`] when a field cannot be encoded.
-    fn cell_values(&self) -> Result<Vec<Option<Vec<u8>>>>;
+    /// A field that cannot be encoded or is too large, as a [`FieldError`]
+    /// the builder turns into [`Error::Encode`] / [`Error::ValueTooLarge`].
+    fn write_cells(&self, sink: &mut CellSink<'_, Self>) -> Result<(), FieldError>;
+
+    /// Which declared column `(family, qualifier)` is, if any. The derive
+    /// generates a `match` on the names; this default searches
+    /// [`BigtableRow::SCHEMA`].
+    #[must_use]
+    fn column_of(family: &str, qualifier: &[u8]) -> ColumnOf {
+        ColumnOf::in_schema(Self::SCHEMA, family, qualifier)
+    }
 
     /// Rebuild a value from a row read back.
     ///
     /// # Errors
-    /// [`Error::Decode`] / [`Error::BadRowKey`] when a cell or the key does not decode.
-    fn decode(row: &RowView<'_>) -> Result<Self>;
+    /// A cell or key part that does not decode, as a small [`FieldError`];
+    /// [`decode_row`] names the table, row and column.
+    fn decode(row: &RowView<'_>) -> Result<Self, FieldError>;
 
     /// A builder for the mutations that write this value, with per-write
     /// `.ttl(..)` / `.expire_at(..)` overrides.
@@ -88,6 +98,131 @@ impl<T> Deref for Expiring<T> {
     }
 }
 
+/// What one declared cell is to a row's decoder ([`BigtableRow::column_of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnOf {
+    /// Column `index` of [`Schema::columns`].
+    Column(usize),
+    /// The shadow column holding the real write time.
+    WrittenAt,
+    /// Not a cell of this struct.
+    Other,
+}
+
+impl ColumnOf {
+    /// Look `(family, qualifier)` up in `schema` (a linear search; the derive
+    /// generates a `match` instead).
+    #[must_use]
+    pub fn in_schema(schema: &Schema, family: &str, qualifier: &[u8]) -> Self {
+        if let Some(i) = schema.column_index(family, qualifier) {
+            ColumnOf::Column(i)
+        } else if schema.is_written_at(family, qualifier) {
+            ColumnOf::WrittenAt
+        } else {
+            ColumnOf::Other
+        }
+    }
+}
+
+/// Why one field of a derived struct did not encode or decode, kept small
+/// for the hot path: which column or key part, and the codec's error. The
+/// caller attaches the context (table, row, column names) once, on the cold
+/// path ([`decode_row`], [`MutationBuilder::build`]).
+#[derive(Debug)]
+pub enum FieldError {
+    /// Column `.0` of [`Schema::columns`] did not encode or decode.
+    Column(usize, CodecError),
+    /// Column `.0` encodes to `.1` bytes, over Bigtable's cell limit.
+    TooLarge(usize, usize),
+    /// Key part `.0` did not decode.
+    Key(usize, CodecError),
+    /// The key has `.0` parts instead of the declared number.
+    KeyShape(usize),
+    /// Anything else, already with its context.
+    Other(Box<Error>),
+}
+
+impl From<Error> for FieldError {
+    fn from(e: Error) -> Self {
+        FieldError::Other(Box::new(e))
+    }
+}
+
+impl FieldError {
+    /// The full error for a write of `schema`'s struct.
+    #[cold]
+    #[must_use]
+    pub fn into_write_error(self, schema: &Schema) -> Error {
+        let field = |i: usize| schema.columns.get(i).map_or("", |c| c.field);
+        match self {
+            FieldError::Column(i, source) => Error::Encode {
+                field: field(i),
+                source,
+            },
+            FieldError::TooLarge(i, len) => Error::ValueTooLarge {
+                field: field(i),
+                len,
+                max: crate::mutation::MAX_CELL_BYTES,
+            },
+            FieldError::Key(i, source) => Error::Encode {
+                field: schema.key_fields.get(i).copied().unwrap_or(""),
+                source,
+            },
+            FieldError::KeyShape(found) => bad_key_shape(schema, b"", found),
+            FieldError::Other(e) => *e,
+        }
+    }
+
+    /// The full error for row `key` of `schema`'s table read back.
+    #[cold]
+    #[must_use]
+    pub fn into_read_error(self, schema: &Schema, key: &[u8]) -> Error {
+        let column = |i: usize| {
+            schema
+                .columns
+                .get(i)
+                .map_or(("", ""), |c| (c.family, c.qualifier))
+        };
+        match self {
+            FieldError::Column(i, source) => {
+                let (family, qualifier) = column(i);
+                decode_error(schema, key, qualifier, family, source)
+            }
+            FieldError::TooLarge(i, len) => {
+                let (family, qualifier) = column(i);
+                let source = CodecError::Custom(format!("{len} bytes"));
+                decode_error(schema, key, qualifier, family, source)
+            }
+            FieldError::Key(i, source) => Error::BadRowKey {
+                table: schema.table.to_owned(),
+                row_key: String::from_utf8_lossy(key).into_owned(),
+                reason: format!(
+                    "key field `{}`: {source}",
+                    schema.key_fields.get(i).copied().unwrap_or("")
+                ),
+            },
+            FieldError::KeyShape(found) => bad_key_shape(schema, key, found),
+            FieldError::Other(e) => *e,
+        }
+    }
+}
+
+#[cold]
+fn missing(index: usize) -> FieldError {
+    FieldError::Column(index, CodecError::Missing)
+}
+
+/// The error of a key read back with `found` parts instead of the schema's.
+fn bad_key_shape(schema: &Schema, key: &[u8], found: usize) -> Error {
+    crate::key::bad_shape(
+        schema.table,
+        key,
+        schema.key_separator,
+        schema.key_fields.len(),
+        found,
+    )
+}
+
 /// One cell as read from Bigtable, borrowed.
 #[derive(Debug, Clone, Copy)]
 pub struct CellRef<'a> {
@@ -104,13 +239,15 @@ pub struct CellRef<'a> {
 /// Columns kept inline, without allocating, up to this many.
 const INLINE_COLUMNS: usize = 8;
 
-/// The newest visible cell of each declared column: inline for the usual
-/// handful of columns (decoding a row allocates nothing of its own), on the
-/// heap beyond [`INLINE_COLUMNS`].
+/// The newest visible cell of each declared column: the first
+/// [`INLINE_COLUMNS`] inline (decoding a row of the usual handful of columns
+/// allocates nothing of its own), the rest on the heap. Column `i` of a
+/// derived struct's `decode` is a constant, so reading it is one load.
 #[derive(Debug)]
-enum Slots<'a> {
-    Inline(usize, [Option<Slot<'a>>; INLINE_COLUMNS]),
-    Heap(Vec<Option<Slot<'a>>>),
+struct Slots<'a> {
+    len: usize,
+    inline: [Option<Slot<'a>>; INLINE_COLUMNS],
+    heap: Vec<Option<Slot<'a>>>,
 }
 
 /// What a row view keeps of a column's cell: family and qualifier are the
@@ -122,6 +259,7 @@ struct Slot<'a> {
 }
 
 impl<'a> From<CellRef<'a>> for Slot<'a> {
+    #[inline]
     fn from(cell: CellRef<'a>) -> Self {
         Slot {
             value: cell.value,
@@ -131,26 +269,45 @@ impl<'a> From<CellRef<'a>> for Slot<'a> {
 }
 
 impl<'a> Slots<'a> {
+    #[inline]
     fn new(len: usize) -> Self {
-        if len <= INLINE_COLUMNS {
-            Slots::Inline(len, [None; INLINE_COLUMNS])
+        Slots {
+            len,
+            inline: [None; INLINE_COLUMNS],
+            heap: if len > INLINE_COLUMNS {
+                vec![None; len - INLINE_COLUMNS]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    #[inline]
+    fn get(&self, index: usize) -> Option<Slot<'a>> {
+        if index < INLINE_COLUMNS {
+            // Never set at or beyond `len`.
+            self.inline[index]
         } else {
-            Slots::Heap(vec![None; len])
+            self.heap.get(index - INLINE_COLUMNS).copied().flatten()
         }
     }
 
-    fn as_slice(&self) -> &[Option<Slot<'a>>] {
-        match self {
-            Slots::Inline(len, cells) => &cells[..*len],
-            Slots::Heap(cells) => cells,
+    #[inline]
+    fn get_mut(&mut self, index: usize) -> Option<&mut Option<Slot<'a>>> {
+        if index >= self.len {
+            None
+        } else if index < INLINE_COLUMNS {
+            Some(&mut self.inline[index])
+        } else {
+            self.heap.get_mut(index - INLINE_COLUMNS)
         }
     }
 
-    fn as_mut_slice(&mut self) -> &mut [Option<Slot<'a>>] {
-        match self {
-            Slots::Inline(len, cells) => &mut cells[..*len],
-            Slots::Heap(cells) => cells,
-        }
+    #[inline]
+    fn iter(&self) -> impl Iterator<Item = &Option<Slot<'a>>> {
+        self.inline[..self.len.min(INLINE_COLUMNS)]
+            .iter()
+            .chain(&self.heap)
     }
 }
 
@@ -178,26 +335,44 @@ impl<'a> RowView<'a> {
         cells: impl IntoIterator<Item = CellRef<'a>>,
         now: DateTime<Utc>,
     ) -> Result<Option<Self>> {
+        Self::reduce(
+            schema,
+            |family, qualifier| ColumnOf::in_schema(schema, family, qualifier),
+            key,
+            cells,
+            now,
+        )
+    }
+
+    /// [`RowView::new`] with the columns told apart by `column_of` (the
+    /// derive's generated `match`).
+    #[inline]
+    fn reduce(
+        schema: &'static Schema,
+        column_of: impl Fn(&str, &[u8]) -> ColumnOf,
+        key: &'a [u8],
+        cells: impl IntoIterator<Item = CellRef<'a>>,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Self>> {
         let policy = schema.policy;
-        let mut slots = Slots::new(schema.columns.len());
-        let columns = slots.as_mut_slice();
-        let mut shadow: Option<CellRef<'a>> = None;
-        let newest = |slot: &mut Option<Slot<'a>>, cell: CellRef<'a>| {
-            if slot.is_none_or(|old| old.timestamp_micros < cell.timestamp_micros) {
-                *slot = Some(cell.into());
-            }
-        };
+        let mut columns = Slots::new(schema.columns.len());
+        let mut shadow: Option<Slot<'a>> = None;
         let visibility = policy.visibility(now);
         for cell in cells {
             if !visibility.is_visible(cell.timestamp_micros) {
                 continue;
             }
-            if let Some(i) = schema.column_index(cell.family, cell.qualifier) {
-                newest(&mut columns[i], cell);
-            } else if schema.is_written_at(cell.family, cell.qualifier)
-                && shadow.is_none_or(|old| old.timestamp_micros < cell.timestamp_micros)
-            {
-                shadow = Some(cell);
+            let slot = match column_of(cell.family, cell.qualifier) {
+                ColumnOf::Column(i) => match columns.get_mut(i) {
+                    Some(slot) => slot,
+                    None => continue,
+                },
+                ColumnOf::WrittenAt => &mut shadow,
+                ColumnOf::Other => continue,
+            };
+            // The newest version of a column wins.
+            if slot.is_none_or(|old| old.timestamp_micros < cell.timestamp_micros) {
+                *slot = Some(cell.into());
             }
         }
         let row_level = columns
@@ -217,19 +392,16 @@ impl<'a> RowView<'a> {
         let written_at = match shadow {
             None => None,
             Some(cell) => Some(DateTime::<Utc>::decode(cell.value).map_err(|source| {
-                decode_error(
-                    schema,
-                    key,
-                    schema.written_at.map_or("", |s| s.qualifier),
-                    cell.family,
-                    source,
-                )
+                let (family, qualifier) = schema
+                    .written_at
+                    .map_or(("", ""), |s| (s.family, s.qualifier));
+                decode_error(schema, key, qualifier, family, source)
             })?),
         };
         Ok(Some(Self {
             schema,
             key,
-            columns: slots,
+            columns,
             expires_at,
             written_at,
         }))
@@ -278,8 +450,9 @@ impl<'a> RowView<'a> {
         })
     }
 
+    #[inline]
     fn slot(&self, index: usize) -> Option<Slot<'a>> {
-        self.columns.as_slice().get(index).copied().flatten()
+        self.columns.get(index)
     }
 
     /// Decode required column `index`.
@@ -287,10 +460,8 @@ impl<'a> RowView<'a> {
     /// # Errors
     /// [`Error::Decode`] when absent or malformed.
     pub fn required<T: CellCodec>(&self, index: usize) -> Result<T> {
-        match self.slot(index) {
-            Some(cell) => T::decode(cell.value).map_err(|e| self.column_error(index, e)),
-            None => Err(self.column_error(index, CodecError::Missing)),
-        }
+        self.column(index)
+            .map_err(|e| e.into_read_error(self.schema, self.key))
     }
 
     /// Decode optional column `index` (`None` when absent).
@@ -298,20 +469,54 @@ impl<'a> RowView<'a> {
     /// # Errors
     /// [`Error::Decode`] when malformed.
     pub fn optional<T: CellCodec>(&self, index: usize) -> Result<Option<T>> {
-        self.slot(index)
-            .map(|cell| T::decode(cell.value).map_err(|e| self.column_error(index, e)))
-            .transpose()
+        self.column_opt(index)
+            .map_err(|e| e.into_read_error(self.schema, self.key))
     }
 
-    fn column_error(&self, index: usize, source: CodecError) -> Error {
-        let column = &self.schema.columns[index];
-        decode_error(
-            self.schema,
+    /// Decode required column `index`, with a small error (what the derived
+    /// `decode` calls; [`decode_row`] adds the context).
+    ///
+    /// # Errors
+    /// [`FieldError::Column`] when absent or malformed.
+    #[inline]
+    pub fn column<T: CellCodec>(&self, index: usize) -> Result<T, FieldError> {
+        match self.slot(index) {
+            Some(cell) => match T::decode(cell.value) {
+                Ok(value) => Ok(value),
+                Err(e) => Err(FieldError::Column(index, e)),
+            },
+            None => Err(missing(index)),
+        }
+    }
+
+    /// Decode optional column `index` (`None` when absent), with a small error.
+    ///
+    /// # Errors
+    /// [`FieldError::Column`] when malformed.
+    #[inline]
+    pub fn column_opt<T: CellCodec>(&self, index: usize) -> Result<Option<T>, FieldError> {
+        match self.slot(index) {
+            Some(cell) => match T::decode(cell.value) {
+                Ok(value) => Ok(Some(value)),
+                Err(e) => Err(FieldError::Column(index, e)),
+            },
+            None => Ok(None),
+        }
+    }
+
+    /// The key split into the schema's key fields, with a small error.
+    ///
+    /// # Errors
+    /// [`FieldError::KeyShape`] when the key does not have the declared shape.
+    #[inline]
+    pub fn key_parts(&self) -> Result<KeyReader<'a>, FieldError> {
+        KeyReader::split(
+            self.schema.table,
             self.key,
-            column.qualifier,
-            column.family,
-            source,
+            self.schema.key_separator,
+            self.schema.key_fields.len(),
         )
+        .map_err(FieldError::KeyShape)
     }
 
     /// Turn the decoded value into what a read returns.
@@ -350,12 +555,12 @@ pub fn decode_row<'a, T: BigtableRow>(
     cells: impl IntoIterator<Item = CellRef<'a>>,
     now: DateTime<Utc>,
 ) -> Result<Option<Expiring<T>>> {
-    match RowView::new(T::SCHEMA, key, cells, now)? {
-        None => Ok(None),
-        Some(view) => {
-            let value = T::decode(&view)?;
-            Ok(Some(view.into_expiring(value)))
-        }
+    let Some(view) = RowView::reduce(T::SCHEMA, T::column_of, key, cells, now)? else {
+        return Ok(None);
+    };
+    match T::decode(&view) {
+        Ok(value) => Ok(Some(view.into_expiring(value))),
+        Err(e) => Err(e.into_read_error(T::SCHEMA, key)),
     }
 }
 
