@@ -287,3 +287,172 @@ fn one_second_decode_round_trip() {
         }
     );
 }
+
+/// A cell of `family:qualifier` at `ts` holding `value`.
+fn cell<'a>(family: &'a str, qualifier: &'a str, value: &'a [u8], ts: i64) -> CellRef<'a> {
+    CellRef {
+        family,
+        qualifier: qualifier.as_bytes(),
+        value,
+        timestamp_micros: ts,
+    }
+}
+
+#[test]
+fn decode_errors_name_the_table_row_and_column() {
+    let ts = now().timestamp_millis() * 1_000;
+    let two = 2i64.to_be_bytes();
+    // A required column absent while others are visible.
+    let err = decode_row::<Click>(
+        b"c3#00000000000000000007",
+        [cell("m", "count", &two, ts)],
+        now(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "table `clicks`, row \"c3#00000000000000000007\", column `c:url`: required column is missing"
+    );
+    // A malformed value in the second family.
+    let err = decode_row::<Click>(
+        b"c3#00000000000000000007",
+        [cell("c", "url", b"/", ts), cell("m", "count", b"xy", ts)],
+        now(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "table `clicks`, row \"c3#00000000000000000007\", column `m:count`: expected 8 bytes, found 2"
+    );
+    // A malformed shadow column.
+    let err = decode_row::<Click>(
+        b"c3#00000000000000000007",
+        [
+            cell("c", "url", b"/", ts),
+            cell("m", "count", &two, ts),
+            cell("c", "written_at", b"x", ts),
+        ],
+        now(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("column `c:written_at`"), "{err}");
+    // Invalid UTF-8 in a one-key struct's value.
+    let err = decode_row::<Session>(
+        b"s1",
+        [cell("s", "user", &[0xff], ts + 3_600_000_000)],
+        now(),
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("table `sessions`, row \"s1\", column `s:user`: cell is not valid UTF-8"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_keys_read_back_name_the_table_and_field() {
+    let ts = now().timestamp_millis() * 1_000;
+    let two = 2i64.to_be_bytes();
+    let cells = || [cell("c", "url", b"/", ts), cell("m", "count", &two, ts)];
+    let err = decode_row::<Click>(b"c3", cells(), now()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "row key \"c3\" of table `clicks` does not decode: expected 2 parts joined by \"#\", found 1"
+    );
+    let err = decode_row::<Click>(b"c3#7", cells(), now()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "row key \"c3#7\" of table `clicks` does not decode: key field `seq`: expected 20 decimal digits, found \"7\""
+    );
+    let err = decode_row::<Session>(b"\xff", [cell("s", "user", b"u", ts + 1)], now()).unwrap_err();
+    assert!(
+        err.to_string().starts_with(
+            "row key \"\u{fffd}\" of table `sessions` does not decode: key field `id`:"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn newest_visible_cell_wins_and_other_cells_are_ignored() {
+    let ts = now().timestamp_millis() * 1_000;
+    let (one, two) = (1i64.to_be_bytes(), 2i64.to_be_bytes());
+    let read = decode_row::<Click>(
+        b"c3#00000000000000000007",
+        [
+            cell("c", "url", b"/old", ts - 1_000),
+            cell("c", "url", b"/new", ts),
+            cell("c", "other", b"ignored", ts + 5_000),
+            cell("x", "url", b"ignored", ts + 5_000),
+            // Expired long ago under the 2-day default: not visible.
+            cell("m", "count", &one, ts - 3 * 86_400_000_000),
+            cell("m", "count", &two, ts - 2_000),
+        ],
+        now(),
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(read.value.url, "/new");
+    assert_eq!(read.value.count, 2);
+    assert_eq!(read.value.referrer, None);
+    assert_eq!(
+        read.expires_at,
+        DateTime::from_timestamp_micros(ts).unwrap() + TimeDelta::days(2)
+    );
+    // Only an expired cell and undeclared ones: the row is absent.
+    assert!(decode_row::<Click>(
+        b"c3#00000000000000000007",
+        [
+            cell("m", "count", &one, ts - 3 * 86_400_000_000),
+            cell("c", "other", b"x", ts),
+        ],
+        now(),
+    )
+    .unwrap()
+    .is_none());
+}
+
+/// A field whose codec refuses to encode.
+#[derive(Debug, Clone, PartialEq)]
+struct Refuses;
+
+impl bigtable_ttl::CellCodec for Refuses {
+    fn encode(&self) -> Result<Vec<u8>, bigtable_ttl::CodecError> {
+        Err(bigtable_ttl::CodecError::Custom("no".into()))
+    }
+    fn decode(_: &[u8]) -> Result<Self, bigtable_ttl::CodecError> {
+        Ok(Refuses)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "refusals", family = "r")]
+#[ttl(default = "1d")]
+struct Refusal {
+    #[bigtable(key)]
+    id: String,
+    fine: String,
+    refuses: Refuses,
+}
+
+#[test]
+fn encode_errors_name_the_field() {
+    let r = Refusal {
+        id: "r1".into(),
+        fine: "ok".into(),
+        refuses: Refuses,
+    };
+    let err = r.mutation().build(now()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            bigtable_ttl::Error::Encode {
+                field: "refuses",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(err.to_string(), "field `refuses` could not be encoded: no");
+}

@@ -188,6 +188,8 @@ fn impl_row(cont: &Container) -> TokenStream {
     let decode_fields = cont.fields.iter().map(|f| {
         let ident = f.ident;
         let value = match f.role() {
+            // One key field: the whole key, not split.
+            Role::Key if keys.len() == 1 => respan(quote!(__row.key_field()?), at(f.ty)),
             Role::Key => {
                 let i = Literal::usize_unsuffixed(key_index);
                 key_index += 1;
@@ -211,6 +213,12 @@ fn impl_row(cont: &Container) -> TokenStream {
     });
     // Collected so the index counters above run in order.
     let decode_fields: Vec<TokenStream> = decode_fields.collect();
+
+    let split_key = if keys.len() > 1 {
+        quote!(let __key = __row.key_parts()?;)
+    } else {
+        TokenStream::new()
+    };
 
     quote! {
         const _: () = {
@@ -252,7 +260,7 @@ fn impl_row(cont: &Container) -> TokenStream {
                 fn decode(
                     __row: &#p::RowView<'_>,
                 ) -> ::core::result::Result<Self, #p::FieldError> {
-                    let __key = __row.key_parts()?;
+                    #split_key
                     ::core::result::Result::Ok(Self { #(#decode_fields),* })
                 }
             }
