@@ -1,12 +1,13 @@
 //! `ttl-bench`: the end-to-end, filtering and report parts of the benchmarks
 //! (issue 5). Run everything with `bench/run.sh`.
 //!
-//! * `ttl-bench e2e --rows N --python PY --out FILE`: starts a dedicated
-//!   emulator, runs each contender as its own process (peak RSS is per
-//!   process), measures the bytes saved by the server-side filter, writes JSON.
+//! * `ttl-bench e2e --rows N --python PY --out FILE`: runs each contender as
+//!   its own process (peak RSS is per process) on a fresh emulator, in
+//!   rounds with a rotated order (medians reported), measures the bytes saved by the server-side filter, writes JSON.
 //! * `ttl-bench contender NAME --host H --rows N`: one contender (internal).
 //! * `ttl-bench report --results DIR --out FILE`: renders `BENCHMARKS.md`.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -64,55 +65,91 @@ async fn main() -> Res<()> {
 
 // ----- end to end -------------------------------------------------------------
 
+/// Rounds of the end-to-end comparison (`BENCH_ROUNDS`, default 3): each round
+/// runs every contender once, in an order rotated from round to round, each on
+/// an emulator of its own, so no contender always goes first (cold) or last
+/// (after the others' data). The report takes each contender's median.
+fn rounds() -> usize {
+    std::env::var("BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3)
+        .max(1)
+}
+
 async fn e2e(rows: usize, python: Option<&str>, out: &Path) -> Res<()> {
-    let emulator = bigtable_ttl::emulator::Emulator::start()?;
-    let host = emulator.host().to_owned();
-    eprintln!("emulator at {host}");
     let me = std::env::current_exe()?;
-    let mut results = serde_json::Map::new();
-    let mut contenders: Vec<(&str, Command)> = Vec::new();
-    for name in ["lib", "lib-put-all", "raw"] {
-        let mut cmd = Command::new(&me);
-        cmd.args([
-            "contender",
-            name,
-            "--host",
-            &host,
-            "--rows",
-            &rows.to_string(),
-        ]);
-        contenders.push((name, cmd));
+    let mut names = vec!["lib", "lib-put-all", "raw"];
+    if python.is_some() {
+        names.push("python");
     }
-    if let Some(py) = python {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python_client.py");
-        let mut cmd = Command::new(py);
-        cmd.arg(script)
-            .args(["--project", PROJECT, "--instance", "bench-python"])
-            .args(["--table", Event::SCHEMA.table, "--rows", &rows.to_string()])
-            .env("BIGTABLE_EMULATOR_HOST", &host);
-        contenders.push(("python", cmd));
-    }
-    for (name, mut cmd) in contenders {
-        let conn = Connection::emulator(&host, PROJECT, &format!("bench-{name}"))?;
-        Table::<Event>::new(conn).ensure_schema().await?;
-        eprintln!("contender {name} ({rows} rows)…");
-        let output = cmd.output()?;
-        if !output.status.success() {
-            return Err(format!(
-                "contender {name} failed: {}",
-                String::from_utf8_lossy(&output.stderr)
-            )
-            .into());
+    let mut runs: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+    for round in 0..rounds() {
+        for i in 0..names.len() {
+            let name = names[(i + round) % names.len()];
+            let emulator = bigtable_ttl::emulator::Emulator::start()?;
+            let host = emulator.host().to_owned();
+            let mut cmd = if name == "python" {
+                let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python_client.py");
+                let mut cmd = Command::new(python.unwrap_or("python3"));
+                cmd.arg(script)
+                    .args(["--project", PROJECT, "--instance", "bench-python"])
+                    .args(["--table", Event::SCHEMA.table, "--rows", &rows.to_string()])
+                    .env("BIGTABLE_EMULATOR_HOST", &host);
+                cmd
+            } else {
+                let mut cmd = Command::new(&me);
+                cmd.args([
+                    "contender",
+                    name,
+                    "--host",
+                    &host,
+                    "--rows",
+                    &rows.to_string(),
+                ]);
+                cmd
+            };
+            let conn = Connection::emulator(&host, PROJECT, &format!("bench-{name}"))?;
+            Table::<Event>::new(conn).ensure_schema().await?;
+            eprintln!("round {round}: contender {name} ({rows} rows, emulator {host})…");
+            let output = cmd.output()?;
+            if !output.status.success() {
+                return Err(format!(
+                    "contender {name} failed: {}",
+                    String::from_utf8_lossy(&output.stderr)
+                )
+                .into());
+            }
+            let line = String::from_utf8(output.stdout)?;
+            let value: Value = serde_json::from_str(line.trim().lines().last().unwrap_or(""))?;
+            eprintln!("  {value}");
+            runs.entry(name).or_default().push(value);
+            drop(emulator);
         }
-        let line = String::from_utf8(output.stdout)?;
-        let value: Value = serde_json::from_str(line.trim().lines().last().unwrap_or(""))?;
-        eprintln!("  {value}");
-        results.insert(name.to_owned(), value);
     }
-    let filtering = filter_bytes(&host, 10_000).await?;
+    let mut results = serde_json::Map::new();
+    for (name, values) in &runs {
+        let median = |key: &str| {
+            let mut xs: Vec<f64> = values.iter().filter_map(|v| v[key].as_f64()).collect();
+            xs.sort_by(f64::total_cmp);
+            xs.get(xs.len() / 2).copied()
+        };
+        results.insert(
+            (*name).to_owned(),
+            json!({
+                "write_s": median("write_s"),
+                "scan_s": median("scan_s"),
+                "peak_rss_kib": median("peak_rss_kib"),
+                "runs": values,
+            }),
+        );
+    }
+    let emulator = bigtable_ttl::emulator::Emulator::start()?;
+    let filtering = filter_bytes(emulator.host(), 10_000).await?;
     eprintln!("filtering: {filtering}");
     results.insert("filtering".into(), filtering);
     results.insert("rows".into(), json!(rows));
+    results.insert("rounds".into(), json!(rounds()));
     std::fs::write(out, serde_json::to_string_pretty(&Value::Object(results))?)?;
     drop(emulator);
     Ok(())
@@ -473,7 +510,9 @@ fn report(dir: &Path, out: &Path) -> Res<()> {
          qualifier match.\n\
          * **write / filtered scan**: {rows} rows with per-row expiries written to a \
          dedicated emulator, then scanned with the timestamp filter and decoded. Each \
-         contender runs as its own process. *lib*: `Table::writer()` (the bulk writer, \
+         contender runs as its own process on a fresh emulator, once per round \
+         (`BENCH_ROUNDS`, 3 by default) in an order rotated each round; the figures are \
+         each contender's median. *lib*: `Table::writer()` (the bulk writer, \
          rows streamed in); *lib-put-all*: `Table::put_all` over a `Vec` of the rows; \
          *raw* (b): hand-written `bigtable_rs` with the same batching (10,000 rows per \
          `MutateRows`, 4 in flight) and a hand-written filter and decoder; *python* (c): \
