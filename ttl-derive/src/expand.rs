@@ -257,6 +257,7 @@ fn impl_row(cont: &Container) -> TokenStream {
                 ) -> #p::ColumnOf {
                     #column_of
                 }
+                #[inline]
                 fn decode(
                     __row: &#p::RowView<'_>,
                 ) -> ::core::result::Result<Self, #p::FieldError> {
