@@ -276,3 +276,40 @@ async fn malformed_cells_are_typed_errors_naming_the_column() {
         "{message}"
     );
 }
+
+/// A required column that is really missing (written by other code) is an
+/// error naming it, after the reader's re-reads for torn rows give up.
+#[tokio::test]
+async fn a_really_missing_required_column_is_an_error() {
+    let table = table().await;
+    let ts = table.clock().now().timestamp_millis() * 1000;
+    let mut client = table.connection().data_client();
+    let request = bigtable_ttl::proto::MutateRowRequest {
+        table_name: table.connection().table_path(table.name()),
+        row_key: b"partial".to_vec(),
+        mutations: vec![bigtable_ttl::proto::Mutation {
+            mutation: Some(bigtable_ttl::proto::mutation::Mutation::SetCell(
+                bigtable_ttl::proto::mutation::SetCell {
+                    family_name: "f".into(),
+                    column_qualifier: b"text".to_vec(),
+                    timestamp_micros: ts,
+                    value: b"only this".to_vec(),
+                },
+            )),
+        }],
+        ..Default::default()
+    };
+    client.mutate_row(request).await.unwrap();
+    let err = table.get(&"partial".to_owned()).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            bigtable_ttl::Error::Decode {
+                source: CodecError::Missing,
+                ref column,
+                ..
+            } if column == "f:bytes"
+        ),
+        "{err}"
+    );
+}

@@ -549,20 +549,62 @@ impl<T: BigtableRow> Table<T> {
     pub fn stream(&self, scan: Scan) -> impl Stream<Item = Result<Expiring<T>>> {
         let now = self.clock.now();
         let request = self.read_request(scan, Some(read_filter(T::SCHEMA, now)));
-        let table = self.name.clone();
+        let this = self.clone();
         self.raw_stream(request).filter_map(move |row| {
-            let out = match row {
-                Ok((key, cells)) => {
-                    decode_row::<T>(&key, cells.iter().map(Cell::as_cell_ref), now).transpose()
+            let this = this.clone();
+            async move {
+                match row {
+                    Ok((key, cells)) => {
+                        match decode_row::<T>(&key, cells.iter().map(Cell::as_cell_ref), now) {
+                            Err(e) if is_torn(&e) => this.reread_torn(key, now, e).await,
+                            other => other,
+                        }
+                        .transpose()
+                    }
+                    Err((key, e)) => Some(Err(this.server_error(key, e))),
                 }
-                Err((key, e)) => Some(Err(Error::Server {
-                    table: table.clone(),
-                    row_key: key,
-                    source: e.into(),
-                })),
-            };
-            futures_util::future::ready(out)
+            }
         })
+    }
+
+    /// Read one row again after a read that showed some of its row-level
+    /// columns but not a required one.
+    ///
+    /// A write replaces every column of a row in one atomic row mutation, so
+    /// on Cloud Bigtable, whose reads are row-atomic, a live row always has
+    /// all of them. The emulator's `ReadRows` is not: it streams a row's
+    /// column list after releasing the row lock, and a concurrent write can
+    /// shift that list so one column is sent twice and another not at all.
+    /// A second read of the row sees it whole; a column that is really
+    /// missing (written by other code) still fails after a few tries.
+    async fn reread_torn(
+        &self,
+        key: Vec<u8>,
+        now: DateTime<Utc>,
+        first: Error,
+    ) -> Result<Option<Expiring<T>>> {
+        const REREADS: usize = 3;
+        let mut last = first;
+        for _ in 0..REREADS {
+            tracing::debug!(table = %self.name, row = %String::from_utf8_lossy(&key), "re-reading a torn row");
+            let request = self.read_request(
+                Scan::keys([key.as_slice()]),
+                Some(read_filter(T::SCHEMA, now)),
+            );
+            let rows: Vec<MergedRow> = self
+                .raw_stream(request)
+                .map_err(|(k, e)| self.server_error(k, e))
+                .try_collect()
+                .await?;
+            let Some((row_key, cells)) = rows.into_iter().next() else {
+                return Ok(None);
+            };
+            match decode_row::<T>(&row_key, cells.iter().map(Cell::as_cell_ref), now) {
+                Err(e) if is_torn(&e) => last = e,
+                other => return other,
+            }
+        }
+        Err(last)
     }
 
     /// Every stored cell of the rows `scan` covers, **unfiltered**: all
@@ -608,3 +650,15 @@ impl<T: BigtableRow> Table<T> {
 }
 
 type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// A decode failure that a torn read explains: a required column absent from
+/// a row that has other live cells.
+fn is_torn(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Decode {
+            source: crate::error::CodecError::Missing,
+            ..
+        }
+    )
+}
