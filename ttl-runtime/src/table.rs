@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use bigtable_rs::google::bigtable::v2::{MutateRowRequest, Mutation, ReadRowsRequest, RowFilter};
 use chrono::{DateTime, Utc};
+use futures_util::future::Either;
 use futures_util::{Stream, StreamExt as _, TryStreamExt as _};
 
 use crate::admin::{EnsureOptions, SchemaReport};
@@ -551,18 +552,23 @@ impl<T: BigtableRow> Table<T> {
         let request = self.read_request(scan, Some(read_filter(T::SCHEMA, now)));
         let this = self.clone();
         self.raw_stream(request).filter_map(move |row| {
-            let this = this.clone();
-            async move {
-                match row {
-                    Ok((key, cells)) => {
-                        match decode_row::<T>(&key, cells.iter().map(Cell::as_cell_ref), now) {
-                            Err(e) if is_torn(&e) => this.reread_torn(key, now, e).await,
-                            other => other,
+            // The common path stays synchronous: only a torn row (see
+            // `reread_torn`) needs a handle and another request.
+            match row {
+                Ok((key, cells)) => {
+                    match decode_row::<T>(&key, cells.iter().map(Cell::as_cell_ref), now) {
+                        Err(e) if is_torn(&e) => {
+                            let this = this.clone();
+                            Either::Right(
+                                async move { this.reread_torn(key, now, e).await.transpose() },
+                            )
                         }
-                        .transpose()
+                        other => Either::Left(futures_util::future::ready(other.transpose())),
                     }
-                    Err((key, e)) => Some(Err(this.server_error(key, e))),
                 }
+                Err((key, e)) => Either::Left(futures_util::future::ready(Some(Err(
+                    this.server_error(key, e)
+                )))),
             }
         })
     }
