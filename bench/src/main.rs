@@ -54,12 +54,16 @@ async fn main() -> Res<()> {
             println!("{result}");
             Ok(())
         }
+        Some("instructions") => {
+            let out = PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?);
+            instructions(rows, &out).await
+        }
         Some("report") => {
             let dir = PathBuf::from(arg(&args, "--results").ok_or("--results DIR")?);
             let out = PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?);
             report(&dir, &out)
         }
-        _ => Err("usage: ttl-bench e2e|contender|report (see bench/run.sh)".into()),
+        _ => Err("usage: ttl-bench e2e|instructions|contender|report (see bench/run.sh)".into()),
     }
 }
 
@@ -152,6 +156,52 @@ async fn e2e(rows: usize, python: Option<&str>, out: &Path) -> Res<()> {
     results.insert("rounds".into(), json!(rounds()));
     std::fs::write(out, serde_json::to_string_pretty(&Value::Object(results))?)?;
     drop(emulator);
+    Ok(())
+}
+
+/// Client instructions (valgrind callgrind) of the `lib` and `raw`
+/// contenders, write and filtered scan of `rows` rows each, on emulators of
+/// their own: a count, not a time, so it is the same whatever else the shared
+/// machine is doing, and the emulator's own work is not in it.
+async fn instructions(rows: usize, out: &Path) -> Res<()> {
+    let me = std::env::current_exe()?;
+    let mut results = serde_json::Map::new();
+    for name in ["lib", "raw"] {
+        let emulator = bigtable_ttl::emulator::Emulator::start()?;
+        let host = emulator.host().to_owned();
+        let conn = Connection::emulator(&host, PROJECT, &format!("bench-{name}"))?;
+        Table::<Event>::new(conn).ensure_schema().await?;
+        let profile = std::env::temp_dir().join(format!("ttl-bench-callgrind-{name}.out"));
+        eprintln!("callgrind: contender {name} ({rows} rows)…");
+        let output = Command::new("valgrind")
+            .arg("--tool=callgrind")
+            .arg(format!("--callgrind-out-file={}", profile.display()))
+            .arg(&me)
+            .args([
+                "contender",
+                name,
+                "--host",
+                &host,
+                "--rows",
+                &rows.to_string(),
+            ])
+            .output()?;
+        let _ = std::fs::remove_file(&profile);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if !output.status.success() {
+            return Err(format!("callgrind of {name} failed: {stderr}").into());
+        }
+        let collected: u64 = stderr
+            .lines()
+            .find_map(|l| l.split("Collected :").nth(1))
+            .and_then(|n| n.trim().parse().ok())
+            .ok_or("no `Collected :` line from callgrind")?;
+        eprintln!("  {collected} instructions");
+        results.insert(name.to_owned(), json!(collected));
+        drop(emulator);
+    }
+    results.insert("rows".into(), json!(rows));
+    std::fs::write(out, serde_json::to_string_pretty(&Value::Object(results))?)?;
     Ok(())
 }
 
@@ -486,6 +536,20 @@ fn report(dir: &Path, out: &Path) -> Res<()> {
         ),
         "",
     );
+    if let Some(ins) = read_json(&dir.join("instructions.json")) {
+        let (lib, raw) = (
+            ins["lib"].as_f64().unwrap_or(f64::NAN),
+            ins["raw"].as_f64().unwrap_or(f64::NAN),
+        );
+        line(
+            &format!(
+                "client instructions (callgrind), write + filtered scan of {} rows: lib / raw",
+                ins["rows"]
+            ),
+            format!("{:.0} M / {:.0} M = {:.3}", lib / 1e6, raw / 1e6, lib / raw),
+            "",
+        );
+    }
     let machine = format!(
         "{} cores ({}), {} memory, {}, {}",
         shell("nproc"),
@@ -520,6 +584,10 @@ fn report(dir: &Path, out: &Path) -> Res<()> {
          and `read_rows` with a `TimestampRangeFilter`), installed in a venv by \
          `bench/run.sh`.\n\
          * **peak RSS**: `VmHWM` of the contender's process right after its write.\n\
+         * **client instructions**: the `lib` and `raw` contenders run under `valgrind \
+         --tool=callgrind` (write and filtered scan of 20,000 rows, each on its own \
+         emulator): instructions the client process executed, the same whatever else the \
+         machine is doing; the emulator's work is not counted.\n\
          * **bytes received**: encoded size of the `ReadRowsResponse` messages of a \
          full-table read with the typed reader's filter (`filter::read_filter` at a \
          manual clock 2 h ahead) versus no filter, half the rows expired for the reader \
