@@ -32,15 +32,13 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
-use bigtable_rs::google::bigtable::v2::{
-    row_filter::{Chain, Filter},
-    ReadRowsRequest, RowFilter,
-};
+use bigtable_rs::google::bigtable::v2::{row_filter::Filter, ReadRowsRequest};
 use chrono::TimeDelta;
 use tonic::Code;
 
 use crate::connection::Connection;
 use crate::error::{Error, Result};
+use crate::filter::{chain, filter, only_family};
 use crate::schema::Schema;
 
 /// Bigtable's admin v2 protobuf types (`GcRule`, `ColumnFamily`, `Table`, …).
@@ -503,20 +501,14 @@ async fn create_table(conn: &Connection, table: &str) -> Result<Created> {
 
 /// Whether `family` holds any cell (expired or not): one row, one cell, no value.
 async fn holds_cells(conn: &Connection, table: &str, family: &str) -> Result<bool> {
-    let filter = |f| RowFilter { filter: Some(f) };
     let request = ReadRowsRequest {
         table_name: conn.table_path(table),
         rows_limit: 1,
-        filter: Some(filter(Filter::Chain(Chain {
-            filters: vec![
-                filter(Filter::FamilyNameRegexFilter(format!(
-                    "^{}$",
-                    escape_regex(family)
-                ))),
-                filter(Filter::CellsPerRowLimitFilter(1)),
-                filter(Filter::StripValueTransformer(true)),
-            ],
-        }))),
+        filter: Some(chain(vec![
+            only_family(family),
+            filter(Filter::CellsPerRowLimitFilter(1)),
+            filter(Filter::StripValueTransformer(true)),
+        ])),
         ..ReadRowsRequest::default()
     };
     let rows = conn
@@ -529,19 +521,6 @@ async fn holds_cells(conn: &Connection, table: &str, family: &str) -> Result<boo
             source: Box::new(e),
         })?;
     Ok(rows.iter().any(|(_, cells)| !cells.is_empty()))
-}
-
-/// Family names allow `[-_.a-zA-Z0-9]`; escape everything but `[_a-zA-Z0-9]`
-/// for RE2.
-fn escape_regex(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for c in name.chars() {
-        if !c.is_ascii_alphanumeric() && c != '_' {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn server_error(table: &str, status: tonic::Status) -> Error {
@@ -675,10 +654,5 @@ mod tests {
             report.to_string(),
             "table `clicks`: updated\n  family `c`: max_age = 2d -> max_age = 1h\n  family `d`: created with max_age = 1h"
         );
-    }
-
-    #[test]
-    fn family_names_are_escaped_for_re2() {
-        assert_eq!(escape_regex("a.b-c_1"), r"a\.b\-c_1");
     }
 }

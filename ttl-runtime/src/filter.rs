@@ -27,12 +27,7 @@ pub fn read_filter(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
         .iter()
         .map(|family| {
             chain(vec![
-                // Unset bounds: every qualifier of the family.
-                filter(Filter::ColumnRangeFilter(ColumnRange {
-                    family_name: (*family).to_owned(),
-                    start_qualifier: None,
-                    end_qualifier: None,
-                })),
+                only_family(family),
                 filter(Filter::TimestampRangeFilter(TimestampRange {
                     start_timestamp_micros: start,
                     end_timestamp_micros: 0,
@@ -47,17 +42,42 @@ pub fn read_filter(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
     }
 }
 
-fn filter(f: Filter) -> RowFilter {
+/// Every cell of `family` and nothing else: a column range with unset
+/// bounds (all qualifiers), no regular expression and so no escaping.
+pub(crate) fn only_family(family: &str) -> RowFilter {
+    filter(Filter::ColumnRangeFilter(ColumnRange {
+        family_name: family.to_owned(),
+        start_qualifier: None,
+        end_qualifier: None,
+    }))
+}
+
+pub(crate) fn filter(f: Filter) -> RowFilter {
     RowFilter { filter: Some(f) }
 }
 
-fn chain(filters: Vec<RowFilter>) -> RowFilter {
-    filter(Filter::Chain(Chain { filters }))
+/// `filters` in sequence; a single filter as itself (Bigtable rejects a
+/// chain of fewer than two).
+pub(crate) fn chain(mut filters: Vec<RowFilter>) -> RowFilter {
+    if filters.len() == 1 {
+        filters.remove(0)
+    } else {
+        filter(Filter::Chain(Chain { filters }))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_family_is_selected_by_its_exact_name() {
+        let Some(Filter::ColumnRangeFilter(r)) = only_family("a.b-c_1").filter else {
+            panic!("a column range");
+        };
+        assert_eq!(r.family_name, "a.b-c_1");
+        assert!(r.start_qualifier.is_none() && r.end_qualifier.is_none());
+    }
     use crate::policy::Policy;
     use crate::schema::Schema;
 

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use bigtable_rs::google::bigtable::v2::{row_filter::Filter, ReadRowsRequest, RowFilter, RowSet};
+use bigtable_rs::google::bigtable::v2::{ReadRowsRequest, RowSet};
+
+use crate::filter::only_family;
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::TryStreamExt as _;
 
@@ -162,9 +164,7 @@ pub async fn inspect(
             row_keys: vec![row_key.to_vec()],
             row_ranges: vec![],
         }),
-        filter: family.map(|f| RowFilter {
-            filter: Some(Filter::FamilyNameRegexFilter(super::family_regex(f))),
-        }),
+        filter: family.map(only_family),
         rows_limit: 1,
         ..ReadRowsRequest::default()
     };

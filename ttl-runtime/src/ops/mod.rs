@@ -193,21 +193,6 @@ pub fn policy_from_rule(rule: &GcRule) -> Option<Policy> {
     }
 }
 
-/// Family names allow `[-_.a-zA-Z0-9]`; escape everything but `[_a-zA-Z0-9]`
-/// for RE2.
-pub(crate) fn family_regex(family: &str) -> String {
-    let mut out = String::with_capacity(family.len() + 2);
-    out.push('^');
-    for c in family.chars() {
-        if !c.is_ascii_alphanumeric() && c != '_' {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out.push('$');
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,10 +247,5 @@ mod tests {
             policy_from_rule(&gc_rule(TimeDelta::milliseconds(1_000))),
             Some(Policy::OneSecond)
         );
-    }
-
-    #[test]
-    fn family_regexes_are_anchored_and_escaped() {
-        assert_eq!(family_regex("a.b-c_1"), r"^a\.b\-c_1$");
     }
 }

@@ -3,14 +3,13 @@
 //! migration can checkpoint between pages.
 
 use bigtable_rs::google::bigtable::v2::{
-    row_filter::{Chain, Filter},
-    row_range::StartKey,
-    ReadRowsRequest, RowFilter, RowRange, RowSet,
+    row_filter::Filter, row_range::StartKey, ReadRowsRequest, RowRange, RowSet,
 };
 use futures_util::TryStreamExt as _;
 
 use crate::connection::Connection;
 use crate::error::{Error, Result};
+use crate::filter::{chain, filter, only_family};
 use crate::scan::{read_rows, RawCell};
 
 /// Rows per page unless the caller says otherwise.
@@ -71,10 +70,7 @@ impl FamilyPages {
         if self.done {
             return Ok(None);
         }
-        let filter = |f| RowFilter { filter: Some(f) };
-        let mut filters = vec![filter(Filter::FamilyNameRegexFilter(super::family_regex(
-            &self.family,
-        )))];
+        let mut filters = vec![only_family(&self.family)];
         if self.strip_values {
             filters.push(filter(Filter::StripValueTransformer(true)));
         }
@@ -87,12 +83,7 @@ impl FamilyPages {
                     end_key: None,
                 }],
             }),
-            // Bigtable rejects a chain of fewer than two filters.
-            filter: Some(if filters.len() == 1 {
-                filters.remove(0)
-            } else {
-                filter(Filter::Chain(Chain { filters }))
-            }),
+            filter: Some(chain(filters)),
             rows_limit: i64::try_from(self.page_rows).unwrap_or(i64::MAX),
             ..ReadRowsRequest::default()
         };
