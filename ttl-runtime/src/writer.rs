@@ -23,6 +23,7 @@ use bigtable_rs::google::bigtable::v2::{
 use prost::Message as _;
 use tokio::task::JoinSet;
 
+use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::mutation::{MutationBuilder, RowMutation};
 use crate::retry::{retryable_code, retryable_status, RetryPolicy};
@@ -322,6 +323,47 @@ async fn send_batch(
             return report;
         }
         pending = retry.into_iter().map(|(i, _)| i).collect();
+    }
+}
+
+/// Write `entries` to `table` as one batch, with the bulk writer's per-entry
+/// statuses and retries, for callers that build raw entries (migrations).
+///
+/// # Errors
+/// [`Error::Server`] naming the first row not written, and how many were not.
+pub(crate) async fn write_entries(
+    conn: &Connection,
+    table: &str,
+    entries: Vec<Entry>,
+    policy: RetryPolicy,
+) -> Result<()> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let mut packed = Packed::default();
+    for entry in &entries {
+        packed.push(entry);
+    }
+    let report = send_batch(
+        conn.data_client(),
+        conn.table_path(table).into(),
+        entries,
+        Arc::new(packed),
+        policy,
+        Arc::default(),
+    )
+    .await;
+    match report.failed.first() {
+        None => Ok(()),
+        Some((key, why)) => Err(Error::Server {
+            table: table.to_owned(),
+            row_key: Some(String::from_utf8_lossy(key).into_owned()),
+            source: format!(
+                "{why} ({} rows of the batch not written)",
+                report.failed.len()
+            )
+            .into(),
+        }),
     }
 }
 

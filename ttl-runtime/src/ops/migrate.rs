@@ -25,11 +25,8 @@
 //! against the source's ([`verify`]).
 
 use std::ops::ControlFlow;
-use std::time::Duration;
 
-use bigtable_rs::google::bigtable::v2::{
-    mutate_rows_request::Entry, mutation, MutateRowsRequest, Mutation,
-};
+use bigtable_rs::google::bigtable::v2::{mutate_rows_request::Entry, mutation, Mutation};
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::admin::{describe_rule, gc_rule, live_rules, rule_matches};
@@ -38,7 +35,9 @@ use crate::codec::CellCodec;
 use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::policy::{from_micros, millis_floor, Expiry, Policy};
+use crate::retry::RetryPolicy;
 use crate::scan::RawCell;
+use crate::writer::write_entries;
 
 use super::scan::{FamilyPages, DEFAULT_PAGE_ROWS};
 
@@ -350,7 +349,7 @@ pub async fn migrate(
             }
             last = Some(key);
         }
-        write_entries(conn, &plan.table, entries).await?;
+        write_entries(conn, &plan.table, entries, RetryPolicy::default()).await?;
         checkpoint.last_row_key = last;
         if on_batch(&checkpoint).is_break() {
             return Ok(MigrateStatus::Stopped(checkpoint));
@@ -420,95 +419,6 @@ pub async fn verify(
         }
     }
     Ok(v)
-}
-
-/// Attempts per entry on transient failures.
-const WRITE_ATTEMPTS: u32 = 4;
-
-/// `MutateRows` of one page, every entry's status checked, transient
-/// failures retried (safe: every cell has an explicit timestamp).
-async fn write_entries(conn: &Connection, table: &str, mut pending: Vec<Entry>) -> Result<()> {
-    let server =
-        |row_key: Option<String>, source: Box<dyn std::error::Error + Send + Sync>| Error::Server {
-            table: table.to_owned(),
-            row_key,
-            source,
-        };
-    let mut attempt = 0;
-    while !pending.is_empty() {
-        attempt += 1;
-        let request = MutateRowsRequest {
-            table_name: conn.table_path(table),
-            entries: pending.clone(),
-            ..MutateRowsRequest::default()
-        };
-        let mut ok = vec![false; pending.len()];
-        let mut last_error: Option<(Option<String>, String, tonic::Code)> = None;
-        match conn.data_client().mutate_rows(request).await {
-            Ok(mut stream) => loop {
-                match stream.message().await {
-                    Ok(Some(response)) => {
-                        for entry in response.entries {
-                            let Some(i) =
-                                usize::try_from(entry.index).ok().filter(|i| *i < ok.len())
-                            else {
-                                continue;
-                            };
-                            let status = entry.status.unwrap_or_default();
-                            if status.code == 0 {
-                                ok[i] = true;
-                            } else {
-                                let key = String::from_utf8_lossy(&pending[i].row_key).into_owned();
-                                last_error = Some((
-                                    Some(key),
-                                    status.message,
-                                    tonic::Code::from(status.code),
-                                ));
-                            }
-                        }
-                    }
-                    Ok(None) => break,
-                    Err(status) => {
-                        last_error = Some((None, status.message().to_owned(), status.code()));
-                        break;
-                    }
-                }
-            },
-            Err(bigtable_rs::bigtable::Error::RpcError(status)) => {
-                last_error = Some((None, status.message().to_owned(), status.code()));
-            }
-            Err(e) => return Err(server(None, Box::new(e))),
-        }
-        pending = pending
-            .into_iter()
-            .zip(ok)
-            .filter_map(|(e, ok)| (!ok).then_some(e))
-            .collect();
-        if pending.is_empty() {
-            break;
-        }
-        let (key, message, code) = last_error.unwrap_or((
-            None,
-            "no status returned for some rows".to_owned(),
-            tonic::Code::Unknown,
-        ));
-        let transient = matches!(
-            code,
-            tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Aborted
-        );
-        if !transient || attempt >= WRITE_ATTEMPTS {
-            return Err(server(
-                key,
-                format!(
-                    "{code}: {message} ({} rows of the page not written)",
-                    pending.len()
-                )
-                .into(),
-            ));
-        }
-        tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
