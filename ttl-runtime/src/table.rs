@@ -419,7 +419,11 @@ impl<T: BigtableRow> Table<T> {
 
     /// One `MutateRow`, retried within the write policy (safe: the
     /// mutations are idempotent).
-    async fn mutate_row(&self, row_key: Vec<u8>, mutations: Vec<Mutation>) -> Result<()> {
+    pub(crate) async fn mutate_row(
+        &self,
+        row_key: Vec<u8>,
+        mutations: Vec<Mutation>,
+    ) -> Result<()> {
         let request = MutateRowRequest {
             table_name: self.path(),
             row_key,

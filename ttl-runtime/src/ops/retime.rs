@@ -17,9 +17,7 @@
 
 use std::collections::BTreeMap;
 
-use bigtable_rs::google::bigtable::v2::{
-    mutation, MutateRowRequest, Mutation, ReadRowsRequest, RowSet,
-};
+use bigtable_rs::google::bigtable::v2::{mutation, Mutation, ReadRowsRequest, RowSet};
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::TryStreamExt as _;
 
@@ -197,16 +195,10 @@ impl<T: BigtableRow> Table<T> {
         let Some(m) = retime_mutation(T::SCHEMA, &row_key, &cells, now, how)? else {
             return Ok(None);
         };
-        let request = MutateRowRequest {
-            table_name: conn.table_path(self.name()),
-            row_key: m.row_key.clone(),
-            mutations: m.mutations.clone(),
-            ..MutateRowRequest::default()
-        };
-        conn.data_client()
-            .mutate_row(request)
-            .await
-            .map_err(|e| server(Box::new(e)))?;
+        // Retried within the write policy like any write: the mutations
+        // carry explicit timestamps, so re-sending them is idempotent.
+        self.mutate_row(m.row_key.clone(), m.mutations.clone())
+            .await?;
         Ok(Some(m))
     }
 
