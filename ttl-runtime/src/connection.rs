@@ -8,6 +8,7 @@ use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2::bigt
 use tonic::transport::{Channel, ClientTlsConfig};
 
 use crate::error::{Error, Result};
+use crate::grpc::DataChannel;
 
 /// The generated admin client, on a plain tonic channel.
 pub(crate) type AdminClient = BigtableTableAdminClient<Channel>;
@@ -28,6 +29,8 @@ const ADMIN_SCOPE: &str = "https://www.googleapis.com/auth/bigtable.admin.table"
 #[derive(Clone)]
 pub struct Connection {
     data: BigTable,
+    /// `MutateRows` and `ReadRows`, the bulk calls (see [`crate::grpc`]).
+    bulk: DataChannel,
     admin: AdminClient,
     tokens: Option<Arc<dyn gcp_auth::TokenProvider>>,
     project: String,
@@ -71,11 +74,13 @@ impl Connection {
         let data = BigTableConnection::new_with_emulator(host, project, instance, false, 1, None)
             .map_err(|e| connect_error(e.to_string()))?
             .client();
+        let bulk = DataChannel::emulator(host).map_err(connect_error)?;
         let channel = Channel::from_shared(format!("http://{host}"))
             .map_err(|e| connect_error(e.to_string()))?
             .connect_lazy();
         Ok(Self {
             data,
+            bulk,
             admin: BigtableTableAdminClient::new(channel),
             tokens: None,
             project: project.to_owned(),
@@ -106,12 +111,14 @@ impl Connection {
         )
         .map_err(|e| connect_error(e.to_string()))?
         .client();
+        let bulk = DataChannel::cloud(tokens.clone()).map_err(connect_error)?;
         let channel = Channel::from_static(ADMIN_ENDPOINT)
             .tls_config(ClientTlsConfig::new().with_native_roots())
             .map_err(|e| connect_error(e.to_string()))?
             .connect_lazy();
         Ok(Self {
             data,
+            bulk,
             admin: BigtableTableAdminClient::new(channel),
             tokens: Some(tokens),
             project: project.to_owned(),
@@ -149,6 +156,10 @@ impl Connection {
     #[must_use]
     pub fn data_client(&self) -> BigTable {
         self.data.clone()
+    }
+
+    pub(crate) fn bulk_channel(&self) -> DataChannel {
+        self.bulk.clone()
     }
 
     pub(crate) fn admin_client(&self) -> AdminClient {

@@ -22,6 +22,8 @@ pub mod connection;
 pub mod emulator;
 pub mod error;
 pub mod filter;
+/// The bulk data calls on a gRPC channel of our own (see the module).
+pub(crate) mod grpc;
 pub mod key;
 pub mod mutation;
 pub mod ops;

@@ -16,19 +16,15 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use bigtable_rs::bigtable::BigTable;
-use bigtable_rs::google::bigtable::v2::{
-    mutate_rows_request::Entry, mutation::Mutation as M, MutateRowsRequest, Mutation,
-};
-use prost::Message as _;
+use bigtable_rs::google::bigtable::v2::{mutate_rows_request::Entry, mutation::Mutation as M};
 use tokio::task::JoinSet;
 
 use crate::connection::Connection;
 use crate::error::{Error, Result};
+use crate::grpc::{DataChannel, EncodedBatch};
 use crate::mutation::{MutationBuilder, RowMutation};
 use crate::retry::{retryable_code, retryable_status, RetryPolicy};
 use crate::row::BigtableRow;
-use crate::scan::routing_header;
 use crate::table::Table;
 
 /// Most mutations Bigtable accepts in one `MutateRows` request (and in one
@@ -162,74 +158,8 @@ pub(crate) fn check_row(table: &str, m: &RowMutation) -> Result<()> {
     Ok(())
 }
 
-/// An estimate (from above) of an entry's encoded size.
-pub(crate) fn entry_bytes(entry: &Entry) -> usize {
-    let per_mutation = |m: &Mutation| {
-        16 + match &m.mutation {
-            Some(M::SetCell(c)) => {
-                c.family_name.len() + c.column_qualifier.len() + c.value.len() + 11
-            }
-            Some(M::DeleteFromColumn(c)) => c.family_name.len() + c.column_qualifier.len() + 24,
-            Some(M::DeleteFromFamily(f)) => f.family_name.len(),
-            _ => 64,
-        }
-    };
-    16 + entry.row_key.len() + entry.mutations.iter().map(per_mutation).sum::<usize>()
-}
-
 /// A row that was not (or not surely) written: its key and why.
 type Failure = (Vec<u8>, String);
-
-/// One batch's entries, protobuf-encoded once, back to back: what its
-/// retries re-send (decoded again only for the entries that failed) and
-/// where the keys of rows not written are read from. About a tenth of the
-/// memory of the `Entry` values, in one allocation.
-#[derive(Debug, Default)]
-struct Packed {
-    bytes: Vec<u8>,
-    /// Where each entry ends in `bytes`.
-    ends: Vec<usize>,
-}
-
-impl Packed {
-    fn push(&mut self, entry: &Entry) {
-        self.bytes.reserve(entry.encoded_len());
-        entry.encode_raw(&mut self.bytes);
-        self.ends.push(self.bytes.len());
-    }
-
-    fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    fn encoded(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.bytes[start..self.ends[i]]
-    }
-
-    fn entry(&self, i: usize) -> std::result::Result<Entry, prost::DecodeError> {
-        Entry::decode(self.encoded(i))
-    }
-
-    /// Entry `i`'s row key (field 1, encoded first).
-    fn key(&self, i: usize) -> Vec<u8> {
-        let mut rest = self.encoded(i);
-        if rest.first() != Some(&0x0A) {
-            return Vec::new();
-        }
-        rest = &rest[1..];
-        prost::encoding::decode_varint(&mut rest)
-            .ok()
-            .and_then(|len| usize::try_from(len).ok())
-            .and_then(|len| rest.get(..len))
-            .map(<[u8]>::to_vec)
-            .unwrap_or_default()
-    }
-
-    fn keys(&self) -> impl Iterator<Item = Vec<u8>> + '_ {
-        (0..self.len()).map(|i| self.key(i))
-    }
-}
 
 /// What one batch ended with.
 #[derive(Debug, Default)]
@@ -241,54 +171,53 @@ struct BatchReport {
     fatal: Option<String>,
 }
 
-/// Send one batch, retrying its failed entries within `policy`.
-///
-/// The first attempt sends `entries` themselves (moved, not copied);
-/// `packed` holds the same entries encoded, from which retries rebuild the
-/// entries that failed.
+/// Send one batch, retrying its failed entries within `policy`: every
+/// attempt sends the entries still pending from `batch`'s one encoding.
 async fn send_batch(
-    mut client: BigTable,
+    channel: DataChannel,
     table_name: Arc<str>,
-    entries: Vec<Entry>,
-    packed: Arc<Packed>,
+    batch: Arc<EncodedBatch>,
     policy: RetryPolicy,
     counters: Arc<Counters>,
 ) -> BatchReport {
     let mut report = BatchReport::default();
     let mut budget = policy.start();
     let mut attempt = 0u32;
-    // Indices into `packed` of the entries still to write.
-    let mut pending: Vec<usize> = (0..packed.len()).collect();
-    let mut first = Some(entries);
+    // Indices into `batch` of the entries still to write; `None`: all.
+    let mut pending: Option<Vec<usize>> = None;
     loop {
         attempt += 1;
         bump(&counters.requests, 1);
-        let entries = if let Some(entries) = first.take() {
-            entries
-        } else {
+        if let Some(pending) = &pending {
             bump(&counters.retries, 1);
             bump(&counters.entries_retried, pending.len());
-            let entries;
-            (entries, pending) = unpack(&packed, pending, &mut report);
-            entries
-        };
-        let (statuses, outcome) =
-            attempt_once(&mut client, &table_name, entries, budget.attempt_timeout()).await;
+        }
+        let sent = pending.as_ref().map_or(batch.len(), Vec::len);
+        let (statuses, outcome) = attempt_once(
+            &channel,
+            &table_name,
+            &batch,
+            pending.clone(),
+            sent,
+            budget.attempt_timeout(),
+        )
+        .await;
+        let pending_now: Vec<usize> = pending.take().unwrap_or_else(|| (0..batch.len()).collect());
         if outcome.is_err() {
             bump(&counters.request_failures, 1);
         }
         if let Err((false, why)) = &outcome {
             if attempt == 1 && statuses.iter().all(Option::is_none) {
-                report.failed = pending
+                report.failed = pending_now
                     .into_iter()
-                    .map(|i| (packed.key(i), format!("the request failed: {why}")))
+                    .map(|i| (batch.key(i), format!("the request failed: {why}")))
                     .collect();
                 report.fatal = Some(why.clone());
                 return report;
             }
         }
         let mut retry = Vec::new();
-        for (i, status) in pending.into_iter().zip(statuses) {
+        for (i, status) in pending_now.into_iter().zip(statuses) {
             match (status, &outcome) {
                 (Some((0, _)), _) => report.written += 1,
                 (Some((code, message)), _) => {
@@ -297,7 +226,7 @@ async fn send_batch(
                     if retryable_code(code) {
                         retry.push((i, why));
                     } else {
-                        report.failed.push((packed.key(i), why));
+                        report.failed.push((batch.key(i), why));
                     }
                 }
                 // No status: the outcome is unknown.
@@ -307,7 +236,7 @@ async fn send_batch(
                 }
                 (None, Err((false, why))) => report
                     .failed
-                    .push((packed.key(i), format!("the request failed: {why}"))),
+                    .push((batch.key(i), format!("the request failed: {why}"))),
             }
         }
         if retry.is_empty() {
@@ -316,13 +245,13 @@ async fn send_batch(
         if !budget.wait().await {
             report.failed.extend(retry.into_iter().map(|(i, why)| {
                 (
-                    packed.key(i),
+                    batch.key(i),
                     format!("{why} (gave up after {attempt} attempts)"),
                 )
             }));
             return report;
         }
-        pending = retry.into_iter().map(|(i, _)| i).collect();
+        pending = Some(retry.into_iter().map(|(i, _)| i).collect());
     }
 }
 
@@ -340,15 +269,17 @@ pub(crate) async fn write_entries(
     if entries.is_empty() {
         return Ok(());
     }
-    let mut packed = Packed::default();
+    let mut batch = EncodedBatch::with_capacity(
+        entries.len(),
+        entries.iter().map(EncodedBatch::size_of).sum(),
+    );
     for entry in &entries {
-        packed.push(entry);
+        batch.push(entry);
     }
     let report = send_batch(
-        conn.data_client(),
+        conn.bulk_channel(),
         conn.table_path(table).into(),
-        entries,
-        Arc::new(packed),
+        Arc::new(batch),
         policy,
         Arc::default(),
     )
@@ -367,54 +298,25 @@ pub(crate) async fn write_entries(
     }
 }
 
-/// The entries `pending` of `packed`, decoded for a retry, and the indices
-/// of those that decoded (all: they were encoded from entries).
-fn unpack(
-    packed: &Packed,
-    pending: Vec<usize>,
-    report: &mut BatchReport,
-) -> (Vec<Entry>, Vec<usize>) {
-    let mut entries = Vec::with_capacity(pending.len());
-    let mut kept = Vec::with_capacity(pending.len());
-    for i in pending {
-        match packed.entry(i) {
-            Ok(entry) => {
-                entries.push(entry);
-                kept.push(i);
-            }
-            Err(e) => report
-                .failed
-                .push((packed.key(i), format!("not re-sent: {e}"))),
-        }
-    }
-    (entries, kept)
-}
-
-/// One `MutateRows` attempt: each entry's status where the server gave one,
+/// One `MutateRows` attempt with `batch`'s entries `selected` (all when
+/// `None`; `sent` of them): each entry's status where the server gave one,
 /// and `Err((retryable, why))` when the request failed as a whole.
 async fn attempt_once(
-    client: &mut BigTable,
-    table_name: &str,
-    entries: Vec<Entry>,
+    channel: &DataChannel,
+    table_name: &Arc<str>,
+    batch: &Arc<EncodedBatch>,
+    selected: Option<Vec<usize>>,
+    sent: usize,
     timeout: std::time::Duration,
 ) -> (
     Vec<Option<(i32, String)>>,
     std::result::Result<(), (bool, String)>,
 ) {
-    let mut statuses: Vec<Option<(i32, String)>> = vec![None; entries.len()];
-    let mut request = tonic::Request::new(MutateRowsRequest {
-        table_name: table_name.to_owned(),
-        entries,
-        ..MutateRowsRequest::default()
-    });
-    if let Ok(value) = routing_header(table_name).parse() {
-        request
-            .metadata_mut()
-            .insert("x-goog-request-params", value);
-    }
+    let mut statuses: Vec<Option<(i32, String)>> = vec![None; sent];
     let call = async {
-        let mut client = client.get_client().clone();
-        let mut stream = client.mutate_rows(request).await?.into_inner();
+        let mut stream = channel
+            .mutate_rows(table_name.clone(), batch.clone(), selected, timeout)
+            .await?;
         while let Some(response) = stream.message().await? {
             for entry in response.entries {
                 let slot = usize::try_from(entry.index)
@@ -480,17 +382,16 @@ fn status_text(status: &tonic::Status) -> String {
 /// cancels the requests in flight (their outcome is then unknown).
 pub struct BulkWriter<T> {
     table: Table<T>,
-    client: BigTable,
+    channel: DataChannel,
     table_path: Arc<str>,
     options: WriteOptions,
-    buffer: Vec<Entry>,
-    /// The same rows encoded (the batch's retry material).
-    packed: Packed,
+    /// The rows queued, encoded as the next request will carry them.
+    batch: EncodedBatch,
     buffer_mutations: usize,
     buffer_bytes: usize,
     tasks: JoinSet<BatchReport>,
     /// Each batch in flight, to report its keys if its task dies.
-    in_flight: HashMap<tokio::task::Id, Arc<Packed>>,
+    in_flight: HashMap<tokio::task::Id, Arc<EncodedBatch>>,
     written: usize,
     failed: Vec<Failure>,
     /// Set once a request failed with a final error: later rows are not sent.
@@ -503,7 +404,7 @@ impl<T> std::fmt::Debug for BulkWriter<T> {
         f.debug_struct("BulkWriter")
             .field("table", &self.table_path)
             .field("options", &self.options)
-            .field("queued", &self.buffer.len())
+            .field("queued", &self.batch.len())
             .field("in_flight", &self.tasks.len())
             .field("stats", &self.counters.snapshot())
             .finish_non_exhaustive()
@@ -512,15 +413,14 @@ impl<T> std::fmt::Debug for BulkWriter<T> {
 
 impl<T: BigtableRow> BulkWriter<T> {
     pub(crate) fn new(table: Table<T>, options: WriteOptions) -> Self {
-        let client = table.connection().data_client();
+        let channel = table.connection().bulk_channel();
         let table_path = table.connection().table_path(table.name()).into();
         Self {
             table,
-            client,
+            channel,
             table_path,
             options,
-            buffer: Vec::new(),
-            packed: Packed::default(),
+            batch: EncodedBatch::default(),
             buffer_mutations: 0,
             buffer_bytes: 0,
             tasks: JoinSet::new(),
@@ -561,16 +461,9 @@ impl<T: BigtableRow> BulkWriter<T> {
             ..Entry::default()
         };
         bump(&self.counters.rows_queued, 1);
-        let (mutations, bytes) = (entry.mutations.len(), entry_bytes(&entry));
-        if self.buffer.capacity() == 0 {
-            // Room for a full request at once: no regrowing (the rows limit
-            // is usually what ends a batch).
-            let rows = self.options.max_rows_per_request.clamp(1, 16_384);
-            self.buffer.reserve(rows);
-            self.packed.ends.reserve(rows);
-        }
-        if !self.buffer.is_empty()
-            && (self.buffer.len() >= self.options.max_rows_per_request.max(1)
+        let (mutations, bytes) = (entry.mutations.len(), EncodedBatch::size_of(&entry));
+        if !self.batch.is_empty()
+            && (self.batch.len() >= self.options.max_rows_per_request.max(1)
                 || self.buffer_mutations + mutations > self.options.max_mutations_per_request
                 || self.buffer_bytes + bytes > self.options.max_request_bytes)
         {
@@ -578,15 +471,22 @@ impl<T: BigtableRow> BulkWriter<T> {
         }
         self.buffer_mutations += mutations;
         self.buffer_bytes += bytes;
-        self.packed.push(&entry);
-        self.buffer.push(entry);
+        if self.batch.is_empty() {
+            // Room for a full request of rows like this one at once: no
+            // regrowing (the rows limit is usually what ends a batch).
+            let rows = self.options.max_rows_per_request.clamp(1, 16_384);
+            let bytes = bytes
+                .saturating_mul(rows)
+                .min(self.options.max_request_bytes.saturating_add(bytes));
+            self.batch = EncodedBatch::with_capacity(rows, bytes);
+        }
+        self.batch.push(&entry);
     }
 
     /// Send what is queued as one request, once fewer than
     /// `max_in_flight` are out.
     async fn dispatch(&mut self) {
-        let batch = std::mem::take(&mut self.buffer);
-        let packed = Arc::new(std::mem::take(&mut self.packed));
+        let batch = Arc::new(std::mem::take(&mut self.batch));
         (self.buffer_mutations, self.buffer_bytes) = (0, 0);
         if batch.is_empty() {
             return;
@@ -594,22 +494,20 @@ impl<T: BigtableRow> BulkWriter<T> {
         if let Some(why) = &self.stopped {
             let why = format!("not sent: an earlier request failed: {why}");
             bump(&self.counters.rows_failed, batch.len());
-            self.failed
-                .extend(batch.into_iter().map(|e| (e.row_key, why.clone())));
+            self.failed.extend(batch.keys().map(|k| (k, why.clone())));
             return;
         }
         while self.tasks.len() >= self.options.max_in_flight.max(1) {
             self.reap_one().await;
         }
         let handle = self.tasks.spawn(send_batch(
-            self.client.clone(),
+            self.channel.clone(),
             self.table_path.clone(),
-            batch,
-            packed.clone(),
+            batch.clone(),
             self.options.retry,
             self.counters.clone(),
         ));
-        self.in_flight.insert(handle.id(), packed);
+        self.in_flight.insert(handle.id(), batch);
     }
 
     /// Wait for one request in flight and take in its outcome.
@@ -630,10 +528,10 @@ impl<T: BigtableRow> BulkWriter<T> {
             }
             Err(e) => {
                 // Never count a row whose batch died as written.
-                let packed = self.in_flight.remove(&e.id()).unwrap_or_default();
+                let batch = self.in_flight.remove(&e.id()).unwrap_or_default();
                 let why = format!("outcome unknown, the request's task failed: {e}");
-                bump(&self.counters.rows_failed, packed.len());
-                self.failed.extend(packed.keys().map(|k| (k, why.clone())));
+                bump(&self.counters.rows_failed, batch.len());
+                self.failed.extend(batch.keys().map(|k| (k, why.clone())));
             }
         }
     }
@@ -691,7 +589,7 @@ impl<T: BigtableRow> BulkWriter<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bigtable_rs::google::bigtable::v2::mutation;
+    use bigtable_rs::google::bigtable::v2::{mutation, Mutation};
 
     fn entry(key: &str, cells: usize, value: usize) -> Entry {
         Entry {
@@ -708,25 +606,6 @@ mod tests {
                 .collect(),
             ..Entry::default()
         }
-    }
-
-    #[test]
-    fn packed_entries_decode_back_and_give_their_keys() {
-        let mut packed = Packed::default();
-        let entries = [
-            entry("k1", 2, 3),
-            entry("", 1, 0),
-            entry(&"x".repeat(300), 0, 0),
-        ];
-        for e in &entries {
-            packed.push(e);
-        }
-        assert_eq!(packed.len(), 3);
-        for (i, e) in entries.iter().enumerate() {
-            assert_eq!(&packed.entry(i).unwrap(), e);
-            assert_eq!(packed.key(i), e.row_key);
-        }
-        assert_eq!(packed.keys().count(), 3);
     }
 
     #[test]
