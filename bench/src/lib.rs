@@ -193,6 +193,20 @@ pub fn hand_decode(key: &[u8], cells: &[RowCell]) -> Result<Event, String> {
 
 /// Peak resident set size of this process (`VmHWM`), in KiB.
 #[must_use]
+/// CPU time (s) this process's threads have run so far, from the scheduler's
+/// nanosecond counters (`/proc/self/task/*/schedstat`): the client's own
+/// work, user and kernel, whatever else the machine runs at the time.
+pub fn cpu_seconds() -> f64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return f64::NAN;
+    };
+    let ns: u64 = tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    ns as f64 / 1e9
+}
+
 pub fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()

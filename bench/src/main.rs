@@ -22,7 +22,7 @@ use chrono::{TimeDelta, Utc};
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use prost::Message as _;
 use serde_json::{json, Value};
-use ttl_bench::{event, hand_decode, hand_entry, peak_rss_kib, Event};
+use ttl_bench::{cpu_seconds, event, hand_decode, hand_entry, peak_rss_kib, Event};
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
@@ -87,7 +87,12 @@ async fn e2e(rows: usize, python: Option<&str>, out: &Path) -> Res<()> {
     if python.is_some() {
         names.push("python");
     }
+    // `BENCH_CONTENDERS=lib,raw`: only these (when investigating a gap).
+    if let Ok(only) = std::env::var("BENCH_CONTENDERS") {
+        names.retain(|n| only.split(',').any(|o| o == *n));
+    }
     let mut runs: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+    let profiler = std::env::var("BENCH_PROFILE").ok();
     for round in 0..rounds() {
         for i in 0..names.len() {
             let name = names[(i + round) % names.len()];
@@ -100,6 +105,20 @@ async fn e2e(rows: usize, python: Option<&str>, out: &Path) -> Res<()> {
                     .args(["--project", PROJECT, "--instance", "bench-python"])
                     .args(["--table", Event::SCHEMA.table, "--rows", &rows.to_string()])
                     .env("BIGTABLE_EMULATOR_HOST", &host);
+                cmd
+            } else if let Some(wrap) = profiler.as_ref() {
+                // `BENCH_PROFILE="perf record -g -o {name}.data"`: run the Rust
+                // contenders under a profiler, `{name}` replaced by theirs.
+                let mut words = wrap.split_whitespace().map(|w| w.replace("{name}", name));
+                let mut cmd = Command::new(words.next().unwrap_or_default());
+                cmd.args(words).arg(&me).args([
+                    "contender",
+                    name,
+                    "--host",
+                    &host,
+                    "--rows",
+                    &rows.to_string(),
+                ]);
                 cmd
             } else {
                 let mut cmd = Command::new(&me);
@@ -144,6 +163,8 @@ async fn e2e(rows: usize, python: Option<&str>, out: &Path) -> Res<()> {
                 "write_s": median("write_s"),
                 "scan_s": median("scan_s"),
                 "peak_rss_kib": median("peak_rss_kib"),
+                "write_cpu_s": median("write_cpu_s"),
+                "scan_cpu_s": median("scan_cpu_s"),
                 "runs": values,
             }),
         );
@@ -209,6 +230,8 @@ async fn contender(name: &str, host: &str, rows: usize) -> Res<Value> {
     let instance = format!("bench-{name}");
     let now = Utc::now();
     let start = Instant::now();
+    let cpu_start = cpu_seconds();
+    let cpu_write;
     let (write_s, scan_s, read) = match name {
         "lib" | "lib-put-all" => {
             let table = Table::<Event>::new(Connection::emulator(host, PROJECT, &instance)?);
@@ -223,6 +246,7 @@ async fn contender(name: &str, host: &str, rows: usize) -> Res<Value> {
                 table.put_all(&batch).await?;
             }
             let write_s = start.elapsed().as_secs_f64();
+            cpu_write = cpu_seconds();
             let rss = peak_rss_kib();
             let start = Instant::now();
             let read = table
@@ -241,6 +265,7 @@ async fn contender(name: &str, host: &str, rows: usize) -> Res<Value> {
             let table_name = client.get_full_table_name(Event::SCHEMA.table);
             raw_write(&client, &table_name, rows, now).await?;
             let write_s = start.elapsed().as_secs_f64();
+            cpu_write = cpu_seconds();
             let rss = peak_rss_kib();
             let start = Instant::now();
             let read = raw_scan(&client, &table_name).await?;
@@ -249,6 +274,7 @@ async fn contender(name: &str, host: &str, rows: usize) -> Res<Value> {
         other => return Err(format!("unknown contender {other}").into()),
     };
     let (scan_s, rss) = scan_s;
+    let cpu_end = cpu_seconds();
     if read != rows {
         return Err(format!("{name}: read {read} rows, wrote {rows}").into());
     }
@@ -257,6 +283,8 @@ async fn contender(name: &str, host: &str, rows: usize) -> Res<Value> {
         "scan_s": scan_s,
         "rows_read": read,
         "peak_rss_kib": rss,
+        "write_cpu_s": cpu_write - cpu_start,
+        "scan_cpu_s": cpu_end - cpu_write,
     }))
 }
 
