@@ -377,23 +377,25 @@ impl<T: BigtableRow> Table<T> {
     {
         let now = self.clock.now();
         let written_at = from_micros(millis_floor(now)?)?;
-        // Every row is built and checked before anything is sent, then built
-        // again (the same `now`: the same mutations) batch by batch as the
-        // writer sends: only the requests in flight are held in memory.
-        let builders: Vec<MutationBuilder<'a, T>> = builders.into_iter().collect();
-        let mut written = Vec::with_capacity(builders.len());
-        for b in &builders {
-            let m = self.build(b, now)?;
+        // Every row is built, checked and encoded before anything is sent:
+        // bad input leaves nothing written. The encoded batches (about the
+        // size of the rows' data) are all that is held.
+        let mut writer = self.writer();
+        let mut batches = Vec::new();
+        let mut written = Vec::new();
+        for b in builders {
+            let m = self.build(&b, now)?;
             written.push(Written {
-                row_key: m.row_key,
+                row_key: m.row_key.clone(),
                 timestamp_micros: m.timestamp_micros,
                 expires_at: m.expires_at,
                 written_at,
             });
+            batches.extend(writer.queue(m));
         }
-        let mut writer = self.writer();
-        for b in &builders {
-            writer.push(self.build(b, now)?).await;
+        batches.push(writer.take_batch());
+        for batch in batches {
+            writer.dispatch(batch).await;
         }
         match writer.flush().await {
             Ok(()) => Ok(written),

@@ -455,6 +455,15 @@ impl<T: BigtableRow> BulkWriter<T> {
 
     /// Queue a row already built (and checked).
     pub(crate) async fn push(&mut self, m: RowMutation) {
+        if let Some(full) = self.queue(m) {
+            self.dispatch(full).await;
+        }
+    }
+
+    /// Append a row built (and checked) to the batch being filled; when the
+    /// row does not fit, the batch so far comes back, closed, and the row
+    /// starts the next one.
+    pub(crate) fn queue(&mut self, m: RowMutation) -> Option<EncodedBatch> {
         let entry = Entry {
             row_key: m.row_key,
             mutations: m.mutations,
@@ -462,13 +471,11 @@ impl<T: BigtableRow> BulkWriter<T> {
         };
         bump(&self.counters.rows_queued, 1);
         let (mutations, bytes) = (entry.mutations.len(), EncodedBatch::size_of(&entry));
-        if !self.batch.is_empty()
+        let full = (!self.batch.is_empty()
             && (self.batch.len() >= self.options.max_rows_per_request.max(1)
                 || self.buffer_mutations + mutations > self.options.max_mutations_per_request
-                || self.buffer_bytes + bytes > self.options.max_request_bytes)
-        {
-            self.dispatch().await;
-        }
+                || self.buffer_bytes + bytes > self.options.max_request_bytes))
+            .then(|| self.take_batch());
         self.buffer_mutations += mutations;
         self.buffer_bytes += bytes;
         if self.batch.is_empty() {
@@ -481,13 +488,17 @@ impl<T: BigtableRow> BulkWriter<T> {
             self.batch = EncodedBatch::with_capacity(rows, bytes);
         }
         self.batch.push(&entry);
+        full
     }
 
-    /// Send what is queued as one request, once fewer than
-    /// `max_in_flight` are out.
-    async fn dispatch(&mut self) {
-        let batch = Arc::new(std::mem::take(&mut self.batch));
+    /// The batch being filled, closed; an empty one starts.
+    pub(crate) fn take_batch(&mut self) -> EncodedBatch {
         (self.buffer_mutations, self.buffer_bytes) = (0, 0);
+        std::mem::take(&mut self.batch)
+    }
+
+    /// Send `batch` as one request, once fewer than `max_in_flight` are out.
+    pub(crate) async fn dispatch(&mut self, batch: EncodedBatch) {
         if batch.is_empty() {
             return;
         }
@@ -500,6 +511,7 @@ impl<T: BigtableRow> BulkWriter<T> {
         while self.tasks.len() >= self.options.max_in_flight.max(1) {
             self.reap_one().await;
         }
+        let batch = Arc::new(batch);
         let handle = self.tasks.spawn(send_batch(
             self.channel.clone(),
             self.table_path.clone(),
@@ -542,7 +554,8 @@ impl<T: BigtableRow> BulkWriter<T> {
     /// [`Error::PartialWrite`] naming the rows not (or not surely) written
     /// since the last flush; the writer stays usable.
     pub async fn flush(&mut self) -> Result<()> {
-        self.dispatch().await;
+        let rest = self.take_batch();
+        self.dispatch(rest).await;
         while !self.tasks.is_empty() {
             self.reap_one().await;
         }
