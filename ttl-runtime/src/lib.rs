@@ -15,6 +15,8 @@
 #![allow(clippy::module_name_repetitions)]
 
 pub mod admin;
+/// `ReadRows` responses decoded without copying cell bytes (see the module).
+pub(crate) mod chunk;
 pub mod clock;
 pub mod codec;
 pub mod connection;
