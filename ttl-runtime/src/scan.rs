@@ -15,12 +15,13 @@ use std::sync::Arc;
 
 use bigtable_rs::bigtable::BigTable;
 use bigtable_rs::google::bigtable::v2::{
-    read_rows_response::{cell_chunk::RowStatus, CellChunk},
     row_range::{EndKey, StartKey},
     ReadRowsRequest, ReadRowsResponse, RowRange, RowSet,
 };
+use bytes::{Bytes, BytesMut};
 use futures_util::Stream;
 
+use crate::chunk::{Chunk, ChunkStatus};
 use crate::retry::{retryable_status, Budget, RetryPolicy};
 use crate::row::CellRef;
 
@@ -204,8 +205,8 @@ impl From<Cell> for RawCell {
     fn from(cell: Cell) -> Self {
         Self {
             family: cell.family.as_ref().to_owned(),
-            qualifier: cell.qualifier,
-            value: cell.value,
+            qualifier: cell.qualifier.into(),
+            value: cell.value.into(),
             timestamp_micros: cell.timestamp_micros,
         }
     }
@@ -216,12 +217,13 @@ impl From<Cell> for RawCell {
 pub(crate) type RawRow = (Vec<u8>, Vec<RawCell>);
 
 /// One cell as merged: a [`RawCell`] whose family name is shared by every
-/// cell of the family (families are few; no allocation per cell).
+/// cell of the family (families are few; no allocation per cell) and whose
+/// qualifier and value share the response's buffers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Cell {
     pub(crate) family: Arc<str>,
-    pub(crate) qualifier: Vec<u8>,
-    pub(crate) value: Vec<u8>,
+    pub(crate) qualifier: Bytes,
+    pub(crate) value: Bytes,
     pub(crate) timestamp_micros: i64,
 }
 
@@ -253,28 +255,48 @@ pub(crate) enum ReadError {
 /// Reassembles `ReadRows` cell chunks into rows, across response messages.
 #[derive(Debug, Default)]
 pub(crate) struct RowMerger {
-    key: Option<Vec<u8>>,
+    key: Option<Bytes>,
     cells: Vec<Cell>,
     /// The current family, shared by its cells.
     family: Option<Arc<str>>,
     /// A cell whose value continues in the next chunk.
-    partial: Option<Cell>,
-    last_committed: Option<Vec<u8>>,
+    partial: Option<SplitCell>,
+    last_committed: Option<Bytes>,
     /// Rows committed so far.
     committed: u64,
 }
 
+/// A cell whose value arrives in several chunks: its parts are
+/// concatenated in `value`, and `cell.value` is set once the last arrives.
+#[derive(Debug)]
+struct SplitCell {
+    cell: Cell,
+    value: BytesMut,
+}
+
+fn protocol<T>(msg: &str) -> Result<T, ReadError> {
+    Err(ReadError::Protocol(msg.to_owned()))
+}
+
 impl RowMerger {
     /// Feed one chunk; a committed row comes out.
-    pub(crate) fn push(&mut self, chunk: CellChunk) -> Result<Option<MergedRow>, ReadError> {
-        let protocol = |msg: &str| Err(ReadError::Protocol(msg.to_owned()));
-        if let Some(RowStatus::ResetRow(true)) = chunk.row_status {
+    pub(crate) fn push(&mut self, chunk: Chunk) -> Result<Option<MergedRow>, ReadError> {
+        let Chunk {
+            row_key,
+            family,
+            qualifier,
+            timestamp_micros,
+            value,
+            value_size,
+            status,
+        } = chunk;
+        if status == ChunkStatus::Reset {
             self.reset();
             return Ok(None);
         }
-        if !chunk.row_key.is_empty() {
+        if !row_key.is_empty() {
             match &self.key {
-                Some(key) if *key != chunk.row_key => {
+                Some(key) if *key != row_key => {
                     return protocol("a new row key before the previous row was committed")
                 }
                 Some(_) => {}
@@ -282,72 +304,94 @@ impl RowMerger {
                     if self
                         .last_committed
                         .as_ref()
-                        .is_some_and(|last| chunk.row_key <= *last)
+                        .is_some_and(|last| row_key <= *last)
                     {
                         return protocol("row keys out of order");
                     }
-                    self.key = Some(chunk.row_key);
+                    self.key = Some(row_key);
                 }
             }
         } else if self.key.is_none() {
             return protocol("a chunk without a row key outside a row");
         }
-        if let Some(mut cell) = self.partial.take() {
-            if chunk.family_name.is_some() || chunk.qualifier.is_some() {
+        if let Some(split) = self.partial.take() {
+            if family.is_some() || qualifier.is_some() {
                 return protocol("a new column inside a split cell value");
             }
-            cell.value.extend_from_slice(&chunk.value);
-            self.finish_cell(cell, chunk.value_size);
+            self.continue_cell(split, &value, value_size);
         } else {
-            if let Some(family) = chunk.family_name {
-                if chunk.qualifier.is_none() {
+            if let Some(family) = family {
+                if qualifier.is_none() {
                     return protocol("a new family without a qualifier");
                 }
-                if self.family.as_deref() != Some(family.as_str()) {
-                    self.family = Some(family.into());
-                }
+                self.enter_family(&family)?;
             }
             let Some(family) = &self.family else {
                 return protocol("a cell without a family or qualifier");
             };
             // A chunk without a qualifier is another version of the previous
             // cell's column.
-            let qualifier = match (chunk.qualifier, self.cells.last()) {
+            let qualifier = match (qualifier, self.cells.last()) {
                 (Some(qualifier), _) => qualifier,
                 (None, Some(previous)) => previous.qualifier.clone(),
                 (None, None) => return protocol("a cell without a family or qualifier"),
             };
-            let mut value = chunk.value;
-            if let Ok(size) = usize::try_from(chunk.value_size) {
-                value.reserve(size.saturating_sub(value.len()));
-            }
             let cell = Cell {
                 family: family.clone(),
                 qualifier,
                 value,
-                timestamp_micros: chunk.timestamp_micros,
+                timestamp_micros,
             };
-            self.finish_cell(cell, chunk.value_size);
+            self.start_cell(cell, value_size);
         }
-        if let Some(RowStatus::CommitRow(true)) = chunk.row_status {
+        if status == ChunkStatus::Commit {
             if self.partial.is_some() {
                 return protocol("row committed inside a split cell value");
             }
             let key = self.key.take().unwrap_or_default();
             let cells = std::mem::take(&mut self.cells);
             self.reset();
-            self.last_committed = Some(key.clone());
+            let row = (key.to_vec(), cells);
+            self.last_committed = Some(key);
             self.committed += 1;
-            return Ok(Some((key, cells)));
+            return Ok(Some(row));
         }
         Ok(None)
     }
 
-    fn finish_cell(&mut self, cell: Cell, value_size: i32) {
+    /// Make `name` the current family, unless it already is.
+    fn enter_family(&mut self, name: &[u8]) -> Result<(), ReadError> {
+        if self.family.as_deref().map(str::as_bytes) == Some(name) {
+            return Ok(());
+        }
+        let Ok(name) = std::str::from_utf8(name) else {
+            return protocol("a family name that is not UTF-8");
+        };
+        self.family = Some(name.into());
+        Ok(())
+    }
+
+    /// A new cell: complete, or the first part of a split value.
+    fn start_cell(&mut self, mut cell: Cell, value_size: i32) {
+        match usize::try_from(value_size) {
+            Ok(size) if size > 0 => {
+                let first = std::mem::take(&mut cell.value);
+                let mut value = BytesMut::with_capacity(size.max(first.len()));
+                value.extend_from_slice(&first);
+                self.partial = Some(SplitCell { cell, value });
+            }
+            _ => self.cells.push(cell),
+        }
+    }
+
+    /// The next part of a split value; `value_size` is zero on the last.
+    fn continue_cell(&mut self, mut split: SplitCell, part: &[u8], value_size: i32) {
+        split.value.extend_from_slice(part);
         if value_size > 0 {
-            self.partial = Some(cell);
+            self.partial = Some(split);
         } else {
-            self.cells.push(cell);
+            split.cell.value = split.value.freeze();
+            self.cells.push(split.cell);
         }
     }
 
@@ -361,20 +405,15 @@ impl RowMerger {
     /// The response ended: an uncommitted row means it was cut short.
     pub(crate) fn finish(&self) -> Result<(), ReadError> {
         if self.key.is_some() {
-            Err(ReadError::Protocol(
-                "the response ended inside a row".to_owned(),
-            ))
+            protocol("the response ended inside a row")
         } else {
             Ok(())
         }
     }
 
-    fn feed(
-        &mut self,
-        response: ReadRowsResponse,
-        out: &mut VecDeque<MergedRow>,
-    ) -> Result<(), ReadError> {
-        for chunk in response.chunks {
+    /// Feed one response message's chunks; committed rows go to `out`.
+    fn feed(&mut self, chunks: Vec<Chunk>, out: &mut VecDeque<MergedRow>) -> Result<(), ReadError> {
+        for chunk in chunks {
             if let Some(row) = self.push(chunk)? {
                 out.push_back(row);
             }
@@ -449,6 +488,14 @@ impl ReadState {
         }
         true
     }
+}
+
+/// The chunks of a response that prost has decoded, their buffers moved, not
+/// copied. This is the interim path while reads go through `bigtable_rs`'s
+/// client: with [`crate::chunk::ReadRowsCodec`] on our own channel, responses
+/// decode straight into chunks, without prost's allocation per field.
+fn moved_chunks(response: ReadRowsResponse) -> Vec<Chunk> {
+    response.chunks.into_iter().map(Chunk::from).collect()
 }
 
 /// `request` narrowed to the rows after `last_key`, with `delivered` rows
@@ -586,7 +633,7 @@ pub(crate) fn read_rows_with(
             let step = match response.message().await {
                 Ok(Some(message)) => {
                     let ReadState { merger, ready, .. } = &mut st;
-                    merger.feed(message, ready)
+                    merger.feed(moved_chunks(message), ready)
                 }
                 Ok(None) => {
                     st.done = true;
@@ -609,8 +656,9 @@ pub(crate) fn read_rows_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bigtable_rs::google::bigtable::v2::read_rows_response::{cell_chunk::RowStatus, CellChunk};
 
-    fn chunk(key: &str, fam: Option<&str>, q: Option<&str>, ts: i64, v: &str) -> CellChunk {
+    fn chunk(key: &str, fam: Option<&str>, q: Option<&str>, ts: i64, v: &str) -> Chunk {
         CellChunk {
             row_key: key.as_bytes().to_vec(),
             family_name: fam.map(str::to_owned),
@@ -619,10 +667,11 @@ mod tests {
             value: v.as_bytes().to_vec(),
             ..CellChunk::default()
         }
+        .into()
     }
 
-    fn commit(mut c: CellChunk) -> CellChunk {
-        c.row_status = Some(RowStatus::CommitRow(true));
+    fn commit(mut c: Chunk) -> Chunk {
+        c.status = ChunkStatus::Commit;
         c
     }
 
@@ -645,7 +694,7 @@ mod tests {
         assert_eq!(key, b"r1");
         let got: Vec<_> = cells
             .iter()
-            .map(|c| (c.qualifier.clone(), c.value.clone(), c.timestamp_micros))
+            .map(|c| (c.qualifier.to_vec(), c.value.to_vec(), c.timestamp_micros))
             .collect();
         assert_eq!(
             got,
@@ -672,7 +721,7 @@ mod tests {
             row_status: Some(RowStatus::ResetRow(true)),
             ..CellChunk::default()
         };
-        assert!(m.push(reset).unwrap().is_none());
+        assert!(m.push(reset.into()).unwrap().is_none());
         m.finish().unwrap();
         let (_, cells) = m
             .push(commit(chunk("r1", Some("c"), Some("a"), 5000, "v")))
@@ -696,6 +745,52 @@ mod tests {
         assert!(m
             .push(commit(chunk("a", Some("c"), Some("a"), 0, "")))
             .is_err());
+    }
+
+    #[test]
+    fn a_family_name_that_is_not_utf8_is_an_error() {
+        let mut bad = commit(chunk("r", None, Some("a"), 0, ""));
+        bad.family = Some(Bytes::from_static(b"\xff"));
+        assert!(RowMerger::default().push(bad).is_err());
+    }
+
+    #[test]
+    fn merged_cells_share_the_response_buffer() {
+        use prost::Message as _;
+        let first = CellChunk {
+            row_key: b"r".to_vec(),
+            family_name: Some("c".into()),
+            qualifier: Some(b"q".to_vec()),
+            value: b"v1".to_vec(),
+            ..CellChunk::default()
+        };
+        let second = CellChunk {
+            value: b"v2".to_vec(),
+            row_status: Some(RowStatus::CommitRow(true)),
+            ..CellChunk::default()
+        };
+        let message = Bytes::from(
+            ReadRowsResponse {
+                chunks: vec![first, second],
+                ..ReadRowsResponse::default()
+            }
+            .encode_to_vec(),
+        );
+        let mut chunks = Vec::new();
+        crate::chunk::decode_response(&message, &mut chunks).unwrap();
+        let mut rows = VecDeque::new();
+        RowMerger::default().feed(chunks, &mut rows).unwrap();
+        let (key, cells) = rows.pop_front().unwrap();
+        assert_eq!(key, b"r");
+        let within = |part: &Bytes| {
+            let whole = message.as_ptr_range();
+            whole.start <= part.as_ptr() && part.as_ptr_range().end <= whole.end
+        };
+        for (cell, value) in cells.iter().zip(["v1", "v2"]) {
+            assert_eq!(cell.qualifier, "q");
+            assert_eq!(cell.value, value);
+            assert!(within(&cell.qualifier) && within(&cell.value));
+        }
     }
 
     #[test]
