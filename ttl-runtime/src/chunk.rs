@@ -260,11 +260,6 @@ impl<'a> Fields<'a> {
 /// The `ReadRows` codec: requests encoded by prost, responses decoded into
 /// [`Chunk`]s that share the received message's buffer.
 #[derive(Debug, Clone, Copy, Default)]
-// Reads still take prost's `CellChunk`s from `bigtable_rs` until they move
-// to the data channel (`crate::grpc`) with this codec; drop the `allow`
-// then. (`allow`, not `expect`: an allowed type counts as used, and so does
-// what it calls; under `expect` those would still be reported.)
-#[allow(dead_code, reason = "not yet on a channel")]
 pub(crate) struct ReadRowsCodec;
 
 impl Codec for ReadRowsCodec {

@@ -14,16 +14,24 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bigtable_rs::google::bigtable::v2::{mutate_rows_request::Entry, MutateRowsResponse};
+use bigtable_rs::google::bigtable::v2::{
+    mutate_rows_request::Entry, MutateRowsResponse, ReadRowsRequest,
+};
 use prost::Message;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
+use crate::chunk::{Chunk, ReadRowsCodec};
 use crate::scan::routing_header;
 
 const DATA_ENDPOINT: &str = "https://bigtable.googleapis.com";
 const DATA_SCOPE: &str = "https://www.googleapis.com/auth/bigtable.data";
 const MUTATE_ROWS: &str = "/google.bigtable.v2.Bigtable/MutateRows";
+const READ_ROWS: &str = "/google.bigtable.v2.Bigtable/ReadRows";
+/// The largest `ReadRowsResponse` message accepted: a bit over Bigtable's
+/// 256 MiB row limit (tonic's default cap, 4 MiB, is below its 100 MiB
+/// cells, and the emulator sends a whole row in one message).
+const MAX_RESPONSE_MESSAGE_BYTES: usize = 260 * 1024 * 1024;
 /// Connections to Cloud Bigtable, as `bigtable_rs` opens for this library.
 const CLOUD_CONNECTIONS: usize = 4;
 /// HTTP/2 flow-control windows. The protocol's default, 64 KiB, makes a bulk
@@ -112,6 +120,33 @@ impl DataChannel {
         Ok(request)
     }
 
+    /// A tonic client on the channel, once it can take a request.
+    async fn ready(&self) -> Result<tonic::client::Grpc<Channel>, tonic::Status> {
+        let mut grpc = tonic::client::Grpc::new(self.channel.clone());
+        grpc.ready()
+            .await
+            .map_err(|e| tonic::Status::unavailable(format!("data channel not ready: {e}")))?;
+        Ok(grpc)
+    }
+
+    /// One `ReadRows` call; each response message comes as the cell chunks
+    /// it holds, sharing its buffer (see [`crate::chunk`]).
+    pub(crate) async fn read_rows(
+        &self,
+        request: ReadRowsRequest,
+    ) -> Result<tonic::Streaming<Vec<Chunk>>, tonic::Status> {
+        let table_name = request.table_name.clone();
+        let request = self.request(request, &table_name, None).await?;
+        let path = tonic::codegen::http::uri::PathAndQuery::from_static(READ_ROWS);
+        let response = self
+            .ready()
+            .await?
+            .max_decoding_message_size(MAX_RESPONSE_MESSAGE_BYTES)
+            .server_streaming(request, path, ReadRowsCodec)
+            .await?;
+        Ok(response.into_inner())
+    }
+
     /// One `MutateRows` call sending `batch`'s entries `selected` (all when
     /// `None`), as already encoded.
     pub(crate) async fn mutate_rows(
@@ -127,12 +162,10 @@ impl DataChannel {
             selected,
         };
         let request = self.request(body, &table_name, Some(timeout)).await?;
-        let mut grpc = tonic::client::Grpc::new(self.channel.clone());
-        grpc.ready()
-            .await
-            .map_err(|e| tonic::Status::unavailable(format!("data channel not ready: {e}")))?;
         let path = tonic::codegen::http::uri::PathAndQuery::from_static(MUTATE_ROWS);
-        let response = grpc
+        let response = self
+            .ready()
+            .await?
             .server_streaming(request, path, MutateRowsCodec)
             .await?;
         Ok(response.into_inner())

@@ -13,15 +13,15 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use bigtable_rs::bigtable::BigTable;
 use bigtable_rs::google::bigtable::v2::{
     row_range::{EndKey, StartKey},
-    ReadRowsRequest, ReadRowsResponse, RowRange, RowSet,
+    ReadRowsRequest, RowRange, RowSet,
 };
 use bytes::{Bytes, BytesMut};
 use futures_util::Stream;
 
 use crate::chunk::{Chunk, ChunkStatus};
+use crate::grpc::DataChannel;
 use crate::retry::{retryable_status, Budget, RetryPolicy};
 use crate::row::CellRef;
 
@@ -437,16 +437,12 @@ pub(crate) fn routing_header(table_name: &str) -> String {
     out
 }
 
-/// The largest `ReadRowsResponse` message accepted: a bit over Bigtable's
-/// 256 MiB row limit.
-const MAX_RESPONSE_MESSAGE_BYTES: usize = 260 * 1024 * 1024;
-
 struct ReadState {
-    client: BigTable,
+    channel: DataChannel,
     /// The request as first made, for resuming.
     base: ReadRowsRequest,
     request: Option<ReadRowsRequest>,
-    response: Option<tonic::Streaming<ReadRowsResponse>>,
+    response: Option<tonic::Streaming<Vec<Chunk>>>,
     merger: RowMerger,
     ready: VecDeque<MergedRow>,
     done: bool,
@@ -488,14 +484,6 @@ impl ReadState {
         }
         true
     }
-}
-
-/// The chunks of a response that prost has decoded, their buffers moved, not
-/// copied. This is the interim path while reads go through `bigtable_rs`'s
-/// client: with [`crate::chunk::ReadRowsCodec`] on our own channel, responses
-/// decode straight into chunks, without prost's allocation per field.
-fn moved_chunks(response: ReadRowsResponse) -> Vec<Chunk> {
-    response.chunks.into_iter().map(Chunk::from).collect()
 }
 
 /// `request` narrowed to the rows after `last_key`, with `delivered` rows
@@ -563,11 +551,11 @@ pub(crate) fn resume_request(
 /// The rows `request` reads, merged, as a stream; lazily sent on first poll;
 /// resumed after a break within [`RetryPolicy::default`] (see [`read_rows_with`]).
 pub(crate) fn read_rows(
-    client: BigTable,
+    channel: DataChannel,
     request: ReadRowsRequest,
 ) -> impl Stream<Item = Result<RawRow, ReadError>> + Send + 'static {
     use futures_util::TryStreamExt as _;
-    read_rows_with(client, request, RetryPolicy::default(), Arc::default())
+    read_rows_with(channel, request, RetryPolicy::default(), Arc::default())
         .map_ok(|(key, cells)| (key, cells.into_iter().map(RawCell::from).collect()))
 }
 
@@ -576,13 +564,13 @@ pub(crate) fn read_rows(
 /// resumed after the last row it committed, within `policy`; each resume is
 /// counted in `resumes`.
 pub(crate) fn read_rows_with(
-    client: BigTable,
+    channel: DataChannel,
     request: ReadRowsRequest,
     policy: RetryPolicy,
     resumes: Arc<AtomicU64>,
 ) -> impl Stream<Item = Result<MergedRow, ReadError>> + Send + 'static {
     let state = ReadState {
-        client,
+        channel,
         base: request.clone(),
         request: Some(request),
         response: None,
@@ -602,23 +590,8 @@ pub(crate) fn read_rows_with(
                 return None;
             }
             if let Some(request) = st.request.take() {
-                let header = routing_header(&request.table_name);
-                let mut request = tonic::Request::new(request);
-                if let Ok(value) = header.parse() {
-                    request
-                        .metadata_mut()
-                        .insert("x-goog-request-params", value);
-                }
-                // tonic's default 4 MiB cap on a response message is below
-                // Bigtable's limits (100 MiB cells, 256 MiB rows), and the
-                // emulator sends a whole row in one message.
-                let mut client = st
-                    .client
-                    .get_client()
-                    .clone()
-                    .max_decoding_message_size(MAX_RESPONSE_MESSAGE_BYTES);
-                match client.read_rows(request).await {
-                    Ok(response) => st.response = Some(response.into_inner()),
+                match st.channel.read_rows(request).await {
+                    Ok(response) => st.response = Some(response),
                     Err(status) => {
                         let error = ReadError::from(status);
                         if st.resume(&error).await {
@@ -633,7 +606,7 @@ pub(crate) fn read_rows_with(
             let step = match response.message().await {
                 Ok(Some(message)) => {
                     let ReadState { merger, ready, .. } = &mut st;
-                    merger.feed(moved_chunks(message), ready)
+                    merger.feed(message, ready)
                 }
                 Ok(None) => {
                     st.done = true;
@@ -657,6 +630,7 @@ pub(crate) fn read_rows_with(
 mod tests {
     use super::*;
     use bigtable_rs::google::bigtable::v2::read_rows_response::{cell_chunk::RowStatus, CellChunk};
+    use bigtable_rs::google::bigtable::v2::ReadRowsResponse;
 
     fn chunk(key: &str, fam: Option<&str>, q: Option<&str>, ts: i64, v: &str) -> Chunk {
         CellChunk {

@@ -649,7 +649,7 @@ impl<T: BigtableRow> Table<T> {
                     .filter(|r| r.row_ranges.is_empty() && r.row_keys.len() == 1)
                     .map(|r| String::from_utf8_lossy(&r.row_keys[0]).into_owned());
                 read_rows_with(
-                    self.conn.data_client(),
+                    self.conn.bulk_channel(),
                     request,
                     self.read_retry,
                     self.read_resumes.clone(),
