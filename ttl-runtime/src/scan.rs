@@ -581,7 +581,9 @@ pub(crate) fn read_rows_with(
         budget: None,
         resumes,
     };
-    futures_util::stream::unfold(state, |mut st| async move {
+    // Boxed: the state moves into and out of the stream's future at every
+    // row, and a pointer is cheaper to move than the state.
+    futures_util::stream::unfold(Box::new(state), |mut st| async move {
         loop {
             if let Some(row) = st.ready.pop_front() {
                 return Some((Ok(row), st));
@@ -605,7 +607,7 @@ pub(crate) fn read_rows_with(
             let response = st.response.as_mut()?;
             let step = match response.message().await {
                 Ok(Some(message)) => {
-                    let ReadState { merger, ready, .. } = &mut st;
+                    let ReadState { merger, ready, .. } = &mut *st;
                     merger.feed(message, ready)
                 }
                 Ok(None) => {

@@ -565,9 +565,12 @@ impl<T: BigtableRow> Table<T> {
                     match decode_row::<T>(&key, cells.iter().map(Cell::as_cell_ref), now) {
                         Err(e) if is_torn(&e) => {
                             let this = this.clone();
-                            Either::Right(
-                                async move { this.reread_torn(key, now, e).await.transpose() },
-                            )
+                            // Boxed: the stream holds room for its pending
+                            // future, and a read's state would make every
+                            // row's ready result that large to move.
+                            Either::Right(Box::pin(async move {
+                                this.reread_torn(key, now, e).await.transpose()
+                            }))
                         }
                         other => Either::Left(futures_util::future::ready(other.transpose())),
                     }
