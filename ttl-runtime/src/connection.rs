@@ -1,5 +1,6 @@
-//! Connecting to Bigtable: the data plane through `bigtable_rs`, tables and
-//! GC rules through the generated admin client.
+//! Connecting to Bigtable: the bulk data calls (`MutateRows`, `ReadRows`) on
+//! a channel of our own ([`crate::grpc`]), single-row calls through
+//! `bigtable_rs`, tables and GC rules through the generated admin client.
 
 use std::sync::Arc;
 

@@ -5,7 +5,8 @@
 //! each `ReadRowsResponse` message on its own, so a row whose chunks span two
 //! messages (Cloud Bigtable splits large rows and large cells that way) is
 //! reported as a chunk error. [`RowMerger`] keeps its state across messages,
-//! as the `ReadRows` contract requires.
+//! as the `ReadRows` contract requires. It takes the zero-copy chunks of
+//! [`crate::chunk`], read over [`crate::grpc::DataChannel`].
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
