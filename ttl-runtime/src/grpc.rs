@@ -415,6 +415,56 @@ mod tests {
         );
     }
 
+    /// Hands out one token and records the scopes asked for.
+    #[derive(Default)]
+    struct FixedToken(std::sync::Mutex<Vec<String>>);
+
+    #[async_trait::async_trait]
+    impl gcp_auth::TokenProvider for FixedToken {
+        async fn token(&self, scopes: &[&str]) -> Result<Arc<gcp_auth::Token>, gcp_auth::Error> {
+            self.0
+                .lock()
+                .unwrap()
+                .extend(scopes.iter().map(|s| (*s).to_owned()));
+            let token = r#"{"access_token": "t0ken", "expires_in": 3600}"#;
+            Ok(Arc::new(serde_json::from_str(token).unwrap()))
+        }
+
+        async fn project_id(&self) -> Result<Arc<str>, gcp_auth::Error> {
+            Ok("p".into())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_cloud_request_carries_token_routing_and_deadline() {
+        let tokens = Arc::new(FixedToken::default());
+        let channel = DataChannel {
+            channel: Endpoint::from_static("http://127.0.0.1:9").connect_lazy(),
+            tokens: Some(tokens.clone()),
+        };
+        let table = "projects/p/instances/i/tables/t";
+        let request = channel
+            .request((), table, Some(Duration::from_secs(7)))
+            .await
+            .unwrap();
+        let headers = request.metadata().clone().into_headers();
+        assert_eq!(headers["authorization"], "Bearer t0ken");
+        assert_eq!(
+            headers["x-goog-request-params"],
+            routing_header(table).as_str()
+        );
+        assert_eq!(headers["grpc-timeout"], "7000000u");
+        assert_eq!(*tokens.0.lock().unwrap(), [DATA_SCOPE]);
+
+        let emulator = DataChannel {
+            tokens: None,
+            ..channel
+        };
+        let request = emulator.request((), table, None).await.unwrap();
+        assert!(request.metadata().get("authorization").is_none());
+        assert!(request.metadata().get("grpc-timeout").is_none());
+    }
+
     #[test]
     fn entries_and_keys_read_back_from_the_batch() {
         let long_key = "x".repeat(300);
