@@ -106,23 +106,17 @@ async fn e2e(rows: usize, python: Option<&str>, out: &Path) -> Res<()> {
                     .args(["--table", Event::SCHEMA.table, "--rows", &rows.to_string()])
                     .env("BIGTABLE_EMULATOR_HOST", &host);
                 cmd
-            } else if let Some(wrap) = profiler.as_ref() {
-                // `BENCH_PROFILE="perf record -g -o {name}.data"`: run the Rust
-                // contenders under a profiler, `{name}` replaced by theirs.
-                let mut words = wrap.split_whitespace().map(|w| w.replace("{name}", name));
-                let mut cmd = Command::new(words.next().unwrap_or_default());
-                cmd.args(words).arg(&me).args([
-                    "contender",
-                    name,
-                    "--host",
-                    &host,
-                    "--rows",
-                    &rows.to_string(),
-                ]);
-                cmd
             } else {
-                let mut cmd = Command::new(&me);
-                cmd.args([
+                // `BENCH_PROFILE="perf record -g -o {name}.data"`: the Rust
+                // contenders run under a profiler, `{name}` replaced by theirs.
+                let mut prefix: Vec<String> = profiler
+                    .iter()
+                    .flat_map(|wrap| wrap.split_whitespace())
+                    .map(|w| w.replace("{name}", name))
+                    .collect();
+                prefix.push(me.display().to_string());
+                let mut cmd = Command::new(&prefix[0]);
+                cmd.args(&prefix[1..]).args([
                     "contender",
                     name,
                     "--host",
