@@ -405,6 +405,54 @@ async fn several_families() {
     assert_eq!(got.count, 42);
 }
 
+/// Reads select the struct's families only when the table may hold others:
+/// after `ensure_schema` found none, no selector; once another application's
+/// family is there, a new handle's `ensure_schema` reports it and reads
+/// select again; the handle that saw none still decodes the same rows (the
+/// foreign cells reach it and are skipped).
+#[tokio::test]
+async fn reads_select_families_only_when_the_table_holds_others() {
+    use bigtable_ttl::filter::{read_filter, read_filter_sole_families};
+    let clock = clock();
+    let conn = connection();
+    let table = Table::<Metric>::new(conn.clone()).with_clock(clock.clone());
+    let now = clock.now();
+    // Before anything is known of the table, families are selected.
+    assert_eq!(table.read_filter(now), read_filter(Metric::SCHEMA, now));
+    let report = table.ensure_schema().await.unwrap();
+    assert!(report.other_families.is_empty(), "{report:?}");
+    assert_eq!(
+        table.read_filter(now),
+        read_filter_sole_families(Metric::SCHEMA, now)
+    );
+    let m = Metric {
+        id: "cpu".into(),
+        name: "load".into(),
+        count: 7,
+        spike: None,
+    };
+    table.put(&m).await.unwrap();
+
+    cbt(&conn, &["createfamily", "metrics", "x"]);
+    cbt(&conn, &["set", "metrics", "cpu", "x:name=someone else's"]);
+    let raw = table.raw_rows(Scan::all()).await.unwrap();
+    assert!(raw[0].1.iter().any(|c| c.family == "x"), "{raw:?}");
+
+    // The handle that saw no other family: the foreign cell is skipped.
+    let rows = table.scan(Scan::all()).await.unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].value, m);
+
+    let fresh = Table::<Metric>::new(conn).with_clock(clock.clone());
+    let report = fresh.ensure_schema().await.unwrap();
+    assert_eq!(report.other_families, ["x"]);
+    assert_eq!(fresh.read_filter(now), read_filter(Metric::SCHEMA, now));
+    assert_eq!(fresh.get(&key("cpu")).await.unwrap().unwrap().value, m);
+    // verify_schema learns the same.
+    table.verify_schema().await.unwrap();
+    assert_eq!(table.read_filter(now), read_filter(Metric::SCHEMA, now));
+}
+
 #[tokio::test]
 async fn put_all_writes_every_row() {
     let clock = clock();

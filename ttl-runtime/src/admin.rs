@@ -219,6 +219,9 @@ pub struct SchemaReport {
     pub table_created: bool,
     /// The families created or updated, in schema order.
     pub families: Vec<FamilyChange>,
+    /// Families of the live table the schema does not declare (left alone),
+    /// in name order.
+    pub other_families: Vec<String>,
 }
 
 impl SchemaReport {
@@ -303,6 +306,7 @@ pub async fn ensure_schema(
         },
     };
 
+    report.other_families = undeclared(&live, schema);
     let max_age = schema.policy.gc_max_age();
     let expected = gc_rule(max_age);
     let mut seen: Vec<&str> = Vec::new();
@@ -405,6 +409,16 @@ pub async fn ensure_schema(
 /// `missing`) or has another rule, with the expected and the live rule in
 /// words; [`Error::Server`] when Bigtable rejects the request.
 pub async fn verify_schema(conn: &Connection, table: &str, schema: &Schema) -> Result<()> {
+    verify_schema_families(conn, table, schema).await.map(drop)
+}
+
+/// [`verify_schema`], returning the live table's families the schema does
+/// not declare, in name order.
+pub(crate) async fn verify_schema_families(
+    conn: &Connection,
+    table: &str,
+    schema: &Schema,
+) -> Result<Vec<String>> {
     let live = get_table(conn, table)
         .await?
         .ok_or_else(|| Error::TableNotFound {
@@ -429,7 +443,18 @@ pub async fn verify_schema(conn: &Connection, table: &str, schema: &Schema) -> R
             }
         }
     }
-    Ok(())
+    Ok(undeclared(&live, schema))
+}
+
+/// The families of `live` that `schema` does not declare, in name order.
+fn undeclared<V>(live: &HashMap<String, V>, schema: &Schema) -> Vec<String> {
+    let mut others: Vec<String> = live
+        .keys()
+        .filter(|family| !schema.families.contains(&family.as_str()))
+        .cloned()
+        .collect();
+    others.sort();
+    others
 }
 
 /// Every family of the live table with its GC rule (the empty rule, `none`,

@@ -8,7 +8,7 @@
 //! removed it yet.
 
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bigtable_rs::google::bigtable::v2::{MutateRowRequest, Mutation, ReadRowsRequest, RowFilter};
@@ -20,7 +20,7 @@ use crate::admin::{EnsureOptions, SchemaReport};
 use crate::clock::Clock;
 use crate::connection::Connection;
 use crate::error::{Error, Result};
-use crate::filter::read_filter;
+use crate::filter::{read_filter, read_filter_sole_families};
 use crate::mutation::{delete_row, MutationBuilder, RowMutation};
 use crate::policy::{from_micros, millis_floor};
 use crate::retry::{retryable_status, RetryPolicy};
@@ -79,6 +79,10 @@ pub struct Table<T> {
     read_retry: RetryPolicy,
     /// Reads resumed after a broken stream, by this handle and its clones.
     read_resumes: Arc<AtomicU64>,
+    /// The live table was seen (by `ensure_schema` or `verify_schema` on this
+    /// handle or a clone) to hold no family but `T`'s: reads need not select
+    /// families ([`crate::filter::read_filter_sole_families`]).
+    sole_families: Arc<AtomicBool>,
     _row: PhantomData<fn() -> T>,
 }
 
@@ -91,6 +95,7 @@ impl<T> Clone for Table<T> {
             write: self.write,
             read_retry: self.read_retry,
             read_resumes: self.read_resumes.clone(),
+            sole_families: self.sole_families.clone(),
             _row: PhantomData,
         }
     }
@@ -146,6 +151,7 @@ impl<T: BigtableRow> Table<T> {
             write: WriteOptions::default(),
             read_retry: RetryPolicy::default(),
             read_resumes: Arc::default(),
+            sole_families: Arc::default(),
             _row: PhantomData,
         }
     }
@@ -219,6 +225,8 @@ impl<T: BigtableRow> Table<T> {
     #[must_use]
     pub fn named(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
+        // What was learnt of the other table's families says nothing of this one.
+        self.sole_families = Arc::default();
         self
     }
 
@@ -480,7 +488,11 @@ impl<T: BigtableRow> Table<T> {
     /// # Errors
     /// As [`crate::admin::ensure_schema`].
     pub async fn ensure_schema_with(&self, options: EnsureOptions) -> Result<SchemaReport> {
-        crate::admin::ensure_schema(&self.conn, &self.name, T::SCHEMA, options).await
+        let report =
+            crate::admin::ensure_schema(&self.conn, &self.name, T::SCHEMA, options).await?;
+        self.sole_families
+            .store(report.other_families.is_empty(), Ordering::Relaxed);
+        Ok(report)
     }
 
     /// Check that the live table's families and GC rules are what
@@ -489,7 +501,25 @@ impl<T: BigtableRow> Table<T> {
     /// # Errors
     /// As [`crate::admin::verify_schema`].
     pub async fn verify_schema(&self) -> Result<()> {
-        crate::admin::verify_schema(&self.conn, &self.name, T::SCHEMA).await
+        let others =
+            crate::admin::verify_schema_families(&self.conn, &self.name, T::SCHEMA).await?;
+        self.sole_families
+            .store(others.is_empty(), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The filter a typed read sends at `now`: cells visible at `now`, the
+    /// newest per column, of `T`'s families. Families are selected unless
+    /// [`Table::ensure_schema`] or [`Table::verify_schema`] found the table
+    /// holding no other family, which spares the server a pass over every
+    /// cell ([`crate::filter::read_filter_sole_families`]).
+    #[must_use]
+    pub fn read_filter(&self, now: DateTime<Utc>) -> RowFilter {
+        if self.sole_families.load(Ordering::Relaxed) {
+            read_filter_sole_families(T::SCHEMA, now)
+        } else {
+            read_filter(T::SCHEMA, now)
+        }
     }
 
     // ----- reads ---------------------------------------------------------
@@ -555,7 +585,7 @@ impl<T: BigtableRow> Table<T> {
     /// ```
     pub fn stream(&self, scan: Scan) -> impl Stream<Item = Result<Expiring<T>>> {
         let now = self.clock.now();
-        let request = self.read_request(scan, Some(read_filter(T::SCHEMA, now)));
+        let request = self.read_request(scan, Some(self.read_filter(now)));
         let this = self.clone();
         self.raw_stream(request).filter_map(move |row| {
             // The common path stays synchronous: only a torn row (see
@@ -602,10 +632,8 @@ impl<T: BigtableRow> Table<T> {
         let mut last = first;
         for _ in 0..REREADS {
             tracing::debug!(table = %self.name, row = %String::from_utf8_lossy(&key), "re-reading a torn row");
-            let request = self.read_request(
-                Scan::keys([key.as_slice()]),
-                Some(read_filter(T::SCHEMA, now)),
-            );
+            let request =
+                self.read_request(Scan::keys([key.as_slice()]), Some(self.read_filter(now)));
             let rows: Vec<MergedRow> = self
                 .raw_stream(request)
                 .map_err(|(k, e)| self.server_error(k, e))
