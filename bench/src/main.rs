@@ -355,84 +355,42 @@ async fn raw_write(
 }
 
 /// Hand-written filtered scan: the timestamp range visible now, newest cell
-/// per column, decoded by hand.
+/// per column, decoded by hand. `RAW_FILTER` swaps the filter, to measure
+/// what a filter costs the server: `lib` (the library's, selecting the
+/// family), or a chain of `ts` (timestamp range), `limit` (newest per
+/// column), `range` (family by column range) and `regex` (family by regular
+/// expression), e.g. `RAW_FILTER=range,ts,limit`.
 async fn raw_scan(client: &bigtable_rs::bigtable::BigTable, table_name: &str) -> Res<usize> {
     let now_us = Utc::now().timestamp_micros();
     let filter = |f| RowFilter { filter: Some(f) };
+    let part = |name: &str| -> Res<RowFilter> {
+        Ok(filter(match name {
+            "ts" => Filter::TimestampRangeFilter(TimestampRange {
+                start_timestamp_micros: now_us - now_us % 1000 + 1000,
+                end_timestamp_micros: 0,
+            }),
+            "limit" => Filter::CellsPerColumnLimitFilter(1),
+            "range" => Filter::ColumnRangeFilter(bigtable_rs::google::bigtable::v2::ColumnRange {
+                family_name: "e".into(),
+                start_qualifier: None,
+                end_qualifier: None,
+            }),
+            "regex" => Filter::FamilyNameRegexFilter("^e$".into()),
+            other => return Err(format!("RAW_FILTER: unknown part {other}").into()),
+        }))
+    };
+    let spec = std::env::var("RAW_FILTER").unwrap_or_else(|_| "ts,limit".to_owned());
+    let row_filter = if spec == "lib" {
+        ttl_runtime::filter::read_filter(Event::SCHEMA, Utc::now())
+    } else {
+        let filters = spec.split(',').map(part).collect::<Res<Vec<_>>>()?;
+        filter(Filter::Chain(Chain { filters }))
+    };
     let request = ReadRowsRequest {
         table_name: table_name.to_owned(),
-        filter: Some(filter(Filter::Chain(Chain {
-            filters: vec![
-                filter(Filter::TimestampRangeFilter(TimestampRange {
-                    start_timestamp_micros: now_us - now_us % 1000 + 1000,
-                    end_timestamp_micros: 0,
-                })),
-                filter(Filter::CellsPerColumnLimitFilter(1)),
-            ],
-        }))),
+        filter: Some(row_filter),
         ..ReadRowsRequest::default()
     };
-    let mut request = request;
-    let ts = filter(Filter::TimestampRangeFilter(TimestampRange {
-        start_timestamp_micros: now_us - now_us % 1000 + 1000,
-        end_timestamp_micros: 0,
-    }));
-    let lim = filter(Filter::CellsPerColumnLimitFilter(1));
-    match std::env::var("RAW_FILTER").as_deref() {
-        Ok("lib") => {
-            request.filter = Some(ttl_runtime::filter::read_filter(Event::SCHEMA, Utc::now()));
-        }
-        Ok("regex") => {
-            request.filter = Some(filter(Filter::Chain(Chain {
-                filters: vec![filter(Filter::FamilyNameRegexFilter("^e$".into())), ts, lim],
-            })));
-        }
-        Ok("range") => {
-            request.filter = Some(filter(Filter::Chain(Chain {
-                filters: vec![
-                    filter(Filter::ColumnRangeFilter(
-                        bigtable_rs::google::bigtable::v2::ColumnRange {
-                            family_name: "e".into(),
-                            start_qualifier: None,
-                            end_qualifier: None,
-                        },
-                    )),
-                    ts,
-                    lim,
-                ],
-            })));
-        }
-        Ok("no-limit") => {
-            request.filter = Some(filter(Filter::Chain(Chain {
-                filters: vec![
-                    filter(Filter::ColumnRangeFilter(
-                        bigtable_rs::google::bigtable::v2::ColumnRange {
-                            family_name: "e".into(),
-                            start_qualifier: None,
-                            end_qualifier: None,
-                        },
-                    )),
-                    ts,
-                ],
-            })));
-        }
-        Ok("ts-first") => {
-            request.filter = Some(filter(Filter::Chain(Chain {
-                filters: vec![
-                    ts,
-                    filter(Filter::ColumnRangeFilter(
-                        bigtable_rs::google::bigtable::v2::ColumnRange {
-                            family_name: "e".into(),
-                            start_qualifier: None,
-                            end_qualifier: None,
-                        },
-                    )),
-                    lim,
-                ],
-            })));
-        }
-        _ => {}
-    }
     let mut client = client.clone();
     let stream = client.stream_rows(request).await?;
     let mut stream = std::pin::pin!(stream);
@@ -468,7 +426,7 @@ async fn filter_bytes(host: &str, rows: usize) -> Res<Value> {
     table.put_all(&batch).await?;
     clock.set(t0 + TimeDelta::hours(2));
     let typed_rows = table.scan(Scan::all()).await?.len();
-    let filter = ttl_runtime::filter::read_filter(Event::SCHEMA, clock.now());
+    let filter = table.read_filter(clock.now());
     let typed = response_bytes(&conn, Some(filter)).await?;
     let raw = response_bytes(&conn, None).await?;
     Ok(json!({
@@ -696,7 +654,7 @@ fn report(dir: &Path, out: &Path) -> Res<()> {
          emulator): instructions the client process executed, the same whatever else the \
          machine is doing; the emulator's work is not counted.\n\
          * **bytes received**: encoded size of the `ReadRowsResponse` messages of a \
-         full-table read with the typed reader's filter (`filter::read_filter` at a \
+         full-table read with the typed reader's filter (`Table::read_filter` at a \
          manual clock 2 h ahead) versus no filter, half the rows expired for the reader \
          but not collected (GC runs on real time).\n\
          * **cargo build**: a generated crate of 50 structs (`bench/gen_compile.sh`), \
