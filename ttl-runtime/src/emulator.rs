@@ -90,8 +90,11 @@ impl Emulator {
 
     fn start_on(binary: &Path, port: u16) -> Result<Self, EmulatorError> {
         // `read` returns when our end of the pipe closes, i.e. when this
-        // process is gone; then the emulator goes too.
-        let script = r#"trap 'kill $pid 2>/dev/null' EXIT; "$0" -host 127.0.0.1 -port "$1" >/dev/null 2>&1 & pid=$!; read _ignored; kill $pid 2>/dev/null"#;
+        // process is gone; then the emulator goes too. The shell waits for
+        // it to exit, so `stop` returns once its port and memory are free
+        // (a next emulator, or a benchmark, does not share the machine with
+        // one still tearing down).
+        let script = r#"trap 'kill $pid 2>/dev/null' EXIT; "$0" -host 127.0.0.1 -port "$1" >/dev/null 2>&1 & pid=$!; read _ignored; kill $pid 2>/dev/null; wait $pid"#;
         let mut watchdog = Command::new("sh")
             .arg("-c")
             .arg(script)
