@@ -2,7 +2,7 @@
 # Every benchmark of issue 5, then BENCHMARKS.md rewritten with the figures.
 #   bench/run.sh                 # 100,000 rows end to end
 #   BENCH_ROWS=10000 bench/run.sh
-#   BENCH_ROUNDS=5 (default): end-to-end rounds, medians reported
+#   BENCH_ROUNDS=9 (default): end-to-end rounds, medians reported
 # Investigating a gap (the e2e step alone):
 #   BENCH_CONTENDERS=lib,raw BENCH_PROFILE="perf record -g -o /tmp/{name}.data" \
 #     target/release/ttl-bench e2e --rows 100000 --out /tmp/e2e.json

@@ -69,7 +69,7 @@ async fn main() -> Res<()> {
 
 // ----- end to end -------------------------------------------------------------
 
-/// Rounds of the end-to-end comparison (`BENCH_ROUNDS`, default 5): each round
+/// Rounds of the end-to-end comparison (`BENCH_ROUNDS`, default 9): each round
 /// runs every contender once, each on an emulator of its own (the previous
 /// one gone first), the Rust contenders in an order rotated from round to
 /// round so none always goes first, the Python client last (a rotation put
@@ -79,7 +79,7 @@ fn rounds() -> usize {
     std::env::var("BENCH_ROUNDS")
         .ok()
         .and_then(|r| r.parse().ok())
-        .unwrap_or(5)
+        .unwrap_or(9)
         .max(1)
 }
 
@@ -191,21 +191,28 @@ fn paired_ratios(runs: &BTreeMap<&str, Vec<Value>>) -> Value {
     let (Some(lib), Some(raw)) = (runs.get("lib"), runs.get("raw")) else {
         return Value::Null;
     };
-    let median_ratio = |key: &str| {
+    let ratios = |key: &str| {
         let mut ratios: Vec<f64> = lib
             .iter()
             .zip(raw)
             .filter_map(|(l, r)| Some(r[key].as_f64()? / l[key].as_f64()?))
             .collect();
         ratios.sort_by(f64::total_cmp);
-        ratios.get(ratios.len() / 2).copied()
+        ratios
     };
-    json!({
-        "write_s": median_ratio("write_s"),
-        "scan_s": median_ratio("scan_s"),
-        "write_cpu_s": median_ratio("write_cpu_s"),
-        "scan_cpu_s": median_ratio("scan_cpu_s"),
-    })
+    let quantile = |sorted: &[f64], q: f64| -> Option<f64> {
+        let last = sorted.len().checked_sub(1)?;
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        sorted.get(((last as f64) * q).round() as usize).copied()
+    };
+    let mut out = serde_json::Map::new();
+    for key in ["write_s", "scan_s", "write_cpu_s", "scan_cpu_s"] {
+        let sorted = ratios(key);
+        out.insert(key.into(), json!(quantile(&sorted, 0.5)));
+        out.insert(format!("{key}_q1"), json!(quantile(&sorted, 0.25)));
+        out.insert(format!("{key}_q3"), json!(quantile(&sorted, 0.75)));
+    }
+    Value::Object(out)
 }
 
 /// Client instructions (valgrind callgrind) of the `lib` and `raw`
@@ -532,11 +539,14 @@ fn report(dir: &Path, out: &Path) -> Res<()> {
             }
         }
         let a = rate("lib", key);
-        let paired = e2e["paired"][key].as_f64().unwrap_or(f64::NAN);
+        let paired = |k: &str| e2e["paired"][k].as_f64().unwrap_or(f64::NAN);
         line(
             &format!("{what}: a/b (library / hand-written bigtable_rs), throughput"),
             format!(
-                "{paired:.2} (median of the rounds' ratios; {:.2} from the medians above)",
+                "{:.3} (median of the rounds' ratios, quartiles {:.3}–{:.3}; {:.3} from the medians above)",
+                paired(key),
+                paired(&format!("{key}_q1")),
+                paired(&format!("{key}_q3")),
                 a / rate("raw", key)
             ),
             "≥ 0.95",
@@ -641,7 +651,7 @@ fn report(dir: &Path, out: &Path) -> Res<()> {
          * **write / filtered scan**: {rows} rows with per-row expiries written to a \
          dedicated emulator, then scanned with the timestamp filter and decoded. Each \
          contender runs as its own process on a fresh emulator, once per round \
-         (`BENCH_ROUNDS`, 5 by default), the Rust contenders in an order rotated each \
+         (`BENCH_ROUNDS`, 9 by default), the Rust contenders in an order rotated each \
          round and the Python client after them, each emulator stopped (and its exit \
          waited for) before the next starts; the figures are \
          each contender's median. *lib*: `Table::writer()` (the bulk writer, \
@@ -655,8 +665,8 @@ fn report(dir: &Path, out: &Path) -> Res<()> {
          `bench/run.sh`.\n\
          * **a/b**: each round runs the library and the hand-written contender a few \
          seconds apart, so the ratio of their times within a round sees the same \
-         machine; the figure is the median of those ratios over the rounds (the \
-         ratio of the per-contender medians is given beside it). **client CPU time**: \
+         machine; the figure is the median of those ratios over the rounds, with \
+         their quartiles (the ratio of the per-contender medians is given beside it). **client CPU time**: \
          the contender process's own CPU time (user and kernel, all threads, from \
          `/proc/self/task/*/schedstat`) in the phase, the emulator's not included: \
          what the client costs, much less disturbed by other load than wall time.\n\
