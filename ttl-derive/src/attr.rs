@@ -194,6 +194,19 @@ pub struct Field {
 }
 
 impl Field {
+    /// The attributes present that describe a stored column (its name,
+    /// family or TTL): each key as written, for errors to point at, and its name.
+    pub fn column_attrs(&self) -> impl Iterator<Item = (&Path, &'static str)> {
+        [
+            self.column.as_ref().map(|k| (&k.key, "column")),
+            self.family.as_ref().map(|k| (&k.key, "family")),
+            self.expire_at.as_ref().map(|k| (&k.key, "expire_at")),
+            self.ttl_for.as_ref().map(|k| (&k.key, "for")),
+        ]
+        .into_iter()
+        .flatten()
+    }
+
     pub fn from_attrs(cx: &Ctxt, attrs: &[Attribute]) -> Self {
         let mut this = Field::default();
         for attr in attrs {

@@ -121,20 +121,7 @@ fn check_names(cx: &Ctxt, cont: &Container) {
 
 fn check_keys(cx: &Ctxt, cont: &Container) {
     for field in cont.fields_with(Role::Key) {
-        let a = &field.attrs;
-        let clashing = [
-            a.column
-                .as_ref()
-                .map(|k| (k.key.to_token_stream(), "column")),
-            a.family
-                .as_ref()
-                .map(|k| (k.key.to_token_stream(), "family")),
-            a.expire_at
-                .as_ref()
-                .map(|k| (k.key.to_token_stream(), "expire_at")),
-            a.ttl_for.as_ref().map(|k| (k.key.to_token_stream(), "for")),
-        ];
-        for (tokens, name) in clashing.into_iter().flatten() {
+        for (tokens, name) in field.attrs.column_attrs() {
             cx.error_spanned_by(
                 tokens,
                 format!(
@@ -191,16 +178,9 @@ fn check_expire_at(cx: &Ctxt, cont: &Container) {
     let mut first: Option<&Field> = None;
     for field in cont.fields_with(Role::ExpireAt) {
         let a = &field.attrs;
-        let clashing = [
-            a.column
-                .as_ref()
-                .map(|k| (k.key.to_token_stream(), "column")),
-            a.family
-                .as_ref()
-                .map(|k| (k.key.to_token_stream(), "family")),
-            a.ttl_for.as_ref().map(|k| (k.key.to_token_stream(), "for")),
-        ];
-        for (tokens, name) in clashing.into_iter().flatten() {
+        // `expire_at` itself is what makes this field's role.
+        let clashing = a.column_attrs().filter(|(_, name)| *name != "expire_at");
+        for (tokens, name) in clashing {
             cx.error_spanned_by(
                 tokens,
                 format!(
