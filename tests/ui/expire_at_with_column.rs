@@ -1,0 +1,14 @@
+use bigtable_ttl::BigtableRow;
+use chrono::{DateTime, Utc};
+
+#[derive(BigtableRow)]
+#[bigtable(table = "sessions", family = "s")]
+struct Session {
+    #[bigtable(key)]
+    id: String,
+    #[ttl(expire_at)]
+    #[bigtable(column = "exp")]
+    expires_at: DateTime<Utc>,
+    user: String,
+}
+fn main() {}
