@@ -34,11 +34,13 @@ use std::fmt;
 
 use bigtable_rs::google::bigtable::v2::{row_filter::Filter, ReadRowsRequest};
 use chrono::TimeDelta;
+use futures_util::TryStreamExt as _;
 use tonic::Code;
 
 use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::filter::{chain, filter, only_family};
+use crate::scan::{read_rows, RawRow};
 use crate::schema::Schema;
 
 /// Bigtable's admin v2 protobuf types (`GcRule`, `ColumnFamily`, `Table`, …).
@@ -536,15 +538,14 @@ async fn holds_cells(conn: &Connection, table: &str, family: &str) -> Result<boo
         ])),
         ..ReadRowsRequest::default()
     };
-    let rows = conn
-        .data_client()
-        .read_rows(request)
-        .await
+    let rows: Vec<RawRow> = read_rows(conn.data_channel(), request)
         .map_err(|e| Error::Server {
             table: table.to_owned(),
             row_key: None,
             source: Box::new(e),
-        })?;
+        })
+        .try_collect()
+        .await?;
     Ok(rows.iter().any(|(_, cells)| !cells.is_empty()))
 }
 

@@ -16,9 +16,9 @@ use bytes::{Buf, Bytes};
 use prost::encoding::{
     check_wire_type, decode_key, decode_varint, skip_field, DecodeContext, WireType,
 };
-use prost::Message;
-use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::codec::{Codec, DecodeBuf, Decoder};
 
+use crate::grpc::ProstEncoder;
 use crate::scan::ReadError;
 
 /// Whether a chunk ends its row (`row_status`; a `false` flag is no status).
@@ -265,28 +265,15 @@ pub(crate) struct ReadRowsCodec;
 impl Codec for ReadRowsCodec {
     type Encode = ReadRowsRequest;
     type Decode = Vec<Chunk>;
-    type Encoder = RequestEncoder;
+    type Encoder = ProstEncoder<ReadRowsRequest>;
     type Decoder = ChunkDecoder;
 
     fn encoder(&mut self) -> Self::Encoder {
-        RequestEncoder
+        ProstEncoder::default()
     }
 
     fn decoder(&mut self) -> Self::Decoder {
         ChunkDecoder
-    }
-}
-
-pub(crate) struct RequestEncoder;
-
-impl Encoder for RequestEncoder {
-    type Item = ReadRowsRequest;
-    type Error = tonic::Status;
-
-    fn encode(&mut self, item: Self::Item, dst: &mut EncodeBuf<'_>) -> Result<(), Self::Error> {
-        // `EncodeBuf` grows as needed, so prost's only error (no room) cannot happen.
-        item.encode(dst)
-            .map_err(|e| tonic::Status::internal(format!("unencodable request: {e}")))
     }
 }
 
@@ -314,6 +301,7 @@ mod tests {
     use proptest::collection::vec;
     use proptest::prelude::*;
     use prost::encoding::{encode_key, encode_varint};
+    use prost::Message as _;
 
     /// A field appended to a chunk's prost encoding: a known field again
     /// (the last wins, a wrapper merges) or an unknown one.

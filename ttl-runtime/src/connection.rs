@@ -1,6 +1,7 @@
-//! Connecting to Bigtable: the bulk data calls (`MutateRows`, `ReadRows`) on
-//! a channel of our own ([`crate::grpc`]), single-row calls through
-//! `bigtable_rs`, tables and GC rules through the generated admin client.
+//! Connecting to Bigtable: the data calls the library makes (`MutateRow`,
+//! `MutateRows`, `ReadRows`) on a channel of our own ([`crate::grpc`]), tables
+//! and GC rules through the generated admin client, and a `bigtable_rs`
+//! client for the calls the library does not make ([`Connection::data_client`]).
 
 use std::sync::Arc;
 
@@ -30,8 +31,8 @@ const ADMIN_SCOPE: &str = "https://www.googleapis.com/auth/bigtable.admin.table"
 #[derive(Clone)]
 pub struct Connection {
     data: BigTable,
-    /// `MutateRows` and `ReadRows`, the bulk calls (see [`crate::grpc`]).
-    bulk: DataChannel,
+    /// Every data call the library makes (see [`crate::grpc`]).
+    channel: DataChannel,
     admin: AdminClient,
     tokens: Option<Arc<dyn gcp_auth::TokenProvider>>,
     project: String,
@@ -75,13 +76,13 @@ impl Connection {
         let data = BigTableConnection::new_with_emulator(host, project, instance, false, 1, None)
             .map_err(|e| connect_error(e.to_string()))?
             .client();
-        let bulk = DataChannel::emulator(host).map_err(connect_error)?;
+        let data_channel = DataChannel::emulator(host).map_err(connect_error)?;
         let channel = Channel::from_shared(format!("http://{host}"))
             .map_err(|e| connect_error(e.to_string()))?
             .connect_lazy();
         Ok(Self {
             data,
-            bulk,
+            channel: data_channel,
             admin: BigtableTableAdminClient::new(channel),
             tokens: None,
             project: project.to_owned(),
@@ -112,14 +113,14 @@ impl Connection {
         )
         .map_err(|e| connect_error(e.to_string()))?
         .client();
-        let bulk = DataChannel::cloud(tokens.clone()).map_err(connect_error)?;
+        let data_channel = DataChannel::cloud(tokens.clone()).map_err(connect_error)?;
         let channel = Channel::from_static(ADMIN_ENDPOINT)
             .tls_config(ClientTlsConfig::new().with_native_roots())
             .map_err(|e| connect_error(e.to_string()))?
             .connect_lazy();
         Ok(Self {
             data,
-            bulk,
+            channel: data_channel,
             admin: BigtableTableAdminClient::new(channel),
             tokens: Some(tokens),
             project: project.to_owned(),
@@ -159,8 +160,8 @@ impl Connection {
         self.data.clone()
     }
 
-    pub(crate) fn bulk_channel(&self) -> DataChannel {
-        self.bulk.clone()
+    pub(crate) fn data_channel(&self) -> DataChannel {
+        self.channel.clone()
     }
 
     pub(crate) fn admin_client(&self) -> AdminClient {

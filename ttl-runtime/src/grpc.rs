@@ -1,5 +1,6 @@
-//! The data plane's bulk calls on a gRPC channel of our own, with codecs of
-//! our own.
+//! The data calls the library makes (`MutateRow`, `MutateRows`, `ReadRows`)
+//! on a gRPC channel of our own, with codecs of our own: one connection pool
+//! for every read and write.
 //!
 //! `bigtable_rs` encodes a `MutateRowsRequest` from its `Entry` values at
 //! send time and keeps its channel private. The bulk writer needs each
@@ -15,7 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bigtable_rs::google::bigtable::v2::{
-    mutate_rows_request::Entry, MutateRowsResponse, ReadRowsRequest,
+    mutate_rows_request::Entry, MutateRowRequest, MutateRowResponse, MutateRowsResponse,
+    ReadRowsRequest,
 };
 use prost::Message;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
@@ -26,6 +28,7 @@ use crate::scan::routing_header;
 
 const DATA_ENDPOINT: &str = "https://bigtable.googleapis.com";
 const DATA_SCOPE: &str = "https://www.googleapis.com/auth/bigtable.data";
+const MUTATE_ROW: &str = "/google.bigtable.v2.Bigtable/MutateRow";
 const MUTATE_ROWS: &str = "/google.bigtable.v2.Bigtable/MutateRows";
 const READ_ROWS: &str = "/google.bigtable.v2.Bigtable/ReadRows";
 /// The largest `ReadRowsResponse` message accepted: a bit over Bigtable's
@@ -143,6 +146,23 @@ impl DataChannel {
             .await?
             .max_decoding_message_size(MAX_RESPONSE_MESSAGE_BYTES)
             .server_streaming(request, path, ReadRowsCodec)
+            .await?;
+        Ok(response.into_inner())
+    }
+
+    /// One `MutateRow` call (one row's mutations, applied atomically).
+    pub(crate) async fn mutate_row(
+        &self,
+        request: MutateRowRequest,
+        timeout: Duration,
+    ) -> Result<MutateRowResponse, tonic::Status> {
+        let table_name = request.table_name.clone();
+        let request = self.request(request, &table_name, Some(timeout)).await?;
+        let path = tonic::codegen::http::uri::PathAndQuery::from_static(MUTATE_ROW);
+        let response = self
+            .ready()
+            .await?
+            .unary(request, path, ProstCodec::default())
             .await?;
         Ok(response.into_inner())
     }
@@ -332,8 +352,56 @@ impl Encoder for BodyEncoder {
     }
 }
 
+/// Requests of type `E` and responses of type `D`, both through prost.
+struct ProstCodec<E, D>(PhantomData<fn(E) -> D>);
+
+impl<E, D> Default for ProstCodec<E, D> {
+    fn default() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<E, D> Codec for ProstCodec<E, D>
+where
+    E: Message + Send + 'static,
+    D: Message + Default + Send + 'static,
+{
+    type Encode = E;
+    type Decode = D;
+    type Encoder = ProstEncoder<E>;
+    type Decoder = ProstDecoder<D>;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        ProstEncoder::default()
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        ProstDecoder(PhantomData)
+    }
+}
+
+/// A request message encoded by prost.
+pub(crate) struct ProstEncoder<T>(PhantomData<fn(T)>);
+
+impl<T> Default for ProstEncoder<T> {
+    fn default() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<T: Message> Encoder for ProstEncoder<T> {
+    type Item = T;
+    type Error = tonic::Status;
+
+    fn encode(&mut self, item: T, dst: &mut EncodeBuf<'_>) -> Result<(), Self::Error> {
+        // `EncodeBuf` grows as needed, so prost's only error (no room) cannot happen.
+        item.encode(dst)
+            .map_err(|e| tonic::Status::internal(format!("unencodable request: {e}")))
+    }
+}
+
 /// A response message decoded by prost.
-pub(crate) struct ProstDecoder<T>(PhantomData<T>);
+pub(crate) struct ProstDecoder<T>(PhantomData<fn() -> T>);
 
 impl<T: Message + Default> Decoder for ProstDecoder<T> {
     type Item = T;

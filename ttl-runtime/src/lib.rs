@@ -24,7 +24,7 @@ pub mod connection;
 pub mod emulator;
 pub mod error;
 pub mod filter;
-/// The bulk data calls on a gRPC channel of our own (see the module).
+/// The library's data calls on a gRPC channel of its own (see the module).
 pub(crate) mod grpc;
 pub mod key;
 pub mod mutation;

@@ -25,7 +25,7 @@ use crate::mutation::{delete_row, MutationBuilder, RowMutation};
 use crate::policy::{from_micros, millis_floor};
 use crate::retry::{retryable_status, RetryPolicy};
 use crate::row::{decode_row, BigtableRow, Expiring};
-use crate::scan::{read_rows_with, routing_header, Cell, MergedRow, RawCell, ReadError, Scan};
+use crate::scan::{read_rows_with, Cell, MergedRow, RawCell, ReadError, Scan};
 use crate::writer::{check_row, BulkWriter, WriteOptions};
 pub use crate::writer::{MAX_MUTATIONS_PER_REQUEST, MAX_REQUEST_BYTES};
 
@@ -440,26 +440,18 @@ impl<T: BigtableRow> Table<T> {
             mutations,
             ..MutateRowRequest::default()
         };
-        let header = routing_header(&request.table_name).parse().ok();
-        let mut client = self.conn.data_client().get_client().clone();
+        let channel = self.conn.data_channel();
         let mut budget = self.write.retry.start();
         loop {
-            let mut tonic_request = tonic::Request::new(request.clone());
-            if let Some(value) = header.clone() {
-                tonic_request
-                    .metadata_mut()
-                    .insert("x-goog-request-params", value);
-            }
-            let status = match tokio::time::timeout(
-                budget.attempt_timeout(),
-                client.mutate_row(tonic_request),
-            )
-            .await
-            {
-                Ok(Ok(_)) => return Ok(()),
-                Ok(Err(status)) => status,
-                Err(_) => tonic::Status::deadline_exceeded("the attempt timed out"),
-            };
+            let timeout = budget.attempt_timeout();
+            let status =
+                match tokio::time::timeout(timeout, channel.mutate_row(request.clone(), timeout))
+                    .await
+                {
+                    Ok(Ok(_)) => return Ok(()),
+                    Ok(Err(status)) => status,
+                    Err(_) => tonic::Status::deadline_exceeded("the attempt timed out"),
+                };
             let retry = (retryable_status(&status)
                 || status.code() == tonic::Code::DeadlineExceeded)
                 && budget.wait().await;
@@ -680,7 +672,7 @@ impl<T: BigtableRow> Table<T> {
                     .filter(|r| r.row_ranges.is_empty() && r.row_keys.len() == 1)
                     .map(|r| String::from_utf8_lossy(&r.row_keys[0]).into_owned());
                 read_rows_with(
-                    self.conn.bulk_channel(),
+                    self.conn.data_channel(),
                     request,
                     self.read_retry,
                     self.read_resumes.clone(),

@@ -277,7 +277,7 @@ pub(crate) async fn write_entries(
         batch.push(entry);
     }
     let report = send_batch(
-        conn.bulk_channel(),
+        conn.data_channel(),
         conn.table_path(table).into(),
         Arc::new(batch),
         policy,
@@ -413,7 +413,7 @@ impl<T> std::fmt::Debug for BulkWriter<T> {
 
 impl<T: BigtableRow> BulkWriter<T> {
     pub(crate) fn new(table: Table<T>, options: WriteOptions) -> Self {
-        let channel = table.connection().bulk_channel();
+        let channel = table.connection().data_channel();
         let table_path = table.connection().table_path(table.name()).into();
         Self {
             table,

@@ -168,7 +168,7 @@ pub async fn inspect(
         rows_limit: 1,
         ..ReadRowsRequest::default()
     };
-    let rows: Vec<(Vec<u8>, Vec<RawCell>)> = read_rows(conn.bulk_channel(), request)
+    let rows: Vec<(Vec<u8>, Vec<RawCell>)> = read_rows(conn.data_channel(), request)
         .map_err(|e| Error::Server {
             table: table.to_owned(),
             row_key: Some(String::from_utf8_lossy(row_key).into_owned()),

@@ -187,7 +187,7 @@ impl<T: BigtableRow> Table<T> {
             rows_limit: 1,
             ..ReadRowsRequest::default()
         };
-        let rows: Vec<(Vec<u8>, Vec<RawCell>)> = read_rows(conn.bulk_channel(), request)
+        let rows: Vec<(Vec<u8>, Vec<RawCell>)> = read_rows(conn.data_channel(), request)
             .map_err(|e| server(Box::new(e)))
             .try_collect()
             .await?;

@@ -88,7 +88,7 @@ impl FamilyPages {
             ..ReadRowsRequest::default()
         };
         let table = self.table.clone();
-        let page: Vec<(Vec<u8>, Vec<RawCell>)> = read_rows(self.conn.bulk_channel(), request)
+        let page: Vec<(Vec<u8>, Vec<RawCell>)> = read_rows(self.conn.data_channel(), request)
             .map_err(|e| Error::Server {
                 table: table.clone(),
                 row_key: None,
