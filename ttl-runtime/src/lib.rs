@@ -1,9 +1,19 @@
 //! Runtime of `bigtable-ttl`: cell-level time-to-live for Google Cloud Bigtable.
 //!
 //! Use it through the `bigtable-ttl` facade crate and `#[derive(BigtableRow)]`.
-//! The pure core (timestamp math in [`policy`], mutation building in
-//! [`mutation`], the read filter in [`filter`], decoding in [`row`]) works on
-//! Bigtable's own v2 protobuf types and needs no server; [`Table`] does the I/O.
+//!
+//! The source is in layers, each a folder that uses only the ones below it
+//! (a test, `tests/layers.rs`, keeps it so):
+//!
+//! * [`model`], the pure core: timestamp math in [`policy`], mutation building
+//!   in [`mutation`], the read filter in [`filter`], decoding in [`row`], all
+//!   on Bigtable's own v2 protobuf types ([`proto`]) and tested without a server;
+//! * `wire`: the gRPC data channel, its codecs, `ReadRows` chunk decoding and
+//!   row merging;
+//! * [`client`]: the I/O: [`Connection`], [`Table`], the bulk writer, resumed
+//!   reads, schema administration, retries;
+//! * [`ops`]: operations on families by name (audit, apply, inspect, migrate,
+//!   re-timing rows), on top of the client.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -14,28 +24,16 @@
 // Names like `policy::Policy` read better at the use site than the alternatives.
 #![allow(clippy::module_name_repetitions)]
 
-pub mod admin;
-/// `ReadRows` responses decoded without copying cell bytes (see the module).
-pub(crate) mod chunk;
-pub mod clock;
-pub mod codec;
-pub mod connection;
+pub mod client;
 #[cfg(feature = "emulator")]
 pub mod emulator;
-pub mod error;
-pub mod filter;
-/// The library's data calls on a gRPC channel of its own (see the module).
-pub(crate) mod grpc;
-pub mod key;
-pub mod mutation;
+pub mod model;
 pub mod ops;
-pub mod policy;
-pub mod retry;
-pub mod row;
-pub mod scan;
-pub mod schema;
-pub mod table;
-pub mod writer;
+pub(crate) mod wire;
+
+// The paths users write: each module where it was before the layers.
+pub use client::{admin, connection, retry, table, writer};
+pub use model::{clock, codec, error, filter, key, mutation, policy, row, scan, schema};
 
 pub use admin::{ensure_schema, verify_schema, EnsureOptions, SchemaReport};
 pub use clock::Clock;

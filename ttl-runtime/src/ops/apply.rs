@@ -2,14 +2,15 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::admin::proto::{
+use crate::client::admin::live_rules;
+use crate::client::connection::Connection;
+use crate::model::error::{Error, Result};
+use crate::model::gc_rule::proto::{
     modify_column_families_request::{modification::Mod, Modification},
     ColumnFamily, GcRule, ModifyColumnFamiliesRequest,
 };
-use crate::admin::{gc_rule, live_rules, rule_matches};
-use crate::connection::Connection;
-use crate::error::{Error, Result};
-use crate::policy::Policy;
+use crate::model::gc_rule::{gc_rule, rule_matches};
+use crate::model::policy::Policy;
 
 use super::audit::{audit, AuditReport};
 use super::scan::ScanProgress;

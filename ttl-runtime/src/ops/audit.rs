@@ -13,10 +13,10 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::connection::Connection;
-use crate::error::Result;
-use crate::policy::{from_micros, Policy};
-use crate::scan::RawCell;
+use crate::client::connection::Connection;
+use crate::model::error::Result;
+use crate::model::policy::{from_micros, Policy};
+use crate::model::scan::RawCell;
 
 use super::scan::{FamilyPages, ScanProgress};
 
@@ -85,8 +85,10 @@ impl std::fmt::Display for AuditReport {
             "table `{}`, family `{}`, policy {} ({})",
             self.table,
             self.family,
-            super::policy_spec(&self.policy),
-            crate::admin::describe_rule(&crate::admin::gc_rule(self.policy.gc_max_age()))
+            super::spec::policy_spec(&self.policy),
+            crate::client::admin::describe_rule(&crate::client::admin::gc_rule(
+                self.policy.gc_max_age()
+            ))
         )?;
         writeln!(f, "  rows:              {}", self.rows)?;
         writeln!(

@@ -3,20 +3,20 @@
 
 use std::collections::BTreeMap;
 
-use bigtable_rs::google::bigtable::v2::{ReadRowsRequest, RowSet};
+use crate::proto::{ReadRowsRequest, RowSet};
 
-use crate::filter::only_family;
+use crate::model::filter::only_family;
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::TryStreamExt as _;
 
-use crate::admin::{live_rules, proto::GcRule};
-use crate::codec::CellCodec;
-use crate::connection::Connection;
-use crate::error::{Error, Result};
-use crate::policy::Policy;
-use crate::scan::{read_rows, RawCell};
-
-use super::policy_from_rule;
+use crate::client::admin::live_rules;
+use crate::client::connection::Connection;
+use crate::client::read::read_rows;
+use crate::model::codec::CellCodec;
+use crate::model::error::{Error, Result};
+use crate::model::gc_rule::{policy_from_rule, proto::GcRule};
+use crate::model::policy::Policy;
+use crate::model::scan::RawCell;
 
 /// A family's live GC rule and the policy it implements.
 #[derive(Debug, Clone, PartialEq)]
@@ -126,7 +126,7 @@ pub fn explain_cells(
 /// Read row `row_key` of `table` raw (every version, expired or not, of
 /// `family` or of every family) and explain each cell under its family's
 /// **live** GC rule at `now`, with the real write time from the shadow
-/// column `written_at` (usually [`super::DEFAULT_WRITTEN_AT`]).
+/// column `written_at` (usually [`super::spec::DEFAULT_WRITTEN_AT`]).
 ///
 /// ```no_run
 /// # async fn run(conn: &bigtable_ttl::Connection) -> bigtable_ttl::Result<()> {
@@ -189,7 +189,7 @@ pub async fn inspect(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::admin::gc_rule;
+    use crate::client::admin::gc_rule;
 
     fn now() -> DateTime<Utc> {
         DateTime::from_timestamp_millis(1_700_000_000_000).unwrap()

@@ -26,18 +26,19 @@
 
 use std::ops::ControlFlow;
 
-use bigtable_rs::google::bigtable::v2::{mutate_rows_request::Entry, mutation, Mutation};
+use crate::proto::{mutate_rows_request::Entry, mutation, Mutation};
 use chrono::{DateTime, TimeDelta, Utc};
 
-use crate::admin::{describe_rule, gc_rule, live_rules, rule_matches};
-use crate::clock::Clock;
-use crate::codec::CellCodec;
-use crate::connection::Connection;
-use crate::error::{Error, Result};
-use crate::policy::{from_micros, millis_floor, Expiry, Policy};
-use crate::retry::RetryPolicy;
-use crate::scan::RawCell;
-use crate::writer::write_entries;
+use crate::client::admin::live_rules;
+use crate::client::connection::Connection;
+use crate::client::retry::RetryPolicy;
+use crate::client::writer::write_entries;
+use crate::model::clock::Clock;
+use crate::model::codec::CellCodec;
+use crate::model::error::{Error, Result};
+use crate::model::gc_rule::{describe_rule, gc_rule, rule_matches};
+use crate::model::policy::{from_micros, millis_floor, Expiry, Policy};
+use crate::model::scan::RawCell;
 
 use super::scan::{FamilyPages, DEFAULT_PAGE_ROWS};
 
@@ -73,7 +74,7 @@ impl MigratePlan {
             to: to.to_owned(),
             policy,
             ttl: None,
-            written_at: super::DEFAULT_WRITTEN_AT.to_owned(),
+            written_at: super::spec::DEFAULT_WRITTEN_AT.to_owned(),
             batch_rows: DEFAULT_PAGE_ROWS,
         }
     }

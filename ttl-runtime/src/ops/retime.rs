@@ -17,18 +17,19 @@
 
 use std::collections::BTreeMap;
 
-use bigtable_rs::google::bigtable::v2::{mutation, Mutation, ReadRowsRequest, RowSet};
+use crate::proto::{mutation, Mutation, ReadRowsRequest, RowSet};
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::TryStreamExt as _;
 
-use crate::error::{Error, Result};
-use crate::filter::read_filter;
-use crate::mutation::RowMutation;
-use crate::policy::Expiry;
-use crate::row::{BigtableRow, Expiring};
-use crate::scan::{read_rows, RawCell};
-use crate::schema::Schema;
-use crate::table::Table;
+use crate::client::read::read_rows;
+use crate::client::table::Table;
+use crate::model::error::{Error, Result};
+use crate::model::filter::read_filter;
+use crate::model::mutation::RowMutation;
+use crate::model::policy::Expiry;
+use crate::model::row::{BigtableRow, Expiring};
+use crate::model::scan::RawCell;
+use crate::model::schema::Schema;
 
 /// How to re-time a row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -243,9 +244,9 @@ impl<T: BigtableRow> Table<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::CellCodec;
-    use crate::policy::Policy;
-    use crate::schema::{Column, ShadowColumn};
+    use crate::model::codec::CellCodec;
+    use crate::model::policy::Policy;
+    use crate::model::schema::{Column, ShadowColumn};
 
     static SCHEMA: Schema = Schema {
         table: "clicks",

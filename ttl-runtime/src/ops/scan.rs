@@ -2,15 +2,14 @@
 //! order, a page of rows at a time, so long scans show progress and a
 //! migration can checkpoint between pages.
 
-use bigtable_rs::google::bigtable::v2::{
-    row_filter::Filter, row_range::StartKey, ReadRowsRequest, RowRange, RowSet,
-};
+use crate::proto::{row_filter::Filter, row_range::StartKey, ReadRowsRequest, RowRange, RowSet};
 use futures_util::TryStreamExt as _;
 
-use crate::connection::Connection;
-use crate::error::{Error, Result};
-use crate::filter::{chain, filter, only_family};
-use crate::scan::{read_rows, RawCell};
+use crate::client::connection::Connection;
+use crate::client::read::read_rows;
+use crate::model::error::{Error, Result};
+use crate::model::filter::{chain, filter, only_family};
+use crate::model::scan::RawCell;
 
 /// Rows per page unless the caller says otherwise.
 pub(crate) const DEFAULT_PAGE_ROWS: usize = 1_000;

@@ -2,7 +2,7 @@
 
 use chrono::TimeDelta;
 
-use crate::policy::Policy;
+use crate::model::policy::Policy;
 
 /// What `#[derive(BigtableRow)]` knows about a struct: its table, families,
 /// columns and TTL policy. Available as `<T as BigtableRow>::SCHEMA`.

@@ -2,8 +2,8 @@
 //!
 //! Writes turn values into mutations with the pure builders of
 //! [`crate::mutation`] (every cell timestamp computed from the table's
-//! [`Clock`]) and send them; reads carry [`crate::filter::read_filter`] for
-//! the clock's "now" and decode with [`crate::row::decode_row`], so a cell
+//! [`Clock`]) and send them; reads carry [`crate::model::filter::read_filter`] for
+//! the clock's "now" and decode with [`crate::model::row::decode_row`], so a cell
 //! past its expiry is never shown, whether or not garbage collection has
 //! removed it yet.
 
@@ -11,23 +11,26 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use bigtable_rs::google::bigtable::v2::{MutateRowRequest, Mutation, ReadRowsRequest, RowFilter};
+use crate::proto::{MutateRowRequest, Mutation, ReadRowsRequest, RowFilter};
 use chrono::{DateTime, Utc};
 use futures_util::future::Either;
 use futures_util::{Stream, StreamExt as _, TryStreamExt as _};
 
-use crate::admin::{EnsureOptions, SchemaReport};
-use crate::clock::Clock;
-use crate::connection::Connection;
-use crate::error::{Error, Result};
-use crate::filter::{read_filter, read_filter_sole_families};
-use crate::mutation::{delete_row, MutationBuilder, RowMutation};
-use crate::policy::{from_micros, millis_floor};
-use crate::retry::{retryable_status, RetryPolicy};
-use crate::row::{decode_row, BigtableRow, Expiring};
-use crate::scan::{read_rows_with, Cell, MergedRow, RawCell, ReadError, Scan};
-use crate::writer::{check_row, BulkWriter, WriteOptions};
-pub use crate::writer::{MAX_MUTATIONS_PER_REQUEST, MAX_REQUEST_BYTES};
+use crate::client::admin::{EnsureOptions, SchemaReport};
+use crate::client::connection::Connection;
+use crate::client::read::read_rows_with;
+use crate::client::retry::{retryable_status, RetryPolicy};
+use crate::client::writer::{BulkWriter, WriteOptions};
+pub use crate::client::writer::{MAX_MUTATIONS_PER_REQUEST, MAX_REQUEST_BYTES};
+use crate::model::clock::Clock;
+use crate::model::error::{Error, Result};
+use crate::model::filter::{read_filter, read_filter_sole_families};
+use crate::model::mutation::{delete_row, MutationBuilder, RowMutation};
+use crate::model::policy::{from_micros, millis_floor};
+use crate::model::row::{decode_row, BigtableRow, Expiring};
+use crate::model::scan::{RawCell, Scan};
+use crate::wire::merge::{Cell, MergedRow};
+use crate::wire::read_error::ReadError;
 
 /// A typed handle on one Bigtable table holding rows of `T`.
 ///
@@ -81,7 +84,7 @@ pub struct Table<T> {
     read_resumes: Arc<AtomicU64>,
     /// The live table was seen (by `ensure_schema` or `verify_schema` on this
     /// handle or a clone) to hold no family but `T`'s: reads need not select
-    /// families ([`crate::filter::read_filter_sole_families`]).
+    /// families ([`crate::model::filter::read_filter_sole_families`]).
     sole_families: Arc<AtomicBool>,
     _row: PhantomData<fn() -> T>,
 }
@@ -205,19 +208,7 @@ impl<T: BigtableRow> Table<T> {
     /// ```
     #[must_use]
     pub fn writer(&self) -> BulkWriter<T> {
-        BulkWriter::new(self.clone(), self.write)
-    }
-
-    /// The mutations of one write at `now`, checked against Bigtable's row
-    /// limits.
-    pub(crate) fn build(
-        &self,
-        builder: &MutationBuilder<'_, T>,
-        now: DateTime<Utc>,
-    ) -> Result<RowMutation> {
-        let m = builder.build(now)?;
-        check_row(&self.name, &m)?;
-        Ok(m)
+        BulkWriter::new(&self.conn, &self.name, self.clock.clone(), self.write)
     }
 
     /// The same handle on the table `name` instead (per test, per
@@ -324,7 +315,7 @@ impl<T: BigtableRow> Table<T> {
     /// As [`Table::put`].
     pub async fn put_with(&self, builder: MutationBuilder<'_, T>) -> Result<Written> {
         let now = self.clock.now();
-        let mut m = self.build(&builder, now)?;
+        let mut m = builder.build_checked(&self.name, now)?;
         let written_at = from_micros(millis_floor(now)?)?;
         let mutations = std::mem::take(&mut m.mutations);
         self.mutate_row(m.row_key.clone(), mutations).await?;
@@ -392,7 +383,7 @@ impl<T: BigtableRow> Table<T> {
         let mut batches = Vec::new();
         let mut written = Vec::new();
         for b in builders {
-            let m = self.build(&b, now)?;
+            let m = b.build_checked(&self.name, now)?;
             written.push(Written {
                 row_key: m.row_key.clone(),
                 timestamp_micros: m.timestamp_micros,
@@ -465,11 +456,11 @@ impl<T: BigtableRow> Table<T> {
     // ----- schema --------------------------------------------------------
 
     /// Create the table and its families as `T::SCHEMA` declares, or bring
-    /// their GC rules in line ([`crate::admin::ensure_schema`] on this
+    /// their GC rules in line ([`crate::client::admin::ensure_schema`] on this
     /// table's name). Safe to call on every start.
     ///
     /// # Errors
-    /// As [`crate::admin::ensure_schema`].
+    /// As [`crate::client::admin::ensure_schema`].
     pub async fn ensure_schema(&self) -> Result<SchemaReport> {
         self.ensure_schema_with(EnsureOptions::default()).await
     }
@@ -478,23 +469,23 @@ impl<T: BigtableRow> Table<T> {
     /// expiration on a family that holds data).
     ///
     /// # Errors
-    /// As [`crate::admin::ensure_schema`].
+    /// As [`crate::client::admin::ensure_schema`].
     pub async fn ensure_schema_with(&self, options: EnsureOptions) -> Result<SchemaReport> {
         let report =
-            crate::admin::ensure_schema(&self.conn, &self.name, T::SCHEMA, options).await?;
+            crate::client::admin::ensure_schema(&self.conn, &self.name, T::SCHEMA, options).await?;
         self.sole_families
             .store(report.other_families.is_empty(), Ordering::Relaxed);
         Ok(report)
     }
 
     /// Check that the live table's families and GC rules are what
-    /// `T::SCHEMA` declares ([`crate::admin::verify_schema`]).
+    /// `T::SCHEMA` declares ([`crate::client::admin::verify_schema`]).
     ///
     /// # Errors
-    /// As [`crate::admin::verify_schema`].
+    /// As [`crate::client::admin::verify_schema`].
     pub async fn verify_schema(&self) -> Result<()> {
         let others =
-            crate::admin::verify_schema_families(&self.conn, &self.name, T::SCHEMA).await?;
+            crate::client::admin::verify_schema_families(&self.conn, &self.name, T::SCHEMA).await?;
         self.sole_families
             .store(others.is_empty(), Ordering::Relaxed);
         Ok(())
@@ -504,7 +495,7 @@ impl<T: BigtableRow> Table<T> {
     /// newest per column, of `T`'s families. Families are selected unless
     /// [`Table::ensure_schema`] or [`Table::verify_schema`] found the table
     /// holding no other family, which spares the server a pass over every
-    /// cell ([`crate::filter::read_filter_sole_families`]).
+    /// cell ([`crate::model::filter::read_filter_sole_families`]).
     #[must_use]
     pub fn read_filter(&self, now: DateTime<Utc>) -> RowFilter {
         if self.sole_families.load(Ordering::Relaxed) {
@@ -692,7 +683,7 @@ fn is_torn(e: &Error) -> bool {
     matches!(
         e,
         Error::Decode {
-            source: crate::error::CodecError::Missing,
+            source: crate::model::error::CodecError::Missing,
             ..
         }
     )

@@ -10,13 +10,13 @@
 //! a regular expression evaluated per cell (on the emulator, a full-table
 //! typed scan ran at a third of the speed with the regex; see BENCHMARKS.md).
 
-use bigtable_rs::google::bigtable::v2::{
+use crate::proto::{
     row_filter::{Chain, Filter, Interleave},
     ColumnRange, RowFilter, TimestampRange,
 };
 use chrono::{DateTime, Utc};
 
-use crate::schema::Schema;
+use crate::model::schema::Schema;
 
 /// The read filter for `schema` at `now`, on a table that may hold families
 /// the schema does not declare: each declared family is selected.
@@ -96,8 +96,8 @@ mod tests {
         assert_eq!(r.family_name, "a.b-c_1");
         assert!(r.start_qualifier.is_none() && r.end_qualifier.is_none());
     }
-    use crate::policy::Policy;
-    use crate::schema::Schema;
+    use crate::model::policy::Policy;
+    use crate::model::schema::Schema;
 
     const TWO: Schema = Schema {
         table: "t",

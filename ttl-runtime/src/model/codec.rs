@@ -17,7 +17,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::error::CodecError;
+use crate::model::error::CodecError;
 
 /// A type that can be stored in one Bigtable cell.
 ///

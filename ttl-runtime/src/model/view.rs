@@ -1,70 +1,16 @@
-//! The trait the derive implements, and what a read returns.
+//! A row read back: its cells ([`CellRef`]) reduced to the newest visible
+//! one of each declared column ([`RowView`], what the derived `decode`
+//! reads), and what a typed read returns ([`Expiring`]).
 
 use std::ops::Deref;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use crate::codec::CellCodec;
-use crate::error::{CodecError, Error, Result};
-use crate::key::{KeyPart, KeyReader};
-use crate::mutation::{CellSink, MutationBuilder};
-use crate::policy::Expiry;
-use crate::schema::Schema;
-
-/// A struct stored as one Bigtable row. Implemented by `#[derive(BigtableRow)]`;
-/// implementing it by hand is possible but not the intended use.
-pub trait BigtableRow: Sized {
-    /// The key: the key field's type, or a tuple of the key fields' types.
-    type Key;
-
-    /// Table, families, columns and policy.
-    const SCHEMA: &'static Schema;
-
-    /// The row key for `key`.
-    ///
-    /// # Errors
-    /// Empty or over-long keys, a separator inside a key part.
-    fn encode_key(key: &Self::Key) -> Result<Vec<u8>>;
-
-    /// This row's key.
-    ///
-    /// # Errors
-    /// As [`BigtableRow::encode_key`].
-    fn row_key(&self) -> Result<Vec<u8>>;
-
-    /// The expiry this value asks for through its `#[ttl(expire_at)]` field,
-    /// or [`Expiry::PolicyDefault`].
-    fn expiry(&self) -> Expiry;
-
-    /// Hand each of [`Schema::columns`], in order, to `sink` (which turns
-    /// it into the column's mutations straight away: no per-row temporary).
-    ///
-    /// # Errors
-    /// A field that cannot be encoded or is too large, as a [`FieldError`]
-    /// the builder turns into [`Error::Encode`] / [`Error::ValueTooLarge`].
-    fn write_cells(&self, sink: &mut CellSink<'_, Self>) -> Result<(), FieldError>;
-
-    /// Which declared column `(family, qualifier)` is, if any. The derive
-    /// generates a `match` on the names; this default searches
-    /// [`BigtableRow::SCHEMA`].
-    #[must_use]
-    fn column_of(family: &str, qualifier: &[u8]) -> ColumnOf {
-        ColumnOf::in_schema(Self::SCHEMA, family, qualifier)
-    }
-
-    /// Rebuild a value from a row read back.
-    ///
-    /// # Errors
-    /// A cell or key part that does not decode, as a small [`FieldError`];
-    /// [`decode_row`] names the table, row and column.
-    fn decode(row: &RowView<'_>) -> Result<Self, FieldError>;
-
-    /// A builder for the mutations that write this value, with per-write
-    /// `.ttl(..)` / `.expire_at(..)` overrides.
-    fn mutation(&self) -> MutationBuilder<'_, Self> {
-        MutationBuilder::new(self)
-    }
-}
+use crate::model::codec::CellCodec;
+use crate::model::error::{CodecError, Result};
+use crate::model::field::{decode_error, FieldError};
+use crate::model::key::{KeyPart, KeyReader};
+use crate::model::schema::Schema;
 
 /// A value read back, with its expiry metadata (as Cassandra's `TTL()` and
 /// `WRITETIME()`).
@@ -98,7 +44,7 @@ impl<T> Deref for Expiring<T> {
     }
 }
 
-/// What one declared cell is to a row's decoder ([`BigtableRow::column_of`]).
+/// What one declared cell is to a row's decoder ([`crate::BigtableRow::column_of`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ColumnOf {
     /// Column `index` of [`Schema::columns`].
@@ -124,103 +70,9 @@ impl ColumnOf {
     }
 }
 
-/// Why one field of a derived struct did not encode or decode, kept small
-/// for the hot path: which column or key part, and the codec's error. The
-/// caller attaches the context (table, row, column names) once, on the cold
-/// path ([`decode_row`], [`MutationBuilder::build`]).
-#[derive(Debug)]
-pub enum FieldError {
-    /// Column `.0` of [`Schema::columns`] did not encode or decode.
-    Column(usize, CodecError),
-    /// Column `.0` encodes to `.1` bytes, over Bigtable's cell limit.
-    TooLarge(usize, usize),
-    /// Key part `.0` did not decode.
-    Key(usize, CodecError),
-    /// The key has `.0` parts instead of the declared number.
-    KeyShape(usize),
-    /// Anything else, already with its context.
-    Other(Box<Error>),
-}
-
-impl From<Error> for FieldError {
-    fn from(e: Error) -> Self {
-        FieldError::Other(Box::new(e))
-    }
-}
-
-impl FieldError {
-    /// The full error for a write of `schema`'s struct.
-    #[cold]
-    #[must_use]
-    pub fn into_write_error(self, schema: &Schema) -> Error {
-        let field = |i: usize| schema.columns.get(i).map_or("", |c| c.field);
-        match self {
-            FieldError::Column(i, source) => Error::Encode {
-                field: field(i),
-                source,
-            },
-            FieldError::TooLarge(i, len) => Error::ValueTooLarge {
-                field: field(i),
-                len,
-                max: crate::mutation::MAX_CELL_BYTES,
-            },
-            FieldError::Key(i, source) => Error::Encode {
-                field: schema.key_fields.get(i).copied().unwrap_or(""),
-                source,
-            },
-            FieldError::KeyShape(found) => bad_key_shape(schema, b"", found),
-            FieldError::Other(e) => *e,
-        }
-    }
-
-    /// The full error for row `key` of `schema`'s table read back.
-    #[cold]
-    #[must_use]
-    pub fn into_read_error(self, schema: &Schema, key: &[u8]) -> Error {
-        let column = |i: usize| {
-            schema
-                .columns
-                .get(i)
-                .map_or(("", ""), |c| (c.family, c.qualifier))
-        };
-        match self {
-            FieldError::Column(i, source) => {
-                let (family, qualifier) = column(i);
-                decode_error(schema, key, qualifier, family, source)
-            }
-            FieldError::TooLarge(i, len) => {
-                let (family, qualifier) = column(i);
-                let source = CodecError::Custom(format!("{len} bytes"));
-                decode_error(schema, key, qualifier, family, source)
-            }
-            FieldError::Key(i, source) => Error::BadRowKey {
-                table: schema.table.to_owned(),
-                row_key: String::from_utf8_lossy(key).into_owned(),
-                reason: format!(
-                    "key field `{}`: {source}",
-                    schema.key_fields.get(i).copied().unwrap_or("")
-                ),
-            },
-            FieldError::KeyShape(found) => bad_key_shape(schema, key, found),
-            FieldError::Other(e) => *e,
-        }
-    }
-}
-
 #[cold]
 fn missing(index: usize) -> FieldError {
     FieldError::Column(index, CodecError::Missing)
-}
-
-/// The error of a key read back with `found` parts instead of the schema's.
-fn bad_key_shape(schema: &Schema, key: &[u8], found: usize) -> Error {
-    crate::key::bad_shape(
-        schema.table,
-        key,
-        schema.key_separator,
-        schema.key_fields.len(),
-        found,
-    )
 }
 
 /// One cell as read from Bigtable, borrowed.
@@ -320,8 +172,8 @@ impl<'a> RowView<'a> {
     /// no declared cell is visible (the row is absent).
     ///
     /// # Errors
-    /// [`Error::Decode`] when the shadow column is malformed,
-    /// [`Error::ExpiryOutOfRange`] for absurd timestamps.
+    /// [`crate::Error::Decode`] when the shadow column is malformed,
+    /// [`crate::Error::ExpiryOutOfRange`] for absurd timestamps.
     pub fn new(
         schema: &'static Schema,
         key: &'a [u8],
@@ -340,7 +192,7 @@ impl<'a> RowView<'a> {
 
     /// A view of row `key` with no cell yet.
     #[inline]
-    fn empty(schema: &'static Schema, key: &'a [u8]) -> Self {
+    pub(crate) fn empty(schema: &'static Schema, key: &'a [u8]) -> Self {
         Self {
             schema,
             key,
@@ -355,7 +207,7 @@ impl<'a> RowView<'a> {
     /// `column_of` (the derive's generated `match`); whether any declared
     /// cell is visible.
     #[inline]
-    fn reduce(
+    pub(crate) fn reduce(
         &mut self,
         schema: &'static Schema,
         column_of: impl Fn(&str, &[u8]) -> ColumnOf,
@@ -422,7 +274,7 @@ impl<'a> RowView<'a> {
     /// The key split into the schema's key fields.
     ///
     /// # Errors
-    /// [`Error::BadRowKey`] when the key does not have the declared shape.
+    /// [`crate::Error::BadRowKey`] when the key does not have the declared shape.
     pub fn key_reader(&self) -> Result<KeyReader<'a>> {
         KeyReader::new(
             self.schema.table,
@@ -464,7 +316,7 @@ impl<'a> RowView<'a> {
     /// Decode required column `index`.
     ///
     /// # Errors
-    /// [`Error::Decode`] when absent or malformed.
+    /// [`crate::Error::Decode`] when absent or malformed.
     pub fn required<T: CellCodec>(&self, index: usize) -> Result<T> {
         self.column(index)
             .map_err(|e| e.into_read_error(self.schema, self.key))
@@ -473,14 +325,14 @@ impl<'a> RowView<'a> {
     /// Decode optional column `index` (`None` when absent).
     ///
     /// # Errors
-    /// [`Error::Decode`] when malformed.
+    /// [`crate::Error::Decode`] when malformed.
     pub fn optional<T: CellCodec>(&self, index: usize) -> Result<Option<T>> {
         self.column_opt(index)
             .map_err(|e| e.into_read_error(self.schema, self.key))
     }
 
     /// Decode required column `index`, with a small error (what the derived
-    /// `decode` calls; [`decode_row`] adds the context).
+    /// `decode` calls; [`crate::row::decode_row`] adds the context).
     ///
     /// # Errors
     /// [`FieldError::Column`] when absent or malformed.
@@ -549,52 +401,4 @@ impl<'a> RowView<'a> {
             written_at: self.written_at,
         }
     }
-}
-
-fn decode_error(
-    schema: &Schema,
-    key: &[u8],
-    qualifier: &str,
-    family: &str,
-    source: CodecError,
-) -> Error {
-    Error::Decode {
-        table: schema.table.to_owned(),
-        row_key: String::from_utf8_lossy(key).into_owned(),
-        column: format!("{family}:{qualifier}"),
-        source,
-    }
-}
-
-/// Decode one row read back into an [`Expiring`] value; `None` when every
-/// declared cell has expired at `now`.
-///
-/// # Errors
-/// [`Error::Decode`] / [`Error::BadRowKey`].
-pub fn decode_row<'a, T: BigtableRow>(
-    key: &'a [u8],
-    cells: impl IntoIterator<Item = CellRef<'a>>,
-    now: DateTime<Utc>,
-) -> Result<Option<Expiring<T>>> {
-    let mut view = RowView::empty(T::SCHEMA, key);
-    // The schema passed again as the constant it is: per-column facts fold.
-    if !view.reduce(T::SCHEMA, T::column_of, cells, now)? {
-        return Ok(None);
-    }
-    match T::decode(&view) {
-        Ok(value) => Ok(Some(view.into_expiring(value))),
-        Err(e) => Err(e.into_read_error(T::SCHEMA, key)),
-    }
-}
-
-/// The expiry a required `#[ttl(expire_at)]` field asks for.
-#[must_use]
-pub fn expiry_at(at: DateTime<Utc>) -> Expiry {
-    Expiry::At(at)
-}
-
-/// The expiry an optional `#[ttl(expire_at)]` field asks for.
-#[must_use]
-pub fn expiry_at_opt(at: Option<DateTime<Utc>>) -> Expiry {
-    at.map_or(Expiry::PolicyDefault, Expiry::At)
 }

@@ -8,42 +8,17 @@
 
 use std::marker::PhantomData;
 
-use bigtable_rs::google::bigtable::v2::{mutation, Mutation};
 use chrono::{DateTime, TimeDelta, Timelike, Utc};
 
-use crate::codec::CellCodec;
-use crate::error::{Error, Result};
-use crate::policy::{from_micros, millis_floor, Expiry, Policy};
-use crate::row::{BigtableRow, FieldError};
-
-/// Bigtable's limit on one cell's value.
-pub const MAX_CELL_BYTES: usize = 100 * 1024 * 1024;
-
-/// Builds the mutations for one write of a value.
-///
-/// ```
-/// # use bigtable_ttl::{BigtableRow};
-/// # use chrono::{TimeDelta, TimeZone, Utc};
-/// #[derive(BigtableRow)]
-/// #[bigtable(table = "clicks", family = "c")]
-/// #[ttl(default = "2d")]
-/// struct Click {
-///     #[bigtable(key)]
-///     id: String,
-///     url: String,
-/// }
-///
-/// let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
-/// let click = Click { id: "c1".into(), url: "/home".into() };
-/// let write = click.mutation().ttl(TimeDelta::hours(1)).build(now).unwrap();
-/// assert_eq!(write.expires_at, now + TimeDelta::hours(1));
-/// ```
-#[derive(Debug)]
-#[must_use]
-pub struct MutationBuilder<'a, T> {
-    row: &'a T,
-    expiry: Option<Expiry>,
-}
+use crate::model::codec::CellCodec;
+use crate::model::error::{Error, Result};
+use crate::model::field::FieldError;
+pub use crate::model::limits::MAX_CELL_BYTES;
+use crate::model::limits::{MAX_MUTATIONS_PER_REQUEST, MAX_ROW_BYTES};
+use crate::model::policy::{from_micros, millis_floor, Expiry, Policy};
+use crate::model::row::BigtableRow;
+pub use crate::model::row::{CellSink, MutationBuilder};
+use crate::proto::{mutation, mutation::Mutation as M, Mutation};
 
 /// The mutations of one row write, ready to send.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,6 +56,14 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
     #[must_use]
     pub fn row(&self) -> &'a T {
         self.row
+    }
+
+    /// [`MutationBuilder::build`], checked against Bigtable's row limits
+    /// for table `table` ([`check_row`]).
+    pub(crate) fn build_checked(&self, table: &str, now: DateTime<Utc>) -> Result<RowMutation> {
+        let m = self.build(now)?;
+        check_row(table, &m)?;
+        Ok(m)
     }
 
     /// The mutations for a write at `now`.
@@ -152,21 +135,6 @@ fn expires_at(policy: Policy, expiry: Expiry, row_ts: i64) -> Result<DateTime<Ut
         }
     }
     policy.expiry_of(row_ts)
-}
-
-/// Where a derived struct's `write_cells` hands its columns: each one
-/// becomes its `DeleteFromColumn` and, unless the value is `None`, its
-/// `SetCell`, pushed straight into the row's mutations.
-///
-/// Generic over the row type so that, once inlined into the derived
-/// `write_cells`, each column's family, qualifier and TTL are constants of
-/// `T::SCHEMA`, as in hand-written code.
-#[derive(Debug)]
-pub struct CellSink<'a, T> {
-    now: DateTime<Utc>,
-    row_ts: i64,
-    mutations: &'a mut Vec<Mutation>,
-    row: PhantomData<fn() -> T>,
 }
 
 impl<T: BigtableRow> CellSink<'_, T> {
@@ -256,5 +224,78 @@ pub fn delete_row() -> Mutation {
         mutation: Some(mutation::Mutation::DeleteFromRow(
             mutation::DeleteFromRow {},
         )),
+    }
+}
+
+/// Refuse a row Bigtable would refuse as a whole (over its row limits),
+/// before anything is sent.
+pub(crate) fn check_row(table: &str, m: &RowMutation) -> Result<()> {
+    let too_large = |detail: String| Error::RowTooLarge {
+        table: table.to_owned(),
+        row_key: String::from_utf8_lossy(&m.row_key).into_owned(),
+        detail,
+    };
+    if m.mutations.len() > MAX_MUTATIONS_PER_REQUEST {
+        return Err(too_large(format!(
+            "{} mutations, over Bigtable's limit of {MAX_MUTATIONS_PER_REQUEST} per row",
+            m.mutations.len()
+        )));
+    }
+    let bytes: usize = m
+        .mutations
+        .iter()
+        .map(|m| match &m.mutation {
+            Some(M::SetCell(c)) => c.value.len() + c.column_qualifier.len(),
+            _ => 0,
+        })
+        .sum();
+    if bytes > MAX_ROW_BYTES {
+        return Err(too_large(format!(
+            "{bytes} bytes of cells, over Bigtable's limit of {MAX_ROW_BYTES} bytes per row"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::error::Error;
+    use crate::proto::{mutate_rows_request::Entry, mutation, Mutation};
+
+    fn entry(key: &str, cells: usize, value: usize) -> Entry {
+        Entry {
+            row_key: key.as_bytes().to_vec(),
+            mutations: (0..cells)
+                .map(|_| Mutation {
+                    mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
+                        family_name: "c".into(),
+                        column_qualifier: b"q".to_vec(),
+                        timestamp_micros: 0,
+                        value: vec![0; value],
+                    })),
+                })
+                .collect(),
+            ..Entry::default()
+        }
+    }
+
+    #[test]
+    fn rows_over_the_limits_are_refused() {
+        let big = RowMutation {
+            row_key: b"k".to_vec(),
+            mutations: entry("k", 3, 0).mutations,
+            timestamp_micros: 0,
+            expires_at: chrono::DateTime::UNIX_EPOCH,
+        };
+        check_row("t", &big).unwrap();
+        let many = RowMutation {
+            mutations: entry("k", MAX_MUTATIONS_PER_REQUEST + 1, 0).mutations,
+            ..big
+        };
+        assert!(matches!(
+            check_row("t", &many),
+            Err(Error::RowTooLarge { .. })
+        ));
     }
 }

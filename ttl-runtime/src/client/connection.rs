@@ -1,5 +1,5 @@
 //! Connecting to Bigtable: the data calls the library makes (`MutateRow`,
-//! `MutateRows`, `ReadRows`) on a channel of our own ([`crate::grpc`]), tables
+//! `MutateRows`, `ReadRows`) on a channel of our own (the `wire` layer), tables
 //! and GC rules through the generated admin client, and a `bigtable_rs`
 //! client for the calls the library does not make ([`Connection::data_client`]).
 
@@ -9,8 +9,8 @@ use bigtable_rs::bigtable::{BigTable, BigTableConnection};
 use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2::bigtable_table_admin_client::BigtableTableAdminClient;
 use tonic::transport::{Channel, ClientTlsConfig};
 
-use crate::error::{Error, Result};
-use crate::grpc::DataChannel;
+use crate::model::error::{Error, Result};
+use crate::wire::channel::DataChannel;
 
 /// The generated admin client, on a plain tonic channel.
 pub(crate) type AdminClient = BigtableTableAdminClient<Channel>;
@@ -31,7 +31,7 @@ const ADMIN_SCOPE: &str = "https://www.googleapis.com/auth/bigtable.admin.table"
 #[derive(Clone)]
 pub struct Connection {
     data: BigTable,
-    /// Every data call the library makes (see [`crate::grpc`]).
+    /// Every data call the library makes (see [`crate::wire::channel`]).
     channel: DataChannel,
     admin: AdminClient,
     tokens: Option<Arc<dyn gcp_auth::TokenProvider>>,

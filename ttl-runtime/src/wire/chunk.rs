@@ -8,7 +8,7 @@
 
 use std::ops::Range;
 
-use bigtable_rs::google::bigtable::v2::{
+use crate::proto::{
     read_rows_response::{cell_chunk::RowStatus, CellChunk},
     ReadRowsRequest,
 };
@@ -18,8 +18,8 @@ use prost::encoding::{
 };
 use tonic::codec::{Codec, DecodeBuf, Decoder};
 
-use crate::grpc::ProstEncoder;
-use crate::scan::ReadError;
+use crate::wire::codec::ProstEncoder;
+use crate::wire::read_error::ReadError;
 
 /// Whether a chunk ends its row (`row_status`; a `false` flag is no status).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -297,7 +297,7 @@ impl Decoder for ChunkDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bigtable_rs::google::bigtable::v2::{ReadRowsResponse, RequestStats};
+    use crate::proto::{ReadRowsResponse, RequestStats};
     use proptest::collection::vec;
     use proptest::prelude::*;
     use prost::encoding::{encode_key, encode_varint};

@@ -8,11 +8,9 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::error::{CodecError, Error, Result};
-use crate::row::FieldError;
-
-/// Bigtable's limit on the length of a row key.
-pub const MAX_ROW_KEY_BYTES: usize = 4 * 1024;
+use crate::model::error::{CodecError, Error, Result};
+use crate::model::field::{bad_shape, FieldError};
+pub use crate::model::limits::MAX_ROW_KEY_BYTES;
 
 /// A type that can be (part of) a row key.
 #[diagnostic::on_unimplemented(
@@ -342,7 +340,7 @@ impl<'a> KeyReader<'a> {
     }
 
     /// Decode part `index`, with a small error (what the derived `decode`
-    /// calls; [`crate::row::decode_row`] names the table, row and field).
+    /// calls; [`crate::model::row::decode_row`] names the table, row and field).
     ///
     /// # Errors
     /// [`FieldError::Key`] when the part does not decode.
@@ -360,23 +358,6 @@ impl<'a> KeyReader<'a> {
                 .unwrap_or_default()
         };
         K::read_key(bytes).map_err(|e| FieldError::Key(index, e))
-    }
-}
-
-/// The error of a key read back with `found` parts instead of `count`.
-#[cold]
-pub(crate) fn bad_shape(
-    table: &str,
-    key: &[u8],
-    separator: &str,
-    count: usize,
-    found: usize,
-) -> Error {
-    let separator = if count <= 1 { "" } else { separator };
-    Error::BadRowKey {
-        table: table.to_owned(),
-        row_key: String::from_utf8_lossy(key).into_owned(),
-        reason: format!("expected {count} parts joined by {separator:?}, found {found}"),
     }
 }
 

@@ -13,7 +13,7 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 
 /// Microseconds in a millisecond: Bigtable timestamps must be multiples of it.
 pub const MICROS_PER_MILLI: i64 = 1_000;

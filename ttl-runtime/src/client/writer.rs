@@ -16,30 +16,19 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use bigtable_rs::google::bigtable::v2::{mutate_rows_request::Entry, mutation::Mutation as M};
+use crate::proto::mutate_rows_request::Entry;
 use tokio::task::JoinSet;
 
-use crate::connection::Connection;
-use crate::error::{Error, Result};
-use crate::grpc::{DataChannel, EncodedBatch};
-use crate::mutation::{MutationBuilder, RowMutation};
-use crate::retry::{retryable_code, retryable_status, RetryPolicy};
-use crate::row::BigtableRow;
-use crate::table::Table;
+use crate::client::connection::Connection;
+use crate::client::retry::{retryable_code, retryable_status, RetryPolicy};
+use crate::model::clock::Clock;
+use crate::model::error::{Error, Result};
+use crate::model::mutation::{MutationBuilder, RowMutation};
+use crate::model::row::BigtableRow;
+use crate::wire::channel::DataChannel;
+use crate::wire::codec::EncodedBatch;
 
-/// Most mutations Bigtable accepts in one `MutateRows` request (and in one
-/// row's entry).
-pub const MAX_MUTATIONS_PER_REQUEST: usize = 100_000;
-
-/// The request size a batch aims to stay under. Bigtable's limit is 256 MiB
-/// per request, but it recommends batches far smaller, and gRPC channels
-/// often cap messages lower; 16 MiB is what Google's clients use. A single
-/// row larger than this goes in a request of its own.
-pub const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
-
-/// Bigtable's limit on the data of one row (256 MiB): a write whose values
-/// add up to more is refused before anything is sent.
-pub const MAX_ROW_BYTES: usize = 256 * 1024 * 1024;
+pub use crate::model::limits::{MAX_MUTATIONS_PER_REQUEST, MAX_REQUEST_BYTES, MAX_ROW_BYTES};
 
 /// How a bulk write batches and retries.
 ///
@@ -126,36 +115,6 @@ impl Counters {
             request_failures: get(&self.request_failures),
         }
     }
-}
-
-/// Refuse a row Bigtable would refuse as a whole (over its row limits),
-/// before anything is sent.
-pub(crate) fn check_row(table: &str, m: &RowMutation) -> Result<()> {
-    let too_large = |detail: String| Error::RowTooLarge {
-        table: table.to_owned(),
-        row_key: String::from_utf8_lossy(&m.row_key).into_owned(),
-        detail,
-    };
-    if m.mutations.len() > MAX_MUTATIONS_PER_REQUEST {
-        return Err(too_large(format!(
-            "{} mutations, over Bigtable's limit of {MAX_MUTATIONS_PER_REQUEST} per row",
-            m.mutations.len()
-        )));
-    }
-    let bytes: usize = m
-        .mutations
-        .iter()
-        .map(|m| match &m.mutation {
-            Some(M::SetCell(c)) => c.value.len() + c.column_qualifier.len(),
-            _ => 0,
-        })
-        .sum();
-    if bytes > MAX_ROW_BYTES {
-        return Err(too_large(format!(
-            "{bytes} bytes of cells, over Bigtable's limit of {MAX_ROW_BYTES} bytes per row"
-        )));
-    }
-    Ok(())
 }
 
 /// A row that was not (or not surely) written: its key and why.
@@ -355,7 +314,7 @@ fn status_text(status: &tonic::Status) -> String {
 }
 
 /// A streaming bulk writer: rows in, `MutateRows` requests out, failures
-/// reported by key. From [`Table::writer`].
+/// reported by key. From [`crate::Table::writer`].
 ///
 /// ```no_run
 /// # use bigtable_ttl::{BigtableRow, Table};
@@ -381,7 +340,10 @@ fn status_text(status: &tonic::Status) -> String {
 /// writer without [`BulkWriter::finish`] abandons the queued rows and
 /// cancels the requests in flight (their outcome is then unknown).
 pub struct BulkWriter<T> {
-    table: Table<T>,
+    row: std::marker::PhantomData<fn(&T)>,
+    /// The table's id, for errors.
+    table_name: String,
+    clock: Clock,
     channel: DataChannel,
     table_path: Arc<str>,
     options: WriteOptions,
@@ -412,11 +374,13 @@ impl<T> std::fmt::Debug for BulkWriter<T> {
 }
 
 impl<T: BigtableRow> BulkWriter<T> {
-    pub(crate) fn new(table: Table<T>, options: WriteOptions) -> Self {
-        let channel = table.connection().data_channel();
-        let table_path = table.connection().table_path(table.name()).into();
+    pub(crate) fn new(conn: &Connection, table: &str, clock: Clock, options: WriteOptions) -> Self {
+        let channel = conn.data_channel();
+        let table_path = conn.table_path(table).into();
         Self {
-            table,
+            row: std::marker::PhantomData,
+            table_name: table.to_owned(),
+            clock,
             channel,
             table_path,
             options,
@@ -432,7 +396,7 @@ impl<T: BigtableRow> BulkWriter<T> {
         }
     }
 
-    /// Queue `row` for writing, as [`Table::put`] would write it.
+    /// Queue `row` for writing, as [`crate::Table::put`] would write it.
     ///
     /// # Errors
     /// Bad input ([`Error::ExpiryNotInFuture`], key and value errors,
@@ -448,7 +412,7 @@ impl<T: BigtableRow> BulkWriter<T> {
     /// # Errors
     /// As [`BulkWriter::send`].
     pub async fn send_with(&mut self, builder: MutationBuilder<'_, T>) -> Result<()> {
-        let m = self.table.build(&builder, self.table.clock().now())?;
+        let m = builder.build_checked(&self.table_name, self.clock.now())?;
         self.push(m).await;
         Ok(())
     }
@@ -565,7 +529,7 @@ impl<T: BigtableRow> BulkWriter<T> {
             Ok(())
         } else {
             Err(Error::PartialWrite {
-                table: self.table.name().to_owned(),
+                table: self.table_name.clone(),
                 written,
                 failed: failed
                     .into_iter()
@@ -596,47 +560,5 @@ impl<T: BigtableRow> BulkWriter<T> {
     #[must_use]
     pub fn stopped(&self) -> Option<&str> {
         self.stopped.as_deref()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use bigtable_rs::google::bigtable::v2::{mutation, Mutation};
-
-    fn entry(key: &str, cells: usize, value: usize) -> Entry {
-        Entry {
-            row_key: key.as_bytes().to_vec(),
-            mutations: (0..cells)
-                .map(|_| Mutation {
-                    mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
-                        family_name: "c".into(),
-                        column_qualifier: b"q".to_vec(),
-                        timestamp_micros: 0,
-                        value: vec![0; value],
-                    })),
-                })
-                .collect(),
-            ..Entry::default()
-        }
-    }
-
-    #[test]
-    fn rows_over_the_limits_are_refused() {
-        let big = RowMutation {
-            row_key: b"k".to_vec(),
-            mutations: entry("k", 3, 0).mutations,
-            timestamp_micros: 0,
-            expires_at: chrono::DateTime::UNIX_EPOCH,
-        };
-        check_row("t", &big).unwrap();
-        let many = RowMutation {
-            mutations: entry("k", MAX_MUTATIONS_PER_REQUEST + 1, 0).mutations,
-            ..big
-        };
-        assert!(matches!(
-            check_row("t", &many),
-            Err(Error::RowTooLarge { .. })
-        ));
     }
 }

@@ -1,0 +1,133 @@
+//! Why a field did not encode or decode ([`FieldError`], small for the hot
+//! path), and the full errors it becomes once the table, row and column are
+//! known.
+
+use crate::model::error::{CodecError, Error};
+use crate::model::limits::MAX_CELL_BYTES;
+use crate::model::schema::Schema;
+
+/// Why one field of a derived struct did not encode or decode, kept small
+/// for the hot path: which column or key part, and the codec's error. The
+/// caller attaches the context (table, row, column names) once, on the cold
+/// path ([`crate::row::decode_row`], [`crate::MutationBuilder::build`]).
+#[derive(Debug)]
+pub enum FieldError {
+    /// Column `.0` of [`Schema::columns`] did not encode or decode.
+    Column(usize, CodecError),
+    /// Column `.0` encodes to `.1` bytes, over Bigtable's cell limit.
+    TooLarge(usize, usize),
+    /// Key part `.0` did not decode.
+    Key(usize, CodecError),
+    /// The key has `.0` parts instead of the declared number.
+    KeyShape(usize),
+    /// Anything else, already with its context.
+    Other(Box<Error>),
+}
+
+impl From<Error> for FieldError {
+    fn from(e: Error) -> Self {
+        FieldError::Other(Box::new(e))
+    }
+}
+
+impl FieldError {
+    /// The full error for a write of `schema`'s struct.
+    #[cold]
+    #[must_use]
+    pub fn into_write_error(self, schema: &Schema) -> Error {
+        let field = |i: usize| schema.columns.get(i).map_or("", |c| c.field);
+        match self {
+            FieldError::Column(i, source) => Error::Encode {
+                field: field(i),
+                source,
+            },
+            FieldError::TooLarge(i, len) => Error::ValueTooLarge {
+                field: field(i),
+                len,
+                max: MAX_CELL_BYTES,
+            },
+            FieldError::Key(i, source) => Error::Encode {
+                field: schema.key_fields.get(i).copied().unwrap_or(""),
+                source,
+            },
+            FieldError::KeyShape(found) => bad_key_shape(schema, b"", found),
+            FieldError::Other(e) => *e,
+        }
+    }
+
+    /// The full error for row `key` of `schema`'s table read back.
+    #[cold]
+    #[must_use]
+    pub fn into_read_error(self, schema: &Schema, key: &[u8]) -> Error {
+        let column = |i: usize| {
+            schema
+                .columns
+                .get(i)
+                .map_or(("", ""), |c| (c.family, c.qualifier))
+        };
+        match self {
+            FieldError::Column(i, source) => {
+                let (family, qualifier) = column(i);
+                decode_error(schema, key, qualifier, family, source)
+            }
+            FieldError::TooLarge(i, len) => {
+                let (family, qualifier) = column(i);
+                let source = CodecError::Custom(format!("{len} bytes"));
+                decode_error(schema, key, qualifier, family, source)
+            }
+            FieldError::Key(i, source) => Error::BadRowKey {
+                table: schema.table.to_owned(),
+                row_key: String::from_utf8_lossy(key).into_owned(),
+                reason: format!(
+                    "key field `{}`: {source}",
+                    schema.key_fields.get(i).copied().unwrap_or("")
+                ),
+            },
+            FieldError::KeyShape(found) => bad_key_shape(schema, key, found),
+            FieldError::Other(e) => *e,
+        }
+    }
+}
+
+/// The error of a key read back with `found` parts instead of the schema's.
+fn bad_key_shape(schema: &Schema, key: &[u8], found: usize) -> Error {
+    bad_shape(
+        schema.table,
+        key,
+        schema.key_separator,
+        schema.key_fields.len(),
+        found,
+    )
+}
+
+/// The error of a key read back with `found` parts instead of `count`.
+#[cold]
+pub(crate) fn bad_shape(
+    table: &str,
+    key: &[u8],
+    separator: &str,
+    count: usize,
+    found: usize,
+) -> Error {
+    let separator = if count <= 1 { "" } else { separator };
+    Error::BadRowKey {
+        table: table.to_owned(),
+        row_key: String::from_utf8_lossy(key).into_owned(),
+        reason: format!("expected {count} parts joined by {separator:?}, found {found}"),
+    }
+}
+
+pub(crate) fn decode_error(
+    schema: &Schema,
+    key: &[u8],
+    qualifier: &str,
+    family: &str,
+    source: CodecError,
+) -> Error {
+    Error::Decode {
+        table: schema.table.to_owned(),
+        row_key: String::from_utf8_lossy(key).into_owned(),
+        column: format!("{family}:{qualifier}"),
+        source,
+    }
+}

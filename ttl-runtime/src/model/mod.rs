@@ -1,0 +1,22 @@
+//! The pure core: TTL policies and their timestamp rules, the clock, cell
+//! and key codecs, the schema, row decoding, and the building of mutations,
+//! filters and read requests, all on Bigtable's own protobuf types.
+//!
+//! No I/O, no tokio, no tonic: everything here is tested without a server.
+//! It uses nothing from the layers above it (`wire`, [`crate::client`],
+//! [`crate::ops`]).
+
+pub mod clock;
+pub mod codec;
+pub mod error;
+pub(crate) mod field;
+pub mod filter;
+pub mod gc_rule;
+pub mod key;
+pub mod limits;
+pub mod mutation;
+pub mod policy;
+pub mod row;
+pub mod scan;
+pub mod schema;
+pub(crate) mod view;

@@ -1,0 +1,142 @@
+//! The trait the derive implements ([`BigtableRow`]), the builders its
+//! methods hand out, and the decoding of a row read back into a value.
+
+use std::marker::PhantomData;
+
+use chrono::{DateTime, Utc};
+
+use crate::model::error::Result;
+pub use crate::model::field::FieldError;
+use crate::model::policy::Expiry;
+use crate::model::schema::Schema;
+pub use crate::model::view::{CellRef, ColumnOf, Expiring, RowView};
+use crate::proto::Mutation;
+
+/// A struct stored as one Bigtable row. Implemented by `#[derive(BigtableRow)]`;
+/// implementing it by hand is possible but not the intended use.
+pub trait BigtableRow: Sized {
+    /// The key: the key field's type, or a tuple of the key fields' types.
+    type Key;
+
+    /// Table, families, columns and policy.
+    const SCHEMA: &'static Schema;
+
+    /// The row key for `key`.
+    ///
+    /// # Errors
+    /// Empty or over-long keys, a separator inside a key part.
+    fn encode_key(key: &Self::Key) -> Result<Vec<u8>>;
+
+    /// This row's key.
+    ///
+    /// # Errors
+    /// As [`BigtableRow::encode_key`].
+    fn row_key(&self) -> Result<Vec<u8>>;
+
+    /// The expiry this value asks for through its `#[ttl(expire_at)]` field,
+    /// or [`Expiry::PolicyDefault`].
+    fn expiry(&self) -> Expiry;
+
+    /// Hand each of [`Schema::columns`], in order, to `sink` (which turns
+    /// it into the column's mutations straight away: no per-row temporary).
+    ///
+    /// # Errors
+    /// A field that cannot be encoded or is too large, as a [`FieldError`]
+    /// the builder turns into [`crate::Error::Encode`] / [`crate::Error::ValueTooLarge`].
+    fn write_cells(&self, sink: &mut CellSink<'_, Self>) -> Result<(), FieldError>;
+
+    /// Which declared column `(family, qualifier)` is, if any. The derive
+    /// generates a `match` on the names; this default searches
+    /// [`BigtableRow::SCHEMA`].
+    #[must_use]
+    fn column_of(family: &str, qualifier: &[u8]) -> ColumnOf {
+        ColumnOf::in_schema(Self::SCHEMA, family, qualifier)
+    }
+
+    /// Rebuild a value from a row read back.
+    ///
+    /// # Errors
+    /// A cell or key part that does not decode, as a small [`FieldError`];
+    /// [`decode_row`] names the table, row and column.
+    fn decode(row: &RowView<'_>) -> Result<Self, FieldError>;
+
+    /// A builder for the mutations that write this value, with per-write
+    /// `.ttl(..)` / `.expire_at(..)` overrides.
+    fn mutation(&self) -> MutationBuilder<'_, Self> {
+        MutationBuilder::new(self)
+    }
+}
+
+/// Builds the mutations for one write of a value.
+///
+/// ```
+/// # use bigtable_ttl::{BigtableRow};
+/// # use chrono::{TimeDelta, TimeZone, Utc};
+/// #[derive(BigtableRow)]
+/// #[bigtable(table = "clicks", family = "c")]
+/// #[ttl(default = "2d")]
+/// struct Click {
+///     #[bigtable(key)]
+///     id: String,
+///     url: String,
+/// }
+///
+/// let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+/// let click = Click { id: "c1".into(), url: "/home".into() };
+/// let write = click.mutation().ttl(TimeDelta::hours(1)).build(now).unwrap();
+/// assert_eq!(write.expires_at, now + TimeDelta::hours(1));
+/// ```
+#[derive(Debug)]
+#[must_use]
+pub struct MutationBuilder<'a, T> {
+    pub(crate) row: &'a T,
+    pub(crate) expiry: Option<Expiry>,
+}
+
+/// Where a derived struct's `write_cells` hands its columns: each one
+/// becomes its `DeleteFromColumn` and, unless the value is `None`, its
+/// `SetCell`, pushed straight into the row's mutations.
+///
+/// Generic over the row type so that, once inlined into the derived
+/// `write_cells`, each column's family, qualifier and TTL are constants of
+/// `T::SCHEMA`, as in hand-written code.
+#[derive(Debug)]
+pub struct CellSink<'a, T> {
+    pub(crate) now: DateTime<Utc>,
+    pub(crate) row_ts: i64,
+    pub(crate) mutations: &'a mut Vec<Mutation>,
+    pub(crate) row: PhantomData<fn() -> T>,
+}
+
+/// Decode one row read back into an [`Expiring`] value; `None` when every
+/// declared cell has expired at `now`.
+///
+/// # Errors
+/// [`crate::Error::Decode`] / [`crate::Error::BadRowKey`].
+pub fn decode_row<'a, T: BigtableRow>(
+    key: &'a [u8],
+    cells: impl IntoIterator<Item = CellRef<'a>>,
+    now: DateTime<Utc>,
+) -> Result<Option<Expiring<T>>> {
+    let mut view = RowView::empty(T::SCHEMA, key);
+    // The schema passed again as the constant it is: per-column facts fold.
+    if !view.reduce(T::SCHEMA, T::column_of, cells, now)? {
+        return Ok(None);
+    }
+    match T::decode(&view) {
+        Ok(value) => Ok(Some(view.into_expiring(value))),
+        Err(e) => Err(e.into_read_error(T::SCHEMA, key)),
+    }
+}
+
+/// The expiry a required `#[ttl(expire_at)]` field asks for.
+#[must_use]
+pub fn expiry_at(at: DateTime<Utc>) -> Expiry {
+    Expiry::At(at)
+}
+
+/// The expiry an optional `#[ttl(expire_at)]` field asks for.
+#[must_use]
+pub fn expiry_at_opt(at: Option<DateTime<Utc>>) -> Expiry {
+    at.map_or(Expiry::PolicyDefault, Expiry::At)
+}

@@ -1,0 +1,310 @@
+//! What a read asks for ([`Scan`]), what an unfiltered read returns
+//! ([`RawCell`]), and how a broken read is narrowed to resume after the last
+//! row it delivered (`resume_request`): request building, no I/O.
+
+use std::ops::{Bound, RangeBounds};
+
+use crate::model::view::CellRef;
+use crate::proto::{
+    row_range::{EndKey, StartKey},
+    ReadRowsRequest, RowRange, RowSet,
+};
+
+/// Which rows a read covers, by raw row key, and how many at most.
+///
+/// ```
+/// use bigtable_ttl::Scan;
+///
+/// let everything = Scan::all();
+/// let one_customer = Scan::prefix("customer-3#").limit(100);
+/// let a_range = Scan::range("a".."m");
+/// let some_keys = Scan::keys(["k1", "k7"]);
+/// # let _ = (everything, one_customer, a_range, some_keys);
+/// ```
+///
+/// Keys are the encoded row keys (`T::encode_key`), in Bigtable's byte order.
+/// A [`Scan::limit`] counts rows the server returns. The server's timestamp
+/// filter already drops every expired cell, so a row it returns is almost
+/// always one the typed reader shows; the reader hides a returned row only
+/// when none of its visible cells is a declared column (cells of columns the
+/// struct does not know), so a limited scan can then yield fewer rows than
+/// the limit although more exist.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[must_use]
+pub struct Scan {
+    selection: Selection,
+    limit: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+enum Selection {
+    #[default]
+    All,
+    Prefix(Vec<u8>),
+    Range(Bound<Vec<u8>>, Bound<Vec<u8>>),
+    Keys(Vec<Vec<u8>>),
+}
+
+impl Scan {
+    /// Every row of the table.
+    pub fn all() -> Self {
+        Self::default()
+    }
+
+    /// The rows whose key starts with `prefix` (every row for an empty prefix).
+    pub fn prefix(prefix: impl AsRef<[u8]>) -> Self {
+        Self {
+            selection: Selection::Prefix(prefix.as_ref().to_vec()),
+            limit: None,
+        }
+    }
+
+    /// The rows whose key lies in `range` (`"a".."m"`, `start..=end`, `start..`).
+    pub fn range<K: AsRef<[u8]>>(range: impl RangeBounds<K>) -> Self {
+        let own = |b: Bound<&K>| match b {
+            Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+            Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        Self {
+            selection: Selection::Range(own(range.start_bound()), own(range.end_bound())),
+            limit: None,
+        }
+    }
+
+    /// Exactly these row keys (those that exist), in key order.
+    pub fn keys<K: AsRef<[u8]>>(keys: impl IntoIterator<Item = K>) -> Self {
+        Self {
+            selection: Selection::Keys(keys.into_iter().map(|k| k.as_ref().to_vec()).collect()),
+            limit: None,
+        }
+    }
+
+    /// At most `rows` rows (as counted by the server; see the type's docs).
+    /// A limit of zero means no limit, as in Bigtable's API.
+    pub fn limit(mut self, rows: u64) -> Self {
+        self.limit = (rows > 0).then_some(rows);
+        self
+    }
+
+    /// The limit, if any.
+    #[must_use]
+    pub fn row_limit(&self) -> Option<u64> {
+        self.limit
+    }
+
+    /// The `RowSet` and `rows_limit` of a `ReadRowsRequest` for this scan.
+    /// `None` means "no row can match" (an empty key list), which Bigtable
+    /// would otherwise read as "every row".
+    pub(crate) fn into_request(self, table_name: String) -> Option<ReadRowsRequest> {
+        let rows = match self.selection {
+            Selection::All => None,
+            Selection::Prefix(prefix) => Some(RowSet {
+                row_keys: vec![],
+                row_ranges: vec![prefix_range(&prefix)],
+            }),
+            Selection::Range(start, end) => Some(RowSet {
+                row_keys: vec![],
+                row_ranges: vec![RowRange {
+                    start_key: match start {
+                        Bound::Included(k) => Some(StartKey::StartKeyClosed(k)),
+                        Bound::Excluded(k) => Some(StartKey::StartKeyOpen(k)),
+                        Bound::Unbounded => None,
+                    },
+                    end_key: match end {
+                        Bound::Included(k) => Some(EndKey::EndKeyClosed(k)),
+                        Bound::Excluded(k) => Some(EndKey::EndKeyOpen(k)),
+                        Bound::Unbounded => None,
+                    },
+                }],
+            }),
+            Selection::Keys(keys) if keys.is_empty() => return None,
+            Selection::Keys(keys) => Some(RowSet {
+                row_keys: keys,
+                row_ranges: vec![],
+            }),
+        };
+        Some(ReadRowsRequest {
+            table_name,
+            rows,
+            rows_limit: self
+                .limit
+                .map_or(0, |n| i64::try_from(n).unwrap_or(i64::MAX)),
+            ..ReadRowsRequest::default()
+        })
+    }
+}
+
+/// The key range of every key starting with `prefix`.
+///
+/// The end is the prefix with trailing `0xFF` bytes dropped and the last
+/// byte incremented (`b"a\xff"` ends before `b"b"`), open-ended when the
+/// prefix is all `0xFF`. (`bigtable_rs::util::get_row_range_from_prefix`
+/// keeps the length instead and ends `b"a\xff"` at `b"b\0"`, which lets the
+/// key `b"b"` in.)
+fn prefix_range(prefix: &[u8]) -> RowRange {
+    let mut end = prefix.to_vec();
+    while end.last() == Some(&0xFF) {
+        end.pop();
+    }
+    let end_key = match end.last_mut() {
+        Some(last) => {
+            *last += 1;
+            Some(EndKey::EndKeyOpen(end))
+        }
+        None => None,
+    };
+    RowRange {
+        start_key: Some(StartKey::StartKeyClosed(prefix.to_vec())),
+        end_key,
+    }
+}
+
+/// One stored cell, owned, as an unfiltered read returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawCell {
+    /// Column family.
+    pub family: String,
+    /// Column qualifier.
+    pub qualifier: Vec<u8>,
+    /// Value bytes.
+    pub value: Vec<u8>,
+    /// Cell timestamp (µs since the epoch).
+    pub timestamp_micros: i64,
+}
+
+impl RawCell {
+    /// The borrowed form the decoder reads.
+    #[must_use]
+    pub fn as_cell_ref(&self) -> CellRef<'_> {
+        CellRef {
+            family: &self.family,
+            qualifier: &self.qualifier,
+            value: &self.value,
+            timestamp_micros: self.timestamp_micros,
+        }
+    }
+}
+
+/// One row as read: its key and its cells in the order the server sent them
+/// (family, then qualifier, then newest first).
+pub(crate) type RawRow = (Vec<u8>, Vec<RawCell>);
+
+/// `request` narrowed to the rows after `last_key`, with `delivered` rows
+/// taken off its limit; `None` when nothing is left to read.
+pub(crate) fn resume_request(
+    mut request: ReadRowsRequest,
+    last_key: &[u8],
+    delivered: u64,
+) -> Option<ReadRowsRequest> {
+    if request.rows_limit > 0 {
+        let left = request
+            .rows_limit
+            .saturating_sub(i64::try_from(delivered).unwrap_or(i64::MAX));
+        if left <= 0 {
+            return None;
+        }
+        request.rows_limit = left;
+    }
+    let after = || Some(StartKey::StartKeyOpen(last_key.to_vec()));
+    let rows = match request.rows.take() {
+        None => RowSet {
+            row_keys: vec![],
+            row_ranges: vec![RowRange {
+                start_key: after(),
+                end_key: None,
+            }],
+        },
+        Some(mut set) if set.row_keys.is_empty() && set.row_ranges.is_empty() => {
+            set.row_ranges.push(RowRange {
+                start_key: after(),
+                end_key: None,
+            });
+            set
+        }
+        Some(mut set) => {
+            set.row_keys.retain(|k| k.as_slice() > last_key);
+            set.row_ranges.retain_mut(|range| {
+                let ends_before = match &range.end_key {
+                    Some(EndKey::EndKeyOpen(e) | EndKey::EndKeyClosed(e)) if !e.is_empty() => {
+                        e.as_slice() <= last_key
+                    }
+                    _ => false,
+                };
+                let starts_at_or_before = match &range.start_key {
+                    Some(StartKey::StartKeyClosed(s)) => s.as_slice() <= last_key,
+                    Some(StartKey::StartKeyOpen(s)) => s.as_slice() < last_key,
+                    None => true,
+                };
+                if starts_at_or_before {
+                    range.start_key = after();
+                }
+                !ends_before
+            });
+            if set.row_keys.is_empty() && set.row_ranges.is_empty() {
+                // An empty set would mean every row.
+                return None;
+            }
+            set
+        }
+    };
+    request.rows = Some(rows);
+    Some(request)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_ranges_end_right_after_the_prefix() {
+        let end = |p: &[u8]| prefix_range(p).end_key;
+        assert_eq!(end(b"ab"), Some(EndKey::EndKeyOpen(b"ac".to_vec())));
+        assert_eq!(end(b"a\xff"), Some(EndKey::EndKeyOpen(b"b".to_vec())));
+        assert_eq!(end(b"\xff\xff"), None);
+        assert_eq!(end(b""), None);
+    }
+
+    #[test]
+    fn an_empty_key_list_reads_nothing() {
+        assert!(Scan::keys(Vec::<Vec<u8>>::new())
+            .into_request("t".into())
+            .is_none());
+        assert_eq!(Scan::all().limit(0).row_limit(), None);
+    }
+
+    fn resumed(scan: Scan, last: &str, delivered: u64) -> Option<ReadRowsRequest> {
+        resume_request(scan.into_request("t".into())?, last.as_bytes(), delivered)
+    }
+
+    #[test]
+    fn a_resumed_read_starts_after_the_last_row_and_keeps_the_rest_of_the_limit() {
+        let open = |k: &str| Some(StartKey::StartKeyOpen(k.as_bytes().to_vec()));
+        let r = resumed(Scan::all().limit(10), "k5", 4).unwrap();
+        assert_eq!(r.rows_limit, 6);
+        let ranges = r.rows.unwrap().row_ranges;
+        assert_eq!(ranges.len(), 1);
+        assert_eq!(ranges[0].start_key, open("k5"));
+        assert_eq!(ranges[0].end_key, None);
+        // The limit used up: nothing left.
+        assert!(resumed(Scan::all().limit(4), "k5", 4).is_none());
+
+        let r = resumed(Scan::range("b".."m"), "d", 3).unwrap();
+        let range = &r.rows.unwrap().row_ranges[0];
+        assert_eq!(range.start_key, open("d"));
+        assert_eq!(range.end_key, Some(EndKey::EndKeyOpen(b"m".to_vec())));
+        // A range starting after the last key is kept as it is.
+        let r = resumed(Scan::range("e"..), "d", 0).unwrap();
+        assert_eq!(
+            r.rows.unwrap().row_ranges[0].start_key,
+            Some(StartKey::StartKeyClosed(b"e".to_vec()))
+        );
+        // The last row closed the range.
+        assert!(resumed(Scan::range("b"..="d"), "d", 3).is_none());
+        assert!(resumed(Scan::prefix("ab"), "abz", 1).is_some());
+
+        let r = resumed(Scan::keys(["a", "c", "e"]), "c", 2).unwrap();
+        assert_eq!(r.rows.unwrap().row_keys, vec![b"e".to_vec()]);
+        assert!(resumed(Scan::keys(["a", "c"]), "c", 2).is_none());
+    }
+}

@@ -1,0 +1,126 @@
+//! Policies and durations as operators write them (`one-second`,
+//! `default=2d`), parsed and printed back.
+
+use std::time::Duration;
+
+use chrono::TimeDelta;
+
+use crate::model::error::{Error, Result};
+use crate::model::policy::Policy;
+
+/// The qualifier of the shadow column with the real write time, as
+/// `#[ttl(written_at)]` declares it by default.
+pub const DEFAULT_WRITTEN_AT: &str = "written_at";
+
+/// Parse a policy as operators write it: `one-second`, or `default=DURATION`
+/// with a [humantime](https://docs.rs/humantime) duration (`default=2d`,
+/// `default=36h`, `default=90m`), the same syntax `#[ttl(default = "…")]`
+/// accepts. The duration must be positive and a whole number of milliseconds.
+///
+/// ```
+/// use bigtable_ttl::ops::parse_policy;
+/// use bigtable_ttl::Policy;
+/// use chrono::TimeDelta;
+///
+/// assert_eq!(parse_policy("one-second").unwrap(), Policy::OneSecond);
+/// assert_eq!(
+///     parse_policy("default=2d").unwrap(),
+///     Policy::default_ttl(TimeDelta::days(2))
+/// );
+/// assert!(parse_policy("default=soon").is_err());
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidPolicy`] saying what is accepted.
+pub fn parse_policy(spec: &str) -> Result<Policy> {
+    let invalid = |reason: String| Error::InvalidPolicy {
+        spec: spec.to_owned(),
+        reason,
+    };
+    let trimmed = spec.trim();
+    if matches!(
+        trimmed,
+        "one-second" | "one_second" | "onesecond" | "1s-expiry"
+    ) {
+        return Ok(Policy::OneSecond);
+    }
+    let Some(duration) = trimmed.strip_prefix("default=") else {
+        return Err(invalid(
+            "expected `one-second` or `default=DURATION` (e.g. `default=2d`)".to_owned(),
+        ));
+    };
+    let default = parse_duration(duration).map_err(invalid)?;
+    Ok(Policy::default_ttl(default))
+}
+
+/// Parse a positive [humantime](https://docs.rs/humantime) duration of whole
+/// milliseconds (`2d`, `90m`, `1h 30m`, `1500ms`) into a [`TimeDelta`].
+///
+/// # Errors
+/// A message saying what is wrong (for the caller's own error).
+pub fn parse_duration(text: &str) -> std::result::Result<TimeDelta, String> {
+    let d: Duration = humantime::parse_duration(text.trim())
+        .map_err(|e| format!("`{text}` is not a duration ({e}); write e.g. 2d, 36h, 90m"))?;
+    if d.is_zero() {
+        return Err(format!("`{text}` is zero; a TTL must be positive"));
+    }
+    if d.subsec_nanos() % 1_000_000 != 0 {
+        return Err(format!(
+            "`{text}` is not a whole number of milliseconds (Bigtable's granularity)"
+        ));
+    }
+    TimeDelta::from_std(d).map_err(|_| format!("`{text}` is too long"))
+}
+
+/// A policy as operators write it (the inverse of [`parse_policy`]):
+/// `one-second` or `default=2d`.
+///
+/// ```
+/// use bigtable_ttl::ops::{parse_policy, policy_spec};
+///
+/// for spec in ["one-second", "default=2d", "default=90m", "default=1500ms"] {
+///     assert_eq!(policy_spec(&parse_policy(spec).unwrap()), spec);
+/// }
+/// ```
+#[must_use]
+pub fn policy_spec(policy: &Policy) -> String {
+    match policy {
+        Policy::OneSecond => "one-second".to_owned(),
+        Policy::Default { default } => format!("default={}", short_duration(*default)),
+    }
+}
+
+/// A duration in the largest unit that divides it (`2d`, `90m`, `1500ms`),
+/// as [`crate::model::gc_rule::describe_rule`] writes ages.
+#[must_use]
+pub fn short_duration(d: TimeDelta) -> String {
+    let rule = crate::model::gc_rule::gc_rule(d);
+    crate::model::gc_rule::describe_rule(&rule)
+        .trim_start_matches("max_age = ")
+        .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies_parse_with_humantime() {
+        assert_eq!(parse_policy("one-second").unwrap(), Policy::OneSecond);
+        assert_eq!(
+            parse_policy("default=1h 30m").unwrap(),
+            Policy::default_ttl(TimeDelta::minutes(90))
+        );
+        for bad in [
+            "",
+            "default=",
+            "default=0s",
+            "default=1us",
+            "ttl=2d",
+            "default=-2d",
+        ] {
+            let err = parse_policy(bad).unwrap_err();
+            assert!(matches!(err, Error::InvalidPolicy { .. }), "{bad}: {err}");
+        }
+    }
+}

@@ -1,0 +1,327 @@
+//! Request and response codecs of the data calls: prost messages both
+//! ways, and `MutateRows` requests whose entries are encoded once
+//! ([`EncodedBatch`]) and sent as those bytes, a retry sending a subset.
+//!
+//! `bigtable_rs` encodes a `MutateRowsRequest` from its `Entry` values at
+//! send time. The bulk writer needs each batch's encoding anyway (it is what
+//! retries re-send), so it encodes every entry once, straight into the wire
+//! form: no `Entry` list is kept, and no second encoding is made.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use prost::Message;
+use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+
+use crate::proto::{mutate_rows_request::Entry, MutateRowsResponse};
+
+/// Entries of one `MutateRowsRequest`, each encoded once in its wire form
+/// (field 2, length-delimited), back to back: the request body and the
+/// batch's retry material at once.
+#[derive(Debug, Default)]
+pub(crate) struct EncodedBatch {
+    bytes: Vec<u8>,
+    /// Where each entry ends in `bytes`.
+    ends: Vec<usize>,
+}
+
+/// `MutateRowsRequest.entries`.
+const ENTRIES_FIELD: u32 = 2;
+/// `Entry.row_key`, the first field an entry is encoded with.
+const ROW_KEY_KEY: u8 = 0x0A;
+
+impl EncodedBatch {
+    pub(crate) fn with_capacity(entries: usize, bytes: usize) -> Self {
+        Self {
+            bytes: Vec::with_capacity(bytes),
+            ends: Vec::with_capacity(entries),
+        }
+    }
+
+    /// Append `entry`; its encoded size (with its field header) comes back.
+    pub(crate) fn push(&mut self, entry: &Entry) -> usize {
+        let start = self.bytes.len();
+        prost::encoding::message::encode(ENTRIES_FIELD, entry, &mut self.bytes);
+        self.ends.push(self.bytes.len());
+        self.bytes.len() - start
+    }
+
+    /// The encoded size `entry` would take in a batch.
+    pub(crate) fn size_of(entry: &Entry) -> usize {
+        prost::encoding::message::encoded_len(ENTRIES_FIELD, entry)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Entry `i` in its wire form (field header included).
+    fn wire(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.bytes[start..self.ends[i]]
+    }
+
+    /// Entry `i`'s body, without the field header.
+    fn body(&self, i: usize) -> &[u8] {
+        let mut rest = self.wire(i);
+        // The field header: one key byte, then the length varint.
+        rest = rest.get(1..).unwrap_or_default();
+        match prost::encoding::decode_varint(&mut rest) {
+            Ok(_) => rest,
+            Err(_) => &[],
+        }
+    }
+
+    /// Entry `i` decoded again.
+    #[cfg(test)]
+    fn entry(&self, i: usize) -> Result<Entry, prost::DecodeError> {
+        Entry::decode(self.body(i))
+    }
+
+    /// Entry `i`'s row key.
+    pub(crate) fn key(&self, i: usize) -> Vec<u8> {
+        let mut rest = self.body(i);
+        if rest.first() != Some(&ROW_KEY_KEY) {
+            return Vec::new();
+        }
+        rest = &rest[1..];
+        prost::encoding::decode_varint(&mut rest)
+            .ok()
+            .and_then(|len| usize::try_from(len).ok())
+            .and_then(|len| rest.get(..len))
+            .map(<[u8]>::to_vec)
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn keys(&self) -> impl Iterator<Item = Vec<u8>> + '_ {
+        (0..self.len()).map(|i| self.key(i))
+    }
+}
+
+/// A `MutateRowsRequest` whose entries are already encoded.
+pub(crate) struct MutateRowsBody {
+    pub(crate) table_name: Arc<str>,
+    pub(crate) batch: Arc<EncodedBatch>,
+    pub(crate) selected: Option<Vec<usize>>,
+}
+
+/// `MutateRowsRequest.table_name`.
+const TABLE_NAME_FIELD: u32 = 1;
+
+impl MutateRowsBody {
+    fn encoded_len(&self) -> usize {
+        let entries = match &self.selected {
+            None => self.batch.bytes.len(),
+            Some(selected) => selected.iter().map(|&i| self.batch.wire(i).len()).sum(),
+        };
+        let name = self.table_name.len();
+        prost::encoding::key_len(TABLE_NAME_FIELD)
+            + prost::encoding::encoded_len_varint(name as u64)
+            + name
+            + entries
+    }
+
+    fn encode(&self, dst: &mut impl bytes::BufMut) {
+        prost::encoding::encode_key(
+            TABLE_NAME_FIELD,
+            prost::encoding::WireType::LengthDelimited,
+            dst,
+        );
+        prost::encoding::encode_varint(self.table_name.len() as u64, dst);
+        dst.put_slice(self.table_name.as_bytes());
+        match &self.selected {
+            None => dst.put_slice(&self.batch.bytes),
+            Some(selected) => {
+                for &i in selected {
+                    dst.put_slice(self.batch.wire(i));
+                }
+            }
+        }
+    }
+}
+
+/// Pre-encoded `MutateRowsRequest` out, prost-decoded responses in.
+pub(crate) struct MutateRowsCodec;
+
+impl Codec for MutateRowsCodec {
+    type Encode = MutateRowsBody;
+    type Decode = MutateRowsResponse;
+    type Encoder = BodyEncoder;
+    type Decoder = ProstDecoder<MutateRowsResponse>;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        BodyEncoder
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        ProstDecoder(PhantomData)
+    }
+}
+
+pub(crate) struct BodyEncoder;
+
+impl Encoder for BodyEncoder {
+    type Item = MutateRowsBody;
+    type Error = tonic::Status;
+
+    fn encode(&mut self, item: Self::Item, dst: &mut EncodeBuf<'_>) -> Result<(), Self::Error> {
+        dst.reserve(item.encoded_len());
+        item.encode(dst);
+        Ok(())
+    }
+}
+
+/// Requests of type `E` and responses of type `D`, both through prost.
+pub(crate) struct ProstCodec<E, D>(PhantomData<fn(E) -> D>);
+
+impl<E, D> Default for ProstCodec<E, D> {
+    fn default() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<E, D> Codec for ProstCodec<E, D>
+where
+    E: Message + Send + 'static,
+    D: Message + Default + Send + 'static,
+{
+    type Encode = E;
+    type Decode = D;
+    type Encoder = ProstEncoder<E>;
+    type Decoder = ProstDecoder<D>;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        ProstEncoder::default()
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        ProstDecoder(PhantomData)
+    }
+}
+
+/// A request message encoded by prost.
+pub(crate) struct ProstEncoder<T>(PhantomData<fn(T)>);
+
+impl<T> Default for ProstEncoder<T> {
+    fn default() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<T: Message> Encoder for ProstEncoder<T> {
+    type Item = T;
+    type Error = tonic::Status;
+
+    fn encode(&mut self, item: T, dst: &mut EncodeBuf<'_>) -> Result<(), Self::Error> {
+        // `EncodeBuf` grows as needed, so prost's only error (no room) cannot happen.
+        item.encode(dst)
+            .map_err(|e| tonic::Status::internal(format!("unencodable request: {e}")))
+    }
+}
+
+/// A response message decoded by prost.
+pub(crate) struct ProstDecoder<T>(PhantomData<fn() -> T>);
+
+impl<T: Message + Default> Decoder for ProstDecoder<T> {
+    type Item = T;
+    type Error = tonic::Status;
+
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<T>, Self::Error> {
+        T::decode(src)
+            .map(Some)
+            .map_err(|e| tonic::Status::internal(format!("undecodable response: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::{mutation, MutateRowsRequest, Mutation};
+
+    fn entry(key: &str, value: &[u8]) -> Entry {
+        Entry {
+            row_key: key.as_bytes().to_vec(),
+            mutations: vec![Mutation {
+                mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
+                    family_name: "e".into(),
+                    column_qualifier: b"q".to_vec(),
+                    timestamp_micros: 1_000,
+                    value: value.to_vec(),
+                })),
+            }],
+            ..Entry::default()
+        }
+    }
+
+    fn batch(entries: &[Entry]) -> Arc<EncodedBatch> {
+        let mut batch = EncodedBatch::default();
+        for e in entries {
+            assert_eq!(batch.push(e), EncodedBatch::size_of(e));
+        }
+        Arc::new(batch)
+    }
+
+    fn body_bytes(body: &MutateRowsBody) -> Vec<u8> {
+        let mut out = Vec::new();
+        body.encode(&mut out);
+        assert_eq!(out.len(), body.encoded_len());
+        out
+    }
+
+    #[test]
+    fn a_body_is_the_request_prost_would_encode() {
+        let entries: Vec<Entry> = (0..50)
+            .map(|i| entry(&format!("row-{i}"), &vec![7; i * 37]))
+            .collect();
+        let body = MutateRowsBody {
+            table_name: "projects/p/instances/i/tables/t".into(),
+            batch: batch(&entries),
+            selected: None,
+        };
+        let expected = MutateRowsRequest {
+            table_name: "projects/p/instances/i/tables/t".into(),
+            entries: entries.clone(),
+            ..MutateRowsRequest::default()
+        };
+        assert_eq!(body_bytes(&body), expected.encode_to_vec());
+    }
+
+    #[test]
+    fn a_retry_body_holds_only_the_selected_entries() {
+        let entries: Vec<Entry> = (0..10).map(|i| entry(&format!("k{i}"), b"v")).collect();
+        let body = MutateRowsBody {
+            table_name: "t".into(),
+            batch: batch(&entries),
+            selected: Some(vec![1, 4, 9]),
+        };
+        let decoded = MutateRowsRequest::decode(body_bytes(&body).as_slice()).unwrap();
+        assert_eq!(decoded.table_name, "t");
+        assert_eq!(
+            decoded.entries,
+            vec![entries[1].clone(), entries[4].clone(), entries[9].clone()]
+        );
+    }
+
+    /// Hands out one token and records the scopes asked for.
+    #[test]
+    fn entries_and_keys_read_back_from_the_batch() {
+        let long_key = "x".repeat(300);
+        let entries = vec![
+            entry("a", b""),
+            entry(&long_key, &[1; 200]),
+            entry("", b"z"),
+        ];
+        let batch = batch(&entries);
+        assert_eq!(batch.len(), 3);
+        for (i, e) in entries.iter().enumerate() {
+            assert_eq!(&batch.entry(i).unwrap(), e);
+            assert_eq!(batch.key(i), e.row_key);
+        }
+        let keys: Vec<Vec<u8>> = batch.keys().collect();
+        assert_eq!(keys[1], long_key.as_bytes());
+    }
+}

@@ -1,0 +1,12 @@
+//! The wire: the gRPC data channel the library's reads and writes go over,
+//! the request and response codecs, `ReadRows` chunk decoding and the
+//! merging of chunks into rows.
+//!
+//! It may use the pure core ([`crate::model`]), never the client or the
+//! operations above it. Nothing here retries: that is the client's.
+
+pub(crate) mod channel;
+pub(crate) mod chunk;
+pub(crate) mod codec;
+pub(crate) mod merge;
+pub(crate) mod read_error;
