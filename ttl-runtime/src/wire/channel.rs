@@ -14,7 +14,9 @@ use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
 use crate::proto::{MutateRowRequest, MutateRowResponse, MutateRowsResponse, ReadRowsRequest};
 use crate::wire::chunk::{Chunk, ReadRowsCodec};
-use crate::wire::codec::{EncodedBatch, MutateRowsBody, MutateRowsCodec, ProstCodec};
+use tonic_prost::ProstCodec;
+
+use crate::wire::codec::{EncodedBatch, MutateRowsBody, MutateRowsCodec};
 
 const DATA_ENDPOINT: &str = "https://bigtable.googleapis.com";
 const DATA_SCOPE: &str = "https://www.googleapis.com/auth/bigtable.data";

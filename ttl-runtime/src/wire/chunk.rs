@@ -17,8 +17,8 @@ use prost::encoding::{
     check_wire_type, decode_key, decode_varint, skip_field, DecodeContext, WireType,
 };
 use tonic::codec::{Codec, DecodeBuf, Decoder};
+use tonic_prost::ProstEncoder;
 
-use crate::wire::codec::ProstEncoder;
 use crate::wire::read_error::ReadError;
 
 /// Whether a chunk ends its row (`row_status`; a `false` flag is no status).

@@ -1,17 +1,17 @@
-//! Request and response codecs of the data calls: prost messages both
-//! ways, and `MutateRows` requests whose entries are encoded once
-//! ([`EncodedBatch`]) and sent as those bytes, a retry sending a subset.
+//! The `MutateRows` codec: requests whose entries are encoded once
+//! ([`EncodedBatch`]) and sent as those bytes, a retry sending a subset;
+//! responses through `tonic_prost`, as every other prost message of the data
+//! calls.
 //!
 //! `bigtable_rs` encodes a `MutateRowsRequest` from its `Entry` values at
 //! send time. The bulk writer needs each batch's encoding anyway (it is what
 //! retries re-send), so it encodes every entry once, straight into the wire
 //! form: no `Entry` list is kept, and no second encoding is made.
 
-use std::marker::PhantomData;
 use std::sync::Arc;
 
-use prost::Message;
-use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::codec::{Codec, EncodeBuf, Encoder};
+use tonic_prost::ProstDecoder;
 
 use crate::proto::{mutate_rows_request::Entry, MutateRowsResponse};
 
@@ -79,7 +79,7 @@ impl EncodedBatch {
     /// Entry `i` decoded again.
     #[cfg(test)]
     fn entry(&self, i: usize) -> Result<Entry, prost::DecodeError> {
-        Entry::decode(self.body(i))
+        prost::Message::decode(self.body(i))
     }
 
     /// Entry `i`'s row key.
@@ -158,7 +158,7 @@ impl Codec for MutateRowsCodec {
     }
 
     fn decoder(&mut self) -> Self::Decoder {
-        ProstDecoder(PhantomData)
+        ProstDecoder::default()
     }
 }
 
@@ -175,72 +175,11 @@ impl Encoder for BodyEncoder {
     }
 }
 
-/// Requests of type `E` and responses of type `D`, both through prost.
-pub(crate) struct ProstCodec<E, D>(PhantomData<fn(E) -> D>);
-
-impl<E, D> Default for ProstCodec<E, D> {
-    fn default() -> Self {
-        Self(PhantomData)
-    }
-}
-
-impl<E, D> Codec for ProstCodec<E, D>
-where
-    E: Message + Send + 'static,
-    D: Message + Default + Send + 'static,
-{
-    type Encode = E;
-    type Decode = D;
-    type Encoder = ProstEncoder<E>;
-    type Decoder = ProstDecoder<D>;
-
-    fn encoder(&mut self) -> Self::Encoder {
-        ProstEncoder::default()
-    }
-
-    fn decoder(&mut self) -> Self::Decoder {
-        ProstDecoder(PhantomData)
-    }
-}
-
-/// A request message encoded by prost.
-pub(crate) struct ProstEncoder<T>(PhantomData<fn(T)>);
-
-impl<T> Default for ProstEncoder<T> {
-    fn default() -> Self {
-        Self(PhantomData)
-    }
-}
-
-impl<T: Message> Encoder for ProstEncoder<T> {
-    type Item = T;
-    type Error = tonic::Status;
-
-    fn encode(&mut self, item: T, dst: &mut EncodeBuf<'_>) -> Result<(), Self::Error> {
-        // `EncodeBuf` grows as needed, so prost's only error (no room) cannot happen.
-        item.encode(dst)
-            .map_err(|e| tonic::Status::internal(format!("unencodable request: {e}")))
-    }
-}
-
-/// A response message decoded by prost.
-pub(crate) struct ProstDecoder<T>(PhantomData<fn() -> T>);
-
-impl<T: Message + Default> Decoder for ProstDecoder<T> {
-    type Item = T;
-    type Error = tonic::Status;
-
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<T>, Self::Error> {
-        T::decode(src)
-            .map(Some)
-            .map_err(|e| tonic::Status::internal(format!("undecodable response: {e}")))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::proto::{mutation, MutateRowsRequest, Mutation};
+    use prost::Message as _;
 
     fn entry(key: &str, value: &[u8]) -> Entry {
         Entry {
