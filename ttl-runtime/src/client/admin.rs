@@ -242,36 +242,57 @@ pub async fn ensure_schema(
             .families
             .iter()
             .map(|change| {
-                let family = ColumnFamily {
-                    gc_rule: Some(change.after.clone()),
-                    ..ColumnFamily::default()
-                };
-                Modification {
-                    id: change.family.clone(),
-                    r#mod: Some(if change.before.is_none() {
-                        Mod::Create(family)
-                    } else {
-                        Mod::Update(family)
-                    }),
-                    // Empty mask: update the GC rule only.
-                    update_mask: None,
-                }
+                set_rule(
+                    &change.family,
+                    change.before.is_none(),
+                    change.after.clone(),
+                )
             })
             .collect();
-        let request = conn
-            .admin_request(ModifyColumnFamiliesRequest {
-                name: conn.table_path(table),
-                modifications,
-                ignore_warnings: false,
-            })
-            .await?;
-        conn.admin_client()
-            .modify_column_families(request)
-            .await
-            .map_err(|status| server_error(table, status))?;
+        modify_families(conn, table, modifications).await?;
         tracing::info!(table, changes = %report, "bigtable-ttl schema changed");
     }
     Ok(report)
+}
+
+/// The modification that creates (`create`) or updates `family` with `rule`
+/// as its GC rule, and nothing else.
+pub(crate) fn set_rule(family: &str, create: bool, rule: GcRule) -> Modification {
+    let family_spec = ColumnFamily {
+        gc_rule: Some(rule),
+        ..ColumnFamily::default()
+    };
+    Modification {
+        id: family.to_owned(),
+        r#mod: Some(if create {
+            Mod::Create(family_spec)
+        } else {
+            Mod::Update(family_spec)
+        }),
+        // Empty mask: the GC rule only.
+        update_mask: None,
+    }
+}
+
+/// One `ModifyColumnFamilies` call on `table` (which also starts the
+/// emulator's garbage collection, see the module documentation).
+pub(crate) async fn modify_families(
+    conn: &Connection,
+    table: &str,
+    modifications: Vec<Modification>,
+) -> Result<()> {
+    let request = conn
+        .admin_request(ModifyColumnFamiliesRequest {
+            name: conn.table_path(table),
+            modifications,
+            ignore_warnings: false,
+        })
+        .await?;
+    conn.admin_client()
+        .modify_column_families(request)
+        .await
+        .map_err(|status| server_error(table, status))?;
+    Ok(())
 }
 
 /// Check that the live table has every family of `schema` with a rule that

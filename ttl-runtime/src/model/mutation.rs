@@ -96,10 +96,10 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
         }
         if let Some(shadow) = schema.written_at {
             let written = from_micros(millis_floor(now)?)?;
-            mutations.push(delete_column(shadow.family, shadow.qualifier));
+            mutations.push(delete_column(shadow.family, shadow.qualifier.as_bytes()));
             mutations.push(set_cell(
                 shadow.family,
-                shadow.qualifier,
+                shadow.qualifier.as_bytes(),
                 row_ts,
                 written.encode().map_err(|source| Error::Encode {
                     field: "written_at",
@@ -171,7 +171,7 @@ impl<T: BigtableRow> CellSink<'_, T> {
     fn push(&mut self, index: usize, value: Option<Vec<u8>>) -> Result<(), FieldError> {
         let column = &T::SCHEMA.columns[index];
         self.mutations
-            .push(delete_column(column.family, column.qualifier));
+            .push(delete_column(column.family, column.qualifier.as_bytes()));
         let Some(value) = value else {
             return Ok(());
         };
@@ -186,31 +186,43 @@ impl<T: BigtableRow> CellSink<'_, T> {
                 .min(self.row_ts),
             None => self.row_ts,
         };
-        self.mutations
-            .push(set_cell(column.family, column.qualifier, ts, value));
+        self.mutations.push(set_cell(
+            column.family,
+            column.qualifier.as_bytes(),
+            ts,
+            value,
+        ));
         Ok(())
     }
 }
 
+/// `DeleteFromColumn`: every version of one column.
 #[inline]
-fn delete_column(family: &str, qualifier: &str) -> Mutation {
+pub(crate) fn delete_column(family: &str, qualifier: &[u8]) -> Mutation {
     Mutation {
         mutation: Some(mutation::Mutation::DeleteFromColumn(
             mutation::DeleteFromColumn {
                 family_name: family.to_owned(),
-                column_qualifier: qualifier.as_bytes().to_vec(),
+                column_qualifier: qualifier.to_vec(),
                 time_range: None,
             },
         )),
     }
 }
 
+/// `SetCell` with an explicit timestamp: the only way this library writes
+/// a cell.
 #[inline]
-fn set_cell(family: &str, qualifier: &str, timestamp_micros: i64, value: Vec<u8>) -> Mutation {
+pub(crate) fn set_cell(
+    family: &str,
+    qualifier: &[u8],
+    timestamp_micros: i64,
+    value: Vec<u8>,
+) -> Mutation {
     Mutation {
         mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
             family_name: family.to_owned(),
-            column_qualifier: qualifier.as_bytes().to_vec(),
+            column_qualifier: qualifier.to_vec(),
             timestamp_micros,
             value,
         })),

@@ -2,13 +2,10 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::client::admin::live_rules;
+use crate::client::admin::{live_rules, modify_families, set_rule};
 use crate::client::connection::Connection;
-use crate::model::error::{Error, Result};
-use crate::model::gc_rule::proto::{
-    modify_column_families_request::{modification::Mod, Modification},
-    ColumnFamily, GcRule, ModifyColumnFamiliesRequest,
-};
+use crate::model::error::Result;
+use crate::model::gc_rule::proto::GcRule;
 use crate::model::gc_rule::{gc_rule, rule_matches};
 use crate::model::policy::Policy;
 
@@ -77,7 +74,7 @@ impl ApplyOutcome {
 /// ```
 ///
 /// # Errors
-/// [`Error::TableNotFound`]; [`Error::Server`].
+/// [`crate::Error::TableNotFound`]; [`crate::Error::Server`].
 pub async fn apply(
     conn: &Connection,
     table: &str,
@@ -120,33 +117,5 @@ pub(crate) async fn set_gc_rule(
     create: bool,
     rule: GcRule,
 ) -> Result<()> {
-    let cf = ColumnFamily {
-        gc_rule: Some(rule),
-        ..ColumnFamily::default()
-    };
-    let request = conn
-        .admin_request(ModifyColumnFamiliesRequest {
-            name: conn.table_path(table),
-            modifications: vec![Modification {
-                id: family.to_owned(),
-                r#mod: Some(if create {
-                    Mod::Create(cf)
-                } else {
-                    Mod::Update(cf)
-                }),
-                // Empty mask: the GC rule only.
-                update_mask: None,
-            }],
-            ignore_warnings: false,
-        })
-        .await?;
-    conn.admin_client()
-        .modify_column_families(request)
-        .await
-        .map_err(|status| Error::Server {
-            table: table.to_owned(),
-            row_key: None,
-            source: Box::new(status),
-        })?;
-    Ok(())
+    modify_families(conn, table, vec![set_rule(family, create, rule)]).await
 }

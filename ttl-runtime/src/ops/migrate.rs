@@ -26,7 +26,7 @@
 
 use std::ops::ControlFlow;
 
-use crate::proto::{mutate_rows_request::Entry, mutation, Mutation};
+use crate::proto::{mutate_rows_request::Entry, Mutation};
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::client::admin::live_rules;
@@ -37,6 +37,7 @@ use crate::model::clock::Clock;
 use crate::model::codec::CellCodec;
 use crate::model::error::{Error, Result};
 use crate::model::gc_rule::{describe_rule, gc_rule, rule_matches};
+use crate::model::mutation::set_cell;
 use crate::model::policy::{from_micros, millis_floor, Expiry, Policy};
 use crate::model::scan::RawCell;
 
@@ -206,12 +207,8 @@ pub fn plan_row(
             out.skipped += 1;
             continue;
         };
-        out.mutations.push(set_cell(
-            &plan.to,
-            cell.qualifier.clone(),
-            ts,
-            cell.value.clone(),
-        ));
+        out.mutations
+            .push(set_cell(&plan.to, &cell.qualifier, ts, cell.value.clone()));
         out.copied += 1;
         shadows.entry(ts).or_insert(written);
     }
@@ -220,12 +217,8 @@ pub fn plan_row(
             field: "written_at",
             source,
         })?;
-        out.mutations.push(set_cell(
-            &plan.to,
-            plan.written_at.as_bytes().to_vec(),
-            ts,
-            value,
-        ));
+        out.mutations
+            .push(set_cell(&plan.to, plan.written_at.as_bytes(), ts, value));
     }
     Ok(out)
 }
@@ -252,17 +245,6 @@ fn target_timestamp(
         return Ok(None);
     }
     policy.cell_timestamp(written, Expiry::Ttl(ttl)).map(Some)
-}
-
-fn set_cell(family: &str, qualifier: Vec<u8>, timestamp_micros: i64, value: Vec<u8>) -> Mutation {
-    Mutation {
-        mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
-            family_name: family.to_owned(),
-            column_qualifier: qualifier,
-            timestamp_micros,
-            value,
-        })),
-    }
 }
 
 /// Check the plan against the live table: distinct families, a source that
@@ -425,6 +407,7 @@ pub async fn verify(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proto::mutation;
 
     fn now() -> DateTime<Utc> {
         DateTime::from_timestamp_millis(1_700_000_000_000).unwrap()

@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::proto::{mutation, Mutation, ReadRowsRequest, RowSet};
+use crate::proto::{ReadRowsRequest, RowSet};
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::TryStreamExt as _;
 
@@ -25,7 +25,7 @@ use crate::client::read::read_rows;
 use crate::client::table::Table;
 use crate::model::error::{Error, Result};
 use crate::model::filter::read_filter;
-use crate::model::mutation::RowMutation;
+use crate::model::mutation::{delete_column, set_cell, RowMutation};
 use crate::model::policy::Expiry;
 use crate::model::row::{BigtableRow, Expiring};
 use crate::model::scan::RawCell;
@@ -117,23 +117,8 @@ pub fn retime_mutation(
             Some(_) => cell.timestamp_micros.min(row_ts),
             None => row_ts,
         };
-        mutations.push(Mutation {
-            mutation: Some(mutation::Mutation::DeleteFromColumn(
-                mutation::DeleteFromColumn {
-                    family_name: (*family).to_owned(),
-                    column_qualifier: qualifier.to_vec(),
-                    time_range: None,
-                },
-            )),
-        });
-        mutations.push(Mutation {
-            mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
-                family_name: (*family).to_owned(),
-                column_qualifier: qualifier.to_vec(),
-                timestamp_micros: ts,
-                value: cell.value.clone(),
-            })),
-        });
+        mutations.push(delete_column(family, qualifier));
+        mutations.push(set_cell(family, qualifier, ts, cell.value.clone()));
     }
     Ok(Some(RowMutation {
         row_key: row_key.to_vec(),
@@ -247,6 +232,7 @@ mod tests {
     use crate::model::codec::CellCodec;
     use crate::model::policy::Policy;
     use crate::model::schema::{Column, ShadowColumn};
+    use crate::proto::mutation;
 
     static SCHEMA: Schema = Schema {
         table: "clicks",
