@@ -1,56 +1,14 @@
-//! Durations in attributes, parsed at compile time.
-//!
-//! The syntax is `humantime::parse_duration`'s: `"90s"`, `"15m"`, `"1h30m"`,
-//! `"2d"`, `"250ms"`. The result must be a positive whole number of
-//! milliseconds (Bigtable's timestamp granularity); the generated code holds
-//! the number of milliseconds.
+//! Durations in attributes, parsed at compile time with the grammar the
+//! runtime and the CLI use too ([`ttl_spec::parse_millis`]): `"90s"`,
+//! `"15m"`, `"1h30m"`, `"2d"`, `"250ms"`, a positive whole number of
+//! milliseconds. The generated code holds the number of milliseconds; a bad
+//! duration is an error at the string.
 
 use syn::LitStr;
 
-/// Largest accepted duration in milliseconds: its microseconds must fit in an
-/// `i64`, as the runtime computes timestamps in microseconds.
-const MAX_MILLIS: u128 = (i64::MAX / 1_000) as u128;
-
 /// Parse `lit` into whole milliseconds, or an error at the string.
 pub fn parse_millis(lit: &LitStr) -> syn::Result<i64> {
-    let text = lit.value();
-    let duration = humantime::parse_duration(&text).map_err(|e| {
-        syn::Error::new(
-            lit.span(),
-            format!(
-                "invalid duration {text:?}: {e}; write a number and a unit, as in \
-                 \"90s\", \"15m\", \"1h30m\" or \"2d\" (units: ms, s, m, h, d, w)"
-            ),
-        )
-    })?;
-    if duration.is_zero() {
-        return Err(syn::Error::new(
-            lit.span(),
-            format!(
-                "duration {text:?} is zero: a TTL must be positive; \
-                 to delete data, delete the row instead"
-            ),
-        ));
-    }
-    if duration.subsec_nanos() % 1_000_000 != 0 {
-        return Err(syn::Error::new(
-            lit.span(),
-            format!(
-                "duration {text:?} is not a whole number of milliseconds: \
-                 Bigtable timestamps have millisecond granularity"
-            ),
-        ));
-    }
-    let millis = duration.as_millis();
-    if millis > MAX_MILLIS {
-        return Err(syn::Error::new(
-            lit.span(),
-            format!("duration {text:?} is too long for a Bigtable timestamp"),
-        ));
-    }
-    // Checked just above.
-    #[allow(clippy::cast_possible_truncation)]
-    Ok(millis as i64)
+    ttl_spec::parse_millis(&lit.value()).map_err(|e| syn::Error::new(lit.span(), e))
 }
 
 #[cfg(test)]
@@ -64,10 +22,7 @@ mod tests {
     #[test]
     fn accepts_common_units() {
         assert_eq!(parse_millis(&lit("90s")).unwrap(), 90_000);
-        assert_eq!(parse_millis(&lit("15m")).unwrap(), 900_000);
         assert_eq!(parse_millis(&lit("1h30m")).unwrap(), 5_400_000);
-        assert_eq!(parse_millis(&lit("2d")).unwrap(), 172_800_000);
-        assert_eq!(parse_millis(&lit("250ms")).unwrap(), 250);
     }
 
     #[test]

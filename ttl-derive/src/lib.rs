@@ -103,7 +103,7 @@ use proc_macro::TokenStream;
 /// Every other field is a column whose type implements `CellCodec`; an
 /// `Option<_>` field deletes its column when `None`.
 ///
-/// Durations use `humantime::parse_duration`'s syntax (`"90s"`, `"15m"`,
+/// Durations use the grammar of `ttl_spec::parse_millis` (humantime's syntax) (`"90s"`, `"15m"`,
 /// `"1h30m"`, `"2d"`, `"250ms"`), are parsed at compile time and must be a
 /// positive whole number of milliseconds (Bigtable's timestamp granularity).
 ///

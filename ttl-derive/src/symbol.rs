@@ -37,8 +37,9 @@ pub const STRUCT_TTL_KEYS: &[Symbol] = &[DEFAULT, WRITTEN_AT];
 pub const FIELD_BIGTABLE_KEYS: &[Symbol] = &[KEY, COLUMN, FAMILY];
 pub const FIELD_TTL_KEYS: &[Symbol] = &[EXPIRE_AT, FOR];
 
-/// The default qualifier of the `written_at` shadow column.
-pub const DEFAULT_WRITTEN_AT_QUALIFIER: &str = "written_at";
+/// The default qualifier of the `written_at` shadow column, the one the
+/// runtime's operations assume too.
+pub const DEFAULT_WRITTEN_AT_QUALIFIER: &str = ttl_spec::DEFAULT_WRITTEN_AT;
 
 impl PartialEq<Symbol> for Path {
     fn eq(&self, word: &Symbol) -> bool {

@@ -1,8 +1,6 @@
 //! Policies and durations as operators write them (`one-second`,
 //! `default=2d`), parsed and printed back.
 
-use std::time::Duration;
-
 use chrono::TimeDelta;
 
 use crate::model::error::{Error, Result};
@@ -10,7 +8,7 @@ use crate::model::policy::Policy;
 
 /// The qualifier of the shadow column with the real write time, as
 /// `#[ttl(written_at)]` declares it by default.
-pub const DEFAULT_WRITTEN_AT: &str = "written_at";
+pub use ttl_spec::DEFAULT_WRITTEN_AT;
 
 /// Parse a policy as operators write it: `one-second`, or `default=DURATION`
 /// with a [humantime](https://docs.rs/humantime) duration (`default=2d`,
@@ -59,17 +57,8 @@ pub fn parse_policy(spec: &str) -> Result<Policy> {
 /// # Errors
 /// A message saying what is wrong (for the caller's own error).
 pub fn parse_duration(text: &str) -> std::result::Result<TimeDelta, String> {
-    let d: Duration = humantime::parse_duration(text.trim())
-        .map_err(|e| format!("`{text}` is not a duration ({e}); write e.g. 2d, 36h, 90m"))?;
-    if d.is_zero() {
-        return Err(format!("`{text}` is zero; a TTL must be positive"));
-    }
-    if d.subsec_nanos() % 1_000_000 != 0 {
-        return Err(format!(
-            "`{text}` is not a whole number of milliseconds (Bigtable's granularity)"
-        ));
-    }
-    TimeDelta::from_std(d).map_err(|_| format!("`{text}` is too long"))
+    let millis = ttl_spec::parse_millis(text).map_err(|e| e.to_string())?;
+    Ok(TimeDelta::milliseconds(millis))
 }
 
 /// A policy as operators write it (the inverse of [`parse_policy`]):
