@@ -103,8 +103,9 @@ use proc_macro::TokenStream;
 /// Every other field is a column whose type implements `CellCodec`; an
 /// `Option<_>` field deletes its column when `None`.
 ///
-/// Durations use the grammar of `ttl_spec::parse_millis` (humantime's syntax) (`"90s"`, `"15m"`,
-/// `"1h30m"`, `"2d"`, `"250ms"`), are parsed at compile time and must be a
+/// Durations are humantime's syntax (`"90s"`, `"15m"`, `"1h30m"`, `"2d"`,
+/// `"250ms"`, the grammar the `bigtable-ttl` CLI's `--policy` reads too),
+/// are parsed at compile time and must be a
 /// positive whole number of milliseconds (Bigtable's timestamp granularity).
 ///
 /// Mistakes are compile errors pointing at the token at fault, all reported
