@@ -298,6 +298,17 @@ fn cell<'a>(family: &'a str, qualifier: &'a str, value: &'a [u8], ts: i64) -> Ce
     }
 }
 
+/// The error and its causes, one level each, as a reporter prints them.
+fn report(err: &bigtable_ttl::Error) -> String {
+    let mut levels = vec![err.to_string()];
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        levels.push(cause.to_string());
+        source = cause.source();
+    }
+    levels.join(": ")
+}
+
 #[test]
 fn decode_errors_name_the_table_row_and_column() {
     let ts = now().timestamp_millis() * 1_000;
@@ -310,8 +321,8 @@ fn decode_errors_name_the_table_row_and_column() {
     )
     .unwrap_err();
     assert_eq!(
-        err.to_string(),
-        "table `clicks`, row \"c3#00000000000000000007\", column `c:url`: required column is missing"
+        report(&err),
+        "table `clicks`, row \"c3#00000000000000000007\", column `c:url` does not decode: required column is missing"
     );
     // A malformed value in the second family.
     let err = decode_row::<Click>(
@@ -321,8 +332,8 @@ fn decode_errors_name_the_table_row_and_column() {
     )
     .unwrap_err();
     assert_eq!(
-        err.to_string(),
-        "table `clicks`, row \"c3#00000000000000000007\", column `m:count`: expected 8 bytes, found 2"
+        report(&err),
+        "table `clicks`, row \"c3#00000000000000000007\", column `m:count` does not decode: expected 8 bytes, found 2"
     );
     // A malformed shadow column.
     let err = decode_row::<Click>(
@@ -344,8 +355,9 @@ fn decode_errors_name_the_table_row_and_column() {
     )
     .unwrap_err();
     assert!(
-        err.to_string()
-            .starts_with("table `sessions`, row \"s1\", column `s:user`: cell is not valid UTF-8"),
+        report(&err).starts_with(
+            "table `sessions`, row \"s1\", column `s:user` does not decode: cell is not valid UTF-8"
+        ),
         "{err}"
     );
 }
@@ -367,9 +379,8 @@ fn bad_keys_read_back_name_the_table_and_field() {
     );
     let err = decode_row::<Session>(b"\xff", [cell("s", "user", b"u", ts + 1)], now()).unwrap_err();
     assert!(
-        err.to_string().starts_with(
-            "row key \"\u{fffd}\" of table `sessions` does not decode: key field `id`:"
-        ),
+        err.to_string()
+            .starts_with("row key \"\\xff\" of table `sessions` does not decode: key field `id`:"),
         "{err}"
     );
 }
@@ -454,5 +465,5 @@ fn encode_errors_name_the_field() {
         ),
         "{err:?}"
     );
-    assert_eq!(err.to_string(), "field `refuses` could not be encoded: no");
+    assert_eq!(report(&err), "field `refuses` could not be encoded: no");
 }

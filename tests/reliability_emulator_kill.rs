@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::writer::WriteOptions;
-use bigtable_ttl::{BigtableRow, Clock, Connection, Error, Scan, Table};
+use bigtable_ttl::{BigtableRow, Clock, Code, Connection, Error, Scan, Table};
 use chrono::{TimeDelta, Utc};
 use ttl_runtime::emulator::Emulator;
 
@@ -29,7 +29,8 @@ fn event(i: usize) -> Event {
     }
 }
 
-fn index_of(key: &str) -> usize {
+fn index_of(key: &[u8]) -> usize {
+    let key = std::str::from_utf8(key).unwrap();
     key.trim_start_matches("ev-").parse().unwrap()
 }
 
@@ -116,7 +117,7 @@ async fn a_killed_emulator_fails_the_unacknowledged_rows_and_a_new_one_takes_wri
     // Nothing is acknowledged by a dead emulator: only rows queued before
     // the kill can have been written, and at least those seen acknowledged were.
     assert!(written as u64 >= acked_at_kill && written <= queued_at_kill);
-    let mut failed_index: Vec<usize> = failed.iter().map(|(k, _)| index_of(k)).collect();
+    let mut failed_index: Vec<usize> = failed.iter().map(|f| index_of(&f.row_key)).collect();
     failed_index.sort_unstable();
     failed_index.dedup();
     assert_eq!(failed_index.len(), failed.len(), "no row reported twice");
@@ -124,10 +125,19 @@ async fn a_killed_emulator_fails_the_unacknowledged_rows_and_a_new_one_takes_wri
         (queued_at_kill..sent).all(|i| failed_index.binary_search(&i).is_ok()),
         "every row sent after the kill is reported failed"
     );
-    for (key, why) in &failed {
+    for row in &failed {
+        let why = &row.reason;
         assert!(
-            why.contains("Unavailable") || why.contains("unknown") || why.contains("timed out"),
-            "{key}: {why}"
+            why.contains("UNAVAILABLE") || why.contains("unknown") || why.contains("timed out"),
+            "{row}"
+        );
+        // No row got a final answer from a server that was not there.
+        assert!(
+            matches!(
+                row.code,
+                None | Some(Code::Unavailable | Code::DeadlineExceeded)
+            ),
+            "{row}"
         );
     }
 
@@ -145,7 +155,10 @@ async fn a_killed_emulator_fails_the_unacknowledged_rows_and_a_new_one_takes_wri
     assert_eq!(writer.finish().await.unwrap().rows_written, 1_000);
     let stored = table.scan(Scan::all()).await.unwrap();
     assert_eq!(stored.len(), retry.len() + 1_000);
-    let stored_index: Vec<usize> = stored.iter().map(|r| index_of(&r.value.id)).collect();
+    let stored_index: Vec<usize> = stored
+        .iter()
+        .map(|r| index_of(r.value.id.as_bytes()))
+        .collect();
     let expected: Vec<usize> = failed_index.into_iter().chain(sent..sent + 1_000).collect();
     assert_eq!(stored_index, expected);
 }

@@ -7,7 +7,7 @@
 
 mod support;
 
-use bigtable_ttl::{BigtableRow, Clock, Error, Scan, Table};
+use bigtable_ttl::{BigtableRow, Clock, Code, Error, Scan, Table};
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use support::connection;
 
@@ -191,9 +191,20 @@ async fn server_errors_name_the_table_and_row() {
     let table = Table::<Click>::new(connection()).named("missing");
     let err = table.put(&click("k1")).await.unwrap_err();
     match &err {
-        Error::Server { table, row_key, .. } => {
+        Error::Server {
+            table,
+            row_key,
+            code,
+            attempts,
+            retries_exhausted,
+            ..
+        } => {
             assert_eq!(table, "missing");
-            assert_eq!(row_key.as_deref(), Some("k1"));
+            assert_eq!(row_key.as_deref(), Some(&b"k1"[..]));
+            // Final at once: a missing table is not worth retrying.
+            assert_eq!(*code, Code::NotFound);
+            assert_eq!(*attempts, 1);
+            assert!(!retries_exhausted);
         }
         other => panic!("expected a server error, got {other}"),
     }
@@ -206,7 +217,10 @@ async fn server_errors_name_the_table_and_row() {
 
     let err = table.get(&"k1".to_owned()).await.unwrap_err();
     match &err {
-        Error::Server { row_key, .. } => assert_eq!(row_key.as_deref(), Some("k1")),
+        Error::Server { row_key, code, .. } => {
+            assert_eq!(row_key.as_deref(), Some(&b"k1"[..]));
+            assert_eq!(*code, Code::NotFound);
+        }
         other => panic!("expected a server error, got {other}"),
     }
     let err = table.scan(Scan::all()).await.unwrap_err();
@@ -234,8 +248,13 @@ async fn rows_failing_on_the_server_are_reported_not_counted() {
         } => {
             assert_eq!(table, "shared");
             assert_eq!(*written, 0);
-            let keys: Vec<&str> = failed.iter().map(|(k, _)| k.as_str()).collect();
-            assert_eq!(keys, ["a", "b", "c"]);
+            let keys: Vec<&[u8]> = failed.iter().map(|f| f.row_key.as_slice()).collect();
+            assert_eq!(keys, [b"a", b"b", b"c"]);
+            // Each row has the server's final answer, not an unknown outcome.
+            assert!(
+                failed.iter().all(|f| f.code == Some(Code::Internal)),
+                "{err}"
+            );
         }
         other => panic!("expected a partial write, got {other}"),
     }
@@ -323,7 +342,7 @@ async fn oversized_values_and_rows_are_refused_before_sending() {
     };
     let check = |err: Error| {
         assert!(
-            matches!(&err, Error::RowTooLarge { table, row_key, .. } if table == "blobs" && row_key == "row"),
+            matches!(&err, Error::RowTooLarge { table, row_key, .. } if table == "blobs" && row_key == b"row"),
             "{err}"
         );
     };
@@ -374,7 +393,7 @@ async fn invalid_utf8_read_into_a_string_names_table_row_and_column() {
             matches!(
                 &err,
                 Error::Decode { table, row_key, column, source: bigtable_ttl::CodecError::InvalidUtf8(_) }
-                    if table == "sessions" && row_key == "s1" && column == "s:user"
+                    if table == "sessions" && row_key == b"s1" && column == "s:user"
             ),
             "{message}"
         );

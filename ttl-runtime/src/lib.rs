@@ -41,7 +41,7 @@ pub use codec::CellCodec;
 #[cfg(feature = "json")]
 pub use codec::Json;
 pub use connection::Connection;
-pub use error::{CodecError, Error, Result};
+pub use error::{Code, CodecError, Error, FailedRow, Result};
 pub use key::KeyPart;
 pub use mutation::{MutationBuilder, RowMutation};
 pub use policy::{Expiry, Policy};

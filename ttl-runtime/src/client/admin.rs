@@ -38,6 +38,7 @@ use futures_util::TryStreamExt as _;
 use tonic::Code;
 
 use crate::client::connection::Connection;
+use crate::client::failure::status_error;
 use crate::client::read::read_rows;
 use crate::model::error::{Error, Result};
 use crate::model::filter::{chain, filter, only_family};
@@ -444,22 +445,14 @@ async fn holds_cells(conn: &Connection, table: &str, family: &str) -> Result<boo
         ..ReadRowsRequest::default()
     };
     let rows: Vec<RawRow> = read_rows(conn.data_channel(), request)
-        .map_err(|e| Error::Server {
-            table: table.to_owned(),
-            row_key: None,
-            source: Box::new(e),
-        })
+        .map_err(|e| e.into_error(table, None))
         .try_collect()
         .await?;
     Ok(rows.iter().any(|(_, cells)| !cells.is_empty()))
 }
 
 fn server_error(table: &str, status: tonic::Status) -> Error {
-    Error::Server {
-        table: table.to_owned(),
-        row_key: None,
-        source: Box::new(status),
-    }
+    status_error(table, None, status, None)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use bigtable_rs::bigtable::{BigTable, BigTableConnection};
 use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2::bigtable_table_admin_client::BigtableTableAdminClient;
 use tonic::transport::{Channel, ClientTlsConfig};
 
-use crate::model::error::{Error, Result};
+use crate::model::error::{BoxError, Error, Result};
 use crate::wire::channel::DataChannel;
 
 /// The generated admin client, on a plain tonic channel.
@@ -69,16 +69,16 @@ impl Connection {
     /// # Errors
     /// [`Error::Connect`] when `host` is not a valid address.
     pub fn emulator(host: &str, project: &str, instance: &str) -> Result<Self> {
-        let connect_error = |reason: String| Error::Connect {
+        let connect_error = |source: BoxError| Error::Connect {
             target: format!("emulator at {host}"),
-            reason,
+            source,
         };
         let data = BigTableConnection::new_with_emulator(host, project, instance, false, 1, None)
-            .map_err(|e| connect_error(e.to_string()))?
+            .map_err(|e| connect_error(e.into()))?
             .client();
         let data_channel = DataChannel::emulator(host).map_err(connect_error)?;
         let channel = Channel::from_shared(format!("http://{host}"))
-            .map_err(|e| connect_error(e.to_string()))?
+            .map_err(|e| connect_error(e.into()))?
             .connect_lazy();
         Ok(Self {
             data,
@@ -96,13 +96,13 @@ impl Connection {
     /// # Errors
     /// [`Error::Connect`] when no credentials are found.
     pub async fn cloud(project: &str, instance: &str) -> Result<Self> {
-        let connect_error = |reason: String| Error::Connect {
+        let connect_error = |source: BoxError| Error::Connect {
             target: "Cloud Bigtable".to_owned(),
-            reason,
+            source,
         };
         let tokens = gcp_auth::provider()
             .await
-            .map_err(|e| connect_error(format!("application default credentials: {e}")))?;
+            .map_err(|e| connect_error(e.into()))?;
         let data = BigTableConnection::new_with_token_provider(
             project,
             instance,
@@ -111,12 +111,12 @@ impl Connection {
             None,
             tokens.clone(),
         )
-        .map_err(|e| connect_error(e.to_string()))?
+        .map_err(|e| connect_error(e.into()))?
         .client();
         let data_channel = DataChannel::cloud(tokens.clone()).map_err(connect_error)?;
         let channel = Channel::from_static(ADMIN_ENDPOINT)
             .tls_config(ClientTlsConfig::new().with_native_roots())
-            .map_err(|e| connect_error(e.to_string()))?
+            .map_err(|e| connect_error(e.into()))?
             .connect_lazy();
         Ok(Self {
             data,
@@ -177,14 +177,14 @@ impl Connection {
                 .await
                 .map_err(|e| Error::Connect {
                     target: self.target.clone(),
-                    reason: format!("access token: {e}"),
+                    source: e.into(),
                 })?;
             let value =
                 format!("Bearer {}", token.as_str())
                     .parse()
                     .map_err(|e| Error::Connect {
                         target: self.target.clone(),
-                        reason: format!("access token is not a valid header: {e}"),
+                        source: format!("the access token is not a valid header: {e}").into(),
                     })?;
             request.metadata_mut().insert("authorization", value);
         }

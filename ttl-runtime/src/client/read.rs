@@ -7,16 +7,19 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use futures_util::Stream;
 
 use crate::client::retry::{retryable_status, Budget, RetryPolicy};
+use crate::model::error::{Code, Error};
 use crate::model::scan::{resume_request, RawCell, RawRow};
 use crate::proto::ReadRowsRequest;
 use crate::wire::channel::DataChannel;
 use crate::wire::chunk::Chunk;
 use crate::wire::merge::{MergedRow, RowMerger};
 use crate::wire::read_error::ReadError;
+use crate::wire::status::code_of;
 
 struct ReadState {
     channel: DataChannel,
@@ -30,9 +33,50 @@ struct ReadState {
     policy: RetryPolicy,
     budget: Option<Budget>,
     resumes: Arc<AtomicU64>,
+    started: Instant,
+}
+
+/// Why a read ended early, with what it spent: what [`ReadFailure::into_error`]
+/// turns into an [`Error::Server`] once the table and row are known.
+#[derive(Debug)]
+pub(crate) struct ReadFailure {
+    pub(crate) error: ReadError,
+    attempts: u32,
+    elapsed: Duration,
+    retries_exhausted: bool,
+}
+
+impl ReadFailure {
+    /// The error ending a read of `table` (of row `row_key`, for one row).
+    pub(crate) fn into_error(self, table: &str, row_key: Option<Vec<u8>>) -> Error {
+        let code = match &self.error {
+            ReadError::Status(status) => code_of(status),
+            // The response broke the ReadRows protocol: ours to report.
+            ReadError::Protocol(_) => Code::Internal,
+        };
+        Error::Server {
+            table: table.to_owned(),
+            row_key,
+            code,
+            attempts: self.attempts,
+            elapsed: self.elapsed,
+            retries_exhausted: self.retries_exhausted,
+            source: Box::new(self.error),
+        }
+    }
 }
 
 impl ReadState {
+    /// `error` ends the read.
+    fn failure(&self, error: ReadError) -> ReadFailure {
+        ReadFailure {
+            error,
+            attempts: self.budget.as_ref().map_or(1, Budget::attempts),
+            elapsed: self.started.elapsed(),
+            retries_exhausted: self.budget.as_ref().is_some_and(Budget::exhausted),
+        }
+    }
+
     /// After a retryable failure, and within the retry budget: set up the
     /// request for the rows not yet committed. Rows committed but not yet
     /// delivered stay queued; a half-received row is dropped and read again.
@@ -72,7 +116,7 @@ impl ReadState {
 pub(crate) fn read_rows(
     channel: DataChannel,
     request: ReadRowsRequest,
-) -> impl Stream<Item = Result<RawRow, ReadError>> + Send + 'static {
+) -> impl Stream<Item = Result<RawRow, ReadFailure>> + Send + 'static {
     use futures_util::TryStreamExt as _;
     read_rows_with(channel, request, RetryPolicy::default(), Arc::default())
         .map_ok(|(key, cells)| (key, cells.into_iter().map(RawCell::from).collect()))
@@ -87,7 +131,7 @@ pub(crate) fn read_rows_with(
     request: ReadRowsRequest,
     policy: RetryPolicy,
     resumes: Arc<AtomicU64>,
-) -> impl Stream<Item = Result<MergedRow, ReadError>> + Send + 'static {
+) -> impl Stream<Item = Result<MergedRow, ReadFailure>> + Send + 'static {
     let state = ReadState {
         channel,
         base: request.clone(),
@@ -99,6 +143,7 @@ pub(crate) fn read_rows_with(
         policy,
         budget: None,
         resumes,
+        started: Instant::now(),
     };
     // Boxed: the state moves into and out of the stream's future at every
     // row, and a pointer is cheaper to move than the state.
@@ -119,7 +164,8 @@ pub(crate) fn read_rows_with(
                             continue;
                         }
                         st.done = true;
-                        return Some((Err(error), st));
+                        let failure = st.failure(error);
+                        return Some((Err(failure), st));
                     }
                 }
             }
@@ -141,7 +187,8 @@ pub(crate) fn read_rows_with(
                 }
                 st.done = true;
                 st.ready.clear();
-                return Some((Err(e), st));
+                let failure = st.failure(e);
+                return Some((Err(failure), st));
             }
         }
     })

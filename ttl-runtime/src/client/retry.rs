@@ -32,6 +32,9 @@ use std::time::{Duration, Instant};
 
 use backon::{BackoffBuilder as _, ExponentialBuilder};
 
+use crate::model::error::Code;
+use crate::wire::status::code_of;
+
 /// How requests are retried: attempts, delays and deadlines.
 ///
 /// ```
@@ -95,21 +98,29 @@ impl RetryPolicy {
             .build()
     }
 
-    /// A fresh retry budget, starting now.
+    /// A fresh retry budget, starting now, its first attempt under way.
     pub(crate) fn start(&self) -> Budget {
+        let started = Instant::now();
         Budget {
             delays: Box::new(self.delays()),
-            deadline: Instant::now() + self.deadline,
+            deadline: started + self.deadline,
             attempt_timeout: self.attempt_timeout,
+            started,
+            attempts: 1,
+            exhausted: false,
         }
     }
 }
 
-/// The attempts left for one request.
+/// The attempts left for one request, and what was spent so far (for the
+/// error that ends it).
 pub(crate) struct Budget {
     delays: Box<dyn Iterator<Item = Duration> + Send>,
     deadline: Instant,
     attempt_timeout: Duration,
+    started: Instant,
+    attempts: u32,
+    exhausted: bool,
 }
 
 impl Budget {
@@ -124,33 +135,48 @@ impl Budget {
     /// or deadline), without waiting.
     pub(crate) async fn wait(&mut self) -> bool {
         let Some(delay) = self.delays.next() else {
+            self.exhausted = true;
             return false;
         };
         if Instant::now() + delay >= self.deadline {
+            self.exhausted = true;
             return false;
         }
         tokio::time::sleep(delay).await;
+        self.attempts += 1;
         true
+    }
+
+    /// Attempts started so far, the first included.
+    pub(crate) fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// Time since the first attempt started.
+    pub(crate) fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Whether [`Budget::wait`] refused a retry because the budget ran out.
+    pub(crate) fn exhausted(&self) -> bool {
+        self.exhausted
     }
 }
 
-/// Whether a per-entry status code of `MutateRows` is worth retrying.
+/// Whether a status code (of a request, or of one entry of `MutateRows`)
+/// is worth retrying for an idempotent request.
 #[must_use]
-pub fn retryable_code(code: tonic::Code) -> bool {
+pub fn retryable_code(code: Code) -> bool {
     matches!(
         code,
-        tonic::Code::Unavailable
-            | tonic::Code::DeadlineExceeded
-            | tonic::Code::Aborted
-            | tonic::Code::ResourceExhausted
+        Code::Unavailable | Code::DeadlineExceeded | Code::Aborted | Code::ResourceExhausted
     )
 }
 
 /// Whether a failed request (a status the server sent, or one tonic made of
 /// a transport failure) is worth retrying.
-#[must_use]
-pub fn retryable_status(status: &tonic::Status) -> bool {
-    retryable_code(status.code()) || is_transport(status)
+pub(crate) fn retryable_status(status: &tonic::Status) -> bool {
+    retryable_code(code_of(status)) || is_transport(status)
 }
 
 /// A status tonic made of a transport failure (it keeps the failure as its
@@ -205,10 +231,10 @@ mod tests {
 
     #[test]
     fn codes() {
-        assert!(retryable_code(tonic::Code::Unavailable));
-        assert!(retryable_code(tonic::Code::ResourceExhausted));
-        assert!(!retryable_code(tonic::Code::Internal));
-        assert!(!retryable_code(tonic::Code::NotFound));
+        assert!(retryable_code(Code::Unavailable));
+        assert!(retryable_code(Code::ResourceExhausted));
+        assert!(!retryable_code(Code::Internal));
+        assert!(!retryable_code(Code::NotFound));
         // Sent by the server: no source.
         assert!(!retryable_status(&tonic::Status::internal("boom")));
         assert!(retryable_status(&tonic::Status::unavailable("down")));

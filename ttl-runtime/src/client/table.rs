@@ -18,6 +18,7 @@ use futures_util::{Stream, StreamExt as _, TryStreamExt as _};
 
 use crate::client::admin::{EnsureOptions, SchemaReport};
 use crate::client::connection::Connection;
+use crate::client::failure::status_error;
 use crate::client::read::read_rows_with;
 use crate::client::retry::{retryable_status, RetryPolicy};
 use crate::client::writer::{BulkWriter, WriteOptions};
@@ -30,7 +31,6 @@ use crate::model::policy::{from_micros, millis_floor};
 use crate::model::row::{decode_row, BigtableRow, Expiring};
 use crate::model::scan::{RawCell, Scan};
 use crate::wire::merge::{Cell, MergedRow};
-use crate::wire::read_error::ReadError;
 
 /// A typed handle on one Bigtable table holding rows of `T`.
 ///
@@ -251,14 +251,6 @@ impl<T: BigtableRow> Table<T> {
         self.conn.table_path(&self.name)
     }
 
-    fn server_error(&self, row_key: Option<String>, source: impl Into<BoxError>) -> Error {
-        Error::Server {
-            table: self.name.clone(),
-            row_key,
-            source: source.into(),
-        }
-    }
-
     // ----- writes -------------------------------------------------------
 
     /// Write `row` with the expiry its fields or the table's policy give,
@@ -400,10 +392,10 @@ impl<T: BigtableRow> Table<T> {
             Ok(()) => Ok(written),
             // Nothing got through (missing table, bad request…): the plain
             // server error says it best.
-            Err(Error::PartialWrite { written: 0, .. }) if writer.stopped().is_some() => {
-                let why = writer.stopped().unwrap_or_default().to_owned();
-                Err(self.server_error(None, why))
-            }
+            Err(e @ Error::PartialWrite { written: 0, .. }) => match writer.stopped_status() {
+                Some(status) => Err(status_error(&self.name, None, status.clone(), None)),
+                None => Err(e),
+            },
             Err(e) => Err(e),
         }
     }
@@ -447,8 +439,8 @@ impl<T: BigtableRow> Table<T> {
                 || status.code() == tonic::Code::DeadlineExceeded)
                 && budget.wait().await;
             if !retry {
-                let key = String::from_utf8_lossy(&request.row_key).into_owned();
-                return Err(self.server_error(Some(key), status));
+                let key = Some(request.row_key);
+                return Err(status_error(&self.name, key, status, Some(&budget)));
             }
         }
     }
@@ -588,9 +580,7 @@ impl<T: BigtableRow> Table<T> {
                         other => Either::Left(futures_util::future::ready(other.transpose())),
                     }
                 }
-                Err((key, e)) => Either::Left(futures_util::future::ready(Some(Err(
-                    this.server_error(key, e)
-                )))),
+                Err(e) => Either::Left(futures_util::future::ready(Some(Err(e)))),
             }
         })
     }
@@ -617,11 +607,7 @@ impl<T: BigtableRow> Table<T> {
             tracing::debug!(table = %self.name, row = %String::from_utf8_lossy(&key), "re-reading a torn row");
             let request =
                 self.read_request(Scan::keys([key.as_slice()]), Some(self.read_filter(now)));
-            let rows: Vec<MergedRow> = self
-                .raw_stream(request)
-                .map_err(|(k, e)| self.server_error(k, e))
-                .try_collect()
-                .await?;
+            let rows: Vec<MergedRow> = self.raw_stream(request).try_collect().await?;
             let Some((row_key, cells)) = rows.into_iter().next() else {
                 return Ok(None);
             };
@@ -644,7 +630,6 @@ impl<T: BigtableRow> Table<T> {
         let request = self.read_request(scan, None);
         self.raw_stream(request)
             .map_ok(|(key, cells)| (key, cells.into_iter().map(RawCell::from).collect()))
-            .map_err(|(key, e)| self.server_error(key, e))
             .try_collect()
             .await
     }
@@ -652,8 +637,7 @@ impl<T: BigtableRow> Table<T> {
     fn raw_stream(
         &self,
         request: Option<ReadRowsRequest>,
-    ) -> impl Stream<Item = std::result::Result<MergedRow, (Option<String>, ReadError)>> + Send + 'static
-    {
+    ) -> impl Stream<Item = Result<MergedRow>> + Send + 'static {
         match request {
             None => futures_util::stream::empty().left_stream(),
             Some(request) => {
@@ -661,21 +645,20 @@ impl<T: BigtableRow> Table<T> {
                     .rows
                     .as_ref()
                     .filter(|r| r.row_ranges.is_empty() && r.row_keys.len() == 1)
-                    .map(|r| String::from_utf8_lossy(&r.row_keys[0]).into_owned());
+                    .map(|r| r.row_keys[0].clone());
+                let table = self.name.clone();
                 read_rows_with(
                     self.conn.data_channel(),
                     request,
                     self.read_retry,
                     self.read_resumes.clone(),
                 )
-                .map_err(move |e| (single_key.clone(), e))
+                .map_err(move |e| e.into_error(&table, single_key.clone()))
                 .right_stream()
             }
         }
     }
 }
-
-type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// A decode failure that a torn read explains: a required column absent from
 /// a row that has other live cells.

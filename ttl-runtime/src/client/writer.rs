@@ -22,11 +22,12 @@ use tokio::task::JoinSet;
 use crate::client::connection::Connection;
 use crate::client::retry::{retryable_code, retryable_status, RetryPolicy};
 use crate::model::clock::Clock;
-use crate::model::error::{Error, Result};
+use crate::model::error::{Code, Error, FailedRow, Result};
 use crate::model::mutation::{MutationBuilder, RowMutation};
 use crate::model::row::BigtableRow;
 use crate::wire::channel::DataChannel;
 use crate::wire::codec::EncodedBatch;
+use crate::wire::status::code_of;
 
 pub use crate::model::limits::{MAX_MUTATIONS_PER_REQUEST, MAX_REQUEST_BYTES, MAX_ROW_BYTES};
 
@@ -117,17 +118,35 @@ impl Counters {
     }
 }
 
-/// A row that was not (or not surely) written: its key and why.
-type Failure = (Vec<u8>, String);
-
 /// What one batch ended with.
 #[derive(Debug, Default)]
 struct BatchReport {
     written: usize,
-    failed: Vec<Failure>,
+    failed: Vec<FailedRow>,
     /// The first attempt failed as a whole with a final error and nothing
     /// was written (missing table, permission…): later batches would too.
-    fatal: Option<String>,
+    fatal: Option<tonic::Status>,
+}
+
+/// One entry's answer in a `MutateRows` response.
+#[derive(Debug, Clone)]
+struct EntryStatus {
+    code: Code,
+    message: String,
+}
+
+/// Why an attempt failed as a whole (no answer, or an error status for the
+/// request), and whether re-sending is worth it.
+#[derive(Debug)]
+struct RequestFailure {
+    retryable: bool,
+    status: tonic::Status,
+}
+
+impl RequestFailure {
+    fn describe(&self) -> String {
+        status_text(&self.status)
+    }
 }
 
 /// Send one batch, retrying its failed entries within `policy`: every
@@ -141,11 +160,9 @@ async fn send_batch(
 ) -> BatchReport {
     let mut report = BatchReport::default();
     let mut budget = policy.start();
-    let mut attempt = 0u32;
     // Indices into `batch` of the entries still to write; `None`: all.
     let mut pending: Option<Vec<usize>> = None;
     loop {
-        attempt += 1;
         bump(&counters.requests, 1);
         if let Some(pending) = &pending {
             bump(&counters.retries, 1);
@@ -162,55 +179,67 @@ async fn send_batch(
         )
         .await;
         let pending_now: Vec<usize> = pending.take().unwrap_or_else(|| (0..batch.len()).collect());
-        if outcome.is_err() {
+        if let Err(failure) = &outcome {
             bump(&counters.request_failures, 1);
-        }
-        if let Err((false, why)) = &outcome {
-            if attempt == 1 && statuses.iter().all(Option::is_none) {
+            if !failure.retryable && budget.attempts() == 1 && statuses.iter().all(Option::is_none)
+            {
+                let why = format!("the request failed: {}", failure.describe());
                 report.failed = pending_now
                     .into_iter()
-                    .map(|i| (batch.key(i), format!("the request failed: {why}")))
+                    .map(|i| FailedRow::new(batch.key(i), None, why.clone()))
                     .collect();
-                report.fatal = Some(why.clone());
+                report.fatal = Some(failure.status.clone());
                 return report;
             }
         }
-        let mut retry = Vec::new();
+        let mut retry: Vec<(usize, Option<Code>, String)> = Vec::new();
         for (i, status) in pending_now.into_iter().zip(statuses) {
             match (status, &outcome) {
-                (Some((0, _)), _) => report.written += 1,
-                (Some((code, message)), _) => {
-                    let code = tonic::Code::from(code);
-                    let why = format!("{code:?}: {message}");
+                (Some(EntryStatus { code: Code::Ok, .. }), _) => report.written += 1,
+                (Some(EntryStatus { code, message }), _) => {
+                    let why = format!("{code}: {message}");
                     if retryable_code(code) {
-                        retry.push((i, why));
+                        retry.push((i, Some(code), why));
                     } else {
-                        report.failed.push((batch.key(i), why));
+                        report
+                            .failed
+                            .push(FailedRow::new(batch.key(i), Some(code), why));
                     }
                 }
                 // No status: the outcome is unknown.
-                (None, Ok(())) => retry.push((i, "no status returned".to_owned())),
-                (None, Err((true, why))) => {
-                    retry.push((i, format!("outcome unknown, the request failed: {why}")));
-                }
-                (None, Err((false, why))) => report
-                    .failed
-                    .push((batch.key(i), format!("the request failed: {why}"))),
+                (None, Ok(())) => retry.push((i, None, "no status returned".to_owned())),
+                (None, Err(failure)) if failure.retryable => retry.push((
+                    i,
+                    None,
+                    format!(
+                        "outcome unknown, the request failed: {}",
+                        failure.describe()
+                    ),
+                )),
+                (None, Err(failure)) => report.failed.push(FailedRow::new(
+                    batch.key(i),
+                    None,
+                    format!("the request failed: {}", failure.describe()),
+                )),
             }
         }
         if retry.is_empty() {
             return report;
         }
         if !budget.wait().await {
-            report.failed.extend(retry.into_iter().map(|(i, why)| {
-                (
-                    batch.key(i),
-                    format!("{why} (gave up after {attempt} attempts)"),
-                )
-            }));
+            let attempts = budget.attempts();
+            report
+                .failed
+                .extend(retry.into_iter().map(|(i, code, why)| {
+                    FailedRow::new(
+                        batch.key(i),
+                        code,
+                        format!("{why} (gave up after {attempts} attempts)"),
+                    )
+                }));
             return report;
         }
-        pending = Some(retry.into_iter().map(|(i, _)| i).collect());
+        pending = Some(retry.into_iter().map(|(i, _, _)| i).collect());
     }
 }
 
@@ -218,7 +247,7 @@ async fn send_batch(
 /// statuses and retries, for callers that build raw entries (migrations).
 ///
 /// # Errors
-/// [`Error::Server`] naming the first row not written, and how many were not.
+/// [`Error::PartialWrite`] naming every row not written.
 pub(crate) async fn write_entries(
     conn: &Connection,
     table: &str,
@@ -243,23 +272,20 @@ pub(crate) async fn write_entries(
         Arc::default(),
     )
     .await;
-    match report.failed.first() {
-        None => Ok(()),
-        Some((key, why)) => Err(Error::Server {
+    if report.failed.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::PartialWrite {
             table: table.to_owned(),
-            row_key: Some(String::from_utf8_lossy(key).into_owned()),
-            source: format!(
-                "{why} ({} rows of the batch not written)",
-                report.failed.len()
-            )
-            .into(),
-        }),
+            written: report.written,
+            failed: report.failed,
+        })
     }
 }
 
 /// One `MutateRows` attempt with `batch`'s entries `selected` (all when
 /// `None`; `sent` of them): each entry's status where the server gave one,
-/// and `Err((retryable, why))` when the request failed as a whole.
+/// and the failure when the request failed as a whole.
 async fn attempt_once(
     channel: &DataChannel,
     table_name: &Arc<str>,
@@ -268,10 +294,10 @@ async fn attempt_once(
     sent: usize,
     timeout: std::time::Duration,
 ) -> (
-    Vec<Option<(i32, String)>>,
-    std::result::Result<(), (bool, String)>,
+    Vec<Option<EntryStatus>>,
+    std::result::Result<(), RequestFailure>,
 ) {
-    let mut statuses: Vec<Option<(i32, String)>> = vec![None; sent];
+    let mut statuses: Vec<Option<EntryStatus>> = vec![None; sent];
     let call = async {
         let mut stream = channel
             .mutate_rows(table_name.clone(), batch.clone(), selected, timeout)
@@ -282,12 +308,11 @@ async fn attempt_once(
                     .ok()
                     .and_then(|i| statuses.get_mut(i));
                 if let Some(slot) = slot {
-                    *slot = Some(
-                        entry
-                            .status
-                            .map(|s| (s.code, s.message))
-                            .unwrap_or_default(),
-                    );
+                    let status = entry.status.unwrap_or_default();
+                    *slot = Some(EntryStatus {
+                        code: Code::from_i32(status.code),
+                        message: status.message,
+                    });
                 }
             }
         }
@@ -295,15 +320,21 @@ async fn attempt_once(
     };
     let outcome = match tokio::time::timeout(timeout, call).await {
         Ok(Ok(())) => Ok(()),
-        Ok(Err(status)) => Err((retryable_status(&status), status_text(&status))),
-        Err(_) => Err((true, "the attempt timed out".to_owned())),
+        Ok(Err(status)) => Err(RequestFailure {
+            retryable: retryable_status(&status),
+            status,
+        }),
+        Err(_) => Err(RequestFailure {
+            retryable: true,
+            status: tonic::Status::deadline_exceeded("the attempt timed out"),
+        }),
     };
     (statuses, outcome)
 }
 
 fn status_text(status: &tonic::Status) -> String {
     use std::error::Error as _;
-    let mut text = format!("{:?}: {}", status.code(), status.message());
+    let mut text = format!("{}: {}", code_of(status), status.message());
     let mut source = status.source();
     while let Some(s) = source {
         text.push_str(": ");
@@ -355,9 +386,9 @@ pub struct BulkWriter<T> {
     /// Each batch in flight, to report its keys if its task dies.
     in_flight: HashMap<tokio::task::Id, Arc<EncodedBatch>>,
     written: usize,
-    failed: Vec<Failure>,
+    failed: Vec<FailedRow>,
     /// Set once a request failed with a final error: later rows are not sent.
-    stopped: Option<String>,
+    stopped: Option<tonic::Status>,
     counters: Arc<Counters>,
 }
 
@@ -466,10 +497,14 @@ impl<T: BigtableRow> BulkWriter<T> {
         if batch.is_empty() {
             return;
         }
-        if let Some(why) = &self.stopped {
-            let why = format!("not sent: an earlier request failed: {why}");
+        if let Some(status) = &self.stopped {
+            let why = format!(
+                "not sent: an earlier request failed: {}",
+                status_text(status)
+            );
             bump(&self.counters.rows_failed, batch.len());
-            self.failed.extend(batch.keys().map(|k| (k, why.clone())));
+            self.failed
+                .extend(batch.keys().map(|k| FailedRow::new(k, None, why.clone())));
             return;
         }
         while self.tasks.len() >= self.options.max_in_flight.max(1) {
@@ -507,7 +542,8 @@ impl<T: BigtableRow> BulkWriter<T> {
                 let batch = self.in_flight.remove(&e.id()).unwrap_or_default();
                 let why = format!("outcome unknown, the request's task failed: {e}");
                 bump(&self.counters.rows_failed, batch.len());
-                self.failed.extend(batch.keys().map(|k| (k, why.clone())));
+                self.failed
+                    .extend(batch.keys().map(|k| FailedRow::new(k, None, why.clone())));
             }
         }
     }
@@ -531,10 +567,7 @@ impl<T: BigtableRow> BulkWriter<T> {
             Err(Error::PartialWrite {
                 table: self.table_name.clone(),
                 written,
-                failed: failed
-                    .into_iter()
-                    .map(|(k, why)| (String::from_utf8_lossy(&k).into_owned(), why))
-                    .collect(),
+                failed,
             })
         }
     }
@@ -559,6 +592,11 @@ impl<T: BigtableRow> BulkWriter<T> {
     /// says why.
     #[must_use]
     pub fn stopped(&self) -> Option<&str> {
-        self.stopped.as_deref()
+        self.stopped.as_ref().map(tonic::Status::message)
+    }
+
+    /// The status that stopped the writer ([`BulkWriter::stopped`]).
+    pub(crate) fn stopped_status(&self) -> Option<&tonic::Status> {
+        self.stopped.as_ref()
     }
 }

@@ -1,6 +1,15 @@
-//! The one error type of the runtime. Each variant says what the caller can do.
+//! The one error type of the runtime. Each variant says what the caller can
+//! do; `Display` prints that one level, and the cause, where there is one,
+//! is the error's `source()` (print the chain with a reporter such as
+//! anyhow's `{:#}` to see both).
+
+use std::fmt;
+use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
+
+/// A cause of an error, kept as the error's `source()`.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Everything that can go wrong in `bigtable-ttl` at run time.
 ///
@@ -39,22 +48,23 @@ pub enum Error {
         timestamp_micros: i64,
     },
     /// Under the one-second strategy every write needs an expiry.
-    #[error("table `{table}` uses the one-second strategy: this write has no expiry; set the expire_at field or call .expire_at()/.ttl() on the builder")]
+    #[error("{}uses the one-second strategy: this write has no expiry; set the expire_at field or call .expire_at()/.ttl() on the builder", table.as_deref().map_or_else(|| "the policy ".to_owned(), |t| format!("table `{t}` ")))]
     MissingExpiry {
-        /// The table the write was for.
-        table: &'static str,
+        /// The table the write was for; `None` when the policy was used on
+        /// its own ([`crate::Policy::cell_timestamp`]).
+        table: Option<String>,
     },
     /// The row key encodes to zero bytes, which Bigtable rejects.
     #[error("row key for table `{table}` is empty; Bigtable requires a non-empty key")]
     EmptyRowKey {
         /// The table the key was for.
-        table: &'static str,
+        table: String,
     },
     /// The row key is longer than Bigtable's 4 KiB limit.
     #[error("row key for table `{table}` is {len} bytes, over Bigtable's limit of {max} bytes; shorten the key fields")]
     RowKeyTooLong {
         /// The table the key was for.
-        table: &'static str,
+        table: String,
         /// Length of the encoded key.
         len: usize,
         /// The limit (4096).
@@ -70,17 +80,17 @@ pub enum Error {
         separator: &'static str,
     },
     /// A row key read back from Bigtable does not have the declared shape.
-    #[error("row key {row_key:?} of table `{table}` does not decode: {reason}")]
+    #[error("row key \"{}\" of table `{table}` does not decode: {reason}", row_key.escape_ascii())]
     BadRowKey {
         /// The table.
         table: String,
-        /// The key, lossily as UTF-8.
-        row_key: String,
+        /// The key.
+        row_key: Vec<u8>,
         /// What did not match.
         reason: String,
     },
     /// A field value could not be encoded.
-    #[error("field `{field}` could not be encoded: {source}")]
+    #[error("field `{field}` could not be encoded")]
     Encode {
         /// The field at fault.
         field: &'static str,
@@ -89,12 +99,12 @@ pub enum Error {
         source: CodecError,
     },
     /// A cell read back could not be decoded into its field.
-    #[error("table `{table}`, row {row_key:?}, column `{column}`: {source}")]
+    #[error("table `{table}`, row \"{}\", column `{column}` does not decode", row_key.escape_ascii())]
     Decode {
         /// The table.
         table: String,
-        /// The row key, lossily as UTF-8.
-        row_key: String,
+        /// The row key.
+        row_key: Vec<u8>,
         /// `family:qualifier`.
         column: String,
         /// Why.
@@ -114,12 +124,12 @@ pub enum Error {
     /// One row's write is over Bigtable's per-row limits (256 MiB of data,
     /// 100,000 mutations); refused before anything is sent. Split the data
     /// over several rows.
-    #[error("row {row_key:?} of table `{table}` is over Bigtable's limits: {detail}; split the data over several rows")]
+    #[error("row \"{}\" of table `{table}` is over Bigtable's limits: {detail}; split the data over several rows", row_key.escape_ascii())]
     RowTooLarge {
         /// The table.
         table: String,
-        /// The row key, lossily as UTF-8.
-        row_key: String,
+        /// The row key.
+        row_key: Vec<u8>,
         /// Which limit, and by how much.
         detail: String,
     },
@@ -167,38 +177,217 @@ pub enum Error {
         /// What went wrong and what to do.
         reason: String,
     },
-    /// Connecting to Bigtable failed.
-    #[error("could not connect to Bigtable ({target}): {reason}")]
+    /// Connecting to Bigtable failed, or the connection is misconfigured
+    /// (the cause says which).
+    #[error("could not connect to Bigtable ({target})")]
     Connect {
         /// Where we tried to connect.
         target: String,
         /// Why it failed.
-        reason: String,
+        #[source]
+        source: BoxError,
     },
     /// A multi-row write left some rows unwritten (or with an unknown
     /// outcome); every other row was written. Retrying the whole write is
     /// safe: every mutation carries explicit timestamps, so writing a row
     /// twice stores the same cells.
-    #[error("{} of {} rows of table `{table}` were not written (or not surely): {}; retrying the write is safe", failed.len(), failed.len() + written, failed.iter().take(3).map(|(k, m)| format!("{k:?}: {m}")).collect::<Vec<_>>().join("; "))]
+    #[error("{} of {} rows of table `{table}` were not written (or not surely){}; retrying the write is safe", failed.len(), failed.len() + written, first_failures(failed))]
     PartialWrite {
         /// The table.
         table: String,
         /// How many rows were written.
         written: usize,
-        /// Each row not written: its key (lossily as UTF-8) and why.
-        failed: Vec<(String, String)>,
+        /// Each row not written, with its key as sent and why.
+        failed: Vec<FailedRow>,
     },
-    /// Bigtable answered with an error.
-    #[error("Bigtable error on table `{table}`{}: {source}", row_key.as_deref().map(|k| format!(", row {k:?}")).unwrap_or_default())]
+    /// Bigtable answered with an error, or could not be reached, and the
+    /// call ended. `code` is what to branch on; the last attempt's status is
+    /// the `source()`.
+    #[error("Bigtable answered {code} for table `{table}`{} ({})", row_key.as_deref().map(|k| format!(", row \"{}\"", k.escape_ascii())).unwrap_or_default(), Attempts { count: *attempts, elapsed: *elapsed, retries_exhausted: *retries_exhausted })]
     Server {
         /// The table.
         table: String,
         /// The row key involved, where there is one.
-        row_key: Option<String>,
-        /// The underlying status or transport error.
+        row_key: Option<Vec<u8>>,
+        /// The gRPC status code of the last attempt.
+        code: Code,
+        /// Attempts made, the first included.
+        attempts: u32,
+        /// How long the attempts took, delays between them included.
+        elapsed: Duration,
+        /// Whether the error was worth retrying and the retry budget (attempts
+        /// or deadline) ran out; `false` for an error that is final at once.
+        retries_exhausted: bool,
+        /// The last attempt's status or transport error.
         #[source]
-        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+        source: BoxError,
     },
+}
+
+/// One row a multi-row write did not (surely) write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FailedRow {
+    /// The row key, as sent: write it again with these bytes.
+    pub row_key: Vec<u8>,
+    /// The status Bigtable gave the row; `None` when no answer came for it
+    /// (the request failed, timed out or was not sent), so the row may or
+    /// may not be stored.
+    pub code: Option<Code>,
+    /// Why, in words.
+    pub reason: String,
+}
+
+impl FailedRow {
+    /// A row that failed with `code` (or no answer) for `reason`.
+    #[must_use]
+    pub fn new(row_key: Vec<u8>, code: Option<Code>, reason: impl Into<String>) -> Self {
+        Self {
+            row_key,
+            code,
+            reason: reason.into(),
+        }
+    }
+}
+
+impl fmt::Display for FailedRow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "\"{}\": {}", self.row_key.escape_ascii(), self.reason)
+    }
+}
+
+/// The first few failed rows, for a one-line message.
+fn first_failures(failed: &[FailedRow]) -> String {
+    let shown: Vec<String> = failed.iter().take(3).map(ToString::to_string).collect();
+    if shown.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", shown.join("; "))
+    }
+}
+
+/// "1 attempt" / "10 attempts over 23.1s, retries exhausted".
+struct Attempts {
+    count: u32,
+    elapsed: Duration,
+    retries_exhausted: bool,
+}
+
+impl fmt::Display for Attempts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plural = if self.count == 1 { "" } else { "s" };
+        write!(
+            f,
+            "{} attempt{plural} over {:.1?}",
+            self.count, self.elapsed
+        )?;
+        if self.retries_exhausted {
+            f.write_str(", retries exhausted")?;
+        }
+        Ok(())
+    }
+}
+
+/// A gRPC status code, as Bigtable answers it (the codes of
+/// `google.rpc.Code`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Code {
+    /// Not an error.
+    Ok,
+    /// The call was cancelled.
+    Cancelled,
+    /// An unknown error (also any code this library does not know).
+    Unknown,
+    /// The request is invalid.
+    InvalidArgument,
+    /// The deadline passed before the call finished.
+    DeadlineExceeded,
+    /// The table (or instance) does not exist.
+    NotFound,
+    /// What was to be created exists.
+    AlreadyExists,
+    /// The credentials lack a permission.
+    PermissionDenied,
+    /// Throttled or out of quota: wait and retry.
+    ResourceExhausted,
+    /// The system is not in a state the call needs.
+    FailedPrecondition,
+    /// Aborted, usually by a conflict.
+    Aborted,
+    /// Out of the valid range.
+    OutOfRange,
+    /// Not implemented by the server (the emulator lacks some calls).
+    Unimplemented,
+    /// An internal error.
+    Internal,
+    /// The service is unavailable or the connection failed.
+    Unavailable,
+    /// Unrecoverable data loss.
+    DataLoss,
+    /// No valid credentials.
+    Unauthenticated,
+}
+
+impl Code {
+    /// The code numbered `code` in `google.rpc.Code` ([`Code::Unknown`] for
+    /// a number it does not define).
+    #[must_use]
+    pub fn from_i32(code: i32) -> Self {
+        const CODES: [Code; 17] = [
+            Code::Ok,
+            Code::Cancelled,
+            Code::Unknown,
+            Code::InvalidArgument,
+            Code::DeadlineExceeded,
+            Code::NotFound,
+            Code::AlreadyExists,
+            Code::PermissionDenied,
+            Code::ResourceExhausted,
+            Code::FailedPrecondition,
+            Code::Aborted,
+            Code::OutOfRange,
+            Code::Unimplemented,
+            Code::Internal,
+            Code::Unavailable,
+            Code::DataLoss,
+            Code::Unauthenticated,
+        ];
+        usize::try_from(code)
+            .ok()
+            .and_then(|i| CODES.get(i).copied())
+            .unwrap_or(Code::Unknown)
+    }
+
+    /// The code's name as gRPC spells it (`UNAVAILABLE`).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::Ok => "OK",
+            Code::Cancelled => "CANCELLED",
+            Code::Unknown => "UNKNOWN",
+            Code::InvalidArgument => "INVALID_ARGUMENT",
+            Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+            Code::NotFound => "NOT_FOUND",
+            Code::AlreadyExists => "ALREADY_EXISTS",
+            Code::PermissionDenied => "PERMISSION_DENIED",
+            Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+            Code::FailedPrecondition => "FAILED_PRECONDITION",
+            Code::Aborted => "ABORTED",
+            Code::OutOfRange => "OUT_OF_RANGE",
+            Code::Unimplemented => "UNIMPLEMENTED",
+            Code::Internal => "INTERNAL",
+            Code::Unavailable => "UNAVAILABLE",
+            Code::DataLoss => "DATA_LOSS",
+            Code::Unauthenticated => "UNAUTHENTICATED",
+        }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Why a value could not be turned into cell bytes or back.
@@ -235,3 +424,82 @@ pub enum CodecError {
 
 /// The result type of the runtime.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each level of `e`'s chain, as a reporter prints it.
+    fn chain(e: &(dyn std::error::Error + 'static)) -> Vec<String> {
+        std::iter::successors(Some(e), |e| e.source())
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn every_level_of_a_chain_is_printed_once() {
+        let status = std::io::Error::other("connection reset by peer");
+        let errors = [
+            Error::Encode {
+                field: "url",
+                source: CodecError::Json("key must be a string".into()),
+            },
+            Error::Decode {
+                table: "clicks".into(),
+                row_key: b"c\xff1".to_vec(),
+                column: "c:url".into(),
+                source: CodecError::InvalidUtf8("invalid utf-8 sequence".into()),
+            },
+            Error::Server {
+                table: "clicks".into(),
+                row_key: Some(b"c1".to_vec()),
+                code: Code::Unavailable,
+                attempts: 10,
+                elapsed: Duration::from_millis(23_100),
+                retries_exhausted: true,
+                source: Box::new(status),
+            },
+            Error::Connect {
+                target: "emulator at ::::".into(),
+                source: "invalid authority".into(),
+            },
+        ];
+        for error in &errors {
+            let levels = chain(error);
+            assert_eq!(levels.len(), 2, "{levels:?}");
+            assert!(
+                !levels[0].contains(&levels[1]),
+                "the cause is printed twice: {levels:?}"
+            );
+        }
+        let server = errors[2].to_string();
+        assert!(
+            server.contains("UNAVAILABLE")
+                && server.contains("\"c1\"")
+                && server.contains("10 attempts over 23.1s, retries exhausted"),
+            "{server}"
+        );
+        // Keys are bytes, shown escaped, not lossily.
+        assert!(
+            errors[1].to_string().contains(r#""c\xff1""#),
+            "{}",
+            errors[1]
+        );
+    }
+
+    #[test]
+    fn codes_round_trip_their_numbers() {
+        for n in (0..17).filter(|n| *n != 2) {
+            let code = Code::from_i32(n);
+            assert_ne!(code, Code::Unknown, "{n}");
+            assert!(code
+                .as_str()
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c == '_'));
+        }
+        assert_eq!(Code::from_i32(2), Code::Unknown);
+        assert_eq!(Code::from_i32(14), Code::Unavailable);
+        assert_eq!(Code::from_i32(99), Code::Unknown);
+        assert_eq!(Code::from_i32(-1), Code::Unknown);
+    }
+}

@@ -77,7 +77,7 @@ impl FieldError {
             }
             FieldError::Key(i, source) => Error::BadRowKey {
                 table: schema.table.to_owned(),
-                row_key: String::from_utf8_lossy(key).into_owned(),
+                row_key: key.to_vec(),
                 reason: format!(
                     "key field `{}`: {source}",
                     schema.key_fields.get(i).copied().unwrap_or("")
@@ -112,7 +112,7 @@ pub(crate) fn bad_shape(
     let separator = if count <= 1 { "" } else { separator };
     Error::BadRowKey {
         table: table.to_owned(),
-        row_key: String::from_utf8_lossy(key).into_owned(),
+        row_key: key.to_vec(),
         reason: format!("expected {count} parts joined by {separator:?}, found {found}"),
     }
 }
@@ -126,7 +126,7 @@ pub(crate) fn decode_error(
 ) -> Error {
     Error::Decode {
         table: schema.table.to_owned(),
-        row_key: String::from_utf8_lossy(key).into_owned(),
+        row_key: key.to_vec(),
         column: format!("{family}:{qualifier}"),
         source,
     }

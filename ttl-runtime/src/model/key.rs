@@ -239,11 +239,13 @@ impl KeyBuilder {
 #[inline]
 pub fn check_row_key(table: &'static str, key: &[u8]) -> Result<()> {
     if key.is_empty() {
-        return Err(Error::EmptyRowKey { table });
+        return Err(Error::EmptyRowKey {
+            table: table.to_owned(),
+        });
     }
     if key.len() > MAX_ROW_KEY_BYTES {
         return Err(Error::RowKeyTooLong {
-            table,
+            table: table.to_owned(),
             len: key.len(),
             max: MAX_ROW_KEY_BYTES,
         });
@@ -334,7 +336,7 @@ impl<'a> KeyReader<'a> {
         };
         K::read_key(bytes).map_err(|e| Error::BadRowKey {
             table: self.table.to_owned(),
-            row_key: String::from_utf8_lossy(self.key).into_owned(),
+            row_key: self.key.to_vec(),
             reason: format!("key field `{field}`: {e}"),
         })
     }

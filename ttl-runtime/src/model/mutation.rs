@@ -77,12 +77,12 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
         let policy = schema.policy;
         let row_key = self.row.row_key()?;
         let expiry = self.expiry.unwrap_or_else(|| self.row.expiry());
-        let row_ts = policy.cell_timestamp(now, expiry).map_err(|e| match e {
-            Error::MissingExpiry { .. } => Error::MissingExpiry {
-                table: schema.table,
-            },
-            other => other,
-        })?;
+        if expiry == Expiry::PolicyDefault && policy == Policy::OneSecond {
+            return Err(Error::MissingExpiry {
+                table: Some(schema.table.to_owned()),
+            });
+        }
+        let row_ts = policy.cell_timestamp(now, expiry)?;
         let shadow_mutations = if schema.written_at.is_some() { 2 } else { 0 };
         let mut mutations = Vec::with_capacity(2 * schema.columns.len() + shadow_mutations);
         let mut sink = CellSink {
@@ -244,7 +244,7 @@ pub fn delete_row() -> Mutation {
 pub(crate) fn check_row(table: &str, m: &RowMutation) -> Result<()> {
     let too_large = |detail: String| Error::RowTooLarge {
         table: table.to_owned(),
-        row_key: String::from_utf8_lossy(&m.row_key).into_owned(),
+        row_key: m.row_key.clone(),
         detail,
     };
     if m.mutations.len() > MAX_MUTATIONS_PER_REQUEST {

@@ -160,7 +160,7 @@ impl Policy {
     /// # Errors
     /// * [`Error::NonPositiveTtl`] for a TTL of zero or less;
     /// * [`Error::ExpiryNotInFuture`] for an expiry at or before `now`;
-    /// * [`Error::MissingExpiry`] (with an empty table name) for
+    /// * [`Error::MissingExpiry`] (with no table) for
     ///   [`Expiry::PolicyDefault`] under the one-second policy;
     /// * [`Error::ExpiryOutOfRange`] / [`Error::TimestampBeforeEpoch`] when the
     ///   timestamp cannot be represented.
@@ -169,7 +169,7 @@ impl Policy {
         let now_ms = millis_floor(now)?;
         let expiry_micros = match expiry {
             Expiry::PolicyDefault => match self {
-                Policy::OneSecond => return Err(Error::MissingExpiry { table: "" }),
+                Policy::OneSecond => return Err(Error::MissingExpiry { table: None }),
                 Policy::Default { .. } => return Ok(now_ms),
             },
             Expiry::Ttl(ttl) => {

@@ -13,7 +13,7 @@ use crate::client::admin::live_rules;
 use crate::client::connection::Connection;
 use crate::client::read::read_rows;
 use crate::model::codec::CellCodec;
-use crate::model::error::{Error, Result};
+use crate::model::error::Result;
 use crate::model::gc_rule::{policy_from_rule, proto::GcRule};
 use crate::model::policy::Policy;
 use crate::model::scan::RawCell;
@@ -141,7 +141,7 @@ pub fn explain_cells(
 /// ```
 ///
 /// # Errors
-/// [`Error::TableNotFound`]; [`Error::Server`].
+/// [`crate::Error::TableNotFound`]; [`crate::Error::Server`].
 pub async fn inspect(
     conn: &Connection,
     table: &str,
@@ -169,11 +169,7 @@ pub async fn inspect(
         ..ReadRowsRequest::default()
     };
     let rows: Vec<(Vec<u8>, Vec<RawCell>)> = read_rows(conn.data_channel(), request)
-        .map_err(|e| Error::Server {
-            table: table.to_owned(),
-            row_key: Some(String::from_utf8_lossy(row_key).into_owned()),
-            source: Box::new(e),
-        })
+        .map_err(|e| e.into_error(table, Some(row_key.to_vec())))
         .try_collect()
         .await?;
     let cells = rows.into_iter().next().map(|(_, c)| c).unwrap_or_default();

@@ -26,7 +26,7 @@ use crate::client::table::Table;
 use crate::model::error::{Error, Result};
 use crate::model::filter::read_filter;
 use crate::model::mutation::{delete_column, set_cell, RowMutation};
-use crate::model::policy::Expiry;
+use crate::model::policy::{Expiry, Policy};
 use crate::model::row::{BigtableRow, Expiring};
 use crate::model::scan::RawCell;
 use crate::model::schema::Schema;
@@ -105,12 +105,12 @@ pub fn retime_mutation(
             })?)
         }
     };
-    let row_ts = policy.cell_timestamp(now, expiry).map_err(|e| match e {
-        Error::MissingExpiry { .. } => Error::MissingExpiry {
-            table: schema.table,
-        },
-        other => other,
-    })?;
+    if expiry == Expiry::PolicyDefault && policy == Policy::OneSecond {
+        return Err(Error::MissingExpiry {
+            table: Some(schema.table.to_owned()),
+        });
+    }
+    let row_ts = policy.cell_timestamp(now, expiry)?;
     let mut mutations = Vec::with_capacity(2 * newest.len());
     for ((family, qualifier), cell) in &newest {
         let ts = match own_ttl(family, qualifier) {
@@ -158,11 +158,6 @@ impl<T: BigtableRow> Table<T> {
         let row_key = T::encode_key(key)?;
         let now = self.clock().now();
         let conn = self.connection();
-        let server = |source: Box<dyn std::error::Error + Send + Sync>| Error::Server {
-            table: self.name().to_owned(),
-            row_key: Some(String::from_utf8_lossy(&row_key).into_owned()),
-            source,
-        };
         let request = ReadRowsRequest {
             table_name: conn.table_path(self.name()),
             rows: Some(RowSet {
@@ -174,7 +169,7 @@ impl<T: BigtableRow> Table<T> {
             ..ReadRowsRequest::default()
         };
         let rows: Vec<(Vec<u8>, Vec<RawCell>)> = read_rows(conn.data_channel(), request)
-            .map_err(|e| server(Box::new(e)))
+            .map_err(|e| e.into_error(self.name(), Some(row_key.clone())))
             .try_collect()
             .await?;
         let cells = rows.into_iter().next().map(|(_, c)| c).unwrap_or_default();

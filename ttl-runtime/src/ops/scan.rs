@@ -7,7 +7,7 @@ use futures_util::TryStreamExt as _;
 
 use crate::client::connection::Connection;
 use crate::client::read::read_rows;
-use crate::model::error::{Error, Result};
+use crate::model::error::Result;
 use crate::model::filter::{chain, filter, only_family};
 use crate::model::scan::RawCell;
 
@@ -88,11 +88,7 @@ impl FamilyPages {
         };
         let table = self.table.clone();
         let page: Vec<(Vec<u8>, Vec<RawCell>)> = read_rows(self.conn.data_channel(), request)
-            .map_err(|e| Error::Server {
-                table: table.clone(),
-                row_key: None,
-                source: Box::new(e),
-            })
+            .map_err(|e| e.into_error(&table, None))
             .try_collect()
             .await?;
         if page.len() < self.page_rows {

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
+use crate::model::error::BoxError;
 use crate::proto::{MutateRowRequest, MutateRowResponse, MutateRowsResponse, ReadRowsRequest};
 use crate::wire::chunk::{Chunk, ReadRowsCodec};
 use tonic_prost::ProstCodec;
@@ -53,9 +54,8 @@ fn configure(endpoint: Endpoint) -> Endpoint {
 impl DataChannel {
     /// Plain HTTP/2 to an emulator at `host` (`host:port`), connected on
     /// first use.
-    pub(crate) fn emulator(host: &str) -> Result<Self, String> {
-        let endpoint =
-            Endpoint::from_shared(format!("http://{host}")).map_err(|e| e.to_string())?;
+    pub(crate) fn emulator(host: &str) -> Result<Self, BoxError> {
+        let endpoint = Endpoint::from_shared(format!("http://{host}"))?;
         Ok(Self {
             channel: configure(endpoint).connect_lazy(),
             tokens: None,
@@ -64,11 +64,10 @@ impl DataChannel {
 
     /// TLS to Cloud Bigtable over a few connections, with tokens from
     /// `tokens`. Must be called within a Tokio runtime.
-    pub(crate) fn cloud(tokens: Arc<dyn gcp_auth::TokenProvider>) -> Result<Self, String> {
+    pub(crate) fn cloud(tokens: Arc<dyn gcp_auth::TokenProvider>) -> Result<Self, BoxError> {
         let endpoint = configure(
             Endpoint::from_static(DATA_ENDPOINT)
-                .tls_config(ClientTlsConfig::new().with_native_roots())
-                .map_err(|e| e.to_string())?,
+                .tls_config(ClientTlsConfig::new().with_native_roots())?,
         );
         let (channel, connections) = Channel::balance_channel(CLOUD_CONNECTIONS);
         for key in 0..CLOUD_CONNECTIONS {

@@ -10,3 +10,4 @@ pub(crate) mod chunk;
 pub(crate) mod codec;
 pub(crate) mod merge;
 pub(crate) mod read_error;
+pub(crate) mod status;

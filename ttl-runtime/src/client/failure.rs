@@ -1,0 +1,38 @@
+//! How a call that failed becomes an [`Error::Server`]: the gRPC code to
+//! branch on, the attempts made and the time they took, and the last
+//! attempt's status as the error's source.
+
+use crate::client::retry::Budget;
+use crate::model::error::{BoxError, Code, Error};
+use crate::wire::status::code_of;
+
+/// The error ending a call on `table` (and `row_key`, where there is one)
+/// with `source`, its code `code`, after the attempts `budget` counted
+/// (one, when the call had no retry budget).
+pub(crate) fn server_error(
+    table: &str,
+    row_key: Option<Vec<u8>>,
+    code: Code,
+    source: impl Into<BoxError>,
+    budget: Option<&Budget>,
+) -> Error {
+    Error::Server {
+        table: table.to_owned(),
+        row_key,
+        code,
+        attempts: budget.map_or(1, Budget::attempts),
+        elapsed: budget.map(Budget::elapsed).unwrap_or_default(),
+        retries_exhausted: budget.is_some_and(Budget::exhausted),
+        source: source.into(),
+    }
+}
+
+/// [`server_error`] for a tonic status.
+pub(crate) fn status_error(
+    table: &str,
+    row_key: Option<Vec<u8>>,
+    status: tonic::Status,
+    budget: Option<&Budget>,
+) -> Error {
+    server_error(table, row_key, code_of(&status), status, budget)
+}
