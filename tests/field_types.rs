@@ -206,7 +206,7 @@ async fn i64_cells_are_bigtable_counters() {
     let table = table().await;
     table.put(&full("counter")).await.unwrap();
 
-    let mut client = table.connection().data_client();
+    let mut client = table.connection().data_client(table.name()).unwrap();
     let request = ReadModifyWriteRowRequest {
         table_name: table.connection().table_path(table.name()),
         row_key: b"counter".to_vec(),
@@ -218,7 +218,6 @@ async fn i64_cells_are_bigtable_counters() {
         ..Default::default()
     };
     client
-        .get_client()
         .read_modify_write_row(request)
         .await
         .expect("Bigtable increments the cell");
@@ -237,7 +236,7 @@ async fn malformed_cells_are_typed_errors_naming_the_column() {
     let table = table().await;
     table.put(&full("bad")).await.unwrap();
     let now = table.clock().now();
-    let mut client = table.connection().data_client();
+    let mut client = table.connection().data_client(table.name()).unwrap();
     // A 3-byte value where an i64 belongs, written behind the library's back
     // with a timestamp newer than the library's cell.
     let request = bigtable_ttl::proto::MutateRowRequest {
@@ -283,7 +282,7 @@ async fn malformed_cells_are_typed_errors_naming_the_column() {
 async fn a_really_missing_required_column_is_an_error() {
     let table = table().await;
     let ts = table.clock().now().timestamp_millis() * 1000;
-    let mut client = table.connection().data_client();
+    let mut client = table.connection().data_client(table.name()).unwrap();
     let request = bigtable_ttl::proto::MutateRowRequest {
         table_name: table.connection().table_path(table.name()),
         row_key: b"partial".to_vec(),

@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use bigtable_ttl::admin::{describe_rule, gc_rule, live_rules, rule_matches};
 use bigtable_ttl::proto::{
     mutation::{Mutation as Kind, SetCell},
-    MutateRowRequest, Mutation, ReadRowsRequest, RowSet,
+    MutateRowRequest, Mutation,
 };
 use bigtable_ttl::{
-    ensure_schema, verify_schema, Connection, EnsureOptions, Error, Policy, Schema,
+    ensure_schema, ops, verify_schema, Connection, EnsureOptions, Error, Policy, Scan, Schema,
 };
 use chrono::{TimeDelta, Utc};
 use support::{cbt, connection};
@@ -94,7 +94,8 @@ async fn write_raw(conn: &Connection, table: &str, row: &str, family: &str, colu
         }],
         ..MutateRowRequest::default()
     };
-    conn.data_client()
+    conn.data_client(table)
+        .unwrap()
         .mutate_row(request)
         .await
         .unwrap_or_else(|e| panic!("raw write to {table}/{row}: {e}"));
@@ -102,27 +103,14 @@ async fn write_raw(conn: &Connection, table: &str, row: &str, family: &str, colu
 
 /// Every stored cell of `row` as `(family:qualifier, timestamp)`, unfiltered.
 async fn raw_cells(conn: &Connection, table: &str, row: &str) -> Vec<(String, i64)> {
-    let request = ReadRowsRequest {
-        table_name: conn.table_path(table),
-        rows: Some(RowSet {
-            row_keys: vec![row.as_bytes().to_vec()],
-            row_ranges: vec![],
-        }),
-        ..ReadRowsRequest::default()
-    };
-    conn.data_client()
-        .read_rows(request)
+    ops::raw_rows(conn, table, Scan::keys([row]))
         .await
         .unwrap_or_else(|e| panic!("raw read of {table}/{row}: {e}"))
         .into_iter()
         .flat_map(|(_, cells)| cells)
         .map(|c| {
             (
-                format!(
-                    "{}:{}",
-                    c.family_name,
-                    String::from_utf8_lossy(&c.qualifier)
-                ),
+                format!("{}:{}", c.family, String::from_utf8_lossy(&c.qualifier)),
                 c.timestamp_micros,
             )
         })

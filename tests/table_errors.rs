@@ -380,7 +380,8 @@ async fn invalid_utf8_read_into_a_string_names_table_row_and_column() {
     };
     table
         .connection()
-        .data_client()
+        .data_client(table.name())
+        .unwrap()
         .mutate_row(request)
         .await
         .unwrap();

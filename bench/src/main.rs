@@ -396,7 +396,9 @@ async fn raw_scan(client: &bigtable_rs::bigtable::BigTable, table_name: &str) ->
     };
     let spec = std::env::var("RAW_FILTER").unwrap_or_else(|_| "ts,limit".to_owned());
     let row_filter = if spec == "lib" {
-        ttl_runtime::filter::read_filter(Event::SCHEMA, Utc::now())
+        // The library's filter, in bigtable_rs's copy of the same message.
+        let lib = bigtable_ttl::filter::read_filter(Event::SCHEMA, Utc::now());
+        RowFilter::decode(lib.encode_to_vec().as_slice())?
     } else {
         let filters = spec.split(',').map(part).collect::<Res<Vec<_>>>()?;
         filter(Filter::Chain(Chain { filters }))
@@ -456,16 +458,18 @@ async fn filter_bytes(host: &str, rows: usize) -> Res<Value> {
 
 /// Encoded size of every `ReadRowsResponse` of a full-table read, and the
 /// number of rows committed in them.
-async fn response_bytes(conn: &Connection, filter: Option<RowFilter>) -> Res<(usize, usize)> {
-    let mut data = conn.data_client();
+async fn response_bytes(
+    conn: &Connection,
+    filter: Option<bigtable_ttl::proto::RowFilter>,
+) -> Res<(usize, usize)> {
+    use bigtable_ttl::proto::{read_rows_response::cell_chunk::RowStatus, ReadRowsRequest};
     let request = ReadRowsRequest {
         table_name: conn.table_path(Event::SCHEMA.table),
         filter,
         ..ReadRowsRequest::default()
     };
-    let mut client = data
-        .get_client()
-        .clone()
+    let mut client = conn
+        .data_client(Event::SCHEMA.table)?
         .max_decoding_message_size(256 << 20);
     let mut stream = client.read_rows(request).await?.into_inner();
     let (mut bytes, mut rows) = (0, 0);
@@ -474,12 +478,7 @@ async fn response_bytes(conn: &Connection, filter: Option<RowFilter>) -> Res<(us
         rows += response
             .chunks
             .iter()
-            .filter(|c| {
-                matches!(
-                    c.row_status,
-                    Some(bigtable_rs::google::bigtable::v2::read_rows_response::cell_chunk::RowStatus::CommitRow(true))
-                )
-            })
+            .filter(|c| matches!(c.row_status, Some(RowStatus::CommitRow(true))))
             .count();
     }
     Ok((bytes, rows))

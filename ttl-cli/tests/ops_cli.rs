@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 
 use bigtable_ttl::proto::{
     mutation::{Mutation as Kind, SetCell},
-    MutateRowRequest, Mutation, ReadRowsRequest,
+    MutateRowRequest, Mutation,
 };
 use bigtable_ttl::{
-    ensure_schema, BigtableRow, CellCodec, Clock, Connection, EnsureOptions, Policy, Schema, Table,
+    ensure_schema, ops, BigtableRow, CellCodec, Clock, Connection, EnsureOptions, Policy, Scan,
+    Schema, Table,
 };
 use bigtable_ttl_cli::{exit, run_with};
 use chrono::{DateTime, Local, TimeDelta, Utc};
@@ -92,7 +93,8 @@ async fn write(conn: &Connection, table: &str, row: &str, cells: &[(&str, &str, 
             .collect(),
         ..MutateRowRequest::default()
     };
-    conn.data_client()
+    conn.data_client(table)
+        .unwrap()
         .mutate_row(request)
         .await
         .unwrap_or_else(|e| panic!("raw write of {table}/{row}: {e}"));
@@ -102,12 +104,7 @@ async fn write(conn: &Connection, table: &str, row: &str, cells: &[(&str, &str, 
 type Cells = BTreeMap<String, Vec<(String, i64, Vec<u8>)>>;
 
 async fn raw(conn: &Connection, table: &str) -> Cells {
-    let request = ReadRowsRequest {
-        table_name: conn.table_path(table),
-        ..ReadRowsRequest::default()
-    };
-    conn.data_client()
-        .read_rows(request)
+    ops::raw_rows(conn, table, Scan::all())
         .await
         .unwrap_or_else(|e| panic!("raw read of {table}: {e}"))
         .into_iter()
@@ -118,11 +115,7 @@ async fn raw(conn: &Connection, table: &str) -> Cells {
                     .into_iter()
                     .map(|c| {
                         (
-                            format!(
-                                "{}:{}",
-                                c.family_name,
-                                String::from_utf8_lossy(&c.qualifier)
-                            ),
+                            format!("{}:{}", c.family, String::from_utf8_lossy(&c.qualifier)),
                             c.timestamp_micros,
                             c.value,
                         )

@@ -53,7 +53,7 @@ pub use writer::{BulkWriter, WriteOptions, WriteStats};
 
 /// Bigtable's v2 protobuf types (`Mutation`, `RowFilter`, …), as used by the
 /// pure core.
-pub use bigtable_rs::google::bigtable::v2 as proto;
+pub use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as proto;
 
 /// What the derive's expansion calls. Not a public API: no semver promise.
 #[doc(hidden)]

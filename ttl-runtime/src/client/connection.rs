@@ -1,16 +1,22 @@
 //! Connecting to Bigtable: the data calls the library makes (`MutateRow`,
-//! `MutateRows`, `ReadRows`) on a channel of our own (the `wire` layer), tables
-//! and GC rules through the generated admin client, and a `bigtable_rs`
-//! client for the calls the library does not make ([`Connection::data_client`]).
+//! `MutateRows`, `ReadRows`) on a channel of our own (the `wire` layer),
+//! tables and GC rules through the generated admin client, and a generated
+//! data client over the same channel for the calls the library does not make
+//! ([`Connection::data_client`]).
 
 use std::sync::Arc;
 
-use bigtable_rs::bigtable::{BigTable, BigTableConnection};
 use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2::bigtable_table_admin_client::BigtableTableAdminClient;
 use tonic::transport::{Channel, ClientTlsConfig};
 
 use crate::model::error::{BoxError, Error, Result};
+use crate::proto::bigtable_client::BigtableClient;
 use crate::wire::channel::DataChannel;
+pub use crate::wire::service::DataService;
+
+/// The generated Bigtable data client over the library's own channel
+/// ([`Connection::data_client`]).
+pub type DataClient = BigtableClient<DataService>;
 
 /// The generated admin client, on a plain tonic channel.
 pub(crate) type AdminClient = BigtableTableAdminClient<Channel>;
@@ -30,7 +36,6 @@ const ADMIN_SCOPE: &str = "https://www.googleapis.com/auth/bigtable.admin.table"
 /// ```
 #[derive(Clone)]
 pub struct Connection {
-    data: BigTable,
     /// Every data call the library makes (see [`crate::wire::channel`]).
     channel: DataChannel,
     admin: AdminClient,
@@ -73,15 +78,11 @@ impl Connection {
             target: format!("emulator at {host}"),
             source,
         };
-        let data = BigTableConnection::new_with_emulator(host, project, instance, false, 1, None)
-            .map_err(|e| connect_error(e.into()))?
-            .client();
         let data_channel = DataChannel::emulator(host).map_err(connect_error)?;
         let channel = Channel::from_shared(format!("http://{host}"))
             .map_err(|e| connect_error(e.into()))?
             .connect_lazy();
         Ok(Self {
-            data,
             channel: data_channel,
             admin: BigtableTableAdminClient::new(channel),
             tokens: None,
@@ -103,23 +104,12 @@ impl Connection {
         let tokens = gcp_auth::provider()
             .await
             .map_err(|e| connect_error(e.into()))?;
-        let data = BigTableConnection::new_with_token_provider(
-            project,
-            instance,
-            false,
-            4,
-            None,
-            tokens.clone(),
-        )
-        .map_err(|e| connect_error(e.into()))?
-        .client();
         let data_channel = DataChannel::cloud(tokens.clone()).map_err(connect_error)?;
         let channel = Channel::from_static(ADMIN_ENDPOINT)
             .tls_config(ClientTlsConfig::new().with_native_roots())
             .map_err(|e| connect_error(e.into()))?
             .connect_lazy();
         Ok(Self {
-            data,
             channel: data_channel,
             admin: BigtableTableAdminClient::new(channel),
             tokens: Some(tokens),
@@ -153,11 +143,39 @@ impl Connection {
         format!("{}/tables/{table}", self.instance_path())
     }
 
-    /// The underlying `bigtable_rs` client, for requests this library does not
-    /// wrap (raw, unfiltered reads, for instance).
-    #[must_use]
-    pub fn data_client(&self) -> BigTable {
-        self.data.clone()
+    /// A generated Bigtable data client for requests on `table` that this
+    /// library does not make, over the library's own channel: each request
+    /// carries the table's routing header and, on Cloud Bigtable, a bearer
+    /// token. Nothing it sends gets this library's guarantees (explicit
+    /// timestamps, filtered reads): it is the escape hatch.
+    ///
+    /// ```no_run
+    /// # async fn run(conn: bigtable_ttl::Connection) -> Result<(), Box<dyn std::error::Error>> {
+    /// use bigtable_ttl::proto::SampleRowKeysRequest;
+    ///
+    /// let mut client = conn.data_client("clicks")?;
+    /// let request = SampleRowKeysRequest {
+    ///     table_name: conn.table_path("clicks"),
+    ///     ..SampleRowKeysRequest::default()
+    /// };
+    /// let mut samples = client.sample_row_keys(request).await?.into_inner();
+    /// while let Some(sample) = samples.message().await? {
+    ///     println!("{:?} at {}", sample.row_key, sample.offset_bytes);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Connect`] when `table` makes no valid routing header.
+    pub fn data_client(&self, table: &str) -> Result<DataClient> {
+        let service = self
+            .channel
+            .service(&self.table_path(table))
+            .map_err(|source| Error::Connect {
+                target: self.target.clone(),
+                source,
+            })?;
+        Ok(BigtableClient::new(service))
     }
 
     pub(crate) fn data_channel(&self) -> DataChannel {

@@ -15,6 +15,7 @@
 //! * [`migrate()`]: copy a family with real timestamps into a family managed by
 //!   a policy, artificial timestamps and shadow column included, resumable
 //!   from a checkpoint;
+//! * [`raw_rows`]: every stored cell of a table, unfiltered;
 //! * [`retime`]: extend or shorten one row's TTL in place, expire it now
 //!   (methods on [`crate::Table`]).
 //!
@@ -28,6 +29,7 @@ pub mod apply;
 pub mod audit;
 pub mod inspect;
 pub mod migrate;
+mod raw;
 pub mod retime;
 mod scan;
 mod spec;
@@ -37,6 +39,7 @@ pub use apply::{apply, ApplyOutcome};
 pub use audit::{audit, Audit, AuditReport};
 pub use inspect::{inspect, CellReport, FamilyPolicy, RowInspection};
 pub use migrate::{migrate, Checkpoint, MigratePlan, MigrateReport, MigrateStatus};
+pub use raw::raw_rows;
 pub use retime::{retime_mutation, Retime};
 pub use scan::ScanProgress;
 pub use spec::{parse_duration, parse_policy, policy_spec, short_duration, DEFAULT_WRITTEN_AT};

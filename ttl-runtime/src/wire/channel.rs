@@ -6,7 +6,6 @@
 //! routing header and, on Cloud Bigtable, a bearer token. The bodies go
 //! through the codecs of [`super::codec`] and [`super::chunk`].
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,9 +17,10 @@ use crate::wire::chunk::{Chunk, ReadRowsCodec};
 use tonic_prost::ProstCodec;
 
 use crate::wire::codec::{EncodedBatch, MutateRowsBody, MutateRowsCodec};
+use crate::wire::headers::{routing_header, DATA_SCOPE};
+use crate::wire::service::DataService;
 
 const DATA_ENDPOINT: &str = "https://bigtable.googleapis.com";
-const DATA_SCOPE: &str = "https://www.googleapis.com/auth/bigtable.data";
 const MUTATE_ROW: &str = "/google.bigtable.v2.Bigtable/MutateRow";
 const MUTATE_ROWS: &str = "/google.bigtable.v2.Bigtable/MutateRows";
 const READ_ROWS: &str = "/google.bigtable.v2.Bigtable/ReadRows";
@@ -52,6 +52,12 @@ fn configure(endpoint: Endpoint) -> Endpoint {
 }
 
 impl DataChannel {
+    /// A tonic service for requests on `table_name` over this channel (the
+    /// escape hatch's transport).
+    pub(crate) fn service(&self, table_name: &str) -> Result<DataService, BoxError> {
+        DataService::new(self.channel.clone(), self.tokens.clone(), table_name)
+    }
+
     /// Plain HTTP/2 to an emulator at `host` (`host:port`), connected on
     /// first use.
     pub(crate) fn emulator(host: &str) -> Result<Self, BoxError> {
@@ -183,21 +189,6 @@ impl DataChannel {
     }
 }
 
-/// `x-goog-request-params` for a table request, as Google's clients send it
-/// (routes the request to the right backend on Cloud Bigtable).
-pub(crate) fn routing_header(table_name: &str) -> String {
-    let mut out = String::from("table_name=");
-    for b in table_name.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(char::from(b));
-        } else {
-            let _ = write!(out, "%{b:02X}");
-        }
-    }
-    out.push_str("&app_profile_id=");
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,12 +240,5 @@ mod tests {
         let request = emulator.request((), table, None).await.unwrap();
         assert!(request.metadata().get("authorization").is_none());
         assert!(request.metadata().get("grpc-timeout").is_none());
-    }
-    #[test]
-    fn routing_header_is_percent_encoded() {
-        assert_eq!(
-            routing_header("projects/p/instances/i/tables/t"),
-            "table_name=projects%2Fp%2Finstances%2Fi%2Ftables%2Ft&app_profile_id="
-        );
     }
 }

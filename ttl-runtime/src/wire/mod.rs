@@ -8,6 +8,8 @@
 pub(crate) mod channel;
 pub(crate) mod chunk;
 pub(crate) mod codec;
+pub(crate) mod headers;
 pub(crate) mod merge;
 pub(crate) mod read_error;
+pub(crate) mod service;
 pub(crate) mod status;
