@@ -1,8 +1,8 @@
 //! What `#[derive(BigtableRow)]` produces, checked without a server: the
 //! schema, the row key, the mutations and the decode round trip.
 
+use bigtable_ttl::__private::{decode_row, CellRef};
 use bigtable_ttl::proto::mutation::Mutation as M;
-use bigtable_ttl::row::{decode_row, CellRef};
 use bigtable_ttl::{BigtableRow, Column, Expiry, Policy, ShadowColumn};
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 

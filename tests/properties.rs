@@ -1,13 +1,23 @@
 //! Property tests of the timestamp rules in DESIGN.md, the codecs and the key
 //! encoding. Pure: no server.
 
-use bigtable_ttl::key::{KeyBuilder, KeyReader};
-use bigtable_ttl::policy::{millis_floor, Expiry, Policy, MICROS_PER_MILLI};
+use bigtable_ttl::__private::{KeyBuilder, KeyReader};
 use bigtable_ttl::{CellCodec, Error, Json, KeyPart};
+use bigtable_ttl::{Expiry, Policy};
 use chrono::{DateTime, TimeDelta, Utc};
 use proptest::prelude::*;
 
 /// 2001 .. 2100, at microsecond precision: sub-millisecond parts matter.
+/// Bigtable timestamps are whole milliseconds of microseconds.
+const MICROS_PER_MILLI: i64 = 1_000;
+
+/// `t` in microseconds, truncated to the millisecond (the tests' instants
+/// are after the epoch).
+fn millis_floor(t: DateTime<Utc>) -> Result<i64, std::num::TryFromIntError> {
+    let micros = u64::try_from(t.timestamp_micros())?;
+    i64::try_from(micros - micros % 1_000)
+}
+
 fn instant() -> impl Strategy<Value = DateTime<Utc>> {
     (978_307_200_000_000i64..4_102_444_800_000_000)
         .prop_map(|us| DateTime::from_timestamp_micros(us).unwrap())

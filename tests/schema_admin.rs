@@ -6,14 +6,14 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use bigtable_ttl::admin::{describe_rule, gc_rule, live_rules, rule_matches};
+use bigtable_ttl::admin::{
+    describe_rule, ensure_schema, gc_rule, live_rules, rule_matches, verify_schema, EnsureOptions,
+};
 use bigtable_ttl::proto::{
     mutation::{Mutation as Kind, SetCell},
     MutateRowRequest, Mutation,
 };
-use bigtable_ttl::{
-    ensure_schema, ops, verify_schema, Connection, EnsureOptions, Error, Policy, Scan, Schema,
-};
+use bigtable_ttl::{ops, Connection, Error, Policy, Scan, Schema};
 use chrono::{TimeDelta, Utc};
 use support::{cbt, connection};
 

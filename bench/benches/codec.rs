@@ -3,7 +3,7 @@
 
 use std::hint::black_box;
 
-use bigtable_ttl::row::decode_row;
+use bigtable_ttl::__private::decode_row;
 use bigtable_ttl::RawCell;
 use chrono::Utc;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};

@@ -221,7 +221,7 @@ pub fn peak_rss_kib() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bigtable_ttl::row::decode_row;
+    use bigtable_ttl::__private::decode_row;
     use prost::Message as _;
 
     #[test]

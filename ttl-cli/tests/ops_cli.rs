@@ -10,14 +10,12 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use bigtable_ttl::admin::{ensure_schema, EnsureOptions};
 use bigtable_ttl::proto::{
     mutation::{Mutation as Kind, SetCell},
     MutateRowRequest, Mutation,
 };
-use bigtable_ttl::{
-    ensure_schema, ops, BigtableRow, CellCodec, Clock, Connection, EnsureOptions, Policy, Scan,
-    Schema, Table,
-};
+use bigtable_ttl::{ops, BigtableRow, CellCodec, Clock, Connection, Policy, Scan, Schema, Table};
 use bigtable_ttl_cli::{exit, run_with};
 use chrono::{DateTime, Local, TimeDelta, Utc};
 use serde_json::Value;

@@ -5,15 +5,22 @@
 //! The source is in layers, each a folder that uses only the ones below it
 //! (a test, `tests/layers.rs`, keeps it so):
 //!
-//! * [`model`], the pure core: timestamp math in [`policy`], mutation building
-//!   in [`mutation`], the read filter in [`filter`], decoding in [`row`], all
-//!   on Bigtable's own v2 protobuf types ([`proto`]) and tested without a server;
+//! * `model`, the pure core: timestamp math ([`Policy`]), keys and cell
+//!   codecs, the schema, mutation building ([`MutationBuilder`]), the read
+//!   [`filter`], row decoding, all on Bigtable's own v2 protobuf types
+//!   ([`proto`]) and tested without a server;
 //! * `wire`: the gRPC data channel, its codecs, `ReadRows` chunk decoding and
 //!   row merging;
-//! * [`client`]: the I/O: [`Connection`], [`Table`], the bulk writer, resumed
-//!   reads, schema administration, retries;
+//! * `client`: the I/O: [`Connection`], [`Table`], the bulk [`writer`],
+//!   resumed reads, schema administration ([`admin`]), [`retry`];
 //! * [`ops`]: operations on families by name (audit, apply, inspect, migrate,
 //!   re-timing rows), on top of the client.
+//!
+//! Every public item has one path: the types a program names at the root
+//! ([`Table`], [`Connection`], [`Scan`], [`Error`], …), the rest in the
+//! modules [`admin`], [`writer`], [`retry`], [`filter`], [`limits`],
+//! [`ops`] and [`proto`]. What the derive's expansion calls is behind a
+//! hidden door and not part of the API.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -24,47 +31,46 @@
 // Names like `policy::Policy` read better at the use site than the alternatives.
 #![allow(clippy::module_name_repetitions)]
 
-pub mod client;
+mod client;
 #[cfg(feature = "emulator")]
 pub mod emulator;
-pub mod model;
+mod model;
 pub mod ops;
-pub(crate) mod wire;
+mod wire;
 
-// The paths users write: each module where it was before the layers.
-pub use client::{admin, connection, retry, table, writer};
-pub use model::{clock, codec, error, filter, key, mutation, policy, row, scan, schema};
+pub use client::{admin, retry, writer};
+pub use model::{filter, limits};
 
-pub use admin::{ensure_schema, verify_schema, EnsureOptions, SchemaReport};
-pub use clock::Clock;
-pub use codec::CellCodec;
+pub use client::connection::{Connection, DataClient, DataService};
+pub use client::table::{Table, Written};
+pub use model::clock::Clock;
+pub use model::codec::CellCodec;
 #[cfg(feature = "json")]
-pub use codec::Json;
-pub use connection::Connection;
-pub use error::{Code, CodecError, Error, FailedRow, Result};
-pub use key::KeyPart;
-pub use mutation::{MutationBuilder, RowMutation};
-pub use policy::{Expiry, Policy};
-pub use row::{BigtableRow, Expiring};
-pub use scan::{RawCell, Scan};
-pub use schema::{Column, FamilyRule, Schema, ShadowColumn};
-pub use table::{Table, Written};
-pub use writer::{BulkWriter, WriteOptions, WriteStats};
+pub use model::codec::Json;
+pub use model::error::{Code, CodecError, Error, FailedRow, Result};
+pub use model::key::KeyPart;
+pub use model::mutation::RowMutation;
+pub use model::policy::{Expiry, Policy};
+pub use model::row::{BigtableRow, MutationBuilder};
+pub use model::scan::{RawCell, Scan};
+pub use model::schema::{Column, Schema, ShadowColumn};
+pub use model::view::Expiring;
 
-/// Bigtable's v2 protobuf types (`Mutation`, `RowFilter`, …), as used by the
-/// pure core.
+/// Bigtable's v2 protobuf types (`Mutation`, `RowFilter`, …) and the
+/// generated data client ([`DataClient`]), as the pure core uses them.
 pub use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as proto;
 
 /// What the derive's expansion calls. Not a public API: no semver promise.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::codec::CellCodec;
-    pub use crate::error::{Error, Result};
-    pub use crate::key::{KeyBuilder, KeyPart, KeyReader};
-    pub use crate::mutation::CellSink;
-    pub use crate::policy::{Expiry, Policy};
-    pub use crate::row::{expiry_at, expiry_at_opt, BigtableRow, ColumnOf, FieldError, RowView};
-    pub use crate::schema::{Column, Schema, ShadowColumn};
+    pub use crate::model::codec::CellCodec;
+    pub use crate::model::error::{Error, Result};
+    pub use crate::model::field::FieldError;
+    pub use crate::model::key::{KeyBuilder, KeyPart, KeyReader};
+    pub use crate::model::policy::{Expiry, Policy};
+    pub use crate::model::row::{decode_row, expiry_at, expiry_at_opt, BigtableRow, CellSink};
+    pub use crate::model::schema::{Column, Schema, ShadowColumn};
+    pub use crate::model::view::{CellRef, ColumnOf, RowView};
     pub use chrono::{DateTime, TimeDelta, Utc};
 
     /// A `TimeDelta` of `millis` milliseconds, for durations parsed at compile time.

@@ -153,7 +153,8 @@ impl fmt::Display for SchemaReport {
 ///
 /// ```no_run
 /// # async fn run(schema: &bigtable_ttl::Schema) -> bigtable_ttl::Result<()> {
-/// use bigtable_ttl::{ensure_schema, Connection, EnsureOptions};
+/// use bigtable_ttl::admin::{ensure_schema, EnsureOptions};
+/// use bigtable_ttl::Connection;
 ///
 /// let conn = Connection::connect("my-project", "my-instance").await?;
 /// let report = ensure_schema(&conn, schema.table, schema, EnsureOptions::default()).await?;
@@ -303,7 +304,7 @@ pub(crate) async fn modify_families(
 ///
 /// ```no_run
 /// # async fn run(conn: &bigtable_ttl::Connection, schema: &bigtable_ttl::Schema) {
-/// match bigtable_ttl::verify_schema(conn, schema.table, schema).await {
+/// match bigtable_ttl::admin::verify_schema(conn, schema.table, schema).await {
 ///     Ok(()) => {}
 ///     Err(e @ bigtable_ttl::Error::SchemaDrift { .. }) => eprintln!("{e}"),
 ///     Err(e) => panic!("{e}"),

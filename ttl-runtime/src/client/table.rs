@@ -22,14 +22,15 @@ use crate::client::failure::status_error;
 use crate::client::read::read_rows_with;
 use crate::client::retry::{retryable_status, RetryPolicy};
 use crate::client::writer::{BulkWriter, WriteOptions};
-pub use crate::client::writer::{MAX_MUTATIONS_PER_REQUEST, MAX_REQUEST_BYTES};
 use crate::model::clock::Clock;
 use crate::model::error::{Error, Result};
 use crate::model::filter::{read_filter, read_filter_sole_families};
-use crate::model::mutation::{delete_row, MutationBuilder, RowMutation};
+use crate::model::mutation::{delete_row, RowMutation};
 use crate::model::policy::{from_micros, millis_floor};
-use crate::model::row::{decode_row, BigtableRow, Expiring};
+use crate::model::row::MutationBuilder;
+use crate::model::row::{decode_row, BigtableRow};
 use crate::model::scan::{RawCell, Scan};
+use crate::model::view::Expiring;
 use crate::wire::merge::{Cell, MergedRow};
 
 /// A typed handle on one Bigtable table holding rows of `T`.
@@ -320,8 +321,8 @@ impl<T: BigtableRow> Table<T> {
     /// "now": a bad row anywhere fails the call before anything is sent.
     /// (They are built again as they are sent, so that only the requests in
     /// flight are held in memory, not the whole input's mutations.) They are then
-    /// sent in requests of at most [`MAX_MUTATIONS_PER_REQUEST`] mutations and
-    /// about [`MAX_REQUEST_BYTES`] bytes. Bigtable applies each row
+    /// sent in requests of at most [`crate::limits::MAX_MUTATIONS_PER_REQUEST`] mutations and
+    /// about [`crate::limits::MAX_REQUEST_BYTES`] bytes. Bigtable applies each row
     /// atomically but the batch is not atomic; the status of every entry is
     /// read, entries failing with a transient error are retried (safe: every
     /// mutation carries explicit timestamps, so sending it twice stores the

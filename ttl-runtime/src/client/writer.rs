@@ -23,13 +23,14 @@ use crate::client::connection::Connection;
 use crate::client::retry::{retryable_code, retryable_status, RetryPolicy};
 use crate::model::clock::Clock;
 use crate::model::error::{Code, Error, FailedRow, Result};
-use crate::model::mutation::{MutationBuilder, RowMutation};
+use crate::model::mutation::RowMutation;
 use crate::model::row::BigtableRow;
+use crate::model::row::MutationBuilder;
 use crate::wire::channel::DataChannel;
 use crate::wire::codec::EncodedBatch;
 use crate::wire::status::code_of;
 
-pub use crate::model::limits::{MAX_MUTATIONS_PER_REQUEST, MAX_REQUEST_BYTES, MAX_ROW_BYTES};
+use crate::model::limits::{MAX_MUTATIONS_PER_REQUEST, MAX_REQUEST_BYTES};
 
 /// How a bulk write batches and retries.
 ///

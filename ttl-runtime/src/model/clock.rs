@@ -60,12 +60,6 @@ impl Clock {
         }
     }
 
-    /// Whether this is a manual clock.
-    #[must_use]
-    pub fn is_manual(&self) -> bool {
-        self.manual.is_some()
-    }
-
     /// Set a manual clock to `t`.
     ///
     /// # Panics

@@ -9,7 +9,7 @@ use crate::model::schema::Schema;
 /// Why one field of a derived struct did not encode or decode, kept small
 /// for the hot path: which column or key part, and the codec's error. The
 /// caller attaches the context (table, row, column names) once, on the cold
-/// path ([`crate::row::decode_row`], [`crate::MutationBuilder::build`]).
+/// path (`decode_row`, [`crate::MutationBuilder::build`]).
 #[derive(Debug)]
 pub enum FieldError {
     /// Column `.0` of [`Schema::columns`] did not encode or decode.

@@ -96,8 +96,8 @@ fn describe_duration(d: &prost_types::Duration) -> String {
     format!("{}{unit}", nanos / size)
 }
 
-/// Whether the live rule `live` counts as `expected` (see the [module
-/// documentation](self) for what counts): equal, or a single-member `union`
+/// Whether the live rule `live` counts as `expected` (see the [`crate::admin`]
+/// module documentation for what counts): equal, or a single-member `union`
 /// or `intersection` of a matching rule; `max_age` values compared by value.
 ///
 /// ```

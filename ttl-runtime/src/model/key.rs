@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 
 use crate::model::error::{CodecError, Error, Result};
 use crate::model::field::{bad_shape, FieldError};
-pub use crate::model::limits::MAX_ROW_KEY_BYTES;
+use crate::model::limits::MAX_ROW_KEY_BYTES;
 
 /// A type that can be (part of) a row key.
 #[diagnostic::on_unimplemented(
@@ -237,7 +237,7 @@ impl KeyBuilder {
 /// # Errors
 /// [`Error::EmptyRowKey`], [`Error::RowKeyTooLong`].
 #[inline]
-pub fn check_row_key(table: &'static str, key: &[u8]) -> Result<()> {
+pub(crate) fn check_row_key(table: &'static str, key: &[u8]) -> Result<()> {
     if key.is_empty() {
         return Err(Error::EmptyRowKey {
             table: table.to_owned(),

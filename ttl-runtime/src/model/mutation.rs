@@ -13,11 +13,9 @@ use chrono::{DateTime, TimeDelta, Timelike, Utc};
 use crate::model::codec::CellCodec;
 use crate::model::error::{Error, Result};
 use crate::model::field::FieldError;
-pub use crate::model::limits::MAX_CELL_BYTES;
-use crate::model::limits::{MAX_MUTATIONS_PER_REQUEST, MAX_ROW_BYTES};
+use crate::model::limits::{MAX_CELL_BYTES, MAX_MUTATIONS_PER_REQUEST, MAX_ROW_BYTES};
 use crate::model::policy::{from_micros, millis_floor, Expiry, Policy};
-use crate::model::row::BigtableRow;
-pub use crate::model::row::{CellSink, MutationBuilder};
+use crate::model::row::{BigtableRow, CellSink, MutationBuilder};
 use crate::proto::{mutation, mutation::Mutation as M, Mutation};
 
 /// The mutations of one row write, ready to send.
@@ -231,7 +229,7 @@ pub(crate) fn set_cell(
 
 /// The mutation that deletes a whole row.
 #[must_use]
-pub fn delete_row() -> Mutation {
+pub(crate) fn delete_row() -> Mutation {
     Mutation {
         mutation: Some(mutation::Mutation::DeleteFromRow(
             mutation::DeleteFromRow {},

@@ -16,7 +16,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use crate::model::error::{Error, Result};
 
 /// Microseconds in a millisecond: Bigtable timestamps must be multiples of it.
-pub const MICROS_PER_MILLI: i64 = 1_000;
+pub(crate) const MICROS_PER_MILLI: i64 = 1_000;
 
 /// How a family's cells expire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -44,7 +44,7 @@ pub enum Expiry {
 
 /// Which cells are visible at one "now" ([`Policy::visibility`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Visibility {
+pub(crate) struct Visibility {
     /// The smallest visible timestamp: one comparison per cell.
     from: i64,
 }
@@ -68,7 +68,7 @@ impl Visibility {
     /// Whether a cell with timestamp `ts` is visible.
     #[must_use]
     #[inline]
-    pub fn is_visible(&self, ts: i64) -> bool {
+    pub(crate) fn is_visible(self, ts: i64) -> bool {
         ts >= self.from
     }
 }
@@ -78,7 +78,7 @@ impl Visibility {
 /// # Errors
 /// [`Error::TimestampBeforeEpoch`] for instants before 1970.
 #[inline]
-pub fn millis_floor(t: DateTime<Utc>) -> Result<i64> {
+pub(crate) fn millis_floor(t: DateTime<Utc>) -> Result<i64> {
     let micros = t.timestamp_micros();
     if micros < 0 {
         return Err(Error::TimestampBeforeEpoch {
@@ -93,7 +93,7 @@ pub fn millis_floor(t: DateTime<Utc>) -> Result<i64> {
 /// # Errors
 /// [`Error::ExpiryOutOfRange`] when chrono cannot represent it.
 #[inline]
-pub fn from_micros(micros: i64) -> Result<DateTime<Utc>> {
+pub(crate) fn from_micros(micros: i64) -> Result<DateTime<Utc>> {
     DateTime::<Utc>::from_timestamp_micros(micros).ok_or_else(|| Error::ExpiryOutOfRange {
         detail: format!("{micros} µs since the epoch"),
     })
@@ -228,7 +228,7 @@ impl Policy {
     /// converted once, not per cell.
     #[must_use]
     #[inline]
-    pub fn visibility(&self, now: DateTime<Utc>) -> Visibility {
+    pub(crate) fn visibility(&self, now: DateTime<Utc>) -> Visibility {
         Visibility::new(millis_floor(now).ok(), self.default_micros())
     }
 

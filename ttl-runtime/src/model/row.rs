@@ -6,10 +6,10 @@ use std::marker::PhantomData;
 use chrono::{DateTime, Utc};
 
 use crate::model::error::Result;
-pub use crate::model::field::FieldError;
+use crate::model::field::FieldError;
 use crate::model::policy::Expiry;
 use crate::model::schema::Schema;
-pub use crate::model::view::{CellRef, ColumnOf, Expiring, RowView};
+use crate::model::view::{CellRef, ColumnOf, Expiring, RowView};
 use crate::proto::Mutation;
 
 /// A struct stored as one Bigtable row. Implemented by `#[derive(BigtableRow)]`;

@@ -49,27 +49,10 @@ pub struct ShadowColumn {
     pub qualifier: &'static str,
 }
 
-/// A family's garbage-collection rule as this library sets it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FamilyRule {
-    /// The family name.
-    pub family: &'static str,
-    /// `max_age` of the rule.
-    pub max_age: TimeDelta,
-}
-
 impl Schema {
-    /// The GC rule each family needs under the struct's policy.
-    pub fn family_rules(&self) -> impl Iterator<Item = FamilyRule> + '_ {
-        let max_age = self.policy.gc_max_age();
-        self.families
-            .iter()
-            .map(move |family| FamilyRule { family, max_age })
-    }
-
     /// Whether `(family, qualifier)` is a declared column, and which.
     #[must_use]
-    pub fn column_index(&self, family: &str, qualifier: &[u8]) -> Option<usize> {
+    pub(crate) fn column_index(&self, family: &str, qualifier: &[u8]) -> Option<usize> {
         self.columns
             .iter()
             .position(|c| c.family == family && c.qualifier.as_bytes() == qualifier)
@@ -77,7 +60,7 @@ impl Schema {
 
     /// Whether `(family, qualifier)` is the shadow column.
     #[must_use]
-    pub fn is_written_at(&self, family: &str, qualifier: &[u8]) -> bool {
+    pub(crate) fn is_written_at(&self, family: &str, qualifier: &[u8]) -> bool {
         self.written_at
             .is_some_and(|s| s.family == family && s.qualifier.as_bytes() == qualifier)
     }

@@ -168,28 +168,6 @@ pub struct RowView<'a> {
 }
 
 impl<'a> RowView<'a> {
-    /// Reduce `cells` of row `key` to what is visible at `now`; `None` when
-    /// no declared cell is visible (the row is absent).
-    ///
-    /// # Errors
-    /// [`crate::Error::Decode`] when the shadow column is malformed,
-    /// [`crate::Error::ExpiryOutOfRange`] for absurd timestamps.
-    pub fn new(
-        schema: &'static Schema,
-        key: &'a [u8],
-        cells: impl IntoIterator<Item = CellRef<'a>>,
-        now: DateTime<Utc>,
-    ) -> Result<Option<Self>> {
-        let mut view = Self::empty(schema, key);
-        let present = view.reduce(
-            schema,
-            |family, qualifier| ColumnOf::in_schema(schema, family, qualifier),
-            cells,
-            now,
-        )?;
-        Ok(present.then_some(view))
-    }
-
     /// A view of row `key` with no cell yet.
     #[inline]
     pub(crate) fn empty(schema: &'static Schema, key: &'a [u8]) -> Self {
@@ -271,19 +249,6 @@ impl<'a> RowView<'a> {
         self.key
     }
 
-    /// The key split into the schema's key fields.
-    ///
-    /// # Errors
-    /// [`crate::Error::BadRowKey`] when the key does not have the declared shape.
-    pub fn key_reader(&self) -> Result<KeyReader<'a>> {
-        KeyReader::new(
-            self.schema.table,
-            self.key,
-            self.schema.key_separator,
-            self.schema.key_fields.len(),
-        )
-    }
-
     /// When the row expires.
     #[must_use]
     pub fn expires_at(&self) -> DateTime<Utc> {
@@ -296,39 +261,9 @@ impl<'a> RowView<'a> {
         self.written_at
     }
 
-    /// The newest visible cell of column `index`.
-    #[must_use]
-    pub fn cell(&self, index: usize) -> Option<CellRef<'a>> {
-        let column = self.schema.columns.get(index)?;
-        self.slot(index).map(|slot| CellRef {
-            family: column.family,
-            qualifier: column.qualifier.as_bytes(),
-            value: slot.value,
-            timestamp_micros: slot.timestamp_micros,
-        })
-    }
-
     #[inline]
     fn slot(&self, index: usize) -> Option<Slot<'a>> {
         self.columns.get(index)
-    }
-
-    /// Decode required column `index`.
-    ///
-    /// # Errors
-    /// [`crate::Error::Decode`] when absent or malformed.
-    pub fn required<T: CellCodec>(&self, index: usize) -> Result<T> {
-        self.column(index)
-            .map_err(|e| e.into_read_error(self.schema, self.key))
-    }
-
-    /// Decode optional column `index` (`None` when absent).
-    ///
-    /// # Errors
-    /// [`crate::Error::Decode`] when malformed.
-    pub fn optional<T: CellCodec>(&self, index: usize) -> Result<Option<T>> {
-        self.column_opt(index)
-            .map_err(|e| e.into_read_error(self.schema, self.key))
     }
 
     /// Decode required column `index`, with a small error (what the derived

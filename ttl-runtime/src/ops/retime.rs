@@ -27,9 +27,10 @@ use crate::model::error::{Error, Result};
 use crate::model::filter::read_filter;
 use crate::model::mutation::{delete_column, set_cell, RowMutation};
 use crate::model::policy::{Expiry, Policy};
-use crate::model::row::{BigtableRow, Expiring};
+use crate::model::row::BigtableRow;
 use crate::model::scan::RawCell;
 use crate::model::schema::Schema;
+use crate::model::view::Expiring;
 
 /// How to re-time a row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
