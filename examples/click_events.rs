@@ -12,9 +12,9 @@
 
 use std::collections::BTreeMap;
 
-use bigtable_ttl::emulator;
 use bigtable_ttl::{BigtableRow, Clock, Connection, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
+use ttl_emulator as emulator;
 
 /// One click. Key: `customer#seq`.
 #[derive(BigtableRow, Debug)]

@@ -9,9 +9,9 @@
 
 use std::time::Duration;
 
-use bigtable_ttl::emulator;
 use bigtable_ttl::{BigtableRow, Connection, Error, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
+use ttl_emulator as emulator;
 
 /// A login session; no expiry, no write.
 #[derive(BigtableRow, Debug)]

@@ -5,7 +5,7 @@
 //! (`ttl-derive`). The README below is compiled as part of the docs, so its
 //! quick start is checked on every test run.
 #![doc = include_str!("../README.md")]
-#![deny(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use ttl_derive::BigtableRow;
 pub use ttl_runtime::*;

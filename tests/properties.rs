@@ -1,4 +1,4 @@
-//! Property tests of the timestamp rules in DESIGN.md, the codecs and the key
+//! Property tests of the timestamp rules (see `ttl-runtime`'s `policy` module), the codecs and the key
 //! encoding. Pure: no server.
 
 use bigtable_ttl::__private::{KeyBuilder, KeyReader};

@@ -1,4 +1,4 @@
-//! The click-events story of DESIGN.md, end to end on the real emulator:
+//! The click-events story of the README, end to end on the real emulator:
 //! ten customers, most clicks living 2 days, customer 3's 1 hour, customer
 //! 7's 3 days; the clock moved to +90 minutes and +2.5 days.
 

@@ -315,9 +315,9 @@ async fn a_separator_inside_a_key_part_is_refused_by_every_write_path() {
 
 #[tokio::test]
 async fn oversized_values_and_rows_are_refused_before_sending() {
+    const MIB: usize = 1024 * 1024;
     let table = Table::<Blob>::new(connection());
     table.ensure_schema().await.unwrap();
-    const MIB: usize = 1024 * 1024;
 
     // One cell over 100 MiB.
     let cell = Blob {

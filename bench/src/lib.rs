@@ -204,9 +204,15 @@ pub fn cpu_seconds() -> f64 {
         .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
         .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
         .sum();
-    ns as f64 / 1e9
+    // Seconds of CPU as a float for a report; nanosecond precision past
+    // 2^52 ns (52 days) does not matter.
+    #[allow(clippy::cast_precision_loss)]
+    let seconds = ns as f64 / 1e9;
+    seconds
 }
 
+/// The process's peak resident set size (`VmHWM`), in KiB; 0 when unknown.
+#[must_use]
 pub fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()

@@ -7,7 +7,12 @@
 //! * `ttl-bench contender NAME --host H --rows N`: one contender (internal).
 //! * `ttl-bench report --results DIR --out FILE`: renders `BENCHMARKS.md`.
 
+// Counts and durations become ratios and rates for a report: precision past
+// 2^52 does not matter there.
+#![allow(clippy::cast_precision_loss)]
+
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -104,7 +109,7 @@ async fn e2e(rows: usize, python: Option<&str>, out: &Path) -> Res<()> {
             .collect();
         order.extend(names.iter().copied().filter(|n| *n == "python"));
         for name in order {
-            let emulator = bigtable_ttl::emulator::Emulator::start()?;
+            let emulator = ttl_emulator::Emulator::start()?;
             let host = emulator.host().to_owned();
             let mut cmd = if name == "python" {
                 let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python_client.py");
@@ -172,7 +177,7 @@ async fn e2e(rows: usize, python: Option<&str>, out: &Path) -> Res<()> {
             }),
         );
     }
-    let emulator = bigtable_ttl::emulator::Emulator::start()?;
+    let emulator = ttl_emulator::Emulator::start()?;
     let filtering = filter_bytes(emulator.host(), 10_000).await?;
     eprintln!("filtering: {filtering}");
     results.insert("filtering".into(), filtering);
@@ -223,7 +228,7 @@ async fn instructions(rows: usize, out: &Path) -> Res<()> {
     let me = std::env::current_exe()?;
     let mut results = serde_json::Map::new();
     for name in ["lib", "raw"] {
-        let emulator = bigtable_ttl::emulator::Emulator::start()?;
+        let emulator = ttl_emulator::Emulator::start()?;
         let host = emulator.host().to_owned();
         let conn = Connection::emulator(&host, PROJECT, &format!("bench-{name}"))?;
         Table::<Event>::new(conn).ensure_schema().await?;
@@ -512,7 +517,7 @@ fn report(dir: &Path, out: &Path) -> Res<()> {
     let rows = e2e["rows"].as_f64().unwrap_or(0.0);
     let mut t = String::new();
     let mut line = |what: &str, value: String, target: &str| {
-        t.push_str(&format!("| {what} | {value} | {target} |\n"));
+        let _ = writeln!(t, "| {what} | {value} | {target} |");
     };
     let n = 1000.0_f64;
     for group in ["build", "decode"] {

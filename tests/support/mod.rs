@@ -25,7 +25,7 @@ pub const PROJECT: &str = "test-project";
 /// it never skips them.
 #[allow(dead_code)]
 pub fn emulator_host() -> String {
-    ttl_runtime::emulator::shared_host()
+    ttl_emulator::shared_host()
         .unwrap_or_else(|e| panic!("integration tests need the Bigtable emulator: {e}"))
 }
 

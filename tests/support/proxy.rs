@@ -125,7 +125,7 @@ impl Proxy {
     }
 }
 
-/// SplitMix64: small, seedable, good enough to pick fault points.
+/// `SplitMix64`: small, seedable, good enough to pick fault points.
 fn next(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;

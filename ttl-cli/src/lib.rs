@@ -9,9 +9,6 @@
 //!
 //! Exit status: see [`exit`].
 
-#![deny(unsafe_code)]
-#![warn(missing_docs)]
-#![warn(clippy::pedantic)]
 // Counts are printed and serialised; u64 -> f64 precision is irrelevant for progress.
 #![allow(clippy::cast_precision_loss)]
 // Doc comments of the command-line types are clap's --help text, read in a

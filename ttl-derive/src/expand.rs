@@ -71,20 +71,18 @@ fn impl_row(cont: &Container) -> TokenStream {
     let separator = cont.key_separator();
     let none = quote!(::core::option::Option::None);
 
-    let key_ty = match keys.as_slice() {
-        [only] => only.ty.to_token_stream(),
-        _ => {
-            let tys = keys.iter().map(|k| k.ty);
-            quote!((#(#tys,)*))
-        }
+    let key_ty = if let [only] = keys.as_slice() {
+        only.ty.to_token_stream()
+    } else {
+        let tys = keys.iter().map(|k| k.ty);
+        quote!((#(#tys,)*))
     };
 
-    let policy = match cont.default_millis() {
-        Some(millis) => {
-            let millis = ms(millis);
-            quote!(#p::Policy::Default { default: #p::millis(#millis) })
-        }
-        None => quote!(#p::Policy::OneSecond),
+    let policy = if let Some(millis) = cont.default_millis() {
+        let millis = ms(millis);
+        quote!(#p::Policy::Default { default: #p::millis(#millis) })
+    } else {
+        quote!(#p::Policy::OneSecond)
     };
     let families = cont.families();
     let column_defs = columns.iter().map(|f| {
@@ -159,16 +157,15 @@ fn impl_row(cont: &Container) -> TokenStream {
     let encode_key = key_parts(false);
     let row_key = key_parts(true);
 
-    let expiry = match cont.fields_with(Role::ExpireAt).next() {
-        Some(f) => {
-            let ident = f.ident;
-            if f.is_option() {
-                quote!(#p::expiry_at_opt(self.#ident))
-            } else {
-                quote!(#p::expiry_at(self.#ident))
-            }
+    let expiry = if let Some(f) = cont.fields_with(Role::ExpireAt).next() {
+        let ident = f.ident;
+        if f.is_option() {
+            quote!(#p::expiry_at_opt(self.#ident))
+        } else {
+            quote!(#p::expiry_at(self.#ident))
         }
-        None => quote!(#p::Expiry::PolicyDefault),
+    } else {
+        quote!(#p::Expiry::PolicyDefault)
     };
 
     let write_cells = columns.iter().enumerate().map(|(i, f)| {
@@ -321,12 +318,11 @@ fn fallback(input: &DeriveInput, cont: Option<&Container>) -> TokenStream {
     let ident = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     let keys: Vec<&Field> = cont.map_or_else(Vec::new, |c| c.fields_with(Role::Key).collect());
-    let key_ty = match keys.as_slice() {
-        [only] => only.ty.to_token_stream(),
-        _ => {
-            let tys = keys.iter().map(|k| k.ty);
-            quote!((#(#tys,)*))
-        }
+    let key_ty = if let [only] = keys.as_slice() {
+        only.ty.to_token_stream()
+    } else {
+        let tys = keys.iter().map(|k| k.ty);
+        quote!((#(#tys,)*))
     };
     quote! {
         const _: () = {

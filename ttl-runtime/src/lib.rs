@@ -21,19 +21,15 @@
 //! modules [`admin`], [`writer`], [`retry`], [`filter`], [`limits`],
 //! [`ops`] and [`proto`]. What the derive's expansion calls is behind a
 //! hidden door and not part of the API.
+//!
+//! # Features
+//!
+//! * `json`: the [`Json`] cell codec, any serde type stored as JSON
+//!   (`serde`, `serde_json`).
 
-#![deny(unsafe_code)]
-#![warn(missing_docs)]
-#![warn(clippy::pedantic)]
-// Every public fallible function documents its errors on the `Error` enum's
-// variants; repeating a `# Errors` section on each small helper adds noise.
-#![allow(clippy::missing_errors_doc)]
-// Names like `policy::Policy` read better at the use site than the alternatives.
-#![allow(clippy::module_name_repetitions)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod client;
-#[cfg(feature = "emulator")]
-pub mod emulator;
 mod model;
 pub mod ops;
 mod wire;
@@ -46,6 +42,7 @@ pub use client::table::{Table, Written};
 pub use model::clock::Clock;
 pub use model::codec::CellCodec;
 #[cfg(feature = "json")]
+#[cfg_attr(docsrs, doc(cfg(feature = "json")))]
 pub use model::codec::Json;
 pub use model::error::{Code, CodecError, Error, FailedRow, Result};
 pub use model::key::KeyPart;

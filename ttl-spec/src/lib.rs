@@ -6,10 +6,6 @@
 //! use the runtime, and the runtime cannot use a proc-macro crate's
 //! functions.
 
-#![deny(unsafe_code)]
-#![warn(missing_docs)]
-#![warn(clippy::pedantic)]
-
 use std::fmt;
 use std::time::Duration;
 

@@ -317,11 +317,12 @@ impl<T: BigtableRow> Table<T> {
 
     /// Write many rows, each as [`Table::put`] would, through `MutateRows`.
     ///
-    /// Every row's mutations are built and checked first, all with the same
-    /// "now": a bad row anywhere fails the call before anything is sent.
-    /// (They are built again as they are sent, so that only the requests in
-    /// flight are held in memory, not the whole input's mutations.) They are then
-    /// sent in requests of at most [`crate::limits::MAX_MUTATIONS_PER_REQUEST`] mutations and
+    /// Every row's mutations are built, checked and encoded first, all with
+    /// the same "now": a bad row anywhere fails the call before anything is
+    /// sent. All the encoded requests (about the size of the rows' data) are
+    /// therefore held until sent; for more rows than that should take in
+    /// memory, stream them through [`Table::writer`], which holds only the
+    /// requests in flight. They are sent in requests of at most [`crate::limits::MAX_MUTATIONS_PER_REQUEST`] mutations and
     /// about [`crate::limits::MAX_REQUEST_BYTES`] bytes. Bigtable applies each row
     /// atomically but the batch is not atomic; the status of every entry is
     /// read, entries failing with a transient error are retried (safe: every

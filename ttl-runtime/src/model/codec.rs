@@ -141,6 +141,7 @@ impl CellCodec for DateTime<Utc> {
 /// # }
 /// ```
 #[cfg(feature = "json")]
+#[cfg_attr(docsrs, doc(cfg(feature = "json")))]
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Json<T>(pub T);
 

@@ -1,5 +1,6 @@
-//! Google's Bigtable emulator, started on a free loopback port (feature
-//! `emulator`; for tests and examples).
+//! Google's Bigtable emulator, started on a free loopback port: the test
+//! tooling of `bigtable-ttl`'s tests, examples and benchmarks (not part of
+//! the library).
 //!
 //! The emulator runs under a tiny `sh` watchdog that holds a pipe from this
 //! process: when this process exits for any reason, even `SIGKILL`, the pipe
@@ -12,8 +13,9 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// Where the Google Cloud CLI installs the emulator on Debian.
-pub const DEFAULT_EMULATOR_PATH: &str =
+/// Where the Google Cloud CLI's Debian package installs the emulator: looked
+/// at after `$BIGTABLE_EMULATOR_BIN` and before `PATH`.
+const DEBIAN_EMULATOR_PATH: &str =
     "/usr/lib/google-cloud-sdk/platform/bigtable-emulator/cbtemulator";
 
 /// How to get the emulator, printed whenever it is missing.
@@ -50,7 +52,7 @@ pub struct Emulator {
 impl Emulator {
     /// Start the emulator on a free loopback port and wait until it listens.
     ///
-    /// The binary is `$BIGTABLE_EMULATOR_BIN`, else [`DEFAULT_EMULATOR_PATH`],
+    /// The binary is `$BIGTABLE_EMULATOR_BIN`, else where the Debian package puts it,
     /// else `cbtemulator` on `PATH`.
     ///
     /// # Errors
@@ -170,7 +172,7 @@ fn find_binary() -> Result<PathBuf, EmulatorError> {
     if let Some(bin) = std::env::var_os("BIGTABLE_EMULATOR_BIN") {
         candidates.push(bin.into());
     }
-    candidates.push(DEFAULT_EMULATOR_PATH.into());
+    candidates.push(DEBIAN_EMULATOR_PATH.into());
     if let Some(path) = std::env::var_os("PATH") {
         candidates.extend(std::env::split_paths(&path).map(|dir| dir.join("cbtemulator")));
     }
