@@ -67,18 +67,19 @@ async fn a_killed_emulator_fails_the_unacknowledged_rows_and_a_new_one_takes_wri
     let clock = Clock::manual(Utc::now());
     let table = Table::<Event>::new(conn)
         .with_clock(clock.clone())
-        .with_write_options(WriteOptions {
-            max_rows_per_request: 500,
-            max_in_flight: 2,
-            retry: RetryPolicy {
-                max_attempts: 100,
-                initial_delay: Duration::from_millis(20),
-                max_delay: Duration::from_millis(200),
-                attempt_timeout: Duration::from_secs(1),
-                deadline: Duration::from_millis(1_500),
-            },
-            ..WriteOptions::default()
-        });
+        .with_write_options(
+            WriteOptions::default()
+                .with_max_rows_per_request(500)
+                .with_max_in_flight(2)
+                .with_retry(
+                    RetryPolicy::default()
+                        .with_max_attempts(100)
+                        .with_initial_delay(Duration::from_millis(20))
+                        .with_max_delay(Duration::from_millis(200))
+                        .with_attempt_timeout(Duration::from_secs(1))
+                        .with_deadline(Duration::from_millis(1_500)),
+                ),
+        );
     table.ensure_schema().await.unwrap();
 
     let mut writer = table.writer();

@@ -67,17 +67,16 @@ fn through(proxy: &Proxy, direct: &Connection) -> Connection {
 }
 
 fn patient() -> WriteOptions {
-    WriteOptions {
-        max_rows_per_request: 2_000,
-        retry: RetryPolicy {
-            max_attempts: 30,
-            initial_delay: Duration::from_millis(20),
-            max_delay: Duration::from_millis(500),
-            attempt_timeout: Duration::from_secs(10),
-            deadline: Duration::from_secs(90),
-        },
-        ..WriteOptions::default()
-    }
+    WriteOptions::default()
+        .with_max_rows_per_request(2_000)
+        .with_retry(
+            RetryPolicy::default()
+                .with_max_attempts(30)
+                .with_initial_delay(Duration::from_millis(20))
+                .with_max_delay(Duration::from_millis(500))
+                .with_attempt_timeout(Duration::from_secs(10))
+                .with_deadline(Duration::from_secs(90)),
+        )
 }
 
 /// Every row holds exactly one cell per column, with the value of `event(i)`

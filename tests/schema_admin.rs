@@ -336,9 +336,7 @@ async fn switching_a_family_with_cells_to_one_second_is_refused_unless_forced() 
         &conn,
         "sessions",
         &ONE_SECOND_PLUS,
-        EnsureOptions {
-            force_one_second: true,
-        },
+        EnsureOptions::new().with_force_one_second(true),
     )
     .await
     .unwrap();

@@ -57,6 +57,7 @@ use proto::{
 
 /// Options of [`ensure_schema`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EnsureOptions {
     /// Switch a family that holds cells to `max_age = 1s` anyway. Every cell
     /// whose timestamp is more than a second in the past (that is, every cell
@@ -65,8 +66,26 @@ pub struct EnsureOptions {
     pub force_one_second: bool,
 }
 
+impl EnsureOptions {
+    /// The default: refuse to switch a family holding cells to one-second
+    /// expiration.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Switch such a family anyway (its cells with ordinary timestamps are
+    /// then deleted at the next compaction).
+    #[must_use]
+    pub fn with_force_one_second(mut self, force: bool) -> Self {
+        self.force_one_second = force;
+        self
+    }
+}
+
 /// One family [`ensure_schema`] created or changed.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct FamilyChange {
     /// The family.
     pub family: String,
@@ -99,6 +118,7 @@ impl fmt::Display for FamilyChange {
 /// What [`ensure_schema`] did. Its `Display` is one line per change, for
 /// printing.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct SchemaReport {
     /// The table.
     pub table: String,

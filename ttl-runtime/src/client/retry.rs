@@ -41,14 +41,12 @@ use crate::wire::status::code_of;
 /// use std::time::Duration;
 /// use bigtable_ttl::retry::RetryPolicy;
 ///
-/// let patient = RetryPolicy {
-///     deadline: Duration::from_secs(300),
-///     ..RetryPolicy::default()
-/// };
+/// let patient = RetryPolicy::default().with_deadline(Duration::from_secs(300));
 /// let never = RetryPolicy::none();
 /// # let _ = (patient, never);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RetryPolicy {
     /// Attempts in all, the first included (1: never retry).
     pub max_attempts: u32,
@@ -79,6 +77,41 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
+    /// At most `attempts` attempts, the first included (1: never retry).
+    #[must_use]
+    pub fn with_max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts;
+        self
+    }
+
+    /// `delay` before the first retry (doubling after).
+    #[must_use]
+    pub fn with_initial_delay(mut self, delay: Duration) -> Self {
+        self.initial_delay = delay;
+        self
+    }
+
+    /// At most `delay` between two attempts (before jitter).
+    #[must_use]
+    pub fn with_max_delay(mut self, delay: Duration) -> Self {
+        self.max_delay = delay;
+        self
+    }
+
+    /// At most `timeout` for one attempt.
+    #[must_use]
+    pub fn with_attempt_timeout(mut self, timeout: Duration) -> Self {
+        self.attempt_timeout = timeout;
+        self
+    }
+
+    /// At most `deadline` for all attempts of one request together.
+    #[must_use]
+    pub fn with_deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
     /// One attempt, no retry.
     #[must_use]
     pub fn none() -> Self {

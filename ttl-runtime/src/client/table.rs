@@ -120,6 +120,7 @@ impl<T> std::fmt::Debug for Table<T> {
 
 /// What a successful write stored, for one row.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Written {
     /// The row key.
     pub row_key: Vec<u8>,

@@ -37,10 +37,11 @@ use crate::model::limits::{MAX_MUTATIONS_PER_REQUEST, MAX_REQUEST_BYTES};
 /// ```
 /// use bigtable_ttl::writer::WriteOptions;
 ///
-/// let options = WriteOptions { max_in_flight: 8, ..WriteOptions::default() };
+/// let options = WriteOptions::default().with_max_in_flight(8);
 /// # let _ = options;
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WriteOptions {
     /// Rows per `MutateRows` request, at most.
     pub max_rows_per_request: usize,
@@ -65,6 +66,44 @@ impl Default for WriteOptions {
             max_in_flight: 4,
             retry: RetryPolicy::default(),
         }
+    }
+}
+
+impl WriteOptions {
+    /// At most `rows` rows per `MutateRows` request.
+    #[must_use]
+    pub fn with_max_rows_per_request(mut self, rows: usize) -> Self {
+        self.max_rows_per_request = rows;
+        self
+    }
+
+    /// At most `mutations` mutations per request (Bigtable's limit is
+    /// 100,000).
+    #[must_use]
+    pub fn with_max_mutations_per_request(mut self, mutations: usize) -> Self {
+        self.max_mutations_per_request = mutations;
+        self
+    }
+
+    /// About `bytes` per request at most.
+    #[must_use]
+    pub fn with_max_request_bytes(mut self, bytes: usize) -> Self {
+        self.max_request_bytes = bytes;
+        self
+    }
+
+    /// At most `requests` requests sent and not yet answered.
+    #[must_use]
+    pub fn with_max_in_flight(mut self, requests: usize) -> Self {
+        self.max_in_flight = requests;
+        self
+    }
+
+    /// Retries of each request's failed entries under `retry`.
+    #[must_use]
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
     }
 }
 

@@ -9,8 +9,61 @@ use crate::model::gc_rule::proto::GcRule;
 use crate::model::gc_rule::{gc_rule, rule_matches};
 use crate::model::policy::Policy;
 
-use super::audit::{audit, AuditReport};
+use super::audit::{audit, AuditReport, AuditRequest};
 use super::scan::ScanProgress;
+
+/// What to apply: a policy's GC rule on a family of a table, after an audit
+/// at a "now"; refused when data would be lost unless forced.
+///
+/// ```
+/// use bigtable_ttl::ops::{parse_policy, ApplyRequest};
+///
+/// let request = ApplyRequest::new("sessions", "s", parse_policy("default=2d").unwrap())
+///     .with_force(true);
+/// assert!(request.force);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ApplyRequest {
+    /// The table.
+    pub table: String,
+    /// The family (created with the rule when missing).
+    pub family: String,
+    /// The policy whose rule to set.
+    pub policy: Policy,
+    /// The "now" the audit judges at (the system clock's when made).
+    pub now: DateTime<Utc>,
+    /// Set the rule even when the audit finds cells it would delete.
+    pub force: bool,
+}
+
+impl ApplyRequest {
+    /// Apply `policy` to `table`/`family`, now, refusing to delete data.
+    #[must_use]
+    pub fn new(table: impl Into<String>, family: impl Into<String>, policy: Policy) -> Self {
+        Self {
+            table: table.into(),
+            family: family.into(),
+            policy,
+            now: Utc::now(),
+            force: false,
+        }
+    }
+
+    /// The same, judged at `now`.
+    #[must_use]
+    pub fn with_now(mut self, now: DateTime<Utc>) -> Self {
+        self.now = now;
+        self
+    }
+
+    /// The same, setting the rule even when data would be deleted.
+    #[must_use]
+    pub fn with_force(mut self, force: bool) -> Self {
+        self.force = force;
+        self
+    }
+}
 
 /// What [`apply`] did.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,9 +117,10 @@ impl ApplyOutcome {
 ///
 /// ```no_run
 /// # async fn run(conn: &bigtable_ttl::Connection) -> bigtable_ttl::Result<()> {
-/// use bigtable_ttl::ops::{apply, parse_policy, ApplyOutcome};
+/// use bigtable_ttl::ops::{apply, parse_policy, ApplyOutcome, ApplyRequest};
 ///
-/// let outcome = apply(conn, "sessions", "s", parse_policy("one-second")?, chrono::Utc::now(), false, |_| {}).await?;
+/// let request = ApplyRequest::new("sessions", "s", parse_policy("one-second")?);
+/// let outcome = apply(conn, &request, |_| {}).await?;
 /// if let ApplyOutcome::Refused { audit, .. } = &outcome {
 ///     eprintln!("refused:\n{audit}");
 /// }
@@ -77,15 +131,25 @@ impl ApplyOutcome {
 /// [`crate::Error::TableNotFound`]; [`crate::Error::Server`].
 pub async fn apply(
     conn: &Connection,
-    table: &str,
-    family: &str,
-    policy: Policy,
-    now: DateTime<Utc>,
-    force: bool,
+    request: &ApplyRequest,
     progress: impl FnMut(ScanProgress),
 ) -> Result<ApplyOutcome> {
+    let ApplyRequest {
+        table,
+        family,
+        policy,
+        now,
+        force,
+    } = request;
+    let (policy, force) = (*policy, *force);
+    let audit_request = AuditRequest {
+        table: table.clone(),
+        family: family.clone(),
+        policy,
+        now: *now,
+    };
     let before = live_rules(conn, table).await?.remove(family);
-    let report = audit(conn, table, family, policy, now, progress).await?;
+    let report = audit(conn, &audit_request, progress).await?;
     let after = gc_rule(policy.gc_max_age());
     if let Some(rule) = &before {
         if rule_matches(rule, &after) {

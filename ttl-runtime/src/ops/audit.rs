@@ -20,8 +20,50 @@ use crate::model::scan::RawCell;
 
 use super::scan::{FamilyPages, ScanProgress};
 
+/// What to audit: a family of a table under a policy, judged at a "now".
+///
+/// ```
+/// use bigtable_ttl::ops::{parse_policy, AuditRequest};
+///
+/// let request = AuditRequest::new("sessions", "s", parse_policy("one-second").unwrap());
+/// # let _ = request;
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AuditRequest {
+    /// The table.
+    pub table: String,
+    /// The family.
+    pub family: String,
+    /// The policy to judge its cells by.
+    pub policy: Policy,
+    /// The "now" the cells are judged at (the system clock's when made).
+    pub now: DateTime<Utc>,
+}
+
+impl AuditRequest {
+    /// An audit of `table`/`family` under `policy`, now.
+    #[must_use]
+    pub fn new(table: impl Into<String>, family: impl Into<String>, policy: Policy) -> Self {
+        Self {
+            table: table.into(),
+            family: family.into(),
+            policy,
+            now: Utc::now(),
+        }
+    }
+
+    /// The same audit judged at `now` (a manual clock's, in tests).
+    #[must_use]
+    pub fn with_now(mut self, now: DateTime<Utc>) -> Self {
+        self.now = now;
+        self
+    }
+}
+
 /// The audit of one family under one policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AuditReport {
     /// The table.
     pub table: String,
@@ -210,9 +252,10 @@ impl Audit {
 ///
 /// ```no_run
 /// # async fn run(conn: &bigtable_ttl::Connection) -> bigtable_ttl::Result<()> {
-/// use bigtable_ttl::ops::{audit, parse_policy};
+/// use bigtable_ttl::ops::{audit, parse_policy, AuditRequest};
 ///
-/// let report = audit(conn, "sessions", "s", parse_policy("one-second")?, chrono::Utc::now(), |_| {}).await?;
+/// let request = AuditRequest::new("sessions", "s", parse_policy("one-second")?);
+/// let report = audit(conn, &request, |_| {}).await?;
 /// if report.would_delete_data() {
 ///     eprintln!("{report}");
 /// }
@@ -223,13 +266,16 @@ impl Audit {
 /// [`crate::Error::Server`] when a read fails (a missing table included).
 pub async fn audit(
     conn: &Connection,
-    table: &str,
-    family: &str,
-    policy: Policy,
-    now: DateTime<Utc>,
+    request: &AuditRequest,
     mut progress: impl FnMut(ScanProgress),
 ) -> Result<AuditReport> {
-    let mut tally = Audit::new(table, family, policy, now);
+    let AuditRequest {
+        table,
+        family,
+        policy,
+        now,
+    } = request;
+    let mut tally = Audit::new(table, family, *policy, *now);
     let mut pages = FamilyPages::new(conn, table, family).strip_values();
     while let Some(page) = pages.next_page().await? {
         for (_, cells) in &page {

@@ -18,8 +18,70 @@ use crate::model::gc_rule::{policy_from_rule, proto::GcRule};
 use crate::model::policy::Policy;
 use crate::model::scan::RawCell;
 
+use super::spec::DEFAULT_WRITTEN_AT;
+
+/// What to inspect: one row of a table, every family or one, judged at a
+/// "now".
+///
+/// ```
+/// use bigtable_ttl::ops::InspectRequest;
+///
+/// let request = InspectRequest::new("clicks", "c3#0001").with_family("c");
+/// assert_eq!(request.written_at, bigtable_ttl::ops::DEFAULT_WRITTEN_AT);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct InspectRequest {
+    /// The table.
+    pub table: String,
+    /// The row key.
+    pub row_key: Vec<u8>,
+    /// Only this family's cells; `None`: every family.
+    pub family: Option<String>,
+    /// The shadow column's qualifier ([`DEFAULT_WRITTEN_AT`] unless set).
+    pub written_at: String,
+    /// The "now" cells are judged at (the system clock's when made).
+    pub now: DateTime<Utc>,
+}
+
+impl InspectRequest {
+    /// Inspect row `row_key` of `table`, every family, now.
+    #[must_use]
+    pub fn new(table: impl Into<String>, row_key: impl AsRef<[u8]>) -> Self {
+        Self {
+            table: table.into(),
+            row_key: row_key.as_ref().to_vec(),
+            family: None,
+            written_at: DEFAULT_WRITTEN_AT.to_owned(),
+            now: Utc::now(),
+        }
+    }
+
+    /// Only the cells of `family`.
+    #[must_use]
+    pub fn with_family(mut self, family: impl Into<String>) -> Self {
+        self.family = Some(family.into());
+        self
+    }
+
+    /// The shadow column is `qualifier`.
+    #[must_use]
+    pub fn with_written_at(mut self, qualifier: impl Into<String>) -> Self {
+        self.written_at = qualifier.into();
+        self
+    }
+
+    /// Judged at `now`.
+    #[must_use]
+    pub fn with_now(mut self, now: DateTime<Utc>) -> Self {
+        self.now = now;
+        self
+    }
+}
+
 /// A family's live GC rule and the policy it implements.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct FamilyPolicy {
     /// The live rule (`none` when the family has none).
     pub rule: GcRule,
@@ -30,6 +92,7 @@ pub struct FamilyPolicy {
 
 /// One stored cell, explained.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CellReport {
     /// Column family.
     pub family: String,
@@ -56,6 +119,7 @@ pub struct CellReport {
 
 /// Every cell of one row, explained.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct RowInspection {
     /// The table.
     pub table: String,
@@ -130,9 +194,9 @@ pub fn explain_cells(
 ///
 /// ```no_run
 /// # async fn run(conn: &bigtable_ttl::Connection) -> bigtable_ttl::Result<()> {
-/// use bigtable_ttl::ops::{inspect, DEFAULT_WRITTEN_AT};
+/// use bigtable_ttl::ops::{inspect, InspectRequest};
 ///
-/// let row = inspect(conn, "clicks", b"c3#0001", None, DEFAULT_WRITTEN_AT, chrono::Utc::now()).await?;
+/// let row = inspect(conn, &InspectRequest::new("clicks", "c3#0001")).await?;
 /// for cell in &row.cells {
 ///     println!("{}:{} alive={} expires={:?} written={:?}", cell.family,
 ///         String::from_utf8_lossy(&cell.qualifier), cell.alive, cell.expires_at, cell.written_at);
@@ -142,14 +206,15 @@ pub fn explain_cells(
 ///
 /// # Errors
 /// [`crate::Error::TableNotFound`]; [`crate::Error::Server`].
-pub async fn inspect(
-    conn: &Connection,
-    table: &str,
-    row_key: &[u8],
-    family: Option<&str>,
-    written_at: &str,
-    now: DateTime<Utc>,
-) -> Result<RowInspection> {
+pub async fn inspect(conn: &Connection, request: &InspectRequest) -> Result<RowInspection> {
+    let InspectRequest {
+        table,
+        row_key,
+        family,
+        written_at,
+        now,
+    } = request;
+    let (family, now) = (family.as_deref(), *now);
     let families: BTreeMap<String, FamilyPolicy> = live_rules(conn, table)
         .await?
         .into_iter()
@@ -161,7 +226,7 @@ pub async fn inspect(
     let request = ReadRowsRequest {
         table_name: conn.table_path(table),
         rows: Some(RowSet {
-            row_keys: vec![row_key.to_vec()],
+            row_keys: vec![row_key.clone()],
             row_ranges: vec![],
         }),
         filter: family.map(only_family),
@@ -169,13 +234,13 @@ pub async fn inspect(
         ..ReadRowsRequest::default()
     };
     let rows: Vec<(Vec<u8>, Vec<RawCell>)> = read_rows(conn.data_channel(), request)
-        .map_err(|e| e.into_error(table, Some(row_key.to_vec())))
+        .map_err(|e| e.into_error(table, Some(row_key.clone())))
         .try_collect()
         .await?;
     let cells = rows.into_iter().next().map(|(_, c)| c).unwrap_or_default();
     Ok(RowInspection {
         table: table.to_owned(),
-        row_key: row_key.to_vec(),
+        row_key: row_key.clone(),
         now,
         cells: explain_cells(&families, &cells, written_at, now),
         families,

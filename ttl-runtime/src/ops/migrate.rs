@@ -1,28 +1,6 @@
 //! Copy a family whose cells carry real timestamps into a family managed by
-//! a TTL policy.
+//! a TTL policy (the rules are on [`migrate`]).
 //!
-//! Each source cell with real timestamp `W` becomes a cell of the target
-//! family that expires at `W + TTL`, its timestamp computed by the policy's
-//! rules ([`Policy::cell_timestamp`] with "now" = `W`): `W + TTL` itself
-//! under one-second expiration, `W + (TTL - D)` under a default `D`. The real
-//! time `W` (to the millisecond) goes into the shadow column (`written_at`
-//! by default), one version per distinct new timestamp, so every copied cell
-//! finds its write time in the shadow version with the same timestamp, and a
-//! typed reader of the newest version sees the newest write.
-//!
-//! **Cells already expired under the policy** (`W + TTL` at or before now)
-//! are skipped and counted, not copied: written, they would be invisible to
-//! every reader and deleted at the next compaction, and under one-second
-//! expiration the write would look like the very mistake the library
-//! prevents. A row all of whose cells expired is not created in the target.
-//!
-//! The source family is only read, never changed. Rows are copied a page at
-//! a time in key order; after each page the caller gets a [`Checkpoint`]
-//! (the last row key copied and the running counts) and decides whether to
-//! go on, so an interrupted migration resumes after that key. Copying a row
-//! twice is harmless: the same cells with the same timestamps overwrite
-//! themselves. At the end the row and cell counts of the target are checked
-//! against the source's ([`verify`]).
 
 use std::ops::ControlFlow;
 
@@ -45,6 +23,7 @@ use super::scan::{FamilyPages, DEFAULT_PAGE_ROWS};
 
 /// What to migrate and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MigratePlan {
     /// The table.
     pub table: String,
@@ -80,6 +59,28 @@ impl MigratePlan {
         }
     }
 
+    /// Copied cells live `ttl` after their real write time (instead of the
+    /// policy's default).
+    #[must_use]
+    pub fn with_ttl(mut self, ttl: TimeDelta) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// The target's shadow column is `qualifier`.
+    #[must_use]
+    pub fn with_written_at(mut self, qualifier: impl Into<String>) -> Self {
+        self.written_at = qualifier.into();
+        self
+    }
+
+    /// `rows` rows per page and per checkpoint.
+    #[must_use]
+    pub fn with_batch_rows(mut self, rows: usize) -> Self {
+        self.batch_rows = rows;
+        self
+    }
+
     /// The TTL each copied cell gets from its real write time.
     ///
     /// # Errors
@@ -110,6 +111,7 @@ impl MigratePlan {
 /// How far a migration got: where to resume and what was done so far
 /// (running totals across resumed runs).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Checkpoint {
     /// The last source row fully copied; resume after it. `None`: from the start.
     pub last_row_key: Option<Vec<u8>>,
@@ -127,6 +129,7 @@ pub struct Checkpoint {
 
 /// The end-of-migration check: counts read back, at one "now".
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Verification {
     /// Rows of the source family.
     pub source_rows: u64,
@@ -152,6 +155,7 @@ impl Verification {
 
 /// A finished migration.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MigrateReport {
     /// The totals.
     pub checkpoint: Checkpoint,
@@ -170,6 +174,7 @@ pub enum MigrateStatus {
 
 /// The target mutations for one source row. Pure.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct RowPlan {
     /// `SetCell`s for the target family (data cells, then shadow versions).
     pub mutations: Vec<Mutation>,
@@ -180,7 +185,7 @@ pub struct RowPlan {
 }
 
 /// Plan the copy of one row's source cells at `now` (see the [module
-/// documentation](self) for the rules). Pure.
+/// documentation of [`migrate`] for the rules). Pure.
 ///
 /// # Errors
 /// [`Error::Migration`] when the source holds the shadow column's qualifier;
@@ -270,7 +275,7 @@ async fn prepare(conn: &Connection, plan: &MigratePlan) -> Result<()> {
     }
 }
 
-/// Copy `plan.from` into `plan.to` (see the [module documentation](self)),
+/// Copy `plan.from` into `plan.to` (see below),
 /// from the start or after `resume`'s row. After each page `on_batch` gets
 /// the checkpoint (write it somewhere) and returns whether to go on; on
 /// [`ControlFlow::Break`] the migration stops there with
@@ -293,6 +298,31 @@ async fn prepare(conn: &Connection, plan: &MigratePlan) -> Result<()> {
 /// }
 /// # Ok(()) }
 /// ```
+///
+/// # How cells are copied
+///
+/// Each source cell with real timestamp `W` becomes a cell of the target
+/// family that expires at `W + TTL`, its timestamp computed by the policy's
+/// rules ([`Policy::cell_timestamp`] with "now" = `W`): `W + TTL` itself
+/// under one-second expiration, `W + (TTL - D)` under a default `D`. The real
+/// time `W` (to the millisecond) goes into the shadow column (`written_at`
+/// by default), one version per distinct new timestamp, so every copied cell
+/// finds its write time in the shadow version with the same timestamp, and a
+/// typed reader of the newest version sees the newest write.
+///
+/// **Cells already expired under the policy** (`W + TTL` at or before now)
+/// are skipped and counted, not copied: written, they would be invisible to
+/// every reader and deleted at the next compaction, and under one-second
+/// expiration the write would look like the very mistake the library
+/// prevents. A row all of whose cells expired is not created in the target.
+///
+/// The source family is only read, never changed. Rows are copied a page at
+/// a time in key order; after each page the caller gets a [`Checkpoint`]
+/// (the last row key copied and the running counts) and decides whether to
+/// go on, so an interrupted migration resumes after that key. Copying a row
+/// twice is harmless: the same cells with the same timestamps overwrite
+/// themselves. At the end the row and cell counts of the target are checked
+/// against the source's ([`verify`]).
 ///
 /// # Errors
 /// [`Error::Migration`] for an unusable plan or a failed verification;

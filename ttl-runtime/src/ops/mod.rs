@@ -16,7 +16,7 @@
 //!   a policy, artificial timestamps and shadow column included, resumable
 //!   from a checkpoint;
 //! * [`raw_rows`]: every stored cell of a table, unfiltered;
-//! * [`retime`]: extend or shorten one row's TTL in place, expire it now
+//! * [`Retime`]: extend or shorten one row's TTL in place, expire it now
 //!   (methods on [`crate::Table`]).
 //!
 //! The pure parts (policy parsing, [`policy_from_rule`], the audit tally, the
@@ -25,20 +25,25 @@
 //! at the edge. The `bigtable-ttl` command-line program (`ttl-cli`) is a thin
 //! layer over this module.
 
-pub mod apply;
-pub mod audit;
-pub mod inspect;
-pub mod migrate;
+mod apply;
+mod audit;
+mod inspect;
+mod migrate;
 mod raw;
-pub mod retime;
+mod retime;
 mod scan;
 mod spec;
 
 pub use crate::model::gc_rule::policy_from_rule;
-pub use apply::{apply, ApplyOutcome};
-pub use audit::{audit, Audit, AuditReport};
-pub use inspect::{inspect, CellReport, FamilyPolicy, RowInspection};
-pub use migrate::{migrate, Checkpoint, MigratePlan, MigrateReport, MigrateStatus};
+pub use apply::{apply, ApplyOutcome, ApplyRequest};
+pub use audit::{audit, Audit, AuditReport, AuditRequest};
+pub use inspect::{
+    explain_cells, inspect, CellReport, FamilyPolicy, InspectRequest, RowInspection,
+};
+pub use migrate::{
+    migrate, plan_row, verify, Checkpoint, MigratePlan, MigrateReport, MigrateStatus, RowPlan,
+    Verification,
+};
 pub use raw::raw_rows;
 pub use retime::{retime_mutation, Retime};
 pub use scan::ScanProgress;

@@ -1,19 +1,5 @@
 //! Change one row's TTL in place, or expire it now: methods on [`Table`].
 //!
-//! Re-timing reads the row's visible cells with the table's read filter
-//! (the newest live version of each column), computes the row's new
-//! timestamp with the policy's rules, and sends one atomic `MutateRow` that,
-//! per column, deletes every version (`DeleteFromColumn`) and writes the
-//! value back (`SetCell`) at the new timestamp. The shadow column keeps its
-//! value (the row was not rewritten by its owner, only re-timed), and a
-//! column with its own shorter TTL (`#[ttl(for = "…")]`) keeps its own
-//! expiry unless the row's new one is earlier: a field never outlives its
-//! row.
-//!
-//! The read and the write are two requests: a write to the same row between
-//! them is overwritten by the values read. Re-time rows nobody is writing at
-//! that moment (as with any read-modify-write on Bigtable without
-//! `CheckAndMutateRow`).
 
 use std::collections::BTreeMap;
 
@@ -33,7 +19,23 @@ use crate::model::schema::Schema;
 use crate::model::view::Expiring;
 
 /// How to re-time a row.
+///
+/// Re-timing reads the row's visible cells with the table's read filter
+/// (the newest live version of each column), computes the row's new
+/// timestamp with the policy's rules, and sends one atomic `MutateRow` that,
+/// per column, deletes every version (`DeleteFromColumn`) and writes the
+/// value back (`SetCell`) at the new timestamp. The shadow column keeps its
+/// value (the row was not rewritten by its owner, only re-timed), and a
+/// column with its own shorter TTL (`#[ttl(for = "…")]`) keeps its own
+/// expiry unless the row's new one is earlier: a field never outlives its
+/// row.
+///
+/// The read and the write are two requests: a write to the same row between
+/// them is overwritten by the values read. Re-time rows nobody is writing at
+/// that moment (as with any read-modify-write on Bigtable without
+/// `CheckAndMutateRow`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Retime {
     /// Live this long from now (longer or shorter than before).
     Ttl(TimeDelta),
@@ -130,8 +132,8 @@ pub fn retime_mutation(
 }
 
 impl<T: BigtableRow> Table<T> {
-    /// Re-time the row with key `key` in place (see the [module
-    /// documentation](self)): its live cells are rewritten with the new
+    /// Re-time the row with key `key` in place (see [`Retime`]
+    /// for how): its live cells are rewritten with the new
     /// timestamp and their older versions removed, in one atomic row
     /// mutation. Returns what was stored (`expires_at` is the new expiry),
     /// or `None` when the row does not exist or has expired.

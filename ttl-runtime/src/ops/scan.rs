@@ -16,6 +16,7 @@ pub(crate) const DEFAULT_PAGE_ROWS: usize = 1_000;
 
 /// How far a long operation got, for progress bars.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ScanProgress {
     /// Rows read so far.
     pub rows: u64,

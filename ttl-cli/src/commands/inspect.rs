@@ -1,0 +1,184 @@
+//! `bigtable-ttl inspect`: every cell of one row, with its expiry under the
+//! family's live rule and its real write time.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use clap::Args;
+use serde::Serialize;
+use ttl_runtime::admin::describe_rule;
+use ttl_runtime::ops::{self, policy_spec, InspectRequest, RowInspection};
+
+use crate::exit;
+use crate::output::{instant, instant_micros, print_json, print_table, printable, span, Fallible};
+use crate::target::Target;
+
+/// Every cell of one row with its timestamp, whether it is alive, when it
+/// expires under the family's live rule, the time left, and the real write
+/// time from the shadow column (Cassandra's TTL() and WRITETIME()).
+#[derive(Debug, Args)]
+pub(crate) struct InspectArgs {
+    /// The table.
+    table: String,
+    /// The row key.
+    row: String,
+    /// Only this family.
+    #[arg(long, short)]
+    family: Option<String>,
+    /// The shadow column's qualifier.
+    #[arg(long, default_value = ops::DEFAULT_WRITTEN_AT)]
+    written_at: String,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) async fn exec(target: &Target, args: InspectArgs, out: &mut dyn Write) -> Fallible<i32> {
+    let conn = target.connect().await?;
+    let mut request = InspectRequest::new(args.table, args.row).with_written_at(args.written_at);
+    if let Some(family) = args.family {
+        request = request.with_family(family);
+    }
+    let inspection = ops::inspect(&conn, &request).await?;
+    if args.json {
+        print_json(out, &InspectJson::new(&inspection))?;
+    } else {
+        print_inspection(out, &inspection)?;
+    }
+    Ok(if inspection.cells.is_empty() {
+        exit::ERROR
+    } else {
+        exit::OK
+    })
+}
+
+/// `inspect --json`.
+#[derive(Debug, Serialize)]
+struct InspectJson {
+    table: String,
+    row_key: String,
+    now: String,
+    families: BTreeMap<String, FamilyJson>,
+    cells: Vec<CellJson>,
+}
+
+#[derive(Debug, Serialize)]
+struct FamilyJson {
+    gc_rule: String,
+    policy: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct CellJson {
+    family: String,
+    qualifier: String,
+    value: String,
+    value_hex: String,
+    timestamp_micros: i64,
+    timestamp: Option<String>,
+    shadow: bool,
+    alive: bool,
+    expires_at: Option<String>,
+    time_left_ms: Option<i64>,
+    time_left: Option<String>,
+    written_at: Option<String>,
+}
+
+impl InspectJson {
+    fn new(i: &RowInspection) -> Self {
+        Self {
+            table: i.table.clone(),
+            row_key: String::from_utf8_lossy(&i.row_key).into_owned(),
+            now: instant(i.now),
+            families: i
+                .families
+                .iter()
+                .map(|(name, f)| {
+                    let family = FamilyJson {
+                        gc_rule: describe_rule(&f.rule),
+                        policy: f.policy.as_ref().map(policy_spec),
+                    };
+                    (name.clone(), family)
+                })
+                .collect(),
+            cells: i
+                .cells
+                .iter()
+                .map(|c| CellJson {
+                    family: c.family.clone(),
+                    qualifier: String::from_utf8_lossy(&c.qualifier).into_owned(),
+                    value: String::from_utf8_lossy(&c.value).into_owned(),
+                    value_hex: hex::encode(&c.value),
+                    timestamp_micros: c.timestamp_micros,
+                    timestamp: instant_micros(c.timestamp_micros),
+                    shadow: c.is_shadow,
+                    alive: c.alive,
+                    expires_at: c.expires_at.map(instant),
+                    time_left_ms: c.time_left.map(|d| d.num_milliseconds()),
+                    time_left: c.time_left.map(span),
+                    written_at: c.written_at.map(instant),
+                })
+                .collect(),
+        }
+    }
+}
+
+fn print_inspection(out: &mut dyn Write, i: &RowInspection) -> Fallible<()> {
+    let key = String::from_utf8_lossy(&i.row_key);
+    if i.cells.is_empty() {
+        writeln!(out, "table `{}`, row {key:?}: no cells", i.table)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "table `{}`, row {key:?}, now {}",
+        i.table,
+        instant(i.now)
+    )?;
+    let used: std::collections::BTreeSet<&str> =
+        i.cells.iter().map(|c| c.family.as_str()).collect();
+    for family in used {
+        if let Some(f) = i.families.get(family) {
+            writeln!(
+                out,
+                "  family `{family}`: {} ({})",
+                describe_rule(&f.rule),
+                f.policy
+                    .as_ref()
+                    .map_or_else(|| "no expiry by age".to_owned(), policy_spec)
+            )?;
+        }
+    }
+    let header = [
+        "COLUMN",
+        "TIMESTAMP",
+        "ALIVE",
+        "EXPIRES",
+        "TIME LEFT",
+        "WRITTEN",
+        "VALUE",
+    ];
+    let rows: Vec<[String; 7]> = i
+        .cells
+        .iter()
+        .map(|c| {
+            let column = format!(
+                "{}:{}{}",
+                c.family,
+                String::from_utf8_lossy(&c.qualifier),
+                if c.is_shadow { " (shadow)" } else { "" }
+            );
+            [
+                column,
+                instant_micros(c.timestamp_micros)
+                    .unwrap_or_else(|| format!("{} µs", c.timestamp_micros)),
+                if c.alive { "yes" } else { "no" }.to_owned(),
+                c.expires_at.map_or_else(|| "never".to_owned(), instant),
+                c.time_left.map_or_else(|| "-".to_owned(), span),
+                c.written_at.map_or_else(|| "-".to_owned(), instant),
+                printable(&c.value),
+            ]
+        })
+        .collect();
+    print_table(out, header, &rows)
+}

@@ -1,0 +1,360 @@
+//! `bigtable-ttl migrate`: copy a family with real timestamps into a family
+//! managed by a policy, resumable from a checkpoint file, verified at the end.
+
+use std::io::Write;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use ttl_runtime::ops::{
+    self, parse_duration, parse_policy, policy_spec, Checkpoint, MigratePlan, MigrateReport,
+    MigrateStatus, Verification,
+};
+use ttl_runtime::Clock;
+
+use crate::exit;
+use crate::output::{print_json, progress_bar, rule_of, span, Fallible};
+use crate::target::Target;
+
+/// Copy a family with real timestamps into a family managed by a policy.
+#[derive(Debug, Args)]
+pub(crate) struct MigrateArgs {
+    /// The table.
+    table: String,
+    /// The source family (real timestamps). Only read.
+    #[arg(long)]
+    from: String,
+    /// The target family (created with the policy's rule when missing).
+    #[arg(long)]
+    to: String,
+    /// The target's policy: `one-second` or `default=DURATION`.
+    #[arg(long, short)]
+    policy: String,
+    /// How long each cell lives after its real write time (default: the
+    /// policy's default; required with one-second).
+    #[arg(long)]
+    ttl: Option<String>,
+    /// The shadow column's qualifier in the target family.
+    #[arg(long, default_value = ops::DEFAULT_WRITTEN_AT)]
+    written_at: String,
+    /// Rows per batch (and per checkpoint).
+    #[arg(long, default_value_t = 1000)]
+    batch_rows: usize,
+    /// Write the progress here after each batch.
+    #[arg(long)]
+    checkpoint: Option<PathBuf>,
+    /// Resume after the row recorded in --checkpoint.
+    #[arg(long, requires = "checkpoint")]
+    resume: bool,
+    /// Stop (exit status 4) once this many source rows were read: for tests
+    /// and drills of an interruption.
+    #[arg(long, hide = true)]
+    stop_after: Option<u64>,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The checkpoint file: the plan (so that a resume with other arguments is
+/// refused) and the [`Checkpoint`]. Also what `migrate --json` prints.
+#[derive(Debug, Serialize, Deserialize)]
+struct CheckpointFile {
+    table: String,
+    from: String,
+    to: String,
+    policy: String,
+    ttl_ms: Option<i64>,
+    written_at: String,
+    last_row_key_hex: Option<String>,
+    last_row_key: Option<String>,
+    #[serde(default)]
+    rows_read: u64,
+    #[serde(default)]
+    rows_copied: u64,
+    #[serde(default)]
+    cells_copied: u64,
+    #[serde(default)]
+    cells_skipped_expired: u64,
+    #[serde(default)]
+    rows_skipped_expired: u64,
+    #[serde(default)]
+    done: bool,
+}
+
+impl CheckpointFile {
+    fn new(plan: &MigratePlan, cp: &Checkpoint, done: bool) -> Self {
+        Self {
+            table: plan.table.clone(),
+            from: plan.from.clone(),
+            to: plan.to.clone(),
+            policy: policy_spec(&plan.policy),
+            ttl_ms: plan.ttl.map(|t| t.num_milliseconds()),
+            written_at: plan.written_at.clone(),
+            last_row_key_hex: cp.last_row_key.as_deref().map(hex::encode),
+            last_row_key: cp
+                .last_row_key
+                .as_deref()
+                .map(|k| String::from_utf8_lossy(k).into_owned()),
+            rows_read: cp.rows_read,
+            rows_copied: cp.rows_copied,
+            cells_copied: cp.cells_copied,
+            cells_skipped_expired: cp.cells_skipped_expired,
+            rows_skipped_expired: cp.rows_skipped_expired,
+            done,
+        }
+    }
+
+    /// The plan fields that must match for a resume, as JSON.
+    fn plan_fields(&self) -> [(&'static str, serde_json::Value); 6] {
+        [
+            ("table", self.table.clone().into()),
+            ("from", self.from.clone().into()),
+            ("to", self.to.clone().into()),
+            ("policy", self.policy.clone().into()),
+            ("ttl_ms", self.ttl_ms.into()),
+            ("written_at", self.written_at.clone().into()),
+        ]
+    }
+
+    fn write(&self, path: &Path) -> Fallible<()> {
+        let tmp = path.with_extension("tmp");
+        let text = serde_json::to_string_pretty(self)? + "\n";
+        std::fs::write(&tmp, text)
+            .map_err(|e| format!("writing checkpoint {}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, path)
+            .map_err(|e| format!("writing checkpoint {}: {e}", path.display()))?;
+        Ok(())
+    }
+
+    /// The checkpoint saved at `path` for `plan`.
+    fn read(path: &Path, plan: &MigratePlan) -> Fallible<Checkpoint> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("reading checkpoint {}: {e}", path.display()))?;
+        let saved: CheckpointFile = serde_json::from_str(&text)
+            .map_err(|e| format!("checkpoint {} is not valid: {e}", path.display()))?;
+        let expected = Self::new(plan, &Checkpoint::default(), false);
+        for ((field, theirs), (_, ours)) in
+            saved.plan_fields().into_iter().zip(expected.plan_fields())
+        {
+            if theirs != ours {
+                return Err(format!(
+                    "checkpoint {} is for another migration: its {field} is {theirs}, this run's is {ours}",
+                    path.display(),
+                )
+                .into());
+            }
+        }
+        let mut cp = Checkpoint::default();
+        cp.last_row_key = match &saved.last_row_key_hex {
+            None => None,
+            Some(h) => Some(hex::decode(h).map_err(|e| {
+                format!(
+                    "checkpoint {}: last_row_key_hex is not hex: {e}",
+                    path.display()
+                )
+            })?),
+        };
+        cp.rows_read = saved.rows_read;
+        cp.rows_copied = saved.rows_copied;
+        cp.cells_copied = saved.cells_copied;
+        cp.cells_skipped_expired = saved.cells_skipped_expired;
+        cp.rows_skipped_expired = saved.rows_skipped_expired;
+        Ok(cp)
+    }
+}
+
+/// `migrate --json`: the checkpoint, how the run ended and, when done, the
+/// verification.
+#[derive(Debug, Serialize)]
+struct MigrateJson {
+    #[serde(flatten)]
+    checkpoint: CheckpointFile,
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    verification: Option<VerificationJson>,
+}
+
+#[derive(Debug, Serialize)]
+struct VerificationJson {
+    source_rows: u64,
+    source_cells: u64,
+    expected_rows: u64,
+    expected_cells: u64,
+    target_rows: u64,
+    target_cells: u64,
+    matches: bool,
+}
+
+impl From<&Verification> for VerificationJson {
+    fn from(v: &Verification) -> Self {
+        Self {
+            source_rows: v.source_rows,
+            source_cells: v.source_cells,
+            expected_rows: v.expected_rows,
+            expected_cells: v.expected_cells,
+            target_rows: v.target_rows,
+            target_cells: v.target_cells,
+            matches: v.matches(),
+        }
+    }
+}
+
+pub(crate) async fn exec(target: &Target, args: MigrateArgs, out: &mut dyn Write) -> Fallible<i32> {
+    let policy = parse_policy(&args.policy)?;
+    let mut plan = MigratePlan::new(&args.table, &args.from, &args.to, policy)
+        .with_written_at(args.written_at.clone())
+        .with_batch_rows(args.batch_rows.max(1));
+    if let Some(ttl) = args.ttl.as_deref() {
+        plan = plan.with_ttl(parse_duration(ttl).map_err(|e| format!("--ttl: {e}"))?);
+    }
+    plan.effective_ttl()?;
+    let resume = match (&args.checkpoint, args.resume) {
+        (Some(path), true) => Some(CheckpointFile::read(path, &plan)?),
+        (Some(path), false) if path.exists() => {
+            return Err(format!(
+                "checkpoint {} exists: pass --resume to continue that migration, or remove it",
+                path.display()
+            )
+            .into())
+        }
+        _ => None,
+    };
+    let conn = target.connect().await?;
+    let bar = progress_bar(args.json, "migrating");
+    let mut write_error = None;
+    let status = ops::migrate(&conn, &plan, resume, &Clock::system(), |cp| {
+        bar.set_message(format!(
+            "{} rows read, {} rows / {} cells copied, {} expired cells skipped",
+            cp.rows_read, cp.rows_copied, cp.cells_copied, cp.cells_skipped_expired
+        ));
+        if let Some(path) = &args.checkpoint {
+            if let Err(e) = CheckpointFile::new(&plan, cp, false).write(path) {
+                write_error = Some(e);
+                return ControlFlow::Break(());
+            }
+        }
+        match args.stop_after {
+            Some(n) if cp.rows_read >= n => ControlFlow::Break(()),
+            _ => ControlFlow::Continue(()),
+        }
+    })
+    .await;
+    bar.finish_and_clear();
+    if let Some(e) = write_error {
+        return Err(e);
+    }
+    match status? {
+        MigrateStatus::Stopped(cp) => {
+            if args.json {
+                let report = MigrateJson {
+                    checkpoint: CheckpointFile::new(&plan, &cp, false),
+                    status: "stopped",
+                    verification: None,
+                };
+                print_json(out, &report)?;
+            } else {
+                writeln!(
+                    out,
+                    "stopped after {} rows (last row {:?}); {} rows / {} cells copied so far; \
+                     resume with --resume --checkpoint FILE",
+                    cp.rows_read,
+                    cp.last_row_key
+                        .as_deref()
+                        .map(String::from_utf8_lossy)
+                        .unwrap_or_default(),
+                    cp.rows_copied,
+                    cp.cells_copied
+                )?;
+            }
+            Ok(exit::STOPPED)
+        }
+        MigrateStatus::Done(report) => {
+            if let Some(path) = &args.checkpoint {
+                CheckpointFile::new(&plan, &report.checkpoint, true).write(path)?;
+            }
+            print_migrated(out, &plan, &report, args.json)?;
+            Ok(exit::OK)
+        }
+    }
+}
+
+fn print_migrated(
+    out: &mut dyn Write,
+    plan: &MigratePlan,
+    report: &MigrateReport,
+    json: bool,
+) -> Fallible<()> {
+    let cp = &report.checkpoint;
+    let v = &report.verification;
+    if json {
+        let report = MigrateJson {
+            checkpoint: CheckpointFile::new(plan, cp, true),
+            status: "done",
+            verification: Some(v.into()),
+        };
+        return print_json(out, &report);
+    }
+    let ttl = plan.effective_ttl()?;
+    writeln!(
+        out,
+        "migrated table `{}`: family `{}` -> `{}` under {} ({}), TTL {} from each cell's write time",
+        plan.table,
+        plan.from,
+        plan.to,
+        policy_spec(&plan.policy),
+        rule_of(plan.policy),
+        span(ttl)
+    )?;
+    writeln!(
+        out,
+        "  copied:   {} rows, {} cells (real write time in `{}:{}`)",
+        cp.rows_copied, cp.cells_copied, plan.to, plan.written_at
+    )?;
+    writeln!(
+        out,
+        "  skipped:  {} cells already expired ({} rows entirely)",
+        cp.cells_skipped_expired, cp.rows_skipped_expired
+    )?;
+    writeln!(
+        out,
+        "  verified: source {} rows / {} cells, {} rows / {} cells alive under the policy; target {} rows / {} cells: ok",
+        v.source_rows,
+        v.source_cells,
+        v.expected_rows,
+        v.expected_cells,
+        v.target_rows,
+        v.target_cells
+    )?;
+    writeln!(out, "  source family `{}` untouched", plan.from)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ttl_runtime::Policy;
+
+    #[test]
+    fn a_checkpoint_file_round_trips_and_refuses_another_plan() {
+        let dir = std::env::temp_dir().join(format!("ttl-cli-cp-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("cp.json");
+        let plan = MigratePlan::new("events", "raw", "ttl", Policy::OneSecond)
+            .with_ttl(chrono::TimeDelta::days(1));
+        let mut cp = Checkpoint::default();
+        cp.last_row_key = Some(b"row\xff\x00".to_vec());
+        cp.rows_read = 7;
+        CheckpointFile::new(&plan, &cp, false).write(&path).unwrap();
+        let back = CheckpointFile::read(&path, &plan).unwrap();
+        assert_eq!(back.last_row_key, cp.last_row_key);
+        assert_eq!(back.rows_read, 7);
+        let other = plan.clone().with_ttl(chrono::TimeDelta::days(2));
+        let err = CheckpointFile::read(&path, &other).unwrap_err().to_string();
+        assert!(
+            err.contains("its ttl_ms is 86400000, this run's is 172800000"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
