@@ -77,8 +77,8 @@ fn default_strategy_schema() {
     assert_eq!(s.table, "clicks");
     assert_eq!(
         s.policy,
-        Policy::Default {
-            default: TimeDelta::days(2)
+        Policy::DefaultTtl {
+            ttl: TimeDelta::days(2)
         }
     );
     assert_eq!(s.families, &["c", "m"]);
@@ -105,7 +105,7 @@ fn default_strategy_schema() {
 #[test]
 fn one_second_schema() {
     let s = Session::SCHEMA;
-    assert_eq!(s.policy, Policy::OneSecond);
+    assert_eq!(s.policy, Policy::CellExpiry);
     assert_eq!(s.families, &["s"]);
     assert_eq!(s.columns, &[col("user", "s", "user", None, false)]);
     assert_eq!(s.written_at, None);

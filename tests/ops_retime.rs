@@ -78,7 +78,7 @@ async fn extending_rewrites_every_cell_once_and_keeps_the_write_time() {
 
     clock.advance(TimeDelta::minutes(10));
     let m = table
-        .extend_ttl(&key("c1"), TimeDelta::days(1))
+        .shift_expiry(&key("c1"), TimeDelta::days(1))
         .await
         .unwrap()
         .expect("the row exists");
@@ -131,7 +131,7 @@ async fn shortening_makes_the_row_expire_sooner_and_cannot_pass_now() {
         .all(|(_, ts)| *ts == m.timestamp_micros));
 
     let err = table
-        .extend_ttl(&key("c1"), -TimeDelta::hours(1))
+        .shift_expiry(&key("c1"), -TimeDelta::hours(1))
         .await
         .unwrap_err();
     assert!(matches!(err, Error::ExpiryNotInFuture { .. }), "{err}");
@@ -182,15 +182,15 @@ async fn one_second_rows_are_retimed_by_their_expiry() {
 }
 
 #[tokio::test]
-async fn expire_now_deletes_every_cell() {
+async fn delete_removes_every_cell() {
     let clock = Clock::manual(Utc::now());
     let table = clicks(&clock).await;
     table.put(&click("c1")).await.unwrap();
     table.put(&click("c2")).await.unwrap();
-    table.expire_now(&key("c1")).await.unwrap();
+    table.delete(&key("c1")).await.unwrap();
     assert!(stored(&table, "c1").await.is_empty());
     assert!(table.get(&key("c1")).await.unwrap().is_none());
     assert!(table.get(&key("c2")).await.unwrap().is_some());
     // Expiring a missing row is not an error.
-    table.expire_now(&key("nobody")).await.unwrap();
+    table.delete(&key("nobody")).await.unwrap();
 }

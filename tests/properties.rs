@@ -37,7 +37,7 @@ fn default_policy() -> impl Strategy<Value = Policy> {
 }
 
 fn any_policy() -> impl Strategy<Value = Policy> {
-    prop_oneof![Just(Policy::OneSecond), default_policy()]
+    prop_oneof![Just(Policy::CellExpiry), default_policy()]
 }
 
 /// Whole-millisecond timestamps around `now`, both sides of every boundary.
@@ -63,11 +63,11 @@ proptest! {
     fn one_second_timestamp_is_the_expiry(now in instant(), ttl in ttl()) {
         let at = now + ttl;
         let expiry_ms = millis_floor(at).unwrap();
-        match Policy::OneSecond.cell_timestamp(now, Expiry::At(at)) {
+        match Policy::CellExpiry.cell_timestamp(now, Expiry::At(at)) {
             Ok(ts) => {
                 prop_assert_eq!(ts, expiry_ms);
-                prop_assert_eq!(Policy::OneSecond.expiry_micros(ts).unwrap(), ts);
-                prop_assert!(Policy::OneSecond.is_visible(ts, now));
+                prop_assert_eq!(Policy::CellExpiry.expiry_micros(ts).unwrap(), ts);
+                prop_assert!(Policy::CellExpiry.is_visible(ts, now));
             }
             // Only when the expiry truncates onto now's millisecond.
             Err(Error::ExpiryNotInFuture { .. }) => prop_assert!(expiry_ms <= millis_floor(now).unwrap()),
@@ -77,7 +77,7 @@ proptest! {
 
     #[test]
     fn default_timestamp_is_now_shifted_by_ttl_minus_default(policy in default_policy(), now in instant(), ttl in ttl()) {
-        let Policy::Default { default } = policy else { unreachable!() };
+        let Policy::DefaultTtl { ttl: default } = policy else { unreachable!() };
         let now_ms = millis_floor(now).unwrap();
         let expected_expiry = now_ms + ttl.num_microseconds().unwrap();
         let expected_expiry = expected_expiry - expected_expiry % MICROS_PER_MILLI;
@@ -282,7 +282,7 @@ fn before_the_epoch_is_an_error_not_a_negative_timestamp() {
 #[test]
 fn expiry_beyond_the_representable_range_is_an_error() {
     let now = DateTime::from_timestamp_millis(1_700_000_000_000).unwrap();
-    let err = Policy::OneSecond
+    let err = Policy::CellExpiry
         .cell_timestamp(now, Expiry::Ttl(TimeDelta::MAX))
         .unwrap_err();
     assert!(matches!(err, Error::ExpiryOutOfRange { .. }), "{err}");

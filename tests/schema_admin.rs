@@ -20,7 +20,7 @@ use support::{cbt, connection};
 /// Sessions under the one-second policy.
 static ONE_SECOND: Schema = Schema {
     table: "sessions",
-    policy: Policy::OneSecond,
+    policy: Policy::CellExpiry,
     families: &["s"],
     columns: &[],
     written_at: None,
@@ -31,8 +31,8 @@ static ONE_SECOND: Schema = Schema {
 /// Clicks under a two-day default, in two families.
 static TWO_DAYS: Schema = Schema {
     table: "clicks",
-    policy: Policy::Default {
-        default: TimeDelta::days(2),
+    policy: Policy::DefaultTtl {
+        ttl: TimeDelta::days(2),
     },
     families: &["c", "d"],
     columns: &[],
@@ -49,8 +49,8 @@ static TWO_DAYS_PLUS: Schema = Schema {
 
 /// Family `s` of table `sessions` under two days: data written the ordinary way.
 static SESSIONS_TWO_DAYS: Schema = Schema {
-    policy: Policy::Default {
-        default: TimeDelta::days(2),
+    policy: Policy::DefaultTtl {
+        ttl: TimeDelta::days(2),
     },
     ..ONE_SECOND
 };

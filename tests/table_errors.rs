@@ -188,7 +188,7 @@ async fn put_all_with_one_bad_row_writes_none() {
 
 #[tokio::test]
 async fn server_errors_name_the_table_and_row() {
-    let table = Table::<Click>::new(connection()).named("missing");
+    let table = Table::<Click>::new(connection()).with_name("missing");
     let err = table.put(&click("k1")).await.unwrap_err();
     match &err {
         Error::Server {
@@ -233,9 +233,9 @@ async fn rows_failing_on_the_server_are_reported_not_counted() {
     // on its own (the emulator answers each with INTERNAL "unknown family"),
     // and none is reported written.
     let conn = connection();
-    let sessions = Table::<Session>::new(conn.clone()).named("shared");
+    let sessions = Table::<Session>::new(conn.clone()).with_name("shared");
     sessions.ensure_schema().await.unwrap();
-    let clicks = Table::<Click>::new(conn).named("shared");
+    let clicks = Table::<Click>::new(conn).with_name("shared");
     let err = clicks
         .put_all(&[click("a"), click("b"), click("c")])
         .await

@@ -378,7 +378,7 @@ async fn a_per_field_ttl_ends_the_field_not_the_row() {
 async fn several_families() {
     let clock = clock();
     let table = Table::<Metric>::new(connection())
-        .named("metrics_test")
+        .with_name("metrics_test")
         .with_clock(clock.clone());
     assert_eq!(table.name(), "metrics_test");
     table.ensure_schema().await.unwrap();

@@ -80,9 +80,9 @@ fn impl_row(cont: &Container) -> TokenStream {
 
     let policy = if let Some(millis) = cont.default_millis() {
         let millis = ms(millis);
-        quote!(#p::Policy::Default { default: #p::millis(#millis) })
+        quote!(#p::Policy::DefaultTtl { ttl: #p::millis(#millis) })
     } else {
-        quote!(#p::Policy::OneSecond)
+        quote!(#p::Policy::CellExpiry)
     };
     let families = cont.families();
     let column_defs = columns.iter().map(|f| {
@@ -331,7 +331,7 @@ fn fallback(input: &DeriveInput, cont: Option<&Container>) -> TokenStream {
                 type Key = #key_ty;
                 const SCHEMA: &'static #p::Schema = &#p::Schema {
                     table: "",
-                    policy: #p::Policy::OneSecond,
+                    policy: #p::Policy::CellExpiry,
                     families: &[],
                     columns: &[],
                     written_at: ::core::option::Option::None,

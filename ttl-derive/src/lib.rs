@@ -59,9 +59,9 @@ use proc_macro::TokenStream;
 ///     user: String,
 /// }
 ///
-/// assert_eq!(Click::SCHEMA.policy, Policy::Default { default: TimeDelta::days(2) });
+/// assert_eq!(Click::SCHEMA.policy, Policy::DefaultTtl { ttl: TimeDelta::days(2) });
 /// assert_eq!(Click::SCHEMA.families, &["c", "m"]);
-/// assert_eq!(Session::SCHEMA.policy, Policy::OneSecond);
+/// assert_eq!(Session::SCHEMA.policy, Policy::CellExpiry);
 ///
 /// let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
 /// let click = Click {

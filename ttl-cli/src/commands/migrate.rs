@@ -340,7 +340,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("ttl-cli-cp-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("cp.json");
-        let plan = MigratePlan::new("events", "raw", "ttl", Policy::OneSecond)
+        let plan = MigratePlan::new("events", "raw", "ttl", Policy::CellExpiry)
             .with_ttl(chrono::TimeDelta::days(1));
         let mut cp = Checkpoint::default();
         cp.last_row_key = Some(b"row\xff\x00".to_vec());

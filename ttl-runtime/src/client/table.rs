@@ -216,7 +216,7 @@ impl<T: BigtableRow> Table<T> {
     /// The same handle on the table `name` instead (per test, per
     /// environment: `clicks_staging`). The schema is still `T::SCHEMA`.
     #[must_use]
-    pub fn named(mut self, name: impl Into<String>) -> Self {
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
         // What was learnt of the other table's families says nothing of this one.
         self.sole_families = Arc::default();

@@ -12,14 +12,32 @@ use crate::model::schema::Schema;
 /// path (`decode_row`, [`crate::MutationBuilder::build`]).
 #[derive(Debug)]
 pub enum FieldError {
-    /// Column `.0` of [`Schema::columns`] did not encode or decode.
-    Column(usize, CodecError),
-    /// Column `.0` encodes to `.1` bytes, over Bigtable's cell limit.
-    TooLarge(usize, usize),
-    /// Key part `.0` did not decode.
-    Key(usize, CodecError),
-    /// The key has `.0` parts instead of the declared number.
-    KeyShape(usize),
+    /// A column of [`Schema::columns`] did not encode or decode.
+    Column {
+        /// Its index in [`Schema::columns`].
+        column: usize,
+        /// The codec's error.
+        source: CodecError,
+    },
+    /// A column's value is over Bigtable's cell limit.
+    TooLarge {
+        /// Its index in [`Schema::columns`].
+        column: usize,
+        /// Its encoded length.
+        len: usize,
+    },
+    /// A key part did not decode.
+    Key {
+        /// Its index among the key fields.
+        part: usize,
+        /// The codec's error.
+        source: CodecError,
+    },
+    /// The key does not have the declared number of parts.
+    KeyShape {
+        /// How many parts it has.
+        found: usize,
+    },
     /// Anything else, already with its context.
     Other(Box<Error>),
 }
@@ -37,20 +55,20 @@ impl FieldError {
     pub fn into_write_error(self, schema: &Schema) -> Error {
         let field = |i: usize| schema.columns.get(i).map_or("", |c| c.field);
         match self {
-            FieldError::Column(i, source) => Error::Encode {
+            FieldError::Column { column: i, source } => Error::Encode {
                 field: field(i),
                 source,
             },
-            FieldError::TooLarge(i, len) => Error::ValueTooLarge {
+            FieldError::TooLarge { column: i, len } => Error::ValueTooLarge {
                 field: field(i),
                 len,
                 max: MAX_CELL_BYTES,
             },
-            FieldError::Key(i, source) => Error::Encode {
+            FieldError::Key { part: i, source } => Error::Encode {
                 field: schema.key_fields.get(i).copied().unwrap_or(""),
                 source,
             },
-            FieldError::KeyShape(found) => bad_key_shape(schema, b"", found),
+            FieldError::KeyShape { found } => bad_key_shape(schema, b"", found),
             FieldError::Other(e) => *e,
         }
     }
@@ -66,16 +84,16 @@ impl FieldError {
                 .map_or(("", ""), |c| (c.family, c.qualifier))
         };
         match self {
-            FieldError::Column(i, source) => {
+            FieldError::Column { column: i, source } => {
                 let (family, qualifier) = column(i);
                 decode_error(schema, key, qualifier, family, source)
             }
-            FieldError::TooLarge(i, len) => {
+            FieldError::TooLarge { column: i, len } => {
                 let (family, qualifier) = column(i);
                 let source = CodecError::Custom(format!("{len} bytes"));
                 decode_error(schema, key, qualifier, family, source)
             }
-            FieldError::Key(i, source) => Error::BadRowKey {
+            FieldError::Key { part: i, source } => Error::BadRowKey {
                 table: schema.table.to_owned(),
                 row_key: key.to_vec(),
                 reason: format!(
@@ -83,7 +101,7 @@ impl FieldError {
                     schema.key_fields.get(i).copied().unwrap_or("")
                 ),
             },
-            FieldError::KeyShape(found) => bad_key_shape(schema, key, found),
+            FieldError::KeyShape { found } => bad_key_shape(schema, key, found),
             FieldError::Other(e) => *e,
         }
     }

@@ -101,7 +101,7 @@ mod tests {
 
     const TWO: Schema = Schema {
         table: "t",
-        policy: Policy::OneSecond,
+        policy: Policy::CellExpiry,
         families: &["a.b", "c"],
         columns: &[],
         written_at: None,

@@ -6,6 +6,7 @@
 
 use chrono::TimeDelta;
 
+use crate::model::duration::short_nanos;
 use crate::model::policy::Policy;
 
 /// Bigtable's admin v2 protobuf types (`GcRule`, `ColumnFamily`, `Table`, …).
@@ -75,25 +76,7 @@ fn total_nanos(d: &prost_types::Duration) -> i128 {
 }
 
 fn describe_duration(d: &prost_types::Duration) -> String {
-    const UNITS: [(&str, i128); 7] = [
-        ("d", 86_400 * NANOS_PER_SECOND),
-        ("h", 3_600 * NANOS_PER_SECOND),
-        ("m", 60 * NANOS_PER_SECOND),
-        ("s", NANOS_PER_SECOND),
-        ("ms", 1_000_000),
-        ("us", 1_000),
-        ("ns", 1),
-    ];
-    let nanos = total_nanos(d);
-    if nanos == 0 {
-        return "0s".to_owned();
-    }
-    let (unit, size) = UNITS
-        .iter()
-        .find(|(_, size)| nanos % size == 0)
-        .copied()
-        .unwrap_or(("ns", 1));
-    format!("{}{unit}", nanos / size)
+    short_nanos(total_nanos(d))
 }
 
 /// Whether the live rule `live` counts as `expected` (see the [`crate::admin`]
@@ -149,7 +132,7 @@ fn unwrap_single(rule: &GcRule) -> &GcRule {
 /// use bigtable_ttl::Policy;
 /// use chrono::TimeDelta;
 ///
-/// assert_eq!(policy_from_rule(&gc_rule(TimeDelta::seconds(1))), Some(Policy::OneSecond));
+/// assert_eq!(policy_from_rule(&gc_rule(TimeDelta::seconds(1))), Some(Policy::CellExpiry));
 /// assert_eq!(
 ///     policy_from_rule(&gc_rule(TimeDelta::days(2))),
 ///     Some(Policy::default_ttl(TimeDelta::days(2)))
@@ -162,7 +145,7 @@ pub fn policy_from_rule(rule: &GcRule) -> Option<Policy> {
         Some(Rule::MaxAge(d)) => {
             let age = TimeDelta::new(d.seconds, u32::try_from(d.nanos).ok()?)?;
             if age == TimeDelta::seconds(1) {
-                Some(Policy::OneSecond)
+                Some(Policy::CellExpiry)
             } else if age > TimeDelta::zero() {
                 Some(Policy::default_ttl(age))
             } else {
@@ -312,7 +295,7 @@ mod tests {
         assert_eq!(policy_from_rule(&both), None);
         assert_eq!(
             policy_from_rule(&gc_rule(TimeDelta::milliseconds(1_000))),
-            Some(Policy::OneSecond)
+            Some(Policy::CellExpiry)
         );
     }
 }

@@ -359,7 +359,10 @@ impl<'a> KeyReader<'a> {
                 .nth(index)
                 .unwrap_or_default()
         };
-        K::read_key(bytes).map_err(|e| FieldError::Key(index, e))
+        K::read_key(bytes).map_err(|source| FieldError::Key {
+            part: index,
+            source,
+        })
     }
 }
 

@@ -8,6 +8,7 @@
 
 pub mod clock;
 pub mod codec;
+pub(crate) mod duration;
 pub mod error;
 pub(crate) mod field;
 pub mod filter;

@@ -75,7 +75,7 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
         let policy = schema.policy;
         let row_key = self.row.row_key()?;
         let expiry = self.expiry.unwrap_or_else(|| self.row.expiry());
-        if expiry == Expiry::PolicyDefault && policy == Policy::OneSecond {
+        if expiry == Expiry::PolicyDefault && policy == Policy::CellExpiry {
             return Err(Error::MissingExpiry {
                 table: Some(schema.table.to_owned()),
             });
@@ -145,7 +145,10 @@ impl<T: BigtableRow> CellSink<'_, T> {
     pub fn required<V: CellCodec>(&mut self, index: usize, value: &V) -> Result<(), FieldError> {
         match value.encode() {
             Ok(bytes) => self.push(index, Some(bytes)),
-            Err(e) => Err(FieldError::Column(index, e)),
+            Err(source) => Err(FieldError::Column {
+                column: index,
+                source,
+            }),
         }
     }
 
@@ -174,7 +177,10 @@ impl<T: BigtableRow> CellSink<'_, T> {
             return Ok(());
         };
         if value.len() > MAX_CELL_BYTES {
-            return Err(FieldError::TooLarge(index, value.len()));
+            return Err(FieldError::TooLarge {
+                column: index,
+                len: value.len(),
+            });
         }
         let ts = match column.ttl {
             // A field never outlives its row.

@@ -13,21 +13,28 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 
+use crate::model::duration::short;
 use crate::model::error::{Error, Result};
 
 /// Microseconds in a millisecond: Bigtable timestamps must be multiples of it.
 pub(crate) const MICROS_PER_MILLI: i64 = 1_000;
 
 /// How a family's cells expire.
+///
+/// The CLI and operators write them `one-second` and `default=2d`
+/// (`ops::parse_policy`); the derive picks one from `#[ttl(default = "…")]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Policy {
-    /// Family rule `max_age = 1s`; each cell's timestamp is its expiry.
-    OneSecond,
-    /// Family rule `max_age = default`; each cell's timestamp is its write
-    /// time shifted by `ttl - default`.
-    Default {
+    /// Every cell carries its own expiry: its timestamp is the moment it
+    /// expires, and the family's rule is `max_age = 1s` (one-second
+    /// expiration). Every write must name an expiry.
+    CellExpiry,
+    /// A write that names no TTL lives `ttl`: the family's rule is
+    /// `max_age = ttl`, and a cell written with another TTL `T` gets its
+    /// write time shifted by `T - ttl` (default expiration).
+    DefaultTtl {
         /// The TTL of a write that names none (a whole number of milliseconds).
-        default: TimeDelta,
+        ttl: TimeDelta,
     },
 }
 
@@ -133,25 +140,25 @@ impl Policy {
     /// The default-expiration policy with TTL `default`.
     #[must_use]
     pub const fn default_ttl(default: TimeDelta) -> Self {
-        Policy::Default { default }
+        Policy::DefaultTtl { ttl: default }
     }
 
     /// The `max_age` of the family's garbage-collection rule.
     #[must_use]
     pub fn gc_max_age(&self) -> TimeDelta {
         match self {
-            Policy::OneSecond => TimeDelta::seconds(1),
-            Policy::Default { default } => *default,
+            Policy::CellExpiry => TimeDelta::seconds(1),
+            Policy::DefaultTtl { ttl: default } => *default,
         }
     }
 
     #[inline]
     fn default_micros(&self) -> i64 {
         match self {
-            Policy::OneSecond => 0,
+            Policy::CellExpiry => 0,
             // Policies come from compile-time durations; saturating keeps an
             // absurd one from panicking.
-            Policy::Default { default } => default.num_microseconds().unwrap_or(i64::MAX),
+            Policy::DefaultTtl { ttl: default } => default.num_microseconds().unwrap_or(i64::MAX),
         }
     }
 
@@ -169,8 +176,8 @@ impl Policy {
         let now_ms = millis_floor(now)?;
         let expiry_micros = match expiry {
             Expiry::PolicyDefault => match self {
-                Policy::OneSecond => return Err(Error::MissingExpiry { table: None }),
-                Policy::Default { .. } => return Ok(now_ms),
+                Policy::CellExpiry => return Err(Error::MissingExpiry { table: None }),
+                Policy::DefaultTtl { .. } => return Ok(now_ms),
             },
             Expiry::Ttl(ttl) => {
                 if ttl <= TimeDelta::zero() {
@@ -261,13 +268,9 @@ impl Policy {
 impl std::fmt::Display for Policy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Policy::OneSecond => f.write_str("one-second expiration (max_age = 1s)"),
-            Policy::Default { default } => {
-                write!(
-                    f,
-                    "default expiration (max_age = {}s)",
-                    default.num_seconds()
-                )
+            Policy::CellExpiry => f.write_str("one-second expiration (max_age = 1s)"),
+            Policy::DefaultTtl { ttl } => {
+                write!(f, "default expiration (max_age = {})", short(*ttl))
             }
         }
     }
@@ -283,7 +286,7 @@ mod tests {
 
     #[test]
     fn one_second_timestamp_is_the_expiry_truncated() {
-        let p = Policy::OneSecond;
+        let p = Policy::CellExpiry;
         let now = t(1_700_000_000_000);
         let at = now + TimeDelta::microseconds(5_000_999);
         assert_eq!(
@@ -295,7 +298,7 @@ mod tests {
     #[test]
     fn one_second_rejects_expiry_at_now() {
         let now = t(1_700_000_000_000);
-        let err = Policy::OneSecond
+        let err = Policy::CellExpiry
             .cell_timestamp(now, Expiry::At(now + TimeDelta::microseconds(999)))
             .unwrap_err();
         assert!(matches!(err, Error::ExpiryNotInFuture { .. }), "{err}");
@@ -338,7 +341,7 @@ mod tests {
 
     #[test]
     fn one_second_without_expiry_is_an_error() {
-        let err = Policy::OneSecond
+        let err = Policy::CellExpiry
             .cell_timestamp(t(1_000), Expiry::PolicyDefault)
             .unwrap_err();
         assert!(matches!(err, Error::MissingExpiry { .. }));
@@ -376,13 +379,21 @@ mod tests {
     }
 
     #[test]
+    fn a_policy_displays_the_max_age_it_sets() {
+        let p = Policy::default_ttl(TimeDelta::milliseconds(1_500));
+        assert_eq!(p.to_string(), "default expiration (max_age = 1500ms)");
+        let p = Policy::default_ttl(TimeDelta::days(2));
+        assert_eq!(p.to_string(), "default expiration (max_age = 2d)");
+    }
+
+    #[test]
     fn filter_start_is_the_smallest_visible_timestamp() {
         let p = Policy::default_ttl(TimeDelta::seconds(10));
         let now = t(100_000);
         let start = p.visible_from(now);
         assert!(p.is_visible(start, now));
         assert!(!p.is_visible(start - MICROS_PER_MILLI, now));
-        let one = Policy::OneSecond;
+        let one = Policy::CellExpiry;
         let start = one.visible_from(now);
         assert!(one.is_visible(start, now));
         assert!(!one.is_visible(start - MICROS_PER_MILLI, now));

@@ -72,7 +72,10 @@ impl ColumnOf {
 
 #[cold]
 fn missing(index: usize) -> FieldError {
-    FieldError::Column(index, CodecError::Missing)
+    FieldError::Column {
+        column: index,
+        source: CodecError::Missing,
+    }
 }
 
 /// One cell as read from Bigtable, borrowed.
@@ -279,7 +282,10 @@ impl<'a> RowView<'a> {
         match self.slot(index) {
             Some(cell) => match T::decode(cell.value) {
                 Ok(value) => Ok(value),
-                Err(e) => Err(FieldError::Column(index, e)),
+                Err(source) => Err(FieldError::Column {
+                    column: index,
+                    source,
+                }),
             },
             None => Err(missing(index)),
         }
@@ -297,7 +303,10 @@ impl<'a> RowView<'a> {
         match self.slot(index) {
             Some(cell) => match T::decode(cell.value) {
                 Ok(value) => Ok(Some(value)),
-                Err(e) => Err(FieldError::Column(index, e)),
+                Err(source) => Err(FieldError::Column {
+                    column: index,
+                    source,
+                }),
             },
             None => Ok(None),
         }
@@ -309,7 +318,7 @@ impl<'a> RowView<'a> {
     /// [`FieldError::Key`] when it does not decode.
     #[inline]
     pub fn key_field<K: KeyPart>(&self) -> Result<K, FieldError> {
-        K::read_key(self.key).map_err(|e| FieldError::Key(0, e))
+        K::read_key(self.key).map_err(|source| FieldError::Key { part: 0, source })
     }
 
     /// The key split into the schema's key fields, with a small error.
@@ -324,7 +333,7 @@ impl<'a> RowView<'a> {
             self.schema.key_separator,
             self.schema.key_fields.len(),
         )
-        .map_err(FieldError::KeyShape)
+        .map_err(|found| FieldError::KeyShape { found })
     }
 
     /// Turn the decoded value into what a read returns.

@@ -161,7 +161,7 @@ impl std::fmt::Display for AuditReport {
 ///
 /// let now = Utc::now();
 /// let cell = |ts: i64| RawCell { family: "s".into(), qualifier: b"q".to_vec(), value: vec![], timestamp_micros: ts };
-/// let mut audit = Audit::new("t", "s", Policy::OneSecond, now);
+/// let mut audit = Audit::new("t", "s", Policy::CellExpiry, now);
 /// let past = (now - TimeDelta::hours(1)).timestamp_micros();
 /// let future = (now + TimeDelta::hours(1)).timestamp_micros();
 /// audit.observe_row(&[cell(past), cell(future)]);
@@ -310,7 +310,7 @@ mod tests {
 
     #[test]
     fn one_second_deletes_every_real_timestamp() {
-        let mut audit = Audit::new("t", "c", Policy::OneSecond, now());
+        let mut audit = Audit::new("t", "c", Policy::CellExpiry, now());
         audit.observe_row(&[cell(at(-TimeDelta::days(3))), cell(at(TimeDelta::zero()))]);
         audit.observe_row(&[
             cell(at(TimeDelta::hours(1))),
@@ -341,7 +341,7 @@ mod tests {
 
     #[test]
     fn an_empty_family_deletes_nothing() {
-        let r = Audit::new("t", "c", Policy::OneSecond, now()).finish();
+        let r = Audit::new("t", "c", Policy::CellExpiry, now()).finish();
         assert!(!r.would_delete_data());
         assert_eq!((r.oldest(), r.newest()), (None, None));
         assert!(r.to_string().contains("would delete:      0 cells"), "{r}");

@@ -89,8 +89,8 @@ impl MigratePlan {
     pub fn effective_ttl(&self) -> Result<TimeDelta> {
         let ttl = match (self.ttl, self.policy) {
             (Some(ttl), _) => ttl,
-            (None, Policy::Default { default }) => default,
-            (None, Policy::OneSecond) => return Err(self.error(
+            (None, Policy::DefaultTtl { ttl: default }) => default,
+            (None, Policy::CellExpiry) => return Err(self.error(
                 "one-second expiration has no default TTL: say how long copied cells live (--ttl)",
             )),
         };
@@ -472,7 +472,7 @@ mod tests {
 
     #[test]
     fn one_second_cells_get_their_expiry_as_timestamp() {
-        let plan = MigratePlan::new("t", "raw", "ttl", Policy::OneSecond);
+        let plan = MigratePlan::new("t", "raw", "ttl", Policy::CellExpiry);
         assert!(plan.effective_ttl().is_err());
         let w1 = now() - TimeDelta::hours(1) + TimeDelta::microseconds(1_234);
         let w2 = now() - TimeDelta::days(10);

@@ -56,7 +56,7 @@ pub enum Retime {
 ///
 /// # Errors
 /// What the policy rejects for the new expiry: [`Error::ExpiryNotInFuture`]
-/// (shortening past now: use [`Table::expire_now`]),
+/// (shortening past now: use [`Table::delete`]),
 /// [`Error::NonPositiveTtl`], out-of-range timestamps.
 pub fn retime_mutation(
     schema: &Schema,
@@ -108,7 +108,7 @@ pub fn retime_mutation(
             })?)
         }
     };
-    if expiry == Expiry::PolicyDefault && policy == Policy::OneSecond {
+    if expiry == Expiry::PolicyDefault && policy == Policy::CellExpiry {
         return Err(Error::MissingExpiry {
             table: Some(schema.table.to_owned()),
         });
@@ -151,7 +151,7 @@ impl<T: BigtableRow> Table<T> {
     /// let key = "c1".to_owned();
     /// clicks.retime(&key, Retime::By(TimeDelta::days(1))).await?;   // one more day
     /// clicks.retime(&key, Retime::Ttl(TimeDelta::hours(1))).await?; // an hour from now
-    /// clicks.expire_now(&key).await?;                               // gone
+    /// clicks.delete(&key).await?;                                   // gone
     /// # Ok(()) }
     /// ```
     ///
@@ -200,18 +200,9 @@ impl<T: BigtableRow> Table<T> {
     ///
     /// # Errors
     /// As [`Table::retime`]; [`Error::ExpiryNotInFuture`] when shortening
-    /// past now (use [`Table::expire_now`]).
-    pub async fn extend_ttl(&self, key: &T::Key, by: TimeDelta) -> Result<Option<RowMutation>> {
+    /// past now (use [`Table::delete`]).
+    pub async fn shift_expiry(&self, key: &T::Key, by: TimeDelta) -> Result<Option<RowMutation>> {
         self.retime(key, Retime::By(by)).await
-    }
-
-    /// Expire the row with key `key` now: every column and version is
-    /// deleted (`DeleteFromRow`), not left for garbage collection.
-    ///
-    /// # Errors
-    /// Key errors; [`Error::Server`].
-    pub async fn expire_now(&self, key: &T::Key) -> Result<()> {
-        self.delete(key).await
     }
 
     /// Time left before `row` expires, by this table's clock (zero once
@@ -234,8 +225,8 @@ mod tests {
 
     static SCHEMA: Schema = Schema {
         table: "clicks",
-        policy: Policy::Default {
-            default: TimeDelta::days(2),
+        policy: Policy::DefaultTtl {
+            ttl: TimeDelta::days(2),
         },
         families: &["c"],
         columns: &[

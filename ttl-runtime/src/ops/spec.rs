@@ -20,7 +20,7 @@ pub use ttl_spec::DEFAULT_WRITTEN_AT;
 /// use bigtable_ttl::Policy;
 /// use chrono::TimeDelta;
 ///
-/// assert_eq!(parse_policy("one-second").unwrap(), Policy::OneSecond);
+/// assert_eq!(parse_policy("one-second").unwrap(), Policy::CellExpiry);
 /// assert_eq!(
 ///     parse_policy("default=2d").unwrap(),
 ///     Policy::default_ttl(TimeDelta::days(2))
@@ -40,7 +40,7 @@ pub fn parse_policy(spec: &str) -> Result<Policy> {
         trimmed,
         "one-second" | "one_second" | "onesecond" | "1s-expiry"
     ) {
-        return Ok(Policy::OneSecond);
+        return Ok(Policy::CellExpiry);
     }
     let Some(duration) = trimmed.strip_prefix("default=") else {
         return Err(invalid(
@@ -74,8 +74,8 @@ pub fn parse_duration(text: &str) -> std::result::Result<TimeDelta, String> {
 #[must_use]
 pub fn policy_spec(policy: &Policy) -> String {
     match policy {
-        Policy::OneSecond => "one-second".to_owned(),
-        Policy::Default { default } => format!("default={}", short_duration(*default)),
+        Policy::CellExpiry => "one-second".to_owned(),
+        Policy::DefaultTtl { ttl: default } => format!("default={}", short_duration(*default)),
     }
 }
 
@@ -83,10 +83,7 @@ pub fn policy_spec(policy: &Policy) -> String {
 /// as [`crate::model::gc_rule::describe_rule`] writes ages.
 #[must_use]
 pub fn short_duration(d: TimeDelta) -> String {
-    let rule = crate::model::gc_rule::gc_rule(d);
-    crate::model::gc_rule::describe_rule(&rule)
-        .trim_start_matches("max_age = ")
-        .to_owned()
+    crate::model::duration::short(d)
 }
 
 #[cfg(test)]
@@ -95,7 +92,7 @@ mod tests {
 
     #[test]
     fn policies_parse_with_humantime() {
-        assert_eq!(parse_policy("one-second").unwrap(), Policy::OneSecond);
+        assert_eq!(parse_policy("one-second").unwrap(), Policy::CellExpiry);
         assert_eq!(
             parse_policy("default=1h 30m").unwrap(),
             Policy::default_ttl(TimeDelta::minutes(90))
