@@ -1,10 +1,13 @@
 //! What `#[derive(BigtableRow)]` produces, checked without a server: the
 //! schema, the row key, the mutations and the decode round trip.
 
+mod support;
+
 use bigtable_ttl::__private::{decode_row, CellRef};
 use bigtable_ttl::proto::mutation::Mutation as M;
 use bigtable_ttl::{BigtableRow, Column, Expiry, Policy, ShadowColumn};
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
+use support::rows::Session;
 
 /// Default strategy: composite key, two families, a per-field TTL, a
 /// renamed column, a per-row expiry override and the shadow column.
@@ -26,17 +29,6 @@ struct Click {
     hot: Option<bool>,
     #[ttl(expire_at)]
     expires: Option<DateTime<Utc>>,
-}
-
-/// One-second strategy: one key, a required expiry.
-#[derive(Debug, Clone, PartialEq, BigtableRow)]
-#[bigtable(table = "sessions", family = "s")]
-struct Session {
-    #[bigtable(key)]
-    id: String,
-    #[ttl(expire_at)]
-    expires_at: DateTime<Utc>,
-    user: String,
 }
 
 fn now() -> DateTime<Utc> {

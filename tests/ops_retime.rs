@@ -9,8 +9,10 @@ mod support;
 use bigtable_ttl::ops::Retime;
 use bigtable_ttl::{BigtableRow, Clock, Error, RawCell, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
-use support::connection;
+use support::rows::Session;
 
+/// The shared click without an `expire_at` field: what is read back after a
+/// re-time is the value written, whatever its new expiry.
 #[derive(Debug, Clone, PartialEq, BigtableRow)]
 #[bigtable(table = "clicks", family = "c")]
 #[ttl(default = "2d", written_at)]
@@ -23,24 +25,8 @@ struct Click {
     hot: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, BigtableRow)]
-#[bigtable(table = "sessions", family = "s")]
-struct Session {
-    #[bigtable(key)]
-    id: String,
-    #[ttl(expire_at)]
-    expires_at: DateTime<Utc>,
-    user: String,
-}
-
 fn ms(t: DateTime<Utc>) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(t.timestamp_millis()).unwrap()
-}
-
-async fn clicks(clock: &Clock) -> Table<Click> {
-    let table = Table::<Click>::new(connection()).with_clock(clock.clone());
-    table.ensure_schema().await.unwrap();
-    table
 }
 
 fn click(id: &str) -> Click {
@@ -68,7 +54,7 @@ async fn stored<T: BigtableRow>(table: &Table<T>, id: &str) -> Vec<(String, i64)
 #[tokio::test]
 async fn extending_rewrites_every_cell_once_and_keeps_the_write_time() {
     let clock = Clock::manual(Utc::now());
-    let table = clicks(&clock).await;
+    let table = support::table::<Click>(&clock).await;
     let written = table
         .put_with(click("c1").mutation().ttl(TimeDelta::hours(3)))
         .await
@@ -113,7 +99,7 @@ async fn extending_rewrites_every_cell_once_and_keeps_the_write_time() {
 #[tokio::test]
 async fn shortening_makes_the_row_expire_sooner_and_cannot_pass_now() {
     let clock = Clock::manual(Utc::now());
-    let table = clicks(&clock).await;
+    let table = support::table::<Click>(&clock).await;
     table.put(&click("c1")).await.unwrap();
 
     let m = table
@@ -155,8 +141,7 @@ async fn shortening_makes_the_row_expire_sooner_and_cannot_pass_now() {
 #[tokio::test]
 async fn one_second_rows_are_retimed_by_their_expiry() {
     let clock = Clock::manual(Utc::now());
-    let table = Table::<Session>::new(connection()).with_clock(clock.clone());
-    table.ensure_schema().await.unwrap();
+    let table = support::table::<Session>(&clock).await;
     let expires = clock.now() + TimeDelta::minutes(5);
     table
         .put(&Session {
@@ -184,7 +169,7 @@ async fn one_second_rows_are_retimed_by_their_expiry() {
 #[tokio::test]
 async fn delete_removes_every_cell() {
     let clock = Clock::manual(Utc::now());
-    let table = clicks(&clock).await;
+    let table = support::table::<Click>(&clock).await;
     table.put(&click("c1")).await.unwrap();
     table.put(&click("c2")).await.unwrap();
     table.delete(&key("c1")).await.unwrap();

@@ -10,27 +10,7 @@ mod support;
 use bigtable_ttl::{BigtableRow, Clock, Code, Error, Scan, Table};
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use support::connection;
-
-#[derive(Debug, Clone, PartialEq, BigtableRow)]
-#[bigtable(table = "sessions", family = "s")]
-struct Session {
-    #[bigtable(key)]
-    id: String,
-    #[ttl(expire_at)]
-    expires_at: DateTime<Utc>,
-    user: String,
-}
-
-#[derive(Debug, Clone, PartialEq, BigtableRow)]
-#[bigtable(table = "clicks", family = "c")]
-#[ttl(default = "2d", written_at)]
-struct Click {
-    #[bigtable(key)]
-    id: String,
-    url: String,
-    #[ttl(expire_at)]
-    expires: Option<DateTime<Utc>>,
-}
+use support::rows::{Click, Session};
 
 fn session(id: &str, expires_at: DateTime<Utc>) -> Session {
     Session {
@@ -41,11 +21,7 @@ fn session(id: &str, expires_at: DateTime<Utc>) -> Session {
 }
 
 fn click(id: &str) -> Click {
-    Click {
-        id: id.into(),
-        url: "/".into(),
-        expires: None,
-    }
+    support::rows::click(id, "/")
 }
 
 async fn assert_empty<T: BigtableRow>(table: &Table<T>) {
@@ -56,8 +32,7 @@ async fn assert_empty<T: BigtableRow>(table: &Table<T>) {
 #[tokio::test]
 async fn one_second_expiry_at_or_before_now_is_refused() {
     let clock = Clock::manual_at_now();
-    let table = Table::<Session>::new(connection()).with_clock(clock.clone());
-    table.ensure_schema().await.unwrap();
+    let table = support::table::<Session>(&clock).await;
     let now = clock.now();
     for at in [
         now,
@@ -84,8 +59,7 @@ async fn one_second_expiry_at_or_before_now_is_refused() {
 #[tokio::test]
 async fn zero_and_negative_ttls_are_refused() {
     let clock = Clock::manual_at_now();
-    let table = Table::<Click>::new(connection()).with_clock(clock.clone());
-    table.ensure_schema().await.unwrap();
+    let table = support::table::<Click>(&clock).await;
     for ttl in [TimeDelta::zero(), TimeDelta::seconds(-5)] {
         let c = click("k");
         let err = table.put_with(c.mutation().ttl(ttl)).await.unwrap_err();
@@ -106,8 +80,7 @@ async fn zero_and_negative_ttls_are_refused() {
 #[tokio::test]
 async fn expiries_outside_the_representable_range_are_refused() {
     let clock = Clock::manual_at_now();
-    let table = Table::<Click>::new(connection()).with_clock(clock.clone());
-    table.ensure_schema().await.unwrap();
+    let table = support::table::<Click>(&clock).await;
 
     let err = table
         .put_with(click("k").mutation().ttl(TimeDelta::MAX))
@@ -130,8 +103,7 @@ async fn expiries_outside_the_representable_range_are_refused() {
 #[tokio::test]
 async fn bad_keys_are_refused() {
     let clock = Clock::manual_at_now();
-    let table = Table::<Session>::new(connection()).with_clock(clock.clone());
-    table.ensure_schema().await.unwrap();
+    let table = support::table::<Session>(&clock).await;
     let later = clock.now() + TimeDelta::hours(1);
 
     let err = table.put(&session("", later)).await.unwrap_err();
@@ -164,8 +136,7 @@ async fn bad_keys_are_refused() {
 #[tokio::test]
 async fn put_all_with_one_bad_row_writes_none() {
     let clock = Clock::manual_at_now();
-    let table = Table::<Session>::new(connection()).with_clock(clock.clone());
-    table.ensure_schema().await.unwrap();
+    let table = support::table::<Session>(&clock).await;
     let now = clock.now();
     let mut rows: Vec<Session> = (0..5)
         .map(|i| session(&format!("s{i}"), now + TimeDelta::hours(1)))
@@ -358,8 +329,7 @@ async fn oversized_values_and_rows_are_refused_before_sending() {
 async fn invalid_utf8_read_into_a_string_names_table_row_and_column() {
     // (A cell of the wrong width for an integer field: tests/field_types.rs.)
     let clock = Clock::manual_at_now();
-    let table = Table::<Session>::new(connection()).with_clock(clock.clone());
-    table.ensure_schema().await.unwrap();
+    let table = support::table::<Session>(&clock).await;
     let expires = clock.now() + TimeDelta::hours(1);
     table.put(&session("s1", expires)).await.unwrap();
     // Invalid UTF-8 in `user`, behind the library's back, at the row's timestamp.

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use bigtable_ttl::{BigtableRow, Clock, RawCell, Scan, Table};
 use chrono::{DateTime, Local, TimeDelta, Utc};
 use futures_util::TryStreamExt as _;
+use support::rows::Click;
 use support::{cbt, connection};
 
 /// One-second strategy: every row carries its expiry.
@@ -23,22 +24,6 @@ struct Session {
     expires_at: DateTime<Utc>,
     user: String,
     device: Option<String>,
-}
-
-/// Default strategy: two days unless the row or the write says otherwise,
-/// with the real write time in a shadow column and a one-hour field.
-#[derive(Debug, Clone, PartialEq, BigtableRow)]
-#[bigtable(table = "clicks", family = "c")]
-#[ttl(default = "2d", written_at)]
-struct Click {
-    #[bigtable(key)]
-    id: String,
-    url: String,
-    referrer: Option<String>,
-    #[ttl(for = "1h")]
-    hot: Option<String>,
-    #[ttl(expire_at)]
-    expires: Option<DateTime<Utc>>,
 }
 
 /// Two families: `c` (the struct's) and `m`.
@@ -74,18 +59,6 @@ fn clock() -> Clock {
     Clock::manual(now)
 }
 
-async fn sessions(clock: &Clock) -> Table<Session> {
-    let table = Table::<Session>::new(connection()).with_clock(clock.clone());
-    table.ensure_schema().await.unwrap();
-    table
-}
-
-async fn clicks(clock: &Clock) -> Table<Click> {
-    let table = Table::<Click>::new(connection()).with_clock(clock.clone());
-    table.ensure_schema().await.unwrap();
-    table
-}
-
 fn session(id: &str, expires_at: DateTime<Utc>, device: Option<&str>) -> Session {
     Session {
         id: id.into(),
@@ -119,7 +92,7 @@ fn cells_of<'a>(row: &'a [RawCell], family: &str, qualifier: &str) -> Vec<&'a Ra
 #[tokio::test]
 async fn one_second_rows_get_scan_stream_and_delete() {
     let clock = clock();
-    let table = sessions(&clock).await;
+    let table = support::table::<Session>(&clock).await;
     let now = clock.now();
     let expiry = now + TimeDelta::minutes(30) + TimeDelta::microseconds(777);
 
@@ -206,7 +179,7 @@ async fn one_second_rows_get_scan_stream_and_delete() {
 #[tokio::test]
 async fn default_rows_carry_expiry_write_time_and_drop_none_columns() {
     let clock = clock();
-    let table = clicks(&clock).await;
+    let table = support::table::<Click>(&clock).await;
     let now = clock.now();
 
     let mut c = click("k1", "/home");
@@ -263,7 +236,7 @@ async fn default_rows_carry_expiry_write_time_and_drop_none_columns() {
 #[tokio::test]
 async fn a_write_replaces_whatever_the_ttls() {
     let clock = clock();
-    let table = clicks(&clock).await;
+    let table = support::table::<Click>(&clock).await;
     let now = clock.now();
     let mut c = click("k", "/old");
     c.hot = Some("yes".into());
@@ -300,7 +273,7 @@ async fn a_write_replaces_whatever_the_ttls() {
 #[tokio::test]
 async fn expired_but_not_collected_is_hidden() {
     let clock = clock();
-    let table = sessions(&clock).await;
+    let table = support::table::<Session>(&clock).await;
     let now = clock.now();
     let expiry = now + TimeDelta::minutes(10);
     table
@@ -347,7 +320,7 @@ async fn expired_but_not_collected_is_hidden() {
 #[tokio::test]
 async fn a_per_field_ttl_ends_the_field_not_the_row() {
     let clock = clock();
-    let table = clicks(&clock).await;
+    let table = support::table::<Click>(&clock).await;
     let now = clock.now();
     let mut c = click("k", "/sale");
     c.hot = Some("trending".into());
@@ -456,7 +429,7 @@ async fn reads_select_families_only_when_the_table_holds_others() {
 #[tokio::test]
 async fn put_all_writes_every_row() {
     let clock = clock();
-    let table = clicks(&clock).await;
+    let table = support::table::<Click>(&clock).await;
     let now = clock.now();
     let rows: Vec<Click> = (0..250)
         .map(|i| click(&format!("c{i:04}"), &format!("/page/{i}")))
@@ -518,7 +491,7 @@ async fn garbage_collection_really_removes_expired_one_second_rows() {
 #[tokio::test]
 async fn cbt_shows_the_computed_timestamps() {
     let clock = clock();
-    let table = clicks(&clock).await;
+    let table = support::table::<Click>(&clock).await;
     let now = clock.now();
     let c = click("cbt-row", "/cbt");
     let written = table
@@ -550,7 +523,7 @@ async fn cbt_shows_the_computed_timestamps() {
 #[tokio::test]
 async fn large_values_round_trip() {
     let clock = clock();
-    let table = clicks(&clock).await;
+    let table = support::table::<Click>(&clock).await;
     let big = "x".repeat(6 * 1024 * 1024);
     table.put(&click("big", &big)).await.unwrap();
     table.put(&click("small", "/s")).await.unwrap();

@@ -5,11 +5,15 @@
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use bigtable_ttl::Connection;
+use bigtable_ttl::{BigtableRow, Clock, Connection, Table};
 
 /// A loopback TCP proxy that injects connection faults.
 #[allow(dead_code)]
 pub mod proxy;
+
+/// The row structs several test files share.
+#[allow(dead_code)]
+pub mod rows;
 
 /// Google's `cbt` tool.
 #[allow(dead_code)]
@@ -66,4 +70,16 @@ pub fn cbt(conn: &Connection, args: &[&str]) -> String {
         String::from_utf8_lossy(&output.stderr)
     );
     String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// A `Table<T>` on a fresh instance of the emulator, on `clock`, with its
+/// table and families created.
+#[allow(dead_code)]
+pub async fn table<T: BigtableRow>(clock: &Clock) -> Table<T> {
+    let table = Table::<T>::new(connection()).with_clock(clock.clone());
+    table
+        .ensure_schema()
+        .await
+        .unwrap_or_else(|e| panic!("creating table `{}`: {e}", table.name()));
+    table
 }

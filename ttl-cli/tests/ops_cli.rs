@@ -19,6 +19,7 @@ use bigtable_ttl::{ops, BigtableRow, CellCodec, Clock, Connection, Policy, Scan,
 use bigtable_ttl_cli::{exit, run_with};
 use chrono::{DateTime, Local, TimeDelta, Utc};
 use serde_json::Value;
+use support::rows::Click;
 use support::{cbt, connection, emulator_host};
 
 /// Run `bigtable-ttl ARGS…` against `conn`'s instance; (status, stdout, stderr).
@@ -299,16 +300,6 @@ async fn audit_of_a_missing_table_is_an_error() {
     assert!(err.contains("nope"), "{err}");
 }
 
-#[derive(BigtableRow, Debug, Clone, PartialEq)]
-#[bigtable(table = "clicks", family = "c")]
-#[ttl(default = "2d", written_at)]
-struct Click {
-    #[bigtable(key)]
-    id: String,
-    url: String,
-    referrer: Option<String>,
-}
-
 /// cbt's `lookup` as [(family:qualifier, local timestamp to the µs, value line)].
 fn cbt_cells(out: &str) -> Vec<(String, String, String)> {
     let lines: Vec<&str> = out.lines().collect();
@@ -329,9 +320,8 @@ async fn inspect_shows_what_cbt_shows_with_expiry_and_write_time() {
     let clicks = Table::<Click>::new(conn.clone()).with_clock(clock.clone());
     clicks.ensure_schema().await.unwrap();
     let click = Click {
-        id: "c1".into(),
-        url: "/old".into(),
         referrer: Some("/ref".into()),
+        ..support::rows::click("c1", "/old")
     };
     clicks.put(&click).await.unwrap();
     // Rewritten a minute later with a 1-hour TTL: the old versions go.
