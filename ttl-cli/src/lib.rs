@@ -177,6 +177,27 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_bad_emulator_host_is_an_error_not_a_panic() {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let args = [
+            "bigtable-ttl",
+            "--project",
+            "p",
+            "--instance",
+            "i",
+            "--emulator-host",
+            "a b:1",
+            "inspect",
+            "t",
+            "row",
+        ];
+        let code = run_with(args, &mut out, &mut err).await;
+        assert_eq!(code, exit::ERROR);
+        let err = String::from_utf8(err).unwrap();
+        assert!(err.contains("could not connect to Bigtable"), "{err}");
+    }
+
+    #[tokio::test]
     async fn usage_errors_exit_2() {
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let code = run_with(["bigtable-ttl", "audit"], &mut out, &mut err).await;

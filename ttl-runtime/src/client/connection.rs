@@ -69,15 +69,21 @@ impl Connection {
         }
     }
 
-    /// Connect to an emulator at `host` (`HOST:PORT`), without credentials.
+    /// Connect to an emulator at `host` (`HOST:PORT`, as
+    /// `BIGTABLE_EMULATOR_HOST` holds it: `127.0.0.1:8086`, `[::1]:8086`,
+    /// `bigtable:8086`), without credentials. Nothing is sent until the
+    /// first call. Must be called within a Tokio runtime.
     ///
     /// # Errors
-    /// [`Error::Connect`] when `host` is not a valid address.
+    /// [`Error::Connect`] saying what is wrong when `host` is not
+    /// `HOST:PORT`, or when called outside a Tokio runtime.
     pub fn emulator(host: &str, project: &str, instance: &str) -> Result<Self> {
         let connect_error = |source: BoxError| Error::Connect {
-            target: format!("emulator at {host}"),
+            target: format!("emulator at {host:?}"),
             source,
         };
+        check_emulator_host(host).map_err(|why| connect_error(why.into()))?;
+        in_tokio_runtime().map_err(|why| connect_error(why.into()))?;
         let data_channel = DataChannel::emulator(host).map_err(connect_error)?;
         let channel = Channel::from_shared(format!("http://{host}"))
             .map_err(|e| connect_error(e.into()))?
@@ -208,4 +214,43 @@ impl Connection {
         }
         Ok(request)
     }
+}
+
+/// Why `host` is not `HOST:PORT`, in words.
+fn check_emulator_host(host: &str) -> std::result::Result<(), String> {
+    const EXPECTED: &str = "expected HOST:PORT, as in 127.0.0.1:8086 or [::1]:8086";
+    if host.trim().is_empty() {
+        return Err(format!("the emulator host is empty; {EXPECTED}"));
+    }
+    if host.contains("://") {
+        return Err(format!("write the host without a scheme; {EXPECTED}"));
+    }
+    if host.chars().any(char::is_whitespace) {
+        return Err(format!("the host contains white space; {EXPECTED}"));
+    }
+    let Some((name, port)) = host.rsplit_once(':') else {
+        return Err(format!("no port; {EXPECTED}"));
+    };
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 => {}
+        _ => {
+            return Err(format!(
+                "port {port:?} is not a number from 1 to 65535; {EXPECTED}"
+            ))
+        }
+    }
+    let bracketed = name.starts_with('[') && name.ends_with(']') && name.len() > 2;
+    if name.is_empty() || (name.contains(':') && !bracketed) {
+        return Err(format!(
+            "{name:?} is not a host name or address (an IPv6 address goes in brackets); {EXPECTED}"
+        ));
+    }
+    Ok(())
+}
+
+/// The channels spawn their connection tasks on the current Tokio runtime.
+fn in_tokio_runtime() -> std::result::Result<(), &'static str> {
+    tokio::runtime::Handle::try_current()
+        .map(|_| ())
+        .map_err(|_| "Connection::emulator must be called within a Tokio runtime")
 }

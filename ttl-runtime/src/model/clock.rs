@@ -71,15 +71,47 @@ impl Clock {
             .store(t.timestamp_micros(), Ordering::SeqCst);
     }
 
-    /// Move a manual clock by `by` (which may be negative).
+    /// Move a manual clock by `by` (which may be negative). The clock stops
+    /// at the ends of chrono's range instead of wrapping around.
     ///
     /// # Panics
     /// On the system clock, which cannot be moved.
     pub fn advance(&self, by: TimeDelta) {
-        let micros = by.num_microseconds().unwrap_or(i64::MAX);
-        self.manual
+        let (min, max) = (
+            DateTime::<Utc>::MIN_UTC.timestamp_micros(),
+            DateTime::<Utc>::MAX_UTC.timestamp_micros(),
+        );
+        let by = by.num_microseconds().unwrap_or(if by < TimeDelta::zero() {
+            i64::MIN
+        } else {
+            i64::MAX
+        });
+        let micros = self
+            .manual
             .as_ref()
-            .expect("Clock::advance on the system clock; use Clock::manual")
-            .fetch_add(micros, Ordering::SeqCst);
+            .expect("Clock::advance on the system clock; use Clock::manual");
+        // The closure always returns `Some`: the update cannot fail.
+        let _ = micros.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |now| {
+            Some(now.saturating_add(by).clamp(min, max))
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn advancing_stops_at_the_ends_of_the_range() {
+        let start = Utc::now();
+        let clock = Clock::manual(start);
+        clock.advance(TimeDelta::MIN);
+        assert_eq!(clock.now(), DateTime::<Utc>::MIN_UTC);
+        clock.advance(TimeDelta::MAX);
+        clock.advance(TimeDelta::MAX);
+        assert_eq!(clock.now(), DateTime::<Utc>::MAX_UTC);
+        clock.set(start);
+        clock.advance(TimeDelta::minutes(-5));
+        assert_eq!(clock.now(), start - TimeDelta::minutes(5));
     }
 }
