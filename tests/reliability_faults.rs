@@ -10,6 +10,7 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::writer::WriteOptions;
 use bigtable_ttl::{BigtableRow, Clock, Connection, RawCell, Scan, Table};
@@ -121,7 +122,7 @@ async fn fifty_thousand_rows_through_resetting_connections_arrive_exactly_once()
     let table = Table::<Event>::new(through(&proxy, &direct))
         .with_clock(clock.clone())
         .with_write_options(patient())
-        .with_read_retry(patient().retry);
+        .with_read_options(ReadOptions::default().with_retry(patient().retry));
 
     proxy.arm(Faults::Reset {
         seed,
@@ -238,4 +239,58 @@ async fn the_same_batch_twice_and_a_lost_response_leave_one_version_per_column()
     table.put_all(&rows).await.unwrap();
     let raw = table.raw_rows(Scan::all()).await.unwrap();
     assert_exactly(&raw, ROWS, ms(clock.now()));
+}
+
+/// Rows renew a read's retry budget: a 100,000-row scan that meets 30
+/// breaks, spread along it, finishes with every row once and in order,
+/// although its policy allows only 4 attempts without a row in between.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_scan_through_thirty_breaks_finishes_on_a_four_attempt_budget() {
+    const ROWS: usize = 100_000;
+    const BREAKS: usize = 30;
+    let seed = seed();
+    println!("fault seed: {seed} (replay with RELIABILITY_SEED={seed})");
+    let direct = connection();
+    let clock = clock();
+    let writer_table = Table::<Event>::new(direct.clone()).with_clock(clock.clone());
+    writer_table.ensure_schema().await.unwrap();
+    let rows: Vec<Event> = (0..ROWS).map(event).collect();
+    writer_table.put_all(&rows).await.unwrap();
+
+    let proxy = Proxy::start(&support::emulator_host()).await;
+    let four_attempts = RetryPolicy::default()
+        .with_max_attempts(4)
+        .with_initial_delay(Duration::from_millis(20))
+        .with_max_delay(Duration::from_millis(100))
+        .with_deadline(Duration::from_secs(30));
+    let table = Table::<Event>::new(through(&proxy, &direct))
+        .with_clock(clock.clone())
+        .with_read_options(ReadOptions::default().with_retry(four_attempts));
+    // The scan carries about 8 MB: a break every 150-400 KB spreads 30 of
+    // them along it.
+    proxy.arm(Faults::Reset {
+        seed,
+        max_resets: BREAKS,
+        until: Instant::now() + Duration::from_secs(120),
+        min_bytes: 150 * 1024,
+        max_bytes: 400 * 1024,
+    });
+    let started = Instant::now();
+    let read: Vec<_> = table.stream(Scan::all()).try_collect().await.unwrap();
+    println!(
+        "read {} rows in {:?} through {} breaks, {} resumes",
+        read.len(),
+        started.elapsed(),
+        proxy.resets(),
+        table.read_resumes()
+    );
+    assert!(
+        proxy.resets() > 4,
+        "more breaks than the budget's attempts: {}",
+        proxy.resets()
+    );
+    assert_eq!(read.len(), ROWS);
+    for (i, row) in read.iter().enumerate() {
+        assert_eq!(row.value, event(i), "row {i}");
+    }
 }

@@ -403,3 +403,29 @@ async fn the_emulator_collects_expired_cells_in_a_family_ensure_created() {
     };
     assert_eq!(cells, [("s:alive".to_owned(), now + 60_000_000)]);
 }
+
+/// Eight replicas starting at once on a fresh table: every `ensure_schema`
+/// succeeds (one creates the table and the families, the others find them
+/// or lose a race and plan again), ten rounds over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_replicas_ensure_the_same_fresh_table_at_once() {
+    let first = connection();
+    let host = support::emulator_host();
+    for round in 0..10 {
+        let table = format!("replicas{round}");
+        let calls: Vec<_> = (0..8)
+            .map(|_| {
+                let conn = Connection::emulator(&host, first.project(), first.instance()).unwrap();
+                let table = table.clone();
+                tokio::spawn(async move {
+                    ensure_schema(&conn, &table, &TWO_DAYS_PLUS, EnsureOptions::new()).await
+                })
+            })
+            .collect();
+        for call in calls {
+            let report = call.await.unwrap();
+            assert!(report.is_ok(), "round {round}: {report:?}");
+        }
+        verify_schema(&first, &table, &TWO_DAYS_PLUS).await.unwrap();
+    }
+}

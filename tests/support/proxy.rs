@@ -1,7 +1,9 @@
 //! A TCP proxy on loopback (127.0.0.1 only) between the client and the
 //! emulator, for fault tests: it forwards bytes both ways and, when armed,
-//! resets connections at random points, or swallows the answer to a request
-//! the emulator has already applied ("the response was lost").
+//! resets connections at random points, swallows the answer to a request
+//! the emulator has already applied ("the response was lost"), or stops
+//! forwarding the server's answers while keeping the connection open (a
+//! server that never answers, a stream that stalls).
 //!
 //! Faults are bounded in count and in time, and drawn from a seeded RNG so a
 //! failing run can be replayed with its seed.
@@ -38,6 +40,12 @@ pub enum Faults {
         hold: Duration,
         times: usize,
     },
+    /// Once the server has sent more than `after_bytes` on a connection,
+    /// stop forwarding what it sends, for good, and keep the connection
+    /// open (what the client sends still goes through): with 0, a server
+    /// that takes requests and never answers; with more, a stream that
+    /// stalls in the middle.
+    Stall { after_bytes: u64 },
 }
 
 struct Shared {
@@ -139,6 +147,7 @@ enum Plan {
     Pass,
     ResetAfter(u64),
     LoseAfter(u64, Duration),
+    StallAfter(u64),
 }
 
 impl Shared {
@@ -170,13 +179,14 @@ impl Shared {
                     Plan::LoseAfter(request_bytes, hold)
                 }
             }
+            Faults::Stall { after_bytes } => Plan::StallAfter(after_bytes),
         }
     }
 
     /// Whether one more fault is allowed now (and count it).
     fn take_fault(&self) -> bool {
         let (max, until) = match *self.faults.lock().unwrap() {
-            Faults::None => return false,
+            Faults::None | Faults::Stall { .. } => return false,
             Faults::Reset {
                 max_resets, until, ..
             } => (max_resets, Some(until)),
@@ -222,8 +232,9 @@ impl Shared {
                 n = server.read(&mut b), if server_open => match n {
                     Ok(0) | Err(_) => { server_open = false; let _ = client.shutdown().await; }
                     Ok(n) => {
+                        let stalled = matches!(plan, Plan::StallAfter(limit) if down >= limit);
                         down += n as u64;
-                        if swallowing.is_none() && client.write_all(&b[..n]).await.is_err() { break; }
+                        if swallowing.is_none() && !stalled && client.write_all(&b[..n]).await.is_err() { break; }
                     }
                 },
                 () = tokio::time::sleep_until(hold_until.into()), if swallowing.is_some() => {
@@ -238,7 +249,7 @@ impl Shared {
                 (up, down) = (0, 0);
             }
             match plan {
-                Plan::Pass => {}
+                Plan::Pass | Plan::StallAfter(_) => {}
                 Plan::ResetAfter(limit) => {
                     if up + down >= limit && self.take_fault() {
                         reset(&client, &server);

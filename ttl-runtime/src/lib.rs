@@ -18,7 +18,7 @@
 //!
 //! Every public item has one path: the types a program names at the root
 //! ([`Table`], [`Connection`], [`Scan`], [`Error`], …), the rest in the
-//! modules [`admin`], [`writer`], [`retry`], [`filter`], [`limits`],
+//! modules [`admin`], [`read`], [`writer`], [`retry`], [`filter`], [`limits`],
 //! [`ops`] and [`proto`]. What the derive's expansion calls is behind a
 //! hidden door and not part of the API.
 //!
@@ -34,7 +34,7 @@ mod model;
 pub mod ops;
 mod wire;
 
-pub use client::{admin, retry, writer};
+pub use client::{admin, read, retry, writer};
 pub use model::{filter, limits};
 
 pub use client::connection::{Connection, DataClient, DataService};

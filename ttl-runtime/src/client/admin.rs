@@ -35,12 +35,13 @@ use std::fmt;
 use crate::proto::{row_filter::Filter, ReadRowsRequest};
 use chrono::TimeDelta;
 use futures_util::TryStreamExt as _;
-use tonic::Code;
 
+use crate::client::connection::AdminClient;
 use crate::client::connection::Connection;
 use crate::client::failure::status_error;
 use crate::client::read::read_rows;
-use crate::model::error::{Error, Result};
+use crate::client::retry::retryable_status;
+use crate::model::error::{Code as ErrorCode, Error, Result};
 use crate::model::filter::{chain, filter, only_family};
 use crate::model::scan::RawRow;
 use crate::model::schema::Schema;
@@ -191,32 +192,82 @@ pub async fn ensure_schema(
     schema: &Schema,
     options: EnsureOptions,
 ) -> Result<SchemaReport> {
+    // Replicas starting at once may create the same family between our
+    // read and our change: the loser's change fails as a whole with
+    // ALREADY_EXISTS. Each round plans again from what is there now.
+    const ROUNDS: usize = 5;
+    let mut table_created = false;
+    let mut round = 0;
+    loop {
+        round += 1;
+        let live = match get_table(conn, table).await? {
+            Some(live) => live.column_families,
+            None => match create_table(conn, table).await? {
+                Created::Now => {
+                    table_created = true;
+                    HashMap::new()
+                }
+                // Someone else created it between our two calls.
+                Created::AlreadyThere => {
+                    get_table(conn, table)
+                        .await?
+                        .ok_or_else(|| Error::TableNotFound {
+                            table: table.to_owned(),
+                        })?
+                        .column_families
+                }
+            },
+        };
+        let mut report = plan_families(table, schema, &live);
+        report.table_created = table_created;
+        if report.families.is_empty() {
+            return Ok(report);
+        }
+        refuse_data_loss(conn, table, schema, &report, options).await?;
+        let modifications = report
+            .families
+            .iter()
+            .map(|change| {
+                set_rule(
+                    &change.family,
+                    change.before.is_none(),
+                    change.after.clone(),
+                )
+            })
+            .collect();
+        match modify_families(conn, table, modifications).await {
+            Ok(()) => {
+                tracing::info!(table, changes = %report, "bigtable-ttl schema changed");
+                return Ok(report);
+            }
+            Err(Error::Server {
+                code: ErrorCode::AlreadyExists,
+                ..
+            }) if round < ROUNDS => {
+                tracing::debug!(
+                    table,
+                    round,
+                    "families changed concurrently; planning again"
+                );
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// What `ensure_schema` would change: each family of `schema` missing from
+/// `live` or with a rule that does not match.
+fn plan_families(
+    table: &str,
+    schema: &Schema,
+    live: &HashMap<String, ColumnFamily>,
+) -> SchemaReport {
     let mut report = SchemaReport {
         table: table.to_owned(),
+        other_families: undeclared(live, schema),
         ..SchemaReport::default()
     };
-    let live = match get_table(conn, table).await? {
-        Some(live) => live.column_families,
-        None => match create_table(conn, table).await? {
-            Created::Now => {
-                report.table_created = true;
-                HashMap::new()
-            }
-            // Someone else created it between our two calls.
-            Created::AlreadyThere => {
-                get_table(conn, table)
-                    .await?
-                    .ok_or_else(|| Error::TableNotFound {
-                        table: table.to_owned(),
-                    })?
-                    .column_families
-            }
-        },
-    };
-
-    report.other_families = undeclared(&live, schema);
-    let max_age = schema.policy.gc_max_age();
-    let expected = gc_rule(max_age);
+    let expected = gc_rule(schema.policy.gc_max_age());
     let mut seen: Vec<&str> = Vec::new();
     for &family in schema.families {
         if seen.contains(&family) {
@@ -241,40 +292,37 @@ pub async fn ensure_schema(
             }
         }
     }
+    report
+}
 
-    if max_age <= TimeDelta::seconds(1) && options.force_one_second {
+/// [`Error::WouldDeleteData`] when `report` switches a family holding cells
+/// to one-second expiration and `options` does not force it.
+async fn refuse_data_loss(
+    conn: &Connection,
+    table: &str,
+    schema: &Schema,
+    report: &SchemaReport,
+    options: EnsureOptions,
+) -> Result<()> {
+    if schema.policy.gc_max_age() > TimeDelta::seconds(1) {
+        return Ok(());
+    }
+    if options.force_one_second {
         tracing::warn!(
             table,
             "forcing one-second expiration: cells with ordinary timestamps in the switched families will be deleted"
         );
+        return Ok(());
     }
-    if max_age <= TimeDelta::seconds(1) && !options.force_one_second {
-        for change in report.families.iter().filter(|c| c.before.is_some()) {
-            if holds_cells(conn, table, &change.family).await? {
-                return Err(Error::WouldDeleteData {
-                    table: table.to_owned(),
-                    family: change.family.clone(),
-                });
-            }
+    for change in report.families.iter().filter(|c| c.before.is_some()) {
+        if holds_cells(conn, table, &change.family).await? {
+            return Err(Error::WouldDeleteData {
+                table: table.to_owned(),
+                family: change.family.clone(),
+            });
         }
     }
-
-    if !report.families.is_empty() {
-        let modifications = report
-            .families
-            .iter()
-            .map(|change| {
-                set_rule(
-                    &change.family,
-                    change.before.is_none(),
-                    change.after.clone(),
-                )
-            })
-            .collect();
-        modify_families(conn, table, modifications).await?;
-        tracing::info!(table, changes = %report, "bigtable-ttl schema changed");
-    }
-    Ok(report)
+    Ok(())
 }
 
 /// The modification that creates (`create`) or updates `family` with `rule`
@@ -303,17 +351,15 @@ pub(crate) async fn modify_families(
     table: &str,
     modifications: Vec<Modification>,
 ) -> Result<()> {
-    let request = conn
-        .admin_request(ModifyColumnFamiliesRequest {
-            name: conn.table_path(table),
-            modifications,
-            ignore_warnings: false,
-        })
-        .await?;
-    conn.admin_client()
-        .modify_column_families(request)
-        .await
-        .map_err(|status| server_error(table, status))?;
+    let request = ModifyColumnFamiliesRequest {
+        name: conn.table_path(table),
+        modifications,
+        ignore_warnings: false,
+    };
+    admin_call(conn, table, request, |mut c, r| async move {
+        c.modify_column_families(r).await
+    })
+    .await?;
     Ok(())
 }
 
@@ -418,16 +464,21 @@ pub async fn live_rules(conn: &Connection, table: &str) -> Result<BTreeMap<Strin
 
 /// `GetTable` with the schema view; `None` when the table does not exist.
 async fn get_table(conn: &Connection, table: &str) -> Result<Option<Table>> {
-    let request = conn
-        .admin_request(GetTableRequest {
-            name: conn.table_path(table),
-            view: View::SchemaView.into(),
-        })
-        .await?;
-    match conn.admin_client().get_table(request).await {
-        Ok(response) => Ok(Some(response.into_inner())),
-        Err(status) if status.code() == Code::NotFound => Ok(None),
-        Err(status) => Err(server_error(table, status)),
+    let request = GetTableRequest {
+        name: conn.table_path(table),
+        view: View::SchemaView.into(),
+    };
+    match admin_call(conn, table, request, |mut c, r| async move {
+        c.get_table(r).await
+    })
+    .await
+    {
+        Ok(live) => Ok(Some(live)),
+        Err(Error::Server {
+            code: ErrorCode::NotFound,
+            ..
+        }) => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
@@ -438,18 +489,57 @@ enum Created {
 
 /// `CreateTable` without families (see the module documentation for why).
 async fn create_table(conn: &Connection, table: &str) -> Result<Created> {
-    let request = conn
-        .admin_request(CreateTableRequest {
-            parent: conn.instance_path(),
-            table_id: table.to_owned(),
-            table: Some(Table::default()),
-            initial_splits: Vec::new(),
-        })
-        .await?;
-    match conn.admin_client().create_table(request).await {
+    let request = CreateTableRequest {
+        parent: conn.instance_path(),
+        table_id: table.to_owned(),
+        table: Some(Table::default()),
+        initial_splits: Vec::new(),
+    };
+    let created = admin_call(conn, table, request, |mut c, r| async move {
+        c.create_table(r).await
+    })
+    .await;
+    match created {
         Ok(_) => Ok(Created::Now),
-        Err(status) if status.code() == Code::AlreadyExists => Ok(Created::AlreadyThere),
-        Err(status) => Err(server_error(table, status)),
+        // Another caller created it, or our own retried attempt did.
+        Err(Error::Server {
+            code: ErrorCode::AlreadyExists,
+            ..
+        }) => Ok(Created::AlreadyThere),
+        Err(e) => Err(e),
+    }
+}
+
+/// One admin call on `table`, each attempt bounded by the connection's
+/// admin [`RetryPolicy`] (a `grpc-timeout` the server sees, and a local
+/// timeout), retried while the status is worth it and the policy allows.
+///
+/// Retrying is safe for what this module sends: a `GetTable` reads; a
+/// `CreateTable` or `ModifyColumnFamilies` whose first attempt was applied
+/// answers `ALREADY_EXISTS` the second time, which [`ensure_schema`] takes
+/// as "someone did it" and plans again from the live table.
+async fn admin_call<M, T, F, Fut>(conn: &Connection, table: &str, message: M, send: F) -> Result<T>
+where
+    M: Clone,
+    F: Fn(AdminClient, tonic::Request<M>) -> Fut,
+    Fut: std::future::Future<Output = std::result::Result<tonic::Response<T>, tonic::Status>>,
+{
+    let mut budget = conn.admin_retry().start();
+    loop {
+        let timeout = budget.attempt_timeout();
+        let mut request = conn.admin_request(message.clone()).await?;
+        request.set_timeout(timeout);
+        let status = match tokio::time::timeout(timeout, send(conn.admin_client(), request)).await {
+            Ok(Ok(response)) => return Ok(response.into_inner()),
+            Ok(Err(status)) => status,
+            Err(_) => tonic::Status::deadline_exceeded(format!(
+                "no answer from the admin API within {timeout:?}"
+            )),
+        };
+        if !retryable_status(&status) || !budget.wait().await {
+            return Err(status_error(table, None, status, Some(&budget)));
+        }
+        tracing::debug!(table, %status, "retrying an admin call");
     }
 }
 
@@ -470,10 +560,6 @@ async fn holds_cells(conn: &Connection, table: &str, family: &str) -> Result<boo
         .try_collect()
         .await?;
     Ok(rows.iter().any(|(_, cells)| !cells.is_empty()))
-}
-
-fn server_error(table: &str, status: tonic::Status) -> Error {
-    status_error(table, None, status, None)
 }
 
 #[cfg(test)]

@@ -7,8 +7,9 @@
 use std::sync::Arc;
 
 use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2::bigtable_table_admin_client::BigtableTableAdminClient;
-use tonic::transport::{Channel, ClientTlsConfig};
+use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
+use crate::client::retry::RetryPolicy;
 use crate::model::error::{BoxError, Error, Result};
 use crate::proto::bigtable_client::BigtableClient;
 use crate::wire::channel::DataChannel;
@@ -39,6 +40,8 @@ pub struct Connection {
     /// Every data call the library makes (see [`crate::wire::channel`]).
     channel: DataChannel,
     admin: AdminClient,
+    /// Timeouts and retries of every admin call.
+    admin_retry: RetryPolicy,
     tokens: Option<Arc<dyn gcp_auth::TokenProvider>>,
     project: String,
     instance: String,
@@ -85,12 +88,14 @@ impl Connection {
         check_emulator_host(host).map_err(|why| connect_error(why.into()))?;
         in_tokio_runtime().map_err(|why| connect_error(why.into()))?;
         let data_channel = DataChannel::emulator(host).map_err(connect_error)?;
-        let channel = Channel::from_shared(format!("http://{host}"))
-            .map_err(|e| connect_error(e.into()))?
-            .connect_lazy();
+        let channel = with_keep_alive(
+            Endpoint::from_shared(format!("http://{host}")).map_err(|e| connect_error(e.into()))?,
+        )
+        .connect_lazy();
         Ok(Self {
             channel: data_channel,
             admin: BigtableTableAdminClient::new(channel),
+            admin_retry: RetryPolicy::default(),
             tokens: None,
             project: project.to_owned(),
             instance: instance.to_owned(),
@@ -111,13 +116,16 @@ impl Connection {
             .await
             .map_err(|e| connect_error(e.into()))?;
         let data_channel = DataChannel::cloud(tokens.clone()).map_err(connect_error)?;
-        let channel = Channel::from_static(ADMIN_ENDPOINT)
-            .tls_config(ClientTlsConfig::new().with_native_roots())
-            .map_err(|e| connect_error(e.into()))?
-            .connect_lazy();
+        let channel = with_keep_alive(
+            Endpoint::from_static(ADMIN_ENDPOINT)
+                .tls_config(ClientTlsConfig::new().with_native_roots())
+                .map_err(|e| connect_error(e.into()))?,
+        )
+        .connect_lazy();
         Ok(Self {
             channel: data_channel,
             admin: BigtableTableAdminClient::new(channel),
+            admin_retry: RetryPolicy::default(),
             tokens: Some(tokens),
             project: project.to_owned(),
             instance: instance.to_owned(),
@@ -192,6 +200,22 @@ impl Connection {
         self.admin.clone()
     }
 
+    /// The same connection with these timeouts and retries for admin calls
+    /// (`ensure_schema`, `verify_schema`, `live_rules`, the `ops`): each
+    /// attempt within [`RetryPolicy::attempt_timeout`], all of one call within
+    /// [`RetryPolicy::deadline`]. The default is [`RetryPolicy::default`].
+    #[must_use]
+    pub fn with_admin_retry(mut self, policy: RetryPolicy) -> Self {
+        self.admin_retry = policy;
+        self
+    }
+
+    /// The timeouts and retries of admin calls.
+    #[must_use]
+    pub fn admin_retry(&self) -> RetryPolicy {
+        self.admin_retry
+    }
+
     /// Wrap an admin request, with a bearer token on Cloud Bigtable.
     pub(crate) async fn admin_request<T>(&self, message: T) -> Result<tonic::Request<T>> {
         let mut request = tonic::Request::new(message);
@@ -253,4 +277,13 @@ fn in_tokio_runtime() -> std::result::Result<(), &'static str> {
     tokio::runtime::Handle::try_current()
         .map(|_| ())
         .map_err(|_| "Connection::emulator must be called within a Tokio runtime")
+}
+
+/// HTTP/2 keep-alive on the admin channel, as on the data channel: a
+/// connection that stops answering pings is dropped within a minute.
+fn with_keep_alive(endpoint: Endpoint) -> Endpoint {
+    endpoint
+        .http2_keep_alive_interval(std::time::Duration::from_secs(30))
+        .keep_alive_timeout(std::time::Duration::from_secs(10))
+        .keep_alive_while_idle(true)
 }

@@ -8,7 +8,7 @@
 pub mod admin;
 pub mod connection;
 pub(crate) mod failure;
-pub(crate) mod read;
+pub mod read;
 pub mod retry;
 pub mod table;
 pub mod writer;

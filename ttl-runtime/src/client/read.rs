@@ -1,8 +1,8 @@
-//! Reads as a stream of merged rows, resumed after a break: each `ReadRows`
-//! call goes over the data channel ([`crate::wire::channel`]), its chunks are
-//! merged into rows ([`crate::wire::merge`]), and a stream that breaks with a
-//! retryable error is resumed after the last row it committed
-//! ([`crate::model::scan::resume_request`]).
+//! Reads as a stream of merged rows, resumed after a break, each wait
+//! bounded: each `ReadRows` call goes over the data channel (the `wire`
+//! layer), its chunks are merged into rows, and a stream that breaks, stalls
+//! or does not start in time is resumed after the last row it committed
+//! ([`ReadOptions`] says how long each wait may take).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,17 +21,90 @@ use crate::wire::merge::{MergedRow, RowMerger};
 use crate::wire::read_error::ReadError;
 use crate::wire::status::code_of;
 
+/// How reads wait and retry.
+///
+/// Every wait of a read is bounded, so a read against a server that accepts
+/// the request and never answers, or that stops in the middle of a stream,
+/// ends with an [`Error::Server`] whose code is
+/// [`Code::DeadlineExceeded`]:
+///
+/// * an attempt must bring its first response within
+///   [`RetryPolicy::attempt_timeout`];
+/// * after that, each next response within [`ReadOptions::idle_timeout`];
+/// * an attempt that breaks, stalls or times out is resumed after the last
+///   row it delivered, with the policy's delays, for as long as the policy's
+///   attempts and [`RetryPolicy::deadline`] allow;
+/// * **rows renew the budget**: every row received starts the attempt
+///   count, the delays and the deadline again, as Google's clients do for
+///   streaming reads, so a long scan that meets a break now and then
+///   finishes. The deadline bounds the time a read goes without a row.
+///
+/// ```
+/// use std::time::Duration;
+/// use bigtable_ttl::read::ReadOptions;
+/// use bigtable_ttl::retry::RetryPolicy;
+///
+/// let impatient = ReadOptions::default()
+///     .with_retry(
+///         RetryPolicy::default()
+///             .with_attempt_timeout(Duration::from_secs(2))
+///             .with_deadline(Duration::from_secs(5)),
+///     )
+///     .with_idle_timeout(Duration::from_secs(2));
+/// # let _ = impatient;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReadOptions {
+    /// Attempts, delays, the first response's timeout and the deadline
+    /// without a row.
+    pub retry: RetryPolicy,
+    /// The most time to wait for the next response of a stream already
+    /// answering.
+    pub idle_timeout: Duration,
+}
+
+impl Default for ReadOptions {
+    /// [`RetryPolicy::default`] (30 s for a first response, 2 minutes
+    /// without a row), 30 s between two responses.
+    fn default() -> Self {
+        Self {
+            retry: RetryPolicy::default(),
+            idle_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl ReadOptions {
+    /// Retries, first-response timeout and deadline under `retry`.
+    #[must_use]
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// At most `timeout` between two responses of a stream.
+    #[must_use]
+    pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+}
+
 struct ReadState {
     channel: DataChannel,
     /// The request as first made, for resuming.
     base: ReadRowsRequest,
     request: Option<ReadRowsRequest>,
     response: Option<tonic::Streaming<Vec<Chunk>>>,
+    /// When the attempt under way must have brought its first response.
+    first_response_by: Option<Instant>,
     merger: RowMerger,
     ready: VecDeque<MergedRow>,
     done: bool,
-    policy: RetryPolicy,
-    budget: Option<Budget>,
+    options: ReadOptions,
+    /// Attempts, delays and deadline since the last row received.
+    budget: Budget,
     resumes: Arc<AtomicU64>,
     started: Instant,
 }
@@ -66,14 +139,39 @@ impl ReadFailure {
     }
 }
 
+/// A wait that ran out, as the status of the attempt.
+fn timed_out(what: &str, after: Duration) -> ReadError {
+    ReadError::Status(tonic::Status::deadline_exceeded(format!(
+        "{what} within {after:?}"
+    )))
+}
+
 impl ReadState {
     /// `error` ends the read.
     fn failure(&self, error: ReadError) -> ReadFailure {
         ReadFailure {
             error,
-            attempts: self.budget.as_ref().map_or(1, Budget::attempts),
+            attempts: self.budget.attempts(),
             elapsed: self.started.elapsed(),
-            retries_exhausted: self.budget.as_ref().is_some_and(Budget::exhausted),
+            retries_exhausted: self.budget.exhausted(),
+        }
+    }
+
+    /// Rows came in: the next break starts a fresh budget.
+    fn progressed(&mut self) {
+        self.budget = self.options.retry.start();
+    }
+
+    /// How long the next response may take: the rest of the first-response
+    /// window, or the idle timeout; never past the budget's deadline.
+    fn next_wait(&self) -> Duration {
+        let left = self.budget.attempt_timeout();
+        match self.first_response_by {
+            Some(by) => by
+                .saturating_duration_since(Instant::now())
+                .min(left)
+                .max(Duration::from_millis(1)),
+            None => self.options.idle_timeout.min(left),
         }
     }
 
@@ -84,16 +182,7 @@ impl ReadState {
         let ReadError::Status(status) = error else {
             return false;
         };
-        if !retryable_status(status) {
-            return false;
-        }
-        let policy = self.policy;
-        if !self
-            .budget
-            .get_or_insert_with(|| policy.start())
-            .wait()
-            .await
-        {
+        if !retryable_status(status) || !self.budget.wait().await {
             return false;
         }
         tracing::debug!(%status, committed = self.merger.committed, "resuming ReadRows");
@@ -109,27 +198,70 @@ impl ReadState {
         }
         true
     }
+
+    /// Send the next attempt's request; the response's headers must come
+    /// within the attempt's timeout.
+    async fn start_attempt(&mut self, request: ReadRowsRequest) -> Result<(), ReadError> {
+        let timeout = self.budget.attempt_timeout();
+        self.first_response_by = Some(Instant::now() + timeout);
+        match tokio::time::timeout(timeout, self.channel.read_rows(request)).await {
+            Ok(Ok(response)) => {
+                self.response = Some(response);
+                Ok(())
+            }
+            Ok(Err(status)) => Err(status.into()),
+            Err(_) => Err(timed_out("no answer to ReadRows", timeout)),
+        }
+    }
+
+    /// Receive and merge the next response of the attempt under way.
+    async fn next_response(&mut self) -> Result<(), ReadError> {
+        let wait = self.next_wait();
+        let first = self.first_response_by.is_some();
+        let Some(response) = self.response.as_mut() else {
+            return Ok(());
+        };
+        match tokio::time::timeout(wait, response.message()).await {
+            Err(_) if first => Err(timed_out("no first response", wait)),
+            Err(_) => Err(timed_out("the stream stalled: no response", wait)),
+            Ok(Err(status)) => Err(status.into()),
+            Ok(Ok(None)) => {
+                self.done = true;
+                self.merger.finish()
+            }
+            Ok(Ok(Some(message))) => {
+                self.first_response_by = None;
+                let before = self.ready.len();
+                self.merger.feed(message, &mut self.ready)?;
+                if self.ready.len() > before {
+                    self.progressed();
+                }
+                Ok(())
+            }
+        }
+    }
 }
 
 /// The rows `request` reads, merged, as a stream; lazily sent on first poll;
-/// resumed after a break within [`RetryPolicy::default`] (see [`read_rows_with`]).
+/// resumed after a break under [`ReadOptions::default`] (see
+/// [`read_rows_with`]).
 pub(crate) fn read_rows(
     channel: DataChannel,
     request: ReadRowsRequest,
 ) -> impl Stream<Item = Result<RawRow, ReadFailure>> + Send + 'static {
     use futures_util::TryStreamExt as _;
-    read_rows_with(channel, request, RetryPolicy::default(), Arc::default())
+    read_rows_with(channel, request, ReadOptions::default(), Arc::default())
         .map_ok(|(key, cells)| (key, cells.into_iter().map(RawCell::from).collect()))
 }
 
 /// The rows `request` reads, merged, as a stream; lazily sent on first poll.
-/// A stream that breaks with a retryable error (see [`crate::retry`]) is
-/// resumed after the last row it committed, within `policy`; each resume is
-/// counted in `resumes`.
+/// Every wait is bounded and a stream that breaks, stalls or does not answer
+/// is resumed after the last row it committed, as [`ReadOptions`] says; each
+/// resume is counted in `resumes`.
 pub(crate) fn read_rows_with(
     channel: DataChannel,
     request: ReadRowsRequest,
-    policy: RetryPolicy,
+    options: ReadOptions,
     resumes: Arc<AtomicU64>,
 ) -> impl Stream<Item = Result<MergedRow, ReadFailure>> + Send + 'static {
     let state = ReadState {
@@ -137,11 +269,12 @@ pub(crate) fn read_rows_with(
         base: request.clone(),
         request: Some(request),
         response: None,
+        first_response_by: None,
         merger: RowMerger::default(),
         ready: VecDeque::new(),
         done: false,
-        policy,
-        budget: None,
+        options,
+        budget: options.retry.start(),
         resumes,
         started: Instant::now(),
     };
@@ -155,31 +288,10 @@ pub(crate) fn read_rows_with(
             if st.done {
                 return None;
             }
-            if let Some(request) = st.request.take() {
-                match st.channel.read_rows(request).await {
-                    Ok(response) => st.response = Some(response),
-                    Err(status) => {
-                        let error = ReadError::from(status);
-                        if st.resume(&error).await {
-                            continue;
-                        }
-                        st.done = true;
-                        let failure = st.failure(error);
-                        return Some((Err(failure), st));
-                    }
-                }
-            }
-            let response = st.response.as_mut()?;
-            let step = match response.message().await {
-                Ok(Some(message)) => {
-                    let ReadState { merger, ready, .. } = &mut *st;
-                    merger.feed(message, ready)
-                }
-                Ok(None) => {
-                    st.done = true;
-                    st.merger.finish()
-                }
-                Err(status) => Err(status.into()),
+            let step = match st.request.take() {
+                Some(request) => st.start_attempt(request).await,
+                None if st.response.is_none() => return None,
+                None => st.next_response().await,
             };
             if let Err(e) = step {
                 if st.resume(&e).await {
@@ -192,4 +304,20 @@ pub(crate) fn read_rows_with(
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timeout_is_a_retryable_deadline() {
+        let ReadError::Status(status) = timed_out("no first response", Duration::from_secs(2))
+        else {
+            panic!("a status");
+        };
+        assert_eq!(code_of(&status), Code::DeadlineExceeded);
+        assert!(retryable_status(&status));
+        assert!(status.message().contains("within 2s"), "{status}");
+    }
 }

@@ -20,7 +20,8 @@ use crate::client::admin::{EnsureOptions, SchemaReport};
 use crate::client::connection::Connection;
 use crate::client::failure::status_error;
 use crate::client::read::read_rows_with;
-use crate::client::retry::{retryable_status, RetryPolicy};
+use crate::client::read::ReadOptions;
+use crate::client::retry::retryable_status;
 use crate::client::writer::{BulkWriter, WriteOptions};
 use crate::model::clock::Clock;
 use crate::model::error::{Error, Result};
@@ -42,7 +43,7 @@ use crate::wire::merge::{Cell, MergedRow};
 /// Writes retry transient failures (they are idempotent: every cell carries
 /// an explicit timestamp), reads resume after the last row they delivered;
 /// see [`crate::retry`] for what is retried and
-/// [`Table::with_write_options`] / [`Table::with_read_retry`] to tune it.
+/// [`Table::with_write_options`] / [`Table::with_read_options`] to tune it.
 ///
 /// ```no_run
 /// use bigtable_ttl::{BigtableRow, Connection, Scan, Table};
@@ -80,7 +81,7 @@ pub struct Table<T> {
     name: String,
     clock: Clock,
     write: WriteOptions,
-    read_retry: RetryPolicy,
+    read: ReadOptions,
     /// Reads resumed after a broken stream, by this handle and its clones.
     read_resumes: Arc<AtomicU64>,
     /// The live table was seen (by `ensure_schema` or `verify_schema` on this
@@ -97,7 +98,7 @@ impl<T> Clone for Table<T> {
             name: self.name.clone(),
             clock: self.clock.clone(),
             write: self.write,
-            read_retry: self.read_retry,
+            read: self.read,
             read_resumes: self.read_resumes.clone(),
             sole_families: self.sole_families.clone(),
             _row: PhantomData,
@@ -113,7 +114,7 @@ impl<T> std::fmt::Debug for Table<T> {
             .field("clock", &self.clock)
             .field("conn", &self.conn)
             .field("write", &self.write)
-            .field("read_retry", &self.read_retry)
+            .field("read", &self.read)
             .finish_non_exhaustive()
     }
 }
@@ -154,7 +155,7 @@ impl<T: BigtableRow> Table<T> {
             name: T::SCHEMA.table.to_owned(),
             clock: Clock::system(),
             write: WriteOptions::default(),
-            read_retry: RetryPolicy::default(),
+            read: ReadOptions::default(),
             read_resumes: Arc::default(),
             sole_families: Arc::default(),
             _row: PhantomData,
@@ -169,12 +170,14 @@ impl<T: BigtableRow> Table<T> {
         self
     }
 
-    /// The same handle with this retry policy for reads: a read whose
-    /// stream breaks is resumed after the last row it delivered (with the
-    /// remaining row limit), within the policy's attempts and deadline.
+    /// The same handle with these timeouts and retries for reads: a read
+    /// whose stream breaks, stalls or does not answer in time is resumed
+    /// after the last row it delivered (with the remaining row limit), and
+    /// ends with [`crate::Code::DeadlineExceeded`] once it has gone the
+    /// policy's deadline without a row (see [`ReadOptions`]).
     #[must_use]
-    pub fn with_read_retry(mut self, policy: RetryPolicy) -> Self {
-        self.read_retry = policy;
+    pub fn with_read_options(mut self, options: ReadOptions) -> Self {
+        self.read = options;
         self
     }
 
@@ -438,9 +441,7 @@ impl<T: BigtableRow> Table<T> {
                     Ok(Err(status)) => status,
                     Err(_) => tonic::Status::deadline_exceeded("the attempt timed out"),
                 };
-            let retry = (retryable_status(&status)
-                || status.code() == tonic::Code::DeadlineExceeded)
-                && budget.wait().await;
+            let retry = retryable_status(&status) && budget.wait().await;
             if !retry {
                 let key = Some(request.row_key);
                 return Err(status_error(&self.name, key, status, Some(&budget)));
@@ -653,7 +654,7 @@ impl<T: BigtableRow> Table<T> {
                 read_rows_with(
                     self.conn.data_channel(),
                     request,
-                    self.read_retry,
+                    self.read,
                     self.read_resumes.clone(),
                 )
                 .map_err(move |e| e.into_error(&table, single_key.clone()))

@@ -1,0 +1,175 @@
+//! Every call ends on time: against a server that takes requests and never
+//! answers, and against a stream that stalls in the middle, reads, writes
+//! and admin calls return `Code::DeadlineExceeded` within their deadline
+//! plus a margin, instead of waiting for HTTP/2 keep-alive (about 40 s) or
+//! forever. A loopback proxy in front of the real emulator stops forwarding
+//! the emulator's answers while keeping the connection open.
+
+mod support;
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use bigtable_ttl::admin::{ensure_schema, verify_schema, EnsureOptions};
+use bigtable_ttl::read::ReadOptions;
+use bigtable_ttl::retry::RetryPolicy;
+use bigtable_ttl::writer::WriteOptions;
+use bigtable_ttl::{BigtableRow, Clock, Code, Connection, Error, Scan, Table};
+use chrono::Utc;
+use futures_util::StreamExt as _;
+use support::proxy::{Faults, Proxy};
+
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "events", family = "e")]
+#[ttl(default = "2d")]
+struct Event {
+    #[bigtable(key)]
+    id: String,
+    body: String,
+}
+
+fn event(i: usize) -> Event {
+    Event {
+        id: format!("ev-{i:06}"),
+        body: "x".repeat(200),
+    }
+}
+
+/// Attempts of 1 s, 3 s in all: what the calls below must end within.
+fn impatient() -> RetryPolicy {
+    RetryPolicy::default()
+        .with_initial_delay(Duration::from_millis(50))
+        .with_max_delay(Duration::from_millis(200))
+        .with_attempt_timeout(Duration::from_secs(1))
+        .with_deadline(Duration::from_secs(3))
+}
+
+const DEADLINE: Duration = Duration::from_secs(3);
+/// Scheduling on a loaded 2-core machine; far below the ~40 s keep-alive.
+const MARGIN: Duration = Duration::from_secs(4);
+
+/// The events table with `rows` rows, and a handle on it through a proxy,
+/// on impatient timeouts.
+async fn setup(rows: usize) -> (Proxy, Connection, Table<Event>) {
+    let direct = support::connection();
+    let clock = Clock::manual(Utc::now());
+    let table = Table::<Event>::new(direct.clone()).with_clock(clock.clone());
+    table.ensure_schema().await.unwrap();
+    let batch: Vec<Event> = (0..rows).map(event).collect();
+    table.put_all(&batch).await.unwrap();
+    let proxy = Proxy::start(&support::emulator_host()).await;
+    let conn = Connection::emulator(&proxy.host(), direct.project(), direct.instance())
+        .unwrap()
+        .with_admin_retry(impatient());
+    let table = Table::<Event>::new(conn.clone())
+        .with_clock(clock)
+        .with_read_options(
+            ReadOptions::default()
+                .with_retry(impatient())
+                .with_idle_timeout(Duration::from_secs(1)),
+        )
+        .with_write_options(WriteOptions::default().with_retry(impatient()));
+    (proxy, conn, table)
+}
+
+/// `call` fails with `DEADLINE_EXCEEDED` within the deadline and the margin.
+async fn ends_in_time<T: std::fmt::Debug>(
+    what: &str,
+    call: impl Future<Output = Result<T, Error>>,
+) {
+    let started = Instant::now();
+    let result = tokio::time::timeout(Duration::from_secs(60), call)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: still waiting after 60 s"));
+    let took = started.elapsed();
+    let err = result.expect_err(what);
+    assert!(
+        matches!(
+            err,
+            Error::Server {
+                code: Code::DeadlineExceeded,
+                ..
+            }
+        ),
+        "{what}: expected DEADLINE_EXCEEDED, got {err:?}"
+    );
+    assert!(
+        took <= DEADLINE + MARGIN,
+        "{what}: took {took:?}, over {DEADLINE:?} + {MARGIN:?}: {err}"
+    );
+    println!("{what}: {took:?}: {err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_call_ends_by_its_deadline_against_a_server_that_never_answers() {
+    let (proxy, conn, table) = setup(10).await;
+    proxy.arm(Faults::Stall { after_bytes: 0 });
+
+    ends_in_time("get", table.get(&"ev-000001".to_owned())).await;
+    ends_in_time("scan", table.scan(Scan::all())).await;
+    ends_in_time("stream", async {
+        let mut rows = std::pin::pin!(table.stream(Scan::all()));
+        rows.next().await.expect("an item")
+    })
+    .await;
+    ends_in_time("raw_rows", table.raw_rows(Scan::all())).await;
+    ends_in_time("put", table.put(&event(99))).await;
+    ends_in_time("delete", table.delete(&"ev-000001".to_owned())).await;
+    ends_in_time("table.ensure_schema", table.ensure_schema()).await;
+    ends_in_time("table.verify_schema", table.verify_schema()).await;
+    ends_in_time(
+        "admin::ensure_schema",
+        ensure_schema(&conn, "events", Event::SCHEMA, EnsureOptions::new()),
+    )
+    .await;
+    ends_in_time(
+        "admin::verify_schema",
+        verify_schema(&conn, "events", Event::SCHEMA),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scan_stalled_mid_stream_ends_by_its_deadline() {
+    const ROWS: usize = 3_000;
+    let (proxy, _conn, table) = setup(ROWS).await;
+    // Rows of about 230 bytes: the stall comes after a few hundred rows.
+    proxy.arm(Faults::Stall {
+        after_bytes: 100_000,
+    });
+    let started = Instant::now();
+    let mut rows = std::pin::pin!(table.stream(Scan::all()));
+    let mut received = 0usize;
+    let mut last_row_at = started;
+    let err = loop {
+        let next = tokio::time::timeout(Duration::from_secs(60), rows.next())
+            .await
+            .unwrap_or_else(|_| panic!("still waiting after 60 s, {received} rows in"));
+        match next {
+            None => panic!("the scan ended though the stream stalled"),
+            Some(Ok(_)) => {
+                received += 1;
+                last_row_at = Instant::now();
+            }
+            Some(Err(e)) => break e,
+        }
+    };
+    let since_last_row = last_row_at.elapsed();
+    println!("{received} rows, then after {since_last_row:?}: {err}");
+    assert!(received > 0 && received < ROWS, "{received} rows");
+    assert!(
+        matches!(
+            err,
+            Error::Server {
+                code: Code::DeadlineExceeded,
+                retries_exhausted: true,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        since_last_row <= DEADLINE + MARGIN,
+        "the last row came {since_last_row:?} before the error"
+    );
+}
