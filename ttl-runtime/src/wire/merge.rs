@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
+use crate::model::limits::MAX_CELL_BYTES;
 use crate::model::scan::RawCell;
 use crate::model::view::CellRef;
 use crate::wire::chunk::{Chunk, ChunkStatus};
@@ -53,6 +54,9 @@ impl Cell {
 
 /// A row as merged, in [`Cell`]s.
 pub(crate) type MergedRow = (Vec<u8>, Vec<Cell>);
+
+/// The most a split cell's buffer reserves before its parts arrive.
+const MAX_RESERVED_BYTES: usize = 1 << 20;
 
 /// Reassembles `ReadRows` cell chunks into rows, across response messages.
 #[derive(Debug, Default)]
@@ -144,7 +148,7 @@ impl RowMerger {
                 value,
                 timestamp_micros,
             };
-            self.start_cell(cell, value_size);
+            self.start_cell(cell, value_size)?;
         }
         if status == ChunkStatus::Commit {
             if self.partial.is_some() {
@@ -174,15 +178,25 @@ impl RowMerger {
     }
 
     /// A new cell: complete, or the first part of a split value.
-    fn start_cell(&mut self, mut cell: Cell, value_size: i32) {
+    fn start_cell(&mut self, mut cell: Cell, value_size: i32) -> Result<(), ReadError> {
         match usize::try_from(value_size) {
+            Ok(size) if size > MAX_CELL_BYTES => protocol(&format!(
+                "a cell value of {size} bytes announced, over Bigtable's limit of {MAX_CELL_BYTES}"
+            )),
             Ok(size) if size > 0 => {
                 let first = std::mem::take(&mut cell.value);
-                let mut value = BytesMut::with_capacity(size.max(first.len()));
+                // The announced size is the server's word: reserve no more
+                // than a bounded part of it up front, grow as parts arrive.
+                let reserve = size.min(MAX_RESERVED_BYTES).max(first.len());
+                let mut value = BytesMut::with_capacity(reserve);
                 value.extend_from_slice(&first);
                 self.partial = Some(SplitCell { cell, value });
+                Ok(())
             }
-            _ => self.cells.push(cell),
+            _ => {
+                self.cells.push(cell);
+                Ok(())
+            }
         }
     }
 
@@ -321,6 +335,26 @@ mod tests {
         assert!(m
             .push(commit(chunk("a", Some("c"), Some("a"), 0, "")))
             .is_err());
+    }
+
+    #[test]
+    fn an_announced_value_size_is_capped() {
+        let mut big = chunk("r", Some("c"), Some("q"), 0, "a");
+        big.value_size = i32::MAX;
+        let err = RowMerger::default().push(big).unwrap_err();
+        assert!(err.to_string().contains("over Bigtable's limit"), "{err}");
+
+        let mut m = RowMerger::default();
+        let mut split = chunk("r", Some("c"), Some("q"), 0, "a");
+        split.value_size = 90 * 1024 * 1024;
+        assert!(m.push(split).unwrap().is_none());
+        let reserved = m.partial.as_ref().map(|p| p.value.capacity()).unwrap();
+        assert!(reserved <= MAX_RESERVED_BYTES, "{reserved}");
+        let (_, cells) = m
+            .push(commit(chunk("", None, None, 0, "b")))
+            .unwrap()
+            .unwrap();
+        assert_eq!(cells[0].value, "ab");
     }
 
     #[test]
