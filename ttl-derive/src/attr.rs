@@ -29,9 +29,11 @@ fn set_once<T>(cx: &Ctxt, slot: &mut Option<Keyed<T>>, name: Symbol, key: &Path,
     }
 }
 
-/// A duration's milliseconds, `None` when invalid (an error is recorded).
+/// A duration's milliseconds, `None` when invalid (an error is recorded),
+/// and the literal, for errors that point at it.
 pub struct Duration {
     pub millis: Option<i64>,
+    pub lit: LitStr,
 }
 
 fn parse_duration(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<Duration> {
@@ -43,7 +45,7 @@ fn parse_duration(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<Duration> {
             None
         }
     };
-    Ok(Duration { millis })
+    Ok(Duration { millis, lit })
 }
 
 fn parse_str(meta: &ParseNestedMeta, name: Symbol) -> syn::Result<LitStr> {

@@ -239,10 +239,39 @@ fn check_expire_at(cx: &Ctxt, cont: &Container) {
 
 fn check_field_ttls(cx: &Ctxt, cont: &Container) {
     let has_default = cont.attrs.default_ttl.is_some();
+    let default = cont.attrs.default_ttl.as_ref();
+    if let Some((millis, lit)) = default.and_then(|d| Some((d.value.millis?, &d.value.lit))) {
+        if millis > ttl_spec::MAX_GC_AGE_MILLIS {
+            cx.error_spanned_by(
+                lit,
+                format!(
+                    "default TTL {:?} is over the longest `max_age` a GC rule can hold \
+                     (10,000 years, a protobuf Duration's limit): Bigtable would refuse \
+                     the family's rule",
+                    lit.value()
+                ),
+            );
+        }
+    }
     for field in cont.fields_with(Role::Column) {
         let Some(ttl) = &field.attrs.ttl_for else {
             continue;
         };
+        if let (Some(d), Some(t)) = (default.and_then(|d| d.value.millis), ttl.value.millis) {
+            if d.saturating_sub(t) > ttl_spec::MAX_SHORTER_THAN_DEFAULT_MILLIS {
+                cx.error_spanned_by(
+                    &ttl.value.lit,
+                    format!(
+                        "per-field TTL {:?} is more than 50 years shorter than the default \
+                         TTL {:?}: its cells would be stamped that far before their write \
+                         time, before 1970, and Bigtable rejects timestamps before the \
+                         epoch; shorten the default or lengthen this TTL",
+                        ttl.value.lit.value(),
+                        default.map(|d| d.value.lit.value()).unwrap_or_default()
+                    ),
+                );
+            }
+        }
         if !has_default {
             cx.error_spanned_by(
                 &ttl.key,

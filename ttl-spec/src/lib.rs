@@ -17,6 +17,17 @@ pub const DEFAULT_WRITTEN_AT: &str = "written_at";
 /// an `i64`, as Bigtable timestamps are microseconds in an `i64`.
 pub const MAX_DURATION_MILLIS: i64 = i64::MAX / 1_000;
 
+/// The longest `max_age` a GC rule can hold: a `google.protobuf.Duration`
+/// holds at most 315,576,000,000 seconds (10,000 years).
+pub const MAX_GC_AGE_MILLIS: i64 = 315_576_000_000 * 1_000;
+
+/// How much shorter than the default TTL a per-field TTL may be: 50 years
+/// (18,250 days). A field TTL `T` under a default `D` stamps its cells
+/// `D - T` before their write time; past this, they would fall before 1970
+/// for every write of this century's first decades, and Bigtable rejects
+/// timestamps before the epoch.
+pub const MAX_SHORTER_THAN_DEFAULT_MILLIS: i64 = 18_250 * 86_400 * 1_000;
+
 /// Why a duration was refused. `Display` says what is wrong and what to
 /// write instead.
 #[derive(Debug, Clone, PartialEq, Eq)]
