@@ -222,6 +222,15 @@ pub fn option_inner(ty: &Type) -> Option<&Type> {
     single_arg(ty, "Option")
 }
 
+/// Whether the type's key encoding is decimal digits: the integer and
+/// `DateTime<Utc>` key parts (by how the type is spelled).
+pub fn is_digit_key(ty: &Type) -> bool {
+    is_datetime_utc(ty)
+        || last_segment(ty).is_some_and(|seg| {
+            seg.arguments.is_none() && ["u64", "u32", "i64", "i32"].iter().any(|t| seg.ident == t)
+        })
+}
+
 /// Whether the type is spelled `DateTime<Utc>` (any paths ending so).
 pub fn is_datetime_utc(ty: &Type) -> bool {
     single_arg(ty, "DateTime")

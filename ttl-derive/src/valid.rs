@@ -162,11 +162,24 @@ fn check_keys(cx: &Ctxt, cont: &Container) {
             );
         }
         (_, Some(sep)) => {
-            if sep.value.value().is_empty() {
+            let text = sep.value.value();
+            if text.is_empty() {
                 cx.error_spanned_by(
                     &sep.value,
                     "empty `key_separator`: the key could not be split back into its fields; \
                      use a non-empty string such as \"#\"",
+                );
+            }
+            let digits = keys.iter().find(|k| crate::ast::is_digit_key(k.ty));
+            if let (true, Some(field)) = (text.bytes().any(|b| b.is_ascii_digit()), digits) {
+                cx.error_spanned_by(
+                    &sep.value,
+                    format!(
+                        "`key_separator` {text:?} contains a digit, and the key field `{}` is \
+                         encoded as decimal digits: two keys could join to the same bytes; \
+                         use a separator without digits, such as \"#\"",
+                        field.name()
+                    ),
                 );
             }
         }

@@ -70,9 +70,11 @@ pub enum Error {
         /// The limit (4096).
         max: usize,
     },
-    /// A part of a composite key contains the separator, so the key could not
-    /// be split back into its fields. Choose another separator or clean the value.
-    #[error("key field `{field}` contains the key separator {separator:?}; the key could not be decoded again; pick a separator that cannot appear in it")]
+    /// A part of a composite key contains a byte of the separator, so the
+    /// key could not be split back into its fields one way only (and another
+    /// key tuple could share its row). Choose another separator or clean the
+    /// value.
+    #[error("key field `{field}` contains a byte of the key separator {separator:?}; the key could not be split back one way only; pick a separator none of whose characters can appear in it")]
     KeySeparatorInPart {
         /// The key field at fault.
         field: &'static str,

@@ -166,6 +166,10 @@ impl KeyBuilder {
     /// A key for `table` whose parts are joined by `separator` (empty for a
     /// single key field).
     ///
+    /// A part may not contain any byte of the separator
+    /// ([`Error::KeySeparatorInPart`]): so the joined key splits back into
+    /// its parts one way only, and two key tuples never share a row.
+    ///
     /// Keys sort in the order of their fields (first field, then the next…)
     /// only when `separator` sorts below every byte a variable-length part
     /// (`String`, `Vec<u8>`) may contain: with `#`, `("ab", 1)` sorts before
@@ -212,7 +216,7 @@ impl KeyBuilder {
         value
             .write_key(&mut self.key)
             .map_err(|source| Error::Encode { field, source })?;
-        if !self.separator.is_empty() && contains(&self.key[start..], self.separator.as_bytes()) {
+        if shares_a_byte(&self.key[start..], self.separator.as_bytes()) {
             return Err(Error::KeySeparatorInPart {
                 field,
                 separator: self.separator,
@@ -253,8 +257,12 @@ pub(crate) fn check_row_key(table: &'static str, key: &[u8]) -> Result<()> {
     Ok(())
 }
 
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+/// Whether `part` holds any byte of `separator`. Parts free of every byte of
+/// the separator make the joined key split back one way only: with `"::"`,
+/// `("acme:", "bob")` and `("acme", ":bob")` would both join to `acme:::bob`
+/// if parts only had to be free of the whole separator.
+fn shares_a_byte(part: &[u8], separator: &[u8]) -> bool {
+    part.iter().any(|b| separator.contains(b))
 }
 
 /// Splits a row key read back into its parts.
