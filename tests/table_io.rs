@@ -531,3 +531,69 @@ async fn large_values_round_trip() {
     assert_eq!(got.url.len(), big.len());
     assert_eq!(table.scan(Scan::all()).await.unwrap().len(), 2);
 }
+
+/// A three-part key: tenant, user, sequence number.
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "visits", family = "v", key_separator = "#")]
+#[ttl(default = "1h")]
+struct Visit {
+    #[bigtable(key)]
+    tenant: String,
+    #[bigtable(key)]
+    user: String,
+    #[bigtable(key)]
+    seq: u64,
+    page: String,
+}
+
+/// Scans by the first key fields and by a range of keys, typed: no key
+/// bytes encoded by hand, and a prefix never takes in a longer tenant name.
+#[tokio::test]
+async fn typed_prefix_and_range_scans_select_by_key_fields() {
+    let clock = Clock::manual(Utc::now());
+    let table = support::table::<Visit>(&clock).await;
+    let mut visits = Vec::new();
+    for tenant in ["acme", "acme2", "acm"] {
+        for user in ["ann", "bob"] {
+            for seq in 0..4 {
+                visits.push(Visit {
+                    tenant: tenant.into(),
+                    user: user.into(),
+                    seq,
+                    page: format!("/{tenant}/{user}/{seq}"),
+                });
+            }
+        }
+    }
+    table.put_all(&visits).await.unwrap();
+    let keys = |scan| async {
+        let rows = table.scan(scan).await.unwrap();
+        rows.into_iter()
+            .map(|r| (r.value.tenant, r.value.user, r.value.seq))
+            .collect::<Vec<_>>()
+    };
+    let acme = keys(Scan::key_prefix::<Visit>(&("acme".to_owned(),)).unwrap()).await;
+    assert_eq!(acme.len(), 8, "{acme:?}");
+    assert!(acme.iter().all(|(t, _, _)| t == "acme"), "{acme:?}");
+    let ann =
+        keys(Scan::key_prefix::<Visit>(&("acme".to_owned(), "ann".to_owned())).unwrap()).await;
+    assert_eq!(
+        ann,
+        (0..4)
+            .map(|s| ("acme".to_owned(), "ann".to_owned(), s))
+            .collect::<Vec<_>>()
+    );
+    let start = ("acme".to_owned(), "ann".to_owned(), 1);
+    let end = ("acme".to_owned(), "bob".to_owned(), 2);
+    let range = keys(Scan::key_range::<Visit>(&start..&end).unwrap()).await;
+    assert_eq!(
+        range,
+        [("ann", 1), ("ann", 2), ("ann", 3), ("bob", 0), ("bob", 1)].map(|(u, s)| (
+            "acme".to_owned(),
+            u.to_owned(),
+            s
+        ))
+    );
+    // A prefix part holding the separator is refused, not encoded by hand.
+    assert!(Scan::key_prefix::<Visit>(&("ac#me".to_owned(),)).is_err());
+}

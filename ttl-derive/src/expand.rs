@@ -156,6 +156,7 @@ fn impl_row(cont: &Container) -> TokenStream {
     };
     let encode_key = key_parts(false);
     let row_key = key_parts(true);
+    let key_prefixes = key_prefixes(cont, &keys, &p);
 
     let expiry = if let Some(f) = cont.fields_with(Role::ExpireAt).next() {
         let ident = f.ident;
@@ -262,8 +263,37 @@ fn impl_row(cont: &Container) -> TokenStream {
                     ::core::result::Result::Ok(Self { #(#decode_fields),* })
                 }
             }
+            #key_prefixes
         };
     }
+}
+
+/// `KeyPrefix` for the tuples of the first 1 ..< n key fields' types of a
+/// composite key of n fields: typed prefix scans (`Scan::key_prefix`).
+fn key_prefixes(cont: &Container, keys: &[&Field], p: &TokenStream) -> TokenStream {
+    let ident = cont.ident;
+    let table = cont.table();
+    let separator = cont.key_separator();
+    let impls = (1..keys.len()).map(|k| {
+        let first = &keys[..k];
+        let tys = first.iter().map(|f| f.ty);
+        let parts = first.iter().enumerate().map(|(i, f)| {
+            let name = f.name();
+            let i = Index::from(i);
+            respan(quote!(__k.part(#name, &self.#i)?;), at(f.ty))
+        });
+        quote! {
+            #[automatically_derived]
+            impl #p::KeyPrefix<#ident> for (#(#tys,)*) {
+                fn key_prefix(&self) -> #p::Result<::std::vec::Vec<::core::primitive::u8>> {
+                    let mut __k = #p::KeyBuilder::new(#table, #separator);
+                    #(#parts)*
+                    __k.finish_prefix()
+                }
+            }
+        }
+    });
+    quote!(#(#impls)*)
 }
 
 /// The body of `column_of`: a `match` on the family, then on the qualifier

@@ -226,6 +226,18 @@ impl KeyBuilder {
         Ok(())
     }
 
+    /// The bytes every key starting with the parts given so far starts
+    /// with: the parts and one more separator (so `"acme"` does not take in
+    /// `"acme2"`'s rows).
+    ///
+    /// # Errors
+    /// [`Error::RowKeyTooLong`].
+    pub fn finish_prefix(mut self) -> Result<Vec<u8>> {
+        self.key.extend_from_slice(self.separator.as_bytes());
+        check_row_key(self.table, &self.key)?;
+        Ok(self.key)
+    }
+
     /// The finished key.
     ///
     /// # Errors

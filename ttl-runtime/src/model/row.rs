@@ -108,6 +108,40 @@ pub struct CellSink<'a, T> {
     pub(crate) row: PhantomData<fn() -> T>,
 }
 
+/// The first key fields of `T`, as a tuple of their types: what a scan of
+/// every row starting with them takes ([`crate::Scan::key_prefix`]), so
+/// that key bytes are never encoded by hand. `#[derive(BigtableRow)]`
+/// implements it for the tuples of the first 1, 2, … key fields of a
+/// composite key (all but the last: a whole key is [`crate::Scan::keys`]).
+///
+/// ```
+/// use bigtable_ttl::{BigtableRow, Scan};
+///
+/// #[derive(BigtableRow)]
+/// #[bigtable(table = "visits", family = "v", key_separator = "#")]
+/// #[ttl(default = "1h")]
+/// struct Visit {
+///     #[bigtable(key)]
+///     tenant: String,
+///     #[bigtable(key)]
+///     user: String,
+///     #[bigtable(key)]
+///     seq: u64,
+///     page: String,
+/// }
+///
+/// let one_tenant = Scan::key_prefix::<Visit>(&("acme".to_owned(),)).unwrap();
+/// let one_user = Scan::key_prefix::<Visit>(&("acme".to_owned(), "ann".to_owned())).unwrap();
+/// # let _ = (one_tenant, one_user);
+/// ```
+pub trait KeyPrefix<T: BigtableRow> {
+    /// The bytes every row key starting with these fields starts with.
+    ///
+    /// # Errors
+    /// As [`BigtableRow::encode_key`].
+    fn key_prefix(&self) -> Result<Vec<u8>>;
+}
+
 /// Decode one row read back into an [`Expiring`] value; `None` when every
 /// declared cell has expired at `now`.
 ///

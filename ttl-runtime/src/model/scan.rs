@@ -4,6 +4,8 @@
 
 use std::ops::{Bound, RangeBounds};
 
+use crate::model::error::Result;
+use crate::model::row::{BigtableRow, KeyPrefix};
 use crate::model::view::CellRef;
 use crate::proto::{
     row_range::{EndKey, StartKey},
@@ -70,6 +72,39 @@ impl Scan {
             selection: Selection::Range(own(range.start_bound()), own(range.end_bound())),
             limit: None,
         }
+    }
+
+    /// Every row of `T` whose key starts with the key fields `prefix` (the
+    /// first one or more of a composite key, as a tuple): every row of one
+    /// tenant, say. See [`crate::KeyPrefix`].
+    ///
+    /// # Errors
+    /// As [`crate::BigtableRow::encode_key`] for the prefix's fields.
+    pub fn key_prefix<T: BigtableRow>(prefix: &impl KeyPrefix<T>) -> Result<Self> {
+        Ok(Self::prefix(prefix.key_prefix()?))
+    }
+
+    /// The rows of `T` whose keys lie in `range`, given as key values
+    /// (`T::Key`, a tuple for a composite key) and encoded as the derive
+    /// encodes them: `Scan::key_range::<Visit>(&start..&end)`.
+    ///
+    /// # Errors
+    /// As [`crate::BigtableRow::encode_key`].
+    pub fn key_range<'k, T: BigtableRow>(range: impl RangeBounds<&'k T::Key>) -> Result<Self>
+    where
+        T::Key: 'k,
+    {
+        let encode = |b: Bound<&&T::Key>| -> Result<Bound<Vec<u8>>> {
+            Ok(match b {
+                Bound::Included(k) => Bound::Included(T::encode_key(k)?),
+                Bound::Excluded(k) => Bound::Excluded(T::encode_key(k)?),
+                Bound::Unbounded => Bound::Unbounded,
+            })
+        };
+        Ok(Self {
+            selection: Selection::Range(encode(range.start_bound())?, encode(range.end_bound())?),
+            limit: None,
+        })
     }
 
     /// Exactly these row keys (those that exist), in key order.
