@@ -173,7 +173,7 @@ async fn fifty_thousand_rows_through_resetting_connections_arrive_exactly_once()
         read.len(),
         started.elapsed(),
         proxy.resets(),
-        table.read_resumes()
+        table.read_stats().resumes
     );
     assert_eq!(read.len(), ROWS);
     for (i, row) in read.iter().enumerate() {
@@ -282,7 +282,7 @@ async fn a_long_scan_through_thirty_breaks_finishes_on_a_four_attempt_budget() {
         read.len(),
         started.elapsed(),
         proxy.resets(),
-        table.read_resumes()
+        table.read_stats().resumes
     );
     assert!(
         proxy.resets() > 4,

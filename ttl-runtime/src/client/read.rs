@@ -62,6 +62,12 @@ pub struct ReadOptions {
     /// The most time to wait for the next response of a stream already
     /// answering.
     pub idle_timeout: Duration,
+    /// Skip a row that does not decode into the struct (a key of another
+    /// shape, a cell that is not its field's encoding, a required column
+    /// missing, an absurd timestamp) instead of ending the read with its
+    /// error; each is counted in [`ReadStats::rows_skipped`] and logged.
+    /// Off by default: such a row is an error naming table and row.
+    pub skip_undecodable: bool,
 }
 
 impl Default for ReadOptions {
@@ -71,6 +77,7 @@ impl Default for ReadOptions {
         Self {
             retry: RetryPolicy::default(),
             idle_timeout: Duration::from_secs(30),
+            skip_undecodable: false,
         }
     }
 }
@@ -89,6 +96,47 @@ impl ReadOptions {
         self.idle_timeout = timeout;
         self
     }
+
+    /// Skip (and count) rows that do not decode instead of failing the read.
+    #[must_use]
+    pub fn with_skip_undecodable(mut self, skip: bool) -> Self {
+        self.skip_undecodable = skip;
+        self
+    }
+}
+
+/// What reads through a table handle (and its clones) met so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReadStats {
+    /// Reads resumed after a broken or stalled stream, or re-sent after a
+    /// failed start.
+    pub resumes: u64,
+    /// Rows left out because a required column of theirs has expired while
+    /// other cells are still live (see [`crate::Table::stream`]).
+    pub partially_expired: u64,
+    /// Rows left out because they did not decode, with
+    /// [`ReadOptions::skip_undecodable`].
+    pub rows_skipped: u64,
+}
+
+/// The counters behind [`ReadStats`], shared by a handle's clones.
+#[derive(Debug, Default)]
+pub(crate) struct ReadCounters {
+    pub(crate) resumes: AtomicU64,
+    pub(crate) partially_expired: AtomicU64,
+    pub(crate) rows_skipped: AtomicU64,
+}
+
+impl ReadCounters {
+    pub(crate) fn snapshot(&self) -> ReadStats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        ReadStats {
+            resumes: get(&self.resumes),
+            partially_expired: get(&self.partially_expired),
+            rows_skipped: get(&self.rows_skipped),
+        }
+    }
 }
 
 struct ReadState {
@@ -105,7 +153,7 @@ struct ReadState {
     options: ReadOptions,
     /// Attempts, delays and deadline since the last row received.
     budget: Budget,
-    resumes: Arc<AtomicU64>,
+    counters: Arc<ReadCounters>,
     started: Instant,
 }
 
@@ -186,7 +234,7 @@ impl ReadState {
             return false;
         }
         tracing::debug!(%status, committed = self.merger.committed, "resuming ReadRows");
-        self.resumes.fetch_add(1, Ordering::Relaxed);
+        self.counters.resumes.fetch_add(1, Ordering::Relaxed);
         self.merger.reset();
         self.response = None;
         match &self.merger.last_committed {
@@ -257,12 +305,12 @@ pub(crate) fn read_rows(
 /// The rows `request` reads, merged, as a stream; lazily sent on first poll.
 /// Every wait is bounded and a stream that breaks, stalls or does not answer
 /// is resumed after the last row it committed, as [`ReadOptions`] says; each
-/// resume is counted in `resumes`.
+/// resume is counted in `counters`.
 pub(crate) fn read_rows_with(
     channel: DataChannel,
     request: ReadRowsRequest,
     options: ReadOptions,
-    resumes: Arc<AtomicU64>,
+    counters: Arc<ReadCounters>,
 ) -> impl Stream<Item = Result<MergedRow, ReadFailure>> + Send + 'static {
     let state = ReadState {
         channel,
@@ -275,7 +323,7 @@ pub(crate) fn read_rows_with(
         done: false,
         options,
         budget: options.retry.start(),
-        resumes,
+        counters,
         started: Instant::now(),
     };
     // Boxed: the state moves into and out of the stream's future at every

@@ -8,7 +8,7 @@
 //! removed it yet.
 
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::proto::{MutateRowRequest, Mutation, ReadRowsRequest, RowFilter};
@@ -20,11 +20,12 @@ use crate::client::admin::{EnsureOptions, SchemaReport};
 use crate::client::connection::Connection;
 use crate::client::failure::status_error;
 use crate::client::read::read_rows_with;
-use crate::client::read::ReadOptions;
+use crate::client::read::{ReadCounters, ReadOptions, ReadStats};
 use crate::client::retry::retryable_status;
 use crate::client::writer::{BulkWriter, WriteOptions};
 use crate::model::clock::Clock;
-use crate::model::error::{Error, Result};
+use crate::model::error::{CodecError, Error, Result};
+use crate::model::filter::column_newest_stripped;
 use crate::model::filter::{read_filter, read_filter_sole_families};
 use crate::model::mutation::{delete_row, RowMutation};
 use crate::model::policy::{from_micros, millis_floor};
@@ -82,8 +83,8 @@ pub struct Table<T> {
     clock: Clock,
     write: WriteOptions,
     read: ReadOptions,
-    /// Reads resumed after a broken stream, by this handle and its clones.
-    read_resumes: Arc<AtomicU64>,
+    /// What reads through this handle and its clones met.
+    read_counters: Arc<ReadCounters>,
     /// The live table was seen (by `ensure_schema` or `verify_schema` on this
     /// handle or a clone) to hold no family but `T`'s: reads need not select
     /// families ([`crate::model::filter::read_filter_sole_families`]).
@@ -99,7 +100,7 @@ impl<T> Clone for Table<T> {
             clock: self.clock.clone(),
             write: self.write,
             read: self.read,
-            read_resumes: self.read_resumes.clone(),
+            read_counters: self.read_counters.clone(),
             sole_families: self.sole_families.clone(),
             _row: PhantomData,
         }
@@ -156,7 +157,7 @@ impl<T: BigtableRow> Table<T> {
             clock: Clock::system(),
             write: WriteOptions::default(),
             read: ReadOptions::default(),
-            read_resumes: Arc::default(),
+            read_counters: Arc::default(),
             sole_families: Arc::default(),
             _row: PhantomData,
         }
@@ -187,11 +188,11 @@ impl<T: BigtableRow> Table<T> {
         &self.write
     }
 
-    /// How many times reads through this handle (and its clones) were
-    /// resumed after a broken stream or re-sent after a failed start.
+    /// What reads through this handle (and its clones) met so far: resumes,
+    /// partially expired rows left out, undecodable rows skipped.
     #[must_use]
-    pub fn read_resumes(&self) -> u64 {
-        self.read_resumes.load(Ordering::Relaxed)
+    pub fn read_stats(&self) -> ReadStats {
+        self.read_counters.snapshot()
     }
 
     /// A streaming bulk writer on this table, with its write options.
@@ -567,21 +568,25 @@ impl<T: BigtableRow> Table<T> {
         let request = self.read_request(scan, Some(self.read_filter(now)));
         let this = self.clone();
         self.raw_stream(request).filter_map(move |row| {
-            // The common path stays synchronous: only a torn row (see
-            // `reread_torn`) needs a handle and another request.
+            // The common path stays synchronous: only a row missing a
+            // required column (see `resolve_missing`) needs a handle and
+            // more requests.
             match row {
                 Ok((key, cells)) => {
                     match decode_row::<T>(&key, cells.iter().map(Cell::as_cell_ref), now) {
-                        Err(e) if is_torn(&e) => {
+                        Err(e) if missing_column(&e).is_some() => {
                             let this = this.clone();
                             // Boxed: the stream holds room for its pending
                             // future, and a read's state would make every
                             // row's ready result that large to move.
                             Either::Right(Box::pin(async move {
-                                this.reread_torn(key, now, e).await.transpose()
+                                let resolved = this.resolve_missing(key, now, e).await;
+                                this.skip_undecodable(resolved).transpose()
                             }))
                         }
-                        other => Either::Left(futures_util::future::ready(other.transpose())),
+                        other => Either::Left(futures_util::future::ready(
+                            this.skip_undecodable(other).transpose(),
+                        )),
                     }
                 }
                 Err(e) => Either::Left(futures_util::future::ready(Some(Err(e)))),
@@ -589,17 +594,42 @@ impl<T: BigtableRow> Table<T> {
         })
     }
 
-    /// Read one row again after a read that showed some of its row-level
-    /// columns but not a required one.
+    /// With [`ReadOptions::skip_undecodable`], a row that does not decode
+    /// becomes no row (counted and logged); otherwise the result as it is.
+    fn skip_undecodable(&self, row: Result<Option<Expiring<T>>>) -> Result<Option<Expiring<T>>> {
+        match row {
+            Err(e) if self.read.skip_undecodable && is_undecodable(&e) => {
+                self.read_counters
+                    .rows_skipped
+                    .fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(table = %self.name, error = %e, "skipping a row that does not decode");
+                Ok(None)
+            }
+            other => other,
+        }
+    }
+
+    /// What a row read without one of its required columns is.
     ///
     /// A write replaces every column of a row in one atomic row mutation, so
-    /// on Cloud Bigtable, whose reads are row-atomic, a live row always has
-    /// all of them. The emulator's `ReadRows` is not: it streams a row's
-    /// column list after releasing the row lock, and a concurrent write can
-    /// shift that list so one column is sent twice and another not at all.
-    /// A second read of the row sees it whole; a column that is really
-    /// missing (written by other code) still fails after a few tries.
-    async fn reread_torn(
+    /// a row this library wrote has all of them until they expire together.
+    /// A row missing one, while other cells of it are live, is one of:
+    ///
+    /// * **partially expired**: the column's cells have expired and the
+    ///   others not (rows built by several writes at different times, by
+    ///   other code or by `migrate` per cell): the row is left out, as one
+    ///   whose cells have all expired is, and counted in
+    ///   [`ReadStats::partially_expired`];
+    /// * **torn**: the column is live, but the emulator's `ReadRows`, which
+    ///   is not row-atomic, skipped it while another write was applied: the
+    ///   row is read again (Cloud Bigtable's reads are row-atomic);
+    /// * **never written** (or written, expired and already garbage
+    ///   collected, which looks the same): the [`Error::Decode`] naming the
+    ///   table, row and column, as for any cell that does not decode.
+    ///
+    /// One unfiltered look at the missing column (its newest cell, value
+    /// stripped) tells them apart.
+    async fn resolve_missing(
         &self,
         key: Vec<u8>,
         now: DateTime<Utc>,
@@ -608,7 +638,21 @@ impl<T: BigtableRow> Table<T> {
         const REREADS: usize = 3;
         let mut last = first;
         for _ in 0..REREADS {
-            tracing::debug!(table = %self.name, row = %String::from_utf8_lossy(&key), "re-reading a torn row");
+            let Some((family, qualifier)) = missing_column(&last) else {
+                return Err(last);
+            };
+            match self.newest_timestamp(&key, family, qualifier).await? {
+                None => return Err(last),
+                Some(ts) if !T::SCHEMA.policy.is_visible(ts, now) => {
+                    self.read_counters
+                        .partially_expired
+                        .fetch_add(1, Ordering::Relaxed);
+                    tracing::debug!(table = %self.name, row = %key.escape_ascii(), column = %format!("{family}:{qualifier}"), "leaving out a partially expired row");
+                    return Ok(None);
+                }
+                Some(_) => {}
+            }
+            tracing::debug!(table = %self.name, row = %key.escape_ascii(), "re-reading a torn row");
             let request =
                 self.read_request(Scan::keys([key.as_slice()]), Some(self.read_filter(now)));
             let rows: Vec<MergedRow> = self.raw_stream(request).try_collect().await?;
@@ -616,11 +660,29 @@ impl<T: BigtableRow> Table<T> {
                 return Ok(None);
             };
             match decode_row::<T>(&row_key, cells.iter().map(Cell::as_cell_ref), now) {
-                Err(e) if is_torn(&e) => last = e,
+                Err(e) if missing_column(&e).is_some() => last = e,
                 other => return other,
             }
         }
         Err(last)
+    }
+
+    /// The timestamp of the newest stored cell of `family:qualifier` in row
+    /// `key`, expired or not; `None` when the column holds no cell.
+    async fn newest_timestamp(
+        &self,
+        key: &[u8],
+        family: &str,
+        qualifier: &str,
+    ) -> Result<Option<i64>> {
+        let filter = column_newest_stripped(family, qualifier.as_bytes());
+        let request = self.read_request(Scan::keys([key]), Some(filter));
+        let rows: Vec<MergedRow> = self.raw_stream(request).try_collect().await?;
+        Ok(rows
+            .into_iter()
+            .flat_map(|(_, cells)| cells)
+            .map(|c| c.timestamp_micros)
+            .max())
     }
 
     /// Every stored cell of the rows `scan` covers, **unfiltered**: all
@@ -655,7 +717,7 @@ impl<T: BigtableRow> Table<T> {
                     self.conn.data_channel(),
                     request,
                     self.read,
-                    self.read_resumes.clone(),
+                    self.read_counters.clone(),
                 )
                 .map_err(move |e| e.into_error(&table, single_key.clone()))
                 .right_stream()
@@ -664,14 +726,22 @@ impl<T: BigtableRow> Table<T> {
     }
 }
 
-/// A decode failure that a torn read explains: a required column absent from
-/// a row that has other live cells.
-fn is_torn(e: &Error) -> bool {
+/// The `(family, qualifier)` of a required column a row was read without.
+fn missing_column(e: &Error) -> Option<(&str, &str)> {
+    match e {
+        Error::Decode {
+            column,
+            source: CodecError::Missing,
+            ..
+        } => column.split_once(':'),
+        _ => None,
+    }
+}
+
+/// A row that does not decode into the struct (not a read that failed).
+fn is_undecodable(e: &Error) -> bool {
     matches!(
         e,
-        Error::Decode {
-            source: crate::model::error::CodecError::Missing,
-            ..
-        }
+        Error::Decode { .. } | Error::BadRowKey { .. } | Error::TimestampOutOfRange { .. }
     )
 }

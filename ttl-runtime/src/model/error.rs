@@ -91,6 +91,18 @@ pub enum Error {
         /// What did not match.
         reason: String,
     },
+    /// A row read back holds a cell timestamp whose expiry cannot be
+    /// represented (near `i64::MAX`): written by other code, not this
+    /// library. Skip such rows with `ReadOptions::with_skip_undecodable`.
+    #[error("row \"{}\" of table `{table}` holds a cell timestamp of {timestamp_micros} µs whose expiry is out of range", row_key.escape_ascii())]
+    TimestampOutOfRange {
+        /// The table.
+        table: String,
+        /// The row key.
+        row_key: Vec<u8>,
+        /// The cell timestamp.
+        timestamp_micros: i64,
+    },
     /// A field value could not be encoded.
     #[error("field `{field}` could not be encoded")]
     Encode {

@@ -11,6 +11,7 @@
 //! typed scan ran at a third of the speed with the regex; see BENCHMARKS.md).
 
 use crate::proto::{
+    column_range::{EndQualifier, StartQualifier},
     row_filter::{Chain, Filter, Interleave},
     ColumnRange, RowFilter, TimestampRange,
 };
@@ -68,6 +69,20 @@ pub(crate) fn only_family(family: &str) -> RowFilter {
         start_qualifier: None,
         end_qualifier: None,
     }))
+}
+
+/// The newest cell of one column, its value stripped, expired or not: one
+/// column's exact qualifier range in its family.
+pub(crate) fn column_newest_stripped(family: &str, qualifier: &[u8]) -> RowFilter {
+    chain(vec![
+        filter(Filter::ColumnRangeFilter(ColumnRange {
+            family_name: family.to_owned(),
+            start_qualifier: Some(StartQualifier::StartQualifierClosed(qualifier.to_vec())),
+            end_qualifier: Some(EndQualifier::EndQualifierClosed(qualifier.to_vec())),
+        })),
+        filter(Filter::CellsPerColumnLimitFilter(1)),
+        filter(Filter::StripValueTransformer(true)),
+    ])
 }
 
 pub(crate) fn filter(f: Filter) -> RowFilter {

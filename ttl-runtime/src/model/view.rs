@@ -7,7 +7,7 @@ use std::ops::Deref;
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::model::codec::CellCodec;
-use crate::model::error::{CodecError, Result};
+use crate::model::error::{CodecError, Error, Result};
 use crate::model::field::{decode_error, FieldError};
 use crate::model::key::{KeyPart, KeyReader};
 use crate::model::schema::Schema;
@@ -234,7 +234,13 @@ impl<'a> RowView<'a> {
         let Some(ts) = row_level.or(newest) else {
             return Ok(false);
         };
-        self.expires_at = policy.expiry_of(ts)?;
+        self.expires_at = policy
+            .expiry_of(ts)
+            .map_err(|_| Error::TimestampOutOfRange {
+                table: schema.table.to_owned(),
+                row_key: self.key.to_vec(),
+                timestamp_micros: ts,
+            })?;
         if let Some(cell) = shadow {
             self.written_at = Some(DateTime::<Utc>::decode(cell.value).map_err(|source| {
                 let (family, qualifier) = schema
