@@ -79,9 +79,10 @@ enum Command {
     /// write time from the shadow column (Cassandra's TTL() and WRITETIME()).
     Inspect(InspectArgs),
     /// Copy a family with real timestamps into a family managed by a policy:
-    /// expiry = real timestamp + TTL, the real timestamp kept in the shadow
-    /// column. Cells already expired are skipped and counted. Never changes
-    /// the source. Resumable; verifies counts at the end.
+    /// expiry = real timestamp + TTL (of each row's newest write by default,
+    /// --expiry per-cell for each cell's own), the real timestamp kept in the
+    /// shadow column. Cells already expired are skipped and counted. Never
+    /// changes the source. Resumable; verifies counts at the end.
     Migrate(MigrateArgs),
 }
 

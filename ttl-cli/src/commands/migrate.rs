@@ -9,7 +9,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 use ttl_runtime::ops::{
     self, parse_duration, parse_policy, policy_spec, Checkpoint, MigratePlan, MigrateReport,
-    MigrateStatus, Verification,
+    MigrateStatus, RowExpiry, Verification,
 };
 use ttl_runtime::Clock;
 
@@ -35,6 +35,13 @@ pub(crate) struct MigrateArgs {
     /// policy's default; required with one-second).
     #[arg(long)]
     ttl: Option<String>,
+    /// per-row (default): every column of a row lives TTL from the row's
+    /// newest write (its newest version of each column is copied), so the
+    /// row reads back whole through a struct until it expires as one.
+    /// per-cell: every version is copied and lives TTL from its own write,
+    /// so a row written over time expires column by column.
+    #[arg(long, value_enum, default_value_t = Expiry::PerRow)]
+    expiry: Expiry,
     /// The shadow column's qualifier in the target family.
     #[arg(long, default_value = ops::DEFAULT_WRITTEN_AT)]
     written_at: String,
@@ -56,6 +63,22 @@ pub(crate) struct MigrateArgs {
     json: bool,
 }
 
+/// `--expiry`: one expiry per row or per cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Expiry {
+    PerRow,
+    PerCell,
+}
+
+impl Expiry {
+    fn of(plan: &MigratePlan) -> &'static str {
+        match plan.expiry {
+            RowExpiry::PerCell => "per-cell",
+            _ => "per-row",
+        }
+    }
+}
+
 /// The checkpoint file: the plan (so that a resume with other arguments is
 /// refused) and the [`Checkpoint`]. Also what `migrate --json` prints.
 #[derive(Debug, Serialize, Deserialize)]
@@ -66,6 +89,9 @@ struct CheckpointFile {
     policy: String,
     ttl_ms: Option<i64>,
     written_at: String,
+    /// Files written before `--expiry` existed hold per-cell checkpoints.
+    #[serde(default = "per_cell")]
+    expiry: String,
     last_row_key_hex: Option<String>,
     last_row_key: Option<String>,
     #[serde(default)]
@@ -91,6 +117,7 @@ impl CheckpointFile {
             policy: policy_spec(&plan.policy),
             ttl_ms: plan.ttl.map(|t| t.num_milliseconds()),
             written_at: plan.written_at.clone(),
+            expiry: Expiry::of(plan).to_owned(),
             last_row_key_hex: cp.last_row_key.as_deref().map(hex::encode),
             last_row_key: cp
                 .last_row_key
@@ -106,7 +133,7 @@ impl CheckpointFile {
     }
 
     /// The plan fields that must match for a resume, as JSON.
-    fn plan_fields(&self) -> [(&'static str, serde_json::Value); 6] {
+    fn plan_fields(&self) -> [(&'static str, serde_json::Value); 7] {
         [
             ("table", self.table.clone().into()),
             ("from", self.from.clone().into()),
@@ -114,6 +141,7 @@ impl CheckpointFile {
             ("policy", self.policy.clone().into()),
             ("ttl_ms", self.ttl_ms.into()),
             ("written_at", self.written_at.clone().into()),
+            ("expiry", self.expiry.clone().into()),
         ]
     }
 
@@ -164,6 +192,10 @@ impl CheckpointFile {
     }
 }
 
+fn per_cell() -> String {
+    "per-cell".to_owned()
+}
+
 /// `migrate --json`: the checkpoint, how the run ended and, when done, the
 /// verification.
 #[derive(Debug, Serialize)]
@@ -204,7 +236,11 @@ pub(crate) async fn exec(target: &Target, args: MigrateArgs, out: &mut dyn Write
     let policy = parse_policy(&args.policy)?;
     let mut plan = MigratePlan::new(&args.table, &args.from, &args.to, policy)
         .with_written_at(args.written_at.clone())
-        .with_batch_rows(args.batch_rows.max(1));
+        .with_batch_rows(args.batch_rows.max(1))
+        .with_expiry(match args.expiry {
+            Expiry::PerRow => RowExpiry::PerRow,
+            Expiry::PerCell => RowExpiry::PerCell,
+        });
     if let Some(ttl) = args.ttl.as_deref() {
         plan = plan.with_ttl(parse_duration(ttl).map_err(|e| format!("--ttl: {e}"))?);
     }
@@ -298,13 +334,17 @@ fn print_migrated(
     let ttl = plan.effective_ttl()?;
     writeln!(
         out,
-        "migrated table `{}`: family `{}` -> `{}` under {} ({}), TTL {} from each cell's write time",
+        "migrated table `{}`: family `{}` -> `{}` under {} ({}), TTL {} from {}",
         plan.table,
         plan.from,
         plan.to,
         policy_spec(&plan.policy),
         rule_of(plan.policy),
-        span(ttl)
+        span(ttl),
+        match plan.expiry {
+            RowExpiry::PerCell => "each cell's write time",
+            _ => "each row's newest write",
+        }
     )?;
     writeln!(
         out,

@@ -41,6 +41,29 @@ pub struct MigratePlan {
     pub written_at: String,
     /// Rows per page (and per checkpoint).
     pub batch_rows: usize,
+    /// One expiry per row (the default) or one per cell.
+    pub expiry: RowExpiry,
+}
+
+/// How a migrated row's cells get their expiries.
+///
+/// A row built by several writes has cells with different write times. Each
+/// cell living `ttl` from its own write time (`PerCell`) keeps the most of
+/// the source's meaning, but such a row then expires column by column, and
+/// a struct with a required column reads it as absent from the first
+/// column's expiry on (a partially expired row). `PerRow` gives every
+/// column of a row the expiry of its newest write, so the row reads back
+/// whole until it expires as one, as a row this library writes does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RowExpiry {
+    /// One expiry per row: the newest version of each column is copied, all
+    /// living `ttl` from the row's newest write time (the default).
+    #[default]
+    PerRow,
+    /// One expiry per cell: every version is copied, each living `ttl` from
+    /// its own write time.
+    PerCell,
 }
 
 impl MigratePlan {
@@ -56,7 +79,15 @@ impl MigratePlan {
             ttl: None,
             written_at: super::spec::DEFAULT_WRITTEN_AT.to_owned(),
             batch_rows: DEFAULT_PAGE_ROWS,
+            expiry: RowExpiry::PerRow,
         }
+    }
+
+    /// One expiry per row or per cell (see [`RowExpiry`]).
+    #[must_use]
+    pub fn with_expiry(mut self, expiry: RowExpiry) -> Self {
+        self.expiry = expiry;
+        self
     }
 
     /// Copied cells live `ttl` after their real write time (instead of the
@@ -196,28 +227,54 @@ pub fn plan_row(
     cells: &[RawCell],
     now: DateTime<Utc>,
 ) -> Result<RowPlan> {
-    let mut out = RowPlan::default();
-    // new timestamp -> real write time, for the shadow versions
-    let mut shadows: std::collections::BTreeMap<i64, DateTime<Utc>> =
-        std::collections::BTreeMap::new();
-    for cell in cells.iter().filter(|c| c.family == plan.from) {
-        if cell.qualifier == plan.written_at.as_bytes() {
-            return Err(plan.error(format!(
-                "source family `{}` has a column `{}`, the shadow column's name: pass another (--written-at)",
-                plan.from, plan.written_at
-            )));
-        }
-        let written = real_time(cell.timestamp_micros)?;
-        let Some(ts) = target_timestamp(plan.policy, written, ttl, now)? else {
-            out.skipped += 1;
-            continue;
-        };
-        out.mutations
-            .push(set_cell(&plan.to, &cell.qualifier, ts, cell.value.clone()));
-        out.copied += 1;
-        shadows.entry(ts).or_insert(written);
+    let source: Vec<&RawCell> = cells.iter().filter(|c| c.family == plan.from).collect();
+    if source
+        .iter()
+        .any(|c| c.qualifier == plan.written_at.as_bytes())
+    {
+        return Err(plan.error(format!(
+            "source family `{}` has a column `{}`, the shadow column's name: pass another (--written-at)",
+            plan.from, plan.written_at
+        )));
     }
-    for (ts, written) in shadows {
+    let mut out = RowPlan::default();
+    // The newest target timestamp and the write time it stands for: the
+    // one shadow version of this row write.
+    let mut shadow: Option<(i64, DateTime<Utc>)> = None;
+    match plan.expiry {
+        RowExpiry::PerRow => {
+            let Some(newest) = source.iter().map(|c| c.timestamp_micros).max() else {
+                return Ok(out);
+            };
+            let written = real_time(newest)?;
+            let Some(ts) = target_timestamp(plan.policy, written, ttl, now)? else {
+                out.skipped = source.len() as u64;
+                return Ok(out);
+            };
+            for cell in newest_per_column(&source) {
+                out.mutations
+                    .push(set_cell(&plan.to, &cell.qualifier, ts, cell.value.clone()));
+                out.copied += 1;
+            }
+            shadow = Some((ts, written));
+        }
+        RowExpiry::PerCell => {
+            for cell in &source {
+                let written = real_time(cell.timestamp_micros)?;
+                let Some(ts) = target_timestamp(plan.policy, written, ttl, now)? else {
+                    out.skipped += 1;
+                    continue;
+                };
+                out.mutations
+                    .push(set_cell(&plan.to, &cell.qualifier, ts, cell.value.clone()));
+                out.copied += 1;
+                if shadow.is_none_or(|(newest, _)| ts > newest) {
+                    shadow = Some((ts, written));
+                }
+            }
+        }
+    }
+    if let Some((ts, written)) = shadow {
         let value = written.encode().map_err(|source| Error::Encode {
             field: "written_at",
             source,
@@ -226,6 +283,22 @@ pub fn plan_row(
             .push(set_cell(&plan.to, plan.written_at.as_bytes(), ts, value));
     }
     Ok(out)
+}
+
+/// The newest version of each column of `cells`, in column order.
+fn newest_per_column<'c>(cells: &[&'c RawCell]) -> Vec<&'c RawCell> {
+    let mut newest: std::collections::BTreeMap<&[u8], &RawCell> = std::collections::BTreeMap::new();
+    for cell in cells {
+        newest
+            .entry(cell.qualifier.as_slice())
+            .and_modify(|kept| {
+                if cell.timestamp_micros > kept.timestamp_micros {
+                    *kept = cell;
+                }
+            })
+            .or_insert(cell);
+    }
+    newest.into_values().collect()
 }
 
 /// A source cell's timestamp as the write time, to the millisecond.
@@ -406,13 +479,7 @@ pub async fn verify(
         for (_, cells) in page {
             v.source_rows += 1;
             v.source_cells += cells.len() as u64;
-            let mut alive = 0u64;
-            for cell in &cells {
-                let written = real_time(cell.timestamp_micros)?;
-                if target_timestamp(plan.policy, written, ttl, now)?.is_some() {
-                    alive += 1;
-                }
-            }
+            let alive = expected_cells(plan, ttl, &cells, now)?;
             v.expected_cells += alive;
             v.expected_rows += u64::from(alive > 0);
         }
@@ -432,6 +499,34 @@ pub async fn verify(
         }
     }
     Ok(v)
+}
+
+/// How many of a source row's `cells` the migration leaves alive in the
+/// target at `now`: what [`verify`] expects to find there.
+fn expected_cells(
+    plan: &MigratePlan,
+    ttl: TimeDelta,
+    cells: &[RawCell],
+    now: DateTime<Utc>,
+) -> Result<u64> {
+    let source: Vec<&RawCell> = cells.iter().filter(|c| c.family == plan.from).collect();
+    let alive = |timestamp_micros: i64| -> Result<bool> {
+        let written = real_time(timestamp_micros)?;
+        Ok(target_timestamp(plan.policy, written, ttl, now)?.is_some())
+    };
+    match plan.expiry {
+        RowExpiry::PerRow => match source.iter().map(|c| c.timestamp_micros).max() {
+            Some(newest) if alive(newest)? => Ok(newest_per_column(&source).len() as u64),
+            _ => Ok(0),
+        },
+        RowExpiry::PerCell => {
+            let mut count = 0;
+            for cell in &source {
+                count += u64::from(alive(cell.timestamp_micros)?);
+            }
+            Ok(count)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -472,7 +567,8 @@ mod tests {
 
     #[test]
     fn one_second_cells_get_their_expiry_as_timestamp() {
-        let plan = MigratePlan::new("t", "raw", "ttl", Policy::CellExpiry);
+        let plan =
+            MigratePlan::new("t", "raw", "ttl", Policy::CellExpiry).with_expiry(RowExpiry::PerCell);
         assert!(plan.effective_ttl().is_err());
         let w1 = now() - TimeDelta::hours(1) + TimeDelta::microseconds(1_234);
         let w2 = now() - TimeDelta::days(10);
@@ -512,6 +608,53 @@ mod tests {
         );
         let row = plan_row(&plan, TimeDelta::hours(4), &[cell("a", w)], now()).unwrap();
         assert_eq!((row.copied, row.skipped, row.mutations.len()), (0, 1, 0));
+    }
+
+    #[test]
+    fn per_row_every_column_lives_from_the_newest_write_with_one_shadow_version() {
+        // `url` written five days ago (twice), `user` today: under a 2 d
+        // default with a 1 d TTL, per cell `url` would be skipped.
+        let plan = MigratePlan::new("t", "raw", "ttl", Policy::default_ttl(TimeDelta::days(2)));
+        assert_eq!(plan.expiry, RowExpiry::PerRow);
+        let old = now() - TimeDelta::days(5);
+        let today = now() - TimeDelta::minutes(3);
+        let mut older_url = cell("url", old - TimeDelta::hours(1));
+        older_url.value = b"older".to_vec();
+        let cells = [cell("url", old), older_url, cell("user", today)];
+        let ttl = TimeDelta::days(1);
+        let row = plan_row(&plan, ttl, &cells, now()).unwrap();
+        assert_eq!((row.copied, row.skipped), (2, 0));
+        let ts = (today - TimeDelta::days(1)).timestamp_micros();
+        let today_ms = DateTime::from_timestamp_millis(today.timestamp_millis()).unwrap();
+        assert_eq!(
+            sets(&row),
+            vec![
+                ("ttl:url".to_owned(), ts, b"url".to_vec()),
+                ("ttl:user".to_owned(), ts, b"user".to_vec()),
+                ("ttl:written_at".to_owned(), ts, today_ms.encode().unwrap()),
+            ]
+        );
+        assert_eq!(expected_cells(&plan, ttl, &cells, now()).unwrap(), 2);
+        // The whole row expired: nothing copied, every cell skipped.
+        let stale = [cell("url", old), cell("user", old)];
+        let row = plan_row(&plan, ttl, &stale, now()).unwrap();
+        assert_eq!((row.copied, row.skipped, row.mutations.len()), (0, 2, 0));
+        assert_eq!(expected_cells(&plan, ttl, &stale, now()).unwrap(), 0);
+    }
+
+    #[test]
+    fn per_cell_a_row_write_has_one_shadow_version() {
+        let plan = MigratePlan::new("t", "raw", "ttl", Policy::default_ttl(TimeDelta::days(2)))
+            .with_expiry(RowExpiry::PerCell);
+        let w = now() - TimeDelta::hours(5);
+        let cells = [cell("a", w), cell("b", w - TimeDelta::milliseconds(1))];
+        let row = plan_row(&plan, TimeDelta::days(1), &cells, now()).unwrap();
+        let shadows: Vec<_> = sets(&row)
+            .into_iter()
+            .filter(|(column, _, _)| column == "ttl:written_at")
+            .collect();
+        assert_eq!(shadows.len(), 1, "{shadows:?}");
+        assert_eq!(shadows[0].1, (w - TimeDelta::days(1)).timestamp_micros());
     }
 
     #[test]

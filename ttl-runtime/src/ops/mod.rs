@@ -41,8 +41,8 @@ pub use inspect::{
     explain_cells, inspect, CellReport, FamilyPolicy, InspectRequest, RowInspection,
 };
 pub use migrate::{
-    migrate, plan_row, verify, Checkpoint, MigratePlan, MigrateReport, MigrateStatus, RowPlan,
-    Verification,
+    migrate, plan_row, verify, Checkpoint, MigratePlan, MigrateReport, MigrateStatus, RowExpiry,
+    RowPlan, Verification,
 };
 pub use raw::raw_rows;
 pub use retime::{retime_mutation, Retime};
