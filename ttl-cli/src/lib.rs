@@ -68,8 +68,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Count what a policy would do to a family: cells and rows it would
-    /// delete at once, real vs artificial timestamps, oldest and newest.
-    /// Exit status 3 when it would delete data.
+    /// delete at once, real vs artificial timestamps, oldest and newest, and
+    /// rows whose columns would expire at different times. Exit status 3
+    /// when it would delete data.
     Audit(AuditArgs),
     /// Set a family's GC rule to a policy's, after an audit; refused (exit
     /// status 3) when data would be lost, unless --force.

@@ -191,6 +191,7 @@ async fn audit_finds_server_timestamps_and_apply_refuses_then_forces_one_second(
     assert_eq!(report["newest_micros"], future);
     assert!(report["oldest_micros"].as_i64().unwrap() <= now_ms());
     assert_eq!(report["would_delete_data"], true);
+    assert_eq!(report["rows_mixed_expiry"], 0, "one cell per row");
 
     // Under the family's own two days nothing would go.
     let (code, out, _) = cli(
@@ -705,6 +706,19 @@ async fn migrate_gives_a_row_written_over_time_one_expiry_by_default() {
             ],
         )
         .await;
+        // The audit sees the row whose columns would expire 5 days apart.
+        let (_, out, _) = cli(
+            &conn,
+            &["audit", "events", "-f", "raw", "-p", "default=2d", "--json"],
+        )
+        .await;
+        let audit = json(&out);
+        assert_eq!(audit["rows_mixed_expiry"], 1, "{audit:#}");
+        assert_eq!(
+            audit["widest_expiry_spread_ms"],
+            5 * 86_400_000 - 60_000,
+            "{audit:#}"
+        );
         let mut args = vec![
             "migrate",
             "events",

@@ -7,7 +7,7 @@ use serde::Serialize;
 use ttl_runtime::ops::{self, parse_policy, policy_spec, AuditReport, AuditRequest};
 
 use crate::exit;
-use crate::output::{instant, print_json, progress_bar, rule_of, tick, Fallible};
+use crate::output::{instant, print_json, progress_bar, rule_of, span, tick, Fallible};
 use crate::target::Target;
 
 /// Count what a policy would do to a family: cells and rows it would
@@ -82,6 +82,9 @@ pub(crate) struct AuditJson {
     newest: Option<String>,
     oldest_micros: Option<i64>,
     newest_micros: Option<i64>,
+    rows_mixed_expiry: u64,
+    widest_expiry_spread_ms: i64,
+    widest_expiry_spread: String,
     would_delete_data: bool,
 }
 
@@ -104,6 +107,9 @@ impl AuditJson {
             newest: r.newest().map(instant),
             oldest_micros: r.oldest_micros,
             newest_micros: r.newest_micros,
+            rows_mixed_expiry: r.rows_mixed_expiry,
+            widest_expiry_spread_ms: r.widest_expiry_spread().num_milliseconds(),
+            widest_expiry_spread: span(r.widest_expiry_spread()),
             would_delete_data: r.would_delete_data(),
         }
     }

@@ -11,7 +11,7 @@
 //! the server or an ordinary client stamps it) and "artificial" when it is in
 //! the future (only TTL strategies write those).
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::client::connection::Connection;
 use crate::model::error::Result;
@@ -91,6 +91,15 @@ pub struct AuditReport {
     pub oldest_micros: Option<i64>,
     /// The newest cell timestamp (µs), if any cell.
     pub newest_micros: Option<i64>,
+    /// Rows whose columns would expire at different times under the policy
+    /// (their newest versions have different timestamps): rows built by
+    /// several writes, which a struct's reader will leave out from their
+    /// first required column's expiry on (`migrate` gives each row one
+    /// expiry by default).
+    pub rows_mixed_expiry: u64,
+    /// The widest spread between a row's first and last column expiry (µs;
+    /// 0 when no row is mixed).
+    pub widest_expiry_spread_micros: i64,
 }
 
 impl AuditReport {
@@ -111,6 +120,12 @@ impl AuditReport {
     #[must_use]
     pub fn newest(&self) -> Option<DateTime<Utc>> {
         self.newest_micros.and_then(|t| from_micros(t).ok())
+    }
+
+    /// The widest spread between a row's first and last column expiry.
+    #[must_use]
+    pub fn widest_expiry_spread(&self) -> TimeDelta {
+        TimeDelta::microseconds(self.widest_expiry_spread_micros)
     }
 }
 
@@ -143,6 +158,12 @@ impl std::fmt::Display for AuditReport {
             "  oldest / newest:   {} / {}",
             ts(self.oldest(), self.oldest_micros),
             ts(self.newest(), self.newest_micros)
+        )?;
+        writeln!(
+            f,
+            "  mixed expiries:    {} rows whose columns expire at different times (widest spread {})",
+            self.rows_mixed_expiry,
+            crate::model::duration::short(self.widest_expiry_spread())
         )?;
         write!(
             f,
@@ -193,6 +214,8 @@ impl Audit {
                 artificial_cells: 0,
                 oldest_micros: None,
                 newest_micros: None,
+                rows_mixed_expiry: 0,
+                widest_expiry_spread_micros: 0,
             },
         }
     }
@@ -219,6 +242,20 @@ impl Audit {
             }
             r.oldest_micros = Some(r.oldest_micros.map_or(ts, |o| o.min(ts)));
             r.newest_micros = Some(r.newest_micros.map_or(ts, |n| n.max(ts)));
+        }
+        // Every column's newest version: when the row's columns expire.
+        let mut newest: std::collections::BTreeMap<&[u8], i64> = std::collections::BTreeMap::new();
+        for cell in cells {
+            let ts = newest.entry(cell.qualifier.as_slice()).or_insert(i64::MIN);
+            *ts = (*ts).max(cell.timestamp_micros);
+        }
+        let (first, last) = newest.values().fold((i64::MAX, i64::MIN), |(lo, hi), &ts| {
+            (lo.min(ts), hi.max(ts))
+        });
+        let spread = last.saturating_sub(first);
+        if spread > 0 {
+            r.rows_mixed_expiry += 1;
+            r.widest_expiry_spread_micros = r.widest_expiry_spread_micros.max(spread);
         }
         r.rows += 1;
         r.cells_deleted += deleted;
@@ -289,7 +326,6 @@ pub async fn audit(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::TimeDelta;
 
     fn cell(ts: i64) -> RawCell {
         RawCell {
@@ -306,6 +342,35 @@ mod tests {
 
     fn at(d: TimeDelta) -> i64 {
         (now() + d).timestamp_micros()
+    }
+
+    #[test]
+    fn rows_whose_columns_expire_at_different_times_are_counted_with_the_widest_spread() {
+        let column = |q: &str, d: TimeDelta| RawCell {
+            qualifier: q.as_bytes().to_vec(),
+            ..cell(at(d))
+        };
+        let mut audit = Audit::new("t", "c", Policy::default_ttl(TimeDelta::days(2)), now());
+        // One write: every column at once, older versions aside.
+        audit.observe_row(&[
+            column("a", TimeDelta::zero()),
+            column("a", -TimeDelta::days(9)),
+            column("b", TimeDelta::zero()),
+        ]);
+        // Written over time: the columns' newest versions a day apart.
+        audit.observe_row(&[
+            column("a", -TimeDelta::days(1)),
+            column("b", TimeDelta::zero()),
+        ]);
+        audit.observe_row(&[
+            column("a", -TimeDelta::hours(2)),
+            column("b", TimeDelta::zero()),
+        ]);
+        let r = audit.finish();
+        assert_eq!(r.rows_mixed_expiry, 2);
+        assert_eq!(r.widest_expiry_spread(), TimeDelta::days(1));
+        assert!(r.to_string().contains("mixed expiries:    2 rows"), "{r}");
+        assert!(r.to_string().contains("widest spread 1d"), "{r}");
     }
 
     #[test]
