@@ -173,3 +173,50 @@ async fn a_scan_stalled_mid_stream_ends_by_its_deadline() {
         "the last row came {since_last_row:?} before the error"
     );
 }
+
+/// What "the value read back is the last one written" means under
+/// retries. A write attempt the client gave up on (its timeout passed, its
+/// outcome unknown) may still reach the server, and is applied when it does:
+/// every attempt carries a `grpc-timeout`, but gRPC deadlines travel as a
+/// duration the server counts from its own receipt, so a request held in
+/// the network is not refused for having been held. Through a proxy that
+/// holds what the client sends for 1.5 s, a put whose only attempt times
+/// out at 300 ms fails with `DEADLINE_EXCEEDED`, and the emulator stores the
+/// row anyway once the request arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_given_up_on_is_applied_when_it_arrives() {
+    let (proxy, conn, table) = setup(1).await;
+    let direct =
+        Table::<Event>::new(support::connection_to(&conn)).with_clock(table.clock().clone());
+    let once = RetryPolicy::none().with_attempt_timeout(Duration::from_millis(300));
+    let table = table.with_write_options(WriteOptions::default().with_retry(once));
+    // Connections made from now on hold what the client sends.
+    proxy.arm(Faults::Delay {
+        by: Duration::from_millis(1_500),
+    });
+    let late = Event {
+        id: "late".into(),
+        body: "held past its deadline".into(),
+    };
+    let err = table.put(&late).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Server {
+                code: Code::DeadlineExceeded,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+
+    assert_eq!(
+        direct.get(&"late".to_owned()).await.unwrap(),
+        None,
+        "not yet"
+    );
+    // The held request reaches the emulator 1.5 s after it was sent.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let stored = direct.get(&"late".to_owned()).await.unwrap();
+    assert_eq!(stored.map(|r| r.value), Some(late));
+}

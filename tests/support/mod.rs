@@ -48,6 +48,14 @@ pub fn connection() -> Connection {
         .unwrap_or_else(|e| panic!("connecting to the emulator at {host}: {e}"))
 }
 
+/// A direct connection to the emulator's instance of `conn` (which may go
+/// through a proxy).
+#[allow(dead_code)]
+pub fn connection_to(conn: &Connection) -> Connection {
+    Connection::emulator(&emulator_host(), conn.project(), conn.instance())
+        .unwrap_or_else(|e| panic!("connecting to the emulator: {e}"))
+}
+
 /// Run `cbt -project P -instance I ARGS…` against the emulator of `conn` and
 /// return its standard output. Panics when `cbt` is missing or fails.
 #[allow(dead_code)]

@@ -46,6 +46,10 @@ pub enum Faults {
     /// that takes requests and never answers; with more, a stream that
     /// stalls in the middle.
     Stall { after_bytes: u64 },
+    /// Hold what the client sends for `by` before forwarding it (answers
+    /// pass at once): requests that reach the server late, after their
+    /// deadline.
+    Delay { by: Duration },
 }
 
 struct Shared {
@@ -148,6 +152,7 @@ enum Plan {
     ResetAfter(u64),
     LoseAfter(u64, Duration),
     StallAfter(u64),
+    Delay(Duration),
 }
 
 impl Shared {
@@ -180,13 +185,14 @@ impl Shared {
                 }
             }
             Faults::Stall { after_bytes } => Plan::StallAfter(after_bytes),
+            Faults::Delay { by } => Plan::Delay(by),
         }
     }
 
     /// Whether one more fault is allowed now (and count it).
     fn take_fault(&self) -> bool {
         let (max, until) = match *self.faults.lock().unwrap() {
-            Faults::None | Faults::Stall { .. } => return false,
+            Faults::None | Faults::Stall { .. } | Faults::Delay { .. } => return false,
             Faults::Reset {
                 max_resets, until, ..
             } => (max_resets, Some(until)),
@@ -214,6 +220,10 @@ impl Shared {
         let _ = server.set_nodelay(true);
         let mut generation = self.generation.load(Ordering::SeqCst);
         let mut plan = self.plan();
+        if let Plan::Delay(by) = plan {
+            delay_requests(client, server, by).await;
+            return;
+        }
         let (mut up, mut down) = (0u64, 0u64);
         let (mut client_open, mut server_open) = (true, true);
         let mut swallowing: Option<Instant> = None;
@@ -249,7 +259,7 @@ impl Shared {
                 (up, down) = (0, 0);
             }
             match plan {
-                Plan::Pass | Plan::StallAfter(_) => {}
+                Plan::Pass | Plan::StallAfter(_) | Plan::Delay(_) => {}
                 Plan::ResetAfter(limit) => {
                     if up + down >= limit && self.take_fault() {
                         reset(&client, &server);
@@ -271,4 +281,39 @@ impl Shared {
 fn reset(client: &TcpStream, server: &TcpStream) {
     let _ = client.set_zero_linger();
     let _ = server.set_zero_linger();
+}
+
+/// Forward what the client sends `by` late, each chunk at its own time of
+/// arrival plus `by` and in order (a request and what follows it, a
+/// cancellation say, keep their spacing), and what the server sends at once.
+async fn delay_requests(client: TcpStream, server: TcpStream, by: Duration) {
+    let (mut client_read, mut client_write) = client.into_split();
+    let (mut server_read, mut server_write) = server.into_split();
+    let (queue, mut due) = tokio::sync::mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
+    let upstream = tokio::spawn(async move {
+        while let Some((at, chunk)) = due.recv().await {
+            tokio::time::sleep_until(at.into()).await;
+            if server_write.write_all(&chunk).await.is_err() {
+                return;
+            }
+        }
+        let _ = server_write.shutdown().await;
+    });
+    let downstream = tokio::spawn(async move {
+        let _ = tokio::io::copy(&mut server_read, &mut client_write).await;
+        let _ = client_write.shutdown().await;
+    });
+    let mut buf = vec![0u8; 16 * 1024];
+    while let Ok(n) = client_read.read(&mut buf).await {
+        if n == 0
+            || queue
+                .send((Instant::now() + by, buf[..n].to_vec()))
+                .is_err()
+        {
+            break;
+        }
+    }
+    drop(queue);
+    let _ = upstream.await;
+    downstream.abort();
 }
