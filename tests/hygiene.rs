@@ -60,6 +60,8 @@ mod shadowing {
     pub struct Expiry;
     pub struct KeyBuilder;
     pub struct RowView;
+    pub struct Field;
+    pub struct Condition;
     pub struct u8;
     pub mod core {}
     pub mod std {}
@@ -127,6 +129,11 @@ fn expansions_compile_and_work() {
     assert_eq!(renamed::StringPath::SCHEMA.key_fields, &["id"]);
     assert_eq!(raw::Row::SCHEMA.columns[0].qualifier, "match");
     assert_eq!(raw::Row::SCHEMA.key_fields, &["type"]);
+    // The field handles: named after the field without `r#`, typed by the
+    // field (or `Option`'s inner type), pointing at the right column.
+    assert_eq!(raw::Row::MATCH.name(), "match");
+    assert_eq!(no_prelude::Row::MAYBE.equals(&7_i64).field(), "maybe");
+    assert_eq!(shadowing::Row::OTHER.name(), "other");
     let row = no_prelude::OneSecond {
         id: "x".into(),
         at: chrono::Utc::now(),

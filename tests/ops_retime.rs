@@ -6,6 +6,11 @@
 
 mod support;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::Barrier;
+
 use bigtable_ttl::ops::Retime;
 use bigtable_ttl::{BigtableRow, Clock, Error, RawCell, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
@@ -178,4 +183,143 @@ async fn delete_removes_every_cell() {
     assert!(table.get(&key("c2")).await.unwrap().is_some());
     // Expiring a missing row is not an error.
     table.delete(&key("nobody")).await.unwrap();
+}
+
+/// A re-time never restores values older than the last acknowledged write:
+/// in each of 40 rounds a put of a new value and a re-time of the same row
+/// start together; after both, the row holds the put's value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retime_racing_a_put_never_restores_the_older_value() {
+    let clicks = support::table::<Click>(&Clock::system()).await;
+    let key = key("raced");
+    clicks.put(&click("raced")).await.unwrap();
+    let mut conflicts = 0;
+    for round in 0..40 {
+        let next = Click {
+            url: format!("/v{round}"),
+            ..click("raced")
+        };
+        let start = Arc::new(Barrier::new(2));
+        let retimer = {
+            let (clicks, key, start) = (clicks.clone(), key.clone(), start.clone());
+            tokio::spawn(async move {
+                start.wait().await;
+                // Alternate longer and shorter, so every re-time rewrites.
+                let ttl = TimeDelta::hours(if round % 2 == 0 { 30 } else { 20 });
+                clicks.set_ttl(&key, ttl).await
+            })
+        };
+        start.wait().await;
+        clicks.put(&next).await.unwrap();
+        match retimer.await.unwrap() {
+            Ok(retimed) => assert!(retimed.is_some(), "round {round}: the row exists"),
+            Err(Error::Conflict { attempts, .. }) => {
+                assert_eq!(attempts, bigtable_ttl::ops::RETIME_ROUNDS);
+                conflicts += 1;
+            }
+            Err(e) => panic!("round {round}: {e}"),
+        }
+        let read = clicks.get(&key).await.unwrap().unwrap();
+        assert_eq!(
+            read.value.url, next.url,
+            "round {round}: an older value restored"
+        );
+    }
+    println!("40 rounds, {conflicts} re-times gave up on conflicts");
+}
+
+/// A re-time whose row changes between its read and its write reads again:
+/// with a writer putting as fast as it can, re-times still succeed (or give
+/// up with a typed conflict), and the last acknowledged put's value stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extending_in_a_loop_while_a_writer_puts() {
+    let clicks = support::table::<Click>(&Clock::system()).await;
+    let key = key("busy");
+    clicks.put(&click("busy")).await.unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let extender = {
+        let (clicks, key, done) = (clicks.clone(), key.clone(), done.clone());
+        tokio::spawn(async move {
+            let (mut applied, mut conflicts) = (0, 0);
+            while !done.load(Ordering::SeqCst) {
+                match clicks.shift_expiry(&key, TimeDelta::minutes(1)).await {
+                    Ok(Some(_)) => applied += 1,
+                    Ok(None) => panic!("the row exists"),
+                    Err(Error::Conflict { .. }) => conflicts += 1,
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            (applied, conflicts)
+        })
+    };
+    let mut last = String::new();
+    for i in 0..150 {
+        last = format!("/w{i}");
+        clicks
+            .put(&Click {
+                url: last.clone(),
+                ..click("busy")
+            })
+            .await
+            .unwrap();
+    }
+    done.store(true, Ordering::SeqCst);
+    let (applied, conflicts) = extender.await.unwrap();
+    println!("150 puts; {applied} re-times applied, {conflicts} gave up");
+    assert!(applied > 0, "some re-times got through");
+    let read = clicks.get(&key).await.unwrap().unwrap();
+    assert_eq!(read.value.url, last);
+}
+
+/// Sliding expiry: `touch` rewrites a row only when it has less time left
+/// than asked, and never revives an expired one.
+#[tokio::test]
+async fn touch_slides_the_expiry_only_when_little_is_left() {
+    let clock = Clock::manual_at_now();
+    let clicks = support::table::<Click>(&clock).await;
+    let key = key("t1");
+    let written = clicks
+        .put_with(click("t1").mutation().ttl(TimeDelta::minutes(30)))
+        .await
+        .unwrap();
+    let before = stored(&clicks, "t1").await;
+    let (idle, renew_under) = (TimeDelta::minutes(30), TimeDelta::minutes(25));
+
+    clock.advance(TimeDelta::minutes(4));
+    let touched = clicks
+        .touch(&key, idle, renew_under)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!touched.rewritten, "26 minutes left: {touched:?}");
+    assert_eq!(touched.expires_at, written.expires_at);
+    assert_eq!(stored(&clicks, "t1").await, before, "nothing written");
+
+    clock.advance(TimeDelta::minutes(2));
+    let touched = clicks
+        .touch(&key, idle, renew_under)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(touched.rewritten, "24 minutes left: {touched:?}");
+    assert_eq!(touched.expires_at, ms(clock.now() + idle));
+    let read = clicks.get(&key).await.unwrap().unwrap();
+    assert_eq!(read.expires_at, touched.expires_at);
+    assert_eq!(read.value, click("t1"), "values kept");
+    assert_eq!(
+        stored(&clicks, "t1").await.len(),
+        before.len(),
+        "old versions gone"
+    );
+
+    clock.advance(TimeDelta::minutes(31));
+    assert_eq!(clicks.touch(&key, idle, renew_under).await.unwrap(), None);
+    assert_eq!(clicks.get(&key).await.unwrap(), None, "not revived");
+    assert_eq!(
+        clicks
+            .touch(&"never".to_owned(), idle, renew_under)
+            .await
+            .unwrap(),
+        None
+    );
 }

@@ -225,6 +225,8 @@ impl Shared {
             return;
         }
         let (mut up, mut down) = (0u64, 0u64);
+        // Bytes of the last read (client to server, server to client).
+        let mut last = (0u64, 0u64);
         let (mut client_open, mut server_open) = (true, true);
         let mut swallowing: Option<Instant> = None;
         let (mut a, mut b) = (vec![0u8; 16 * 1024], vec![0u8; 16 * 1024]);
@@ -236,6 +238,7 @@ impl Shared {
                     Ok(0) | Err(_) => { client_open = false; let _ = server.shutdown().await; }
                     Ok(n) => {
                         up += n as u64;
+                        last = (n as u64, 0);
                         if server.write_all(&a[..n]).await.is_err() { break; }
                     }
                 },
@@ -244,6 +247,7 @@ impl Shared {
                     Ok(n) => {
                         let stalled = matches!(plan, Plan::StallAfter(limit) if down >= limit);
                         down += n as u64;
+                        last = (0, n as u64);
                         if swallowing.is_none() && !stalled && client.write_all(&b[..n]).await.is_err() { break; }
                     }
                 },
@@ -256,7 +260,9 @@ impl Shared {
             if now_generation != generation {
                 generation = now_generation;
                 plan = self.plan();
-                (up, down) = (0, 0);
+                // What was just read was read after `arm`: it counts (a
+                // request on a connection idle since then is the one to hit).
+                (up, down) = last;
             }
             match plan {
                 Plan::Pass | Plan::StallAfter(_) | Plan::Delay(_) => {}

@@ -180,6 +180,7 @@ fn impl_row(cont: &Container) -> TokenStream {
     });
 
     let column_of = column_of(cont, &columns, &p);
+    let field_handles = field_handles(cont, &columns, &p);
 
     let mut key_index = 0usize;
     let mut column_index = 0usize;
@@ -264,7 +265,38 @@ fn impl_row(cont: &Container) -> TokenStream {
                 }
             }
             #key_prefixes
+            #field_handles
         };
+    }
+}
+
+/// One associated const per stored column, named after its field in upper
+/// case (`Lease::OWNER`): the typed handle conditions are built from. Its
+/// value type is the field's, or `Option`'s inner type.
+fn field_handles(cont: &Container, columns: &[&Field], p: &TokenStream) -> TokenStream {
+    let ident = cont.ident;
+    let handles = columns.iter().enumerate().map(|(i, f)| {
+        let name = f.name();
+        let handle = syn::Ident::new(&name.to_uppercase(), f.ident.span());
+        let value_ty = f.option_inner.unwrap_or(f.ty);
+        let i = Literal::usize_unsuffixed(i);
+        let doc = format!(
+            " The stored field `{name}`, for conditional writes: `{ident}::{handle}.equals(&value)`."
+        );
+        // Reported at the field: a clash with a const of the user's own.
+        respan(
+            quote! {
+                #[doc = #doc]
+                pub const #handle: #p::Field<#ident, #value_ty> = #p::Field::new(#i);
+            },
+            at(f.ident),
+        )
+    });
+    quote! {
+        #[automatically_derived]
+        impl #ident {
+            #(#handles)*
+        }
     }
 }
 

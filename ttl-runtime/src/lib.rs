@@ -37,6 +37,7 @@ mod wire;
 pub use client::{admin, read, retry, writer};
 pub use model::{filter, limits};
 
+pub use client::conditional::Insert;
 pub use client::connection::{Connection, DataClient, DataService};
 pub use client::table::{Table, Written};
 pub use model::clock::Clock;
@@ -44,6 +45,7 @@ pub use model::codec::CellCodec;
 #[cfg(feature = "json")]
 #[cfg_attr(docsrs, doc(cfg(feature = "json")))]
 pub use model::codec::Json;
+pub use model::condition::{Condition, Field};
 pub use model::error::{Code, CodecError, Error, FailedRow, Result};
 pub use model::key::KeyPart;
 pub use model::mutation::RowMutation;
@@ -61,6 +63,7 @@ pub use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as proto;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::model::codec::CellCodec;
+    pub use crate::model::condition::Field;
     pub use crate::model::error::{Error, Result};
     pub use crate::model::field::FieldError;
     pub use crate::model::key::{KeyBuilder, KeyPart, KeyReader};

@@ -6,6 +6,7 @@
 //! private), never the operations above it ([`crate::ops`]).
 
 pub mod admin;
+pub(crate) mod conditional;
 pub mod connection;
 pub(crate) mod failure;
 pub mod read;

@@ -137,7 +137,7 @@ pub struct Written {
 }
 
 impl Written {
-    fn new(m: &RowMutation, written_at: DateTime<Utc>) -> Self {
+    pub(crate) fn new(m: &RowMutation, written_at: DateTime<Utc>) -> Self {
         Self {
             row_key: m.row_key.clone(),
             timestamp_micros: m.timestamp_micros,

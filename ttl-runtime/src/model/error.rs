@@ -201,6 +201,30 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
+    /// A conditional write's answer was lost (a timeout, a broken
+    /// connection): it may or may not have been applied, and it is not
+    /// re-sent blindly (it is not idempotent). Read the row to find out.
+    #[error("the conditional write to row \"{}\" of table `{table}` may or may not have been applied (its answer was lost); read the row to find out", row_key.escape_ascii())]
+    OutcomeUnknown {
+        /// The table.
+        table: String,
+        /// The row.
+        row_key: Vec<u8>,
+        /// What ended the attempt.
+        #[source]
+        source: BoxError,
+    },
+    /// Other writes to the row kept changing it between a read and the
+    /// conditional write built on it; given up after `attempts` tries.
+    #[error("row \"{}\" of table `{table}` kept changing under {attempts} conditional writes; try again later", row_key.escape_ascii())]
+    Conflict {
+        /// The table.
+        table: String,
+        /// The row.
+        row_key: Vec<u8>,
+        /// Tries made.
+        attempts: u32,
+    },
     /// A multi-row write left some rows unwritten (or with an unknown
     /// outcome); every other row was written. Retrying the whole write is
     /// safe: every mutation carries explicit timestamps, so writing a row

@@ -71,18 +71,22 @@ pub(crate) fn only_family(family: &str) -> RowFilter {
     }))
 }
 
-/// The newest cell of one column, its value stripped, expired or not: one
-/// column's exact qualifier range in its family.
+/// The newest cell of one column, its value stripped, expired or not.
 pub(crate) fn column_newest_stripped(family: &str, qualifier: &[u8]) -> RowFilter {
     chain(vec![
-        filter(Filter::ColumnRangeFilter(ColumnRange {
-            family_name: family.to_owned(),
-            start_qualifier: Some(StartQualifier::StartQualifierClosed(qualifier.to_vec())),
-            end_qualifier: Some(EndQualifier::EndQualifierClosed(qualifier.to_vec())),
-        })),
+        one_column(family, qualifier),
         filter(Filter::CellsPerColumnLimitFilter(1)),
         filter(Filter::StripValueTransformer(true)),
     ])
+}
+
+/// Exactly one column: its family, its qualifier from and to itself.
+pub(crate) fn one_column(family: &str, qualifier: &[u8]) -> RowFilter {
+    filter(Filter::ColumnRangeFilter(ColumnRange {
+        family_name: family.to_owned(),
+        start_qualifier: Some(StartQualifier::StartQualifierClosed(qualifier.to_vec())),
+        end_qualifier: Some(EndQualifier::EndQualifierClosed(qualifier.to_vec())),
+    }))
 }
 
 pub(crate) fn filter(f: Filter) -> RowFilter {

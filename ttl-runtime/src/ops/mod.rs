@@ -45,6 +45,6 @@ pub use migrate::{
     RowPlan, Verification,
 };
 pub use raw::raw_rows;
-pub use retime::{retime_mutation, Retime};
+pub use retime::{current_expiry, retime_mutation, Retime, Touched, RETIME_ROUNDS};
 pub use scan::ScanProgress;
 pub use spec::{parse_duration, parse_policy, policy_spec, short_duration, DEFAULT_WRITTEN_AT};

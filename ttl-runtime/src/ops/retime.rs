@@ -1,5 +1,5 @@
-//! Change one row's TTL in place, or expire it now: methods on [`Table`].
-//!
+//! Change one row's TTL in place, race-free, and slide it on activity
+//! (`touch`): methods on [`Table`].
 
 use std::collections::BTreeMap;
 
@@ -7,8 +7,10 @@ use crate::proto::{ReadRowsRequest, RowSet};
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::TryStreamExt as _;
 
+use crate::client::conditional::Checked;
 use crate::client::read::read_rows;
 use crate::client::table::Table;
+use crate::model::condition::unchanged;
 use crate::model::error::{Error, Result};
 use crate::model::filter::read_filter;
 use crate::model::mutation::{delete_column, set_cell, RowMutation};
@@ -30,10 +32,12 @@ use crate::model::view::Expiring;
 /// expiry unless the row's new one is earlier: a field never outlives its
 /// row.
 ///
-/// The read and the write are two requests: a write to the same row between
-/// them is overwritten by the values read. Re-time rows nobody is writing at
-/// that moment (as with any read-modify-write on Bigtable without
-/// `CheckAndMutateRow`).
+/// The write is conditional (`CheckAndMutateRow`): it applies only if the
+/// row still holds exactly the cells read (each column's newest live cell,
+/// same timestamp, same value, and no live cell in a column that had none).
+/// A write to the row in between makes it read again and retry, at most
+/// [`RETIME_ROUNDS`] times, then fail with [`Error::Conflict`]: a re-time
+/// never restores values older than the last acknowledged write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Retime {
@@ -66,34 +70,8 @@ pub fn retime_mutation(
     how: Retime,
 ) -> Result<Option<RowMutation>> {
     let policy = schema.policy;
-    // (family, qualifier) -> newest visible cell
-    let mut newest: BTreeMap<(&str, &[u8]), &RawCell> = BTreeMap::new();
-    for cell in cells {
-        if !schema.families.contains(&cell.family.as_str())
-            || !policy.is_visible(cell.timestamp_micros, now)
-        {
-            continue;
-        }
-        let slot = newest
-            .entry((cell.family.as_str(), cell.qualifier.as_slice()))
-            .or_insert(cell);
-        if slot.timestamp_micros < cell.timestamp_micros {
-            *slot = cell;
-        }
-    }
-    let own_ttl = |family: &str, qualifier: &[u8]| {
-        schema
-            .column_index(family, qualifier)
-            .and_then(|i| schema.columns[i].ttl)
-    };
-    let row_level_ts = newest
-        .iter()
-        .filter(|((f, q), _)| own_ttl(f, q).is_none())
-        .map(|(_, c)| c.timestamp_micros)
-        .max();
-    let Some(current_ts) =
-        row_level_ts.or_else(|| newest.values().map(|c| c.timestamp_micros).max())
-    else {
+    let live = LiveCells::of(schema, cells, now);
+    let Some(current_ts) = live.row_timestamp() else {
         return Ok(None);
     };
     let expiry = match how {
@@ -114,9 +92,9 @@ pub fn retime_mutation(
         });
     }
     let row_ts = policy.cell_timestamp(now, expiry)?;
-    let mut mutations = Vec::with_capacity(2 * newest.len());
-    for ((family, qualifier), cell) in &newest {
-        let ts = match own_ttl(family, qualifier) {
+    let mut mutations = Vec::with_capacity(2 * live.newest.len());
+    for ((family, qualifier), cell) in &live.newest {
+        let ts = match live.own_ttl(family, qualifier) {
             Some(_) => cell.timestamp_micros.min(row_ts),
             None => row_ts,
         };
@@ -129,6 +107,85 @@ pub fn retime_mutation(
         timestamp_micros: row_ts,
         expires_at: policy.expiry_of(row_ts)?,
     }))
+}
+
+/// The newest visible cell of each column of a row at `now` (cells outside
+/// the schema's families, or not visible under its policy, left out).
+struct LiveCells<'a> {
+    schema: &'a Schema,
+    newest: BTreeMap<(&'a str, &'a [u8]), &'a RawCell>,
+}
+
+impl<'a> LiveCells<'a> {
+    fn of(schema: &'a Schema, cells: &'a [RawCell], now: DateTime<Utc>) -> Self {
+        let mut newest: BTreeMap<(&str, &[u8]), &RawCell> = BTreeMap::new();
+        for cell in cells {
+            if !schema.families.contains(&cell.family.as_str())
+                || !schema.policy.is_visible(cell.timestamp_micros, now)
+            {
+                continue;
+            }
+            let slot = newest
+                .entry((cell.family.as_str(), cell.qualifier.as_slice()))
+                .or_insert(cell);
+            if slot.timestamp_micros < cell.timestamp_micros {
+                *slot = cell;
+            }
+        }
+        Self { schema, newest }
+    }
+
+    /// The TTL of a column that has its own (`#[ttl(for = "…")]`).
+    fn own_ttl(&self, family: &str, qualifier: &[u8]) -> Option<TimeDelta> {
+        self.schema
+            .column_index(family, qualifier)
+            .and_then(|i| self.schema.columns[i].ttl)
+    }
+
+    /// The timestamp that carries the row's expiry: its newest row-level
+    /// cell's (as the typed reader computes it), or, in a row holding only
+    /// columns with their own TTL, its newest cell's. `None` when no cell is
+    /// live.
+    fn row_timestamp(&self) -> Option<i64> {
+        let row_level = self
+            .newest
+            .iter()
+            .filter(|((f, q), _)| self.own_ttl(f, q).is_none())
+            .map(|(_, c)| c.timestamp_micros)
+            .max();
+        row_level.or_else(|| self.newest.values().map(|c| c.timestamp_micros).max())
+    }
+}
+
+/// The row's current expiry, from its cells as stored: the one
+/// [`Retime::By`] moves and [`Table::touch`] compares. `None` when the row
+/// has no cell visible at `now`. Pure.
+///
+/// # Errors
+/// [`Error::TimestampOutOfRange`] for a stored timestamp no expiry maps to.
+pub fn current_expiry(
+    schema: &Schema,
+    cells: &[RawCell],
+    now: DateTime<Utc>,
+) -> Result<Option<DateTime<Utc>>> {
+    LiveCells::of(schema, cells, now)
+        .row_timestamp()
+        .map(|ts| schema.policy.expiry_of(ts))
+        .transpose()
+}
+
+/// Conditional re-time attempts made while other writes keep changing the
+/// row, before [`Error::Conflict`].
+pub const RETIME_ROUNDS: u32 = 8;
+
+/// What [`Table::touch`] found and did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Touched {
+    /// The row's expiry after the call.
+    pub expires_at: DateTime<Utc>,
+    /// Whether the row was re-timed (it had less time left than asked).
+    pub rewritten: bool,
 }
 
 impl<T: BigtableRow> Table<T> {
@@ -158,13 +215,102 @@ impl<T: BigtableRow> Table<T> {
     /// # Errors
     /// As [`retime_mutation`]; key errors; [`Error::Server`].
     pub async fn retime(&self, key: &T::Key, how: Retime) -> Result<Option<RowMutation>> {
+        let outcome = self.retime_when(key, how, None).await?;
+        Ok(outcome.and_then(|(m, _)| m))
+    }
+
+    /// Sliding expiry (time-to-idle): give the row with key `key` a TTL of
+    /// `ttl` from now, but only when it has less than `when_less_than` left,
+    /// so a row read on every request is rewritten once in a while, not on
+    /// every read. `None` when the row does not exist or has expired (a
+    /// touch never revives a row).
+    ///
+    /// ```no_run
+    /// # use bigtable_ttl::{BigtableRow, Table};
+    /// # #[derive(BigtableRow)]
+    /// # #[bigtable(table = "sessions", family = "s")]
+    /// # #[ttl(default = "30m")]
+    /// # struct Session { #[bigtable(key)] id: String, user: String }
+    /// # async fn run(sessions: Table<Session>) -> bigtable_ttl::Result<()> {
+    /// use chrono::TimeDelta;
+    ///
+    /// // 30 idle minutes, renewed at most once every 5 minutes of activity.
+    /// let key = "s1".to_owned();
+    /// if let Some(t) = sessions.touch(&key, TimeDelta::minutes(30), TimeDelta::minutes(25)).await? {
+    ///     println!("alive until {} (rewritten: {})", t.expires_at, t.rewritten);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Table::retime`].
+    pub async fn touch(
+        &self,
+        key: &T::Key,
+        ttl: TimeDelta,
+        when_less_than: TimeDelta,
+    ) -> Result<Option<Touched>> {
+        let outcome = self
+            .retime_when(key, Retime::Ttl(ttl), Some(when_less_than))
+            .await?;
+        Ok(outcome.map(|(m, expires_at)| Touched {
+            expires_at: m.as_ref().map_or(expires_at, |m| m.expires_at),
+            rewritten: m.is_some(),
+        }))
+    }
+
+    /// Re-time the row, conditional on it still holding what was read;
+    /// with `when_less_than`, only when it has less time left than that.
+    /// `None` when the row has no live cell; else the mutation applied (if
+    /// any) and the expiry read.
+    async fn retime_when(
+        &self,
+        key: &T::Key,
+        how: Retime,
+        when_less_than: Option<TimeDelta>,
+    ) -> Result<Option<(Option<RowMutation>, DateTime<Utc>)>> {
         let row_key = T::encode_key(key)?;
-        let now = self.clock().now();
+        for _ in 0..RETIME_ROUNDS {
+            let now = self.clock().now();
+            let cells = self.visible_cells(&row_key, now).await?;
+            let Some(current) = current_expiry(T::SCHEMA, &cells, now)? else {
+                return Ok(None);
+            };
+            if when_less_than.is_some_and(|threshold| current - now >= threshold) {
+                return Ok(Some((None, current)));
+            }
+            let Some(m) = retime_mutation(T::SCHEMA, &row_key, &cells, now, how)? else {
+                return Ok(None);
+            };
+            let predicate = unchanged(T::SCHEMA, &cells, now);
+            let applied = match self
+                .check_and_mutate(&row_key, predicate, m.mutations.clone(), Vec::new())
+                .await?
+            {
+                Checked::Answered(matched) => matched,
+                // Not re-sent blindly: applied if its cells are there; if
+                // not, the row is read again and the re-time planned anew
+                // (the condition keeps a second try from restoring old values).
+                Checked::Unknown(_) => self.holds(&m).await?,
+            };
+            if applied {
+                return Ok(Some((Some(m), current)));
+            }
+        }
+        Err(Error::Conflict {
+            table: self.name().to_owned(),
+            row_key,
+            attempts: RETIME_ROUNDS,
+        })
+    }
+
+    /// The row's newest visible cell of each column at `now`.
+    async fn visible_cells(&self, row_key: &[u8], now: DateTime<Utc>) -> Result<Vec<RawCell>> {
         let conn = self.connection();
         let request = ReadRowsRequest {
             table_name: conn.table_path(self.name()),
             rows: Some(RowSet {
-                row_keys: vec![row_key.clone()],
+                row_keys: vec![row_key.to_vec()],
                 row_ranges: vec![],
             }),
             filter: Some(read_filter(T::SCHEMA, now)),
@@ -172,18 +318,10 @@ impl<T: BigtableRow> Table<T> {
             ..ReadRowsRequest::default()
         };
         let rows: Vec<(Vec<u8>, Vec<RawCell>)> = read_rows(conn.data_channel(), request)
-            .map_err(|e| e.into_error(self.name(), Some(row_key.clone())))
+            .map_err(|e| e.into_error(self.name(), Some(row_key.to_vec())))
             .try_collect()
             .await?;
-        let cells = rows.into_iter().next().map(|(_, c)| c).unwrap_or_default();
-        let Some(m) = retime_mutation(T::SCHEMA, &row_key, &cells, now, how)? else {
-            return Ok(None);
-        };
-        // Retried within the write policy like any write: the mutations
-        // carry explicit timestamps, so re-sending them is idempotent.
-        self.mutate_row(m.row_key.clone(), m.mutations.clone())
-            .await?;
-        Ok(Some(m))
+        Ok(rows.into_iter().next().map(|(_, c)| c).unwrap_or_default())
     }
 
     /// Give the row with key `key` a new TTL from now, longer or shorter

@@ -12,7 +12,10 @@ use std::time::Duration;
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
 use crate::model::error::BoxError;
-use crate::proto::{MutateRowRequest, MutateRowResponse, MutateRowsResponse, ReadRowsRequest};
+use crate::proto::{
+    CheckAndMutateRowRequest, CheckAndMutateRowResponse, MutateRowRequest, MutateRowResponse,
+    MutateRowsResponse, ReadRowsRequest,
+};
 use crate::wire::chunk::{Chunk, ReadRowsCodec};
 use tonic_prost::ProstCodec;
 
@@ -23,6 +26,7 @@ use crate::wire::service::DataService;
 const DATA_ENDPOINT: &str = "https://bigtable.googleapis.com";
 const MUTATE_ROW: &str = "/google.bigtable.v2.Bigtable/MutateRow";
 const MUTATE_ROWS: &str = "/google.bigtable.v2.Bigtable/MutateRows";
+const CHECK_AND_MUTATE_ROW: &str = "/google.bigtable.v2.Bigtable/CheckAndMutateRow";
 const READ_ROWS: &str = "/google.bigtable.v2.Bigtable/ReadRows";
 /// The largest `ReadRowsResponse` message accepted: a bit over Bigtable's
 /// 256 MiB row limit (tonic's default cap, 4 MiB, is below its 100 MiB
@@ -154,8 +158,35 @@ impl DataChannel {
         timeout: Duration,
     ) -> Result<MutateRowResponse, tonic::Status> {
         let table_name = request.table_name.clone();
-        let request = self.request(request, &table_name, Some(timeout)).await?;
-        let path = tonic::codegen::http::uri::PathAndQuery::from_static(MUTATE_ROW);
+        self.unary(MUTATE_ROW, request, &table_name, timeout).await
+    }
+
+    /// One `CheckAndMutateRow` call: the predicate and the mutations of one
+    /// row, applied atomically.
+    pub(crate) async fn check_and_mutate_row(
+        &self,
+        request: CheckAndMutateRowRequest,
+        timeout: Duration,
+    ) -> Result<CheckAndMutateRowResponse, tonic::Status> {
+        let table_name = request.table_name.clone();
+        self.unary(CHECK_AND_MUTATE_ROW, request, &table_name, timeout)
+            .await
+    }
+
+    /// One unary call to `path` on `table_name`.
+    async fn unary<Req, Resp>(
+        &self,
+        path: &'static str,
+        message: Req,
+        table_name: &str,
+        timeout: Duration,
+    ) -> Result<Resp, tonic::Status>
+    where
+        Req: prost::Message + Send + Sync + 'static,
+        Resp: prost::Message + Default + Send + Sync + 'static,
+    {
+        let request = self.request(message, table_name, Some(timeout)).await?;
+        let path = tonic::codegen::http::uri::PathAndQuery::from_static(path);
         let response = self
             .ready()
             .await?

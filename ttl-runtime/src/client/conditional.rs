@@ -1,0 +1,317 @@
+//! Conditional writes (`CheckAndMutateRow`) on a [`Table`]: insert a row
+//! only if no live row holds its key, put or delete one only if a field's
+//! live value is what the caller expects. Every predicate sees what the
+//! typed reader sees at the table clock's "now" (see
+//! `crate::model::condition`), so a cell that has expired but is not yet
+//! garbage-collected never counts.
+//!
+//! A conditional write is not idempotent: an attempt whose answer is lost
+//! is never re-sent blindly (Google's clients do not retry it either). When
+//! the answer is lost, the row is read: a write whose cells are there, at
+//! their timestamps, was applied; an insert that finds neither its cells
+//! nor any live row was not, and is sent again; anything else is
+//! [`Error::OutcomeUnknown`].
+
+use chrono::{DateTime, Utc};
+
+use crate::client::failure::status_error;
+use crate::client::retry::retryable_status;
+use crate::client::table::{Table, Written};
+use crate::model::condition::{live_row, Condition};
+use crate::model::error::{Code, Error, Result};
+use crate::model::mutation::{delete_row, RowMutation};
+use crate::model::policy::{from_micros, millis_floor};
+use crate::model::row::{BigtableRow, MutationBuilder};
+use crate::model::scan::Scan;
+use crate::model::view::Expiring;
+use crate::proto::{mutation, CheckAndMutateRowRequest, Mutation, RowFilter};
+use crate::wire::status::code_of;
+
+/// What [`Table::insert_if_absent`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Insert<T> {
+    /// No live row held the key: the row was written.
+    Inserted(Written),
+    /// A live row holds the key: nothing was written; this is the row.
+    Exists(Expiring<T>),
+}
+
+/// What a conditional attempt came to.
+pub(crate) enum Checked {
+    /// The server answered: whether the predicate matched.
+    Answered(bool),
+    /// The answer was lost: the write may or may not have been applied.
+    Unknown(tonic::Status),
+}
+
+/// Tries of an insert whose row expires, is deleted or is not applied
+/// while it runs, before it gives up with [`Error::Conflict`].
+const INSERT_ROUNDS: u32 = 5;
+
+impl<T: BigtableRow> Table<T> {
+    /// Write `row` only if no live row holds its key (an idempotency key, a
+    /// dedupe marker, a lock). A row whose cells have all expired counts as
+    /// absent even before garbage collection removes it.
+    ///
+    /// ```no_run
+    /// # use bigtable_ttl::{BigtableRow, Table, Insert};
+    /// # use chrono::{DateTime, Utc};
+    /// #[derive(BigtableRow)]
+    /// #[bigtable(table = "jobs", family = "j")]
+    /// #[ttl(default = "1h")]
+    /// struct Claim {
+    ///     #[bigtable(key)]
+    ///     job: String,
+    ///     worker: String,
+    /// }
+    /// # async fn run(claims: Table<Claim>) -> bigtable_ttl::Result<()> {
+    /// let claim = Claim { job: "job-42".into(), worker: "w7".into() };
+    /// match claims.insert_if_absent(&claim).await? {
+    ///     Insert::Inserted(written) => println!("mine until {}", written.expires_at),
+    ///     Insert::Exists(other) => println!("{} has it", other.worker),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Table::put`] before anything is sent; [`Error::Server`];
+    /// [`Error::Conflict`] when the key's row keeps appearing and vanishing.
+    pub async fn insert_if_absent(&self, row: &T) -> Result<Insert<T>> {
+        self.insert_if_absent_with(row.mutation()).await
+    }
+
+    /// [`Table::insert_if_absent`] with per-write overrides (`.ttl()`,
+    /// `.expire_at()`): a lease for 30 seconds.
+    ///
+    /// # Errors
+    /// As [`Table::insert_if_absent`].
+    pub async fn insert_if_absent_with(
+        &self,
+        builder: MutationBuilder<'_, T>,
+    ) -> Result<Insert<T>> {
+        for _ in 0..INSERT_ROUNDS {
+            let now = self.clock().now();
+            let m = builder.build_checked(self.name(), now)?;
+            let predicate = live_row(T::SCHEMA, now);
+            let checked = self
+                .check_and_mutate(&m.row_key, predicate, Vec::new(), m.mutations.clone())
+                .await?;
+            match checked {
+                Checked::Answered(false) => return Ok(Insert::Inserted(written(&m, now)?)),
+                Checked::Answered(true) => {}
+                Checked::Unknown(status) => {
+                    if self.holds(&m).await? {
+                        return Ok(Insert::Inserted(written(&m, now)?));
+                    }
+                    tracing::debug!(table = %self.name(), %status, "an insert's answer was lost and its cells are not there");
+                }
+            }
+            // A live row held the key (or the lost attempt was not applied):
+            // that row, unless it has expired or gone since.
+            if let Some(live) = self.live_row(&m.row_key).await? {
+                return Ok(Insert::Exists(live));
+            }
+        }
+        Err(Error::Conflict {
+            table: self.name().to_owned(),
+            row_key: builder.row().row_key()?,
+            attempts: INSERT_ROUNDS,
+        })
+    }
+
+    /// Write `row` (replacing its columns, as [`Table::put`]) only if
+    /// `condition` holds for the live row: optimistic concurrency on a
+    /// version field, "renew the lease only if I hold it". `None` when the
+    /// condition did not hold and nothing was written.
+    ///
+    /// ```no_run
+    /// # use bigtable_ttl::{BigtableRow, Table};
+    /// #[derive(BigtableRow, Clone)]
+    /// #[bigtable(table = "docs", family = "d")]
+    /// #[ttl(default = "30d")]
+    /// struct Doc {
+    ///     #[bigtable(key)]
+    ///     id: String,
+    ///     version: i64,
+    ///     body: String,
+    /// }
+    /// # async fn run(docs: Table<Doc>) -> bigtable_ttl::Result<()> {
+    /// let read = docs.get(&"readme".to_owned()).await?.expect("a doc");
+    /// let next = Doc { version: read.version + 1, body: "edited".into(), ..read.value.clone() };
+    /// if docs.put_if(&next, Doc::VERSION.equals(&read.version)).await?.is_none() {
+    ///     println!("someone else edited it first");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Table::put`] before anything is sent ([`Error::Encode`] for a
+    /// condition whose value does not encode); [`Error::Server`];
+    /// [`Error::OutcomeUnknown`] when the answer was lost and the row does
+    /// not show whether it was applied.
+    pub async fn put_if(&self, row: &T, condition: Condition<T>) -> Result<Option<Written>> {
+        self.put_if_with(row.mutation(), condition).await
+    }
+
+    /// [`Table::put_if`] with per-write overrides (`.ttl()`, `.expire_at()`).
+    ///
+    /// # Errors
+    /// As [`Table::put_if`].
+    pub async fn put_if_with(
+        &self,
+        builder: MutationBuilder<'_, T>,
+        condition: Condition<T>,
+    ) -> Result<Option<Written>> {
+        let now = self.clock().now();
+        let m = builder.build_checked(self.name(), now)?;
+        let predicate = condition.predicate(now)?;
+        let checked = self
+            .check_and_mutate(&m.row_key, predicate, m.mutations.clone(), Vec::new())
+            .await?;
+        match checked {
+            Checked::Answered(true) => Ok(Some(written(&m, now)?)),
+            Checked::Answered(false) => Ok(None),
+            Checked::Unknown(status) => {
+                if self.holds(&m).await? {
+                    Ok(Some(written(&m, now)?))
+                } else {
+                    Err(self.outcome_unknown(m.row_key, status))
+                }
+            }
+        }
+    }
+
+    /// Delete the row with key `key`, every column and version, only if
+    /// `condition` holds for the live row ("release the lock only if I hold
+    /// it"). Whether it was deleted.
+    ///
+    /// # Errors
+    /// Key errors, [`Error::Encode`] for a condition whose value does not
+    /// encode, before anything is sent; [`Error::Server`];
+    /// [`Error::OutcomeUnknown`] when the answer was lost.
+    pub async fn delete_if(&self, key: &T::Key, condition: Condition<T>) -> Result<bool> {
+        let row_key = T::encode_key(key)?;
+        let predicate = condition.predicate(self.clock().now())?;
+        match self
+            .check_and_mutate(&row_key, predicate, vec![delete_row()], Vec::new())
+            .await?
+        {
+            Checked::Answered(deleted) => Ok(deleted),
+            Checked::Unknown(status) => Err(self.outcome_unknown(row_key, status)),
+        }
+    }
+
+    /// One `CheckAndMutateRow` attempt, never re-sent: an error the server
+    /// answered with is final ([`Error::Server`]); a lost answer (a timeout,
+    /// a broken connection) is [`Checked::Unknown`].
+    pub(crate) async fn check_and_mutate(
+        &self,
+        row_key: &[u8],
+        predicate: RowFilter,
+        true_mutations: Vec<Mutation>,
+        false_mutations: Vec<Mutation>,
+    ) -> Result<Checked> {
+        let request = CheckAndMutateRowRequest {
+            table_name: self.connection().table_path(self.name()),
+            row_key: row_key.to_vec(),
+            predicate_filter: Some(predicate),
+            true_mutations,
+            false_mutations,
+            ..CheckAndMutateRowRequest::default()
+        };
+        let timeout = self.write_options().retry.attempt_timeout;
+        let channel = self.connection().data_channel();
+        let status =
+            match tokio::time::timeout(timeout, channel.check_and_mutate_row(request, timeout))
+                .await
+            {
+                Ok(Ok(response)) => return Ok(Checked::Answered(response.predicate_matched)),
+                Ok(Err(status)) => status,
+                Err(_) => tonic::Status::deadline_exceeded(format!(
+                    "no answer to CheckAndMutateRow within {timeout:?}"
+                )),
+            };
+        if outcome_unknown(&status) {
+            Ok(Checked::Unknown(status))
+        } else {
+            Err(status_error(
+                self.name(),
+                Some(row_key.to_vec()),
+                status,
+                None,
+            ))
+        }
+    }
+
+    /// Whether the row holds every cell `m` sets, at its timestamp, with its
+    /// value: the write was applied (and not replaced since).
+    pub(crate) async fn holds(&self, m: &RowMutation) -> Result<bool> {
+        let rows = self.raw_rows(Scan::keys([m.row_key.as_slice()])).await?;
+        let cells: Vec<_> = rows.into_iter().flat_map(|(_, cells)| cells).collect();
+        Ok(m.mutations.iter().all(|mutation| match &mutation.mutation {
+            Some(mutation::Mutation::SetCell(set)) => cells.iter().any(|c| {
+                c.family == set.family_name
+                    && c.qualifier == set.column_qualifier
+                    && c.timestamp_micros == set.timestamp_micros
+                    && c.value == set.value
+            }),
+            _ => true,
+        }))
+    }
+
+    /// The live row under `row_key`, read now.
+    async fn live_row(&self, row_key: &[u8]) -> Result<Option<Expiring<T>>> {
+        Ok(self.scan(Scan::keys([row_key])).await?.pop())
+    }
+
+    fn outcome_unknown(&self, row_key: Vec<u8>, status: tonic::Status) -> Error {
+        Error::OutcomeUnknown {
+            table: self.name().to_owned(),
+            row_key,
+            source: Box::new(status),
+        }
+    }
+}
+
+/// Whether a failed conditional attempt may have been applied: its answer
+/// was lost (a timeout, a transport failure, an unavailable server) rather
+/// than an error the server decided on before applying anything.
+fn outcome_unknown(status: &tonic::Status) -> bool {
+    matches!(
+        code_of(status),
+        Code::DeadlineExceeded
+            | Code::Unavailable
+            | Code::Unknown
+            | Code::Cancelled
+            | Code::Aborted
+    ) || retryable_status(status)
+}
+
+/// What a write at `now` stored, as [`Written`].
+fn written(m: &RowMutation, now: DateTime<Utc>) -> Result<Written> {
+    Ok(Written::new(m, from_micros(millis_floor(now)?)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lost_answers_are_unknown_and_server_decisions_are_not() {
+        for status in [
+            tonic::Status::deadline_exceeded("timed out"),
+            tonic::Status::unavailable("connection reset"),
+            tonic::Status::cancelled("Timeout expired"),
+        ] {
+            assert!(outcome_unknown(&status), "{status:?}");
+        }
+        for status in [
+            tonic::Status::not_found("no table"),
+            tonic::Status::invalid_argument("bad filter"),
+            tonic::Status::permission_denied("no"),
+            tonic::Status::failed_precondition("no"),
+        ] {
+            assert!(!outcome_unknown(&status), "{status:?}");
+        }
+    }
+}
