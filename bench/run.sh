@@ -33,6 +33,9 @@ echo "== end to end on a dedicated emulator ($rows rows), filtering bytes" >&2
 cargo build --release -p ttl-bench >&2
 "$root/target/release/ttl-bench" e2e --rows "$rows" --python "$venv/bin/python" --out "$results/e2e.json"
 
+echo "== conditional inserts: library vs hand-written CheckAndMutateRow" >&2
+"$root/target/release/ttl-bench" conditional --ops 4000 --out "$results/conditional.json"
+
 echo "== client instructions (callgrind): lib vs raw, 20,000 rows" >&2
 "$root/target/release/ttl-bench" instructions --rows 20000 --out "$results/instructions.json"
 

@@ -5,7 +5,10 @@
 //! Everything is driven by `bench/run.sh`; see `BENCHMARKS.md`.
 
 use bigtable_rs::bigtable::RowCell;
-use bigtable_rs::google::bigtable::v2::{mutate_rows_request::Entry, mutation, Mutation};
+use bigtable_rs::google::bigtable::v2::{
+    mutate_rows_request::Entry, mutation, row_filter, CheckAndMutateRowRequest, ColumnRange,
+    Mutation, RowFilter, TimestampRange,
+};
 use bigtable_ttl::{BigtableRow, RawCell};
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -112,6 +115,50 @@ pub fn derive_entry(e: &Event, now: DateTime<Utc>) -> bigtable_ttl::Result<Entry
         row_key: m.row_key,
         mutations: m.mutations,
         ..Entry::default()
+    })
+}
+
+/// What a careful programmer writes by hand with `bigtable_rs` for an
+/// insert-if-absent of `e` at `now`: [`hand_entry`]'s mutations as the
+/// `false_mutations` of a `CheckAndMutateRow` whose predicate matches a row
+/// with a cell still visible (expiry after `now`, to the millisecond), the
+/// newest per column, in the family: the typed reader's filter.
+///
+/// # Errors
+/// As [`hand_entry`].
+pub fn hand_insert(
+    e: &Event,
+    now: DateTime<Utc>,
+    table_name: &str,
+) -> Result<CheckAndMutateRowRequest, String> {
+    let entry = hand_entry(e, now)?;
+    let now_us = now.timestamp_micros();
+    let now_ms = now_us - now_us.rem_euclid(1000);
+    // The timestamp is the expiry: a cell is visible while now < timestamp.
+    let visible_from = now_ms + 1000;
+    let f = |filter| RowFilter {
+        filter: Some(filter),
+    };
+    let predicate = f(row_filter::Filter::Chain(row_filter::Chain {
+        filters: vec![
+            f(row_filter::Filter::ColumnRangeFilter(ColumnRange {
+                family_name: FAMILY.to_owned(),
+                start_qualifier: None,
+                end_qualifier: None,
+            })),
+            f(row_filter::Filter::TimestampRangeFilter(TimestampRange {
+                start_timestamp_micros: visible_from,
+                end_timestamp_micros: 0,
+            })),
+            f(row_filter::Filter::CellsPerColumnLimitFilter(1)),
+        ],
+    }));
+    Ok(CheckAndMutateRowRequest {
+        table_name: table_name.to_owned(),
+        row_key: entry.row_key,
+        predicate_filter: Some(predicate),
+        false_mutations: entry.mutations,
+        ..CheckAndMutateRowRequest::default()
     })
 }
 
@@ -228,7 +275,7 @@ pub fn peak_rss_kib() -> u64 {
 mod tests {
     use super::*;
     use bigtable_ttl::__private::decode_row;
-    use prost::Message as _;
+    use prost::Message;
 
     #[test]
     fn hand_written_code_is_byte_identical_to_the_derive() {
@@ -237,6 +284,33 @@ mod tests {
             let a = derive_entry(&e, now).unwrap();
             let b = hand_entry(&e, now).unwrap();
             assert_eq!(a.encode_to_vec(), b.encode_to_vec());
+        }
+    }
+
+    /// The hand-written insert sends what the library's does: the typed
+    /// reader's filter as its predicate, the derive's mutations.
+    #[test]
+    fn hand_written_insert_matches_the_library() {
+        let now = Utc::now();
+        for e in events(20, now) {
+            let hand = hand_insert(&e, now, "t").unwrap();
+            let filter = bigtable_ttl::filter::read_filter(Event::SCHEMA, now);
+            assert_eq!(
+                hand.predicate_filter.unwrap().encode_to_vec(),
+                filter.encode_to_vec()
+            );
+            let derive = derive_entry(&e, now).unwrap();
+            let mutations: Vec<Vec<u8>> = hand
+                .false_mutations
+                .iter()
+                .map(Message::encode_to_vec)
+                .collect();
+            let expected: Vec<Vec<u8>> = derive
+                .mutations
+                .iter()
+                .map(Message::encode_to_vec)
+                .collect();
+            assert_eq!(mutations, expected);
         }
     }
 

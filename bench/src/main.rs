@@ -4,12 +4,16 @@
 //! * `ttl-bench e2e --rows N --python PY --out FILE`: runs each contender as
 //!   its own process (peak RSS is per process) on a fresh emulator, in
 //!   rounds with a rotated order (medians reported), measures the bytes saved by the server-side filter, writes JSON.
+//! * `ttl-bench conditional --ops N --out FILE`: conditional inserts, the
+//!   library against hand-written `CheckAndMutateRow` (issue 11), JSON.
 //! * `ttl-bench contender NAME --host H --rows N`: one contender (internal).
 //! * `ttl-bench report --results DIR --out FILE`: renders `BENCHMARKS.md`.
 
 // Counts and durations become ratios and rates for a report: precision past
 // 2^52 does not matter there.
 #![allow(clippy::cast_precision_loss)]
+
+mod conditional;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -63,12 +67,20 @@ async fn main() -> Res<()> {
             let out = PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?);
             instructions(rows, &out).await
         }
+        Some("conditional") => {
+            let ops: usize = arg(&args, "--ops").map_or(Ok(2_000), |s| s.parse())?;
+            let out = PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?);
+            conditional::conditional(ops, &out).await
+        }
         Some("report") => {
             let dir = PathBuf::from(arg(&args, "--results").ok_or("--results DIR")?);
             let out = PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?);
             report(&dir, &out)
         }
-        _ => Err("usage: ttl-bench e2e|instructions|contender|report (see bench/run.sh)".into()),
+        _ => Err(
+            "usage: ttl-bench e2e|instructions|conditional|contender|report (see bench/run.sh)"
+                .into(),
+        ),
     }
 }
 
@@ -616,6 +628,40 @@ fn report(dir: &Path, out: &Path) -> Res<()> {
         ),
         "",
     );
+    if let Some(cond) = read_json(&dir.join("conditional.json")) {
+        for (shape, what) in [
+            ("one_at_a_time", "one call at a time"),
+            ("concurrent", "16 in flight"),
+        ] {
+            let c = &cond[shape];
+            let f = |k: &str| c[k].as_f64().unwrap_or(f64::NAN);
+            let ops = cond["ops"].as_f64().unwrap_or(f64::NAN);
+            line(
+                &format!(
+                    "conditional insert, {what}: library / hand-written CheckAndMutateRow, throughput"
+                ),
+                format!(
+                    "{:.3} (median of the rounds' ratios, quartiles {:.3}–{:.3}; {:.0} vs {:.0} inserts/s)",
+                    f("throughput_ratio"),
+                    f("throughput_ratio_q1"),
+                    f("throughput_ratio_q3"),
+                    ops / f("library_s"),
+                    ops / f("hand_s"),
+                ),
+                "≥ 0.90",
+            );
+            line(
+                &format!("conditional insert, {what}: client CPU time, library / hand-written"),
+                format!(
+                    "{:.3} s / {:.3} s = {:.2}",
+                    f("library_cpu_s"),
+                    f("hand_cpu_s"),
+                    f("library_cpu_s") / f("hand_cpu_s")
+                ),
+                "",
+            );
+        }
+    }
     if let Some(ins) = read_json(&dir.join("instructions.json")) {
         let (lib, raw) = (
             ins["lib"].as_f64().unwrap_or(f64::NAN),
@@ -675,6 +721,14 @@ fn report(dir: &Path, out: &Path) -> Res<()> {
          `/proc/self/task/*/schedstat`) in the phase, the emulator's not included: \
          what the client costs, much less disturbed by other load than wall time.\n\
          * **peak RSS**: `VmHWM` of the contender's process right after its write.\n\
+         * **conditional insert** (`ttl-bench conditional`, issue 11): 4,000 \
+         `Table::insert_if_absent` calls on fresh keys (each wins and writes) against \
+         4,000 hand-written `bigtable_rs` `CheckAndMutateRow` calls with the same \
+         predicate (the typed reader's filter) and mutations, asserted identical in \
+         `hand_written_insert_matches_the_library`; one call at a time, then 16 in \
+         flight; one emulator, rounds alternating which goes first, the median of the \
+         rounds' ratios. Wall time here is mostly the emulator's; the client CPU time \
+         beside it is the library's own cost.\n\
          * **client instructions**: the `lib` and `raw` contenders run under `valgrind \
          --tool=callgrind` (write and filtered scan of 20,000 rows, each on its own \
          emulator): instructions the client process executed, the same whatever else the \
