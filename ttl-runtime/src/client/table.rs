@@ -536,8 +536,9 @@ impl<T: BigtableRow> Table<T> {
         Ok(rows.pop())
     }
 
-    /// The rows `scan` covers, as visible now, in key order; rows whose cells
-    /// have all expired are skipped.
+    /// The rows `scan` covers, as visible now, in key order (descending for
+    /// a [`Scan::reversed`] scan); rows whose cells have all expired are
+    /// skipped.
     ///
     /// # Errors
     /// As [`Table::get`].

@@ -17,7 +17,7 @@ use crate::wire::chunk::{Chunk, ReadRowsCodec};
 use tonic_prost::ProstCodec;
 
 use crate::wire::codec::{EncodedBatch, MutateRowsBody, MutateRowsCodec};
-use crate::wire::headers::{routing_header, DATA_SCOPE};
+use crate::wire::headers::{routing_header, DATA_SCOPE, FEATURES_KEY, FEATURES_REVERSE_SCANS};
 use crate::wire::service::DataService;
 
 const DATA_ENDPOINT: &str = "https://bigtable.googleapis.com";
@@ -136,7 +136,13 @@ impl DataChannel {
         request: ReadRowsRequest,
     ) -> Result<tonic::Streaming<Vec<Chunk>>, tonic::Status> {
         let table_name = request.table_name.clone();
-        let request = self.request(request, &table_name, None).await?;
+        let mut request = self.request(request, &table_name, None).await?;
+        // Announce reverse scans (the merger takes descending keys): Cloud
+        // Bigtable refuses a reversed read from a client that does not.
+        request.metadata_mut().insert(
+            FEATURES_KEY,
+            tonic::metadata::MetadataValue::from_static(FEATURES_REVERSE_SCANS),
+        );
         let path = tonic::codegen::http::uri::PathAndQuery::from_static(READ_ROWS);
         let response = self
             .ready()
