@@ -40,6 +40,9 @@ pub struct Scan {
     reversed: bool,
 }
 
+/// A range of row keys: its start and its end.
+pub(crate) type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 enum Selection {
     #[default]
@@ -161,6 +164,22 @@ impl Scan {
     #[must_use]
     pub fn is_reversed(&self) -> bool {
         self.reversed
+    }
+
+    /// The keys this scan covers as one range; `None` for a list of keys.
+    pub(crate) fn key_bounds(&self) -> Option<KeyRange> {
+        match &self.selection {
+            Selection::All => Some((Bound::Unbounded, Bound::Unbounded)),
+            Selection::Prefix(prefix) => {
+                let end = match prefix_range(prefix).end_key {
+                    Some(EndKey::EndKeyOpen(end)) => Bound::Excluded(end),
+                    _ => Bound::Unbounded,
+                };
+                Some((Bound::Included(prefix.clone()), end))
+            }
+            Selection::Range(start, end) => Some((start.clone(), end.clone())),
+            Selection::Keys(_) => None,
+        }
     }
 
     /// The `RowSet` and `rows_limit` of a `ReadRowsRequest` for this scan.
