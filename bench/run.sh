@@ -33,6 +33,9 @@ echo "== end to end on a dedicated emulator ($rows rows), filtering bytes" >&2
 cargo build --release -p ttl-bench >&2
 "$root/target/release/ttl-bench" e2e --rows "$rows" --python "$venv/bin/python" --out "$results/e2e.json"
 
+echo "== parallel scan vs single stream ($rows rows), with the emulator's CPU" >&2
+"$root/target/release/ttl-bench" parallel --rows "$rows" --out "$results/parallel.json"
+
 echo "== client instructions (callgrind): lib vs raw, 20,000 rows" >&2
 "$root/target/release/ttl-bench" instructions --rows 20000 --out "$results/instructions.json"
 
