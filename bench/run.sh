@@ -36,6 +36,9 @@ cargo build --release -p ttl-bench >&2
 echo "== conditional inserts: library vs hand-written CheckAndMutateRow" >&2
 "$root/target/release/ttl-bench" conditional --ops 4000 --out "$results/conditional.json"
 
+echo "== parallel scan vs single stream ($rows rows), with the emulator's CPU" >&2
+"$root/target/release/ttl-bench" parallel --rows "$rows" --out "$results/parallel.json"
+
 echo "== client instructions (callgrind): lib vs raw, 20,000 rows" >&2
 "$root/target/release/ttl-bench" instructions --rows 20000 --out "$results/instructions.json"
 

@@ -238,13 +238,67 @@ pub fn hand_decode(key: &[u8], cells: &[RowCell]) -> Result<Event, String> {
 
 // ----- measurement helpers ---------------------------------------------------
 
-/// Peak resident set size of this process (`VmHWM`), in KiB.
-#[must_use]
 /// CPU time (s) this process's threads have run so far, from the scheduler's
 /// nanosecond counters (`/proc/self/task/*/schedstat`): the client's own
 /// work, user and kernel, whatever else the machine runs at the time.
+#[must_use]
 pub fn cpu_seconds() -> f64 {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+    cpu_seconds_in("/proc/self")
+}
+
+/// [`cpu_seconds`] of the process `pid` (another one: the emulator); NaN
+/// once it is gone.
+#[must_use]
+pub fn process_cpu_seconds(pid: u32) -> f64 {
+    cpu_seconds_in(&format!("/proc/{pid}"))
+}
+
+/// The process whose command line holds the arguments `-port PORT`: the
+/// emulator listening on `PORT` (its watchdog shell passes the port
+/// alone).
+#[must_use]
+pub fn pid_listening_on(port: u16) -> Option<u32> {
+    let port = port.to_string();
+    std::fs::read_dir("/proc").ok()?.find_map(|entry| {
+        let entry = entry.ok()?;
+        let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+        let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        args.windows(2)
+            .any(|w| w[0] == b"-port" && w[1] == port.as_bytes())
+            .then_some(pid)
+    })
+}
+
+/// CPU time (s) all the machine's cores have been busy so far (every
+/// process, the kernel's work included; idle and I/O wait not), from the
+/// first line of `/proc/stat`, in Linux's fixed 100 ticks a second: what
+/// was running besides the processes a benchmark watches.
+#[must_use]
+pub fn machine_busy_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/stat") else {
+        return f64::NAN;
+    };
+    let ticks: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal guest guest_nice; the
+    // guest times are already in user and nice.
+    let busy: u64 = ticks.iter().take(8).sum::<u64>()
+        - ticks.get(3).copied().unwrap_or(0)
+        - ticks.get(4).copied().unwrap_or(0);
+    #[allow(clippy::cast_precision_loss)]
+    let seconds = busy as f64 / 100.0;
+    seconds
+}
+
+fn cpu_seconds_in(process: &str) -> f64 {
+    let Ok(tasks) = std::fs::read_dir(format!("{process}/task")) else {
         return f64::NAN;
     };
     let ns: u64 = tasks

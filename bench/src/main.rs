@@ -7,6 +7,9 @@
 //! * `ttl-bench conditional --ops N --out FILE`: conditional inserts, the
 //!   library against hand-written `CheckAndMutateRow` (issue 11), JSON.
 //! * `ttl-bench contender NAME --host H --rows N`: one contender (internal).
+//! * `ttl-bench parallel --rows N --out FILE [--update BENCHMARKS.md]`: a
+//!   parallel scan against a single stream of the same rows, with the
+//!   emulator's CPU time (see [`parallel`]).
 //! * `ttl-bench report --results DIR --out FILE`: renders `BENCHMARKS.md`.
 
 // Counts and durations become ratios and rates for a report: precision past
@@ -32,6 +35,8 @@ use futures_util::{StreamExt as _, TryStreamExt as _};
 use prost::Message as _;
 use serde_json::{json, Value};
 use ttl_bench::{cpu_seconds, event, hand_decode, hand_entry, peak_rss_kib, Event};
+
+mod parallel;
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
@@ -63,6 +68,21 @@ async fn main() -> Res<()> {
             println!("{result}");
             Ok(())
         }
+        Some("parallel") => {
+            let update = arg(&args, "--update").map(PathBuf::from);
+            if let Some(from) = arg(&args, "--from") {
+                let measured = read_json(Path::new(&from)).ok_or("--from: no JSON there")?;
+                return parallel::render(&measured, update.as_deref());
+            }
+            let out = PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?);
+            let concurrency = arg(&args, "--concurrency")
+                .unwrap_or_else(|| "2,4".to_owned())
+                .split(',')
+                .map(str::parse)
+                .collect::<Result<Vec<usize>, _>>()?;
+            let rounds = arg(&args, "--rounds").map_or(Ok(5), |r| r.parse())?;
+            parallel::run(rows, &concurrency, rounds, &out, update.as_deref()).await
+        }
         Some("instructions") => {
             let out = PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?);
             instructions(rows, &out).await
@@ -78,7 +98,7 @@ async fn main() -> Res<()> {
             report(&dir, &out)
         }
         _ => Err(
-            "usage: ttl-bench e2e|instructions|conditional|contender|report (see bench/run.sh)"
+            "usage: ttl-bench e2e|parallel|instructions|conditional|contender|report (see bench/run.sh)"
                 .into(),
         ),
     }
@@ -743,6 +763,10 @@ fn report(dir: &Path, out: &Path) -> Res<()> {
          Command: `bench/run.sh` (`BENCH_ROWS=N` to change the row count).\n",
         date = shell("date -u +%Y-%m-%d"),
     );
+    let doc = match read_json(&dir.join("parallel.json")) {
+        Some(p) => format!("{doc}\n{}", parallel::section(&p)),
+        None => doc,
+    };
     std::fs::write(out, doc)?;
     Ok(())
 }

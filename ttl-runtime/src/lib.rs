@@ -12,7 +12,7 @@
 //! * `wire`: the gRPC data channel, its codecs, `ReadRows` chunk decoding and
 //!   row merging;
 //! * `client`: the I/O: [`Connection`], [`Table`], the bulk [`writer`],
-//!   resumed reads, schema administration ([`admin`]), [`retry`];
+//!   resumed and parallel reads, schema administration ([`admin`]), [`retry`];
 //! * [`ops`]: operations on families by name (audit, apply, inspect, migrate,
 //!   re-timing rows), on top of the client.
 //!

@@ -1,6 +1,7 @@
 //! The client, where the I/O happens: the [`Connection`](connection::Connection),
 //! the typed [`Table`](table::Table), the bulk writer, reads resumed after a
-//! break, schema administration, and the retry rules they share.
+//! break, parallel scans, schema administration, and the retry rules they
+//! share.
 //!
 //! It may use the pure core ([`crate::model`]) and the wire (`crate::wire`,
 //! private), never the operations above it ([`crate::ops`]).
@@ -9,6 +10,7 @@ pub mod admin;
 pub(crate) mod conditional;
 pub mod connection;
 pub(crate) mod failure;
+pub(crate) mod parallel;
 pub mod read;
 pub mod retry;
 pub mod table;

@@ -314,11 +314,11 @@ pub(crate) fn read_rows_with(
 ) -> impl Stream<Item = Result<MergedRow, ReadFailure>> + Send + 'static {
     let state = ReadState {
         channel,
+        merger: RowMerger::new(request.reversed),
         base: request.clone(),
         request: Some(request),
         response: None,
         first_response_by: None,
-        merger: RowMerger::default(),
         ready: VecDeque::new(),
         done: false,
         options,

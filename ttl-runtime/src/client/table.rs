@@ -253,8 +253,13 @@ impl<T: BigtableRow> Table<T> {
         &self.conn
     }
 
-    fn path(&self) -> String {
+    pub(crate) fn path(&self) -> String {
         self.conn.table_path(&self.name)
+    }
+
+    /// The timeouts and retries of reads.
+    pub(crate) fn read_options(&self) -> &ReadOptions {
+        &self.read
     }
 
     // ----- writes -------------------------------------------------------
@@ -536,8 +541,9 @@ impl<T: BigtableRow> Table<T> {
         Ok(rows.pop())
     }
 
-    /// The rows `scan` covers, as visible now, in key order; rows whose cells
-    /// have all expired are skipped.
+    /// The rows `scan` covers, as visible now, in key order (descending for
+    /// a [`Scan::reversed`] scan); rows whose cells have all expired are
+    /// skipped.
     ///
     /// # Errors
     /// As [`Table::get`].
@@ -564,7 +570,15 @@ impl<T: BigtableRow> Table<T> {
     /// # Ok(()) }
     /// ```
     pub fn stream(&self, scan: Scan) -> impl Stream<Item = Result<Expiring<T>>> {
-        let now = self.clock.now();
+        self.stream_at(scan, self.clock.now())
+    }
+
+    /// [`Table::stream`] of the rows as visible at `now`.
+    pub(crate) fn stream_at(
+        &self,
+        scan: Scan,
+        now: DateTime<Utc>,
+    ) -> impl Stream<Item = Result<Expiring<T>>> {
         let request = self.read_request(scan, Some(self.read_filter(now)));
         let this = self.clone();
         self.raw_stream(request).filter_map(move |row| {

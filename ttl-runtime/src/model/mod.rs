@@ -21,4 +21,5 @@ pub mod policy;
 pub mod row;
 pub mod scan;
 pub mod schema;
+pub(crate) mod split;
 pub(crate) mod view;

@@ -21,7 +21,8 @@ use crate::proto::{
 /// let one_customer = Scan::prefix("customer-3#").limit(100);
 /// let a_range = Scan::range("a".."m");
 /// let some_keys = Scan::keys(["k1", "k7"]);
-/// # let _ = (everything, one_customer, a_range, some_keys);
+/// let newest_ten = Scan::prefix("customer-3#").reversed().limit(10);
+/// # let _ = (everything, one_customer, a_range, some_keys, newest_ten);
 /// ```
 ///
 /// Keys are the encoded row keys (`T::encode_key`), in Bigtable's byte order.
@@ -36,7 +37,11 @@ use crate::proto::{
 pub struct Scan {
     selection: Selection,
     limit: Option<u64>,
+    reversed: bool,
 }
+
+/// A range of row keys: its start and its end.
+pub(crate) type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 enum Selection {
@@ -58,6 +63,7 @@ impl Scan {
         Self {
             selection: Selection::Prefix(prefix.as_ref().to_vec()),
             limit: None,
+            reversed: false,
         }
     }
 
@@ -71,6 +77,7 @@ impl Scan {
         Self {
             selection: Selection::Range(own(range.start_bound()), own(range.end_bound())),
             limit: None,
+            reversed: false,
         }
     }
 
@@ -104,6 +111,7 @@ impl Scan {
         Ok(Self {
             selection: Selection::Range(encode(range.start_bound())?, encode(range.end_bound())?),
             limit: None,
+            reversed: false,
         })
     }
 
@@ -112,6 +120,7 @@ impl Scan {
         Self {
             selection: Selection::Keys(keys.into_iter().map(|k| k.as_ref().to_vec()).collect()),
             limit: None,
+            reversed: false,
         }
     }
 
@@ -126,6 +135,51 @@ impl Scan {
     #[must_use]
     pub fn row_limit(&self) -> Option<u64> {
         self.limit
+    }
+
+    /// The same rows in descending key order (Bigtable's reverse scan,
+    /// `ReadRowsRequest.reversed`): with [`Scan::limit`], the *last* `n`
+    /// rows of the range (the latest, when keys end in an ascending time).
+    ///
+    /// ```
+    /// use bigtable_ttl::Scan;
+    ///
+    /// // The 10 greatest keys of customer 3, greatest first.
+    /// let latest = Scan::prefix("customer-3#").reversed().limit(10);
+    /// assert!(latest.is_reversed());
+    /// ```
+    ///
+    /// A reversed read that breaks resumes *below* the last row it
+    /// delivered, so it too delivers every row once, in its order. Cloud
+    /// Bigtable serves reverse scans to clients that announce them (this
+    /// library does, in the `bigtable-features` header of every read);
+    /// Google's emulator serves them too (since mid-2023; the tests run
+    /// reverse scans on it, plain and resumed through broken connections).
+    pub fn reversed(mut self) -> Self {
+        self.reversed = true;
+        self
+    }
+
+    /// Whether rows come in descending key order ([`Scan::reversed`]).
+    #[must_use]
+    pub fn is_reversed(&self) -> bool {
+        self.reversed
+    }
+
+    /// The keys this scan covers as one range; `None` for a list of keys.
+    pub(crate) fn key_bounds(&self) -> Option<KeyRange> {
+        match &self.selection {
+            Selection::All => Some((Bound::Unbounded, Bound::Unbounded)),
+            Selection::Prefix(prefix) => {
+                let end = match prefix_range(prefix).end_key {
+                    Some(EndKey::EndKeyOpen(end)) => Bound::Excluded(end),
+                    _ => Bound::Unbounded,
+                };
+                Some((Bound::Included(prefix.clone()), end))
+            }
+            Selection::Range(start, end) => Some((start.clone(), end.clone())),
+            Selection::Keys(_) => None,
+        }
     }
 
     /// The `RowSet` and `rows_limit` of a `ReadRowsRequest` for this scan.
@@ -165,6 +219,7 @@ impl Scan {
             rows_limit: self
                 .limit
                 .map_or(0, |n| i64::try_from(n).unwrap_or(i64::MAX)),
+            reversed: self.reversed,
             ..ReadRowsRequest::default()
         })
     }
@@ -225,8 +280,10 @@ impl RawCell {
 /// (family, then qualifier, then newest first).
 pub(crate) type RawRow = (Vec<u8>, Vec<RawCell>);
 
-/// `request` narrowed to the rows after `last_key`, with `delivered` rows
-/// taken off its limit; `None` when nothing is left to read.
+/// `request` narrowed to the rows it has not delivered yet: those after
+/// `last_key`, or before it for a reversed read (which delivers keys in
+/// descending order), with `delivered` rows taken off its limit; `None`
+/// when nothing is left to read.
 pub(crate) fn resume_request(
     mut request: ReadRowsRequest,
     last_key: &[u8],
@@ -241,50 +298,64 @@ pub(crate) fn resume_request(
         }
         request.rows_limit = left;
     }
-    let after = || Some(StartKey::StartKeyOpen(last_key.to_vec()));
-    let rows = match request.rows.take() {
-        None => RowSet {
-            row_keys: vec![],
-            row_ranges: vec![RowRange {
-                start_key: after(),
-                end_key: None,
-            }],
-        },
-        Some(mut set) if set.row_keys.is_empty() && set.row_ranges.is_empty() => {
-            set.row_ranges.push(RowRange {
-                start_key: after(),
-                end_key: None,
-            });
-            set
-        }
-        Some(mut set) => {
-            set.row_keys.retain(|k| k.as_slice() > last_key);
-            set.row_ranges.retain_mut(|range| {
-                let ends_before = match &range.end_key {
-                    Some(EndKey::EndKeyOpen(e) | EndKey::EndKeyClosed(e)) if !e.is_empty() => {
-                        e.as_slice() <= last_key
-                    }
-                    _ => false,
-                };
-                let starts_at_or_before = match &range.start_key {
-                    Some(StartKey::StartKeyClosed(s)) => s.as_slice() <= last_key,
-                    Some(StartKey::StartKeyOpen(s)) => s.as_slice() < last_key,
-                    None => true,
-                };
-                if starts_at_or_before {
-                    range.start_key = after();
-                }
-                !ends_before
-            });
-            if set.row_keys.is_empty() && set.row_ranges.is_empty() {
-                // An empty set would mean every row.
-                return None;
-            }
-            set
-        }
-    };
-    request.rows = Some(rows);
+    let mut set = request.rows.take().unwrap_or_default();
+    if set.row_keys.is_empty() && set.row_ranges.is_empty() {
+        // Every row: one unbounded range, narrowed below.
+        set.row_ranges.push(RowRange::default());
+    }
+    if request.reversed {
+        set.row_keys.retain(|k| k.as_slice() < last_key);
+        set.row_ranges
+            .retain_mut(|range| narrow_below(range, last_key));
+    } else {
+        set.row_keys.retain(|k| k.as_slice() > last_key);
+        set.row_ranges
+            .retain_mut(|range| narrow_above(range, last_key));
+    }
+    if set.row_keys.is_empty() && set.row_ranges.is_empty() {
+        // An empty set would mean every row.
+        return None;
+    }
+    request.rows = Some(set);
     Some(request)
+}
+
+/// `range` cut to its keys after `last`; `false` when none is left. An
+/// empty key is an unbounded end, as in Bigtable's API.
+fn narrow_above(range: &mut RowRange, last: &[u8]) -> bool {
+    let ends_at_or_before = match &range.end_key {
+        Some(EndKey::EndKeyOpen(e) | EndKey::EndKeyClosed(e)) if !e.is_empty() => {
+            e.as_slice() <= last
+        }
+        _ => false,
+    };
+    let starts_at_or_before = match &range.start_key {
+        Some(StartKey::StartKeyClosed(s)) => s.as_slice() <= last,
+        Some(StartKey::StartKeyOpen(s)) => s.as_slice() < last,
+        None => true,
+    };
+    if starts_at_or_before {
+        range.start_key = Some(StartKey::StartKeyOpen(last.to_vec()));
+    }
+    !ends_at_or_before
+}
+
+/// `range` cut to its keys before `last` (a reversed read's rest); `false`
+/// when none is left.
+fn narrow_below(range: &mut RowRange, last: &[u8]) -> bool {
+    let starts_at_or_after = match &range.start_key {
+        Some(StartKey::StartKeyClosed(s) | StartKey::StartKeyOpen(s)) => s.as_slice() >= last,
+        None => false,
+    };
+    let ends_after = match &range.end_key {
+        Some(EndKey::EndKeyClosed(e)) if !e.is_empty() => e.as_slice() >= last,
+        Some(EndKey::EndKeyOpen(e)) if !e.is_empty() => e.as_slice() > last,
+        _ => true,
+    };
+    if ends_after {
+        range.end_key = Some(EndKey::EndKeyOpen(last.to_vec()));
+    }
+    !starts_at_or_after
 }
 
 #[cfg(test)]
@@ -341,5 +412,69 @@ mod tests {
         let r = resumed(Scan::keys(["a", "c", "e"]), "c", 2).unwrap();
         assert_eq!(r.rows.unwrap().row_keys, vec![b"e".to_vec()]);
         assert!(resumed(Scan::keys(["a", "c"]), "c", 2).is_none());
+    }
+
+    #[test]
+    fn a_reversed_scan_asks_for_descending_keys() {
+        let request = Scan::prefix("p")
+            .reversed()
+            .into_request("t".into())
+            .unwrap();
+        assert!(request.reversed);
+        assert!(!Scan::prefix("p").into_request("t".into()).unwrap().reversed);
+        assert!(Scan::all().reversed().limit(3).is_reversed());
+    }
+
+    #[test]
+    fn a_resumed_reversed_read_ends_before_the_last_row_and_keeps_the_rest_of_the_limit() {
+        let open_end = |k: &str| Some(EndKey::EndKeyOpen(k.as_bytes().to_vec()));
+        // Every row: everything below the last key delivered.
+        let r = resumed(Scan::all().reversed().limit(10), "k5", 4).unwrap();
+        assert!(r.reversed, "the resumed read is reversed too");
+        assert_eq!(r.rows_limit, 6);
+        let ranges = r.rows.unwrap().row_ranges;
+        assert_eq!(ranges.len(), 1);
+        assert_eq!(ranges[0].start_key, None);
+        assert_eq!(ranges[0].end_key, open_end("k5"));
+        assert!(resumed(Scan::all().reversed().limit(4), "k5", 4).is_none());
+
+        // A range keeps its start; its end (open, closed or none) becomes
+        // open at the last key.
+        for scan in [
+            Scan::range("b".."m"),
+            Scan::range("b"..="m"),
+            Scan::range("b"..),
+        ] {
+            let r = resumed(scan.reversed(), "d", 3).unwrap();
+            let range = &r.rows.unwrap().row_ranges[0];
+            assert_eq!(
+                range.start_key,
+                Some(StartKey::StartKeyClosed(b"b".to_vec()))
+            );
+            assert_eq!(range.end_key, open_end("d"));
+        }
+        // A range ending below the last key is kept as it is.
+        let r = resumed(Scan::range(.."c").reversed(), "d", 0).unwrap();
+        assert_eq!(r.rows.unwrap().row_ranges[0].end_key, open_end("c"));
+        // The last row opened the range: nothing is left.
+        assert!(resumed(Scan::range("d"..="m").reversed(), "d", 3).is_none());
+        assert!(resumed(Scan::range("d"..).reversed(), "d", 3).is_none());
+        // Keys below an exclusive start are not the range's: still none left.
+        let after_c = Scan::range::<&str>((Bound::Excluded("c"), Bound::Unbounded));
+        assert!(resumed(after_c.clone().reversed(), "c", 1).is_none());
+        assert!(resumed(after_c.reversed(), "ca", 1).is_some());
+        // A prefix: the end becomes the last key, the start stays the prefix.
+        let r = resumed(Scan::prefix("ab").reversed(), "abm", 1).unwrap();
+        let range = &r.rows.unwrap().row_ranges[0];
+        assert_eq!(
+            range.start_key,
+            Some(StartKey::StartKeyClosed(b"ab".to_vec()))
+        );
+        assert_eq!(range.end_key, open_end("abm"));
+
+        // Keys: those below the last key.
+        let r = resumed(Scan::keys(["a", "c", "e"]).reversed(), "c", 2).unwrap();
+        assert_eq!(r.rows.unwrap().row_keys, vec![b"a".to_vec()]);
+        assert!(resumed(Scan::keys(["c", "e"]).reversed(), "c", 2).is_none());
     }
 }

@@ -1,5 +1,6 @@
-//! The library's data calls (`MutateRow`, `MutateRows`, `ReadRows`) on a
-//! gRPC channel of its own: one connection pool for every read and write.
+//! The library's data calls (`MutateRow`, `MutateRows`, `ReadRows`,
+//! `SampleRowKeys`) on a gRPC channel of its own: one connection pool for
+//! every read and write.
 //!
 //! The channel is configured here (HTTP/2 windows sized for bulk reads and
 //! writes, keep-alive as `bigtable_rs` sets it); every request carries the
@@ -14,13 +15,13 @@ use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 use crate::model::error::BoxError;
 use crate::proto::{
     CheckAndMutateRowRequest, CheckAndMutateRowResponse, MutateRowRequest, MutateRowResponse,
-    MutateRowsResponse, ReadRowsRequest,
+    MutateRowsResponse, ReadRowsRequest, SampleRowKeysRequest, SampleRowKeysResponse,
 };
 use crate::wire::chunk::{Chunk, ReadRowsCodec};
 use tonic_prost::ProstCodec;
 
 use crate::wire::codec::{EncodedBatch, MutateRowsBody, MutateRowsCodec};
-use crate::wire::headers::{routing_header, DATA_SCOPE};
+use crate::wire::headers::{routing_header, DATA_SCOPE, FEATURES_KEY, FEATURES_REVERSE_SCANS};
 use crate::wire::service::DataService;
 
 const DATA_ENDPOINT: &str = "https://bigtable.googleapis.com";
@@ -28,6 +29,7 @@ const MUTATE_ROW: &str = "/google.bigtable.v2.Bigtable/MutateRow";
 const MUTATE_ROWS: &str = "/google.bigtable.v2.Bigtable/MutateRows";
 const CHECK_AND_MUTATE_ROW: &str = "/google.bigtable.v2.Bigtable/CheckAndMutateRow";
 const READ_ROWS: &str = "/google.bigtable.v2.Bigtable/ReadRows";
+const SAMPLE_ROW_KEYS: &str = "/google.bigtable.v2.Bigtable/SampleRowKeys";
 /// The largest `ReadRowsResponse` message accepted: a bit over Bigtable's
 /// 256 MiB row limit (tonic's default cap, 4 MiB, is below its 100 MiB
 /// cells, and the emulator sends a whole row in one message).
@@ -140,7 +142,13 @@ impl DataChannel {
         request: ReadRowsRequest,
     ) -> Result<tonic::Streaming<Vec<Chunk>>, tonic::Status> {
         let table_name = request.table_name.clone();
-        let request = self.request(request, &table_name, None).await?;
+        let mut request = self.request(request, &table_name, None).await?;
+        // Announce reverse scans (the merger takes descending keys): Cloud
+        // Bigtable refuses a reversed read from a client that does not.
+        request.metadata_mut().insert(
+            FEATURES_KEY,
+            tonic::metadata::MetadataValue::from_static(FEATURES_REVERSE_SCANS),
+        );
         let path = tonic::codegen::http::uri::PathAndQuery::from_static(READ_ROWS);
         let response = self
             .ready()
@@ -217,6 +225,42 @@ impl DataChannel {
             .server_streaming(request, path, MutateRowsCodec)
             .await?;
         Ok(response.into_inner())
+    }
+
+    /// One `SampleRowKeys` call on `table_name`, its whole answer within
+    /// `timeout`: row keys, in key order, that cut the table into parts of
+    /// about equal size, each with the bytes stored before it.
+    pub(crate) async fn sample_row_keys(
+        &self,
+        table_name: &str,
+        timeout: Duration,
+    ) -> Result<Vec<SampleRowKeysResponse>, tonic::Status> {
+        let call = async {
+            let message = SampleRowKeysRequest {
+                table_name: table_name.to_owned(),
+                ..SampleRowKeysRequest::default()
+            };
+            let request = self.request(message, table_name, Some(timeout)).await?;
+            let path = tonic::codegen::http::uri::PathAndQuery::from_static(SAMPLE_ROW_KEYS);
+            let mut stream = self
+                .ready()
+                .await?
+                .server_streaming(request, path, ProstCodec::default())
+                .await?
+                .into_inner();
+            let mut samples = Vec::new();
+            while let Some(sample) = stream.message().await? {
+                samples.push(sample);
+            }
+            Ok(samples)
+        };
+        tokio::time::timeout(timeout, call)
+            .await
+            .unwrap_or_else(|_| {
+                Err(tonic::Status::deadline_exceeded(format!(
+                    "no complete answer to SampleRowKeys within {timeout:?}"
+                )))
+            })
     }
 }
 

@@ -1,10 +1,21 @@
 //! What every data request carries besides its body: the routing header
-//! of its table and the OAuth scope of its bearer token.
+//! of its table, the OAuth scope of its bearer token, and the features a
+//! read announces.
 
 use std::fmt::Write as _;
 
 /// The OAuth scope of data calls.
 pub(crate) const DATA_SCOPE: &str = "https://www.googleapis.com/auth/bigtable.data";
+
+/// The metadata key of the client's feature flags.
+pub(crate) const FEATURES_KEY: &str = "bigtable-features";
+
+/// `google.bigtable.v2.FeatureFlags { reverse_scans: true }`, serialized and
+/// web-safe base64 encoded, as Google's clients send it under
+/// [`FEATURES_KEY`]: Cloud Bigtable rejects a reversed `ReadRows` from a
+/// client that does not announce reverse scans. (The bytes are `08 01`,
+/// checked by a test against the generated type.)
+pub(crate) const FEATURES_REVERSE_SCANS: &str = "CAE=";
 
 /// `x-goog-request-params` for a table request, as Google's clients send it
 /// (routes the request to the right backend on Cloud Bigtable).
@@ -31,5 +42,40 @@ mod tests {
             routing_header("projects/p/instances/i/tables/t"),
             "table_name=projects%2Fp%2Finstances%2Fi%2Ftables%2Ft&app_profile_id="
         );
+    }
+
+    /// Web-safe base64 with padding, as Go's `base64.URLEncoding`.
+    fn websafe_base64(bytes: &[u8]) -> String {
+        const ALPHABET: &[u8; 64] =
+            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        let mut out = String::new();
+        for group in bytes.chunks(3) {
+            let n = group
+                .iter()
+                .enumerate()
+                .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+            for i in 0..4 {
+                if i <= group.len() {
+                    out.push(char::from(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]));
+                } else {
+                    out.push('=');
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_feature_header_announces_reverse_scans() {
+        use prost::Message as _;
+        let flags = crate::proto::FeatureFlags {
+            reverse_scans: true,
+            ..crate::proto::FeatureFlags::default()
+        };
+        assert_eq!(
+            websafe_base64(&flags.encode_to_vec()),
+            FEATURES_REVERSE_SCANS
+        );
+        assert_eq!(websafe_base64(b"\xfb\xff"), "-_8=");
     }
 }

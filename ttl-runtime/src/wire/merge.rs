@@ -70,6 +70,8 @@ pub(crate) struct RowMerger {
     pub(crate) last_committed: Option<Bytes>,
     /// Rows committed so far.
     pub(crate) committed: u64,
+    /// Rows come in descending key order (a reversed read).
+    reversed: bool,
 }
 
 /// A cell whose value arrives in several chunks: its parts are
@@ -85,6 +87,25 @@ fn protocol<T>(msg: &str) -> Result<T, ReadError> {
 }
 
 impl RowMerger {
+    /// A merger for a read whose rows come in ascending key order, or in
+    /// descending order when `reversed` (`ReadRowsRequest.reversed`).
+    pub(crate) fn new(reversed: bool) -> Self {
+        Self {
+            reversed,
+            ..Self::default()
+        }
+    }
+
+    /// Whether `key` may follow the last committed row: after it, or
+    /// before it in a reversed read.
+    fn in_order(&self, key: &Bytes) -> bool {
+        match &self.last_committed {
+            None => true,
+            Some(last) if self.reversed => key < last,
+            Some(last) => key > last,
+        }
+    }
+
     /// Feed one chunk; a committed row comes out.
     pub(crate) fn push(&mut self, chunk: Chunk) -> Result<Option<MergedRow>, ReadError> {
         let Chunk {
@@ -107,11 +128,7 @@ impl RowMerger {
                 }
                 Some(_) => {}
                 None => {
-                    if self
-                        .last_committed
-                        .as_ref()
-                        .is_some_and(|last| row_key <= *last)
-                    {
+                    if !self.in_order(&row_key) {
                         return protocol("row keys out of order");
                     }
                     self.key = Some(row_key);
@@ -335,6 +352,33 @@ mod tests {
         assert!(m
             .push(commit(chunk("a", Some("c"), Some("a"), 0, "")))
             .is_err());
+    }
+
+    #[test]
+    fn a_reversed_read_takes_descending_keys_only() {
+        let mut m = RowMerger::new(true);
+        for key in ["c", "b"] {
+            m.push(commit(chunk(key, Some("c"), Some("a"), 0, "")))
+                .unwrap()
+                .unwrap();
+        }
+        let err = m
+            .push(commit(chunk("b2", Some("c"), Some("a"), 0, "")))
+            .unwrap_err();
+        assert!(err.to_string().contains("out of order"), "{err}");
+        // The same key twice is out of order either way.
+        let mut m = RowMerger::new(true);
+        m.push(commit(chunk("b", Some("c"), Some("a"), 0, "")))
+            .unwrap();
+        assert!(m
+            .push(commit(chunk("b", Some("c"), Some("a"), 0, "")))
+            .is_err());
+        // A reset keeps the direction.
+        m.reset();
+        assert!(m
+            .push(commit(chunk("a", Some("c"), Some("a"), 0, "")))
+            .unwrap()
+            .is_some());
     }
 
     #[test]
