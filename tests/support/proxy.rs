@@ -58,6 +58,8 @@ struct Shared {
     rng: Mutex<u64>,
     resets: AtomicUsize,
     connections: AtomicU64,
+    /// Bytes forwarded from clients to the server, over all connections.
+    client_bytes: AtomicU64,
     /// Bumped by every `arm`: open connections then plan again.
     generation: AtomicU64,
 }
@@ -90,6 +92,7 @@ impl Proxy {
             rng: Mutex::new(0),
             resets: AtomicUsize::new(0),
             connections: AtomicU64::new(0),
+            client_bytes: AtomicU64::new(0),
             generation: AtomicU64::new(0),
         });
         let accept = shared.clone();
@@ -128,6 +131,13 @@ impl Proxy {
     /// Connections reset (or cut after a swallowed answer) since the last `arm`.
     pub fn resets(&self) -> usize {
         self.shared.resets.load(Ordering::SeqCst)
+    }
+
+    /// Bytes clients have sent through the proxy, in all: to size a fault
+    /// to one request of a sequence.
+    #[allow(dead_code)]
+    pub fn client_bytes(&self) -> u64 {
+        self.shared.client_bytes.load(Ordering::SeqCst)
     }
 
     /// Connections accepted in all.
@@ -238,6 +248,7 @@ impl Shared {
                     Ok(0) | Err(_) => { client_open = false; let _ = server.shutdown().await; }
                     Ok(n) => {
                         up += n as u64;
+                        self.client_bytes.fetch_add(n as u64, Ordering::SeqCst);
                         last = (n as u64, 0);
                         if server.write_all(&a[..n]).await.is_err() { break; }
                     }

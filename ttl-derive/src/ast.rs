@@ -190,6 +190,11 @@ impl Field<'_> {
     pub fn is_option(&self) -> bool {
         self.option_inner.is_some()
     }
+
+    /// A counter column (`#[bigtable(counter)]`), incremented in place.
+    pub fn is_counter(&self) -> bool {
+        self.attrs.counter.is_some()
+    }
 }
 
 fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
@@ -229,6 +234,12 @@ pub fn is_digit_key(ty: &Type) -> bool {
         || last_segment(ty).is_some_and(|seg| {
             seg.arguments.is_none() && ["u64", "u32", "i64", "i32"].iter().any(|t| seg.ident == t)
         })
+}
+
+/// Whether the type is spelled `i64` (a counter's type: Bigtable increments
+/// 64-bit big-endian signed integers).
+pub fn is_i64(ty: &Type) -> bool {
+    last_segment(ty).is_some_and(|seg| seg.arguments.is_none() && seg.ident == "i64")
 }
 
 /// Whether the type is spelled `DateTime<Utc>` (any paths ending so).

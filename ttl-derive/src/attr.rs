@@ -193,6 +193,7 @@ pub struct Field {
     pub family: Option<Keyed<LitStr>>,
     pub expire_at: Option<Keyed<()>>,
     pub ttl_for: Option<Keyed<Duration>>,
+    pub counter: Option<Keyed<()>>,
 }
 
 impl Field {
@@ -204,6 +205,7 @@ impl Field {
             self.family.as_ref().map(|k| (&k.key, "family")),
             self.expire_at.as_ref().map(|k| (&k.key, "expire_at")),
             self.ttl_for.as_ref().map(|k| (&k.key, "for")),
+            self.counter.as_ref().map(|k| (&k.key, "counter")),
         ]
         .into_iter()
         .flatten()
@@ -237,6 +239,9 @@ impl Field {
         } else if *p == symbol::FAMILY {
             let v = parse_str(meta, symbol::FAMILY)?;
             set_once(cx, &mut self.family, symbol::FAMILY, p, v);
+        } else if *p == symbol::COUNTER {
+            no_value(meta, symbol::COUNTER)?;
+            set_once(cx, &mut self.counter, symbol::COUNTER, p, ());
         } else {
             unknown(
                 cx,

@@ -199,6 +199,12 @@ fn impl_row(cont: &Container) -> TokenStream {
                 column_index += 1;
                 if f.is_option() {
                     respan(quote!(__row.column_opt(#i)?), at(f.ty))
+                } else if f.is_counter() {
+                    // An absent counter is zero.
+                    respan(
+                        quote!(::core::option::Option::unwrap_or(__row.column_opt(#i)?, 0)),
+                        at(f.ty),
+                    )
                 } else {
                     respan(quote!(__row.column(#i)?), at(f.ty))
                 }
@@ -280,17 +286,25 @@ fn field_handles(cont: &Container, columns: &[&Field], p: &TokenStream) -> Token
         let handle = syn::Ident::new(&name.to_uppercase(), f.ident.span());
         let value_ty = f.option_inner.unwrap_or(f.ty);
         let i = Literal::usize_unsuffixed(i);
-        let doc = format!(
-            " The stored field `{name}`, for conditional writes: `{ident}::{handle}.equals(&value)`."
-        );
-        // Reported at the field: a clash with a const of the user's own.
-        respan(
+        let item = if f.is_counter() {
+            let doc = format!(
+                " The counter `{name}`: `table.increment(&key, {ident}::{handle}, 1, expiry)`."
+            );
+            quote! {
+                #[doc = #doc]
+                pub const #handle: #p::CounterField<#ident> = #p::CounterField::new(#i);
+            }
+        } else {
+            let doc = format!(
+                " The stored field `{name}`, for conditional writes: `{ident}::{handle}.equals(&value)`."
+            );
             quote! {
                 #[doc = #doc]
                 pub const #handle: #p::Field<#ident, #value_ty> = #p::Field::new(#i);
-            },
-            at(f.ident),
-        )
+            }
+        };
+        // Reported at the field: a clash with a const of the user's own.
+        respan(item, at(f.ident))
     });
     quote! {
         #[automatically_derived]

@@ -99,9 +99,14 @@ use proc_macro::TokenStream;
 /// | `#[bigtable(family = "f")]` | the field's column family (default: the struct's) |
 /// | `#[ttl(expire_at)]` | the row's expiry, not a column: `DateTime<Utc>` (required, any strategy) or `Option<DateTime<Utc>>` (with a default: `None` means the default); filled with the row's expiry when read |
 /// | `#[ttl(for = "1h")]` | a per-field TTL, default strategy only, on an `Option<_>` field (it can expire before the row and then reads as `None`) |
+/// | `#[bigtable(counter)]` | an `i64` counter, incremented in place by `Table::increment` (an absent counter reads as 0); one-second expiration only (see the README's "Counters") |
 ///
 /// Every other field is a column whose type implements `CellCodec`; an
 /// `Option<_>` field deletes its column when `None`.
+///
+/// Each stored field also gets an associated const named after it in upper
+/// case, the typed handle conditional writes and counters take
+/// (`Click::URL: Field<Click, String>`, a counter's `CounterField<Self>`).
 ///
 /// Durations are humantime's syntax (`"90s"`, `"15m"`, `"1h30m"`, `"2d"`,
 /// `"250ms"`, the grammar the `bigtable-ttl` CLI's `--policy` reads too),

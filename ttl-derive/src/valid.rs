@@ -21,7 +21,53 @@ pub fn check(cx: &Ctxt, cont: &Container) {
     check_keys(cx, cont);
     check_expire_at(cx, cont);
     check_field_ttls(cx, cont);
+    check_counters(cx, cont);
     check_columns(cx, cont);
+}
+
+/// Counters are incremented with `ReadModifyWriteRow`, which stamps the new
+/// cell with the greater of the old cell's timestamp and the server's clock:
+/// only a timestamp in the future (one-second expiration, where it is the
+/// expiry) survives an increment unchanged.
+fn check_counters(cx: &Ctxt, cont: &Container) {
+    for field in cont.fields.iter().filter(|f| f.is_counter()) {
+        let Some(counter) = &field.attrs.counter else {
+            continue;
+        };
+        if field.role() != Role::Column {
+            // Key and expire_at fields report their clashing keys already.
+            continue;
+        }
+        if let Some(default) = &cont.attrs.default_ttl {
+            cx.error_spanned_by(
+                &counter.key,
+                format!(
+                    "counter `{}` needs one-second expiration, but the struct has `#[ttl(default = {:?})]`: Bigtable stamps an incremented cell with the server's now when that is later than its timestamp, so under a default TTL every increment would push the counter's expiry to now + the default. Put counters in a struct with a `#[ttl(expire_at)]` field and no default (the cell timestamp is then the expiry, in the future, and increments keep it)",
+                    field.name(),
+                    default.value.lit.value()
+                ),
+            );
+        }
+        if let Some(ttl) = &field.attrs.ttl_for {
+            cx.error_spanned_by(
+                &ttl.key,
+                format!(
+                    "counter `{}` cannot have its own TTL: it lives as long as the expiry it is created with",
+                    field.name()
+                ),
+            );
+        }
+        if !crate::ast::is_i64(field.ty) {
+            cx.error_spanned_by(
+                field.ty,
+                format!(
+                    "counter `{}` must be an `i64`: Bigtable increments 64-bit signed big-endian integers (an absent counter reads as 0, so not `Option`), found `{}`",
+                    field.name(),
+                    field.ty.to_token_stream().to_string().replace(' ', "")
+                ),
+            );
+        }
+    }
 }
 
 fn check_generics(cx: &Ctxt, cont: &Container) {

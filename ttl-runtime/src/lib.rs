@@ -46,6 +46,7 @@ pub use model::codec::CellCodec;
 #[cfg_attr(docsrs, doc(cfg(feature = "json")))]
 pub use model::codec::Json;
 pub use model::condition::{Condition, Field};
+pub use model::counter::{Counted, CounterField};
 pub use model::error::{Code, CodecError, Error, FailedRow, Result};
 pub use model::key::KeyPart;
 pub use model::mutation::RowMutation;
@@ -64,6 +65,7 @@ pub use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as proto;
 pub mod __private {
     pub use crate::model::codec::CellCodec;
     pub use crate::model::condition::Field;
+    pub use crate::model::counter::CounterField;
     pub use crate::model::error::{Error, Result};
     pub use crate::model::field::FieldError;
     pub use crate::model::key::{KeyBuilder, KeyPart, KeyReader};

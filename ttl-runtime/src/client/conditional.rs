@@ -276,7 +276,7 @@ impl<T: BigtableRow> Table<T> {
 /// Whether a failed conditional attempt may have been applied: its answer
 /// was lost (a timeout, a transport failure, an unavailable server) rather
 /// than an error the server decided on before applying anything.
-fn outcome_unknown(status: &tonic::Status) -> bool {
+pub(crate) fn outcome_unknown(status: &tonic::Status) -> bool {
     matches!(
         code_of(status),
         Code::DeadlineExceeded

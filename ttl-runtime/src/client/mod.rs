@@ -9,6 +9,7 @@
 pub mod admin;
 pub(crate) mod conditional;
 pub mod connection;
+pub(crate) mod counter;
 pub(crate) mod failure;
 pub(crate) mod parallel;
 pub mod read;

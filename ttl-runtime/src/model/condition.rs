@@ -142,6 +142,18 @@ impl<T: BigtableRow> Condition<T> {
     }
 }
 
+/// Matches when column `family:qualifier` has a cell visible at `now` under
+/// `schema`'s policy.
+#[must_use]
+pub(crate) fn live_column(
+    schema: &Schema,
+    family: &str,
+    qualifier: &[u8],
+    now: DateTime<Utc>,
+) -> RowFilter {
+    chain(vec![one_column(family, qualifier), visible(schema, now)])
+}
+
 /// Matches when the row has a cell the typed reader would show at `now`:
 /// the read filter itself (the struct's families, the policy's timestamp
 /// range, the newest version of each column).

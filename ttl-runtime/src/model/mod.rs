@@ -9,6 +9,7 @@
 pub mod clock;
 pub mod codec;
 pub(crate) mod condition;
+pub(crate) mod counter;
 pub(crate) mod duration;
 pub mod error;
 pub(crate) mod field;

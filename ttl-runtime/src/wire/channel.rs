@@ -15,7 +15,8 @@ use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 use crate::model::error::BoxError;
 use crate::proto::{
     CheckAndMutateRowRequest, CheckAndMutateRowResponse, MutateRowRequest, MutateRowResponse,
-    MutateRowsResponse, ReadRowsRequest, SampleRowKeysRequest, SampleRowKeysResponse,
+    MutateRowsResponse, ReadModifyWriteRowRequest, ReadModifyWriteRowResponse, ReadRowsRequest,
+    SampleRowKeysRequest, SampleRowKeysResponse,
 };
 use crate::wire::chunk::{Chunk, ReadRowsCodec};
 use tonic_prost::ProstCodec;
@@ -28,6 +29,7 @@ const DATA_ENDPOINT: &str = "https://bigtable.googleapis.com";
 const MUTATE_ROW: &str = "/google.bigtable.v2.Bigtable/MutateRow";
 const MUTATE_ROWS: &str = "/google.bigtable.v2.Bigtable/MutateRows";
 const CHECK_AND_MUTATE_ROW: &str = "/google.bigtable.v2.Bigtable/CheckAndMutateRow";
+const READ_MODIFY_WRITE_ROW: &str = "/google.bigtable.v2.Bigtable/ReadModifyWriteRow";
 const READ_ROWS: &str = "/google.bigtable.v2.Bigtable/ReadRows";
 const SAMPLE_ROW_KEYS: &str = "/google.bigtable.v2.Bigtable/SampleRowKeys";
 /// The largest `ReadRowsResponse` message accepted: a bit over Bigtable's
@@ -178,6 +180,18 @@ impl DataChannel {
     ) -> Result<CheckAndMutateRowResponse, tonic::Status> {
         let table_name = request.table_name.clone();
         self.unary(CHECK_AND_MUTATE_ROW, request, &table_name, timeout)
+            .await
+    }
+
+    /// One `ReadModifyWriteRow` call: the rules applied atomically to one
+    /// row, the cells they wrote in the answer.
+    pub(crate) async fn read_modify_write_row(
+        &self,
+        request: ReadModifyWriteRowRequest,
+        timeout: Duration,
+    ) -> Result<ReadModifyWriteRowResponse, tonic::Status> {
+        let table_name = request.table_name.clone();
+        self.unary(READ_MODIFY_WRITE_ROW, request, &table_name, timeout)
             .await
     }
 
