@@ -76,6 +76,11 @@ impl<T, V> Field<T, V> {
             types: PhantomData,
         }
     }
+
+    /// Its index in `T::SCHEMA.columns`.
+    pub(crate) fn index(self) -> usize {
+        self.column
+    }
 }
 
 impl<T: BigtableRow, V: CellCodec> Field<T, V> {

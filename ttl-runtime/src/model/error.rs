@@ -225,6 +225,15 @@ pub enum Error {
         /// Tries made.
         attempts: u32,
     },
+    /// A partial update tried to clear a field that is not an `Option`: a
+    /// row without it would no longer decode.
+    #[error("field `{field}` of table `{table}` is required: only an `Option` field can be cleared; set it instead")]
+    RequiredField {
+        /// The table.
+        table: String,
+        /// The field.
+        field: &'static str,
+    },
     /// A multi-row write left some rows unwritten (or with an unknown
     /// outcome); every other row was written. Retrying the whole write is
     /// safe: every mutation carries explicit timestamps, so writing a row

@@ -17,7 +17,9 @@
 //!   from a checkpoint;
 //! * [`raw_rows`]: every stored cell of a table, unfiltered;
 //! * [`Retime`]: extend or shorten one row's TTL in place, expire it now
-//!   (methods on [`crate::Table`]).
+//!   (methods on [`crate::Table`]);
+//! * [`Update`]: set some fields of a live row, keeping its expiry or
+//!   re-timing it in the same step (`Table::update`).
 //!
 //! The pure parts (policy parsing, [`policy_from_rule`], the audit tally, the
 //! cell reports of `inspect`, the per-row plans of `migrate` and `retime`)
@@ -33,6 +35,7 @@ mod raw;
 mod retime;
 mod scan;
 mod spec;
+mod update;
 
 pub use crate::model::gc_rule::policy_from_rule;
 pub use apply::{apply, ApplyOutcome, ApplyRequest};
@@ -48,3 +51,4 @@ pub use raw::raw_rows;
 pub use retime::{current_expiry, retime_mutation, Retime, Touched, RETIME_ROUNDS};
 pub use scan::ScanProgress;
 pub use spec::{parse_duration, parse_policy, policy_spec, short_duration, DEFAULT_WRITTEN_AT};
+pub use update::{update_mutation, Change, Update};

@@ -111,13 +111,13 @@ pub fn retime_mutation(
 
 /// The newest visible cell of each column of a row at `now` (cells outside
 /// the schema's families, or not visible under its policy, left out).
-struct LiveCells<'a> {
+pub(crate) struct LiveCells<'a> {
     schema: &'a Schema,
-    newest: BTreeMap<(&'a str, &'a [u8]), &'a RawCell>,
+    pub(crate) newest: BTreeMap<(&'a str, &'a [u8]), &'a RawCell>,
 }
 
 impl<'a> LiveCells<'a> {
-    fn of(schema: &'a Schema, cells: &'a [RawCell], now: DateTime<Utc>) -> Self {
+    pub(crate) fn of(schema: &'a Schema, cells: &'a [RawCell], now: DateTime<Utc>) -> Self {
         let mut newest: BTreeMap<(&str, &[u8]), &RawCell> = BTreeMap::new();
         for cell in cells {
             if !schema.families.contains(&cell.family.as_str())
@@ -146,7 +146,7 @@ impl<'a> LiveCells<'a> {
     /// cell's (as the typed reader computes it), or, in a row holding only
     /// columns with their own TTL, its newest cell's. `None` when no cell is
     /// live.
-    fn row_timestamp(&self) -> Option<i64> {
+    pub(crate) fn row_timestamp(&self) -> Option<i64> {
         let row_level = self
             .newest
             .iter()
@@ -305,7 +305,11 @@ impl<T: BigtableRow> Table<T> {
     }
 
     /// The row's newest visible cell of each column at `now`.
-    async fn visible_cells(&self, row_key: &[u8], now: DateTime<Utc>) -> Result<Vec<RawCell>> {
+    pub(crate) async fn visible_cells(
+        &self,
+        row_key: &[u8],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<RawCell>> {
         let conn = self.connection();
         let request = ReadRowsRequest {
             table_name: conn.table_path(self.name()),

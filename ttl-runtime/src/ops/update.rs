@@ -1,0 +1,447 @@
+//! Partial updates: set some fields of a live row, or clear its optional
+//! ones, keeping its expiry (Redis's `SET … KEEPTTL`) or re-timing the whole
+//! row in the same step. The pure core, [`update_mutation`], plans the
+//! mutation from the row's cells; [`Update`] reads them, and writes
+//! conditionally on the row still holding them (as a re-time does).
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use crate::client::conditional::Checked;
+use crate::client::table::{Table, Written};
+use crate::model::codec::CellCodec;
+use crate::model::condition::{unchanged, Field};
+use crate::model::error::{Error, Result};
+use crate::model::limits::MAX_CELL_BYTES;
+use crate::model::mutation::{delete_column, set_cell, RowMutation};
+use crate::model::policy::{from_micros, millis_floor, Expiry};
+use crate::model::row::BigtableRow;
+use crate::model::scan::RawCell;
+use crate::model::schema::Schema;
+use crate::ops::retime::{retime_mutation, LiveCells, Retime, RETIME_ROUNDS};
+
+/// One change of a partial update.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Change {
+    /// Set column `column` (an index of `Schema::columns`) to these bytes.
+    Set {
+        /// The column's index.
+        column: usize,
+        /// Its new value, encoded.
+        value: Vec<u8>,
+    },
+    /// Delete column `column` (an `Option` field's).
+    Clear {
+        /// The column's index.
+        column: usize,
+    },
+}
+
+/// The mutation that applies `changes` to the row whose cells are `cells`
+/// (as stored; only those visible at `now` count), at `now`. With `retime`,
+/// the whole row is re-timed to that expiry in the same mutation (as
+/// [`retime_mutation`]); without, every cell written keeps the row's current
+/// expiry, a column with its own TTL gets that TTL from now (never past the
+/// row's expiry). The shadow column, when declared, gets `now`.
+///
+/// `None` when the row has no visible cell: an update never revives a row.
+///
+/// # Errors
+/// [`Error::RequiredField`] for clearing a field that is not an `Option`;
+/// [`Error::ValueTooLarge`]; what the policy rejects for `retime`
+/// ([`Error::ExpiryNotInFuture`], [`Error::NonPositiveTtl`], …).
+pub fn update_mutation(
+    schema: &Schema,
+    row_key: &[u8],
+    cells: &[RawCell],
+    now: DateTime<Utc>,
+    changes: &[Change],
+    retime: Option<Retime>,
+) -> Result<Option<RowMutation>> {
+    let policy = schema.policy;
+    let live = LiveCells::of(schema, cells, now);
+    let Some(row_ts) = live.row_timestamp() else {
+        return Ok(None);
+    };
+    let mut next: Vec<RawCell> = live.newest.values().map(|c| (*c).clone()).collect();
+    let mut cleared = Vec::new();
+    let mut written = Vec::new();
+    for change in changes {
+        let (column_index, value) = match change {
+            Change::Set { column, value } => (*column, Some(value)),
+            Change::Clear { column } => (*column, None),
+        };
+        let column = &schema.columns[column_index];
+        let qualifier = column.qualifier.as_bytes();
+        next.retain(|c| !(c.family == column.family && c.qualifier == qualifier));
+        written.retain(|&(f, q)| !(f == column.family && q == qualifier));
+        cleared.retain(|&(f, q)| !(f == column.family && q == qualifier));
+        let Some(value) = value else {
+            if !column.optional {
+                return Err(Error::RequiredField {
+                    table: schema.table.to_owned(),
+                    field: column.field,
+                });
+            }
+            cleared.push((column.family, qualifier));
+            continue;
+        };
+        if value.len() > MAX_CELL_BYTES {
+            return Err(Error::ValueTooLarge {
+                field: column.field,
+                len: value.len(),
+                max: MAX_CELL_BYTES,
+            });
+        }
+        let ts = match column.ttl {
+            // A field never outlives its row.
+            Some(ttl) => policy.cell_timestamp(now, Expiry::Ttl(ttl))?.min(row_ts),
+            None => row_ts,
+        };
+        next.push(RawCell {
+            family: column.family.to_owned(),
+            qualifier: qualifier.to_vec(),
+            value: value.clone(),
+            timestamp_micros: ts,
+        });
+        written.push((column.family, qualifier));
+    }
+    if let Some(shadow) = schema.written_at {
+        let qualifier = shadow.qualifier.as_bytes();
+        let at = from_micros(millis_floor(now)?)?;
+        let value = at.encode().map_err(|source| Error::Encode {
+            field: "written_at",
+            source,
+        })?;
+        next.retain(|c| !(c.family == shadow.family && c.qualifier == qualifier));
+        next.push(RawCell {
+            family: shadow.family.to_owned(),
+            qualifier: qualifier.to_vec(),
+            value,
+            timestamp_micros: row_ts,
+        });
+        written.push((shadow.family, qualifier));
+    }
+
+    let mut m = if let Some(how) = retime {
+        // Every live cell (the new values among them) at the new expiry.
+        let Some(m) = retime_mutation(schema, row_key, &next, now, how)? else {
+            return Ok(None);
+        };
+        m
+    } else {
+        let mut mutations = Vec::with_capacity(2 * written.len() + cleared.len());
+        for cell in next.iter().filter(|c| {
+            written
+                .iter()
+                .any(|&(f, q)| c.family == f && c.qualifier == q)
+        }) {
+            mutations.push(delete_column(&cell.family, &cell.qualifier));
+            mutations.push(set_cell(
+                &cell.family,
+                &cell.qualifier,
+                cell.timestamp_micros,
+                cell.value.clone(),
+            ));
+        }
+        RowMutation {
+            row_key: row_key.to_vec(),
+            mutations,
+            timestamp_micros: row_ts,
+            expires_at: policy.expiry_of(row_ts)?,
+        }
+    };
+    for (family, qualifier) in cleared {
+        m.mutations.push(delete_column(family, qualifier));
+    }
+    Ok(Some(m))
+}
+
+/// A partial update of one row, built by [`Table::update`]: typed setters
+/// for some of its fields, then [`Update::apply`].
+#[must_use = "an update does nothing until `apply` is awaited"]
+pub struct Update<'t, T: BigtableRow> {
+    table: &'t Table<T>,
+    row_key: Result<Vec<u8>>,
+    changes: Vec<Change>,
+    /// The first value that did not encode, reported by `apply`.
+    bad_value: Option<Error>,
+    retime: Option<Retime>,
+}
+
+impl<T: BigtableRow> std::fmt::Debug for Update<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Update")
+            .field("table", &self.table.name())
+            .field("changes", &self.changes)
+            .field("retime", &self.retime)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: BigtableRow> Update<'_, T> {
+    /// Set `field` to `value` (through the field's codec).
+    pub fn set<V: CellCodec>(mut self, field: Field<T, V>, value: &V) -> Self {
+        match value.encode() {
+            Ok(value) => self.changes.push(Change::Set {
+                column: field.index(),
+                value,
+            }),
+            Err(source) => {
+                self.bad_value.get_or_insert(Error::Encode {
+                    field: field.name(),
+                    source,
+                });
+            }
+        }
+        self
+    }
+
+    /// Delete `field`'s column: it reads as `None`. Only for `Option`
+    /// fields ([`Error::RequiredField`] otherwise, from `apply`).
+    pub fn clear<V>(mut self, field: Field<T, V>) -> Self {
+        self.changes.push(Change::Clear {
+            column: field.index(),
+        });
+        self
+    }
+
+    /// Re-time the whole row to live `ttl` from now, in the same step.
+    pub fn ttl(mut self, ttl: TimeDelta) -> Self {
+        self.retime = Some(Retime::Ttl(ttl));
+        self
+    }
+
+    /// Re-time the whole row to expire at `at`, in the same step.
+    pub fn expire_at(mut self, at: DateTime<Utc>) -> Self {
+        self.retime = Some(Retime::At(at));
+        self
+    }
+
+    /// Read the row and write the changes, conditional on the row still
+    /// holding what was read (re-read and tried again, at most
+    /// [`RETIME_ROUNDS`] times). What was written, or `None` when the row
+    /// does not exist or has expired (it is not revived).
+    ///
+    /// # Errors
+    /// Before anything is sent: key errors, [`Error::Encode`],
+    /// [`Error::ValueTooLarge`], [`Error::RequiredField`], what the policy
+    /// rejects for `.ttl()` / `.expire_at()`. [`Error::Server`];
+    /// [`Error::Conflict`] when other writes kept changing the row.
+    pub async fn apply(self) -> Result<Option<Written>> {
+        let row_key = self.row_key?;
+        if let Some(e) = self.bad_value {
+            return Err(e);
+        }
+        let table = self.table;
+        for _ in 0..RETIME_ROUNDS {
+            let now = table.clock().now();
+            let cells = table.visible_cells(&row_key, now).await?;
+            let Some(m) =
+                update_mutation(T::SCHEMA, &row_key, &cells, now, &self.changes, self.retime)?
+            else {
+                return Ok(None);
+            };
+            let predicate = unchanged(T::SCHEMA, &cells, now);
+            let applied = match table
+                .check_and_mutate(&row_key, predicate, m.mutations.clone(), Vec::new())
+                .await?
+            {
+                Checked::Answered(matched) => matched,
+                // Not re-sent blindly: applied if its cells are there, else
+                // planned again from a fresh read (the condition keeps a
+                // second try from undoing a write in between).
+                Checked::Unknown(_) => table.holds(&m).await?,
+            };
+            if applied {
+                return Ok(Some(Written::new(&m, from_micros(millis_floor(now)?)?)));
+            }
+        }
+        Err(Error::Conflict {
+            table: table.name().to_owned(),
+            row_key,
+            attempts: RETIME_ROUNDS,
+        })
+    }
+}
+
+impl<T: BigtableRow> Table<T> {
+    /// A partial update of the row with key `key`: set some fields, clear
+    /// optional ones, keep the row's expiry (or re-time it with `.ttl()` /
+    /// `.expire_at()`), in one atomic conditional write.
+    ///
+    /// ```no_run
+    /// # use bigtable_ttl::{BigtableRow, Table};
+    /// #[derive(BigtableRow)]
+    /// #[bigtable(table = "profiles", family = "p")]
+    /// #[ttl(default = "30d", written_at)]
+    /// struct Profile {
+    ///     #[bigtable(key)]
+    ///     id: String,
+    ///     name: String,
+    ///     status: Option<String>,
+    /// }
+    /// # async fn run(profiles: Table<Profile>) -> bigtable_ttl::Result<()> {
+    /// let key = "u1".to_owned();
+    /// let updated = profiles
+    ///     .update(&key)
+    ///     .set(Profile::NAME, &"Ann".to_owned())
+    ///     .clear(Profile::STATUS)
+    ///     .apply()
+    ///     .await?;
+    /// match updated {
+    ///     Some(w) => println!("still expires at {}", w.expires_at),
+    ///     None => println!("no live row: nothing written"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn update<'t>(&'t self, key: &T::Key) -> Update<'t, T> {
+        Update {
+            table: self,
+            row_key: T::encode_key(key),
+            changes: Vec::new(),
+            bad_value: None,
+            retime: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::policy::Policy;
+    use crate::model::schema::{Column, ShadowColumn};
+    use crate::proto::mutation;
+
+    static SCHEMA: Schema = Schema {
+        table: "profiles",
+        policy: Policy::DefaultTtl {
+            ttl: TimeDelta::days(2),
+        },
+        families: &["p"],
+        columns: &[
+            Column {
+                field: "name",
+                family: "p",
+                qualifier: "name",
+                ttl: None,
+                optional: false,
+            },
+            Column {
+                field: "status",
+                family: "p",
+                qualifier: "status",
+                ttl: None,
+                optional: true,
+            },
+        ],
+        written_at: Some(ShadowColumn {
+            family: "p",
+            qualifier: "written_at",
+        }),
+        key_fields: &["id"],
+        key_separator: "",
+    };
+
+    fn cell(q: &str, ts: i64, value: &[u8]) -> RawCell {
+        RawCell {
+            family: "p".into(),
+            qualifier: q.as_bytes().to_vec(),
+            value: value.to_vec(),
+            timestamp_micros: ts,
+        }
+    }
+
+    fn now() -> DateTime<Utc> {
+        DateTime::from_timestamp_millis(1_700_000_000_000).unwrap()
+    }
+
+    /// A `SetCell`: qualifier, timestamp, value.
+    type Set = (String, i64, Vec<u8>);
+
+    /// Each `SetCell`, and the qualifier of each `DeleteFromColumn`.
+    fn parts(m: &RowMutation) -> (Vec<Set>, Vec<String>) {
+        let (mut sets, mut deletes) = (Vec::new(), Vec::new());
+        for m in &m.mutations {
+            match &m.mutation {
+                Some(mutation::Mutation::SetCell(c)) => sets.push((
+                    String::from_utf8_lossy(&c.column_qualifier).into_owned(),
+                    c.timestamp_micros,
+                    c.value.clone(),
+                )),
+                Some(mutation::Mutation::DeleteFromColumn(d)) => {
+                    deletes.push(String::from_utf8_lossy(&d.column_qualifier).into_owned());
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        (sets, deletes)
+    }
+
+    #[test]
+    fn keeping_the_expiry_writes_only_the_changes_and_the_shadow_at_the_row_timestamp() {
+        let now = now();
+        let ts = (now - TimeDelta::hours(1)).timestamp_micros();
+        let cells = [cell("name", ts, b"ann"), cell("status", ts, b"away")];
+        let changes = [
+            Change::Set {
+                column: 0,
+                value: b"bob".to_vec(),
+            },
+            Change::Clear { column: 1 },
+        ];
+        let m = update_mutation(&SCHEMA, b"k", &cells, now, &changes, None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(m.timestamp_micros, ts);
+        let (sets, deletes) = parts(&m);
+        assert_eq!(
+            sets,
+            vec![
+                ("name".to_owned(), ts, b"bob".to_vec()),
+                ("written_at".to_owned(), ts, now.encode().unwrap()),
+            ]
+        );
+        assert_eq!(deletes, ["name", "written_at", "status"]);
+    }
+
+    #[test]
+    fn clearing_a_required_field_or_updating_a_dead_row_writes_nothing() {
+        let now = now();
+        let live = [cell("name", now.timestamp_micros(), b"ann")];
+        let err = update_mutation(
+            &SCHEMA,
+            b"k",
+            &live,
+            now,
+            &[Change::Clear { column: 0 }],
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(err, Error::RequiredField { field: "name", .. }),
+            "{err}"
+        );
+        let dead = [cell(
+            "name",
+            (now - TimeDelta::days(3)).timestamp_micros(),
+            b"ann",
+        )];
+        let set = [Change::Set {
+            column: 1,
+            value: b"x".to_vec(),
+        }];
+        assert_eq!(
+            update_mutation(
+                &SCHEMA,
+                b"k",
+                &dead,
+                now,
+                &set,
+                Some(Retime::Ttl(TimeDelta::hours(1)))
+            )
+            .unwrap(),
+            None
+        );
+    }
+}
