@@ -66,6 +66,7 @@ async fn table(
         policy: Policy::default_ttl(default),
         families,
         columns: &[],
+        maps: &[],
         written_at: None,
         key_fields: &["id"],
         key_separator: "",

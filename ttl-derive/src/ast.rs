@@ -33,6 +33,8 @@ pub enum Role {
     ExpireAt,
     /// A stored column.
     Column,
+    /// A map stored one cell per entry in a family of its own.
+    Map,
 }
 
 impl<'a> Container<'a> {
@@ -153,7 +155,10 @@ impl<'a> Container<'a> {
     /// family once, in field order.
     pub fn families(&self) -> Vec<String> {
         let mut families = vec![self.family()];
-        for field in self.fields_with(Role::Column) {
+        let stored = self
+            .fields_with(Role::Column)
+            .chain(self.fields_with(Role::Map));
+        for field in stored {
             let family = self.field_family(field);
             if !families.contains(&family) {
                 families.push(family);
@@ -169,6 +174,8 @@ impl Field<'_> {
             Role::Key
         } else if self.attrs.expire_at.is_some() {
             Role::ExpireAt
+        } else if self.attrs.map.is_some() {
+            Role::Map
         } else {
             Role::Column
         }
@@ -189,6 +196,11 @@ impl Field<'_> {
 
     pub fn is_option(&self) -> bool {
         self.option_inner.is_some()
+    }
+
+    /// `(K, V)` of a field spelled `BTreeMap<K, V>` or `HashMap<K, V>`.
+    pub fn map_types(&self) -> Option<(&Type, &Type)> {
+        map_args(self.ty)
     }
 
     /// A counter column (`#[bigtable(counter)]`), incremented in place.
@@ -220,6 +232,23 @@ fn single_arg<'t>(ty: &'t Type, name: &str) -> Option<&'t Type> {
         (Some(GenericArgument::Type(t)), None) => Some(t),
         _ => None,
     }
+}
+
+/// `(K, V)` of a type spelled `BTreeMap<K, V>` or `HashMap<K, V>` (any
+/// path ending so; a `HashMap` with a hasher parameter too).
+fn map_args(ty: &Type) -> Option<(&Type, &Type)> {
+    let seg = last_segment(ty)?;
+    if seg.ident != "BTreeMap" && seg.ident != "HashMap" {
+        return None;
+    }
+    let PathArguments::AngleBracketed(args) = &seg.arguments else {
+        return None;
+    };
+    let mut types = args.args.iter().filter_map(|a| match a {
+        GenericArgument::Type(t) => Some(t),
+        _ => None,
+    });
+    Some((types.next()?, types.next()?))
 }
 
 /// `T` for a type spelled `Option<T>` (any path ending in `Option`).

@@ -194,6 +194,7 @@ pub struct Field {
     pub expire_at: Option<Keyed<()>>,
     pub ttl_for: Option<Keyed<Duration>>,
     pub counter: Option<Keyed<()>>,
+    pub map: Option<Keyed<()>>,
 }
 
 impl Field {
@@ -206,6 +207,7 @@ impl Field {
             self.expire_at.as_ref().map(|k| (&k.key, "expire_at")),
             self.ttl_for.as_ref().map(|k| (&k.key, "for")),
             self.counter.as_ref().map(|k| (&k.key, "counter")),
+            self.map.as_ref().map(|k| (&k.key, "map")),
         ]
         .into_iter()
         .flatten()
@@ -242,6 +244,9 @@ impl Field {
         } else if *p == symbol::COUNTER {
             no_value(meta, symbol::COUNTER)?;
             set_once(cx, &mut self.counter, symbol::COUNTER, p, ());
+        } else if *p == symbol::MAP {
+            no_value(meta, symbol::MAP)?;
+            set_once(cx, &mut self.map, symbol::MAP, p, ());
         } else {
             unknown(
                 cx,

@@ -67,6 +67,7 @@ fn impl_row(cont: &Container) -> TokenStream {
     let ident = cont.ident;
     let keys: Vec<&Field> = cont.fields_with(Role::Key).collect();
     let columns: Vec<&Field> = cont.fields_with(Role::Column).collect();
+    let maps: Vec<&Field> = cont.fields_with(Role::Map).collect();
     let table = cont.table();
     let separator = cont.key_separator();
     let none = quote!(::core::option::Option::None);
@@ -106,6 +107,11 @@ fn impl_row(cont: &Container) -> TokenStream {
                 optional: #optional,
             }
         }
+    });
+    let map_defs = maps.iter().map(|f| {
+        let name = f.name();
+        let family = cont.field_family(f);
+        quote!(#p::MapColumn { field: #name, family: #family })
     });
     let written_at = match cont.written_at_qualifier() {
         Some(qualifier) => {
@@ -178,12 +184,18 @@ fn impl_row(cont: &Container) -> TokenStream {
             respan(quote!(__sink.required(#i, &self.#ident)?;), at(f.ty))
         }
     });
+    let write_maps = maps.iter().enumerate().map(|(i, f)| {
+        let ident = f.ident;
+        let i = Literal::usize_unsuffixed(i);
+        respan(quote!(__sink.map(#i, &self.#ident)?;), at(f.ty))
+    });
 
-    let column_of = column_of(cont, &columns, &p);
-    let field_handles = field_handles(cont, &columns, &p);
+    let column_of = column_of(cont, &columns, &maps, &p);
+    let field_handles = field_handles(cont, &columns, &maps, &p);
 
     let mut key_index = 0usize;
     let mut column_index = 0usize;
+    let mut map_index = 0usize;
     let decode_fields = cont.fields.iter().map(|f| {
         let ident = f.ident;
         let value = match f.role() {
@@ -208,6 +220,11 @@ fn impl_row(cont: &Container) -> TokenStream {
                 } else {
                     respan(quote!(__row.column(#i)?), at(f.ty))
                 }
+            }
+            Role::Map => {
+                let i = Literal::usize_unsuffixed(map_index);
+                map_index += 1;
+                respan(quote!(__row.map(#i)?), at(f.ty))
             }
             Role::ExpireAt if f.is_option() => {
                 quote!(::core::option::Option::Some(__row.expires_at()))
@@ -235,6 +252,7 @@ fn impl_row(cont: &Container) -> TokenStream {
                     policy: #policy,
                     families: &[#(#families),*],
                     columns: &[#(#column_defs),*],
+                    maps: &[#(#map_defs),*],
                     written_at: #written_at,
                     key_fields: &[#(#key_names),*],
                     key_separator: #separator,
@@ -253,6 +271,7 @@ fn impl_row(cont: &Container) -> TokenStream {
                     __sink: &mut #p::CellSink<'_, Self>,
                 ) -> ::core::result::Result<(), #p::FieldError> {
                     #(#write_cells)*
+                    #(#write_maps)*
                     ::core::result::Result::Ok(())
                 }
                 #[inline]
@@ -279,8 +298,27 @@ fn impl_row(cont: &Container) -> TokenStream {
 /// One associated const per stored column, named after its field in upper
 /// case (`Lease::OWNER`): the typed handle conditions are built from. Its
 /// value type is the field's, or `Option`'s inner type.
-fn field_handles(cont: &Container, columns: &[&Field], p: &TokenStream) -> TokenStream {
+fn field_handles(
+    cont: &Container,
+    columns: &[&Field],
+    maps: &[&Field],
+    p: &TokenStream,
+) -> TokenStream {
     let ident = cont.ident;
+    let map_handles = maps.iter().enumerate().filter_map(|(i, f)| {
+        let (k, v) = f.map_types()?;
+        let name = f.name();
+        let handle = syn::Ident::new(&name.to_uppercase(), f.ident.span());
+        let i = Literal::usize_unsuffixed(i);
+        let doc = format!(
+            " The map field `{name}`: `table.put_entry(&key, {ident}::{handle}, &k, &v, expiry)`."
+        );
+        let item = quote! {
+            #[doc = #doc]
+            pub const #handle: #p::MapField<#ident, #k, #v> = #p::MapField::new(#i);
+        };
+        Some(respan(item, at(f.ident)))
+    });
     let handles = columns.iter().enumerate().map(|(i, f)| {
         let name = f.name();
         let handle = syn::Ident::new(&name.to_uppercase(), f.ident.span());
@@ -310,6 +348,7 @@ fn field_handles(cont: &Container, columns: &[&Field], p: &TokenStream) -> Token
         #[automatically_derived]
         impl #ident {
             #(#handles)*
+            #(#map_handles)*
         }
     }
 }
@@ -344,7 +383,12 @@ fn key_prefixes(cont: &Container, keys: &[&Field], p: &TokenStream) -> TokenStre
 
 /// The body of `column_of`: a `match` on the family, then on the qualifier
 /// bytes, as hand-written decoding does (no string search per cell).
-fn column_of(cont: &Container, columns: &[&Field], p: &TokenStream) -> TokenStream {
+fn column_of(
+    cont: &Container,
+    columns: &[&Field],
+    maps: &[&Field],
+    p: &TokenStream,
+) -> TokenStream {
     // Families in schema order, each with its (qualifier, answer) arms.
     let mut families: Vec<(String, Vec<(String, TokenStream)>)> = Vec::new();
     let mut arm = |family: String, qualifier: String, answer: TokenStream| match families
@@ -377,9 +421,16 @@ fn column_of(cont: &Container, columns: &[&Field], p: &TokenStream) -> TokenStre
             },
         }
     });
+    // A map's family holds its entries and nothing else: any qualifier.
+    let map_families = maps.iter().enumerate().map(|(i, f)| {
+        let family = cont.field_family(f);
+        let i = Literal::usize_unsuffixed(i);
+        quote!(#family => #p::ColumnOf::MapEntry(#i),)
+    });
     quote! {
         match __family {
             #(#families)*
+            #(#map_families)*
             _ => #p::ColumnOf::Other,
         }
     }
@@ -410,6 +461,7 @@ fn fallback(input: &DeriveInput, cont: Option<&Container>) -> TokenStream {
                     policy: #p::Policy::CellExpiry,
                     families: &[],
                     columns: &[],
+                    maps: &[],
                     written_at: ::core::option::Option::None,
                     key_fields: &[],
                     key_separator: "",

@@ -100,13 +100,15 @@ use proc_macro::TokenStream;
 /// | `#[ttl(expire_at)]` | the row's expiry, not a column: `DateTime<Utc>` (required, any strategy) or `Option<DateTime<Utc>>` (with a default: `None` means the default); filled with the row's expiry when read |
 /// | `#[ttl(for = "1h")]` | a per-field TTL, default strategy only, on an `Option<_>` field (it can expire before the row and then reads as `None`) |
 /// | `#[bigtable(counter)]` | an `i64` counter, incremented in place by `Table::increment` (an absent counter reads as 0); one-second expiration only (see the README's "Counters") |
+/// | `#[bigtable(map, family = "f")]` | a `BTreeMap<K, V>` / `HashMap<K, V>` stored one cell per entry in family `f`, which no other field uses: `K: KeyPart` is the qualifier, `V: CellCodec` the value; each entry has its own expiry (`Table::put_entry`); a whole-row put replaces the map (see the README's "Maps with a TTL per entry") |
 ///
 /// Every other field is a column whose type implements `CellCodec`; an
 /// `Option<_>` field deletes its column when `None`.
 ///
 /// Each stored field also gets an associated const named after it in upper
 /// case, the typed handle conditional writes and counters take
-/// (`Click::URL: Field<Click, String>`, a counter's `CounterField<Self>`).
+/// (`Click::URL: Field<Click, String>`, a counter's `CounterField<Self>`, a
+/// map's `MapField<Self, K, V>`).
 ///
 /// Durations are humantime's syntax (`"90s"`, `"15m"`, `"1h30m"`, `"2d"`,
 /// `"250ms"`, the grammar the `bigtable-ttl` CLI's `--policy` reads too),
@@ -117,7 +119,8 @@ use proc_macro::TokenStream;
 /// in one build: unknown or duplicate keys, bad durations, a missing table,
 /// family or key, no TTL policy, an `expire_at` of the wrong type, two fields
 /// on one column, invalid family names, per-field TTLs where they cannot work,
-/// generic structs, enums and tuple structs.
+/// a map without a family of its own, generic structs, enums and tuple
+/// structs.
 #[proc_macro_derive(BigtableRow, attributes(bigtable, ttl))]
 pub fn derive_bigtable_row(input: TokenStream) -> TokenStream {
     expand::derive(input.into()).into()

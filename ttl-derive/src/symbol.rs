@@ -27,6 +27,7 @@ pub const WRITTEN_AT: Symbol = Symbol("written_at");
 pub const KEY: Symbol = Symbol("key");
 pub const COLUMN: Symbol = Symbol("column");
 pub const COUNTER: Symbol = Symbol("counter");
+pub const MAP: Symbol = Symbol("map");
 
 // `#[ttl(...)]` on a field.
 pub const EXPIRE_AT: Symbol = Symbol("expire_at");
@@ -35,7 +36,7 @@ pub const FOR: Symbol = Symbol("for");
 /// The keys each attribute accepts at each position, for "unknown key" messages.
 pub const STRUCT_BIGTABLE_KEYS: &[Symbol] = &[TABLE, FAMILY, KEY_SEPARATOR, CRATE];
 pub const STRUCT_TTL_KEYS: &[Symbol] = &[DEFAULT, WRITTEN_AT];
-pub const FIELD_BIGTABLE_KEYS: &[Symbol] = &[KEY, COLUMN, FAMILY, COUNTER];
+pub const FIELD_BIGTABLE_KEYS: &[Symbol] = &[KEY, COLUMN, FAMILY, COUNTER, MAP];
 pub const FIELD_TTL_KEYS: &[Symbol] = &[EXPIRE_AT, FOR];
 
 /// The default qualifier of the `written_at` shadow column, the one the

@@ -22,7 +22,86 @@ pub fn check(cx: &Ctxt, cont: &Container) {
     check_expire_at(cx, cont);
     check_field_ttls(cx, cont);
     check_counters(cx, cont);
+    check_maps(cx, cont);
     check_columns(cx, cont);
+}
+
+/// A map is stored one cell per entry, the entry's key as the qualifier, in
+/// a family of its own: a whole-row put replaces the map by deleting that
+/// family (Bigtable deletes by family or by exact column, never by prefix).
+fn check_maps(cx: &Ctxt, cont: &Container) {
+    let mut families: HashMap<String, String> = HashMap::new();
+    families.insert(cont.family(), "the struct's own columns".to_owned());
+    for field in cont.fields_with(Role::Column) {
+        families
+            .entry(cont.field_family(field))
+            .or_insert_with(|| format!("field `{}`", field.name()));
+    }
+    for field in cont.fields_with(Role::Map) {
+        let a = &field.attrs;
+        let name = field.name();
+        if field.map_types().is_none() {
+            cx.error_spanned_by(
+                field.ty,
+                format!(
+                    "map field `{name}` must be a `BTreeMap<K, V>` or a `HashMap<K, V>` (`K` a \
+                     `KeyPart`, stored as the column qualifier; `V` a `CellCodec`), found `{}`",
+                    field.ty.to_token_stream().to_string().replace(' ', "")
+                ),
+            );
+        }
+        if let Some(column) = &a.column {
+            cx.error_spanned_by(
+                &column.key,
+                format!(
+                    "`column` cannot be used on map field `{name}`: each entry's key is its \
+                     column qualifier; remove it"
+                ),
+            );
+        }
+        if let Some(counter) = &a.counter {
+            cx.error_spanned_by(
+                &counter.key,
+                format!("map field `{name}` cannot be a counter; remove `counter`"),
+            );
+        }
+        if let Some(ttl) = &a.ttl_for {
+            cx.error_spanned_by(
+                &ttl.key,
+                format!(
+                    "map field `{name}` cannot have a per-field TTL: each entry has its own, \
+                     given to `Table::put_entry` (a whole-row put writes the entries with the \
+                     row's expiry); remove `for`"
+                ),
+            );
+        }
+        // A field has the map role only through its `map` key.
+        let Some(map) = &a.map else { continue };
+        let Some(family) = &a.family else {
+            cx.error_spanned_by(
+                &map.key,
+                format!(
+                    "map field `{name}` needs a column family of its own: write \
+                     `#[bigtable(map, family = \"{name}\")]` (a whole-row put replaces the \
+                     map by deleting that family, so no other field may live in it)"
+                ),
+            );
+            continue;
+        };
+        let family_name = family.value.value();
+        if let Some(owner) = families.get(&family_name) {
+            cx.error_spanned_by(
+                &family.value,
+                format!(
+                    "map field `{name}` needs a column family of its own, but `{family_name}` \
+                     also holds {owner}: a whole-row put deletes the map's family; choose \
+                     another family"
+                ),
+            );
+        } else {
+            families.insert(family_name, format!("map field `{name}`"));
+        }
+    }
 }
 
 /// Counters are incremented with `ReadModifyWriteRow`, which stamps the new
@@ -398,7 +477,8 @@ fn check_columns(cx: &Ctxt, cont: &Container) {
             );
         }
     }
-    if seen.is_empty() && cont.attrs.written_at.is_none() {
+    let has_map = cont.fields_with(Role::Map).next().is_some();
+    if seen.is_empty() && cont.attrs.written_at.is_none() && !has_map {
         cx.error_spanned_by(
             cont.ident,
             "no stored column: a Bigtable row without cells does not exist, so this struct \

@@ -49,11 +49,12 @@ pub use model::condition::{Condition, Field};
 pub use model::counter::{Counted, CounterField};
 pub use model::error::{Code, CodecError, Error, FailedRow, Result};
 pub use model::key::KeyPart;
+pub use model::map::{MapEntry, MapField};
 pub use model::mutation::RowMutation;
 pub use model::policy::{Expiry, Policy};
 pub use model::row::{BigtableRow, KeyPrefix, MutationBuilder};
 pub use model::scan::{RawCell, Scan};
-pub use model::schema::{Column, Schema, ShadowColumn};
+pub use model::schema::{Column, MapColumn, Schema, ShadowColumn};
 pub use model::view::Expiring;
 
 /// Bigtable's v2 protobuf types (`Mutation`, `RowFilter`, …) and the
@@ -69,11 +70,12 @@ pub mod __private {
     pub use crate::model::error::{Error, Result};
     pub use crate::model::field::FieldError;
     pub use crate::model::key::{KeyBuilder, KeyPart, KeyReader};
+    pub use crate::model::map::MapField;
     pub use crate::model::policy::{Expiry, Policy};
     pub use crate::model::row::{
         decode_row, expiry_at, expiry_at_opt, BigtableRow, CellSink, KeyPrefix,
     };
-    pub use crate::model::schema::{Column, Schema, ShadowColumn};
+    pub use crate::model::schema::{Column, MapColumn, Schema, ShadowColumn};
     pub use crate::model::view::{CellRef, ColumnOf, RowView};
     pub use chrono::{DateTime, TimeDelta, Utc};
 

@@ -11,6 +11,7 @@ pub(crate) mod conditional;
 pub mod connection;
 pub(crate) mod counter;
 pub(crate) mod failure;
+pub(crate) mod map;
 pub(crate) mod parallel;
 pub mod read;
 pub mod retry;

@@ -509,7 +509,11 @@ impl<T: BigtableRow> Table<T> {
 
     // ----- reads ---------------------------------------------------------
 
-    fn read_request(&self, scan: Scan, filter: Option<RowFilter>) -> Option<ReadRowsRequest> {
+    pub(crate) fn read_request(
+        &self,
+        scan: Scan,
+        filter: Option<RowFilter>,
+    ) -> Option<ReadRowsRequest> {
         scan.into_request(self.path()).map(|mut request| {
             request.filter = filter;
             request
@@ -714,7 +718,7 @@ impl<T: BigtableRow> Table<T> {
             .await
     }
 
-    fn raw_stream(
+    pub(crate) fn raw_stream(
         &self,
         request: Option<ReadRowsRequest>,
     ) -> impl Stream<Item = Result<MergedRow>> + Send + 'static {

@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 
 use crate::model::codec::CellCodec;
 use crate::model::error::{CodecError, Error, Result};
-use crate::model::filter::{chain, filter, one_column, read_filter};
+use crate::model::filter::{chain, families_filter, filter, one_column};
 use crate::model::row::BigtableRow;
 use crate::model::scan::RawCell;
 use crate::model::schema::Schema;
@@ -161,14 +161,15 @@ pub(crate) fn live_column(
 
 /// Matches when the row has a cell the typed reader would show at `now`:
 /// the read filter itself (the struct's families, the policy's timestamp
-/// range, the newest version of each column).
+/// range, the newest version of each column), without the families of map
+/// fields when their entries alone do not make a row.
 #[must_use]
 pub(crate) fn live_row(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
-    read_filter(schema, now)
+    families_filter(schema, schema.liveness_families(), now)
 }
 
 /// Matches when the row still holds exactly `cells` (the newest visible
-/// version of each of its columns, as read at `now`): each of those
+/// version of each of its columns, as read at `now`; map entries left out): each of those
 /// columns' newest visible cell has the same timestamp and value, and no
 /// declared column without a cell in `cells` has a visible cell. Any write
 /// to the row in between (a put, another re-time) makes it fail.
@@ -180,7 +181,12 @@ pub(crate) fn unchanged(schema: &Schema, cells: &[RawCell], now: DateTime<Utc>) 
         parts.extend(rest);
         chain(parts)
     };
-    for cell in cells {
+    // Map entries are never rewritten by what this guards (re-times and
+    // updates leave them be), and a map may hold thousands.
+    for cell in cells
+        .iter()
+        .filter(|c| schema.map_index(&c.family).is_none())
+    {
         all.push(live(
             &cell.family,
             &cell.qualifier,

@@ -3,7 +3,7 @@
 //! known.
 
 use crate::model::error::{CodecError, Error};
-use crate::model::limits::MAX_CELL_BYTES;
+use crate::model::limits::{MAX_CELL_BYTES, MAX_QUALIFIER_BYTES};
 use crate::model::schema::Schema;
 
 /// Why one field of a derived struct did not encode or decode, kept small
@@ -24,6 +24,22 @@ pub enum FieldError {
         /// Its index in [`Schema::columns`].
         column: usize,
         /// Its encoded length.
+        len: usize,
+    },
+    /// An entry of a map field of [`Schema::maps`] did not encode or decode.
+    Entry {
+        /// The map's index in [`Schema::maps`].
+        map: usize,
+        /// The entry's qualifier (its encoded key), when it has one.
+        qualifier: Vec<u8>,
+        /// The codec's error.
+        source: CodecError,
+    },
+    /// A map entry's encoded key is over Bigtable's qualifier limit.
+    EntryKeyTooLarge {
+        /// The map's index in [`Schema::maps`].
+        map: usize,
+        /// The key's encoded length.
         len: usize,
     },
     /// A key part did not decode.
@@ -64,6 +80,15 @@ impl FieldError {
                 len,
                 max: MAX_CELL_BYTES,
             },
+            FieldError::Entry { map, source, .. } => Error::Encode {
+                field: map_field(schema, map),
+                source,
+            },
+            FieldError::EntryKeyTooLarge { map, len } => Error::ValueTooLarge {
+                field: map_field(schema, map),
+                len,
+                max: MAX_QUALIFIER_BYTES,
+            },
             FieldError::Key { part: i, source } => Error::Encode {
                 field: schema.key_fields.get(i).copied().unwrap_or(""),
                 source,
@@ -93,6 +118,20 @@ impl FieldError {
                 let source = CodecError::Custom(format!("{len} bytes"));
                 decode_error(schema, key, qualifier, family, source)
             }
+            FieldError::Entry {
+                map,
+                qualifier,
+                source,
+            } => {
+                let family = schema.maps.get(map).map_or("", |m| m.family);
+                let entry = qualifier.escape_ascii().to_string();
+                decode_error(schema, key, &entry, family, source)
+            }
+            FieldError::EntryKeyTooLarge { map, len } => {
+                let family = schema.maps.get(map).map_or("", |m| m.family);
+                let source = CodecError::Custom(format!("an entry key of {len} bytes"));
+                decode_error(schema, key, "", family, source)
+            }
             FieldError::Key { part: i, source } => Error::BadRowKey {
                 table: schema.table.to_owned(),
                 row_key: key.to_vec(),
@@ -105,6 +144,11 @@ impl FieldError {
             FieldError::Other(e) => *e,
         }
     }
+}
+
+/// The name of map field `map` of `schema`.
+fn map_field(schema: &Schema, map: usize) -> &'static str {
+    schema.maps.get(map).map_or("", |m| m.field)
 }
 
 /// The error of a key read back with `found` parts instead of the schema's.

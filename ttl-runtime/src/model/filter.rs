@@ -23,9 +23,16 @@ use crate::model::schema::Schema;
 /// the schema does not declare: each declared family is selected.
 #[must_use]
 pub fn read_filter(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
-    let per_family: Vec<RowFilter> = schema
-        .families
-        .iter()
+    families_filter(schema, schema.families.iter().copied(), now)
+}
+
+/// [`read_filter`] over `families` only.
+pub(crate) fn families_filter<'f>(
+    schema: &Schema,
+    families: impl Iterator<Item = &'f str>,
+    now: DateTime<Utc>,
+) -> RowFilter {
+    let per_family: Vec<RowFilter> = families
         .map(|family| {
             let mut filters = vec![only_family(family)];
             filters.extend(visible_cells(schema, now));
@@ -123,6 +130,7 @@ mod tests {
         policy: Policy::CellExpiry,
         families: &["a.b", "c"],
         columns: &[],
+        maps: &[],
         written_at: None,
         key_fields: &["id"],
         key_separator: "",

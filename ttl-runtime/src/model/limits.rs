@@ -7,6 +7,9 @@ pub const MAX_ROW_KEY_BYTES: usize = 4 * 1024;
 /// Bigtable's limit on one cell's value.
 pub const MAX_CELL_BYTES: usize = 100 * 1024 * 1024;
 
+/// Bigtable's limit on a column qualifier (a map entry's encoded key).
+pub const MAX_QUALIFIER_BYTES: usize = 16 * 1024;
+
 /// Bigtable's limit on the data of one row (256 MiB): a write whose values
 /// add up to more is refused before anything is sent.
 pub const MAX_ROW_BYTES: usize = 256 * 1024 * 1024;

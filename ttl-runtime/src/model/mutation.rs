@@ -11,9 +11,12 @@ use std::marker::PhantomData;
 use chrono::{DateTime, TimeDelta, Timelike, Utc};
 
 use crate::model::codec::CellCodec;
-use crate::model::error::{Error, Result};
+use crate::model::error::{CodecError, Error, Result};
 use crate::model::field::FieldError;
-use crate::model::limits::{MAX_CELL_BYTES, MAX_MUTATIONS_PER_REQUEST, MAX_ROW_BYTES};
+use crate::model::key::KeyPart;
+use crate::model::limits::{
+    MAX_CELL_BYTES, MAX_MUTATIONS_PER_REQUEST, MAX_QUALIFIER_BYTES, MAX_ROW_BYTES,
+};
 use crate::model::policy::{from_micros, millis_floor, Expiry, Policy};
 use crate::model::row::{BigtableRow, CellSink, MutationBuilder};
 use crate::proto::{mutation, mutation::Mutation as M, Mutation};
@@ -82,7 +85,8 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
         }
         let row_ts = policy.cell_timestamp(now, expiry)?;
         let shadow_mutations = if schema.written_at.is_some() { 2 } else { 0 };
-        let mut mutations = Vec::with_capacity(2 * schema.columns.len() + shadow_mutations);
+        let mut mutations =
+            Vec::with_capacity(2 * schema.columns.len() + schema.maps.len() + shadow_mutations);
         let mut sink = CellSink {
             now,
             row_ts,
@@ -168,6 +172,52 @@ impl<T: BigtableRow> CellSink<'_, T> {
         }
     }
 
+    /// Replace map field `index` (of [`crate::Schema::maps`]) with `map`'s
+    /// entries: its whole family is cleared, then each entry is written with
+    /// the row's timestamp (its expiry is the row's).
+    ///
+    /// # Errors
+    /// [`FieldError::Entry`] when a key or value does not encode or a value
+    /// is over Bigtable's cell limit, [`FieldError::EntryKeyTooLarge`] for a
+    /// key over its qualifier limit.
+    #[inline]
+    pub fn map<'m, K, V, M>(&mut self, index: usize, map: &'m M) -> Result<(), FieldError>
+    where
+        K: KeyPart + 'm,
+        V: CellCodec + 'm,
+        &'m M: IntoIterator<Item = (&'m K, &'m V)>,
+    {
+        let family = T::SCHEMA.maps[index].family;
+        self.mutations.push(delete_family(family));
+        for (key, value) in map {
+            let entry_error = |qualifier: &[u8], source| FieldError::Entry {
+                map: index,
+                qualifier: qualifier.to_vec(),
+                source,
+            };
+            let qualifier = key.to_key().map_err(|source| entry_error(&[], source))?;
+            if qualifier.len() > MAX_QUALIFIER_BYTES {
+                return Err(FieldError::EntryKeyTooLarge {
+                    map: index,
+                    len: qualifier.len(),
+                });
+            }
+            let value = value
+                .encode()
+                .map_err(|source| entry_error(&qualifier, source))?;
+            if value.len() > MAX_CELL_BYTES {
+                let source = CodecError::Custom(format!(
+                    "{} bytes, over Bigtable's cell limit of {MAX_CELL_BYTES} bytes",
+                    value.len()
+                ));
+                return Err(entry_error(&qualifier, source));
+            }
+            self.mutations
+                .push(set_cell_owned(family, qualifier, self.row_ts, value));
+        }
+        Ok(())
+    }
+
     #[inline]
     fn push(&mut self, index: usize, value: Option<Vec<u8>>) -> Result<(), FieldError> {
         let column = &T::SCHEMA.columns[index];
@@ -230,6 +280,36 @@ pub(crate) fn set_cell(
             timestamp_micros,
             value,
         })),
+    }
+}
+
+/// `SetCell` with an explicit timestamp and a qualifier already owned.
+#[inline]
+pub(crate) fn set_cell_owned(
+    family: &str,
+    qualifier: Vec<u8>,
+    timestamp_micros: i64,
+    value: Vec<u8>,
+) -> Mutation {
+    Mutation {
+        mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
+            family_name: family.to_owned(),
+            column_qualifier: qualifier,
+            timestamp_micros,
+            value,
+        })),
+    }
+}
+
+/// `DeleteFromFamily`: every cell of one family (a map field's entries).
+#[inline]
+pub(crate) fn delete_family(family: &str) -> Mutation {
+    Mutation {
+        mutation: Some(mutation::Mutation::DeleteFromFamily(
+            mutation::DeleteFromFamily {
+                family_name: family.to_owned(),
+            },
+        )),
     }
 }
 

@@ -17,6 +17,9 @@ pub struct Schema {
     /// The stored fields, in declaration order (key and `expire_at` fields
     /// are not stored as columns).
     pub columns: &'static [Column],
+    /// The map fields (`#[bigtable(map)]`), in declaration order: each
+    /// stored one cell per entry in a family of its own.
+    pub maps: &'static [MapColumn],
     /// The shadow column holding the real write time, if declared.
     pub written_at: Option<ShadowColumn>,
     /// The key fields, in key order.
@@ -40,6 +43,16 @@ pub struct Column {
     pub optional: bool,
 }
 
+/// One map field: one cell per entry in `family` (a family no other field
+/// uses), the entry's key encoded as the qualifier, its value as the cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MapColumn {
+    /// The Rust field name.
+    pub field: &'static str,
+    /// The column family holding the entries, and nothing else.
+    pub family: &'static str,
+}
+
 /// The shadow column with the real write time (microseconds, 8 bytes big-endian).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ShadowColumn {
@@ -56,6 +69,31 @@ impl Schema {
         self.columns
             .iter()
             .position(|c| c.family == family && c.qualifier.as_bytes() == qualifier)
+    }
+
+    /// Which map field's family `family` is, if any.
+    #[must_use]
+    pub(crate) fn map_index(&self, family: &str) -> Option<usize> {
+        self.maps.iter().position(|m| m.family == family)
+    }
+
+    /// Whether a row holding only map entries is a row. Not when the struct
+    /// has a required column: such a row could not be read back, so its
+    /// entries are left to expire (or to the next whole-row put, which
+    /// replaces them).
+    #[must_use]
+    pub(crate) fn entries_alone_make_a_row(&self) -> bool {
+        self.columns.iter().all(|c| c.optional)
+    }
+
+    /// The families whose cells make a row live: all of them, or, when
+    /// entries alone do not make a row, those that are not a map's.
+    pub(crate) fn liveness_families(&self) -> impl Iterator<Item = &'static str> + '_ {
+        let all = self.entries_alone_make_a_row();
+        self.families
+            .iter()
+            .copied()
+            .filter(move |f| all || self.map_index(f).is_none())
     }
 
     /// Whether `(family, qualifier)` is the shadow column.

@@ -49,6 +49,8 @@ impl<T> Deref for Expiring<T> {
 pub enum ColumnOf {
     /// Column `index` of [`Schema::columns`].
     Column(usize),
+    /// An entry of map `index` of [`Schema::maps`] (any qualifier of its family).
+    MapEntry(usize),
     /// The shadow column holding the real write time.
     WrittenAt,
     /// Not a cell of this struct.
@@ -62,6 +64,8 @@ impl ColumnOf {
     pub fn in_schema(schema: &Schema, family: &str, qualifier: &[u8]) -> Self {
         if let Some(i) = schema.column_index(family, qualifier) {
             ColumnOf::Column(i)
+        } else if let Some(m) = schema.map_index(family) {
+            ColumnOf::MapEntry(m)
         } else if schema.is_written_at(family, qualifier) {
             ColumnOf::WrittenAt
         } else {
@@ -75,6 +79,33 @@ fn missing(index: usize) -> FieldError {
     FieldError::Column {
         column: index,
         source: CodecError::Missing,
+    }
+}
+
+/// Decode one map entry's key and value.
+pub(crate) fn decode_entry<K: KeyPart, V: CellCodec>(
+    qualifier: &[u8],
+    value: &[u8],
+) -> Result<(K, V), CodecError> {
+    Ok((K::read_key(qualifier)?, V::decode(value)?))
+}
+
+/// Keep `cell` as an entry of a map: a column's cells arrive together, so
+/// only the last entry can be an older version of the same one.
+#[inline]
+fn push_entry<'a>(entries: &mut Vec<EntryCell<'a>>, cell: CellRef<'a>) {
+    let entry = EntryCell {
+        qualifier: cell.qualifier,
+        value: cell.value,
+        timestamp_micros: cell.timestamp_micros,
+    };
+    match entries.last_mut() {
+        Some(last) if last.qualifier == cell.qualifier => {
+            if last.timestamp_micros < entry.timestamp_micros {
+                *last = entry;
+            }
+        }
+        _ => entries.push(entry),
     }
 }
 
@@ -159,6 +190,14 @@ impl<'a> Slots<'a> {
     }
 }
 
+/// One visible entry of a map field, as read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EntryCell<'a> {
+    pub(crate) qualifier: &'a [u8],
+    pub(crate) value: &'a [u8],
+    pub(crate) timestamp_micros: i64,
+}
+
 /// A row read back, reduced to the newest visible cell of each declared
 /// column. What the derived `decode` reads from.
 #[derive(Debug)]
@@ -166,6 +205,9 @@ pub struct RowView<'a> {
     schema: &'static Schema,
     key: &'a [u8],
     columns: Slots<'a>,
+    /// The visible entries of each map field, in qualifier order (no
+    /// allocation for a struct without maps).
+    maps: Vec<Vec<EntryCell<'a>>>,
     expires_at: DateTime<Utc>,
     written_at: Option<DateTime<Utc>>,
 }
@@ -178,6 +220,11 @@ impl<'a> RowView<'a> {
             schema,
             key,
             columns: Slots::new(schema.columns.len()),
+            maps: if schema.maps.is_empty() {
+                Vec::new()
+            } else {
+                vec![Vec::new(); schema.maps.len()]
+            },
             expires_at: DateTime::UNIX_EPOCH,
             written_at: None,
         }
@@ -203,6 +250,9 @@ impl<'a> RowView<'a> {
         // cell: the newest of each column's newest.
         let mut row_level: Option<i64> = None;
         let mut newest: Option<i64> = None;
+        // Map entries have expiries of their own: they do not carry the
+        // row's, and keep a row alive only where entries alone make a row.
+        let mut newest_entry: Option<i64> = None;
         let visibility = policy.visibility(now);
         for cell in cells {
             let ts = cell.timestamp_micros;
@@ -223,6 +273,13 @@ impl<'a> RowView<'a> {
                     row_level = row_level.max(Some(ts));
                     &mut shadow
                 }
+                ColumnOf::MapEntry(m) => {
+                    if let Some(entries) = self.maps.get_mut(m) {
+                        newest_entry = newest_entry.max(Some(ts));
+                        push_entry(entries, cell);
+                    }
+                    continue;
+                }
                 ColumnOf::Other => continue,
             };
             newest = newest.max(Some(ts));
@@ -231,7 +288,8 @@ impl<'a> RowView<'a> {
                 *slot = Some(cell.into());
             }
         }
-        let Some(ts) = row_level.or(newest) else {
+        let entries_count = || newest_entry.filter(|_| schema.entries_alone_make_a_row());
+        let Some(ts) = row_level.or(newest).or_else(entries_count) else {
             return Ok(false);
         };
         self.expires_at = policy
@@ -316,6 +374,32 @@ impl<'a> RowView<'a> {
             },
             None => Ok(None),
         }
+    }
+
+    /// Decode map field `index` (its visible entries), with a small error.
+    ///
+    /// # Errors
+    /// [`FieldError::Entry`] when an entry's key or value does not decode.
+    #[inline]
+    pub fn map<K: KeyPart, V: CellCodec, M: FromIterator<(K, V)>>(
+        &self,
+        index: usize,
+    ) -> Result<M, FieldError> {
+        self.entries(index)
+            .iter()
+            .map(|e| {
+                decode_entry(e.qualifier, e.value).map_err(|source| FieldError::Entry {
+                    map: index,
+                    qualifier: e.qualifier.to_vec(),
+                    source,
+                })
+            })
+            .collect()
+    }
+
+    /// The visible entries of map field `index`.
+    pub(crate) fn entries(&self, index: usize) -> &[EntryCell<'a>] {
+        self.maps.get(index).map_or(&[], Vec::as_slice)
     }
 
     /// The key of a struct with one key field, decoded, with a small error.

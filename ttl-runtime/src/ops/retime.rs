@@ -120,7 +120,10 @@ impl<'a> LiveCells<'a> {
     pub(crate) fn of(schema: &'a Schema, cells: &'a [RawCell], now: DateTime<Utc>) -> Self {
         let mut newest: BTreeMap<(&str, &[u8]), &RawCell> = BTreeMap::new();
         for cell in cells {
+            // Map entries keep their own expiries: a re-time or an update
+            // of the row leaves them as they are.
             if !schema.families.contains(&cell.family.as_str())
+                || schema.map_index(&cell.family).is_some()
                 || !schema.policy.is_visible(cell.timestamp_micros, now)
             {
                 continue;
@@ -387,6 +390,7 @@ mod tests {
                 optional: true,
             },
         ],
+        maps: &[],
         written_at: Some(ShadowColumn {
             family: "c",
             qualifier: "written_at",

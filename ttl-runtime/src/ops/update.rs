@@ -335,6 +335,7 @@ mod tests {
                 optional: true,
             },
         ],
+        maps: &[],
         written_at: Some(ShadowColumn {
             family: "p",
             qualifier: "written_at",

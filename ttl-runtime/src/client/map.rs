@@ -1,0 +1,210 @@
+//! Map fields on a [`Table`]: one entry written with its own expiry
+//! (`put_entry`, Redis's `HSET` + `HEXPIRE`), removed (`remove_entry`), and
+//! the live entries read with their expiries (`entries`, Redis's `HTTL`).
+
+use futures_util::TryStreamExt as _;
+
+use crate::client::conditional::Checked;
+use crate::client::table::{Table, Written};
+use crate::model::codec::CellCodec;
+use crate::model::condition::live_row;
+use crate::model::error::{Error, Result};
+use crate::model::key::KeyPart;
+use crate::model::map::{MapEntry, MapField};
+use crate::model::mutation::{delete_column, set_cell_owned, RowMutation};
+use crate::model::policy::{from_micros, millis_floor, Expiry, Policy};
+use crate::model::row::BigtableRow;
+use crate::model::scan::Scan;
+use crate::model::view::{decode_entry, RowView};
+use crate::wire::merge::{Cell, MergedRow};
+
+/// Conditional entry writes whose answer was lost, tried again before
+/// [`Error::OutcomeUnknown`] (safe: the same cell at the same timestamp).
+const ENTRY_ATTEMPTS: u32 = 3;
+
+impl<T: BigtableRow> Table<T> {
+    /// Write one entry of map field `map` in the row with key `key`, with
+    /// its own expiry, leaving the other entries and the row's columns as
+    /// they are (Redis's `HSET` then `HEXPIRE` on one field; Cassandra's
+    /// `UPDATE … USING TTL` of one map element). An entry with the same key
+    /// is replaced, value and expiry.
+    ///
+    /// `expiry` is the entry's own: `Expiry::Ttl`, `Expiry::At`, or, under a
+    /// default TTL, `Expiry::PolicyDefault`. The row's expiry bounds every
+    /// entry: once the row's columns have expired, its entries are no longer
+    /// read, whatever their own expiry.
+    ///
+    /// When the struct has a required field, an entry is written only into
+    /// a live row (conditionally, in one `CheckAndMutateRow`): a row made of
+    /// entries alone could not be read back. `None` then means no live row
+    /// was there and nothing was written. A struct whose fields are all
+    /// optional or maps creates the row.
+    ///
+    /// ```no_run
+    /// # use std::collections::BTreeMap;
+    /// # use bigtable_ttl::{BigtableRow, Expiry, Table};
+    /// # use chrono::TimeDelta;
+    /// #[derive(BigtableRow)]
+    /// #[bigtable(table = "carts", family = "c")]
+    /// #[ttl(default = "30d")]
+    /// struct Cart {
+    ///     #[bigtable(key)]
+    ///     user: String,
+    ///     currency: String,
+    ///     /// Item id → quantity, each reserved for its own time.
+    ///     #[bigtable(map, family = "items")]
+    ///     items: BTreeMap<String, u64>,
+    /// }
+    /// # async fn run(carts: Table<Cart>) -> bigtable_ttl::Result<()> {
+    /// let reserved = carts
+    ///     .put_entry(&"ann".to_owned(), Cart::ITEMS, &"sku-1".to_owned(), &2, Expiry::Ttl(TimeDelta::minutes(15)))
+    ///     .await?;
+    /// if let Some(w) = reserved {
+    ///     println!("held until {}", w.expires_at);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// Before anything is sent: [`Error::Encode`], [`Error::ValueTooLarge`]
+    /// (an entry key over Bigtable's 16 KiB qualifier limit or a value over
+    /// its cell limit), [`Error::MissingExpiry`] for `Expiry::PolicyDefault`
+    /// under one-second expiration, what the policy rejects
+    /// ([`Error::ExpiryNotInFuture`], [`Error::NonPositiveTtl`]), key
+    /// errors. [`Error::Server`]; [`Error::OutcomeUnknown`] when the
+    /// conditional write's answer kept being lost.
+    pub async fn put_entry<K: KeyPart, V: CellCodec>(
+        &self,
+        key: &T::Key,
+        map: MapField<T, K, V>,
+        entry_key: &K,
+        value: &V,
+        expiry: Expiry,
+    ) -> Result<Option<Written>> {
+        let row_key = T::encode_key(key)?;
+        let (qualifier, value) = map.encode_entry(entry_key, value)?;
+        let policy = T::SCHEMA.policy;
+        if expiry == Expiry::PolicyDefault && policy == Policy::CellExpiry {
+            return Err(Error::MissingExpiry {
+                table: Some(self.name().to_owned()),
+            });
+        }
+        let now = self.clock().now();
+        let ts = policy.cell_timestamp(now, expiry)?;
+        let family = map.family();
+        let m = RowMutation {
+            row_key,
+            mutations: vec![
+                delete_column(family, &qualifier),
+                set_cell_owned(family, qualifier, ts, value),
+            ],
+            timestamp_micros: ts,
+            expires_at: policy.expiry_of(ts)?,
+        };
+        let written = Written::new(&m, from_micros(millis_floor(now)?)?);
+        if T::SCHEMA.entries_alone_make_a_row() {
+            self.mutate_row(m.row_key.clone(), m.mutations).await?;
+            return Ok(Some(written));
+        }
+        let predicate = live_row(T::SCHEMA, now);
+        let mut last = None;
+        for _ in 0..ENTRY_ATTEMPTS {
+            match self
+                .check_and_mutate(
+                    &m.row_key,
+                    predicate.clone(),
+                    m.mutations.clone(),
+                    Vec::new(),
+                )
+                .await?
+            {
+                Checked::Answered(true) => return Ok(Some(written)),
+                Checked::Answered(false) => return Ok(None),
+                Checked::Unknown(status) => {
+                    if self.holds(&m).await? {
+                        return Ok(Some(written));
+                    }
+                    last = Some(status);
+                }
+            }
+        }
+        Err(Error::OutcomeUnknown {
+            table: self.name().to_owned(),
+            row_key: m.row_key,
+            source: Box::new(last.unwrap_or_else(|| tonic::Status::unknown("no attempt"))),
+        })
+    }
+
+    /// Remove the entry `entry_key` of map field `map` from the row with key
+    /// `key` (Redis's `HDEL`); nothing happens when there is none.
+    ///
+    /// # Errors
+    /// Key errors, [`Error::Encode`] / [`Error::ValueTooLarge`] for the
+    /// entry key, [`Error::Server`].
+    pub async fn remove_entry<K: KeyPart, V>(
+        &self,
+        key: &T::Key,
+        map: MapField<T, K, V>,
+        entry_key: &K,
+    ) -> Result<()>
+    where
+        V: CellCodec,
+    {
+        let row_key = T::encode_key(key)?;
+        let qualifier = map.encode_key(entry_key)?;
+        self.mutate_row(row_key, vec![delete_column(map.family(), &qualifier)])
+            .await
+    }
+
+    /// The live entries of map field `map` in the row with key `key`, in
+    /// the order of their encoded keys, each with its own expiry (Redis's
+    /// `HTTL` for every field). Empty when the row does not exist or has
+    /// expired.
+    ///
+    /// # Errors
+    /// [`Error::Decode`] for an entry that does not decode (naming its
+    /// family and key), key errors, [`Error::Server`].
+    pub async fn entries<K: KeyPart, V: CellCodec>(
+        &self,
+        key: &T::Key,
+        map: MapField<T, K, V>,
+    ) -> Result<Vec<MapEntry<K, V>>> {
+        let row_key = T::encode_key(key)?;
+        let now = self.clock().now();
+        let request = self.read_request(
+            Scan::keys([row_key.as_slice()]),
+            Some(self.read_filter(now)),
+        );
+        let rows: Vec<MergedRow> = self.raw_stream(request).try_collect().await?;
+        let Some((row_key, cells)) = rows.into_iter().next() else {
+            return Ok(Vec::new());
+        };
+        let mut view = RowView::empty(T::SCHEMA, &row_key);
+        if !view.reduce(
+            T::SCHEMA,
+            T::column_of,
+            cells.iter().map(Cell::as_cell_ref),
+            now,
+        )? {
+            return Ok(Vec::new());
+        }
+        let policy = T::SCHEMA.policy;
+        view.entries(map.index())
+            .iter()
+            .map(|e| {
+                let (key, value) =
+                    decode_entry(e.qualifier, e.value).map_err(|source| Error::Decode {
+                        table: self.name().to_owned(),
+                        row_key: row_key.clone(),
+                        column: format!("{}:{}", map.family(), e.qualifier.escape_ascii()),
+                        source,
+                    })?;
+                Ok(MapEntry {
+                    key,
+                    value,
+                    expires_at: policy.expiry_of(e.timestamp_micros)?,
+                })
+            })
+            .collect()
+    }
+}
