@@ -200,9 +200,19 @@ fn impl_row(cont: &Container) -> TokenStream {
                 if f.is_option() {
                     respan(quote!(__row.column_opt(#i)?), at(f.ty))
                 } else if let Some(default) = default_fn(f) {
-                    // A row written before the field existed.
-                    let read = respan(quote!(__row.column_opt(#i)?), at(f.ty));
-                    quote!(::core::option::Option::unwrap_or_else(#read, #default))
+                    // A row written before the field existed. Reported
+                    // whole at the field (or the `default` path), so a type
+                    // without `Default` is one error there.
+                    let span = f
+                        .attrs
+                        .default
+                        .as_ref()
+                        .and_then(|d| d.value.as_ref())
+                        .map_or_else(|| at(f.ty), at);
+                    respan(
+                        quote!(::core::option::Option::unwrap_or_else(__row.column_opt(#i)?, #default)),
+                        span,
+                    )
                 } else if f.is_counter() {
                     // An absent counter is zero.
                     respan(

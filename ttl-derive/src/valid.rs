@@ -441,8 +441,10 @@ fn check_columns(cx: &Ctxt, cont: &Container) {
                 || field.ident.to_token_stream(),
                 |c| c.value.to_token_stream(),
             );
-            let renamed = match (&field.attrs.column, &cont.attrs.rename_all) {
-                (None, Some(rename)) => {
+            // Name the rule when it made (one of) the clashing names.
+            let by_rule = field.attrs.column.is_none() || prev.attrs.column.is_none();
+            let renamed = match &cont.attrs.rename_all {
+                Some(rename) if by_rule => {
                     format!(" (after `rename_all = {:?}`)", rename.value.lit.value())
                 }
                 _ => String::new(),
