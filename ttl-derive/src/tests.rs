@@ -136,7 +136,11 @@ fn enum_by_number() {
 
 #[test]
 fn newtype() {
-    let codec = crate::value::derive_cell_codec(quote!(struct UserId(String);));
-    let key = crate::value::derive_key_part(quote!(struct UserId(String);));
+    let codec = crate::value::derive_cell_codec(quote!(
+        struct UserId(String);
+    ));
+    let key = crate::value::derive_key_part(quote!(
+        struct UserId(String);
+    ));
     insta::assert_snapshot!(format!("{}\n{}", pretty(codec), pretty(key)));
 }
