@@ -285,7 +285,7 @@ async fn skipped_fields_are_neither_stored_nor_read() {
 #[ttl(default = "1d", written_at)]
 struct Account {
     #[bigtable(key)]
-    account_id: String,
+    owner_id: String,
     user_name: String,
     #[bigtable(column = "seen")]
     last_seen_at: i64,
@@ -297,7 +297,7 @@ async fn rename_all_names_the_columns_and_an_explicit_column_wins() {
     let clock = Clock::manual(Utc::now());
     let accounts = support::table::<Account>(&clock).await;
     let account = Account {
-        account_id: "a1".into(),
+        owner_id: "a1".into(),
         user_name: "ann".into(),
         last_seen_at: 7,
         visit_count: Some(2),

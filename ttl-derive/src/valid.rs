@@ -51,8 +51,6 @@ fn check_defaults(cx: &Ctxt, cont: &Container) {
                      expiry is read from the cell timestamps, which no row lacks; remove `default`"
                 ),
             ),
-            // `skip` with `default = "path"` fills the field with `path()`.
-            Role::Skip => {}
             Role::Column if field.is_option() => cx.error_spanned_by(
                 at,
                 format!(
@@ -68,7 +66,9 @@ fn check_defaults(cx: &Ctxt, cont: &Container) {
                      reads as 0, the value increments start from; remove `default`"
                 ),
             ),
-            Role::Column => {}
+            // A plain column; or, with `skip`, `default = "path"` fills
+            // the field with `path()`.
+            Role::Column | Role::Skip => {}
         }
     }
 }
