@@ -157,6 +157,23 @@ async fn rows_written_before_a_field_existed_read_with_its_default() {
         bob
     );
 
+    // A condition compares what is stored: the old row reads `visits: 0`
+    // but holds no `visits` cell, so `equals(&0)` does not match it.
+    let replaced = new
+        .put_if(
+            &v2::Profile {
+                id: "ann".into(),
+                name: "Ann B.".into(),
+                visits: 1,
+                locale: "en".into(),
+            },
+            v2::Profile::VISITS.equals(&0),
+        )
+        .await
+        .unwrap();
+    assert!(replaced.is_none(), "no stored cell, no match");
+    assert_eq!(new.get(&"ann".to_owned()).await.unwrap().unwrap().name, "Ann");
+
     // A partial update of the new field on an old row keeps its expiry.
     new.update(&"ann".to_owned())
         .set(v2::Profile::VISITS, &5)
