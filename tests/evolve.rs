@@ -172,7 +172,10 @@ async fn rows_written_before_a_field_existed_read_with_its_default() {
         .await
         .unwrap();
     assert!(replaced.is_none(), "no stored cell, no match");
-    assert_eq!(new.get(&"ann".to_owned()).await.unwrap().unwrap().name, "Ann");
+    assert_eq!(
+        new.get(&"ann".to_owned()).await.unwrap().unwrap().name,
+        "Ann"
+    );
 
     // A partial update of the new field on an old row keeps its expiry.
     new.update(&"ann".to_owned())
