@@ -7,5 +7,5 @@
 #![doc = include_str!("../README.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub use ttl_derive::BigtableRow;
+pub use ttl_derive::{BigtableRow, CellCodec, KeyPart};
 pub use ttl_runtime::*;

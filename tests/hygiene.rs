@@ -27,6 +27,48 @@ mod no_prelude {
         pub expires: ::std::option::Option<DateTime<Utc>>,
     }
 
+    #[derive(::bigtable_ttl::CellCodec, ::bigtable_ttl::KeyPart)]
+    pub struct Id(::std::string::String);
+
+    #[derive(::bigtable_ttl::CellCodec)]
+    #[bigtable(by_name, rename_all = "kebab-case")]
+    pub enum Status {
+        OnHold,
+        #[bigtable(rename = "x")]
+        Gone,
+    }
+
+    #[derive(::bigtable_ttl::CellCodec)]
+    #[bigtable(by_number)]
+    #[repr(u8)]
+    pub enum Plan {
+        Free = 0,
+        Pro = 1,
+    }
+
+    pub fn two() -> i64 {
+        2
+    }
+
+    #[derive(BigtableRow)]
+    #[bigtable(table = "e", family = "f", rename_all = "camelCase")]
+    #[ttl(default = "1h")]
+    pub struct Evolved {
+        #[bigtable(key)]
+        pub id: Id,
+        pub owner: Id,
+        pub status: Status,
+        pub plan_kind: ::std::option::Option<Plan>,
+        #[bigtable(default)]
+        pub visits: u64,
+        #[bigtable(default = "two")]
+        pub rank: i64,
+        #[bigtable(skip)]
+        pub cache: ::std::vec::Vec<u8>,
+        #[bigtable(skip, default = "two")]
+        pub size: i64,
+    }
+
     #[derive(BigtableRow)]
     #[bigtable(table = "s", family = "f")]
     pub struct OneSecond {
@@ -69,6 +111,38 @@ mod shadowing {
     pub const fn millis() {}
     pub const fn encode_required() {}
 
+    #[derive(::bigtable_ttl::CellCodec, ::bigtable_ttl::KeyPart)]
+    pub struct Id(String);
+
+    #[derive(::bigtable_ttl::CellCodec)]
+    #[bigtable(by_name)]
+    pub enum Status {
+        On,
+        Off,
+    }
+
+    #[derive(::bigtable_ttl::CellCodec)]
+    #[bigtable(by_number)]
+    #[repr(u8)]
+    pub enum Plan {
+        Free = 0,
+        Pro = 1,
+    }
+
+    #[derive(BigtableRow)]
+    #[bigtable(table = "e", family = "f", rename_all = "PascalCase")]
+    #[ttl(default = "2d")]
+    pub struct Evolved {
+        #[bigtable(key)]
+        pub id: Id,
+        pub status: Status,
+        pub plan: Plan,
+        #[bigtable(default)]
+        pub count: i64,
+        #[bigtable(skip)]
+        pub cache: ::std::string::String,
+    }
+
     #[derive(BigtableRow)]
     #[bigtable(table = "t", family = "f")]
     #[ttl(default = "2d")]
@@ -94,6 +168,25 @@ mod renamed {
         #[bigtable(key)]
         pub id: String,
         pub value: String,
+    }
+
+    #[derive(btt::CellCodec)]
+    #[bigtable(by_name, crate = btt)]
+    pub enum Status {
+        On,
+    }
+
+    #[derive(btt::CellCodec, btt::KeyPart)]
+    #[bigtable(crate = "self::btt")]
+    pub struct Id(String);
+
+    #[derive(BigtableRow)]
+    #[bigtable(table = "t", family = "f", crate = btt)]
+    #[ttl(default = "90s")]
+    pub struct Typed {
+        #[bigtable(key)]
+        pub id: Id,
+        pub status: Status,
     }
 
     #[derive(BigtableRow)]

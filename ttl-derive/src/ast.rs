@@ -22,6 +22,9 @@ pub struct Field<'a> {
     pub attrs: attr::Field,
     /// `T` when the type is spelled `Option<T>` (detected syntactically).
     pub option_inner: Option<&'a Type>,
+    /// The column qualifier: `column = "..."`, else the field name under
+    /// the struct's `rename_all`, else the field name.
+    pub qualifier: String,
 }
 
 /// What a field is for.
@@ -35,6 +38,8 @@ pub enum Role {
     Column,
     /// A map stored one cell per entry in a family of its own.
     Map,
+    /// `#[bigtable(skip)]`: not stored, filled with its default when read.
+    Skip,
 }
 
 impl<'a> Container<'a> {
@@ -77,14 +82,26 @@ impl<'a> Container<'a> {
                 return None;
             }
         };
+        let case = attrs.rename_all.as_ref().and_then(|r| r.value.case);
         let fields = fields
             .iter()
-            .map(|f| Field {
+            .map(|f| {
                 // Named fields always have an ident.
-                ident: f.ident.as_ref().expect("named field"),
-                ty: &f.ty,
-                attrs: attr::Field::from_attrs(cx, &f.attrs),
-                option_inner: option_inner(&f.ty),
+                let ident = f.ident.as_ref().expect("named field");
+                let attrs = attr::Field::from_attrs(cx, &f.attrs);
+                let name = syn::ext::IdentExt::unraw(ident).to_string();
+                let qualifier = match (&attrs.column, case) {
+                    (Some(column), _) => column.value.value(),
+                    (None, Some(case)) => case.field(&name),
+                    (None, None) => name,
+                };
+                Field {
+                    ident,
+                    ty: &f.ty,
+                    attrs,
+                    option_inner: option_inner(&f.ty),
+                    qualifier,
+                }
             })
             .collect();
         Some(Container {
@@ -172,6 +189,8 @@ impl Field<'_> {
     pub fn role(&self) -> Role {
         if self.attrs.key.is_some() {
             Role::Key
+        } else if self.attrs.skip.is_some() {
+            Role::Skip
         } else if self.attrs.expire_at.is_some() {
             Role::ExpireAt
         } else if self.attrs.map.is_some() {
@@ -181,12 +200,14 @@ impl Field<'_> {
         }
     }
 
-    /// The column qualifier: `column = "..."` or the field name.
+    /// The column qualifier, `rename_all` and `column` applied.
     pub fn qualifier(&self) -> String {
-        self.attrs.column.as_ref().map_or_else(
-            || syn::ext::IdentExt::unraw(self.ident).to_string(),
-            |c| c.value.value(),
-        )
+        self.qualifier.clone()
+    }
+
+    /// Whether an absent column reads as a default value (`default`).
+    pub fn has_default(&self) -> bool {
+        self.attrs.default.is_some()
     }
 
     /// The field name as the schema and error messages show it.

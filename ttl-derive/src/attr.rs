@@ -7,6 +7,7 @@
 use syn::meta::ParseNestedMeta;
 use syn::{Attribute, LitStr, Path, Token};
 
+use crate::case::Case;
 use crate::ctxt::Ctxt;
 use crate::duration;
 use crate::symbol::{self, Symbol};
@@ -18,7 +19,7 @@ pub struct Keyed<T> {
     pub value: T,
 }
 
-fn set_once<T>(cx: &Ctxt, slot: &mut Option<Keyed<T>>, name: Symbol, key: &Path, value: T) {
+pub fn set_once<T>(cx: &Ctxt, slot: &mut Option<Keyed<T>>, name: Symbol, key: &Path, value: T) {
     if slot.is_some() {
         cx.error_spanned_by(key, format!("duplicate `{name}` key: give it only once"));
     } else {
@@ -48,7 +49,7 @@ fn parse_duration(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<Duration> {
     Ok(Duration { millis, lit })
 }
 
-fn parse_str(meta: &ParseNestedMeta, name: Symbol) -> syn::Result<LitStr> {
+pub fn parse_str(meta: &ParseNestedMeta, name: Symbol) -> syn::Result<LitStr> {
     let value = meta.value().map_err(|_| {
         meta.error(format_args!(
             "`{name}` needs a value: write `{name} = \"...\"`"
@@ -57,16 +58,49 @@ fn parse_str(meta: &ParseNestedMeta, name: Symbol) -> syn::Result<LitStr> {
     value.parse()
 }
 
-fn no_value(meta: &ParseNestedMeta, name: Symbol) -> syn::Result<()> {
+pub fn no_value(meta: &ParseNestedMeta, name: Symbol) -> syn::Result<()> {
     if meta.input.peek(Token![=]) || meta.input.peek(syn::token::Paren) {
         return Err(meta.error(format_args!("`{name}` takes no value: write just `{name}`")));
     }
     Ok(())
 }
 
+/// A `rename_all = "..."` value: the literal, for errors to point at, and
+/// its rule (`None` when unknown: an error is recorded).
+pub struct RenameAll {
+    pub lit: LitStr,
+    pub case: Option<Case>,
+}
+
+pub fn parse_rename_all(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<RenameAll> {
+    let lit = parse_str(meta, symbol::RENAME_ALL)?;
+    let case = Case::from_name(&lit.value());
+    if case.is_none() {
+        cx.error_spanned_by(
+            &lit,
+            format!(
+                "unknown case {:?} in `rename_all`: expected one of {} (serde's names)",
+                lit.value(),
+                Case::accepted()
+            ),
+        );
+    }
+    Ok(RenameAll { lit, case })
+}
+
+/// `key = path` or, as serde spells it, `key = "path"` (`crate`, `default`).
+pub fn parse_path(meta: &ParseNestedMeta) -> syn::Result<Path> {
+    let value = meta.value()?;
+    if value.peek(LitStr) {
+        value.parse::<LitStr>()?.parse::<Path>()
+    } else {
+        value.parse::<Path>()
+    }
+}
+
 /// Report an unknown key (listing the valid ones) and skip its value, so the
 /// keys after it are still read.
-fn unknown(
+pub fn unknown(
     cx: &Ctxt,
     meta: &ParseNestedMeta,
     attr: Symbol,
@@ -101,6 +135,7 @@ pub struct Container {
     pub family: Option<Keyed<LitStr>>,
     pub key_separator: Option<Keyed<LitStr>>,
     pub crate_path: Option<Keyed<Path>>,
+    pub rename_all: Option<Keyed<RenameAll>>,
     pub default_ttl: Option<Keyed<Duration>>,
     /// The `written_at` key and its qualifier (the literal, when one is given).
     pub written_at: Option<Keyed<Option<LitStr>>>,
@@ -144,14 +179,11 @@ impl Container {
             let v = parse_str(meta, symbol::KEY_SEPARATOR)?;
             set_once(cx, &mut self.key_separator, symbol::KEY_SEPARATOR, p, v);
         } else if *p == symbol::CRATE {
-            let value = meta.value()?;
-            // `crate = path` or, as serde spells it, `crate = "path"`.
-            let path = if value.peek(LitStr) {
-                value.parse::<LitStr>()?.parse::<Path>()?
-            } else {
-                value.parse::<Path>()?
-            };
+            let path = parse_path(meta)?;
             set_once(cx, &mut self.crate_path, symbol::CRATE, p, path);
+        } else if *p == symbol::RENAME_ALL {
+            let v = parse_rename_all(cx, meta)?;
+            set_once(cx, &mut self.rename_all, symbol::RENAME_ALL, p, v);
         } else {
             self.bigtable_garbled = true;
             unknown(
@@ -195,6 +227,10 @@ pub struct Field {
     pub ttl_for: Option<Keyed<Duration>>,
     pub counter: Option<Keyed<()>>,
     pub map: Option<Keyed<()>>,
+    /// `default` (`None`: `Default::default`) or `default = "path"` (a
+    /// function returning the field's type).
+    pub default: Option<Keyed<Option<Path>>>,
+    pub skip: Option<Keyed<()>>,
 }
 
 impl Field {
@@ -247,6 +283,18 @@ impl Field {
         } else if *p == symbol::MAP {
             no_value(meta, symbol::MAP)?;
             set_once(cx, &mut self.map, symbol::MAP, p, ());
+        } else if *p == symbol::DEFAULT {
+            // `default` or, as serde spells it, `default = "path::to::fn"`.
+            let path = if meta.input.peek(Token![=]) {
+                Some(parse_path(meta)?)
+            } else {
+                no_value(meta, symbol::DEFAULT)?;
+                None
+            };
+            set_once(cx, &mut self.default, symbol::DEFAULT, p, path);
+        } else if *p == symbol::SKIP {
+            no_value(meta, symbol::SKIP)?;
+            set_once(cx, &mut self.skip, symbol::SKIP, p, ());
         } else {
             unknown(
                 cx,

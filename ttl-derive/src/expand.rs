@@ -34,14 +34,14 @@ pub fn derive(input: TokenStream) -> TokenStream {
 
 /// A span that resolves like the rest of the expansion but is reported at
 /// `tokens` (a field's type): a missing `CellCodec`/`KeyPart` points there.
-fn at(tokens: &impl Spanned) -> Span {
+pub fn at(tokens: &impl Spanned) -> Span {
     Span::call_site().located_at(tokens.span())
 }
 
 /// `tokens` with every span set to `span`, including interpolated paths and
 /// literals, so a whole call is reported at the field rather than across the
 /// derive.
-fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+pub fn respan(tokens: TokenStream, span: Span) -> TokenStream {
     tokens
         .into_iter()
         .map(|mut tree| {
@@ -211,6 +211,20 @@ fn impl_row(cont: &Container) -> TokenStream {
                 column_index += 1;
                 if f.is_option() {
                     respan(quote!(__row.column_opt(#i)?), at(f.ty))
+                } else if let Some(default) = default_fn(f) {
+                    // A row written before the field existed. Reported
+                    // whole at the field (or the `default` path), so a type
+                    // without `Default` is one error there.
+                    let span = f
+                        .attrs
+                        .default
+                        .as_ref()
+                        .and_then(|d| d.value.as_ref())
+                        .map_or_else(|| at(f.ty), at);
+                    respan(
+                        quote!(::core::option::Option::unwrap_or_else(__row.column_opt(#i)?, #default)),
+                        span,
+                    )
                 } else if f.is_counter() {
                     // An absent counter is zero.
                     respan(
@@ -230,6 +244,10 @@ fn impl_row(cont: &Container) -> TokenStream {
                 quote!(::core::option::Option::Some(__row.expires_at()))
             }
             Role::ExpireAt => quote!(__row.expires_at()),
+            Role::Skip => {
+                let default = default_fn(f).unwrap_or_else(|| default_of(f));
+                quote!(#default())
+            }
         };
         quote!(#ident: #value)
     });
@@ -293,6 +311,23 @@ fn impl_row(cont: &Container) -> TokenStream {
             #field_handles
         };
     }
+}
+
+/// The function filling a `default` field whose column is absent: the
+/// user's `default = "path"`, or `Default::default` spanned at the field's
+/// type (a type without `Default` is reported there).
+fn default_fn(f: &Field) -> Option<TokenStream> {
+    let default = f.attrs.default.as_ref()?;
+    Some(match &default.value {
+        Some(path) => respan(path.to_token_stream(), at(path)),
+        None => default_of(f),
+    })
+}
+
+/// `<T as Default>::default`, reported at the field's type.
+fn default_of(f: &Field) -> TokenStream {
+    let ty = f.ty;
+    respan(quote!(<#ty as ::core::default::Default>::default), at(f.ty))
 }
 
 /// One associated const per stored column, named after its field in upper

@@ -18,6 +18,7 @@ pub const TABLE: Symbol = Symbol("table");
 pub const FAMILY: Symbol = Symbol("family");
 pub const KEY_SEPARATOR: Symbol = Symbol("key_separator");
 pub const CRATE: Symbol = Symbol("crate");
+pub const RENAME_ALL: Symbol = Symbol("rename_all");
 
 // `#[ttl(...)]` on the struct.
 pub const DEFAULT: Symbol = Symbol("default");
@@ -28,15 +29,25 @@ pub const KEY: Symbol = Symbol("key");
 pub const COLUMN: Symbol = Symbol("column");
 pub const COUNTER: Symbol = Symbol("counter");
 pub const MAP: Symbol = Symbol("map");
+pub const SKIP: Symbol = Symbol("skip");
+// `default` on a field is spelled as the struct's `#[ttl(default)]`: [`DEFAULT`].
+
+// `#[bigtable(...)]` on a `#[derive(CellCodec)]` enum, and on its variants.
+pub const BY_NAME: Symbol = Symbol("by_name");
+pub const BY_NUMBER: Symbol = Symbol("by_number");
+pub const RENAME: Symbol = Symbol("rename");
 
 // `#[ttl(...)]` on a field.
 pub const EXPIRE_AT: Symbol = Symbol("expire_at");
 pub const FOR: Symbol = Symbol("for");
 
 /// The keys each attribute accepts at each position, for "unknown key" messages.
-pub const STRUCT_BIGTABLE_KEYS: &[Symbol] = &[TABLE, FAMILY, KEY_SEPARATOR, CRATE];
+pub const STRUCT_BIGTABLE_KEYS: &[Symbol] = &[TABLE, FAMILY, KEY_SEPARATOR, RENAME_ALL, CRATE];
 pub const STRUCT_TTL_KEYS: &[Symbol] = &[DEFAULT, WRITTEN_AT];
-pub const FIELD_BIGTABLE_KEYS: &[Symbol] = &[KEY, COLUMN, FAMILY, COUNTER, MAP];
+pub const FIELD_BIGTABLE_KEYS: &[Symbol] = &[KEY, COLUMN, FAMILY, COUNTER, MAP, DEFAULT, SKIP];
+pub const ENUM_BIGTABLE_KEYS: &[Symbol] = &[BY_NAME, BY_NUMBER, RENAME_ALL, CRATE];
+pub const VARIANT_BIGTABLE_KEYS: &[Symbol] = &[RENAME];
+pub const NEWTYPE_BIGTABLE_KEYS: &[Symbol] = &[CRATE];
 pub const FIELD_TTL_KEYS: &[Symbol] = &[EXPIRE_AT, FOR];
 
 /// The default qualifier of the `written_at` shadow column, the one the

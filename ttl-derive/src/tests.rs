@@ -86,3 +86,61 @@ fn typos_get_a_suggestion() {
     );
     assert_eq!(closest("qualifier", FIELD_BIGTABLE_KEYS).map(|s| s.0), None);
 }
+
+#[test]
+fn evolving_struct() {
+    let out = derive(quote! {
+        #[bigtable(table = "profiles", family = "p", rename_all = "camelCase")]
+        #[ttl(default = "30d")]
+        struct Profile {
+            #[bigtable(key)]
+            user_id: String,
+            display_name: String,
+            #[bigtable(default)]
+            visit_count: u64,
+            #[bigtable(default = "english")]
+            locale: String,
+            #[bigtable(skip)]
+            cache: Vec<String>,
+        }
+    });
+    insta::assert_snapshot!(pretty(out));
+}
+
+#[test]
+fn enum_by_name() {
+    let out = crate::value::derive_cell_codec(quote! {
+        #[bigtable(by_name, rename_all = "snake_case")]
+        enum Status {
+            Active,
+            OnHold,
+            #[bigtable(rename = "gone")]
+            Deleted,
+        }
+    });
+    insta::assert_snapshot!(pretty(out));
+}
+
+#[test]
+fn enum_by_number() {
+    let out = crate::value::derive_cell_codec(quote! {
+        #[bigtable(by_number)]
+        #[repr(i32)]
+        enum Plan {
+            Free = 0,
+            Pro = 2,
+        }
+    });
+    insta::assert_snapshot!(pretty(out));
+}
+
+#[test]
+fn newtype() {
+    let codec = crate::value::derive_cell_codec(quote!(
+        struct UserId(String);
+    ));
+    let key = crate::value::derive_key_part(quote!(
+        struct UserId(String);
+    ));
+    insta::assert_snapshot!(format!("{}\n{}", pretty(codec), pretty(key)));
+}

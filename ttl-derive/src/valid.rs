@@ -23,6 +23,8 @@ pub fn check(cx: &Ctxt, cont: &Container) {
     check_field_ttls(cx, cont);
     check_counters(cx, cont);
     check_maps(cx, cont);
+    check_defaults(cx, cont);
+    check_skipped(cx, cont);
     check_columns(cx, cont);
 }
 
@@ -100,6 +102,90 @@ fn check_maps(cx: &Ctxt, cont: &Container) {
             );
         } else {
             families.insert(family_name, format!("map field `{name}`"));
+        }
+    }
+}
+
+/// `default` fills a column that a row does not have (it was written before
+/// the field existed): only a stored, non-`Option` field can lack one.
+fn check_defaults(cx: &Ctxt, cont: &Container) {
+    for field in &cont.fields {
+        let Some(default) = &field.attrs.default else {
+            continue;
+        };
+        let at = &default.key;
+        let name = field.name();
+        match field.role() {
+            Role::Key => cx.error_spanned_by(
+                at,
+                format!(
+                    "`default` cannot be used on the key field `{name}`: a key field is read \
+                     from the row key, which no row lacks; remove `default`"
+                ),
+            ),
+            Role::ExpireAt => cx.error_spanned_by(
+                at,
+                format!(
+                    "`default` cannot be used on the `#[ttl(expire_at)]` field `{name}`: the \
+                     expiry is read from the cell timestamps, which no row lacks; remove `default`"
+                ),
+            ),
+            Role::Column if field.is_option() => cx.error_spanned_by(
+                at,
+                format!(
+                    "`default` is redundant on the `Option` field `{name}`: an absent column \
+                     already reads as `None`; remove `default` (a default other than `None` \
+                     would make a written `None` read back as something else)"
+                ),
+            ),
+            Role::Column if field.is_counter() => cx.error_spanned_by(
+                at,
+                format!(
+                    "`default` cannot be used on the counter `{name}`: an absent counter \
+                     reads as 0, the value increments start from; remove `default`"
+                ),
+            ),
+            Role::Map => cx.error_spanned_by(
+                at,
+                format!(
+                    "`default` is redundant on the map field `{name}`: a row without entries \
+                     already reads as an empty map; remove `default`"
+                ),
+            ),
+            // A plain column; or, with `skip`, `default = "path"` fills
+            // the field with `path()`.
+            Role::Column | Role::Skip => {}
+        }
+    }
+}
+
+/// A skipped field is neither stored nor read: attributes about its column,
+/// key or expiry would silently mean nothing.
+fn check_skipped(cx: &Ctxt, cont: &Container) {
+    for field in &cont.fields {
+        let Some(skip) = &field.attrs.skip else {
+            continue;
+        };
+        let name = field.name();
+        if field.role() == Role::Key {
+            cx.error_spanned_by(
+                &skip.key,
+                format!(
+                    "`skip` cannot be used on the key field `{name}`: every row has a key, \
+                     and this field is part of it; remove `skip` or `key`"
+                ),
+            );
+            continue;
+        }
+        for (tokens, attr) in field.attrs.column_attrs() {
+            cx.error_spanned_by(
+                tokens,
+                format!(
+                    "`{attr}` cannot be used on the skipped field `{name}`: \
+                     `#[bigtable(skip)]` fields are not stored, so they have no column, \
+                     family, TTL or expiry; remove `{attr}` or `skip`"
+                ),
+            );
         }
     }
 }
@@ -418,12 +504,13 @@ fn check_field_ttls(cx: &Ctxt, cont: &Container) {
                  every cell's timestamp is the row's expiry",
             );
         }
-        if !field.is_option() {
+        if !field.is_option() && !field.has_default() {
             cx.error_spanned_by(
                 field.ty,
                 format!(
-                    "a field with a per-field TTL must be an `Option<_>`: `{}` can expire \
-                     before the row, and then reads as `None`",
+                    "a field with a per-field TTL must be an `Option<_>` or have \
+                     `#[bigtable(default)]`: `{}` can expire before the row, and then reads \
+                     as `None` or its default",
                     field.name()
                 ),
             );
@@ -440,11 +527,19 @@ fn check_columns(cx: &Ctxt, cont: &Container) {
                 || field.ident.to_token_stream(),
                 |c| c.value.to_token_stream(),
             );
+            // Name the rule when it made (one of) the clashing names.
+            let by_rule = field.attrs.column.is_none() || prev.attrs.column.is_none();
+            let renamed = match &cont.attrs.rename_all {
+                Some(rename) if by_rule => {
+                    format!(" (after `rename_all = {:?}`)", rename.value.lit.value())
+                }
+                _ => String::new(),
+            };
             cx.error_spanned_by(
                 at,
                 format!(
-                    "fields `{}` and `{}` are both stored in column `{}:{}`; give one of them \
-                     another `#[bigtable(column = \"...\")]` or `family`",
+                    "fields `{}` and `{}` are both stored in column `{}:{}`{renamed}; give one \
+                     of them another `#[bigtable(column = \"...\")]` or `family`",
                     prev.name(),
                     field.name(),
                     column.0,

@@ -64,10 +64,10 @@ pub use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as proto;
 /// What the derive's expansion calls. Not a public API: no semver promise.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::model::codec::CellCodec;
+    pub use crate::model::codec::{fixed as fixed_width, unknown_name, unknown_number, CellCodec};
     pub use crate::model::condition::Field;
     pub use crate::model::counter::CounterField;
-    pub use crate::model::error::{Error, Result};
+    pub use crate::model::error::{CodecError, Error, Result};
     pub use crate::model::field::FieldError;
     pub use crate::model::key::{KeyBuilder, KeyPart, KeyReader};
     pub use crate::model::map::MapField;

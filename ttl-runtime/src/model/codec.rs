@@ -42,7 +42,7 @@ use crate::model::error::CodecError;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be stored in a Bigtable cell",
     label = "no `CellCodec` for this field's type",
-    note = "stored fields need `CellCodec`: String, Vec<u8>, bool, i64, i32, u64, f64, DateTime<Utc>, `Json<T>` (feature `json`), or your own impl"
+    note = "stored fields need `CellCodec`: String, Vec<u8>, bool, i64, i32, u64, f64, DateTime<Utc>, `Json<T>` (feature `json`), `#[derive(CellCodec)]` on a newtype or C-like enum, or your own impl"
 )]
 pub trait CellCodec: Sized {
     /// The cell bytes for this value.
@@ -58,8 +58,13 @@ pub trait CellCodec: Sized {
     fn decode(bytes: &[u8]) -> Result<Self, CodecError>;
 }
 
+/// The `N` bytes of a fixed-width cell (what `#[derive(CellCodec)]`'s
+/// `by_number` enums read their number from).
+///
+/// # Errors
+/// [`CodecError::WrongWidth`].
 #[inline]
-fn fixed<const N: usize>(bytes: &[u8]) -> Result<[u8; N], CodecError> {
+pub fn fixed<const N: usize>(bytes: &[u8]) -> Result<[u8; N], CodecError> {
     bytes.try_into().map_err(|_| CodecError::WrongWidth {
         expected: N,
         actual: bytes.len(),
@@ -128,6 +133,26 @@ impl CellCodec for DateTime<Utc> {
     fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
         let micros = i64::from_be_bytes(fixed(bytes)?);
         DateTime::from_timestamp_micros(micros).ok_or(CodecError::TimestampOutOfRange(micros))
+    }
+}
+
+/// The error of a `by_name` enum cell that names no variant.
+#[cold]
+#[must_use]
+pub fn unknown_name(enum_name: &'static str, bytes: &[u8]) -> CodecError {
+    CodecError::UnknownVariant {
+        enum_name,
+        value: format!("\"{}\"", bytes.escape_ascii()),
+    }
+}
+
+/// The error of a `by_number` enum cell that holds no variant's number.
+#[cold]
+#[must_use]
+pub fn unknown_number(enum_name: &'static str, number: impl std::fmt::Display) -> CodecError {
+    CodecError::UnknownVariant {
+        enum_name,
+        value: number.to_string(),
     }
 }
 

@@ -464,6 +464,16 @@ pub enum CodecError {
     /// The JSON codec failed.
     #[error("JSON: {0}")]
     Json(String),
+    /// A cell of a `#[derive(CellCodec)]` enum holds a name or number that
+    /// is none of its variants: written by a newer version of the enum, or
+    /// by hand. Add the variant (or a `rename`), or rewrite the cell.
+    #[error("`{enum_name}` has no variant stored as {value}; add one (or a `rename`) to the enum, or rewrite the cell")]
+    UnknownVariant {
+        /// The enum.
+        enum_name: &'static str,
+        /// The stored value: a quoted, escaped name or a number.
+        value: String,
+    },
     /// A user codec's own error.
     #[error("{0}")]
     Custom(String),

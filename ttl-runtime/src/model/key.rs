@@ -16,7 +16,7 @@ use crate::model::limits::MAX_ROW_KEY_BYTES;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be part of a row key or be a map entry's key",
     label = "no `KeyPart` for this key's type",
-    note = "key fields and the keys of `#[bigtable(map)]` fields need `KeyPart`: String, Vec<u8>, u64, u32, i64, i32, DateTime<Utc>, or your own impl"
+    note = "key fields and the keys of `#[bigtable(map)]` fields need `KeyPart`: String, Vec<u8>, u64, u32, i64, i32, DateTime<Utc>, `#[derive(KeyPart)]` on a newtype of one of them, or your own impl"
 )]
 pub trait KeyPart: Sized {
     /// Append this value's key bytes to `out`.

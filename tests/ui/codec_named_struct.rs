@@ -1,0 +1,8 @@
+use bigtable_ttl::CellCodec;
+
+#[derive(CellCodec)]
+struct UserId {
+    id: String,
+}
+
+fn main() {}

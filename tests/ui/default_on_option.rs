@@ -1,0 +1,13 @@
+use bigtable_ttl::BigtableRow;
+
+#[derive(BigtableRow)]
+#[bigtable(table = "profiles", family = "p")]
+#[ttl(default = "30d")]
+struct Profile {
+    #[bigtable(key)]
+    id: String,
+    #[bigtable(default)]
+    nickname: Option<String>,
+}
+
+fn main() {}

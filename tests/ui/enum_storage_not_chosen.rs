@@ -1,0 +1,9 @@
+use bigtable_ttl::CellCodec;
+
+#[derive(CellCodec)]
+enum Status {
+    Active,
+    Suspended,
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use bigtable_ttl::KeyPart;
+
+#[derive(KeyPart)]
+struct Ratio(f64);
+
+fn main() {}

@@ -1,0 +1,9 @@
+use bigtable_ttl::KeyPart;
+
+#[derive(KeyPart)]
+enum Region {
+    Eu,
+    Us,
+}
+
+fn main() {}
