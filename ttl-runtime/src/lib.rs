@@ -38,7 +38,7 @@ pub use client::{admin, read, retry, writer};
 pub use model::{filter, limits};
 
 pub use client::conditional::Insert;
-pub use client::connection::{Connection, DataClient, DataService};
+pub use client::connection::{Connection, ConnectionBuilder, Credentials, DataClient, DataService};
 pub use client::table::{Table, Written};
 pub use model::clock::Clock;
 pub use model::codec::CellCodec;
@@ -55,6 +55,10 @@ pub use model::row::{BigtableRow, KeyPrefix, MutationBuilder};
 pub use model::scan::{RawCell, Scan};
 pub use model::schema::{Column, Schema, ShadowColumn};
 pub use model::view::Expiring;
+
+/// The token providers [`Credentials::provider`] takes: implement
+/// [`gcp_auth::TokenProvider`] from this re-export, so the versions match.
+pub use gcp_auth;
 
 /// Bigtable's v2 protobuf types (`Mutation`, `RowFilter`, …) and the
 /// generated data client ([`DataClient`]), as the pure core uses them.

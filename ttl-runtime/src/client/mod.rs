@@ -7,6 +7,7 @@
 //! private), never the operations above it ([`crate::ops`]).
 
 pub mod admin;
+pub(crate) mod builder;
 pub(crate) mod conditional;
 pub mod connection;
 pub(crate) mod counter;

@@ -148,15 +148,18 @@ impl Written {
 }
 
 impl<T: BigtableRow> Table<T> {
-    /// A handle on `T::SCHEMA.table` over `conn`, on the system clock.
+    /// A handle on `T::SCHEMA.table` over `conn`, on the system clock, its
+    /// reads and writes under the connection's timeouts and retries
+    /// ([`Connection::retry`]).
     #[must_use]
     pub fn new(conn: Connection) -> Self {
+        let retry = conn.retry();
         Self {
             conn,
             name: T::SCHEMA.table.to_owned(),
             clock: Clock::system(),
-            write: WriteOptions::default(),
-            read: ReadOptions::default(),
+            write: WriteOptions::default().with_retry(retry),
+            read: ReadOptions::default().with_retry(retry),
             read_counters: Arc::default(),
             sole_families: Arc::default(),
             _row: PhantomData,
