@@ -11,6 +11,14 @@ use bigtable_ttl::{BigtableRow, Clock, Connection, Table};
 #[allow(dead_code)]
 pub mod proxy;
 
+/// A loopback HTTP/2 proxy that records requests, plaintext or TLS.
+#[allow(dead_code)]
+pub mod recorder;
+
+/// A stand-in token provider.
+#[allow(dead_code)]
+pub mod tokens;
+
 /// The row structs several test files share.
 #[allow(dead_code)]
 pub mod rows;

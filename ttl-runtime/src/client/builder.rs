@@ -77,12 +77,15 @@ impl Credentials {
 
     async fn resolve(&self) -> Result<Option<Arc<dyn gcp_auth::TokenProvider>>> {
         match &self.0 {
-            Source::ApplicationDefault => gcp_auth::provider().await.map(Some).map_err(|e| {
-                Error::Connect {
-                    target: "application default credentials".to_owned(),
-                    source: e.into(),
-                }
-            }),
+            Source::ApplicationDefault => {
+                gcp_auth::provider()
+                    .await
+                    .map(Some)
+                    .map_err(|e| Error::Connect {
+                        target: "application default credentials".to_owned(),
+                        source: e.into(),
+                    })
+            }
             Source::KeyFile(path) => gcp_auth::CustomServiceAccount::from_file(path)
                 .map(|account| Some(Arc::new(account) as Arc<dyn gcp_auth::TokenProvider>))
                 .map_err(|e| Error::Connect {

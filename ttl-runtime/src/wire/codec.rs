@@ -121,7 +121,9 @@ fn string_field_len(tag: u32, text: &str) -> usize {
     if text.is_empty() {
         return 0;
     }
-    prost::encoding::key_len(tag) + prost::encoding::encoded_len_varint(text.len() as u64) + text.len()
+    prost::encoding::key_len(tag)
+        + prost::encoding::encoded_len_varint(text.len() as u64)
+        + text.len()
 }
 
 /// A string field, as prost encodes it (nothing when empty).
@@ -245,7 +247,10 @@ mod tests {
                 entries: entries.clone(),
                 ..MutateRowsRequest::default()
             };
-            assert!(body_bytes(&body) == expected.encode_to_vec(), "profile {profile:?}");
+            assert!(
+                body_bytes(&body) == expected.encode_to_vec(),
+                "profile {profile:?}"
+            );
         }
     }
 
