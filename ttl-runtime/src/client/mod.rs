@@ -16,4 +16,5 @@ pub(crate) mod parallel;
 pub mod read;
 pub mod retry;
 pub mod table;
+pub(crate) mod telemetry;
 pub mod writer;

@@ -60,7 +60,7 @@ impl EncodedBatch {
     }
 
     /// Entry `i` in its wire form (field header included).
-    fn wire(&self, i: usize) -> &[u8] {
+    pub(crate) fn wire(&self, i: usize) -> &[u8] {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         &self.bytes[start..self.ends[i]]
     }
