@@ -7,14 +7,20 @@
 //! refused.
 
 mod support;
+#[path = "support/recorder.rs"]
+#[allow(dead_code)]
+mod recorder;
+#[path = "support/tokens.rs"]
+#[allow(dead_code)]
+mod tokens;
 
 use std::time::Duration;
 
 use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::{Connection, Credentials, Error, Scan, Table};
-use support::recorder::{Recorder, TestCa};
+use recorder::{Recorder, TestCa};
 use support::rows::{click, Click};
-use support::tokens::FixedToken;
+use tokens::FixedToken;
 
 const TOKEN: &str = "ya29.test-token-for-bigtable-ttl";
 const ADMIN_SERVICE: &str = "/google.bigtable.admin.v2.BigtableTableAdmin/";

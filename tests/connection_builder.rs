@@ -5,6 +5,9 @@
 //! proxies.
 
 mod support;
+#[path = "support/recorder.rs"]
+#[allow(dead_code)]
+mod recorder;
 
 use std::time::{Duration, Instant};
 
@@ -12,7 +15,7 @@ use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::{Code, Connection, Error, Scan, Table};
 use futures_util::future::try_join_all;
 use support::proxy::{Faults, Proxy};
-use support::recorder::Recorder;
+use recorder::Recorder;
 use support::rows::{click, Click};
 
 const DATA_SERVICE: &str = "/google.bigtable.v2.Bigtable/";

@@ -1,6 +1,9 @@
 //! Shared support for the integration tests: connections to Google's Bigtable
 //! emulator, each on a fresh instance, and `cbt` to look at what is really
 //! stored. Every test binary uses a subset, hence the `dead_code` allowances.
+//! (`recorder.rs` and `tokens.rs` beside it are declared by the test files
+//! that use them: other crates' tests include this module, without their
+//! dependencies.)
 
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,14 +13,6 @@ use bigtable_ttl::{BigtableRow, Clock, Connection, Table};
 /// A loopback TCP proxy that injects connection faults.
 #[allow(dead_code)]
 pub mod proxy;
-
-/// A loopback HTTP/2 proxy that records requests, plaintext or TLS.
-#[allow(dead_code)]
-pub mod recorder;
-
-/// A stand-in token provider.
-#[allow(dead_code)]
-pub mod tokens;
 
 /// The row structs several test files share.
 #[allow(dead_code)]
