@@ -10,8 +10,8 @@
 //! recorder than a real exporter's atomics), and prints both with their
 //! ratio. Compare the "off" build's median with the feature build's
 //! medians for the cost of the feature itself. Each round writes a fresh
-//! table, and rounds alternate so neither mode always runs on a warmer
-//! emulator.
+//! table, and the order of the modes rotates from round to round so
+//! neither always runs on a warmer emulator.
 
 use std::time::{Duration, Instant};
 
@@ -52,7 +52,10 @@ pub(crate) async fn run(rows: usize, rounds: usize) -> Res<()> {
     let modes = modes();
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); modes.len()];
     for r in 0..rounds.max(1) {
-        for (m, mode) in modes.iter().enumerate() {
+        // Rotated from round to round, so no mode always runs first.
+        for k in 0..modes.len() {
+            let m = (k + r) % modes.len();
+            let mode = &modes[m];
             switch(mode.recorder);
             times[m].push(round(&conn, &format!("t{r}_{m}"), rows).await?);
         }
