@@ -63,9 +63,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 DebugValue::Counter(n) => n.to_string(),
                 DebugValue::Gauge(g) => g.to_string(),
                 DebugValue::Histogram(values) => {
-                    let n = values.len();
                     let total: f64 = values.iter().map(|v| v.into_inner()).sum();
-                    format!("{n} samples, mean {:.2} ms", 1e3 * total / n.max(1) as f64)
+                    let mean = 1e3 * total
+                        / f64::from(u32::try_from(values.len()).unwrap_or(u32::MAX).max(1));
+                    format!("{} samples, mean {mean:.2} ms", values.len())
                 }
             };
             format!("{:<32} {:<45} {value}", key.name(), labels.join(","))

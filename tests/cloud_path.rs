@@ -6,10 +6,10 @@
 //! admin calls. Plaintext is for an emulator only: credentials over it are
 //! refused.
 
-mod support;
 #[path = "support/recorder.rs"]
 #[allow(dead_code)]
 mod recorder;
+mod support;
 #[path = "support/tokens.rs"]
 #[allow(dead_code)]
 mod tokens;

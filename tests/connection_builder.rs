@@ -4,18 +4,18 @@
 //! on the connection. All against the real emulator, through loopback
 //! proxies.
 
-mod support;
 #[path = "support/recorder.rs"]
 #[allow(dead_code)]
 mod recorder;
+mod support;
 
 use std::time::{Duration, Instant};
 
 use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::{Code, Connection, Error, Scan, Table};
 use futures_util::future::try_join_all;
-use support::proxy::{Faults, Proxy};
 use recorder::Recorder;
+use support::proxy::{Faults, Proxy};
 use support::rows::{click, Click};
 
 const DATA_SERVICE: &str = "/google.bigtable.v2.Bigtable/";

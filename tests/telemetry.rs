@@ -170,7 +170,7 @@ async fn each_operation_is_a_span_and_each_retry_an_event_with_its_reason() {
     let stalled = ops.last().unwrap();
     assert_eq!(field(stalled, "operation"), "get");
     assert_eq!(field(stalled, "outcome"), "DEADLINE_EXCEEDED");
-    let attempts: u32 = field(stalled, "attempts").parse().unwrap();
+    let attempts: usize = field(stalled, "attempts").parse().unwrap();
     assert!(attempts >= 2, "{stalled:?}");
 
     let retries: Vec<&(Fields, Fields)> = captured
@@ -178,7 +178,7 @@ async fn each_operation_is_a_span_and_each_retry_an_event_with_its_reason() {
         .iter()
         .filter(|(s, e)| field(e, "message") == "retrying" && field(s, "table") == TABLE)
         .collect();
-    assert_eq!(retries.len() as u32, attempts - 1, "{retries:#?}");
+    assert_eq!(retries.len(), attempts - 1, "{retries:#?}");
     for (span, event) in retries {
         assert_eq!(field(span, "operation"), "get");
         assert!(

@@ -56,8 +56,11 @@ where
         retries: AtomicU32::new(0),
         attempt_started: Mutex::new(started),
     });
+    // Boxed: the read's state would otherwise sit inline in every caller's
+    // future (16 KiB for `get`); one allocation per call is nothing beside
+    // the call.
     let result = CURRENT
-        .scope(state.clone(), call.instrument(span.clone()))
+        .scope(state.clone(), Box::pin(call).instrument(span.clone()))
         .await;
     let attempts = state.retries.load(Ordering::Relaxed) + 1;
     let outcome = match &result {

@@ -1,7 +1,7 @@
 //! The names of the client-side metrics (feature `metrics`), as the
 //! official Bigtable clients export them: recorded through the
 //! [`metrics`](https://docs.rs/metrics) facade, so any exporter
-//! (Prometheus, OpenTelemetry, StatsD, …) installed as the recorder gets
+//! (Prometheus, OpenTelemetry, `StatsD`, …) installed as the recorder gets
 //! them. Without the feature nothing is recorded and no code is compiled
 //! for it; with the feature and no recorder installed, each recording is a
 //! check of an empty global.
