@@ -1,4 +1,4 @@
-//! [`ConnectionBuilder`]: every setting of a [`Connection`] a production
+//! [`ConnectionBuilder`]: every setting of a [`Connection`](crate::Connection) a production
 //! deployment needs (app profile, endpoints, credentials, TLS roots,
 //! connection pool, HTTP/2 keep-alive, default timeouts), and the rules that
 //! keep them safe (no credentials over plaintext).
@@ -7,9 +7,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::client::connection::{AdminClient, Connection, ADMIN_ENDPOINT};
 use crate::client::retry::RetryPolicy;
 use crate::model::error::{BoxError, Error, Result};
+use tonic::transport::Channel;
+
 use crate::wire::channel::{
     endpoint, ChannelConfig, DataChannel, KeepAlive, CLOUD_CONNECTIONS, DATA_ENDPOINT,
 };
@@ -102,10 +103,12 @@ impl Credentials {
     }
 }
 
-/// The settings of a [`Connection`], from [`Connection::builder`]; nothing
+/// The settings of a [`Connection`](crate::Connection), from
+/// [`Connection::builder`](crate::Connection::builder); nothing
 /// is sent before the first call.
 ///
-/// Left alone, it connects as [`Connection::connect`] does: the emulator at
+/// Left alone, it connects as
+/// [`Connection::connect`](crate::Connection::connect) does: the emulator at
 /// `BIGTABLE_EMULATOR_HOST` when that is set, else Cloud Bigtable with
 /// application default credentials.
 ///
@@ -141,6 +144,23 @@ pub struct ConnectionBuilder {
     keep_alive: KeepAlive,
     retry: RetryPolicy,
     admin_retry: RetryPolicy,
+}
+
+/// Cloud Bigtable's global admin endpoint.
+pub(crate) const ADMIN_ENDPOINT: &str = "https://bigtableadmin.googleapis.com";
+
+/// What a connection is made of, once the builder has checked its settings.
+/// (The connection itself is assembled in `connection.rs`, which names this
+/// module and not the other way round.)
+pub(crate) struct Parts {
+    pub(crate) channel: DataChannel,
+    pub(crate) admin: Channel,
+    pub(crate) tokens: Option<Arc<dyn gcp_auth::TokenProvider>>,
+    pub(crate) project: String,
+    pub(crate) instance: String,
+    pub(crate) target: String,
+    pub(crate) retry: RetryPolicy,
+    pub(crate) admin_retry: RetryPolicy,
 }
 
 /// Where a connection goes, once the settings and the environment are read.
@@ -250,21 +270,14 @@ impl ConnectionBuilder {
     }
 
     /// The timeouts and retries of admin calls
-    /// ([`Connection::with_admin_retry`]).
+    /// ([`Connection::with_admin_retry`](crate::Connection::with_admin_retry)).
     pub fn admin_retry(mut self, policy: RetryPolicy) -> Self {
         self.admin_retry = policy;
         self
     }
 
-    /// Make the connection. Nothing is sent until the first call; must be
-    /// called within a Tokio runtime.
-    ///
-    /// # Errors
-    /// [`Error::PlaintextWithCredentials`] when credentials were given for
-    /// an `http://` endpoint or an emulator; [`Error::Connect`] when an
-    /// endpoint or emulator host is invalid, credentials cannot be found or
-    /// read, or it is called outside a Tokio runtime.
-    pub async fn connect(self) -> Result<Connection> {
+    /// The parts of the connection [`ConnectionBuilder::connect`] makes.
+    pub(crate) async fn into_parts(self) -> Result<Parts> {
         let env = std::env::var("BIGTABLE_EMULATOR_HOST").ok();
         let target = self.target(env.as_deref())?;
         let plaintext = match &target {
@@ -285,9 +298,9 @@ impl ConnectionBuilder {
         self.assemble(&target, tokens)
     }
 
-    /// The emulator connection of [`Connection::emulator`]: no credentials,
-    /// nothing to wait for.
-    pub(crate) fn connect_emulator(self, host: &str) -> Result<Connection> {
+    /// The parts of an emulator connection: no credentials, nothing to wait
+    /// for.
+    pub(crate) fn emulator_parts(self, host: &str) -> Result<Parts> {
         let target = Target::Emulator(host.to_owned());
         check_target(&target)?;
         self.assemble(&target, None)
@@ -326,7 +339,7 @@ impl ConnectionBuilder {
         self,
         target: &Target,
         tokens: Option<Arc<dyn gcp_auth::TokenProvider>>,
-    ) -> Result<Connection> {
+    ) -> Result<Parts> {
         let description = match target {
             Target::Emulator(host) => format!("emulator at {host}"),
             Target::Endpoints { data, .. } if data == DATA_ENDPOINT => "Cloud Bigtable".to_owned(),
@@ -361,16 +374,16 @@ impl ConnectionBuilder {
         let admin_channel = endpoint(&admin, &self.extra_roots, self.keep_alive)
             .map_err(connect_error)?
             .connect_lazy();
-        Ok(Connection::from_parts(
+        Ok(Parts {
             channel,
-            AdminClient::new(admin_channel),
+            admin: admin_channel,
             tokens,
-            self.project,
-            self.instance,
-            description,
-            self.retry,
-            self.admin_retry,
-        ))
+            project: self.project,
+            instance: self.instance,
+            target: description,
+            retry: self.retry,
+            admin_retry: self.admin_retry,
+        })
     }
 }
 

@@ -10,6 +10,7 @@ use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2::bigt
 use tonic::transport::Channel;
 
 pub use crate::client::builder::{ConnectionBuilder, Credentials};
+use crate::client::builder::{Parts, ADMIN_ENDPOINT};
 use crate::client::retry::RetryPolicy;
 use crate::model::error::{Error, Result};
 use crate::proto::bigtable_client::BigtableClient;
@@ -23,8 +24,6 @@ pub type DataClient = BigtableClient<DataService>;
 /// The generated admin client, on a plain tonic channel.
 pub(crate) type AdminClient = BigtableTableAdminClient<Channel>;
 
-/// Cloud Bigtable's global admin endpoint.
-pub(crate) const ADMIN_ENDPOINT: &str = "https://bigtableadmin.googleapis.com";
 const ADMIN_SCOPE: &str = "https://www.googleapis.com/auth/bigtable.admin.table";
 
 /// A connection to one Bigtable instance, shared by every [`crate::Table`]
@@ -101,7 +100,9 @@ impl Connection {
     /// [`Error::Connect`] saying what is wrong when `host` is not
     /// `HOST:PORT`, or when called outside a Tokio runtime.
     pub fn emulator(host: &str, project: &str, instance: &str) -> Result<Self> {
-        Self::builder(project, instance).connect_emulator(host)
+        Ok(Self::from_parts(
+            Self::builder(project, instance).emulator_parts(host)?,
+        ))
     }
 
     /// Connect to Cloud Bigtable with application default credentials,
@@ -117,26 +118,16 @@ impl Connection {
             .await
     }
 
-    #[allow(clippy::too_many_arguments)] // one call site: the builder
-    pub(crate) fn from_parts(
-        channel: DataChannel,
-        admin: AdminClient,
-        tokens: Option<Arc<dyn gcp_auth::TokenProvider>>,
-        project: String,
-        instance: String,
-        target: String,
-        retry: RetryPolicy,
-        admin_retry: RetryPolicy,
-    ) -> Self {
+    fn from_parts(parts: Parts) -> Self {
         Self {
-            channel,
-            admin,
-            admin_retry,
-            retry,
-            tokens,
-            project,
-            instance,
-            target,
+            channel: parts.channel,
+            admin: AdminClient::new(parts.admin),
+            admin_retry: parts.admin_retry,
+            retry: parts.retry,
+            tokens: parts.tokens,
+            project: parts.project,
+            instance: parts.instance,
+            target: parts.target,
         }
     }
 
@@ -258,5 +249,19 @@ impl Connection {
             request.metadata_mut().insert("authorization", value);
         }
         Ok(request)
+    }
+}
+
+impl ConnectionBuilder {
+    /// Make the connection. Nothing is sent until the first call; must be
+    /// called within a Tokio runtime.
+    ///
+    /// # Errors
+    /// [`Error::PlaintextWithCredentials`] when credentials were given for
+    /// an `http://` endpoint or an emulator; [`Error::Connect`] when an
+    /// endpoint or emulator host is invalid, credentials cannot be found or
+    /// read, or it is called outside a Tokio runtime.
+    pub async fn connect(self) -> Result<Connection> {
+        Ok(Connection::from_parts(self.into_parts().await?))
     }
 }
