@@ -462,7 +462,7 @@ pub(crate) fn check_emulator_host(host: &str) -> std::result::Result<(), String>
 fn in_tokio_runtime() -> std::result::Result<(), &'static str> {
     tokio::runtime::Handle::try_current()
         .map(|_| ())
-        .map_err(|_| "Connection::emulator must be called within a Tokio runtime")
+        .map_err(|_| "a Connection must be made within a Tokio runtime")
 }
 
 #[cfg(test)]
