@@ -10,6 +10,9 @@
 //! * `ttl-bench parallel --rows N --out FILE [--update BENCHMARKS.md]`: a
 //!   parallel scan against a single stream of the same rows, with the
 //!   emulator's CPU time (see [`parallel`]).
+//! * `ttl-bench telemetry --rows N --rounds R [--features metrics]`: the
+//!   cost of the client-side metrics on a write+read workload (see
+//!   [`telemetry_cost`]).
 //! * `ttl-bench report --results DIR --out FILE`: renders `BENCHMARKS.md`.
 
 // Counts and durations become ratios and rates for a report: precision past
@@ -37,6 +40,7 @@ use serde_json::{json, Value};
 use ttl_bench::{cpu_seconds, event, hand_decode, hand_entry, peak_rss_kib, Event};
 
 mod parallel;
+mod telemetry_cost;
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
@@ -92,13 +96,18 @@ async fn main() -> Res<()> {
             let out = PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?);
             conditional::conditional(ops, &out).await
         }
+        Some("telemetry") => {
+            let rows: usize = arg(&args, "--rows").map_or(Ok(20_000), |s| s.parse())?;
+            let rounds = arg(&args, "--rounds").map_or(Ok(7), |r| r.parse())?;
+            telemetry_cost::run(rows, rounds).await
+        }
         Some("report") => {
             let dir = PathBuf::from(arg(&args, "--results").ok_or("--results DIR")?);
             let out = PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?);
             report(&dir, &out)
         }
         _ => Err(
-            "usage: ttl-bench e2e|parallel|instructions|conditional|contender|report (see bench/run.sh)"
+            "usage: ttl-bench e2e|parallel|instructions|conditional|telemetry|contender|report (see bench/run.sh)"
                 .into(),
         ),
     }

@@ -1,6 +1,9 @@
 //! Shared support for the integration tests: connections to Google's Bigtable
 //! emulator, each on a fresh instance, and `cbt` to look at what is really
 //! stored. Every test binary uses a subset, hence the `dead_code` allowances.
+//! (`recorder.rs` and `tokens.rs` beside it are declared by the test files
+//! that use them: other crates' tests include this module, without their
+//! dependencies.)
 
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -18,7 +18,7 @@
 //!
 //! Every public item has one path: the types a program names at the root
 //! ([`Table`], [`Connection`], [`Scan`], [`Error`], …), the rest in the
-//! modules [`admin`], [`read`], [`writer`], [`retry`], [`filter`], [`limits`],
+//! modules [`admin`], [`telemetry`], [`read`], [`writer`], [`retry`], [`filter`], [`limits`],
 //! [`ops`] and [`proto`]. What the derive's expansion calls is behind a
 //! hidden door and not part of the API.
 //!
@@ -26,6 +26,9 @@
 //!
 //! * `json`: the [`Json`] cell codec, any serde type stored as JSON
 //!   (`serde`, `serde_json`).
+//! * `metrics`: client-side metrics through the `metrics` facade
+//!   ([`telemetry`] lists them). Off by default: without it no metric code
+//!   is compiled.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -35,10 +38,10 @@ pub mod ops;
 mod wire;
 
 pub use client::{admin, read, retry, writer};
-pub use model::{filter, limits};
+pub use model::{filter, limits, telemetry};
 
 pub use client::conditional::Insert;
-pub use client::connection::{Connection, DataClient, DataService};
+pub use client::connection::{Connection, ConnectionBuilder, Credentials, DataClient, DataService};
 pub use client::table::{Table, Written};
 pub use model::clock::Clock;
 pub use model::codec::CellCodec;
@@ -56,6 +59,10 @@ pub use model::row::{BigtableRow, KeyPrefix, MutationBuilder};
 pub use model::scan::{RawCell, Scan};
 pub use model::schema::{Column, MapColumn, Schema, ShadowColumn};
 pub use model::view::Expiring;
+
+/// The token providers [`Credentials::provider`] takes: implement
+/// [`gcp_auth::TokenProvider`] from this re-export, so the versions match.
+pub use gcp_auth;
 
 /// Bigtable's v2 protobuf types (`Mutation`, `RowFilter`, …) and the
 /// generated data client ([`DataClient`]), as the pure core uses them.

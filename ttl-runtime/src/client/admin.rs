@@ -536,7 +536,11 @@ where
                 "no answer from the admin API within {timeout:?}"
             )),
         };
-        if !retryable_status(&status) || !budget.wait().await {
+        if !retryable_status(&status)
+            || !budget
+                .wait(&crate::client::retry::status_text(&status))
+                .await
+        {
             return Err(status_error(table, None, status, Some(&budget)));
         }
         tracing::debug!(table, %status, "retrying an admin call");

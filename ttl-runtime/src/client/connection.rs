@@ -7,12 +7,14 @@
 use std::sync::Arc;
 
 use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2::bigtable_table_admin_client::BigtableTableAdminClient;
-use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
+use tonic::transport::Channel;
 
+pub use crate::client::builder::{ConnectionBuilder, Credentials};
+use crate::client::builder::{Parts, ADMIN_ENDPOINT};
 use crate::client::retry::RetryPolicy;
-use crate::model::error::{BoxError, Error, Result};
+use crate::model::error::{Error, Result};
 use crate::proto::bigtable_client::BigtableClient;
-use crate::wire::channel::DataChannel;
+use crate::wire::channel::{DataChannel, DATA_ENDPOINT};
 pub use crate::wire::service::DataService;
 
 /// The generated Bigtable data client over the library's own channel
@@ -22,7 +24,6 @@ pub type DataClient = BigtableClient<DataService>;
 /// The generated admin client, on a plain tonic channel.
 pub(crate) type AdminClient = BigtableTableAdminClient<Channel>;
 
-const ADMIN_ENDPOINT: &str = "https://bigtableadmin.googleapis.com";
 const ADMIN_SCOPE: &str = "https://www.googleapis.com/auth/bigtable.admin.table";
 
 /// A connection to one Bigtable instance, shared by every [`crate::Table`]
@@ -42,6 +43,8 @@ pub struct Connection {
     admin: AdminClient,
     /// Timeouts and retries of every admin call.
     admin_retry: RetryPolicy,
+    /// Timeouts and retries tables start with for reads and writes.
+    retry: RetryPolicy,
     tokens: Option<Arc<dyn gcp_auth::TokenProvider>>,
     project: String,
     instance: String,
@@ -61,15 +64,31 @@ impl std::fmt::Debug for Connection {
 impl Connection {
     /// Connect to `projects/{project}/instances/{instance}`: the emulator at
     /// `BIGTABLE_EMULATOR_HOST` when set, as every Google client does, else
-    /// Cloud Bigtable with application default credentials.
+    /// Cloud Bigtable with application default credentials. The same as
+    /// `Connection::builder(project, instance).connect()`; the builder has
+    /// every other setting.
     ///
     /// # Errors
     /// [`Error::Connect`] when credentials cannot be found or the endpoint is invalid.
     pub async fn connect(project: &str, instance: &str) -> Result<Self> {
-        match std::env::var("BIGTABLE_EMULATOR_HOST") {
-            Ok(host) if !host.is_empty() => Self::emulator(&host, project, instance),
-            _ => Self::cloud(project, instance).await,
-        }
+        Self::builder(project, instance).connect().await
+    }
+
+    /// The settings of a connection to `projects/{project}/instances/{instance}`
+    /// (app profile, endpoints, credentials, pool, keep-alive, timeouts),
+    /// made by [`ConnectionBuilder::connect`].
+    ///
+    /// ```no_run
+    /// # async fn run() -> bigtable_ttl::Result<()> {
+    /// let conn = bigtable_ttl::Connection::builder("my-project", "my-instance")
+    ///     .app_profile("serving")
+    ///     .pool_size(8)
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn builder(project: &str, instance: &str) -> ConnectionBuilder {
+        ConnectionBuilder::new(project, instance)
     }
 
     /// Connect to an emulator at `host` (`HOST:PORT`, as
@@ -81,56 +100,49 @@ impl Connection {
     /// [`Error::Connect`] saying what is wrong when `host` is not
     /// `HOST:PORT`, or when called outside a Tokio runtime.
     pub fn emulator(host: &str, project: &str, instance: &str) -> Result<Self> {
-        let connect_error = |source: BoxError| Error::Connect {
-            target: format!("emulator at {host:?}"),
-            source,
-        };
-        check_emulator_host(host).map_err(|why| connect_error(why.into()))?;
-        in_tokio_runtime().map_err(|why| connect_error(why.into()))?;
-        let data_channel = DataChannel::emulator(host).map_err(connect_error)?;
-        let channel = with_keep_alive(
-            Endpoint::from_shared(format!("http://{host}")).map_err(|e| connect_error(e.into()))?,
-        )
-        .connect_lazy();
-        Ok(Self {
-            channel: data_channel,
-            admin: BigtableTableAdminClient::new(channel),
-            admin_retry: RetryPolicy::default(),
-            tokens: None,
-            project: project.to_owned(),
-            instance: instance.to_owned(),
-            target: format!("emulator at {host}"),
-        })
+        Ok(Self::from_parts(
+            Self::builder(project, instance).emulator_parts(host)?,
+        ))
     }
 
-    /// Connect to Cloud Bigtable with application default credentials.
+    /// Connect to Cloud Bigtable with application default credentials,
+    /// whatever `BIGTABLE_EMULATOR_HOST` says.
     ///
     /// # Errors
     /// [`Error::Connect`] when no credentials are found.
     pub async fn cloud(project: &str, instance: &str) -> Result<Self> {
-        let connect_error = |source: BoxError| Error::Connect {
-            target: "Cloud Bigtable".to_owned(),
-            source,
-        };
-        let tokens = gcp_auth::provider()
+        Self::builder(project, instance)
+            .data_endpoint(DATA_ENDPOINT)
+            .admin_endpoint(ADMIN_ENDPOINT)
+            .connect()
             .await
-            .map_err(|e| connect_error(e.into()))?;
-        let data_channel = DataChannel::cloud(tokens.clone()).map_err(connect_error)?;
-        let channel = with_keep_alive(
-            Endpoint::from_static(ADMIN_ENDPOINT)
-                .tls_config(ClientTlsConfig::new().with_native_roots())
-                .map_err(|e| connect_error(e.into()))?,
-        )
-        .connect_lazy();
-        Ok(Self {
-            channel: data_channel,
-            admin: BigtableTableAdminClient::new(channel),
-            admin_retry: RetryPolicy::default(),
-            tokens: Some(tokens),
-            project: project.to_owned(),
-            instance: instance.to_owned(),
-            target: "Cloud Bigtable".to_owned(),
-        })
+    }
+
+    fn from_parts(parts: Parts) -> Self {
+        Self {
+            channel: parts.channel,
+            admin: AdminClient::new(parts.admin),
+            admin_retry: parts.admin_retry,
+            retry: parts.retry,
+            tokens: parts.tokens,
+            project: parts.project,
+            instance: parts.instance,
+            target: parts.target,
+        }
+    }
+
+    /// The timeouts and retries tables opened on this connection start with
+    /// for reads and writes ([`ConnectionBuilder::retry`]).
+    #[must_use]
+    pub fn retry(&self) -> RetryPolicy {
+        self.retry
+    }
+
+    /// The app profile data requests are sent under (empty: the instance's
+    /// default).
+    #[must_use]
+    pub fn app_profile(&self) -> &str {
+        self.channel.app_profile()
     }
 
     /// The project id.
@@ -240,50 +252,16 @@ impl Connection {
     }
 }
 
-/// Why `host` is not `HOST:PORT`, in words.
-fn check_emulator_host(host: &str) -> std::result::Result<(), String> {
-    const EXPECTED: &str = "expected HOST:PORT, as in 127.0.0.1:8086 or [::1]:8086";
-    if host.trim().is_empty() {
-        return Err(format!("the emulator host is empty; {EXPECTED}"));
+impl ConnectionBuilder {
+    /// Make the connection. Nothing is sent until the first call; must be
+    /// called within a Tokio runtime.
+    ///
+    /// # Errors
+    /// [`Error::PlaintextWithCredentials`] when credentials were given for
+    /// an `http://` endpoint or an emulator; [`Error::Connect`] when an
+    /// endpoint or emulator host is invalid, credentials cannot be found or
+    /// read, or it is called outside a Tokio runtime.
+    pub async fn connect(self) -> Result<Connection> {
+        Ok(Connection::from_parts(self.into_parts().await?))
     }
-    if host.contains("://") {
-        return Err(format!("write the host without a scheme; {EXPECTED}"));
-    }
-    if host.chars().any(char::is_whitespace) {
-        return Err(format!("the host contains white space; {EXPECTED}"));
-    }
-    let Some((name, port)) = host.rsplit_once(':') else {
-        return Err(format!("no port; {EXPECTED}"));
-    };
-    match port.parse::<u16>() {
-        Ok(p) if p > 0 => {}
-        _ => {
-            return Err(format!(
-                "port {port:?} is not a number from 1 to 65535; {EXPECTED}"
-            ))
-        }
-    }
-    let bracketed = name.starts_with('[') && name.ends_with(']') && name.len() > 2;
-    if name.is_empty() || (name.contains(':') && !bracketed) {
-        return Err(format!(
-            "{name:?} is not a host name or address (an IPv6 address goes in brackets); {EXPECTED}"
-        ));
-    }
-    Ok(())
-}
-
-/// The channels spawn their connection tasks on the current Tokio runtime.
-fn in_tokio_runtime() -> std::result::Result<(), &'static str> {
-    tokio::runtime::Handle::try_current()
-        .map(|_| ())
-        .map_err(|_| "Connection::emulator must be called within a Tokio runtime")
-}
-
-/// HTTP/2 keep-alive on the admin channel, as on the data channel: a
-/// connection that stops answering pings is dropped within a minute.
-fn with_keep_alive(endpoint: Endpoint) -> Endpoint {
-    endpoint
-        .http2_keep_alive_interval(std::time::Duration::from_secs(30))
-        .keep_alive_timeout(std::time::Duration::from_secs(10))
-        .keep_alive_while_idle(true)
 }

@@ -7,6 +7,7 @@
 //! private), never the operations above it ([`crate::ops`]).
 
 pub mod admin;
+pub(crate) mod builder;
 pub(crate) mod conditional;
 pub mod connection;
 pub(crate) mod counter;
@@ -16,4 +17,5 @@ pub(crate) mod parallel;
 pub mod read;
 pub mod retry;
 pub mod table;
+pub(crate) mod telemetry;
 pub mod writer;

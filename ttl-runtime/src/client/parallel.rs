@@ -150,7 +150,11 @@ impl<T: BigtableRow> Table<T> {
             {
                 Ok(samples) => return Ok(samples.into_iter().map(|s| s.row_key).collect()),
                 Err(status) => {
-                    if !(retryable_status(&status) && budget.wait().await) {
+                    if !(retryable_status(&status)
+                        && budget
+                            .wait(&crate::client::retry::status_text(&status))
+                            .await)
+                    {
                         return Err(status_error(self.name(), None, status, Some(&budget)));
                     }
                     tracing::debug!(%status, table = %self.name(), "retrying SampleRowKeys");

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use futures_util::Stream;
 
-use crate::client::retry::{retryable_status, Budget, RetryPolicy};
+use crate::client::retry::{retryable_status, status_text, Budget, RetryPolicy};
+use crate::client::telemetry;
 use crate::model::error::{Code, Error};
 use crate::model::scan::{resume_request, RawCell, RawRow};
 use crate::proto::ReadRowsRequest;
@@ -155,6 +156,21 @@ struct ReadState {
     budget: Budget,
     counters: Arc<ReadCounters>,
     started: Instant,
+    /// Rows delivered and their bytes, for the metrics when the read ends.
+    rows_read: u64,
+    bytes_read: u64,
+}
+
+impl Drop for ReadState {
+    /// Once per read, not per row: recording a labelled metric costs a
+    /// key's allocation.
+    fn drop(&mut self) {
+        telemetry::read(
+            telemetry::table_id(&self.base.table_name),
+            self.rows_read,
+            self.bytes_read,
+        );
+    }
 }
 
 /// Why a read ended early, with what it spent: what [`ReadFailure::into_error`]
@@ -230,7 +246,7 @@ impl ReadState {
         let ReadError::Status(status) = error else {
             return false;
         };
-        if !retryable_status(status) || !self.budget.wait().await {
+        if !retryable_status(status) || !self.budget.wait(&status_text(status)).await {
             return false;
         }
         tracing::debug!(%status, committed = self.merger.committed, "resuming ReadRows");
@@ -325,12 +341,19 @@ pub(crate) fn read_rows_with(
         budget: options.retry.start(),
         counters,
         started: Instant::now(),
+        rows_read: 0,
+        bytes_read: 0,
     };
     // Boxed: the state moves into and out of the stream's future at every
     // row, and a pointer is cheaper to move than the state.
     futures_util::stream::unfold(Box::new(state), |mut st| async move {
         loop {
             if let Some(row) = st.ready.pop_front() {
+                if cfg!(feature = "metrics") {
+                    st.rows_read += 1;
+                    st.bytes_read +=
+                        (row.0.len() + row.1.iter().map(|c| c.value.len()).sum::<usize>()) as u64;
+                }
                 return Some((Ok(row), st));
             }
             if st.done {

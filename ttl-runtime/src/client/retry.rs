@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 
 use backon::{BackoffBuilder as _, ExponentialBuilder};
 
+use crate::client::telemetry;
 use crate::model::error::Code;
 use crate::wire::status::code_of;
 
@@ -164,9 +165,11 @@ impl Budget {
             .max(Duration::from_millis(1))
     }
 
-    /// Wait before the next attempt; `false` when no attempt is left (count
-    /// or deadline), without waiting.
-    pub(crate) async fn wait(&mut self) -> bool {
+    /// Wait before the next attempt, the last one having failed for
+    /// `reason` (told in a `tracing` event and counted in the operation's
+    /// metrics); `false` when no attempt is left (count or deadline),
+    /// without waiting.
+    pub(crate) async fn wait(&mut self, reason: &(dyn std::fmt::Display + Sync)) -> bool {
         let Some(delay) = self.delays.next() else {
             self.exhausted = true;
             return false;
@@ -175,7 +178,9 @@ impl Budget {
             self.exhausted = true;
             return false;
         }
+        telemetry::retrying(self.attempts, delay, reason);
         tokio::time::sleep(delay).await;
+        telemetry::attempt_started();
         self.attempts += 1;
         true
     }
@@ -194,6 +199,20 @@ impl Budget {
     pub(crate) fn exhausted(&self) -> bool {
         self.exhausted
     }
+}
+
+/// A status in one line, for errors and retry events: its code, message
+/// and the chain of its sources (`UNAVAILABLE: …: tcp connect error`).
+pub(crate) fn status_text(status: &tonic::Status) -> String {
+    use std::error::Error as _;
+    let mut text = format!("{}: {}", code_of(status), status.message());
+    let mut source = status.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
 }
 
 /// Whether a status code (of a request, or of one entry of `MutateRows`)
@@ -258,7 +277,7 @@ mod tests {
             ..RetryPolicy::default()
         };
         let mut budget = policy.start();
-        assert!(!budget.wait().await);
+        assert!(!budget.wait(&"a test").await);
         assert!(budget.attempt_timeout() <= Duration::from_millis(20));
     }
 

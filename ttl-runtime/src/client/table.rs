@@ -22,6 +22,7 @@ use crate::client::failure::status_error;
 use crate::client::read::read_rows_with;
 use crate::client::read::{ReadCounters, ReadOptions, ReadStats};
 use crate::client::retry::retryable_status;
+use crate::client::telemetry;
 use crate::client::writer::{BulkWriter, WriteOptions};
 use crate::model::clock::Clock;
 use crate::model::error::{CodecError, Error, Result};
@@ -148,15 +149,18 @@ impl Written {
 }
 
 impl<T: BigtableRow> Table<T> {
-    /// A handle on `T::SCHEMA.table` over `conn`, on the system clock.
+    /// A handle on `T::SCHEMA.table` over `conn`, on the system clock, its
+    /// reads and writes under the connection's timeouts and retries
+    /// ([`Connection::retry`]).
     #[must_use]
     pub fn new(conn: Connection) -> Self {
+        let retry = conn.retry();
         Self {
             conn,
             name: T::SCHEMA.table.to_owned(),
             clock: Clock::system(),
-            write: WriteOptions::default(),
-            read: ReadOptions::default(),
+            write: WriteOptions::default().with_retry(retry),
+            read: ReadOptions::default().with_retry(retry),
             read_counters: Arc::default(),
             sole_families: Arc::default(),
             _row: PhantomData,
@@ -317,12 +321,15 @@ impl<T: BigtableRow> Table<T> {
     /// # Errors
     /// As [`Table::put`].
     pub async fn put_with(&self, builder: MutationBuilder<'_, T>) -> Result<Written> {
-        let now = self.clock.now();
-        let mut m = builder.build_checked(&self.name, now)?;
-        let written_at = from_micros(millis_floor(now)?)?;
-        let mutations = std::mem::take(&mut m.mutations);
-        self.mutate_row(m.row_key.clone(), mutations).await?;
-        Ok(Written::new(&m, written_at))
+        telemetry::operation(&self.name, "put", |_| 1, async {
+            let now = self.clock.now();
+            let mut m = builder.build_checked(&self.name, now)?;
+            let written_at = from_micros(millis_floor(now)?)?;
+            let mutations = std::mem::take(&mut m.mutations);
+            self.mutate_row(m.row_key.clone(), mutations).await?;
+            Ok(Written::new(&m, written_at))
+        })
+        .await
     }
 
     /// Write many rows, each as [`Table::put`] would, through `MutateRows`.
@@ -378,6 +385,20 @@ impl<T: BigtableRow> Table<T> {
         I: IntoIterator<Item = MutationBuilder<'a, T>>,
         T: 'a,
     {
+        telemetry::operation(
+            &self.name,
+            "put_all",
+            |written: &Vec<Written>| written.len() as u64,
+            self.put_all_inner(builders),
+        )
+        .await
+    }
+
+    async fn put_all_inner<'a, I>(&self, builders: I) -> Result<Vec<Written>>
+    where
+        I: IntoIterator<Item = MutationBuilder<'a, T>>,
+        T: 'a,
+    {
         let now = self.clock.now();
         let written_at = from_micros(millis_floor(now)?)?;
         // Every row is built, checked and encoded before anything is sent:
@@ -418,8 +439,11 @@ impl<T: BigtableRow> Table<T> {
     /// # Errors
     /// Key errors; [`Error::Server`].
     pub async fn delete(&self, key: &T::Key) -> Result<()> {
-        let row_key = T::encode_key(key)?;
-        self.mutate_row(row_key, vec![delete_row()]).await
+        telemetry::operation(&self.name, "delete", |()| 1, async {
+            let row_key = T::encode_key(key)?;
+            self.mutate_row(row_key, vec![delete_row()]).await
+        })
+        .await
     }
 
     /// One `MutateRow`, retried within the write policy (safe: the
@@ -443,11 +467,28 @@ impl<T: BigtableRow> Table<T> {
                 match tokio::time::timeout(timeout, channel.mutate_row(request.clone(), timeout))
                     .await
                 {
-                    Ok(Ok(_)) => return Ok(()),
+                    Ok(Ok(_)) => {
+                        if cfg!(feature = "metrics") {
+                            let bytes: usize = request
+                                .mutations
+                                .iter()
+                                .map(prost::Message::encoded_len)
+                                .sum();
+                            telemetry::written(
+                                &self.name,
+                                1,
+                                (request.row_key.len() + bytes) as u64,
+                            );
+                        }
+                        return Ok(());
+                    }
                     Ok(Err(status)) => status,
                     Err(_) => tonic::Status::deadline_exceeded("the attempt timed out"),
                 };
-            let retry = retryable_status(&status) && budget.wait().await;
+            let retry = retryable_status(&status)
+                && budget
+                    .wait(&crate::client::retry::status_text(&status))
+                    .await;
             if !retry {
                 let key = Some(request.row_key);
                 return Err(status_error(&self.name, key, status, Some(&budget)));
@@ -540,9 +581,20 @@ impl<T: BigtableRow> Table<T> {
     /// Key errors; [`Error::Server`]; [`Error::Decode`] when a stored cell
     /// does not decode into its field.
     pub async fn get(&self, key: &T::Key) -> Result<Option<Expiring<T>>> {
-        let row_key = T::encode_key(key)?;
-        let mut rows = self.scan(Scan::keys([row_key]).limit(1)).await?;
-        Ok(rows.pop())
+        telemetry::operation(
+            &self.name,
+            "get",
+            |row: &Option<_>| u64::from(row.is_some()),
+            async {
+                let row_key = T::encode_key(key)?;
+                let mut rows: Vec<Expiring<T>> = self
+                    .stream(Scan::keys([row_key]).limit(1))
+                    .try_collect()
+                    .await?;
+                Ok(rows.pop())
+            },
+        )
+        .await
     }
 
     /// The rows `scan` covers, as visible now, in key order (descending for
@@ -552,7 +604,13 @@ impl<T: BigtableRow> Table<T> {
     /// # Errors
     /// As [`Table::get`].
     pub async fn scan(&self, scan: Scan) -> Result<Vec<Expiring<T>>> {
-        self.stream(scan).try_collect().await
+        telemetry::operation(
+            &self.name,
+            "scan",
+            |rows: &Vec<_>| rows.len() as u64,
+            self.stream(scan).try_collect(),
+        )
+        .await
     }
 
     /// As [`Table::scan`], one row at a time as the server sends them. The

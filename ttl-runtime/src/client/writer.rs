@@ -20,7 +20,8 @@ use crate::proto::mutate_rows_request::Entry;
 use tokio::task::JoinSet;
 
 use crate::client::connection::Connection;
-use crate::client::retry::{retryable_code, retryable_status, RetryPolicy};
+use crate::client::retry::{retryable_code, retryable_status, status_text, RetryPolicy};
+use crate::client::telemetry;
 use crate::model::clock::Clock;
 use crate::model::error::{Code, Error, FailedRow, Result};
 use crate::model::mutation::RowMutation;
@@ -28,7 +29,6 @@ use crate::model::row::BigtableRow;
 use crate::model::row::MutationBuilder;
 use crate::wire::channel::DataChannel;
 use crate::wire::codec::EncodedBatch;
-use crate::wire::status::code_of;
 
 use crate::model::limits::{MAX_MUTATIONS_PER_REQUEST, MAX_REQUEST_BYTES};
 
@@ -233,9 +233,14 @@ async fn send_batch(
             }
         }
         let mut retry: Vec<(usize, Option<Code>, String)> = Vec::new();
+        let (mut rows_written, mut bytes_written) = (0u64, 0u64);
         for (i, status) in pending_now.into_iter().zip(statuses) {
             match (status, &outcome) {
-                (Some(EntryStatus { code: Code::Ok, .. }), _) => report.written += 1,
+                (Some(EntryStatus { code: Code::Ok, .. }), _) => {
+                    report.written += 1;
+                    rows_written += 1;
+                    bytes_written += batch.wire(i).len() as u64;
+                }
                 (Some(EntryStatus { code, message }), _) => {
                     let why = format!("{code}: {message}");
                     if retryable_code(code) {
@@ -263,10 +268,21 @@ async fn send_batch(
                 )),
             }
         }
+        telemetry::written(
+            telemetry::table_id(&table_name),
+            rows_written,
+            bytes_written,
+        );
         if retry.is_empty() {
             return report;
         }
-        if !budget.wait().await {
+        let reason = format!(
+            "{} of {} entries not written, first: {}",
+            retry.len(),
+            batch.len(),
+            retry[0].2
+        );
+        if !budget.wait(&reason).await {
             let attempts = budget.attempts();
             report
                 .failed
@@ -370,18 +386,6 @@ async fn attempt_once(
         }),
     };
     (statuses, outcome)
-}
-
-fn status_text(status: &tonic::Status) -> String {
-    use std::error::Error as _;
-    let mut text = format!("{}: {}", code_of(status), status.message());
-    let mut source = status.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 /// A streaming bulk writer: rows in, `MutateRows` requests out, failures
@@ -551,13 +555,14 @@ impl<T: BigtableRow> BulkWriter<T> {
             self.reap_one().await;
         }
         let batch = Arc::new(batch);
-        let handle = self.tasks.spawn(send_batch(
+        // The request counts in the operation (and span) that sent it.
+        let handle = self.tasks.spawn(telemetry::in_operation(send_batch(
             self.channel.clone(),
             self.table_path.clone(),
             batch.clone(),
             self.options.retry,
             self.counters.clone(),
-        ));
+        )));
         self.in_flight.insert(handle.id(), batch);
     }
 

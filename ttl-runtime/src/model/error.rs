@@ -201,6 +201,15 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
+    /// A connection was asked to send credentials over plaintext HTTP/2
+    /// (an `http://` endpoint): bearer tokens would travel in the clear.
+    /// Use an `https://` endpoint, or drop the credentials when the endpoint
+    /// is an emulator.
+    #[error("refusing to send credentials to {endpoint} in plaintext: use an https:// endpoint, or no credentials for an emulator")]
+    PlaintextWithCredentials {
+        /// The `http://` endpoint.
+        endpoint: String,
+    },
     /// A conditional write's answer was lost (a timeout, a broken
     /// connection): it may or may not have been applied, and it is not
     /// re-sent blindly (it is not idempotent). Read the row to find out.

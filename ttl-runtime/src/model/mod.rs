@@ -24,4 +24,5 @@ pub mod row;
 pub mod scan;
 pub mod schema;
 pub(crate) mod split;
+pub mod telemetry;
 pub(crate) mod view;

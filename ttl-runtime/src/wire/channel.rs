@@ -25,7 +25,8 @@ use crate::wire::codec::{EncodedBatch, MutateRowsBody, MutateRowsCodec};
 use crate::wire::headers::{routing_header, DATA_SCOPE, FEATURES_KEY, FEATURES_REVERSE_SCANS};
 use crate::wire::service::DataService;
 
-const DATA_ENDPOINT: &str = "https://bigtable.googleapis.com";
+/// Cloud Bigtable's global data endpoint.
+pub(crate) const DATA_ENDPOINT: &str = "https://bigtable.googleapis.com";
 const MUTATE_ROW: &str = "/google.bigtable.v2.Bigtable/MutateRow";
 const MUTATE_ROWS: &str = "/google.bigtable.v2.Bigtable/MutateRows";
 const CHECK_AND_MUTATE_ROW: &str = "/google.bigtable.v2.Bigtable/CheckAndMutateRow";
@@ -36,8 +37,9 @@ const SAMPLE_ROW_KEYS: &str = "/google.bigtable.v2.Bigtable/SampleRowKeys";
 /// 256 MiB row limit (tonic's default cap, 4 MiB, is below its 100 MiB
 /// cells, and the emulator sends a whole row in one message).
 const MAX_RESPONSE_MESSAGE_BYTES: usize = 260 * 1024 * 1024;
-/// Connections to Cloud Bigtable, as `bigtable_rs` opens for this library.
-const CLOUD_CONNECTIONS: usize = 4;
+/// Connections to Cloud Bigtable by default, as `bigtable_rs` opened for
+/// this library.
+pub(crate) const CLOUD_CONNECTIONS: usize = 4;
 /// HTTP/2 flow-control windows. The protocol's default, 64 KiB, makes a bulk
 /// read of small rows wait on window updates many times a second.
 const STREAM_WINDOW_BYTES: u32 = 4 << 20;
@@ -48,55 +50,118 @@ const CONNECTION_WINDOW_BYTES: u32 = 8 << 20;
 pub(crate) struct DataChannel {
     channel: Channel,
     tokens: Option<Arc<dyn gcp_auth::TokenProvider>>,
+    /// Sent in every request body and routing header; empty: the
+    /// instance's default profile.
+    app_profile: Arc<str>,
 }
 
-fn configure(endpoint: Endpoint) -> Endpoint {
-    endpoint
-        .initial_stream_window_size(STREAM_WINDOW_BYTES)
-        .initial_connection_window_size(CONNECTION_WINDOW_BYTES)
-        .http2_keep_alive_interval(Duration::from_secs(30))
-        .keep_alive_timeout(Duration::from_secs(10))
-        .keep_alive_while_idle(true)
+/// HTTP/2 keep-alive of a channel: a PING every `interval`, the connection
+/// dropped when one goes unanswered for `timeout`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct KeepAlive {
+    pub(crate) interval: Duration,
+    pub(crate) timeout: Duration,
+    pub(crate) while_idle: bool,
+}
+
+impl Default for KeepAlive {
+    /// What `bigtable_rs` and Google's clients use: a ping every 30 s, 10 s
+    /// to answer, idle connections included.
+    fn default() -> Self {
+        Self {
+            interval: Duration::from_secs(30),
+            timeout: Duration::from_secs(10),
+            while_idle: true,
+        }
+    }
+}
+
+/// How to reach the data endpoint.
+pub(crate) struct ChannelConfig {
+    /// `http://host:port` (an emulator) or `https://host[:port]`.
+    pub(crate) endpoint: String,
+    /// PEM root certificates trusted besides the system's (for `https`).
+    pub(crate) extra_roots: Vec<Vec<u8>>,
+    /// HTTP/2 connections, requests spread over them.
+    pub(crate) pool_size: usize,
+    pub(crate) keep_alive: KeepAlive,
+    pub(crate) tokens: Option<Arc<dyn gcp_auth::TokenProvider>>,
+    pub(crate) app_profile: String,
+}
+
+/// The tonic endpoint for `uri` with `keep_alive`, TLS for `https` (the
+/// system's roots and `extra_roots`). Shared with the admin channel.
+pub(crate) fn endpoint(
+    uri: &str,
+    extra_roots: &[Vec<u8>],
+    keep_alive: KeepAlive,
+) -> Result<Endpoint, BoxError> {
+    let mut endpoint = Endpoint::from_shared(uri.to_owned())?
+        .http2_keep_alive_interval(keep_alive.interval)
+        .keep_alive_timeout(keep_alive.timeout)
+        .keep_alive_while_idle(keep_alive.while_idle);
+    if uri.starts_with("https://") {
+        let mut tls = ClientTlsConfig::new().with_native_roots();
+        for pem in extra_roots {
+            tls = tls.ca_certificate(tonic::transport::Certificate::from_pem(pem));
+        }
+        endpoint = endpoint.tls_config(tls)?;
+    }
+    Ok(endpoint)
+}
+
+/// A channel over `pool_size` connections to `endpoint`, connected on first
+/// use. Must be called within a Tokio runtime.
+///
+/// One connection is a plain lazy channel. Several go through tonic's
+/// balancer (power of two choices over the connections that are ready)
+/// rather than a hand-made round robin: a connection that is reconnecting
+/// or has no stream left to give is passed over instead of queued on.
+pub(crate) fn pooled(endpoint: &Endpoint, pool_size: usize) -> Result<Channel, BoxError> {
+    if pool_size <= 1 {
+        return Ok(endpoint.clone().connect_lazy());
+    }
+    let (channel, connections) = Channel::balance_channel(pool_size);
+    for key in 0..pool_size {
+        // Distinct keys: one HTTP/2 connection each.
+        connections
+            .try_send(tonic::transport::channel::Change::Insert(
+                key,
+                endpoint.clone(),
+            ))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(channel)
 }
 
 impl DataChannel {
     /// A tonic service for requests on `table_name` over this channel (the
     /// escape hatch's transport).
     pub(crate) fn service(&self, table_name: &str) -> Result<DataService, BoxError> {
-        DataService::new(self.channel.clone(), self.tokens.clone(), table_name)
+        DataService::new(
+            self.channel.clone(),
+            self.tokens.clone(),
+            table_name,
+            &self.app_profile,
+        )
     }
 
-    /// Plain HTTP/2 to an emulator at `host` (`host:port`), connected on
-    /// first use.
-    pub(crate) fn emulator(host: &str) -> Result<Self, BoxError> {
-        let endpoint = Endpoint::from_shared(format!("http://{host}"))?;
+    /// The channel `config` describes, connected on first use. Must be
+    /// called within a Tokio runtime.
+    pub(crate) fn new(config: ChannelConfig) -> Result<Self, BoxError> {
+        let endpoint = endpoint(&config.endpoint, &config.extra_roots, config.keep_alive)?
+            .initial_stream_window_size(STREAM_WINDOW_BYTES)
+            .initial_connection_window_size(CONNECTION_WINDOW_BYTES);
         Ok(Self {
-            channel: configure(endpoint).connect_lazy(),
-            tokens: None,
+            channel: pooled(&endpoint, config.pool_size)?,
+            tokens: config.tokens,
+            app_profile: config.app_profile.into(),
         })
     }
 
-    /// TLS to Cloud Bigtable over a few connections, with tokens from
-    /// `tokens`. Must be called within a Tokio runtime.
-    pub(crate) fn cloud(tokens: Arc<dyn gcp_auth::TokenProvider>) -> Result<Self, BoxError> {
-        let endpoint = configure(
-            Endpoint::from_static(DATA_ENDPOINT)
-                .tls_config(ClientTlsConfig::new().with_native_roots())?,
-        );
-        let (channel, connections) = Channel::balance_channel(CLOUD_CONNECTIONS);
-        for key in 0..CLOUD_CONNECTIONS {
-            // Distinct keys: one HTTP/2 connection each.
-            connections
-                .try_send(tonic::transport::channel::Change::Insert(
-                    key,
-                    endpoint.clone(),
-                ))
-                .map_err(|e| e.to_string())?;
-        }
-        Ok(Self {
-            channel,
-            tokens: Some(tokens),
-        })
+    /// The app profile every request names (empty: the default).
+    pub(crate) fn app_profile(&self) -> &str {
+        &self.app_profile
     }
 
     /// `message` as a request on `table_name`: routing header, deadline,
@@ -108,7 +173,7 @@ impl DataChannel {
         timeout: Option<Duration>,
     ) -> Result<tonic::Request<T>, tonic::Status> {
         let mut request = tonic::Request::new(message);
-        if let Ok(value) = routing_header(table_name).parse() {
+        if let Ok(value) = routing_header(table_name, &self.app_profile).parse() {
             request
                 .metadata_mut()
                 .insert("x-goog-request-params", value);
@@ -141,8 +206,9 @@ impl DataChannel {
     /// it holds, sharing its buffer (see [`super::chunk`]).
     pub(crate) async fn read_rows(
         &self,
-        request: ReadRowsRequest,
+        mut request: ReadRowsRequest,
     ) -> Result<tonic::Streaming<Vec<Chunk>>, tonic::Status> {
+        request.app_profile_id = self.app_profile.to_string();
         let table_name = request.table_name.clone();
         let mut request = self.request(request, &table_name, None).await?;
         // Announce reverse scans (the merger takes descending keys): Cloud
@@ -164,9 +230,10 @@ impl DataChannel {
     /// One `MutateRow` call (one row's mutations, applied atomically).
     pub(crate) async fn mutate_row(
         &self,
-        request: MutateRowRequest,
+        mut request: MutateRowRequest,
         timeout: Duration,
     ) -> Result<MutateRowResponse, tonic::Status> {
+        request.app_profile_id = self.app_profile.to_string();
         let table_name = request.table_name.clone();
         self.unary(MUTATE_ROW, request, &table_name, timeout).await
     }
@@ -175,9 +242,10 @@ impl DataChannel {
     /// row, applied atomically.
     pub(crate) async fn check_and_mutate_row(
         &self,
-        request: CheckAndMutateRowRequest,
+        mut request: CheckAndMutateRowRequest,
         timeout: Duration,
     ) -> Result<CheckAndMutateRowResponse, tonic::Status> {
+        request.app_profile_id = self.app_profile.to_string();
         let table_name = request.table_name.clone();
         self.unary(CHECK_AND_MUTATE_ROW, request, &table_name, timeout)
             .await
@@ -187,9 +255,10 @@ impl DataChannel {
     /// row, the cells they wrote in the answer.
     pub(crate) async fn read_modify_write_row(
         &self,
-        request: ReadModifyWriteRowRequest,
+        mut request: ReadModifyWriteRowRequest,
         timeout: Duration,
     ) -> Result<ReadModifyWriteRowResponse, tonic::Status> {
+        request.app_profile_id = self.app_profile.to_string();
         let table_name = request.table_name.clone();
         self.unary(READ_MODIFY_WRITE_ROW, request, &table_name, timeout)
             .await
@@ -228,6 +297,7 @@ impl DataChannel {
     ) -> Result<tonic::Streaming<MutateRowsResponse>, tonic::Status> {
         let body = MutateRowsBody {
             table_name: table_name.clone(),
+            app_profile: self.app_profile.clone(),
             batch,
             selected,
         };
@@ -252,6 +322,7 @@ impl DataChannel {
         let call = async {
             let message = SampleRowKeysRequest {
                 table_name: table_name.to_owned(),
+                app_profile_id: self.app_profile.to_string(),
                 ..SampleRowKeysRequest::default()
             };
             let request = self.request(message, table_name, Some(timeout)).await?;
@@ -307,6 +378,7 @@ mod tests {
         let channel = DataChannel {
             channel: Endpoint::from_static("http://127.0.0.1:9").connect_lazy(),
             tokens: Some(tokens.clone()),
+            app_profile: "batch".into(),
         };
         let table = "projects/p/instances/i/tables/t";
         let request = channel
@@ -317,7 +389,7 @@ mod tests {
         assert_eq!(headers["authorization"], "Bearer t0ken");
         assert_eq!(
             headers["x-goog-request-params"],
-            routing_header(table).as_str()
+            routing_header(table, "batch").as_str()
         );
         assert_eq!(headers["grpc-timeout"], "7000000u");
         assert_eq!(*tokens.0.lock().unwrap(), [DATA_SCOPE]);

@@ -60,7 +60,7 @@ impl EncodedBatch {
     }
 
     /// Entry `i` in its wire form (field header included).
-    fn wire(&self, i: usize) -> &[u8] {
+    pub(crate) fn wire(&self, i: usize) -> &[u8] {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         &self.bytes[start..self.ends[i]]
     }
@@ -105,12 +105,36 @@ impl EncodedBatch {
 /// A `MutateRowsRequest` whose entries are already encoded.
 pub(crate) struct MutateRowsBody {
     pub(crate) table_name: Arc<str>,
+    /// Empty: the instance's default profile (and no field on the wire).
+    pub(crate) app_profile: Arc<str>,
     pub(crate) batch: Arc<EncodedBatch>,
     pub(crate) selected: Option<Vec<usize>>,
 }
 
 /// `MutateRowsRequest.table_name`.
 const TABLE_NAME_FIELD: u32 = 1;
+/// `MutateRowsRequest.app_profile_id`.
+const APP_PROFILE_FIELD: u32 = 3;
+
+/// The length of a string field, as prost encodes it (nothing when empty).
+fn string_field_len(tag: u32, text: &str) -> usize {
+    if text.is_empty() {
+        return 0;
+    }
+    prost::encoding::key_len(tag)
+        + prost::encoding::encoded_len_varint(text.len() as u64)
+        + text.len()
+}
+
+/// A string field, as prost encodes it (nothing when empty).
+fn encode_string_field(tag: u32, text: &str, dst: &mut impl bytes::BufMut) {
+    if text.is_empty() {
+        return;
+    }
+    prost::encoding::encode_key(tag, prost::encoding::WireType::LengthDelimited, dst);
+    prost::encoding::encode_varint(text.len() as u64, dst);
+    dst.put_slice(text.as_bytes());
+}
 
 impl MutateRowsBody {
     fn encoded_len(&self) -> usize {
@@ -118,21 +142,14 @@ impl MutateRowsBody {
             None => self.batch.bytes.len(),
             Some(selected) => selected.iter().map(|&i| self.batch.wire(i).len()).sum(),
         };
-        let name = self.table_name.len();
-        prost::encoding::key_len(TABLE_NAME_FIELD)
-            + prost::encoding::encoded_len_varint(name as u64)
-            + name
+        string_field_len(TABLE_NAME_FIELD, &self.table_name)
+            + string_field_len(APP_PROFILE_FIELD, &self.app_profile)
             + entries
     }
 
+    /// In prost's order (by tag): table name, entries, app profile.
     fn encode(&self, dst: &mut impl bytes::BufMut) {
-        prost::encoding::encode_key(
-            TABLE_NAME_FIELD,
-            prost::encoding::WireType::LengthDelimited,
-            dst,
-        );
-        prost::encoding::encode_varint(self.table_name.len() as u64, dst);
-        dst.put_slice(self.table_name.as_bytes());
+        encode_string_field(TABLE_NAME_FIELD, &self.table_name, dst);
         match &self.selected {
             None => dst.put_slice(&self.batch.bytes),
             Some(selected) => {
@@ -141,6 +158,7 @@ impl MutateRowsBody {
                 }
             }
         }
+        encode_string_field(APP_PROFILE_FIELD, &self.app_profile, dst);
     }
 }
 
@@ -216,17 +234,24 @@ mod tests {
         let entries: Vec<Entry> = (0..50)
             .map(|i| entry(&format!("row-{i}"), &vec![7; i * 37]))
             .collect();
-        let body = MutateRowsBody {
-            table_name: "projects/p/instances/i/tables/t".into(),
-            batch: batch(&entries),
-            selected: None,
-        };
-        let expected = MutateRowsRequest {
-            table_name: "projects/p/instances/i/tables/t".into(),
-            entries: entries.clone(),
-            ..MutateRowsRequest::default()
-        };
-        assert_eq!(body_bytes(&body), expected.encode_to_vec());
+        for profile in ["", "batch"] {
+            let body = MutateRowsBody {
+                table_name: "projects/p/instances/i/tables/t".into(),
+                app_profile: profile.into(),
+                batch: batch(&entries),
+                selected: None,
+            };
+            let expected = MutateRowsRequest {
+                table_name: "projects/p/instances/i/tables/t".into(),
+                app_profile_id: profile.into(),
+                entries: entries.clone(),
+                ..MutateRowsRequest::default()
+            };
+            assert!(
+                body_bytes(&body) == expected.encode_to_vec(),
+                "profile {profile:?}"
+            );
+        }
     }
 
     #[test]
@@ -234,11 +259,13 @@ mod tests {
         let entries: Vec<Entry> = (0..10).map(|i| entry(&format!("k{i}"), b"v")).collect();
         let body = MutateRowsBody {
             table_name: "t".into(),
+            app_profile: "p".into(),
             batch: batch(&entries),
             selected: Some(vec![1, 4, 9]),
         };
         let decoded = MutateRowsRequest::decode(body_bytes(&body).as_slice()).unwrap();
         assert_eq!(decoded.table_name, "t");
+        assert_eq!(decoded.app_profile_id, "p");
         assert_eq!(
             decoded.entries,
             vec![entries[1].clone(), entries[4].clone(), entries[9].clone()]

@@ -17,19 +17,25 @@ pub(crate) const FEATURES_KEY: &str = "bigtable-features";
 /// checked by a test against the generated type.)
 pub(crate) const FEATURES_REVERSE_SCANS: &str = "CAE=";
 
-/// `x-goog-request-params` for a table request, as Google's clients send it
-/// (routes the request to the right backend on Cloud Bigtable).
-pub(crate) fn routing_header(table_name: &str) -> String {
+/// `x-goog-request-params` for a request on `table_name` under the app
+/// profile `app_profile` (empty: the instance's default), as Google's
+/// clients send it: Cloud Bigtable routes and prioritises by both.
+pub(crate) fn routing_header(table_name: &str, app_profile: &str) -> String {
     let mut out = String::from("table_name=");
-    for b in table_name.bytes() {
+    percent_encode(&mut out, table_name);
+    out.push_str("&app_profile_id=");
+    percent_encode(&mut out, app_profile);
+    out
+}
+
+fn percent_encode(out: &mut String, text: &str) {
+    for b in text.bytes() {
         if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
             out.push(char::from(b));
         } else {
             let _ = write!(out, "%{b:02X}");
         }
     }
-    out.push_str("&app_profile_id=");
-    out
 }
 
 #[cfg(test)]
@@ -39,8 +45,12 @@ mod tests {
     #[test]
     fn routing_header_is_percent_encoded() {
         assert_eq!(
-            routing_header("projects/p/instances/i/tables/t"),
+            routing_header("projects/p/instances/i/tables/t", ""),
             "table_name=projects%2Fp%2Finstances%2Fi%2Ftables%2Ft&app_profile_id="
+        );
+        assert_eq!(
+            routing_header("projects/p/instances/i/tables/t", "batch jobs"),
+            "table_name=projects%2Fp%2Finstances%2Fi%2Ftables%2Ft&app_profile_id=batch%20jobs"
         );
     }
 

@@ -35,16 +35,18 @@ impl std::fmt::Debug for DataService {
 }
 
 impl DataService {
-    /// Requests on `table_name` (`projects/…/tables/…`) over `channel`.
+    /// Requests on `table_name` (`projects/…/tables/…`) under `app_profile`
+    /// over `channel`.
     pub(crate) fn new(
         channel: Channel,
         tokens: Option<Arc<dyn gcp_auth::TokenProvider>>,
         table_name: &str,
+        app_profile: &str,
     ) -> Result<Self, BoxError> {
         Ok(Self {
             channel,
             tokens,
-            routing: routing_header(table_name).parse()?,
+            routing: routing_header(table_name, app_profile).parse()?,
         })
     }
 }

@@ -1,0 +1,161 @@
+//! The Cloud path, end to end: TLS and bearer tokens. The real emulator
+//! sits behind a loopback proxy that terminates TLS with a certificate from
+//! a CA made at test time; the connection is built as toward Cloud Bigtable
+//! (`https://` endpoints, a token provider), trusting that CA. The proxy
+//! checks that it saw TLS handshakes and the bearer token on data calls and
+//! admin calls. Plaintext is for an emulator only: credentials over it are
+//! refused.
+
+#[path = "support/recorder.rs"]
+#[allow(dead_code)]
+mod recorder;
+mod support;
+#[path = "support/tokens.rs"]
+#[allow(dead_code)]
+mod tokens;
+
+use std::time::Duration;
+
+use bigtable_ttl::retry::RetryPolicy;
+use bigtable_ttl::{Connection, Credentials, Error, Scan, Table};
+use recorder::{Recorder, TestCa};
+use support::rows::{click, Click};
+use tokens::FixedToken;
+
+const TOKEN: &str = "ya29.test-token-for-bigtable-ttl";
+const ADMIN_SERVICE: &str = "/google.bigtable.admin.v2.BigtableTableAdmin/";
+const DATA_SERVICE: &str = "/google.bigtable.v2.Bigtable/";
+
+/// A fresh instance name on the emulator.
+fn instance() -> String {
+    support::connection().instance().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_and_admin_calls_go_over_tls_with_the_bearer_token() {
+    let ca = TestCa::new();
+    let proxy = Recorder::start_tls(&support::emulator_host(), &ca).await;
+    let tokens = FixedToken::new(TOKEN);
+    let conn = Connection::builder(support::PROJECT, &instance())
+        .data_endpoint(proxy.https_uri())
+        .admin_endpoint(proxy.https_uri())
+        .tls_root_certificate(ca.ca_pem.clone())
+        .credentials(Credentials::provider(tokens.clone()))
+        .connect()
+        .await
+        .unwrap();
+    let table = Table::<Click>::new(conn);
+
+    table.ensure_schema().await.unwrap();
+    table.verify_schema().await.unwrap();
+    table.put(&click("c1", "/a")).await.unwrap();
+    table.put_all(&[click("c2", "/b")]).await.unwrap();
+    assert_eq!(
+        table.get(&"c1".to_owned()).await.unwrap().unwrap().url,
+        "/a"
+    );
+    assert_eq!(table.scan(Scan::all()).await.unwrap().len(), 2);
+
+    assert!(proxy.tls_handshakes() >= 1, "no TLS handshake seen");
+    let seen = proxy.seen();
+    let admin = seen
+        .iter()
+        .filter(|s| s.path.starts_with(ADMIN_SERVICE))
+        .count();
+    let data = seen
+        .iter()
+        .filter(|s| s.path.starts_with(DATA_SERVICE))
+        .count();
+    assert!(
+        admin >= 2 && data >= 4,
+        "{admin} admin and {data} data calls"
+    );
+    for s in &seen {
+        assert_eq!(
+            s.header("authorization"),
+            format!("Bearer {TOKEN}"),
+            "{}",
+            s.path
+        );
+    }
+    // Each side asked for its own scope.
+    let scopes = tokens.scopes.lock().unwrap().clone();
+    assert!(scopes.iter().any(|s| s.ends_with("/auth/bigtable.data")));
+    assert!(scopes
+        .iter()
+        .any(|s| s.ends_with("/auth/bigtable.admin.table")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_certificate_from_an_unknown_ca_is_refused() {
+    let ca = TestCa::new();
+    let proxy = Recorder::start_tls(&support::emulator_host(), &ca).await;
+    let once = RetryPolicy::none().with_attempt_timeout(Duration::from_secs(10));
+    let conn = Connection::builder(support::PROJECT, &instance())
+        .data_endpoint(proxy.https_uri())
+        .admin_endpoint(proxy.https_uri())
+        .credentials(Credentials::provider(FixedToken::new(TOKEN)))
+        .retry(once)
+        .admin_retry(once)
+        .connect()
+        .await
+        .unwrap();
+    let table = Table::<Click>::new(conn);
+    let err = table.put(&click("c1", "/a")).await.unwrap_err();
+    assert!(matches!(err, Error::Server { .. }), "{err:?}");
+    assert!(table.ensure_schema().await.is_err());
+    assert_eq!(proxy.tls_handshakes(), 0);
+    assert!(proxy.seen().is_empty());
+}
+
+#[tokio::test]
+async fn credentials_over_plaintext_are_refused() {
+    let tokens = || Credentials::provider(FixedToken::new(TOKEN));
+    let refused = [
+        Connection::builder("p", "i")
+            .emulator("127.0.0.1:8086")
+            .credentials(tokens())
+            .connect()
+            .await,
+        Connection::builder("p", "i")
+            .data_endpoint("http://127.0.0.1:8086")
+            .admin_endpoint("http://127.0.0.1:8086")
+            .credentials(tokens())
+            .connect()
+            .await,
+        Connection::builder("p", "i")
+            .admin_endpoint("http://127.0.0.1:8086")
+            .credentials(Credentials::key_file("/nonexistent/key.json"))
+            .connect()
+            .await,
+    ];
+    for result in refused {
+        match result {
+            Err(Error::PlaintextWithCredentials { endpoint }) => {
+                assert_eq!(endpoint, "http://127.0.0.1:8086");
+            }
+            other => panic!("expected PlaintextWithCredentials, got {other:?}"),
+        }
+    }
+    // No credentials: plaintext is fine (an emulator).
+    let conn = Connection::builder("p", "i")
+        .data_endpoint("http://127.0.0.1:8086")
+        .admin_endpoint("http://127.0.0.1:8086")
+        .credentials(Credentials::none())
+        .connect()
+        .await;
+    assert!(conn.is_ok(), "{conn:?}");
+}
+
+#[tokio::test]
+async fn a_missing_key_file_is_a_connect_error_naming_it() {
+    let err = Connection::builder("p", "i")
+        .data_endpoint("https://localhost:1")
+        .admin_endpoint("https://localhost:1")
+        .credentials(Credentials::key_file("/nonexistent/key.json"))
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Connect { .. }), "{err:?}");
+    assert!(err.to_string().contains("/nonexistent/key.json"), "{err}");
+}

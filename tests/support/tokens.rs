@@ -1,0 +1,42 @@
+//! A stand-in for Google's token service: hands out one fixed access token
+//! and counts the scopes asked for, so a test can check that the bearer
+//! token a connection sends is the provider's.
+
+use std::sync::{Arc, Mutex};
+
+use bigtable_ttl::gcp_auth;
+
+/// Always the token `token`.
+pub struct FixedToken {
+    token: String,
+    /// Every scope asked for, in order.
+    pub scopes: Mutex<Vec<String>>,
+}
+
+impl FixedToken {
+    pub fn new(token: &str) -> Arc<Self> {
+        Arc::new(Self {
+            token: token.to_owned(),
+            scopes: Mutex::default(),
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl gcp_auth::TokenProvider for FixedToken {
+    async fn token(&self, scopes: &[&str]) -> Result<Arc<gcp_auth::Token>, gcp_auth::Error> {
+        self.scopes
+            .lock()
+            .unwrap()
+            .extend(scopes.iter().map(|s| (*s).to_owned()));
+        // gcp_auth builds a Token only by deserializing one.
+        let token = serde_json::json!({ "access_token": self.token, "expires_in": 3600 });
+        Ok(Arc::new(
+            serde_json::from_value(token).expect("a token from JSON"),
+        ))
+    }
+
+    async fn project_id(&self) -> Result<Arc<str>, gcp_auth::Error> {
+        Ok("test-project".into())
+    }
+}

@@ -1,0 +1,266 @@
+//! Observability: every `Table` operation is a `tracing` span with its
+//! table, operation, rows, attempts and outcome, each retry an event in it
+//! with its reason; with the `metrics` feature, the client-side metrics
+//! (operation and attempt latency, retries, rows and bytes read and
+//! written) reach the installed recorder. Against the real emulator; the
+//! retries come from a loopback proxy that stops answering.
+
+mod support;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bigtable_ttl::retry::RetryPolicy;
+use bigtable_ttl::{Connection, Scan, Table};
+use support::proxy::{Faults, Proxy};
+use support::rows::{click, Click};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing_subscriber::layer::{Context, SubscriberExt as _};
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::Layer;
+
+type Fields = BTreeMap<String, String>;
+
+/// Spans (with their fields once closed) and events (with their span's
+/// fields) as a subscriber saw them.
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Captured>>);
+
+#[derive(Default)]
+struct Captured {
+    open: HashMap<u64, Fields>,
+    closed: Vec<Fields>,
+    events: Vec<(Fields, Fields)>,
+}
+
+struct Visitor<'a>(&'a mut Fields);
+
+impl Visit for Visitor<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+}
+
+impl<S: tracing::Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _: Context<'_, S>) {
+        let mut fields = Fields::new();
+        fields.insert("span".into(), attrs.metadata().name().into());
+        attrs.record(&mut Visitor(&mut fields));
+        self.0.lock().unwrap().open.insert(id.into_u64(), fields);
+    }
+    fn on_record(&self, id: &Id, values: &Record<'_>, _: Context<'_, S>) {
+        if let Some(fields) = self.0.lock().unwrap().open.get_mut(&id.into_u64()) {
+            values.record(&mut Visitor(fields));
+        }
+    }
+    fn on_event(&self, event: &tracing::Event<'_>, ctx: Context<'_, S>) {
+        let mut fields = Fields::new();
+        event.record(&mut Visitor(&mut fields));
+        let mut captured = self.0.lock().unwrap();
+        let span = ctx
+            .event_span(event)
+            .and_then(|s| captured.open.get(&s.id().into_u64()).cloned())
+            .unwrap_or_default();
+        captured.events.push((span, fields));
+    }
+    fn on_close(&self, id: Id, _: Context<'_, S>) {
+        let mut captured = self.0.lock().unwrap();
+        if let Some(fields) = captured.open.remove(&id.into_u64()) {
+            captured.closed.push(fields);
+        }
+    }
+}
+
+fn field<'a>(fields: &'a Fields, name: &str) -> &'a str {
+    fields.get(name).map_or("", String::as_str)
+}
+
+/// Attempts of 300 ms, 1.5 s in all: a stalled call retries a few times.
+fn impatient() -> RetryPolicy {
+    RetryPolicy::default()
+        .with_initial_delay(Duration::from_millis(20))
+        .with_max_delay(Duration::from_millis(50))
+        .with_attempt_timeout(Duration::from_millis(300))
+        .with_deadline(Duration::from_millis(1_500))
+}
+
+/// The clicks table, named `name`, on a fresh instance, and a handle on it
+/// through a proxy with impatient timeouts.
+async fn setup(name: &str) -> (Table<Click>, Proxy, Table<Click>) {
+    let direct = Table::<Click>::new(support::connection()).with_name(name);
+    direct.ensure_schema().await.unwrap();
+    let proxy = Proxy::start(&support::emulator_host()).await;
+    let conn = Connection::builder(
+        direct.connection().project(),
+        direct.connection().instance(),
+    )
+    .emulator(proxy.host())
+    .retry(impatient())
+    .connect()
+    .await
+    .unwrap();
+    (direct, proxy, Table::new(conn).with_name(name))
+}
+
+/// The capturing subscriber, global to this test binary: a thread's
+/// default would miss what runs on the runtime's other threads, and share
+/// the callsites' cached interest with tests that run without it.
+fn capture() -> &'static Capture {
+    static CAPTURE: std::sync::OnceLock<Capture> = std::sync::OnceLock::new();
+    CAPTURE.get_or_init(|| {
+        let capture = Capture::default();
+        tracing::subscriber::set_global_default(
+            tracing_subscriber::registry().with(capture.clone()),
+        )
+        .expect("the only subscriber of this test binary");
+        capture
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_operation_is_a_span_and_each_retry_an_event_with_its_reason() {
+    const TABLE: &str = "clicks_traced";
+    let capture = capture();
+    let (direct, proxy, table) = setup(TABLE).await;
+
+    direct.put(&click("c1", "/a")).await.unwrap();
+    direct
+        .put_all(&[click("c2", "/b"), click("c3", "/c")])
+        .await
+        .unwrap();
+    assert!(direct.get(&"c2".to_owned()).await.unwrap().is_some());
+    assert_eq!(direct.scan(Scan::all()).await.unwrap().len(), 3);
+    proxy.arm(Faults::Stall { after_bytes: 0 });
+    assert!(table.get(&"c1".to_owned()).await.is_err());
+
+    let captured = capture.0.lock().unwrap();
+    let ops: Vec<&Fields> = captured
+        .closed
+        .iter()
+        .filter(|s| field(s, "span") == "bigtable_ttl" && field(s, "table") == TABLE)
+        .collect();
+    let summary: Vec<String> = ops
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {} rows={} attempts={} outcome={}",
+                field(s, "table"),
+                field(s, "operation"),
+                field(s, "rows"),
+                field(s, "attempts"),
+                field(s, "outcome")
+            )
+        })
+        .collect();
+    println!("{summary:#?}");
+    assert_eq!(
+        summary[..summary.len() - 1],
+        [
+            "clicks_traced put rows=1 attempts=1 outcome=ok",
+            "clicks_traced put_all rows=2 attempts=1 outcome=ok",
+            "clicks_traced get rows=1 attempts=1 outcome=ok",
+            "clicks_traced scan rows=3 attempts=1 outcome=ok",
+        ]
+    );
+    let stalled = ops.last().unwrap();
+    assert_eq!(field(stalled, "operation"), "get");
+    assert_eq!(field(stalled, "outcome"), "DEADLINE_EXCEEDED");
+    let attempts: usize = field(stalled, "attempts").parse().unwrap();
+    assert!(attempts >= 2, "{stalled:?}");
+
+    let retries: Vec<&(Fields, Fields)> = captured
+        .events
+        .iter()
+        .filter(|(s, e)| field(e, "message") == "retrying" && field(s, "table") == TABLE)
+        .collect();
+    assert_eq!(retries.len(), attempts - 1, "{retries:#?}");
+    for (span, event) in retries {
+        assert_eq!(field(span, "operation"), "get");
+        assert!(
+            field(event, "reason").contains("DEADLINE_EXCEEDED"),
+            "{event:?}"
+        );
+    }
+}
+
+#[cfg(feature = "metrics")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metrics_reach_the_installed_recorder() {
+    use bigtable_ttl::telemetry;
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+    // The only recorder of this test binary.
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    recorder.install().unwrap();
+    let (direct, proxy, table) = setup("clicks").await;
+
+    direct.put(&click("c1", "/a")).await.unwrap();
+    direct
+        .put_all(&[click("c2", "/b"), click("c3", "/c")])
+        .await
+        .unwrap();
+    assert!(direct.get(&"c2".to_owned()).await.unwrap().is_some());
+    assert_eq!(direct.scan(Scan::all()).await.unwrap().len(), 3);
+    proxy.arm(Faults::Stall { after_bytes: 0 });
+    assert!(table.get(&"c1".to_owned()).await.is_err());
+
+    let mut counters: HashMap<String, u64> = HashMap::new();
+    let mut histograms: HashMap<String, usize> = HashMap::new();
+    for (key, _, _, value) in snapshotter.snapshot().into_vec() {
+        let key = key.key();
+        let labels: Vec<String> = key
+            .labels()
+            .map(|l| format!("{}={}", l.key(), l.value()))
+            .collect();
+        let name = format!("{}{{{}}}", key.name(), labels.join(","));
+        match value {
+            DebugValue::Counter(n) => *counters.entry(name).or_default() += n,
+            DebugValue::Histogram(values) => *histograms.entry(name).or_default() += values.len(),
+            DebugValue::Gauge(_) => {}
+        }
+    }
+    println!("{counters:#?}\n{histograms:#?}");
+    let counter = |name: &str| counters.get(name).copied().unwrap_or_default();
+    assert_eq!(
+        counter(&format!("{}{{table=clicks}}", telemetry::ROWS_WRITTEN)),
+        3
+    );
+    assert!(counter(&format!("{}{{table=clicks}}", telemetry::BYTES_WRITTEN)) > 3 * 10);
+    assert_eq!(
+        counter(&format!("{}{{table=clicks}}", telemetry::ROWS_READ)),
+        4
+    );
+    assert!(counter(&format!("{}{{table=clicks}}", telemetry::BYTES_READ)) > 4 * 2);
+    assert!(
+        counter(&format!(
+            "{}{{table=clicks,operation=get}}",
+            telemetry::RETRIES
+        )) >= 1
+    );
+    for operation in ["put", "put_all", "get", "scan"] {
+        let name = format!(
+            "{}{{table=clicks,operation={operation},outcome=ok}}",
+            telemetry::OPERATION_LATENCY
+        );
+        assert!(
+            histograms.get(&name).copied().unwrap_or_default() >= 1,
+            "{name}"
+        );
+    }
+    let stalled = format!(
+        "{}{{table=clicks,operation=get,outcome=DEADLINE_EXCEEDED}}",
+        telemetry::OPERATION_LATENCY
+    );
+    assert_eq!(histograms.get(&stalled), Some(&1));
+    let attempts = format!(
+        "{}{{table=clicks,operation=get}}",
+        telemetry::ATTEMPT_LATENCY
+    );
+    assert!(histograms.get(&attempts).copied().unwrap_or_default() >= 3);
+}

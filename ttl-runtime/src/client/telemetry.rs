@@ -1,0 +1,221 @@
+//! What the client tells about its work: a `tracing` span per operation,
+//! an event per retry, and (feature `metrics`) client-side metrics through
+//! the [`metrics`](https://docs.rs/metrics) facade, named and labelled as
+//! [`crate::telemetry`] documents.
+//!
+//! An operation's state (its labels, retries, rows) lives in a task-local
+//! for the duration of the operation, so the retry loops deep below it
+//! count into it without every signature carrying it; the bulk writer's
+//! spawned requests take it along ([`in_operation`]).
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tracing::Instrument as _;
+
+use crate::model::error::{Error, Result};
+
+tokio::task_local! {
+    static CURRENT: Arc<OpState>;
+}
+
+/// One operation under way.
+struct OpState {
+    table: Arc<str>,
+    operation: &'static str,
+    retries: AtomicU32,
+    /// When the attempt under way started (the operation's start, then
+    /// each retry's).
+    attempt_started: Mutex<Instant>,
+}
+
+/// Run `call`, the operation `operation` on `table`, in its span and with
+/// its metrics; `rows` says how many rows its result holds.
+pub(crate) async fn operation<T, F>(
+    table: &str,
+    operation: &'static str,
+    rows: impl FnOnce(&T) -> u64,
+    call: F,
+) -> Result<T>
+where
+    F: std::future::Future<Output = Result<T>>,
+{
+    let span = tracing::info_span!(
+        "bigtable_ttl",
+        table,
+        operation,
+        rows = tracing::field::Empty,
+        attempts = tracing::field::Empty,
+        outcome = tracing::field::Empty,
+    );
+    let started = Instant::now();
+    let state = Arc::new(OpState {
+        table: table.into(),
+        operation,
+        retries: AtomicU32::new(0),
+        attempt_started: Mutex::new(started),
+    });
+    // Boxed: the read's state would otherwise sit inline in every caller's
+    // future (16 KiB for `get`); one allocation per call is nothing beside
+    // the call.
+    let result = CURRENT
+        .scope(state.clone(), Box::pin(call).instrument(span.clone()))
+        .await;
+    let attempts = state.retries.load(Ordering::Relaxed) + 1;
+    let outcome = match &result {
+        Ok(_) => "ok",
+        Err(e) => outcome_of(e),
+    };
+    span.record("attempts", attempts);
+    span.record("outcome", outcome);
+    if let Ok(value) = &result {
+        span.record("rows", rows(value));
+    }
+    record::operation(&state.table, operation, outcome, started.elapsed());
+    record::attempt(&state.table, operation, state.attempt_elapsed());
+    result
+}
+
+impl OpState {
+    fn attempt_elapsed(&self) -> std::time::Duration {
+        self.attempt_started
+            .lock()
+            .map(|started| started.elapsed())
+            .unwrap_or_default()
+    }
+}
+
+/// `call` in the operation (and span) under way, if any: for tasks the
+/// operation spawns.
+pub(crate) fn in_operation<F>(call: F) -> impl std::future::Future<Output = F::Output>
+where
+    F: std::future::Future,
+{
+    let state = CURRENT.try_with(Arc::clone).ok();
+    let call = call.in_current_span();
+    async move {
+        match state {
+            Some(state) => CURRENT.scope(state, call).await,
+            None => call.await,
+        }
+    }
+}
+
+/// A retry is about to wait `delay` after attempt `attempt` failed for
+/// `reason`: the event, and the metrics of the failed attempt.
+pub(crate) fn retrying(attempt: u32, delay: std::time::Duration, reason: &dyn std::fmt::Display) {
+    tracing::info!(
+        attempt,
+        delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+        reason = %reason,
+        "retrying",
+    );
+    let _ = CURRENT.try_with(|state| {
+        state.retries.fetch_add(1, Ordering::Relaxed);
+        record::attempt(&state.table, state.operation, state.attempt_elapsed());
+        record::retry(&state.table, state.operation);
+    });
+}
+
+/// The next attempt starts now (after a retry's delay).
+pub(crate) fn attempt_started() {
+    let _ = CURRENT.try_with(|state| {
+        if let Ok(mut started) = state.attempt_started.lock() {
+            *started = Instant::now();
+        }
+    });
+}
+
+/// The `outcome` of a failed operation: the gRPC code's name for a server
+/// error, else what kind of error it was.
+fn outcome_of(e: &Error) -> &'static str {
+    match e {
+        Error::Server { code, .. } => code.as_str(),
+        Error::PartialWrite { .. } => "partial_write",
+        Error::Decode { .. } => "decode_error",
+        Error::Connect { .. } => "connect_error",
+        _ => "invalid_input",
+    }
+}
+
+/// The table id of `projects/…/tables/{id}`.
+pub(crate) fn table_id(path: &str) -> &str {
+    path.rsplit_once("/tables/").map_or(path, |(_, id)| id)
+}
+
+pub(crate) use record::{read, written};
+
+/// The metrics, through the facade; nothing at all without the feature.
+#[cfg(feature = "metrics")]
+mod record {
+    use std::time::Duration;
+
+    use crate::model::telemetry::{
+        ATTEMPT_LATENCY, BYTES_READ, BYTES_WRITTEN, OPERATION_LATENCY, RETRIES, ROWS_READ,
+        ROWS_WRITTEN,
+    };
+
+    pub(crate) fn operation(
+        table: &str,
+        operation: &'static str,
+        outcome: &'static str,
+        took: Duration,
+    ) {
+        metrics::histogram!(OPERATION_LATENCY, "table" => table.to_owned(), "operation" => operation, "outcome" => outcome)
+            .record(took.as_secs_f64());
+    }
+
+    pub(crate) fn attempt(table: &str, operation: &'static str, took: Duration) {
+        metrics::histogram!(ATTEMPT_LATENCY, "table" => table.to_owned(), "operation" => operation)
+            .record(took.as_secs_f64());
+    }
+
+    pub(crate) fn retry(table: &str, operation: &'static str) {
+        metrics::counter!(RETRIES, "table" => table.to_owned(), "operation" => operation)
+            .increment(1);
+    }
+
+    /// `rows` rows of `bytes` bytes (keys and values) read from `table`.
+    pub(crate) fn read(table: &str, rows: u64, bytes: u64) {
+        if rows > 0 {
+            metrics::counter!(ROWS_READ, "table" => table.to_owned()).increment(rows);
+            metrics::counter!(BYTES_READ, "table" => table.to_owned()).increment(bytes);
+        }
+    }
+
+    /// `rows` rows of `bytes` bytes (encoded mutations) written to `table`.
+    pub(crate) fn written(table: &str, rows: u64, bytes: u64) {
+        if rows > 0 {
+            metrics::counter!(ROWS_WRITTEN, "table" => table.to_owned()).increment(rows);
+            metrics::counter!(BYTES_WRITTEN, "table" => table.to_owned()).increment(bytes);
+        }
+    }
+}
+
+#[cfg(not(feature = "metrics"))]
+mod record {
+    use std::time::Duration;
+
+    #[inline(always)]
+    pub(crate) fn operation(_: &str, _: &'static str, _: &'static str, _: Duration) {}
+    #[inline(always)]
+    pub(crate) fn attempt(_: &str, _: &'static str, _: Duration) {}
+    #[inline(always)]
+    pub(crate) fn retry(_: &str, _: &'static str) {}
+    #[inline(always)]
+    pub(crate) fn read(_: &str, _: u64, _: u64) {}
+    #[inline(always)]
+    pub(crate) fn written(_: &str, _: u64, _: u64) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_ids_from_paths() {
+        assert_eq!(table_id("projects/p/instances/i/tables/clicks"), "clicks");
+        assert_eq!(table_id("clicks"), "clicks");
+    }
+}

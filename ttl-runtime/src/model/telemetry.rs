@@ -1,0 +1,37 @@
+//! The names of the client-side metrics (feature `metrics`), as the
+//! official Bigtable clients export them: recorded through the
+//! [`metrics`](https://docs.rs/metrics) facade, so any exporter
+//! (Prometheus, OpenTelemetry, `StatsD`, …) installed as the recorder gets
+//! them. Without the feature nothing is recorded and no code is compiled
+//! for it; with the feature and no recorder installed, each recording is a
+//! check of an empty global.
+//!
+//! | name | kind | labels | what |
+//! |---|---|---|---|
+//! | [`OPERATION_LATENCY`] | histogram, seconds | `table`, `operation`, `outcome` | one operation, all its attempts and delays |
+//! | [`ATTEMPT_LATENCY`] | histogram, seconds | `table`, `operation` | one attempt of an operation |
+//! | [`RETRIES`] | counter | `table`, `operation` | retries (attempts after the first) |
+//! | [`ROWS_READ`], [`BYTES_READ`] | counters | `table` | rows read, their keys' and values' bytes |
+//! | [`ROWS_WRITTEN`], [`BYTES_WRITTEN`] | counters | `table` | rows Bigtable acknowledged, their mutations' encoded bytes |
+//!
+//! `operation` is the [`crate::Table`] method (`put`, `put_all`, `get`,
+//! `scan`, `delete`); `outcome` is `ok` or what ended the operation (a gRPC
+//! code such as `DEADLINE_EXCEEDED`, `partial_write`, `decode_error`, …).
+//! The same operations open a `tracing` span `bigtable_ttl` with the fields
+//! `table`, `operation`, `rows`, `attempts` and `outcome`, and each retry
+//! is an event in it with its `attempt`, `delay_ms` and `reason`.
+
+/// Histogram of operation latencies, in seconds.
+pub const OPERATION_LATENCY: &str = "bigtable_ttl.operation_latency";
+/// Histogram of attempt latencies, in seconds.
+pub const ATTEMPT_LATENCY: &str = "bigtable_ttl.attempt_latency";
+/// Counter of retries.
+pub const RETRIES: &str = "bigtable_ttl.retries";
+/// Counter of rows read.
+pub const ROWS_READ: &str = "bigtable_ttl.rows_read";
+/// Counter of bytes read (row keys and cell values).
+pub const BYTES_READ: &str = "bigtable_ttl.bytes_read";
+/// Counter of rows written.
+pub const ROWS_WRITTEN: &str = "bigtable_ttl.rows_written";
+/// Counter of bytes written (encoded mutations).
+pub const BYTES_WRITTEN: &str = "bigtable_ttl.bytes_written";
