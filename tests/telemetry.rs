@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bigtable_ttl::retry::RetryPolicy;
-use bigtable_ttl::{Connection, Scan, Table};
+use bigtable_ttl::{Connection, Insert, Scan, Table};
 use support::proxy::{Faults, Proxy};
 use support::rows::{click, Click};
 use tracing::field::{Field, Visit};
@@ -186,6 +186,62 @@ async fn each_operation_is_a_span_and_each_retry_an_event_with_its_reason() {
             "{event:?}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conditional_writes_updates_and_retimes_are_spans_too() {
+    const TABLE: &str = "clicks_traced_more";
+    let capture = capture();
+    let (direct, _proxy, _) = setup(TABLE).await;
+    let key = "c1".to_owned();
+
+    let inserted = direct.insert_if_absent(&click("c1", "/a")).await.unwrap();
+    assert!(matches!(inserted, Insert::Inserted(_)));
+    let replaced = direct
+        .put_if(&click("c1", "/b"), Click::URL.equals(&"/a".to_owned()))
+        .await
+        .unwrap();
+    assert!(replaced.is_some());
+    let updated = direct
+        .update(&key)
+        .set(Click::URL, &"/c".to_owned())
+        .apply();
+    assert!(updated.await.unwrap().is_some());
+    assert!(direct
+        .set_ttl(&key, chrono::TimeDelta::hours(3))
+        .await
+        .unwrap()
+        .is_some());
+    let not_deleted = direct
+        .delete_if(&key, Click::URL.equals(&"/other".to_owned()))
+        .await
+        .unwrap();
+    assert!(!not_deleted);
+
+    let captured = capture.0.lock().unwrap();
+    let summary: Vec<String> = captured
+        .closed
+        .iter()
+        .filter(|s| field(s, "span") == "bigtable_ttl" && field(s, "table") == TABLE)
+        .map(|s| {
+            format!(
+                "{} rows={} outcome={}",
+                field(s, "operation"),
+                field(s, "rows"),
+                field(s, "outcome")
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            "insert_if_absent rows=1 outcome=ok",
+            "put_if rows=1 outcome=ok",
+            "update rows=1 outcome=ok",
+            "retime rows=1 outcome=ok",
+            "delete_if rows=0 outcome=ok",
+        ]
+    );
 }
 
 #[cfg(feature = "metrics")]

@@ -17,6 +17,7 @@ use chrono::{DateTime, Utc};
 use crate::client::failure::status_error;
 use crate::client::retry::retryable_status;
 use crate::client::table::{Table, Written};
+use crate::client::telemetry;
 use crate::model::condition::{live_row, Condition};
 use crate::model::error::{Code, Error, Result};
 use crate::model::mutation::{delete_row, RowMutation};
@@ -89,6 +90,7 @@ impl<T: BigtableRow> Table<T> {
         &self,
         builder: MutationBuilder<'_, T>,
     ) -> Result<Insert<T>> {
+        telemetry::operation(self.name(), "insert_if_absent", |_| 1, async move {
         for _ in 0..INSERT_ROUNDS {
             let now = self.clock().now();
             let m = builder.build_checked(self.name(), now)?;
@@ -117,6 +119,8 @@ impl<T: BigtableRow> Table<T> {
             row_key: builder.row().row_key()?,
             attempts: INSERT_ROUNDS,
         })
+        })
+        .await
     }
 
     /// Write `row` (replacing its columns, as [`Table::put`]) only if
@@ -162,23 +166,31 @@ impl<T: BigtableRow> Table<T> {
         builder: MutationBuilder<'_, T>,
         condition: Condition<T>,
     ) -> Result<Option<Written>> {
-        let now = self.clock().now();
-        let m = builder.build_checked(self.name(), now)?;
-        let predicate = condition.predicate(now)?;
-        let checked = self
-            .check_and_mutate(&m.row_key, predicate, m.mutations.clone(), Vec::new())
-            .await?;
-        match checked {
-            Checked::Answered(true) => Ok(Some(written(&m, now)?)),
-            Checked::Answered(false) => Ok(None),
-            Checked::Unknown(status) => {
-                if self.holds(&m).await? {
-                    Ok(Some(written(&m, now)?))
-                } else {
-                    Err(self.outcome_unknown(m.row_key, status))
+        telemetry::operation(
+            self.name(),
+            "put_if",
+            |w| u64::from(w.is_some()),
+            async move {
+                let now = self.clock().now();
+                let m = builder.build_checked(self.name(), now)?;
+                let predicate = condition.predicate(now)?;
+                let checked = self
+                    .check_and_mutate(&m.row_key, predicate, m.mutations.clone(), Vec::new())
+                    .await?;
+                match checked {
+                    Checked::Answered(true) => Ok(Some(written(&m, now)?)),
+                    Checked::Answered(false) => Ok(None),
+                    Checked::Unknown(status) => {
+                        if self.holds(&m).await? {
+                            Ok(Some(written(&m, now)?))
+                        } else {
+                            Err(self.outcome_unknown(m.row_key, status))
+                        }
+                    }
                 }
-            }
-        }
+            },
+        )
+        .await
     }
 
     /// Delete the row with key `key`, every column and version, only if
@@ -190,15 +202,23 @@ impl<T: BigtableRow> Table<T> {
     /// encode, before anything is sent; [`Error::Server`];
     /// [`Error::OutcomeUnknown`] when the answer was lost.
     pub async fn delete_if(&self, key: &T::Key, condition: Condition<T>) -> Result<bool> {
-        let row_key = T::encode_key(key)?;
-        let predicate = condition.predicate(self.clock().now())?;
-        match self
-            .check_and_mutate(&row_key, predicate, vec![delete_row()], Vec::new())
-            .await?
-        {
-            Checked::Answered(deleted) => Ok(deleted),
-            Checked::Unknown(status) => Err(self.outcome_unknown(row_key, status)),
-        }
+        telemetry::operation(
+            self.name(),
+            "delete_if",
+            |deleted| u64::from(*deleted),
+            async move {
+                let row_key = T::encode_key(key)?;
+                let predicate = condition.predicate(self.clock().now())?;
+                match self
+                    .check_and_mutate(&row_key, predicate, vec![delete_row()], Vec::new())
+                    .await?
+                {
+                    Checked::Answered(deleted) => Ok(deleted),
+                    Checked::Unknown(status) => Err(self.outcome_unknown(row_key, status)),
+                }
+            },
+        )
+        .await
     }
 
     /// One `CheckAndMutateRow` attempt, never re-sent: an error the server

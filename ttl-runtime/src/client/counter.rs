@@ -5,6 +5,7 @@
 use crate::client::conditional::Checked;
 use crate::client::failure::status_error;
 use crate::client::table::Table;
+use crate::client::telemetry;
 use crate::model::counter::{counted, ensure_live, increment_rule, Counted, CounterField};
 use crate::model::error::{Error, Result};
 use crate::model::policy::{Expiry, Policy};
@@ -64,6 +65,17 @@ impl<T: BigtableRow> Table<T> {
     /// expiring under the increment; [`Error::Decode`] when the column holds
     /// something other than an 8-byte integer.
     pub async fn increment(
+        &self,
+        key: &T::Key,
+        counter: CounterField<T>,
+        by: i64,
+        expiry: Expiry,
+    ) -> Result<Counted> {
+        let call = self.increment_untraced(key, counter, by, expiry);
+        telemetry::operation(self.name(), "increment", |_| 1, call).await
+    }
+
+    async fn increment_untraced(
         &self,
         key: &T::Key,
         counter: CounterField<T>,

@@ -6,6 +6,7 @@ use futures_util::TryStreamExt as _;
 
 use crate::client::conditional::Checked;
 use crate::client::table::{Table, Written};
+use crate::client::telemetry;
 use crate::model::codec::CellCodec;
 use crate::model::condition::live_row;
 use crate::model::error::{Error, Result};
@@ -81,58 +82,66 @@ impl<T: BigtableRow> Table<T> {
         value: &V,
         expiry: Expiry,
     ) -> Result<Option<Written>> {
-        let row_key = T::encode_key(key)?;
-        let (qualifier, value) = map.encode_entry(entry_key, value)?;
-        let policy = T::SCHEMA.policy;
-        if expiry == Expiry::PolicyDefault && policy == Policy::CellExpiry {
-            return Err(Error::MissingExpiry {
-                table: Some(self.name().to_owned()),
-            });
-        }
-        let now = self.clock().now();
-        let ts = policy.cell_timestamp(now, expiry)?;
-        let family = map.family();
-        let m = RowMutation {
-            row_key,
-            mutations: vec![
-                delete_column(family, &qualifier),
-                set_cell_owned(family, qualifier, ts, value),
-            ],
-            timestamp_micros: ts,
-            expires_at: policy.expiry_of(ts)?,
-        };
-        let written = Written::new(&m, from_micros(millis_floor(now)?)?);
-        if T::SCHEMA.entries_alone_make_a_row() {
-            self.mutate_row(m.row_key.clone(), m.mutations).await?;
-            return Ok(Some(written));
-        }
-        let predicate = live_row(T::SCHEMA, now);
-        let mut last = None;
-        for _ in 0..ENTRY_ATTEMPTS {
-            match self
-                .check_and_mutate(
-                    &m.row_key,
-                    predicate.clone(),
-                    m.mutations.clone(),
-                    Vec::new(),
-                )
-                .await?
-            {
-                Checked::Answered(true) => return Ok(Some(written)),
-                Checked::Answered(false) => return Ok(None),
-                Checked::Unknown(status) => {
-                    if self.holds(&m).await? {
-                        return Ok(Some(written));
-                    }
-                    last = Some(status);
+        telemetry::operation(
+            self.name(),
+            "put_entry",
+            |w| u64::from(w.is_some()),
+            async move {
+                let row_key = T::encode_key(key)?;
+                let (qualifier, value) = map.encode_entry(entry_key, value)?;
+                let policy = T::SCHEMA.policy;
+                if expiry == Expiry::PolicyDefault && policy == Policy::CellExpiry {
+                    return Err(Error::MissingExpiry {
+                        table: Some(self.name().to_owned()),
+                    });
                 }
-            }
-        }
-        Err(Error::OutcomeUnknown {
-            table: self.name().to_owned(),
-            row_key: m.row_key,
-            source: Box::new(last.unwrap_or_else(|| tonic::Status::unknown("no attempt"))),
-        })
+                let now = self.clock().now();
+                let ts = policy.cell_timestamp(now, expiry)?;
+                let family = map.family();
+                let m = RowMutation {
+                    row_key,
+                    mutations: vec![
+                        delete_column(family, &qualifier),
+                        set_cell_owned(family, qualifier, ts, value),
+                    ],
+                    timestamp_micros: ts,
+                    expires_at: policy.expiry_of(ts)?,
+                };
+                let written = Written::new(&m, from_micros(millis_floor(now)?)?);
+                if T::SCHEMA.entries_alone_make_a_row() {
+                    self.mutate_row(m.row_key.clone(), m.mutations).await?;
+                    return Ok(Some(written));
+                }
+                let predicate = live_row(T::SCHEMA, now);
+                let mut last = None;
+                for _ in 0..ENTRY_ATTEMPTS {
+                    match self
+                        .check_and_mutate(
+                            &m.row_key,
+                            predicate.clone(),
+                            m.mutations.clone(),
+                            Vec::new(),
+                        )
+                        .await?
+                    {
+                        Checked::Answered(true) => return Ok(Some(written)),
+                        Checked::Answered(false) => return Ok(None),
+                        Checked::Unknown(status) => {
+                            if self.holds(&m).await? {
+                                return Ok(Some(written));
+                            }
+                            last = Some(status);
+                        }
+                    }
+                }
+                Err(Error::OutcomeUnknown {
+                    table: self.name().to_owned(),
+                    row_key: m.row_key,
+                    source: Box::new(last.unwrap_or_else(|| tonic::Status::unknown("no attempt"))),
+                })
+            },
+        )
+        .await
     }
 
     /// Remove the entry `entry_key` of map field `map` from the row with key
@@ -150,10 +159,13 @@ impl<T: BigtableRow> Table<T> {
     where
         V: CellCodec,
     {
-        let row_key = T::encode_key(key)?;
-        let qualifier = map.encode_key(entry_key)?;
-        self.mutate_row(row_key, vec![delete_column(map.family(), &qualifier)])
-            .await
+        telemetry::operation(self.name(), "remove_entry", |()| 1, async move {
+            let row_key = T::encode_key(key)?;
+            let qualifier = map.encode_key(entry_key)?;
+            self.mutate_row(row_key, vec![delete_column(map.family(), &qualifier)])
+                .await
+        })
+        .await
     }
 
     /// The live entries of map field `map` in the row with key `key`, in
@@ -169,42 +181,45 @@ impl<T: BigtableRow> Table<T> {
         key: &T::Key,
         map: MapField<T, K, V>,
     ) -> Result<Vec<MapEntry<K, V>>> {
-        let row_key = T::encode_key(key)?;
-        let now = self.clock().now();
-        let request = self.read_request(
-            Scan::keys([row_key.as_slice()]),
-            Some(self.read_filter(now)),
-        );
-        let rows: Vec<MergedRow> = self.raw_stream(request).try_collect().await?;
-        let Some((row_key, cells)) = rows.into_iter().next() else {
-            return Ok(Vec::new());
-        };
-        let mut view = RowView::empty(T::SCHEMA, &row_key);
-        if !view.reduce(
-            T::SCHEMA,
-            T::column_of,
-            cells.iter().map(Cell::as_cell_ref),
-            now,
-        )? {
-            return Ok(Vec::new());
-        }
-        let policy = T::SCHEMA.policy;
-        view.entries(map.index())
-            .iter()
-            .map(|e| {
-                let (key, value) =
-                    decode_entry(e.qualifier, e.value).map_err(|source| Error::Decode {
-                        table: self.name().to_owned(),
-                        row_key: row_key.clone(),
-                        column: format!("{}:{}", map.family(), e.qualifier.escape_ascii()),
-                        source,
-                    })?;
-                Ok(MapEntry {
-                    key,
-                    value,
-                    expires_at: policy.expiry_of(e.timestamp_micros)?,
+        telemetry::operation(self.name(), "entries", |_| 1, async move {
+            let row_key = T::encode_key(key)?;
+            let now = self.clock().now();
+            let request = self.read_request(
+                Scan::keys([row_key.as_slice()]),
+                Some(self.read_filter(now)),
+            );
+            let rows: Vec<MergedRow> = self.raw_stream(request).try_collect().await?;
+            let Some((row_key, cells)) = rows.into_iter().next() else {
+                return Ok(Vec::new());
+            };
+            let mut view = RowView::empty(T::SCHEMA, &row_key);
+            if !view.reduce(
+                T::SCHEMA,
+                T::column_of,
+                cells.iter().map(Cell::as_cell_ref),
+                now,
+            )? {
+                return Ok(Vec::new());
+            }
+            let policy = T::SCHEMA.policy;
+            view.entries(map.index())
+                .iter()
+                .map(|e| {
+                    let (key, value) =
+                        decode_entry(e.qualifier, e.value).map_err(|source| Error::Decode {
+                            table: self.name().to_owned(),
+                            row_key: row_key.clone(),
+                            column: format!("{}:{}", map.family(), e.qualifier.escape_ascii()),
+                            source,
+                        })?;
+                    Ok(MapEntry {
+                        key,
+                        value,
+                        expires_at: policy.expiry_of(e.timestamp_micros)?,
+                    })
                 })
-            })
-            .collect()
+                .collect()
+        })
+        .await
     }
 }

@@ -8,6 +8,7 @@ use futures_util::{Stream, StreamExt as _, TryStreamExt as _};
 use crate::client::failure::status_error;
 use crate::client::retry::retryable_status;
 use crate::client::table::Table;
+use crate::client::telemetry;
 use crate::model::error::Result;
 use crate::model::row::BigtableRow;
 use crate::model::scan::Scan;
@@ -128,12 +129,20 @@ impl<T: BigtableRow> Table<T> {
     /// [`crate::Error::Server`] when `SampleRowKeys` fails (transient
     /// failures are retried under the table's read options).
     pub async fn split_scan(&self, scan: Scan, max_parts: usize) -> Result<Vec<Scan>> {
-        if max_parts <= 1 || scan.row_limit().is_some() || scan.key_bounds().is_none() {
-            // One part whatever the samples: nothing to ask the server.
-            return Ok(vec![scan]);
-        }
-        let samples = self.sample_row_keys().await?;
-        Ok(split(&scan, &samples, max_parts))
+        telemetry::operation(
+            self.name(),
+            "split_scan",
+            |parts| parts.len() as u64,
+            async move {
+                if max_parts <= 1 || scan.row_limit().is_some() || scan.key_bounds().is_none() {
+                    // One part whatever the samples: nothing to ask the server.
+                    return Ok(vec![scan]);
+                }
+                let samples = self.sample_row_keys().await?;
+                Ok(split(&scan, &samples, max_parts))
+            },
+        )
+        .await
     }
 
     /// The row keys `SampleRowKeys` returns for the table, in key order;

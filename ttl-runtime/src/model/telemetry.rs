@@ -14,8 +14,9 @@
 //! | [`ROWS_READ`], [`BYTES_READ`] | counters | `table` | rows read, their keys' and values' bytes |
 //! | [`ROWS_WRITTEN`], [`BYTES_WRITTEN`] | counters | `table` | rows Bigtable acknowledged, their mutations' encoded bytes |
 //!
-//! `operation` is the [`crate::Table`] method (`put`, `put_all`, `get`,
-//! `scan`, `delete`); `outcome` is `ok` or what ended the operation (a gRPC
+//! `operation` is the [`crate::Table`] method (`put`, `put_all`, `delete`, `get`, `scan`, `insert_if_absent`, `put_if`, `delete_if`, `update`, `retime` (and `set_ttl`, `shift_expiry`), `touch`, `increment`, `put_entry`, `remove_entry`, `entries` and `split_scan`; a `stream` or a
+//! `writer` is not one operation and records only rows and bytes);
+//! `outcome` is `ok` or what ended the operation (a gRPC
 //! code such as `DEADLINE_EXCEEDED`, `partial_write`, `decode_error`, …).
 //! The same operations open a `tracing` span `bigtable_ttl` with the fields
 //! `table`, `operation`, `rows`, `attempts` and `outcome`, and each retry

@@ -10,6 +10,7 @@ use futures_util::TryStreamExt as _;
 use crate::client::conditional::Checked;
 use crate::client::read::read_rows;
 use crate::client::table::Table;
+use crate::client::telemetry;
 use crate::model::condition::unchanged;
 use crate::model::error::{Error, Result};
 use crate::model::filter::read_filter;
@@ -218,8 +219,16 @@ impl<T: BigtableRow> Table<T> {
     /// # Errors
     /// As [`retime_mutation`]; key errors; [`Error::Server`].
     pub async fn retime(&self, key: &T::Key, how: Retime) -> Result<Option<RowMutation>> {
-        let outcome = self.retime_when(key, how, None).await?;
-        Ok(outcome.and_then(|(m, _)| m))
+        telemetry::operation(
+            self.name(),
+            "retime",
+            |m| u64::from(m.is_some()),
+            async move {
+                let outcome = self.retime_when(key, how, None).await?;
+                Ok(outcome.and_then(|(m, _)| m))
+            },
+        )
+        .await
     }
 
     /// Sliding expiry (time-to-idle): give the row with key `key` a TTL of
@@ -253,13 +262,21 @@ impl<T: BigtableRow> Table<T> {
         ttl: TimeDelta,
         when_less_than: TimeDelta,
     ) -> Result<Option<Touched>> {
-        let outcome = self
-            .retime_when(key, Retime::Ttl(ttl), Some(when_less_than))
-            .await?;
-        Ok(outcome.map(|(m, expires_at)| Touched {
-            expires_at: m.as_ref().map_or(expires_at, |m| m.expires_at),
-            rewritten: m.is_some(),
-        }))
+        telemetry::operation(
+            self.name(),
+            "touch",
+            |t| u64::from(t.is_some()),
+            async move {
+                let outcome = self
+                    .retime_when(key, Retime::Ttl(ttl), Some(when_less_than))
+                    .await?;
+                Ok(outcome.map(|(m, expires_at)| Touched {
+                    expires_at: m.as_ref().map_or(expires_at, |m| m.expires_at),
+                    rewritten: m.is_some(),
+                }))
+            },
+        )
+        .await
     }
 
     /// Re-time the row, conditional on it still holding what was read;

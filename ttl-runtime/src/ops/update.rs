@@ -8,6 +8,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::client::conditional::Checked;
 use crate::client::table::{Table, Written};
+use crate::client::telemetry;
 use crate::model::codec::CellCodec;
 use crate::model::condition::{unchanged, Field};
 use crate::model::error::{Error, Result};
@@ -229,39 +230,53 @@ impl<T: BigtableRow> Update<'_, T> {
     /// rejects for `.ttl()` / `.expire_at()`. [`Error::Server`];
     /// [`Error::Conflict`] when other writes kept changing the row.
     pub async fn apply(self) -> Result<Option<Written>> {
-        let row_key = self.row_key?;
-        if let Some(e) = self.bad_value {
-            return Err(e);
-        }
-        let table = self.table;
-        for _ in 0..RETIME_ROUNDS {
-            let now = table.clock().now();
-            let cells = table.visible_cells(&row_key, now).await?;
-            let Some(m) =
-                update_mutation(T::SCHEMA, &row_key, &cells, now, &self.changes, self.retime)?
-            else {
-                return Ok(None);
-            };
-            let predicate = unchanged(T::SCHEMA, &cells, now);
-            let applied = match table
-                .check_and_mutate(&row_key, predicate, m.mutations.clone(), Vec::new())
-                .await?
-            {
-                Checked::Answered(matched) => matched,
-                // Not re-sent blindly: applied if its cells are there, else
-                // planned again from a fresh read (the condition keeps a
-                // second try from undoing a write in between).
-                Checked::Unknown(_) => table.holds(&m).await?,
-            };
-            if applied {
-                return Ok(Some(Written::new(&m, from_micros(millis_floor(now)?)?)));
-            }
-        }
-        Err(Error::Conflict {
-            table: table.name().to_owned(),
-            row_key,
-            attempts: RETIME_ROUNDS,
-        })
+        telemetry::operation(
+            self.table.name(),
+            "update",
+            |w| u64::from(w.is_some()),
+            async move {
+                let row_key = self.row_key?;
+                if let Some(e) = self.bad_value {
+                    return Err(e);
+                }
+                let table = self.table;
+                for _ in 0..RETIME_ROUNDS {
+                    let now = table.clock().now();
+                    let cells = table.visible_cells(&row_key, now).await?;
+                    let Some(m) = update_mutation(
+                        T::SCHEMA,
+                        &row_key,
+                        &cells,
+                        now,
+                        &self.changes,
+                        self.retime,
+                    )?
+                    else {
+                        return Ok(None);
+                    };
+                    let predicate = unchanged(T::SCHEMA, &cells, now);
+                    let applied = match table
+                        .check_and_mutate(&row_key, predicate, m.mutations.clone(), Vec::new())
+                        .await?
+                    {
+                        Checked::Answered(matched) => matched,
+                        // Not re-sent blindly: applied if its cells are there, else
+                        // planned again from a fresh read (the condition keeps a
+                        // second try from undoing a write in between).
+                        Checked::Unknown(_) => table.holds(&m).await?,
+                    };
+                    if applied {
+                        return Ok(Some(Written::new(&m, from_micros(millis_floor(now)?)?)));
+                    }
+                }
+                Err(Error::Conflict {
+                    table: table.name().to_owned(),
+                    row_key,
+                    attempts: RETIME_ROUNDS,
+                })
+            },
+        )
+        .await
     }
 }
 
