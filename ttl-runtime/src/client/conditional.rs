@@ -19,6 +19,7 @@ use crate::client::retry::retryable_status;
 use crate::client::table::{Table, Written};
 use crate::model::condition::{live_row, Condition};
 use crate::model::error::{Code, Error, Result};
+use crate::model::key::AsKey;
 use crate::model::mutation::{delete_row, RowMutation};
 use crate::model::policy::{from_micros, millis_floor};
 use crate::model::row::{BigtableRow, MutationBuilder};
@@ -189,8 +190,12 @@ impl<T: BigtableRow> Table<T> {
     /// Key errors, [`Error::Encode`] for a condition whose value does not
     /// encode, before anything is sent; [`Error::Server`];
     /// [`Error::OutcomeUnknown`] when the answer was lost.
-    pub async fn delete_if(&self, key: &T::Key, condition: Condition<T>) -> Result<bool> {
-        let row_key = T::encode_key(key)?;
+    pub async fn delete_if<Q: ?Sized + AsKey<T::Key>>(
+        &self,
+        key: &Q,
+        condition: Condition<T>,
+    ) -> Result<bool> {
+        let row_key = self.row_key(key)?;
         let predicate = condition.predicate(self.clock().now())?;
         match self
             .check_and_mutate(&row_key, predicate, vec![delete_row()], Vec::new())

@@ -11,6 +11,7 @@ use crate::client::table::{Table, Written};
 use crate::model::codec::CellCodec;
 use crate::model::condition::{unchanged, Field};
 use crate::model::error::{Error, Result};
+use crate::model::key::AsKey;
 use crate::model::limits::MAX_CELL_BYTES;
 use crate::model::mutation::{delete_column, set_cell, RowMutation};
 use crate::model::policy::{from_micros, millis_floor, Expiry};
@@ -238,7 +239,8 @@ impl<T: BigtableRow> Update<'_, T> {
             let now = table.clock().now();
             let cells = table.visible_cells(&row_key, now).await?;
             let Some(m) =
-                update_mutation(T::SCHEMA, &row_key, &cells, now, &self.changes, self.retime)?
+                update_mutation(T::SCHEMA, &row_key, &cells, now, &self.changes, self.retime)
+                    .map_err(|e| e.in_table(table.name()))?
             else {
                 return Ok(None);
             };
@@ -295,10 +297,10 @@ impl<T: BigtableRow> Table<T> {
     /// }
     /// # Ok(()) }
     /// ```
-    pub fn update<'t>(&'t self, key: &T::Key) -> Update<'t, T> {
+    pub fn update<'t, Q: ?Sized + AsKey<T::Key>>(&'t self, key: &Q) -> Update<'t, T> {
         Update {
             table: self,
-            row_key: T::encode_key(key),
+            row_key: self.row_key(key),
             changes: Vec::new(),
             bad_value: None,
             retime: None,
