@@ -315,11 +315,7 @@ impl Error {
             | Error::Conflict { table, .. }
             | Error::RequiredField { table, .. }
             | Error::PartialWrite { table, .. }
-            | Error::Server { table, .. } => {
-                if table != name {
-                    name.clone_into(table);
-                }
-            }
+            | Error::Server { table, .. } => name.clone_into(table),
             _ => {}
         }
         self
