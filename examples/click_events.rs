@@ -12,8 +12,8 @@
 
 use std::collections::BTreeMap;
 
-use bigtable_ttl::{BigtableRow, Clock, Connection, Scan, Table};
-use chrono::{DateTime, TimeDelta, Utc};
+use bigtable_ttl::chrono::{DateTime, TimeDelta, Utc};
+use bigtable_ttl::{human, BigtableRow, Clock, Connection, Scan, Table};
 use ttl_emulator as emulator;
 
 /// One click. Key: `customer#seq`.
@@ -42,8 +42,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let host = emulator::shared_host()?;
     println!("Bigtable emulator at {host}");
 
-    let start = Utc::now();
-    let clock = Clock::manual(start);
+    // A manual clock at the real now: Bigtable's garbage collection runs on
+    // real time, so a clock set in the past would write cells it collects
+    // at once. Moving it forward is safe: reads only filter by it.
+    let clock = Clock::manual_at_now();
+    let start = clock.now();
     let conn = Connection::emulator(&host, "demo-project", "demo-instance")?;
     let clicks = Table::<Click>::new(conn).with_clock(clock.clone());
     let report = clicks.ensure_schema().await?;
@@ -105,14 +108,4 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!();
     }
     Ok(())
-}
-
-fn human(d: TimeDelta) -> String {
-    // Expiries are whole milliseconds; round so "2d" does not print as "1d 23h".
-    let minutes = (d + TimeDelta::seconds(30)).num_minutes();
-    if minutes >= 24 * 60 {
-        format!("{}d {}h", minutes / (24 * 60), minutes % (24 * 60) / 60)
-    } else {
-        format!("{}h {:02}m", minutes / 60, minutes % 60)
-    }
 }

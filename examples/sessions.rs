@@ -9,8 +9,8 @@
 
 use std::time::Duration;
 
-use bigtable_ttl::{BigtableRow, Connection, Error, Scan, Table};
-use chrono::{DateTime, TimeDelta, Utc};
+use bigtable_ttl::chrono::{DateTime, TimeDelta, Utc};
+use bigtable_ttl::{human, BigtableRow, Connection, Error, Scan, Table};
 use ttl_emulator as emulator;
 
 /// A login session; no expiry, no write.
@@ -46,10 +46,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             user: user.into(),
         };
         sessions.put(&session).await?;
-        println!(
-            "wrote {id} for {user}, expiring in {}s",
-            lifetime.num_seconds()
-        );
+        println!("wrote {id} for {user}, expiring in {}", human(lifetime));
     }
 
     // An expiry in the past is refused before anything is sent.

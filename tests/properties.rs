@@ -88,6 +88,7 @@ proptest! {
                 prop_assert!(policy.is_visible(ts, now));
             }
             Err(Error::ExpiryNotInFuture { .. }) => prop_assert!(expected_expiry <= now_ms),
+            Err(Error::TtlUnderMillisecond { .. }) => prop_assert!(ttl < TimeDelta::milliseconds(1)),
             Err(e) => prop_assert!(false, "unexpected error {e}"),
         }
     }

@@ -117,6 +117,43 @@ async fn a_reversed_scan_returns_the_last_rows_greatest_key_first() {
     assert_eq!(ids(&last), [89, 88, 87, 86, 85].map(|i| event(i).id));
 }
 
+#[tokio::test]
+async fn a_range_starting_after_its_end_is_a_typed_error_before_anything_is_sent() {
+    let clock = clock();
+    let table = table_of(10, &clock).await;
+    let (low, high) = (event(2).id, event(7).id);
+    let is_invalid_range = |err: &bigtable_ttl::Error| {
+        matches!(
+            err,
+            bigtable_ttl::Error::InvalidRange { start, end }
+                if *start == high.as_bytes() && *end == low.as_bytes()
+        ) && err.to_string().contains(".reversed()")
+    };
+    for scan in [
+        Scan::range(high.clone()..low.clone()),
+        Scan::range(high.clone()..=low.clone()).reversed(),
+    ] {
+        let err = table.scan(scan.clone()).await.unwrap_err();
+        assert!(is_invalid_range(&err), "{err:?}");
+        let err = table.raw_rows(scan.clone()).await.unwrap_err();
+        assert!(is_invalid_range(&err), "{err:?}");
+        let err = table.split_scan(scan.clone(), 4).await.unwrap_err();
+        assert!(is_invalid_range(&err), "{err:?}");
+        let err = table
+            .scan_parallel(scan, 4)
+            .try_collect::<Vec<_>>()
+            .await
+            .unwrap_err();
+        assert!(is_invalid_range(&err), "{err:?}");
+    }
+    // A reversed scan takes its range ascending, as Bigtable's API does.
+    let rows = table
+        .scan(Scan::range(low.clone()..=high.clone()).reversed())
+        .await
+        .unwrap();
+    assert_eq!(ids(&rows), [7, 6, 5, 4, 3, 2].map(|i| event(i).id));
+}
+
 /// The same instance as `direct`, through `proxy`.
 fn through(proxy: &Proxy, direct: &Connection) -> Connection {
     Connection::emulator(&proxy.host(), direct.project(), direct.instance()).unwrap()

@@ -374,3 +374,129 @@ async fn invalid_utf8_read_into_a_string_names_table_row_and_column() {
         );
     }
 }
+
+/// The `Click` of `tests/support/rows.rs` read with `url` as an integer:
+/// the same table and column, another codec.
+#[derive(Debug, BigtableRow)]
+#[bigtable(table = "clicks", family = "c")]
+#[ttl(default = "2d", written_at)]
+struct ClickUrlAsNumber {
+    #[bigtable(key)]
+    id: String,
+    url: i64,
+}
+
+#[tokio::test]
+async fn errors_from_a_renamed_handle_name_the_handle_s_table() {
+    let clock = Clock::manual_at_now();
+    let conn = connection();
+    let staging = Table::<Click>::new(conn.clone())
+        .with_name("staging")
+        .with_clock(clock.clone());
+    staging.ensure_schema().await.unwrap();
+    staging.put(&click("k1")).await.unwrap();
+    let names_staging = |what: &str, err: &Error| {
+        let message = err.to_string();
+        assert!(
+            message.contains("`staging`") && !message.contains("`clicks`"),
+            "{what}: {message}"
+        );
+    };
+
+    // A cell that does not decode into the field: get, scan, and the
+    // resolve-on-missing path all name the handle's table.
+    let as_number = Table::<ClickUrlAsNumber>::new(conn.clone())
+        .with_name("staging")
+        .with_clock(clock.clone());
+    for err in [
+        as_number.get("k1").await.unwrap_err(),
+        as_number.scan(Scan::all()).await.unwrap_err(),
+    ] {
+        assert!(
+            matches!(&err, Error::Decode { table, column, .. } if table == "staging" && column == "c:url"),
+            "{err:?}"
+        );
+        names_staging("decode", &err);
+    }
+
+    // Key errors, on reads and on writes.
+    let err = staging.get("").await.unwrap_err();
+    assert!(
+        matches!(&err, Error::EmptyRowKey { table } if table == "staging"),
+        "{err:?}"
+    );
+    names_staging("empty key", &err);
+    let err = staging.delete("").await.unwrap_err();
+    names_staging("empty key on delete", &err);
+    let err = staging.put(&click(&"k".repeat(5_000))).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::RowKeyTooLong { table, .. } if table == "staging"),
+        "{err:?}"
+    );
+    names_staging("long key", &err);
+    let err = staging
+        .put_all(&[click("ok"), click("")])
+        .await
+        .unwrap_err();
+    names_staging("empty key in a batch", &err);
+
+    // A partial update clearing a required field.
+    let err = staging
+        .update("k1")
+        .clear(Click::URL)
+        .apply()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::RequiredField { table, .. } if table == "staging"),
+        "{err:?}"
+    );
+    names_staging("required field", &err);
+}
+
+#[tokio::test]
+async fn a_ttl_under_a_millisecond_is_an_error_about_the_ttl() {
+    let clock = Clock::manual_at_now();
+    let table = support::table::<Click>(&clock).await;
+    for ttl in [TimeDelta::microseconds(500), TimeDelta::microseconds(999)] {
+        let err = table
+            .put_with(click("k").mutation().ttl(ttl))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::TtlUnderMillisecond { ttl: t } if t == ttl),
+            "{err}"
+        );
+        assert!(err.to_string().contains("millisecond"), "{err}");
+    }
+    // One millisecond is the shortest TTL, and it is accepted.
+    table
+        .put_with(click("k").mutation().ttl(TimeDelta::milliseconds(1)))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn reading_a_table_that_does_not_exist_points_at_ensure_schema() {
+    let table = Table::<Click>::new(connection()).with_name("never_created");
+    for err in [
+        table.get("k1").await.unwrap_err(),
+        table.scan(Scan::all()).await.unwrap_err(),
+    ] {
+        assert!(
+            matches!(
+                &err,
+                Error::Server {
+                    code: Code::NotFound,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        let message = err.to_string();
+        assert!(
+            message.contains("never_created") && message.contains("ensure_schema"),
+            "{message}"
+        );
+    }
+}

@@ -597,3 +597,63 @@ async fn typed_prefix_and_range_scans_select_by_key_fields() {
     // A prefix part holding the separator is refused, not encoded by hand.
     assert!(Scan::key_prefix::<Visit>(&("ac#me".to_owned(),)).is_err());
 }
+
+/// A row keyed by raw bytes.
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "blobs", family = "b")]
+#[ttl(default = "1d")]
+struct Blob {
+    #[bigtable(key)]
+    id: Vec<u8>,
+    body: String,
+}
+
+#[tokio::test]
+async fn keys_can_be_passed_borrowed() {
+    let clock = Clock::manual_at_now();
+    let clicks = support::table::<Click>(&clock).await;
+    clicks.put(&click("c1", "/home")).await.unwrap();
+
+    // `&str` for a `String` key, and the owned key as before.
+    let by_str = clicks.get("c1").await.unwrap().expect("c1 is live");
+    assert_eq!(by_str.url, "/home");
+    let owned = "c1".to_owned();
+    assert_eq!(clicks.get(&owned).await.unwrap(), Some(by_str));
+    let updated = clicks
+        .update("c1")
+        .set(Click::URL, &"/away".to_owned())
+        .apply()
+        .await
+        .unwrap();
+    assert!(updated.is_some());
+    assert!(clicks
+        .set_ttl("c1", TimeDelta::hours(1))
+        .await
+        .unwrap()
+        .is_some());
+    assert_eq!(
+        clicks.get(owned.as_str()).await.unwrap().unwrap().url,
+        "/away"
+    );
+    clicks.delete("c1").await.unwrap();
+    assert_eq!(clicks.get("c1").await.unwrap(), None);
+
+    // `&[u8]` for a `Vec<u8>` key.
+    let blobs = Table::<Blob>::new(clicks.connection().clone()).with_clock(clock.clone());
+    blobs.ensure_schema().await.unwrap();
+    let id = vec![0x00, 0xff, b'k'];
+    blobs
+        .put(&Blob {
+            id: id.clone(),
+            body: "bytes".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        blobs.get(&b"\x00\xffk"[..]).await.unwrap().unwrap().body,
+        "bytes"
+    );
+    assert_eq!(blobs.get(&id).await.unwrap().unwrap().body, "bytes");
+    blobs.delete(id.as_slice()).await.unwrap();
+    assert_eq!(blobs.get(id.as_slice()).await.unwrap(), None);
+}

@@ -50,8 +50,9 @@ pub use model::codec::CellCodec;
 pub use model::codec::Json;
 pub use model::condition::{Condition, Field};
 pub use model::counter::{Counted, CounterField};
+pub use model::duration::{human, HumanDuration};
 pub use model::error::{Code, CodecError, Error, FailedRow, Result};
-pub use model::key::KeyPart;
+pub use model::key::{AsKey, KeyPart};
 pub use model::map::{MapEntry, MapField};
 pub use model::mutation::RowMutation;
 pub use model::policy::{Expiry, Policy};
@@ -60,6 +61,10 @@ pub use model::scan::{RawCell, Scan};
 pub use model::schema::{Column, MapColumn, Schema, ShadowColumn};
 pub use model::view::Expiring;
 
+/// The `chrono` this library is built on: its `DateTime<Utc>` fields,
+/// `TimeDelta` TTLs and clock, without a `chrono` line of your own
+/// (`use bigtable_ttl::chrono::{DateTime, TimeDelta, Utc};`).
+pub use chrono;
 /// The token providers [`Credentials::provider`] takes: implement
 /// [`gcp_auth::TokenProvider`] from this re-export, so the versions match.
 pub use gcp_auth;

@@ -20,6 +20,7 @@ use crate::client::table::{Table, Written};
 use crate::client::telemetry;
 use crate::model::condition::{live_row, Condition};
 use crate::model::error::{Code, Error, Result};
+use crate::model::key::AsKey;
 use crate::model::mutation::{delete_row, RowMutation};
 use crate::model::policy::{from_micros, millis_floor};
 use crate::model::row::{BigtableRow, MutationBuilder};
@@ -90,7 +91,14 @@ impl<T: BigtableRow> Table<T> {
         &self,
         builder: MutationBuilder<'_, T>,
     ) -> Result<Insert<T>> {
-        telemetry::operation(self.name(), "insert_if_absent", |_| 1, async move {
+        let call = self.insert_if_absent_untraced(builder);
+        telemetry::operation(self.name(), "insert_if_absent", |_| 1, call).await
+    }
+
+    async fn insert_if_absent_untraced(
+        &self,
+        builder: MutationBuilder<'_, T>,
+    ) -> Result<Insert<T>> {
         for _ in 0..INSERT_ROUNDS {
             let now = self.clock().now();
             let m = builder.build_checked(self.name(), now)?;
@@ -119,8 +127,6 @@ impl<T: BigtableRow> Table<T> {
             row_key: builder.row().row_key()?,
             attempts: INSERT_ROUNDS,
         })
-        })
-        .await
     }
 
     /// Write `row` (replacing its columns, as [`Table::put`]) only if
@@ -201,13 +207,17 @@ impl<T: BigtableRow> Table<T> {
     /// Key errors, [`Error::Encode`] for a condition whose value does not
     /// encode, before anything is sent; [`Error::Server`];
     /// [`Error::OutcomeUnknown`] when the answer was lost.
-    pub async fn delete_if(&self, key: &T::Key, condition: Condition<T>) -> Result<bool> {
+    pub async fn delete_if<Q: ?Sized + AsKey<T::Key>>(
+        &self,
+        key: &Q,
+        condition: Condition<T>,
+    ) -> Result<bool> {
         telemetry::operation(
             self.name(),
             "delete_if",
             |deleted| u64::from(*deleted),
             async move {
-                let row_key = T::encode_key(key)?;
+                let row_key = self.row_key(key)?;
                 let predicate = condition.predicate(self.clock().now())?;
                 match self
                     .check_and_mutate(&row_key, predicate, vec![delete_row()], Vec::new())

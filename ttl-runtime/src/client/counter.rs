@@ -8,6 +8,7 @@ use crate::client::table::Table;
 use crate::client::telemetry;
 use crate::model::counter::{counted, ensure_live, increment_rule, Counted, CounterField};
 use crate::model::error::{Error, Result};
+use crate::model::key::AsKey;
 use crate::model::policy::{Expiry, Policy};
 use crate::model::row::BigtableRow;
 use crate::proto::ReadModifyWriteRowRequest;
@@ -64,9 +65,9 @@ impl<T: BigtableRow> Table<T> {
     /// [`Error::OutcomeUnknown`]; [`Error::Conflict`] when the counter kept
     /// expiring under the increment; [`Error::Decode`] when the column holds
     /// something other than an 8-byte integer.
-    pub async fn increment(
+    pub async fn increment<Q: ?Sized + AsKey<T::Key>>(
         &self,
-        key: &T::Key,
+        key: &Q,
         counter: CounterField<T>,
         by: i64,
         expiry: Expiry,
@@ -75,14 +76,14 @@ impl<T: BigtableRow> Table<T> {
         telemetry::operation(self.name(), "increment", |_| 1, call).await
     }
 
-    async fn increment_untraced(
+    async fn increment_untraced<Q: ?Sized + AsKey<T::Key>>(
         &self,
-        key: &T::Key,
+        key: &Q,
         counter: CounterField<T>,
         by: i64,
         expiry: Expiry,
     ) -> Result<Counted> {
-        let row_key = T::encode_key(key)?;
+        let row_key = self.row_key(key)?;
         let policy = T::SCHEMA.policy;
         if expiry == Expiry::PolicyDefault && policy == Policy::CellExpiry {
             return Err(Error::MissingExpiry {

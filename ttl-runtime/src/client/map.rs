@@ -10,7 +10,7 @@ use crate::client::telemetry;
 use crate::model::codec::CellCodec;
 use crate::model::condition::live_row;
 use crate::model::error::{Error, Result};
-use crate::model::key::KeyPart;
+use crate::model::key::{AsKey, KeyPart};
 use crate::model::map::{MapEntry, MapField};
 use crate::model::mutation::{delete_column, set_cell_owned, RowMutation};
 use crate::model::policy::{from_micros, millis_floor, Expiry, Policy};
@@ -74,9 +74,9 @@ impl<T: BigtableRow> Table<T> {
     /// ([`Error::ExpiryNotInFuture`], [`Error::NonPositiveTtl`]), key
     /// errors. [`Error::Server`]; [`Error::OutcomeUnknown`] when the
     /// conditional write's answer kept being lost.
-    pub async fn put_entry<K: KeyPart, V: CellCodec>(
+    pub async fn put_entry<Q: ?Sized + AsKey<T::Key>, K: KeyPart, V: CellCodec>(
         &self,
-        key: &T::Key,
+        key: &Q,
         map: MapField<T, K, V>,
         entry_key: &K,
         value: &V,
@@ -87,7 +87,7 @@ impl<T: BigtableRow> Table<T> {
             "put_entry",
             |w| u64::from(w.is_some()),
             async move {
-                let row_key = T::encode_key(key)?;
+                let row_key = self.row_key(key)?;
                 let (qualifier, value) = map.encode_entry(entry_key, value)?;
                 let policy = T::SCHEMA.policy;
                 if expiry == Expiry::PolicyDefault && policy == Policy::CellExpiry {
@@ -150,9 +150,9 @@ impl<T: BigtableRow> Table<T> {
     /// # Errors
     /// Key errors, [`Error::Encode`] / [`Error::ValueTooLarge`] for the
     /// entry key, [`Error::Server`].
-    pub async fn remove_entry<K: KeyPart, V>(
+    pub async fn remove_entry<Q: ?Sized + AsKey<T::Key>, K: KeyPart, V>(
         &self,
-        key: &T::Key,
+        key: &Q,
         map: MapField<T, K, V>,
         entry_key: &K,
     ) -> Result<()>
@@ -160,7 +160,7 @@ impl<T: BigtableRow> Table<T> {
         V: CellCodec,
     {
         telemetry::operation(self.name(), "remove_entry", |()| 1, async move {
-            let row_key = T::encode_key(key)?;
+            let row_key = self.row_key(key)?;
             let qualifier = map.encode_key(entry_key)?;
             self.mutate_row(row_key, vec![delete_column(map.family(), &qualifier)])
                 .await
@@ -176,13 +176,13 @@ impl<T: BigtableRow> Table<T> {
     /// # Errors
     /// [`Error::Decode`] for an entry that does not decode (naming its
     /// family and key), key errors, [`Error::Server`].
-    pub async fn entries<K: KeyPart, V: CellCodec>(
+    pub async fn entries<Q: ?Sized + AsKey<T::Key>, K: KeyPart, V: CellCodec>(
         &self,
-        key: &T::Key,
+        key: &Q,
         map: MapField<T, K, V>,
     ) -> Result<Vec<MapEntry<K, V>>> {
         telemetry::operation(self.name(), "entries", |_| 1, async move {
-            let row_key = T::encode_key(key)?;
+            let row_key = self.row_key(key)?;
             let now = self.clock().now();
             let request = self.read_request(
                 Scan::keys([row_key.as_slice()]),
@@ -193,12 +193,15 @@ impl<T: BigtableRow> Table<T> {
                 return Ok(Vec::new());
             };
             let mut view = RowView::empty(T::SCHEMA, &row_key);
-            if !view.reduce(
-                T::SCHEMA,
-                T::column_of,
-                cells.iter().map(Cell::as_cell_ref),
-                now,
-            )? {
+            if !view
+                .reduce(
+                    T::SCHEMA,
+                    T::column_of,
+                    cells.iter().map(Cell::as_cell_ref),
+                    now,
+                )
+                .map_err(|e| e.in_table(self.name()))?
+            {
                 return Ok(Vec::new());
             }
             let policy = T::SCHEMA.policy;

@@ -127,13 +127,15 @@ impl<T: BigtableRow> Table<T> {
     ///
     /// # Errors
     /// [`crate::Error::Server`] when `SampleRowKeys` fails (transient
-    /// failures are retried under the table's read options).
+    /// failures are retried under the table's read options);
+    /// [`crate::Error::InvalidRange`] before anything is sent.
     pub async fn split_scan(&self, scan: Scan, max_parts: usize) -> Result<Vec<Scan>> {
         telemetry::operation(
             self.name(),
             "split_scan",
             |parts| parts.len() as u64,
             async move {
+                scan.check()?;
                 if max_parts <= 1 || scan.row_limit().is_some() || scan.key_bounds().is_none() {
                     // One part whatever the samples: nothing to ask the server.
                     return Ok(vec![scan]);

@@ -28,6 +28,7 @@ use crate::model::clock::Clock;
 use crate::model::error::{CodecError, Error, Result};
 use crate::model::filter::column_newest_stripped;
 use crate::model::filter::{read_filter, read_filter_sole_families};
+use crate::model::key::AsKey;
 use crate::model::mutation::{delete_row, RowMutation};
 use crate::model::policy::{from_micros, millis_floor};
 use crate::model::row::MutationBuilder;
@@ -257,6 +258,12 @@ impl<T: BigtableRow> Table<T> {
         &self.conn
     }
 
+    /// The row key for `key`, its errors naming this handle's table.
+    pub(crate) fn row_key<Q: ?Sized + AsKey<T::Key>>(&self, key: &Q) -> Result<Vec<u8>> {
+        key.with_key(T::encode_key)
+            .map_err(|e| e.in_table(&self.name))
+    }
+
     pub(crate) fn path(&self) -> String {
         self.conn.table_path(&self.name)
     }
@@ -438,9 +445,9 @@ impl<T: BigtableRow> Table<T> {
     ///
     /// # Errors
     /// Key errors; [`Error::Server`].
-    pub async fn delete(&self, key: &T::Key) -> Result<()> {
+    pub async fn delete<Q: ?Sized + AsKey<T::Key>>(&self, key: &Q) -> Result<()> {
         telemetry::operation(&self.name, "delete", |()| 1, async {
-            let row_key = T::encode_key(key)?;
+            let row_key = self.row_key(key)?;
             self.mutate_row(row_key, vec![delete_row()]).await
         })
         .await
@@ -550,15 +557,18 @@ impl<T: BigtableRow> Table<T> {
 
     // ----- reads ---------------------------------------------------------
 
+    /// The request reading `scan` with `filter`; `Ok(None)` when no row can
+    /// match, an error (before anything is sent) for a scan Bigtable would
+    /// refuse.
     pub(crate) fn read_request(
         &self,
         scan: Scan,
         filter: Option<RowFilter>,
-    ) -> Option<ReadRowsRequest> {
-        scan.into_request(self.path()).map(|mut request| {
+    ) -> Result<Option<ReadRowsRequest>> {
+        Ok(scan.into_request(self.path())?.map(|mut request| {
             request.filter = filter;
             request
-        })
+        }))
     }
 
     /// The row with key `key` as visible now, with its expiry metadata;
@@ -580,13 +590,13 @@ impl<T: BigtableRow> Table<T> {
     /// # Errors
     /// Key errors; [`Error::Server`]; [`Error::Decode`] when a stored cell
     /// does not decode into its field.
-    pub async fn get(&self, key: &T::Key) -> Result<Option<Expiring<T>>> {
+    pub async fn get<Q: ?Sized + AsKey<T::Key>>(&self, key: &Q) -> Result<Option<Expiring<T>>> {
         telemetry::operation(
             &self.name,
             "get",
             |row: &Option<_>| u64::from(row.is_some()),
             async {
-                let row_key = T::encode_key(key)?;
+                let row_key = self.row_key(key)?;
                 let mut rows: Vec<Expiring<T>> = self
                     .stream(Scan::keys([row_key]).limit(1))
                     .try_collect()
@@ -649,7 +659,9 @@ impl<T: BigtableRow> Table<T> {
             // more requests.
             match row {
                 Ok((key, cells)) => {
-                    match decode_row::<T>(&key, cells.iter().map(Cell::as_cell_ref), now) {
+                    match decode_row::<T>(&key, cells.iter().map(Cell::as_cell_ref), now)
+                        .map_err(|e| e.in_table(&this.name))
+                    {
                         Err(e) if missing_column(&e).is_some() => {
                             let this = this.clone();
                             // Boxed: the stream holds room for its pending
@@ -735,7 +747,9 @@ impl<T: BigtableRow> Table<T> {
             let Some((row_key, cells)) = rows.into_iter().next() else {
                 return Ok(None);
             };
-            match decode_row::<T>(&row_key, cells.iter().map(Cell::as_cell_ref), now) {
+            match decode_row::<T>(&row_key, cells.iter().map(Cell::as_cell_ref), now)
+                .map_err(|e| e.in_table(&self.name))
+            {
                 Err(e) if missing_column(&e).is_some() => last = e,
                 other => return other,
             }
@@ -778,11 +792,14 @@ impl<T: BigtableRow> Table<T> {
 
     pub(crate) fn raw_stream(
         &self,
-        request: Option<ReadRowsRequest>,
+        request: Result<Option<ReadRowsRequest>>,
     ) -> impl Stream<Item = Result<MergedRow>> + Send + 'static {
         match request {
-            None => futures_util::stream::empty().left_stream(),
-            Some(request) => {
+            Err(e) => futures_util::stream::iter([Err(e)])
+                .left_stream()
+                .left_stream(),
+            Ok(None) => futures_util::stream::empty().right_stream().left_stream(),
+            Ok(Some(request)) => {
                 let single_key = request
                     .rows
                     .as_ref()

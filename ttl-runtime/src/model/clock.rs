@@ -10,20 +10,32 @@ use chrono::{DateTime, TimeDelta, Utc};
 /// Where "now" comes from, for computing cell timestamps on write and the
 /// timestamp filter on read.
 ///
-/// [`Clock::system`] is the wall clock. [`Clock::manual`] is a clock you set
-/// and move yourself; clones share it, so moving it moves every table that
-/// holds a clone:
+/// [`Clock::system`] is the wall clock. [`Clock::manual_at_now`] is a clock
+/// you move yourself, starting at the real now; clones share it, so moving
+/// it moves every table that holds a clone:
 ///
 /// ```
 /// use bigtable_ttl::Clock;
-/// use chrono::{TimeDelta, TimeZone, Utc};
+/// use chrono::TimeDelta;
 ///
-/// let start = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
-/// let clock = Clock::manual(start);
+/// let clock = Clock::manual_at_now();
+/// let start = clock.now();
 /// let shared = clock.clone();
 /// clock.advance(TimeDelta::minutes(90));
 /// assert_eq!(shared.now(), start + TimeDelta::minutes(90));
 /// ```
+///
+/// # Garbage collection runs on real time
+///
+/// The clock moves what this library writes and reads, not Bigtable: Cloud
+/// Bigtable's and the emulator's garbage collection compare cell timestamps
+/// with their own, real, clock. A cell written through a manual clock set
+/// far in the past carries a timestamp that is already dead in real time,
+/// and is collected at once (the emulator collects every second or so: a
+/// row written at a clock 30 days back is gone within a second). Start a
+/// manual clock at the real now ([`Clock::manual_at_now`]) and move it
+/// forward; a clock in the past is only for pure computations that write
+/// nothing ([`crate::MutationBuilder::build`]).
 #[derive(Debug, Clone, Default)]
 pub struct Clock {
     manual: Option<Arc<AtomicI64>>,
@@ -37,6 +49,27 @@ impl Clock {
     }
 
     /// A clock that stays at `start` until set or advanced (microsecond precision).
+    ///
+    /// **Writes through it are collected by Bigtable's real-time garbage
+    /// collection** as if written at `start`: a `start` in the past writes
+    /// cells that may be dead, and collected, at once (see the type's
+    /// docs). Against a table, use [`Clock::manual_at_now`] and move it
+    /// forward; a fixed `start` suits computations that send nothing.
+    ///
+    /// ```
+    /// use bigtable_ttl::Clock;
+    /// use chrono::{TimeDelta, TimeZone, Utc};
+    ///
+    /// // For a table: the real now, then forward.
+    /// let clock = Clock::manual_at_now();
+    /// clock.advance(TimeDelta::hours(3));
+    ///
+    /// // A fixed instant: for pure computations only (building a
+    /// // mutation, checking timestamp math), never for writes that must
+    /// // survive: Bigtable collects by its own clock.
+    /// let fixed = Clock::manual(Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap());
+    /// # let _ = fixed;
+    /// ```
     #[must_use]
     pub fn manual(start: DateTime<Utc>) -> Self {
         Self {
@@ -44,7 +77,9 @@ impl Clock {
         }
     }
 
-    /// A manual clock starting at the system clock's current time.
+    /// A manual clock starting at the system clock's current time: the
+    /// manual clock to write with, since Bigtable's garbage collection runs
+    /// on real time.
     #[must_use]
     pub fn manual_at_now() -> Self {
         Self::manual(Utc::now())

@@ -34,6 +34,14 @@ pub enum Error {
         /// The requested TTL.
         ttl: TimeDelta,
     },
+    /// A TTL shorter than a millisecond: Bigtable's cell timestamps have
+    /// millisecond granularity, so the cell could not outlive the write.
+    /// Use at least one millisecond.
+    #[error("TTL {ttl} is shorter than a millisecond, the granularity of Bigtable's cell timestamps; use a TTL of at least 1ms")]
+    TtlUnderMillisecond {
+        /// The requested TTL.
+        ttl: TimeDelta,
+    },
     /// The expiry or the cell timestamp it implies cannot be represented as a
     /// Bigtable timestamp (microseconds since the epoch, in an `i64`).
     #[error("expiry is outside the range Bigtable timestamps can represent: {detail}")]
@@ -147,6 +155,17 @@ pub enum Error {
         /// Which limit, and by how much.
         detail: String,
     },
+    /// A scan range whose start is after its end, refused before anything
+    /// is sent (Bigtable would answer `INVALID_ARGUMENT`). Give ranges in
+    /// ascending key order, reverse scans included: `Scan::range(a..b)`
+    /// with `a <= b`, then `.reversed()` for descending order.
+    #[error("scan range starts at \"{}\", after its end \"{}\"; give the range as start..end with start <= end (for rows in descending order, keep the range ascending and call .reversed())", start.escape_ascii(), end.escape_ascii())]
+    InvalidRange {
+        /// The range's start key.
+        start: Vec<u8>,
+        /// The range's end key.
+        end: Vec<u8>,
+    },
     /// The live table's schema differs from the struct's.
     #[error("schema drift in table `{table}`, family `{family}`: expected {expected}, live {live}; run ensure_schema or fix the struct")]
     SchemaDrift {
@@ -258,8 +277,10 @@ pub enum Error {
     },
     /// Bigtable answered with an error, or could not be reached, and the
     /// call ended. `code` is what to branch on; the last attempt's status is
-    /// the `source()`.
-    #[error("Bigtable answered {code} for table `{table}`{} ({})", row_key.as_deref().map(|k| format!(", row \"{}\"", k.escape_ascii())).unwrap_or_default(), Attempts { count: *attempts, elapsed: *elapsed, retries_exhausted: *retries_exhausted })]
+    /// the `source()`. The message says how many attempts were made over
+    /// how long, and for [`Code::NotFound`] (a table that does not exist,
+    /// most often) that `ensure_schema` creates the table.
+    #[error("Bigtable answered {code} for table `{table}`{} ({}){}", row_key.as_deref().map(|k| format!(", row \"{}\"", k.escape_ascii())).unwrap_or_default(), Attempts { count: *attempts, elapsed: *elapsed, retries_exhausted: *retries_exhausted }, if *code == Code::NotFound { "; does the table exist? ensure_schema creates it" } else { "" })]
     Server {
         /// The table.
         table: String,
@@ -278,6 +299,36 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
+}
+
+impl Error {
+    /// The same error, naming table `name`: what a handle renamed with
+    /// [`crate::Table::with_name`] applies to the errors the struct's code
+    /// builds (the derive's key and decode code knows only the struct's
+    /// `#[bigtable(table = ...)]`).
+    #[must_use]
+    pub(crate) fn in_table(mut self, name: &str) -> Self {
+        match &mut self {
+            Error::MissingExpiry { table: Some(table) }
+            | Error::EmptyRowKey { table }
+            | Error::RowKeyTooLong { table, .. }
+            | Error::BadRowKey { table, .. }
+            | Error::TimestampOutOfRange { table, .. }
+            | Error::Decode { table, .. }
+            | Error::RowTooLarge { table, .. }
+            | Error::SchemaDrift { table, .. }
+            | Error::TableNotFound { table }
+            | Error::WouldDeleteData { table, .. }
+            | Error::Migration { table, .. }
+            | Error::OutcomeUnknown { table, .. }
+            | Error::Conflict { table, .. }
+            | Error::RequiredField { table, .. }
+            | Error::PartialWrite { table, .. }
+            | Error::Server { table, .. } => name.clone_into(table),
+            _ => {}
+        }
+        self
+    }
 }
 
 /// One row a multi-row write did not (surely) write.

@@ -153,6 +153,59 @@ impl KeyPart for DateTime<Utc> {
     }
 }
 
+/// A key as the `Table` methods take it: the key itself (`&T::Key`), or
+/// its borrowed form: `&str` for a `String` key, `&[u8]` for a `Vec<u8>`
+/// key, so `table.get("c1")` needs no `to_owned()`.
+///
+/// ```no_run
+/// # use bigtable_ttl::{BigtableRow, Table};
+/// # #[derive(BigtableRow)]
+/// # #[bigtable(table = "clicks", family = "c")]
+/// # #[ttl(default = "2d")]
+/// # struct Click { #[bigtable(key)] id: String, url: String }
+/// # async fn run(clicks: Table<Click>) -> bigtable_ttl::Result<()> {
+/// let by_str = clicks.get("c1").await?;
+/// let by_key = clicks.get(&"c1".to_owned()).await?; // the owned key works too
+/// clicks.delete("c1").await?;
+/// # let _ = (by_str, by_key);
+/// # Ok(()) }
+/// ```
+///
+/// The borrowed forms are encoded through the owned key
+/// ([`crate::BigtableRow::encode_key`]), so they give the very same row key
+/// whatever the struct's key encoding. Implement it for your own key
+/// type's borrowed form the same way.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a key of type `{K}`",
+    label = "expected a reference to the struct's key type",
+    note = "pass `&key` of the struct's key type (a tuple for a composite key), or a `&str` for a `String` key, a `&[u8]` for a `Vec<u8>` key"
+)]
+pub trait AsKey<K> {
+    /// `f` applied to this value as a `K`.
+    fn with_key<R>(&self, f: impl FnOnce(&K) -> R) -> R;
+}
+
+impl<K> AsKey<K> for K {
+    #[inline]
+    fn with_key<R>(&self, f: impl FnOnce(&K) -> R) -> R {
+        f(self)
+    }
+}
+
+impl AsKey<String> for str {
+    #[inline]
+    fn with_key<R>(&self, f: impl FnOnce(&String) -> R) -> R {
+        f(&self.to_owned())
+    }
+}
+
+impl AsKey<Vec<u8>> for [u8] {
+    #[inline]
+    fn with_key<R>(&self, f: impl FnOnce(&Vec<u8>) -> R) -> R {
+        f(&self.to_vec())
+    }
+}
+
 /// Builds a row key from its parts, checking Bigtable's limits.
 #[derive(Debug)]
 pub struct KeyBuilder {

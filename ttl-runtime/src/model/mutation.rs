@@ -62,7 +62,8 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
     /// [`MutationBuilder::build`], checked against Bigtable's row limits
     /// for table `table` ([`check_row`]).
     pub(crate) fn build_checked(&self, table: &str, now: DateTime<Utc>) -> Result<RowMutation> {
-        let m = self.build(now)?;
+        // The builder knows only the struct's table; the handle may be renamed.
+        let m = self.build(now).map_err(|e| e.in_table(table))?;
         check_row(table, &m)?;
         Ok(m)
     }

@@ -166,6 +166,8 @@ impl Policy {
     ///
     /// # Errors
     /// * [`Error::NonPositiveTtl`] for a TTL of zero or less;
+    /// * [`Error::TtlUnderMillisecond`] for a TTL under a millisecond
+    ///   (Bigtable's timestamp granularity);
     /// * [`Error::ExpiryNotInFuture`] for an expiry at or before `now`;
     /// * [`Error::MissingExpiry`] (with no table) for
     ///   [`Expiry::PolicyDefault`] under the one-second policy;
@@ -182,6 +184,11 @@ impl Policy {
             Expiry::Ttl(ttl) => {
                 if ttl <= TimeDelta::zero() {
                     return Err(Error::NonPositiveTtl { ttl });
+                }
+                // Under a millisecond, the truncated expiry would be "now":
+                // say what is wrong with the TTL, not with the expiry.
+                if ttl < TimeDelta::milliseconds(1) {
+                    return Err(Error::TtlUnderMillisecond { ttl });
                 }
                 checked(
                     now_ms.checked_add(delta_micros(ttl)?),

@@ -4,7 +4,7 @@
 
 use std::ops::{Bound, RangeBounds};
 
-use crate::model::error::Result;
+use crate::model::error::{Error, Result};
 use crate::model::row::{BigtableRow, KeyPrefix};
 use crate::model::view::CellRef;
 use crate::proto::{
@@ -182,10 +182,35 @@ impl Scan {
         }
     }
 
+    /// Whether Bigtable can serve this scan: a range must not start after
+    /// it ends (reversed scans included: Bigtable takes their range in
+    /// ascending order too).
+    ///
+    /// # Errors
+    /// [`Error::InvalidRange`].
+    pub(crate) fn check(&self) -> Result<()> {
+        if let Selection::Range(start, end) = &self.selection {
+            let key = |b: &Bound<Vec<u8>>| match b {
+                Bound::Included(k) | Bound::Excluded(k) => Some(k.clone()),
+                Bound::Unbounded => None,
+            };
+            if let (Some(start), Some(end)) = (key(start), key(end)) {
+                if start > end {
+                    return Err(Error::InvalidRange { start, end });
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The `RowSet` and `rows_limit` of a `ReadRowsRequest` for this scan.
     /// `None` means "no row can match" (an empty key list), which Bigtable
     /// would otherwise read as "every row".
-    pub(crate) fn into_request(self, table_name: String) -> Option<ReadRowsRequest> {
+    ///
+    /// # Errors
+    /// [`Error::InvalidRange`], before anything is sent.
+    pub(crate) fn into_request(self, table_name: String) -> Result<Option<ReadRowsRequest>> {
+        self.check()?;
         let rows = match self.selection {
             Selection::All => None,
             Selection::Prefix(prefix) => Some(RowSet {
@@ -207,13 +232,13 @@ impl Scan {
                     },
                 }],
             }),
-            Selection::Keys(keys) if keys.is_empty() => return None,
+            Selection::Keys(keys) if keys.is_empty() => return Ok(None),
             Selection::Keys(keys) => Some(RowSet {
                 row_keys: keys,
                 row_ranges: vec![],
             }),
         };
-        Some(ReadRowsRequest {
+        Ok(Some(ReadRowsRequest {
             table_name,
             rows,
             rows_limit: self
@@ -221,7 +246,7 @@ impl Scan {
                 .map_or(0, |n| i64::try_from(n).unwrap_or(i64::MAX)),
             reversed: self.reversed,
             ..ReadRowsRequest::default()
-        })
+        }))
     }
 }
 
@@ -372,15 +397,38 @@ mod tests {
     }
 
     #[test]
+    fn a_range_starting_after_its_end_is_refused_reversed_or_not() {
+        for scan in [Scan::range("m".."a"), Scan::range("m"..="a").reversed()] {
+            let err = scan.into_request("t".into()).unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidRange { start, end } if start == b"m" && end == b"a"),
+                "{err}"
+            );
+            assert!(err.to_string().contains(".reversed()"), "{err}");
+        }
+        // A reversed scan takes its range in ascending order, as Bigtable does.
+        assert!(Scan::range("a".."m")
+            .reversed()
+            .into_request("t".into())
+            .is_ok());
+        assert!(Scan::range("a"..="a").into_request("t".into()).is_ok());
+    }
+
+    #[test]
     fn an_empty_key_list_reads_nothing() {
         assert!(Scan::keys(Vec::<Vec<u8>>::new())
             .into_request("t".into())
+            .unwrap()
             .is_none());
         assert_eq!(Scan::all().limit(0).row_limit(), None);
     }
 
     fn resumed(scan: Scan, last: &str, delivered: u64) -> Option<ReadRowsRequest> {
-        resume_request(scan.into_request("t".into())?, last.as_bytes(), delivered)
+        resume_request(
+            scan.into_request("t".into()).unwrap()?,
+            last.as_bytes(),
+            delivered,
+        )
     }
 
     #[test]
@@ -419,9 +467,16 @@ mod tests {
         let request = Scan::prefix("p")
             .reversed()
             .into_request("t".into())
+            .unwrap()
             .unwrap();
         assert!(request.reversed);
-        assert!(!Scan::prefix("p").into_request("t".into()).unwrap().reversed);
+        assert!(
+            !Scan::prefix("p")
+                .into_request("t".into())
+                .unwrap()
+                .unwrap()
+                .reversed
+        );
         assert!(Scan::all().reversed().limit(3).is_reversed());
     }
 

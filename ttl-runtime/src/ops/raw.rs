@@ -25,13 +25,14 @@ use crate::model::scan::{RawCell, Scan};
 /// ```
 ///
 /// # Errors
-/// [`crate::Error::Server`] (a missing table included).
+/// [`crate::Error::Server`] (a missing table included);
+/// [`crate::Error::InvalidRange`] before anything is sent.
 pub async fn raw_rows(
     conn: &Connection,
     table: &str,
     scan: Scan,
 ) -> Result<Vec<(Vec<u8>, Vec<RawCell>)>> {
-    let Some(request) = scan.into_request(conn.table_path(table)) else {
+    let Some(request) = scan.into_request(conn.table_path(table))? else {
         return Ok(Vec::new());
     };
     read_rows(conn.data_channel(), request)

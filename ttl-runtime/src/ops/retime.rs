@@ -14,6 +14,7 @@ use crate::client::telemetry;
 use crate::model::condition::unchanged;
 use crate::model::error::{Error, Result};
 use crate::model::filter::read_filter;
+use crate::model::key::AsKey;
 use crate::model::mutation::{delete_column, set_cell, RowMutation};
 use crate::model::policy::{Expiry, Policy};
 use crate::model::row::BigtableRow;
@@ -218,7 +219,11 @@ impl<T: BigtableRow> Table<T> {
     ///
     /// # Errors
     /// As [`retime_mutation`]; key errors; [`Error::Server`].
-    pub async fn retime(&self, key: &T::Key, how: Retime) -> Result<Option<RowMutation>> {
+    pub async fn retime<Q: ?Sized + AsKey<T::Key>>(
+        &self,
+        key: &Q,
+        how: Retime,
+    ) -> Result<Option<RowMutation>> {
         telemetry::operation(
             self.name(),
             "retime",
@@ -256,9 +261,9 @@ impl<T: BigtableRow> Table<T> {
     ///
     /// # Errors
     /// As [`Table::retime`].
-    pub async fn touch(
+    pub async fn touch<Q: ?Sized + AsKey<T::Key>>(
         &self,
-        key: &T::Key,
+        key: &Q,
         ttl: TimeDelta,
         when_less_than: TimeDelta,
     ) -> Result<Option<Touched>> {
@@ -283,13 +288,13 @@ impl<T: BigtableRow> Table<T> {
     /// with `when_less_than`, only when it has less time left than that.
     /// `None` when the row has no live cell; else the mutation applied (if
     /// any) and the expiry read.
-    async fn retime_when(
+    async fn retime_when<Q: ?Sized + AsKey<T::Key>>(
         &self,
-        key: &T::Key,
+        key: &Q,
         how: Retime,
         when_less_than: Option<TimeDelta>,
     ) -> Result<Option<(Option<RowMutation>, DateTime<Utc>)>> {
-        let row_key = T::encode_key(key)?;
+        let row_key = self.row_key(key)?;
         for _ in 0..RETIME_ROUNDS {
             let now = self.clock().now();
             let cells = self.visible_cells(&row_key, now).await?;
@@ -299,7 +304,9 @@ impl<T: BigtableRow> Table<T> {
             if when_less_than.is_some_and(|threshold| current - now >= threshold) {
                 return Ok(Some((None, current)));
             }
-            let Some(m) = retime_mutation(T::SCHEMA, &row_key, &cells, now, how)? else {
+            let Some(m) = retime_mutation(T::SCHEMA, &row_key, &cells, now, how)
+                .map_err(|e| e.in_table(self.name()))?
+            else {
                 return Ok(None);
             };
             let predicate = unchanged(T::SCHEMA, &cells, now);
@@ -353,7 +360,11 @@ impl<T: BigtableRow> Table<T> {
     ///
     /// # Errors
     /// As [`Table::retime`].
-    pub async fn set_ttl(&self, key: &T::Key, ttl: TimeDelta) -> Result<Option<RowMutation>> {
+    pub async fn set_ttl<Q: ?Sized + AsKey<T::Key>>(
+        &self,
+        key: &Q,
+        ttl: TimeDelta,
+    ) -> Result<Option<RowMutation>> {
         self.retime(key, Retime::Ttl(ttl)).await
     }
 
@@ -363,7 +374,11 @@ impl<T: BigtableRow> Table<T> {
     /// # Errors
     /// As [`Table::retime`]; [`Error::ExpiryNotInFuture`] when shortening
     /// past now (use [`Table::delete`]).
-    pub async fn shift_expiry(&self, key: &T::Key, by: TimeDelta) -> Result<Option<RowMutation>> {
+    pub async fn shift_expiry<Q: ?Sized + AsKey<T::Key>>(
+        &self,
+        key: &Q,
+        by: TimeDelta,
+    ) -> Result<Option<RowMutation>> {
         self.retime(key, Retime::By(by)).await
     }
 

@@ -12,6 +12,7 @@ use crate::client::telemetry;
 use crate::model::codec::CellCodec;
 use crate::model::condition::{unchanged, Field};
 use crate::model::error::{Error, Result};
+use crate::model::key::AsKey;
 use crate::model::limits::MAX_CELL_BYTES;
 use crate::model::mutation::{delete_column, set_cell, RowMutation};
 use crate::model::policy::{from_micros, millis_floor, Expiry};
@@ -250,7 +251,8 @@ impl<T: BigtableRow> Update<'_, T> {
                         now,
                         &self.changes,
                         self.retime,
-                    )?
+                    )
+                    .map_err(|e| e.in_table(table.name()))?
                     else {
                         return Ok(None);
                     };
@@ -310,10 +312,10 @@ impl<T: BigtableRow> Table<T> {
     /// }
     /// # Ok(()) }
     /// ```
-    pub fn update<'t>(&'t self, key: &T::Key) -> Update<'t, T> {
+    pub fn update<'t, Q: ?Sized + AsKey<T::Key>>(&'t self, key: &Q) -> Update<'t, T> {
         Update {
             table: self,
-            row_key: T::encode_key(key),
+            row_key: self.row_key(key),
             changes: Vec::new(),
             bad_value: None,
             retime: None,

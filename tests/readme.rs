@@ -1,0 +1,81 @@
+//! The README's "In your `Cargo.toml`" section names only features the
+//! facade has, and the chrono it tells users to use is the re-export.
+//! (Its Rust examples are compiled as the facade's docs.)
+
+const README: &str = include_str!("../README.md");
+const MANIFEST: &str = include_str!("../Cargo.toml");
+
+/// The lines of the first fenced block after the heading `heading` of `text`.
+fn block_after<'a>(text: &'a str, heading: &str) -> Vec<&'a str> {
+    let rest = text
+        .split_once(heading)
+        .unwrap_or_else(|| panic!("the README has no `{heading}` section"))
+        .1;
+    let start = rest.find("```").expect("a fenced block") + 3;
+    let body = &rest[start..];
+    let body = &body[body.find('\n').expect("a fence line") + 1..];
+    let end = body.find("```").expect("a closing fence");
+    body[..end].lines().collect()
+}
+
+/// The names declared in the facade manifest's `[features]` table.
+fn facade_features() -> Vec<String> {
+    let table = MANIFEST
+        .split_once("\n[features]\n")
+        .expect("the facade declares [features]")
+        .1;
+    table
+        .lines()
+        .take_while(|l| !l.starts_with('['))
+        .filter_map(|l| l.split_once('=').map(|(name, _)| name.trim().to_owned()))
+        .filter(|name| !name.is_empty() && !name.starts_with('#'))
+        .collect()
+}
+
+#[test]
+fn the_cargo_toml_section_names_only_real_features() {
+    let lines = block_after(README, "## In your `Cargo.toml`");
+    let dependency = lines
+        .iter()
+        .find(|l| l.starts_with("bigtable-ttl"))
+        .expect("a bigtable-ttl line");
+    let version = env!("CARGO_PKG_VERSION");
+    let major_minor = version.rsplit_once('.').map_or(version, |(mm, _)| mm);
+    assert!(
+        dependency.contains(&format!("\"{major_minor}\"")),
+        "{dependency} should ask for {major_minor}"
+    );
+    let features = facade_features();
+    let asked: Vec<&str> = dependency
+        .split_once("features = [")
+        .map(|(_, rest)| rest.split(']').next().unwrap_or_default())
+        .unwrap_or_default()
+        .split(',')
+        .map(|f| f.trim().trim_matches('"'))
+        .filter(|f| !f.is_empty())
+        .collect();
+    assert!(
+        !asked.is_empty(),
+        "the section shows how to turn on a feature"
+    );
+    for feature in asked {
+        assert!(
+            features.iter().any(|f| f == feature),
+            "README asks for feature `{feature}`; the facade has {features:?}"
+        );
+    }
+    // The user needs no chrono line: the README points at the re-export.
+    assert!(!lines.iter().any(|l| l.starts_with("chrono")), "{lines:#?}");
+    assert!(README.contains("use bigtable_ttl::chrono::{DateTime, TimeDelta, Utc};"));
+}
+
+/// What the README's quick start imports, through the facade alone.
+#[test]
+fn chrono_s_types_come_through_the_facade() {
+    use bigtable_ttl::chrono::{DateTime, TimeDelta, Utc};
+    let t: DateTime<Utc> = DateTime::from_timestamp(0, 0).expect("the epoch");
+    assert_eq!(
+        bigtable_ttl::human(t + TimeDelta::minutes(90) - t).to_string(),
+        "1h 30m"
+    );
+}

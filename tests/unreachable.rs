@@ -1,0 +1,90 @@
+//! A call to a loopback port where nothing listens ends, once its retries
+//! are spent, with an error saying how many attempts were made over how
+//! long, with the transport's own error as its cause: for reads, writes and
+//! admin calls alike. Nothing here needs the emulator.
+
+mod support;
+
+use std::net::TcpListener;
+use std::time::Duration;
+
+use bigtable_ttl::read::ReadOptions;
+use bigtable_ttl::retry::RetryPolicy;
+use bigtable_ttl::writer::WriteOptions;
+use bigtable_ttl::{Code, Connection, Error, Table};
+use support::rows::{click, Click};
+
+/// A loopback port nothing listens on (bound, then released).
+fn closed_port() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("binding a loopback port");
+    let addr = listener.local_addr().expect("its address");
+    drop(listener);
+    addr.to_string()
+}
+
+/// Three attempts, short delays: the call ends within a few seconds.
+fn three_attempts() -> RetryPolicy {
+    RetryPolicy::default()
+        .with_max_attempts(3)
+        .with_initial_delay(Duration::from_millis(20))
+        .with_max_delay(Duration::from_millis(100))
+        .with_attempt_timeout(Duration::from_secs(10))
+        .with_deadline(Duration::from_secs(60))
+}
+
+/// `err`'s message and every cause below it, as a reporter prints them.
+fn chain(err: &Error) -> String {
+    std::iter::successors(Some(err as &dyn std::error::Error), |e| e.source())
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
+fn assert_exhausted(what: &str, err: &Error) {
+    match err {
+        Error::Server {
+            code,
+            attempts,
+            retries_exhausted,
+            ..
+        } => {
+            assert_eq!(*code, Code::Unavailable, "{what}: {err}");
+            assert_eq!(*attempts, 3, "{what}: {err}");
+            assert!(retries_exhausted, "{what}: {err}");
+        }
+        other => panic!("{what}: expected a server error, got {other:?}"),
+    }
+    let message = err.to_string();
+    assert!(
+        message.contains("3 attempts over ") && message.contains("retries exhausted"),
+        "{what}: the message should say the attempts and their time: {message}"
+    );
+    // The elapsed time is printed as a duration (`1.2s`, `350.0ms`).
+    let over = message.split("attempts over ").nth(1).unwrap_or_default();
+    assert!(
+        over.starts_with(|c: char| c.is_ascii_digit()) && over.contains('s'),
+        "{what}: {message}"
+    );
+    let full = chain(err);
+    assert!(
+        std::error::Error::source(err).is_some() && full.to_lowercase().contains("connect"),
+        "{what}: the cause should be the connection failure: {full}"
+    );
+}
+
+#[tokio::test]
+async fn reads_writes_and_admin_calls_say_attempts_time_and_cause() {
+    let conn = Connection::emulator(&closed_port(), "p", "i")
+        .expect("a well-formed host")
+        .with_admin_retry(three_attempts());
+    let table = Table::<Click>::new(conn)
+        .with_read_options(ReadOptions::default().with_retry(three_attempts()))
+        .with_write_options(WriteOptions::default().with_retry(three_attempts()));
+
+    let err = table.get("k1").await.unwrap_err();
+    assert_exhausted("get", &err);
+    let err = table.put(&click("k1", "/")).await.unwrap_err();
+    assert_exhausted("put", &err);
+    let err = table.ensure_schema().await.unwrap_err();
+    assert_exhausted("ensure_schema", &err);
+}
