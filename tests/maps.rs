@@ -190,6 +190,9 @@ async fn an_entry_is_written_only_into_a_live_row_and_never_outlives_it() {
         .await
         .unwrap();
     assert!(put(TimeDelta::days(1)).await.unwrap().is_some());
+    let entries = carts.entries(&key, Cart::ITEMS).await.unwrap();
+    let row = carts.get(&key).await.unwrap().unwrap();
+    assert_eq!(entries[0].expires_at, row.expires_at, "bounded by the row");
     clock.advance(TimeDelta::hours(2));
     assert!(
         carts.get(&key).await.unwrap().is_none(),
@@ -238,7 +241,22 @@ async fn retimes_and_updates_leave_entries_their_own_expiry() {
     let row = carts.get(&key).await.unwrap().unwrap();
     assert_eq!(row.expires_at, ms(t0 + TimeDelta::days(1)));
     assert_eq!(row.currency, "USD");
-    assert_eq!(carts.entries(&key, Cart::ITEMS).await.unwrap(), before);
+    // The hour's entry keeps its own expiry; the default entry, written
+    // with the row's first expiry (2 days), now ends with the row.
+    let after = carts.entries(&key, Cart::ITEMS).await.unwrap();
+    assert_eq!(after[1], before[1]);
+    assert_eq!(before[0].expires_at, ms(t0 + TimeDelta::days(2)));
+    assert_eq!(after[0].expires_at, row.expires_at);
+    let stored = stored(&carts, "dee", "items").await;
+    let kept = stored.iter().find(|c| c.qualifier == b"kept").unwrap();
+    assert_eq!(
+        Cart::SCHEMA
+            .policy
+            .expiry_of(kept.timestamp_micros)
+            .unwrap(),
+        ms(t0 + TimeDelta::days(2)),
+        "the entry's cell itself is not rewritten"
+    );
 }
 
 #[tokio::test]

@@ -296,3 +296,109 @@ async fn an_update_racing_a_put_never_splits_the_row() {
     }
     println!("40 rounds, {conflicts} updates gave up on conflicts");
 }
+
+#[tokio::test]
+async fn a_field_with_its_own_ttl_set_while_re_timing_gets_that_ttl_from_now() {
+    let clock = Clock::manual_at_now();
+    let clicks = support::table::<Click>(&clock).await;
+    let key = "short".to_owned();
+    clicks
+        .put_with(click("short", "/a").mutation().ttl(TimeDelta::minutes(10)))
+        .await
+        .unwrap();
+    clicks
+        .update(&key)
+        .set(Click::HOT, &"yes".to_owned())
+        .ttl(TimeDelta::days(7))
+        .apply()
+        .await
+        .unwrap()
+        .expect("a live row");
+    let hot_ts = ts_of(&stored(&clicks, "short").await, "hot").unwrap();
+    // One hour from now (its own TTL), not the ten minutes the row had left.
+    assert_eq!(
+        Click::SCHEMA.policy.expiry_of(hot_ts).unwrap(),
+        ms(clock.now() + TimeDelta::hours(1))
+    );
+    clock.advance(TimeDelta::minutes(30));
+    let read = clicks.get(&key).await.unwrap().unwrap();
+    assert_eq!(read.hot.as_deref(), Some("yes"));
+}
+
+/// A note without a shadow column: an update that only clears a field
+/// sets no cell that could show it was applied.
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "notes", family = "n")]
+#[ttl(default = "1h")]
+struct Note {
+    #[bigtable(key)]
+    id: String,
+    body: String,
+    tag: Option<String>,
+}
+
+/// The answer to a clear-only update is lost, and another writer sets the
+/// field again before the update looks: the update must not count itself
+/// applied on no evidence, but plan again and clear the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_answer_to_a_clear_only_update_is_not_taken_for_success() {
+    use bigtable_ttl::Connection;
+    use std::time::Duration;
+    use support::proxy::{Faults, Proxy};
+
+    let clock = Clock::manual_at_now();
+    let direct = support::table::<Note>(&clock).await;
+    let proxy = Proxy::start(&support::emulator_host()).await;
+    let conn = Connection::emulator(
+        &proxy.host(),
+        direct.connection().project(),
+        direct.connection().instance(),
+    )
+    .unwrap();
+    let notes = Table::<Note>::new(conn).with_clock(clock.clone());
+    let note = |tag: &str| Note {
+        id: "n1".into(),
+        body: "hello".into(),
+        tag: Some(tag.into()),
+    };
+    direct.put(&note("first")).await.unwrap();
+    direct
+        .put(&Note {
+            id: "n0".into(),
+            ..note("x")
+        })
+        .await
+        .unwrap();
+    notes.get("warm-up").await.unwrap();
+    // Lose the answer to the update's write, not to its read: the bytes a
+    // read of the row takes, and those of a whole update of another row.
+    let before = proxy.client_bytes();
+    notes.get("n1").await.unwrap();
+    let read = proxy.client_bytes() - before;
+    let before = proxy.client_bytes();
+    let other = "n0".to_owned();
+    notes.update(&other).clear(Note::TAG).apply().await.unwrap();
+    let whole = proxy.client_bytes() - before;
+    assert!(whole > read, "{whole} {read}");
+
+    proxy.arm(Faults::LoseResponse {
+        request_bytes: read + (whole - read) / 2,
+        hold: Duration::from_millis(800),
+        times: 1,
+    });
+    let key = "n1".to_owned();
+    let update = tokio::spawn({
+        let notes = notes.clone();
+        async move { notes.update(&key).clear(Note::TAG).apply().await }
+    });
+    // While the update's answer is held back, the tag is set again.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    clock.advance(TimeDelta::milliseconds(5));
+    direct.put(&note("again")).await.unwrap();
+
+    let updated = update.await.unwrap().unwrap();
+    assert_eq!(proxy.resets(), 1, "the answer should have been lost");
+    assert!(updated.is_some());
+    let read = direct.get("n1").await.unwrap().unwrap();
+    assert_eq!(read.tag, None, "the update applied after the put it raced");
+}

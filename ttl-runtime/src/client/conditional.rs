@@ -274,10 +274,17 @@ impl<T: BigtableRow> Table<T> {
     }
 
     /// Whether the row holds every cell `m` sets, at its timestamp, with its
-    /// value: the write was applied (and not replaced since).
+    /// value, and no cell in a column `m` only deletes: the write was
+    /// applied (and not replaced since).
     pub(crate) async fn holds(&self, m: &RowMutation) -> Result<bool> {
         let rows = self.raw_rows(Scan::keys([m.row_key.as_slice()])).await?;
         let cells: Vec<_> = rows.into_iter().flat_map(|(_, cells)| cells).collect();
+        let sets = |family: &str, qualifier: &[u8]| {
+            m.mutations.iter().any(|other| {
+                matches!(&other.mutation, Some(mutation::Mutation::SetCell(set))
+                    if set.family_name == family && set.column_qualifier == qualifier)
+            })
+        };
         Ok(m.mutations.iter().all(|mutation| match &mutation.mutation {
             Some(mutation::Mutation::SetCell(set)) => cells.iter().any(|c| {
                 c.family == set.family_name
@@ -285,6 +292,16 @@ impl<T: BigtableRow> Table<T> {
                     && c.timestamp_micros == set.timestamp_micros
                     && c.value == set.value
             }),
+            // A column only cleared holds no cell once the write is applied
+            // (a write that clears nothing else could otherwise count as
+            // applied without any evidence).
+            Some(mutation::Mutation::DeleteFromColumn(d))
+                if !sets(&d.family_name, &d.column_qualifier) =>
+            {
+                !cells
+                    .iter()
+                    .any(|c| c.family == d.family_name && c.qualifier == d.column_qualifier)
+            }
             _ => true,
         }))
     }

@@ -19,10 +19,6 @@ use crate::model::scan::Scan;
 use crate::model::view::{decode_entry, RowView};
 use crate::wire::merge::{Cell, MergedRow};
 
-/// Conditional entry writes whose answer was lost, tried again before
-/// [`Error::OutcomeUnknown`] (safe: the same cell at the same timestamp).
-const ENTRY_ATTEMPTS: u32 = 3;
-
 impl<T: BigtableRow> Table<T> {
     /// Write one entry of map field `map` in the row with key `key`, with
     /// its own expiry, leaving the other entries and the row's columns as
@@ -31,9 +27,10 @@ impl<T: BigtableRow> Table<T> {
     /// is replaced, value and expiry.
     ///
     /// `expiry` is the entry's own: `Expiry::Ttl`, `Expiry::At`, or, under a
-    /// default TTL, `Expiry::PolicyDefault`. The row's expiry bounds every
-    /// entry: once the row's columns have expired, its entries are no longer
-    /// read, whatever their own expiry.
+    /// default TTL, `Expiry::PolicyDefault`. When the struct has a required
+    /// field, the row's expiry bounds every entry: once the row's columns
+    /// have expired, its entries are no longer read, whatever their own
+    /// expiry.
     ///
     /// When the struct has a required field, an entry is written only into
     /// a live row (conditionally, in one `CheckAndMutateRow`): a row made of
@@ -73,7 +70,7 @@ impl<T: BigtableRow> Table<T> {
     /// under one-second expiration, what the policy rejects
     /// ([`Error::ExpiryNotInFuture`], [`Error::NonPositiveTtl`]), key
     /// errors. [`Error::Server`]; [`Error::OutcomeUnknown`] when the
-    /// conditional write's answer kept being lost.
+    /// conditional write's answer was lost and the entry is not there.
     pub async fn put_entry<Q: ?Sized + AsKey<T::Key>, K: KeyPart, V: CellCodec>(
         &self,
         key: &Q,
@@ -113,32 +110,26 @@ impl<T: BigtableRow> Table<T> {
                     return Ok(Some(written));
                 }
                 let predicate = live_row(T::SCHEMA, now);
-                let mut last = None;
-                for _ in 0..ENTRY_ATTEMPTS {
-                    match self
-                        .check_and_mutate(
-                            &m.row_key,
-                            predicate.clone(),
-                            m.mutations.clone(),
-                            Vec::new(),
-                        )
-                        .await?
-                    {
-                        Checked::Answered(true) => return Ok(Some(written)),
-                        Checked::Answered(false) => return Ok(None),
-                        Checked::Unknown(status) => {
-                            if self.holds(&m).await? {
-                                return Ok(Some(written));
-                            }
-                            last = Some(status);
+                match self
+                    .check_and_mutate(&m.row_key, predicate, m.mutations.clone(), Vec::new())
+                    .await?
+                {
+                    Checked::Answered(true) => Ok(Some(written)),
+                    Checked::Answered(false) => Ok(None),
+                    // Not re-sent: the entry may have been written and then
+                    // removed or replaced by another writer since.
+                    Checked::Unknown(status) => {
+                        if self.holds(&m).await? {
+                            Ok(Some(written))
+                        } else {
+                            Err(Error::OutcomeUnknown {
+                                table: self.name().to_owned(),
+                                row_key: m.row_key,
+                                source: Box::new(status),
+                            })
                         }
                     }
                 }
-                Err(Error::OutcomeUnknown {
-                    table: self.name().to_owned(),
-                    row_key: m.row_key,
-                    source: Box::new(last.unwrap_or_else(|| tonic::Status::unknown("no attempt"))),
-                })
             },
         )
         .await
@@ -169,8 +160,9 @@ impl<T: BigtableRow> Table<T> {
     }
 
     /// The live entries of map field `map` in the row with key `key`, in
-    /// the order of their encoded keys, each with its own expiry (Redis's
-    /// `HTTL` for every field). Empty when the row does not exist or has
+    /// the order of their encoded keys, each with its expiry (Redis's
+    /// `HTTL` for every field): its own, or the row's when that is sooner
+    /// and the row bounds its entries (see [`Table::put_entry`]). Empty when the row does not exist or has
     /// expired.
     ///
     /// # Errors
@@ -205,6 +197,8 @@ impl<T: BigtableRow> Table<T> {
                 return Ok(Vec::new());
             }
             let policy = T::SCHEMA.policy;
+            let bounded = !T::SCHEMA.entries_alone_make_a_row();
+            let row_expires = view.expires_at();
             view.entries(map.index())
                 .iter()
                 .map(|e| {
@@ -215,10 +209,13 @@ impl<T: BigtableRow> Table<T> {
                             column: format!("{}:{}", map.family(), e.qualifier.escape_ascii()),
                             source,
                         })?;
+                    let own = policy.expiry_of(e.timestamp_micros)?;
                     Ok(MapEntry {
                         key,
                         value,
-                        expires_at: policy.expiry_of(e.timestamp_micros)?,
+                        // Where the row bounds its entries, none is read
+                        // past the row's expiry.
+                        expires_at: if bounded { own.min(row_expires) } else { own },
                     })
                 })
                 .collect()

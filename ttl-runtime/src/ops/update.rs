@@ -96,7 +96,9 @@ pub fn update_mutation(
             });
         }
         let ts = match column.ttl {
-            // A field never outlives its row.
+            // A field never outlives its row: the current one, or, when
+            // re-timed, the new one (`retime_mutation` caps it there).
+            Some(ttl) if retime.is_some() => policy.cell_timestamp(now, Expiry::Ttl(ttl))?,
             Some(ttl) => policy.cell_timestamp(now, Expiry::Ttl(ttl))?.min(row_ts),
             None => row_ts,
         };
