@@ -8,7 +8,7 @@ mod support;
 
 use std::time::Duration;
 
-use bigtable_ttl::{BigtableRow, Clock, Connection, Error, Insert, RawCell, Scan, Table};
+use bigtable_ttl::{BigtableRow, Clock, Connection, Error, Insert, RawCell, Table};
 use chrono::TimeDelta;
 use support::proxy::{Faults, Proxy};
 use support::rows::{click, session, Click, Session};
@@ -52,13 +52,7 @@ struct Tag {
 }
 
 async fn raw<T: BigtableRow>(table: &Table<T>, key: &str) -> Vec<RawCell> {
-    table
-        .raw_rows(Scan::keys([key]))
-        .await
-        .unwrap()
-        .into_iter()
-        .flat_map(|(_, cells)| cells)
-        .collect()
+    support::stored_cells(table, key).await
 }
 
 #[tokio::test]

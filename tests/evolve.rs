@@ -19,11 +19,7 @@ async fn open<T: BigtableRow>(conn: &Connection, clock: &Clock) -> Table<T> {
 }
 
 async fn stored<T: BigtableRow>(table: &Table<T>, key: &[u8]) -> Vec<RawCell> {
-    let rows = table.raw_rows(Scan::keys([key])).await.unwrap();
-    rows.into_iter()
-        .next()
-        .map(|(_, cells)| cells)
-        .unwrap_or_default()
+    support::stored_cells(table, key).await
 }
 
 fn value<'a>(cells: &'a [RawCell], qualifier: &str) -> Option<&'a [u8]> {

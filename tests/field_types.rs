@@ -8,7 +8,7 @@ mod support;
 use bigtable_ttl::proto::{
     read_modify_write_rule::Rule, ReadModifyWriteRowRequest, ReadModifyWriteRule,
 };
-use bigtable_ttl::{BigtableRow, CellCodec, Clock, CodecError, Json, RawCell, Scan, Table};
+use bigtable_ttl::{BigtableRow, CellCodec, Clock, CodecError, Json, RawCell, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -121,11 +121,7 @@ async fn table() -> Table<Everything> {
 }
 
 async fn stored(table: &Table<Everything>, id: &str) -> Vec<RawCell> {
-    let rows = table.raw_rows(Scan::keys([id])).await.unwrap();
-    rows.into_iter()
-        .next()
-        .map(|(_, cells)| cells)
-        .unwrap_or_default()
+    support::stored_cells(table, id).await
 }
 
 fn value<'a>(cells: &'a [RawCell], qualifier: &str) -> Option<&'a [u8]> {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tokio::sync::Barrier;
 
 use bigtable_ttl::ops::Retime;
-use bigtable_ttl::{BigtableRow, Clock, Error, RawCell, Scan, Table};
+use bigtable_ttl::{BigtableRow, Clock, Error, RawCell, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 use support::rows::Session;
 
@@ -49,9 +49,9 @@ fn key(id: &str) -> String {
 
 /// The stored cells of row `id` as (qualifier, timestamp), every version.
 async fn stored<T: BigtableRow>(table: &Table<T>, id: &str) -> Vec<(String, i64)> {
-    let rows = table.raw_rows(Scan::keys([id])).await.unwrap();
-    rows.into_iter()
-        .flat_map(|(_, cells)| cells)
+    support::stored_cells(table, id)
+        .await
+        .into_iter()
         .map(|c: RawCell| (String::from_utf8(c.qualifier).unwrap(), c.timestamp_micros))
         .collect()
 }

@@ -13,21 +13,12 @@ use std::time::{Duration, Instant};
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::writer::WriteOptions;
-use bigtable_ttl::{BigtableRow, Clock, Connection, RawCell, Scan, Table};
+use bigtable_ttl::{Clock, Connection, RawCell, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::TryStreamExt as _;
 use support::connection;
 use support::proxy::{Faults, Proxy};
-
-#[derive(Debug, Clone, PartialEq, BigtableRow)]
-#[bigtable(table = "events", family = "e")]
-#[ttl(default = "2d")]
-struct Event {
-    #[bigtable(key)]
-    id: String,
-    n: i64,
-    body: String,
-}
+use support::rows::Event;
 
 fn event(i: usize) -> Event {
     Event {

@@ -18,16 +18,7 @@ use bigtable_ttl::{BigtableRow, Clock, Connection, Expiring, Scan, Table};
 use chrono::{TimeDelta, Utc};
 use futures_util::TryStreamExt as _;
 use support::proxy::{Faults, Proxy};
-
-#[derive(Debug, Clone, PartialEq, BigtableRow)]
-#[bigtable(table = "events", family = "e")]
-#[ttl(default = "2d")]
-struct Event {
-    #[bigtable(key)]
-    id: String,
-    n: i64,
-    body: String,
-}
+use support::rows::Event;
 
 fn event(i: usize) -> Event {
     Event {
@@ -159,6 +150,29 @@ fn through(proxy: &Proxy, direct: &Connection) -> Connection {
     Connection::emulator(&proxy.host(), direct.project(), direct.instance()).unwrap()
 }
 
+/// A handle on `direct`'s table through a new proxy that resets its
+/// connections every 60-200 KB (at most 8 times, drawn from `seed`), with
+/// a read policy patient enough to resume after each.
+async fn through_resets(direct: &Table<Event>, clock: &Clock, seed: u64) -> (Proxy, Table<Event>) {
+    let proxy = Proxy::start(&support::emulator_host()).await;
+    let patient = RetryPolicy::default()
+        .with_max_attempts(10)
+        .with_initial_delay(Duration::from_millis(20))
+        .with_max_delay(Duration::from_millis(200))
+        .with_deadline(Duration::from_secs(60));
+    let table = Table::<Event>::new(through(&proxy, direct.connection()))
+        .with_clock(clock.clone())
+        .with_read_options(ReadOptions::default().with_retry(patient));
+    proxy.arm(Faults::Reset {
+        seed,
+        max_resets: 8,
+        until: Instant::now() + Duration::from_secs(60),
+        min_bytes: 60 * 1024,
+        max_bytes: 200 * 1024,
+    });
+    (proxy, table)
+}
+
 /// A reversed scan through a proxy that resets its connections resumes
 /// below the last row it delivered: every row once, in descending order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -169,23 +183,8 @@ async fn a_reversed_scan_through_resetting_connections_delivers_every_row_once_i
     let clock = clock();
     let direct = table_of(ROWS, &clock).await;
 
-    let proxy = Proxy::start(&support::emulator_host()).await;
-    let patient = RetryPolicy::default()
-        .with_max_attempts(10)
-        .with_initial_delay(Duration::from_millis(20))
-        .with_max_delay(Duration::from_millis(200))
-        .with_deadline(Duration::from_secs(60));
-    let table = Table::<Event>::new(through(&proxy, direct.connection()))
-        .with_clock(clock.clone())
-        .with_read_options(ReadOptions::default().with_retry(patient));
     // The scan carries about 1.4 MB: a break every 60-200 KB.
-    proxy.arm(Faults::Reset {
-        seed,
-        max_resets: 8,
-        until: Instant::now() + Duration::from_secs(60),
-        min_bytes: 60 * 1024,
-        max_bytes: 200 * 1024,
-    });
+    let (proxy, table) = through_resets(&direct, &clock, seed).await;
     let started = Instant::now();
     let read: Vec<_> = table
         .stream(Scan::all().reversed())
@@ -394,22 +393,7 @@ async fn a_parallel_scan_through_resetting_connections_delivers_every_row_once()
     let direct = table_of(ROWS, &clock).await;
     let plain = direct.scan(Scan::all()).await.unwrap();
 
-    let proxy = Proxy::start(&support::emulator_host()).await;
-    let patient = RetryPolicy::default()
-        .with_max_attempts(10)
-        .with_initial_delay(Duration::from_millis(20))
-        .with_max_delay(Duration::from_millis(200))
-        .with_deadline(Duration::from_secs(60));
-    let table = Table::<Event>::new(through(&proxy, direct.connection()))
-        .with_clock(clock.clone())
-        .with_read_options(ReadOptions::default().with_retry(patient));
-    proxy.arm(Faults::Reset {
-        seed,
-        max_resets: 8,
-        until: Instant::now() + Duration::from_secs(60),
-        min_bytes: 60 * 1024,
-        max_bytes: 200 * 1024,
-    });
+    let (proxy, table) = through_resets(&direct, &clock, seed).await;
     let parallel: Vec<_> = table
         .scan_parallel(Scan::all(), 4)
         .try_collect()

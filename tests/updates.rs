@@ -8,7 +8,7 @@ mod support;
 
 use std::sync::Arc;
 
-use bigtable_ttl::{BigtableRow, CellCodec, Clock, Error, RawCell, Scan, Table};
+use bigtable_ttl::{BigtableRow, CellCodec, Clock, Error, RawCell, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 use support::rows::{click, session, Click, Session};
 use tokio::sync::Barrier;
@@ -19,12 +19,9 @@ fn ms(t: DateTime<Utc>) -> DateTime<Utc> {
 
 /// The stored cells of row `id`: (qualifier, timestamp, value).
 async fn stored<T: BigtableRow>(table: &Table<T>, id: &str) -> Vec<(String, i64, Vec<u8>)> {
-    let mut cells: Vec<_> = table
-        .raw_rows(Scan::keys([id]))
+    let mut cells: Vec<_> = support::stored_cells(table, id)
         .await
-        .unwrap()
         .into_iter()
-        .flat_map(|(_, cells)| cells)
         .map(|c: RawCell| {
             (
                 String::from_utf8(c.qualifier).unwrap(),

@@ -94,3 +94,19 @@ pub async fn table<T: BigtableRow>(clock: &Clock) -> Table<T> {
         .unwrap_or_else(|e| panic!("creating table `{}`: {e}", table.name()));
     table
 }
+
+/// Every cell stored in row `key` of `table`, expired or not, every
+/// version: what the emulator really holds, past the typed reader.
+#[allow(dead_code)]
+pub async fn stored_cells<T: BigtableRow>(
+    table: &Table<T>,
+    key: impl AsRef<[u8]>,
+) -> Vec<bigtable_ttl::RawCell> {
+    table
+        .raw_rows(bigtable_ttl::Scan::keys([key]))
+        .await
+        .unwrap()
+        .into_iter()
+        .flat_map(|(_, cells)| cells)
+        .collect()
+}

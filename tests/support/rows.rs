@@ -51,3 +51,15 @@ pub fn click(id: &str, url: &str) -> Click {
         expires: None,
     }
 }
+
+/// An event of a long scan: many rows, each with a number and a body of
+/// varying size (the scan and fault tests make their own).
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "events", family = "e")]
+#[ttl(default = "2d")]
+pub struct Event {
+    #[bigtable(key)]
+    pub id: String,
+    pub n: i64,
+    pub body: String,
+}

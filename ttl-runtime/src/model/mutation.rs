@@ -274,14 +274,7 @@ pub(crate) fn set_cell(
     timestamp_micros: i64,
     value: Vec<u8>,
 ) -> Mutation {
-    Mutation {
-        mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
-            family_name: family.to_owned(),
-            column_qualifier: qualifier.to_vec(),
-            timestamp_micros,
-            value,
-        })),
-    }
+    set_cell_owned(family, qualifier.to_vec(), timestamp_micros, value)
 }
 
 /// `SetCell` with an explicit timestamp and a qualifier already owned.

@@ -179,6 +179,15 @@ pub fn current_expiry(
         .transpose()
 }
 
+/// What one round of [`Table::rewrite_unchanged`] planned from the row.
+pub(crate) enum Round<R, C> {
+    /// Nothing to write: the call's answer.
+    Done(R),
+    /// Write this, conditional on the row being unchanged, keeping `C` for
+    /// the answer.
+    Write(RowMutation, C),
+}
+
 /// Conditional re-time attempts made while other writes keep changing the
 /// row, before [`Error::Conflict`].
 pub const RETIME_ROUNDS: u32 = 8;
@@ -295,38 +304,57 @@ impl<T: BigtableRow> Table<T> {
         when_less_than: Option<TimeDelta>,
     ) -> Result<Option<(Option<RowMutation>, DateTime<Utc>)>> {
         let row_key = self.row_key(key)?;
-        for _ in 0..RETIME_ROUNDS {
-            let now = self.clock().now();
-            let cells = self.visible_cells(&row_key, now).await?;
-            let Some(current) = current_expiry(T::SCHEMA, &cells, now)? else {
-                return Ok(None);
+        let plan = |cells: &[RawCell], now| {
+            let Some(current) = current_expiry(T::SCHEMA, cells, now)? else {
+                return Ok(Round::Done(None));
             };
             if when_less_than.is_some_and(|threshold| current - now >= threshold) {
-                return Ok(Some((None, current)));
+                return Ok(Round::Done(Some((None, current))));
             }
-            let Some(m) = retime_mutation(T::SCHEMA, &row_key, &cells, now, how)
-                .map_err(|e| e.in_table(self.name()))?
-            else {
-                return Ok(None);
+            let m = retime_mutation(T::SCHEMA, &row_key, cells, now, how)
+                .map_err(|e| e.in_table(self.name()))?;
+            Ok(m.map_or(Round::Done(None), |m| Round::Write(m, current)))
+        };
+        let applied = |m, current, _| Ok(Some((Some(m), current)));
+        self.rewrite_unchanged(&row_key, plan, applied).await
+    }
+
+    /// Read the row's visible cells, `plan` a rewrite from them, and write it
+    /// conditional on the row still holding them (`unchanged`): when
+    /// another write came in between, read and plan again, at most
+    /// [`RETIME_ROUNDS`] times, then [`Error::Conflict`]. A write whose answer
+    /// is lost is not re-sent blindly: applied if its cells are there, else
+    /// planned anew from a fresh read (the condition keeps a second try from
+    /// restoring values older than a write in between). `applied` makes the
+    /// answer from what was written, the plan's context and the round's now.
+    pub(crate) async fn rewrite_unchanged<R, C>(
+        &self,
+        row_key: &[u8],
+        mut plan: impl FnMut(&[RawCell], DateTime<Utc>) -> Result<Round<R, C>>,
+        applied: impl FnOnce(RowMutation, C, DateTime<Utc>) -> Result<R>,
+    ) -> Result<R> {
+        for _ in 0..RETIME_ROUNDS {
+            let now = self.clock().now();
+            let cells = self.visible_cells(row_key, now).await?;
+            let (m, context) = match plan(&cells, now)? {
+                Round::Done(answer) => return Ok(answer),
+                Round::Write(m, context) => (m, context),
             };
             let predicate = unchanged(T::SCHEMA, &cells, now);
-            let applied = match self
-                .check_and_mutate(&row_key, predicate, m.mutations.clone(), Vec::new())
+            let written = match self
+                .check_and_mutate(row_key, predicate, m.mutations.clone(), Vec::new())
                 .await?
             {
                 Checked::Answered(matched) => matched,
-                // Not re-sent blindly: applied if its cells are there; if
-                // not, the row is read again and the re-time planned anew
-                // (the condition keeps a second try from restoring old values).
                 Checked::Unknown(_) => self.holds(&m).await?,
             };
-            if applied {
-                return Ok(Some((Some(m), current)));
+            if written {
+                return applied(m, context, now);
             }
         }
         Err(Error::Conflict {
             table: self.name().to_owned(),
-            row_key,
+            row_key: row_key.to_vec(),
             attempts: RETIME_ROUNDS,
         })
     }

@@ -6,11 +6,10 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use crate::client::conditional::Checked;
 use crate::client::table::{Table, Written};
 use crate::client::telemetry;
 use crate::model::codec::CellCodec;
-use crate::model::condition::{unchanged, Field};
+use crate::model::condition::Field;
 use crate::model::error::{Error, Result};
 use crate::model::key::AsKey;
 use crate::model::limits::MAX_CELL_BYTES;
@@ -19,7 +18,7 @@ use crate::model::policy::{from_micros, millis_floor, Expiry};
 use crate::model::row::BigtableRow;
 use crate::model::scan::RawCell;
 use crate::model::schema::Schema;
-use crate::ops::retime::{retime_mutation, LiveCells, Retime, RETIME_ROUNDS};
+use crate::ops::retime::{retime_mutation, LiveCells, Retime, Round};
 
 /// One change of a partial update.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -224,8 +223,9 @@ impl<T: BigtableRow> Update<'_, T> {
 
     /// Read the row and write the changes, conditional on the row still
     /// holding what was read (re-read and tried again, at most
-    /// [`RETIME_ROUNDS`] times). What was written, or `None` when the row
-    /// does not exist or has expired (it is not revived).
+    /// [`RETIME_ROUNDS`](crate::ops::retime::RETIME_ROUNDS) times). What was
+    /// written, or `None` when the row does not exist or has expired (it is
+    /// not revived).
     ///
     /// # Errors
     /// Before anything is sent: key errors, [`Error::Encode`],
@@ -243,41 +243,22 @@ impl<T: BigtableRow> Update<'_, T> {
                     return Err(e);
                 }
                 let table = self.table;
-                for _ in 0..RETIME_ROUNDS {
-                    let now = table.clock().now();
-                    let cells = table.visible_cells(&row_key, now).await?;
-                    let Some(m) = update_mutation(
+                let plan = |cells: &[RawCell], now| {
+                    let m = update_mutation(
                         T::SCHEMA,
                         &row_key,
-                        &cells,
+                        cells,
                         now,
                         &self.changes,
                         self.retime,
                     )
-                    .map_err(|e| e.in_table(table.name()))?
-                    else {
-                        return Ok(None);
-                    };
-                    let predicate = unchanged(T::SCHEMA, &cells, now);
-                    let applied = match table
-                        .check_and_mutate(&row_key, predicate, m.mutations.clone(), Vec::new())
-                        .await?
-                    {
-                        Checked::Answered(matched) => matched,
-                        // Not re-sent blindly: applied if its cells are there, else
-                        // planned again from a fresh read (the condition keeps a
-                        // second try from undoing a write in between).
-                        Checked::Unknown(_) => table.holds(&m).await?,
-                    };
-                    if applied {
-                        return Ok(Some(Written::new(&m, from_micros(millis_floor(now)?)?)));
-                    }
-                }
-                Err(Error::Conflict {
-                    table: table.name().to_owned(),
-                    row_key,
-                    attempts: RETIME_ROUNDS,
-                })
+                    .map_err(|e| e.in_table(table.name()))?;
+                    Ok(m.map_or(Round::Done(None), |m| Round::Write(m, ())))
+                };
+                let applied = |m: RowMutation, (), now| {
+                    Ok(Some(Written::new(&m, from_micros(millis_floor(now)?)?)))
+                };
+                table.rewrite_unchanged(&row_key, plan, applied).await
             },
         )
         .await
