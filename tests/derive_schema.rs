@@ -5,7 +5,7 @@ mod support;
 
 use bigtable_ttl::__private::{decode_row, CellRef};
 use bigtable_ttl::proto::mutation::Mutation as M;
-use bigtable_ttl::{BigtableRow, Column, Expiry, Policy, ShadowColumn};
+use bigtable_ttl::{BigtableRow, Column, Expiry, Policy, ShadowColumn, WhenAbsent};
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use support::rows::Session;
 
@@ -52,14 +52,14 @@ fn col(
     family: &'static str,
     qualifier: &'static str,
     ttl: Option<TimeDelta>,
-    optional: bool,
+    when_absent: WhenAbsent,
 ) -> Column {
     Column {
         field,
         family,
         qualifier,
         ttl,
-        optional,
+        when_absent,
     }
 }
 
@@ -77,10 +77,16 @@ fn default_strategy_schema() {
     assert_eq!(
         s.columns,
         &[
-            col("url", "c", "url", None, false),
-            col("referrer", "c", "ref", None, true),
-            col("count", "m", "count", None, false),
-            col("hot", "m", "hot", Some(TimeDelta::hours(1)), true),
+            col("url", "c", "url", None, WhenAbsent::Required),
+            col("referrer", "c", "ref", None, WhenAbsent::ReadsNone),
+            col("count", "m", "count", None, WhenAbsent::Required),
+            col(
+                "hot",
+                "m",
+                "hot",
+                Some(TimeDelta::hours(1)),
+                WhenAbsent::ReadsNone
+            ),
         ]
     );
     assert_eq!(
@@ -99,7 +105,10 @@ fn one_second_schema() {
     let s = Session::SCHEMA;
     assert_eq!(s.policy, Policy::CellExpiry);
     assert_eq!(s.families, &["s"]);
-    assert_eq!(s.columns, &[col("user", "s", "user", None, false)]);
+    assert_eq!(
+        s.columns,
+        &[col("user", "s", "user", None, WhenAbsent::Required)]
+    );
     assert_eq!(s.written_at, None);
     assert_eq!(s.key_fields, &["id"]);
     assert_eq!(s.key_separator, "");

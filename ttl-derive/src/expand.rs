@@ -90,7 +90,15 @@ fn impl_row(cont: &Container) -> TokenStream {
         let name = f.name();
         let family = cont.field_family(f);
         let qualifier = f.qualifier();
-        let optional = f.is_option();
+        let when_absent = if f.is_option() {
+            quote!(#p::WhenAbsent::ReadsNone)
+        } else if f.has_default() {
+            quote!(#p::WhenAbsent::ReadsDefault)
+        } else if f.is_counter() {
+            quote!(#p::WhenAbsent::ReadsZero)
+        } else {
+            quote!(#p::WhenAbsent::Required)
+        };
         let ttl = match f.attrs.ttl_for.as_ref().and_then(|t| t.value.millis) {
             Some(millis) => {
                 let millis = ms(millis);
@@ -104,7 +112,7 @@ fn impl_row(cont: &Container) -> TokenStream {
                 family: #family,
                 qualifier: #qualifier,
                 ttl: #ttl,
-                optional: #optional,
+                when_absent: #when_absent,
             }
         }
     });

@@ -58,7 +58,7 @@ pub use model::mutation::RowMutation;
 pub use model::policy::{Expiry, Policy};
 pub use model::row::{BigtableRow, KeyPrefix, MutationBuilder};
 pub use model::scan::{RawCell, Scan};
-pub use model::schema::{Column, MapColumn, Schema, ShadowColumn};
+pub use model::schema::{Column, MapColumn, Schema, ShadowColumn, WhenAbsent};
 pub use model::view::Expiring;
 
 /// The `chrono` this library is built on: its `DateTime<Utc>` fields,
@@ -87,7 +87,7 @@ pub mod __private {
     pub use crate::model::row::{
         decode_row, expiry_at, expiry_at_opt, BigtableRow, CellSink, KeyPrefix,
     };
-    pub use crate::model::schema::{Column, MapColumn, Schema, ShadowColumn};
+    pub use crate::model::schema::{Column, MapColumn, Schema, ShadowColumn, WhenAbsent};
     pub use crate::model::view::{CellRef, ColumnOf, RowView};
     pub use chrono::{DateTime, TimeDelta, Utc};
 

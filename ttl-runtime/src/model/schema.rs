@@ -39,8 +39,39 @@ pub struct Column {
     pub qualifier: &'static str,
     /// A per-column TTL (`#[ttl(for = "1h")]`), default strategy only.
     pub ttl: Option<TimeDelta>,
-    /// Whether the field is an `Option` (absent column reads as `None`).
-    pub optional: bool,
+    /// What the field reads as when its column holds no live cell, and so
+    /// whether the column must be live for the row to be (see
+    /// [`crate::model::liveness`]).
+    pub when_absent: WhenAbsent,
+}
+
+/// What a field reads as when its column holds no live cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhenAbsent {
+    /// Nothing: the field is required. A row whose required column has no
+    /// live cell is not live.
+    Required,
+    /// `None`: an `Option` field.
+    ReadsNone,
+    /// The field's default: a `#[bigtable(default)]` field.
+    ReadsDefault,
+    /// Zero: a `#[bigtable(counter)]` field.
+    ReadsZero,
+}
+
+impl Column {
+    /// Whether the row needs this column live to be live.
+    #[must_use]
+    pub fn is_required(&self) -> bool {
+        self.when_absent == WhenAbsent::Required
+    }
+
+    /// Whether the field is an `Option` (an absent column reads as `None`,
+    /// and `update().clear()` may delete it).
+    #[must_use]
+    pub fn is_option(&self) -> bool {
+        self.when_absent == WhenAbsent::ReadsNone
+    }
 }
 
 /// One map field: one cell per entry in `family` (a family no other field
@@ -83,7 +114,7 @@ impl Schema {
     /// replaces them).
     #[must_use]
     pub(crate) fn entries_alone_make_a_row(&self) -> bool {
-        self.columns.iter().all(|c| c.optional)
+        self.columns.iter().all(Column::is_option)
     }
 
     /// The families whose cells make a row live: all of them, or, when

@@ -425,7 +425,7 @@ mod tests {
     use super::*;
     use crate::model::codec::CellCodec;
     use crate::model::policy::Policy;
-    use crate::model::schema::{Column, ShadowColumn};
+    use crate::model::schema::{Column, ShadowColumn, WhenAbsent};
     use crate::proto::mutation;
 
     static SCHEMA: Schema = Schema {
@@ -440,14 +440,14 @@ mod tests {
                 family: "c",
                 qualifier: "url",
                 ttl: None,
-                optional: false,
+                when_absent: WhenAbsent::Required,
             },
             Column {
                 field: "hot",
                 family: "c",
                 qualifier: "hot",
                 ttl: Some(TimeDelta::hours(1)),
-                optional: true,
+                when_absent: WhenAbsent::ReadsNone,
             },
         ],
         maps: &[],

@@ -78,7 +78,7 @@ pub fn update_mutation(
         written.retain(|&(f, q)| !(f == column.family && q == qualifier));
         cleared.retain(|&(f, q)| !(f == column.family && q == qualifier));
         let Some(value) = value else {
-            if !column.optional {
+            if !column.is_option() {
                 return Err(Error::RequiredField {
                     table: schema.table.to_owned(),
                     field: column.field,
@@ -310,7 +310,7 @@ impl<T: BigtableRow> Table<T> {
 mod tests {
     use super::*;
     use crate::model::policy::Policy;
-    use crate::model::schema::{Column, ShadowColumn};
+    use crate::model::schema::{Column, ShadowColumn, WhenAbsent};
     use crate::proto::mutation;
 
     static SCHEMA: Schema = Schema {
@@ -325,14 +325,14 @@ mod tests {
                 family: "p",
                 qualifier: "name",
                 ttl: None,
-                optional: false,
+                when_absent: WhenAbsent::Required,
             },
             Column {
                 field: "status",
                 family: "p",
                 qualifier: "status",
                 ttl: None,
-                optional: true,
+                when_absent: WhenAbsent::ReadsNone,
             },
         ],
         maps: &[],
