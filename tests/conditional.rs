@@ -64,8 +64,8 @@ async fn an_expired_row_not_yet_collected_counts_as_absent() {
     let stored = raw(&claims, "job-1").await;
     assert_eq!(
         stored.len(),
-        1,
-        "the expired cell is still stored: {stored:?}"
+        2,
+        "the expired cell and its row marker are still stored: {stored:?}"
     );
     assert_eq!(claims.get(&"job-1".to_owned()).await.unwrap(), None);
 
@@ -82,8 +82,13 @@ async fn an_expired_row_not_yet_collected_counts_as_absent() {
     assert_eq!(read.expires_at, written.expires_at);
     // Replace-on-write: the old version is gone, not shadowed.
     let stored = raw(&claims, "job-1").await;
-    assert_eq!(stored.len(), 1, "{stored:?}");
-    assert_eq!(stored[0].value, b"new");
+    assert_eq!(
+        stored.len(),
+        2,
+        "the row marker and the worker, one version each: {stored:?}"
+    );
+    assert_eq!(stored[0].qualifier, bigtable_ttl::ROW_MARKER);
+    assert_eq!(stored[1].value, b"new");
 }
 
 #[tokio::test]
@@ -306,14 +311,18 @@ async fn conditions_never_match_expired_values() {
         .is_some());
 
     clock.advance(TimeDelta::minutes(61));
-    assert_eq!(raw(&claims, "job-3").await.len(), 1, "still stored");
+    assert_eq!(
+        raw(&claims, "job-3").await.len(),
+        2,
+        "the worker and the row marker, still stored"
+    );
     assert!(claims
         .put_if(&claim("job-3", "me"), mine())
         .await
         .unwrap()
         .is_none());
     assert!(!claims.delete_if(&"job-3".to_owned(), mine()).await.unwrap());
-    assert_eq!(raw(&claims, "job-3").await.len(), 1, "not deleted");
+    assert_eq!(raw(&claims, "job-3").await.len(), 2, "not deleted");
 }
 
 /// A conditional write stores what `put` stores: the same cells at the same
@@ -361,8 +370,8 @@ async fn conditional_writes_store_what_put_stores() {
     assert_eq!(strip(raw(&clicks, "cond").await), plain_cells);
     assert_eq!(
         plain_cells.len(),
-        4,
-        "url, referrer, hot, written_at: {plain_cells:?}"
+        5,
+        "url, referrer, hot, written_at and the row marker: {plain_cells:?}"
     );
 
     clock.advance(TimeDelta::milliseconds(10));

@@ -192,6 +192,9 @@ fn mutations_delete_then_set_with_whole_millisecond_timestamps() {
             ("set", "m", "hot"),
             ("delete", "c", "written_at"),
             ("set", "c", "written_at"),
+            // The row marker, in the struct's own family.
+            ("delete", "c", "\0"),
+            ("set", "c", "\0"),
         ]
     );
     for (kind, _, q, ts, _) in &got {
@@ -204,6 +207,8 @@ fn mutations_delete_then_set_with_whole_millisecond_timestamps() {
     assert_eq!(hot_ts, now_ms - 47 * 3_600_000_000);
     assert_eq!(got[1].4, b"/home");
     assert_eq!(got[4].4, 2i64.to_be_bytes());
+    let marker = got.last().unwrap();
+    assert_eq!((marker.3, marker.4.as_slice()), (now_ms, &b""[..]));
 }
 
 #[test]
@@ -216,7 +221,8 @@ fn one_second_mutation_uses_the_expiry_as_timestamp() {
     };
     let write = s.mutation().build(now()).unwrap();
     assert_eq!(write.timestamp_micros, at.timestamp_millis() * 1_000);
-    assert_eq!(write.mutations.len(), 2);
+    // The user column and the row marker, each deleted then set.
+    assert_eq!(write.mutations.len(), 4);
 }
 
 fn cells(write: &bigtable_ttl::RowMutation) -> Vec<CellRef<'_>> {
@@ -314,10 +320,19 @@ fn report(err: &bigtable_ttl::Error) -> String {
 fn decode_errors_name_the_table_row_and_column() {
     let ts = now().timestamp_millis() * 1_000;
     let two = 2i64.to_be_bytes();
-    // A required column absent while others are visible.
-    let err = decode_row::<Click>(
+    // A required column absent while others are visible: without a row
+    // marker, a row written piece by piece whose `url` expired, not live.
+    assert!(decode_row::<Click>(
         b"c3#00000000000000000007",
         [cell("m", "count", &two, ts)],
+        now(),
+    )
+    .unwrap()
+    .is_none());
+    // With a live row marker, the row was written whole without the field.
+    let err = decode_row::<Click>(
+        b"c3#00000000000000000007",
+        [cell("c", "\0", b"", ts), cell("m", "count", &two, ts)],
         now(),
     )
     .unwrap_err();
@@ -408,9 +423,10 @@ fn newest_visible_cell_wins_and_other_cells_are_ignored() {
     assert_eq!(read.value.url, "/new");
     assert_eq!(read.value.count, 2);
     assert_eq!(read.value.referrer, None);
+    // The row is live until its first required column (`count`) expires.
     assert_eq!(
         read.expires_at,
-        DateTime::from_timestamp_micros(ts).unwrap() + TimeDelta::days(2)
+        DateTime::from_timestamp_micros(ts - 2_000).unwrap() + TimeDelta::days(2)
     );
     // Only an expired cell and undeclared ones: the row is absent.
     assert!(decode_row::<Click>(

@@ -71,8 +71,8 @@ fn patient() -> WriteOptions {
         )
 }
 
-/// Every row holds exactly one cell per column, with the value of `event(i)`
-/// and timestamp `ts`.
+/// Every row holds exactly one cell per column (and one row marker), with
+/// the value of `event(i)` and timestamp `ts`.
 fn assert_exactly(raw: &[(Vec<u8>, Vec<RawCell>)], rows: usize, ts: i64) {
     assert_eq!(raw.len(), rows, "row count");
     for (i, (key, cells)) in raw.iter().enumerate() {
@@ -83,7 +83,7 @@ fn assert_exactly(raw: &[(Vec<u8>, Vec<RawCell>)], rows: usize, ts: i64) {
             assert_eq!(c.family, "e");
             by_column.entry(&c.qualifier).or_default().push(c);
         }
-        assert_eq!(by_column.len(), 2, "row {i}: {cells:?}");
+        assert_eq!(by_column.len(), 3, "row {i}: {cells:?}");
         for (q, versions) in by_column {
             assert_eq!(versions.len(), 1, "row {i}, column {q:?}: one version");
             let c = versions[0];
@@ -91,6 +91,7 @@ fn assert_exactly(raw: &[(Vec<u8>, Vec<RawCell>)], rows: usize, ts: i64) {
             let expected = match q {
                 b"n" => want.n.to_be_bytes().to_vec(),
                 b"body" => want.body.clone().into_bytes(),
+                bigtable_ttl::ROW_MARKER => Vec::new(),
                 other => panic!("unexpected column {other:?}"),
             };
             assert_eq!(c.value, expected, "row {i}, column {q:?}");

@@ -259,10 +259,10 @@ async fn a_write_replaces_whatever_the_ttls() {
     // Every written column holds one version: the older 3-day cells are gone.
     let raw = table.raw_rows(Scan::all()).await.unwrap();
     assert_eq!(raw.len(), 1);
-    for q in ["url", "hot", "written_at"] {
+    for q in ["url", "hot", "written_at", "\0"] {
         assert_eq!(cells_of(&raw[0].1, "c", q).len(), 1, "{q}: {raw:?}");
     }
-    assert_eq!(raw[0].1.len(), 3, "{raw:?}");
+    assert_eq!(raw[0].1.len(), 4, "{raw:?}");
 
     // Two hours on, the row is absent, not the older 3-day value.
     clock.advance(TimeDelta::hours(2));
@@ -300,7 +300,7 @@ async fn expired_but_not_collected_is_hidden() {
     let raw = table.raw_rows(Scan::keys(["s1"])).await.unwrap();
     assert_eq!(raw.len(), 1);
     let cells = &raw[0].1;
-    assert_eq!(cells.len(), 2, "{cells:?}");
+    assert_eq!(cells.len(), 3, "user, device and the row marker: {cells:?}");
     assert!(cells
         .iter()
         .all(|c| c.timestamp_micros == ms(expiry).timestamp_micros()));

@@ -80,7 +80,9 @@ fn set(qualifier: &[u8], ts: i64, value: Vec<u8>) -> Mutation {
 
 /// What a careful programmer writes by hand with `bigtable_rs` for the same
 /// write as the derive: expiry truncated to the millisecond and checked to be
-/// in the future, each column cleared then set, in one row mutation.
+/// in the future, each column cleared then set, and the row marker (an empty
+/// cell at the row's timestamp that says the row was written whole), in one
+/// row mutation.
 ///
 /// # Errors
 /// When the expiry is not after `now` (as a string: the baseline has no error type).
@@ -100,6 +102,8 @@ pub fn hand_entry(e: &Event, now: DateTime<Utc>) -> Result<Entry, String> {
             set(b"url", ts, e.url.as_bytes().to_vec()),
             delete(b"clicks"),
             set(b"clicks", ts, e.clicks.to_be_bytes().to_vec()),
+            delete(bigtable_ttl::ROW_MARKER),
+            set(bigtable_ttl::ROW_MARKER, ts, Vec::new()),
         ],
         ..Entry::default()
     })
@@ -173,10 +177,12 @@ pub fn raw_row(e: &Event) -> (Vec<u8>, Vec<RawCell>) {
         value,
         timestamp_micros: ts,
     };
-    // The server's order: by qualifier within the family.
+    // The server's order: by qualifier within the family, the row marker
+    // (`\0`) first.
     (
         e.id.as_bytes().to_vec(),
         vec![
+            cell("\0", Vec::new()),
             cell("clicks", e.clicks.to_be_bytes().to_vec()),
             cell("url", e.url.as_bytes().to_vec()),
             cell("user", e.user.as_bytes().to_vec()),

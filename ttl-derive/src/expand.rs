@@ -452,6 +452,9 @@ fn column_of(
     if let Some(qualifier) = cont.written_at_qualifier() {
         arm(cont.family(), qualifier, quote!(#p::ColumnOf::WrittenAt));
     }
+    // The row marker: one NUL byte, which the validation keeps from being a
+    // column's name.
+    arm(cont.family(), "\0".to_owned(), quote!(#p::ColumnOf::Marker));
     let families = families.into_iter().map(|(family, arms)| {
         let arms = arms.into_iter().map(|(qualifier, answer)| {
             let qualifier = Literal::byte_string(qualifier.as_bytes());

@@ -314,6 +314,8 @@ fn check_names(cx: &Ctxt, cont: &Container) {
                     "empty column qualifier: Bigtable needs a non-empty qualifier; \
                      leave out `column` to use the field name",
                 );
+            } else if column.value.value().starts_with('\0') {
+                cx.error_spanned_by(&column.value, RESERVED_QUALIFIER);
             }
         }
     }
@@ -325,10 +327,17 @@ fn check_names(cx: &Ctxt, cont: &Container) {
                     "empty qualifier for the `written_at` shadow column; \
                      write `#[ttl(written_at)]` to use \"written_at\"",
                 );
+            } else if lit.value().starts_with('\0') {
+                cx.error_spanned_by(lit, RESERVED_QUALIFIER);
             }
         }
     }
 }
+
+/// Qualifiers starting with a NUL byte are the library's own cells (the
+/// row marker is `\0`).
+const RESERVED_QUALIFIER: &str = "a column qualifier starting with a NUL byte is reserved for the \
+     library's own cells (the row marker is `\\0`); choose another name";
 
 fn check_keys(cx: &Ctxt, cont: &Container) {
     for field in cont.fields_with(Role::Key) {

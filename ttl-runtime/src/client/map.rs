@@ -105,7 +105,7 @@ impl<T: BigtableRow> Table<T> {
                     expires_at: policy.expiry_of(ts)?,
                 };
                 let written = Written::new(&m, from_micros(millis_floor(now)?)?);
-                if T::SCHEMA.entries_alone_make_a_row() {
+                if T::SCHEMA.all_fields_optional() {
                     self.mutate_row(m.row_key.clone(), m.mutations).await?;
                     return Ok(Some(written));
                 }
@@ -185,19 +185,20 @@ impl<T: BigtableRow> Table<T> {
                 return Ok(Vec::new());
             };
             let mut view = RowView::empty(T::SCHEMA, &row_key);
-            if !view
+            let verdict = view
                 .reduce(
                     T::SCHEMA,
                     T::column_of,
                     cells.iter().map(Cell::as_cell_ref),
                     now,
                 )
-                .map_err(|e| e.in_table(self.name()))?
-            {
+                .map_err(|e| e.in_table(self.name()))?;
+            if verdict.row_ts().is_none() {
+                // Entries are read only while their row is live.
                 return Ok(Vec::new());
             }
             let policy = T::SCHEMA.policy;
-            let bounded = !T::SCHEMA.entries_alone_make_a_row();
+            let bounded = !T::SCHEMA.all_fields_optional();
             let row_expires = view.expires_at();
             view.entries(map.index())
                 .iter()

@@ -25,14 +25,14 @@ use crate::client::retry::retryable_status;
 use crate::client::telemetry;
 use crate::client::writer::{BulkWriter, WriteOptions};
 use crate::model::clock::Clock;
-use crate::model::error::{CodecError, Error, Result};
+use crate::model::error::{Error, Result};
 use crate::model::filter::column_newest_stripped;
 use crate::model::filter::{read_filter, read_filter_sole_families};
 use crate::model::key::AsKey;
 use crate::model::mutation::{delete_row, RowMutation};
 use crate::model::policy::{from_micros, millis_floor};
 use crate::model::row::MutationBuilder;
-use crate::model::row::{decode_row, BigtableRow};
+use crate::model::row::{classify_row, missing_column, BigtableRow, Decoded};
 use crate::model::scan::{RawCell, Scan};
 use crate::model::view::Expiring;
 use crate::wire::merge::{Cell, MergedRow};
@@ -654,30 +654,31 @@ impl<T: BigtableRow> Table<T> {
         let request = self.read_request(scan, Some(self.read_filter(now)));
         let this = self.clone();
         self.raw_stream(request).filter_map(move |row| {
-            // The common path stays synchronous: only a row missing a
-            // required column (see `resolve_missing`) needs a handle and
-            // more requests.
-            match row {
-                Ok((key, cells)) => {
-                    match decode_row::<T>(&key, cells.iter().map(Cell::as_cell_ref), now)
-                        .map_err(|e| e.in_table(&this.name))
-                    {
-                        Err(e) if missing_column(&e).is_some() => {
-                            let this = this.clone();
-                            // Boxed: the stream holds room for its pending
-                            // future, and a read's state would make every
-                            // row's ready result that large to move.
-                            Either::Right(Box::pin(async move {
-                                let resolved = this.resolve_missing(key, now, e).await;
-                                this.skip_undecodable(resolved).transpose()
-                            }))
-                        }
-                        other => Either::Left(futures_util::future::ready(
-                            this.skip_undecodable(other).transpose(),
-                        )),
-                    }
+            // The common path stays synchronous: only a row that is not live
+            // while some of its own cells are (see `settle_partial`) needs a
+            // handle and more requests.
+            let (key, cells) = match row {
+                Ok(row) => row,
+                Err(e) => return Either::Left(futures_util::future::ready(Some(Err(e)))),
+            };
+            let decoded = classify_row::<T>(&key, cells.iter().map(Cell::as_cell_ref), now)
+                .map_err(|e| e.in_table(&this.name));
+            match decoded {
+                Ok(Decoded::Row(row)) => Either::Left(futures_util::future::ready(Some(Ok(row)))),
+                Ok(Decoded::Absent) => Either::Left(futures_util::future::ready(None)),
+                Ok(Decoded::Partial { missing, marked }) => {
+                    let this = this.clone();
+                    // Boxed: the stream holds room for its pending future,
+                    // and a read's state would make every row's ready
+                    // result that large to move.
+                    Either::Right(Box::pin(async move {
+                        let settled = this.settle_partial(key, now, missing, marked).await;
+                        this.skip_undecodable(settled).transpose()
+                    }))
                 }
-                Err(e) => Either::Left(futures_util::future::ready(Some(Err(e)))),
+                Err(e) => Either::Left(futures_util::future::ready(
+                    this.skip_undecodable(Err(e)).transpose(),
+                )),
             }
         })
     }
@@ -697,64 +698,89 @@ impl<T: BigtableRow> Table<T> {
         }
     }
 
-    /// What a row read without one of its required columns is.
+    /// What a row read at `now` that is not live, while some of its own
+    /// cells are, really is ([`Decoded::Partial`]): required column
+    /// `missing` has no visible cell.
     ///
-    /// A write replaces every column of a row in one atomic row mutation, so
-    /// a row this library wrote has all of them until they expire together.
-    /// A row missing one, while other cells of it are live, is one of:
+    /// * **Torn**: the emulator's `ReadRows` is not row-atomic, and a read
+    ///   concurrent with a write of the row can miss some of its cells
+    ///   (Cloud Bigtable's reads are row-atomic). The row is read again.
+    /// * **Partially expired**: the row was written column by column (by
+    ///   other code, or by `migrate`), and its older required column has
+    ///   expired or was garbage-collected while other cells live on. It is
+    ///   not live: left out, as a row whose cells have all expired is, and
+    ///   counted in [`ReadStats::partially_expired`]. Never an error.
+    /// * **A struct that does not match the table**: the row marker is
+    ///   live, so this library wrote the row whole, and yet the required
+    ///   column holds no cell at all: the stored row never had the field
+    ///   (one added to the struct without `#[bigtable(default)]`).
+    ///   [`Error::Decode`] naming the table, row and column.
     ///
-    /// * **partially expired**: the column's cells have expired and the
-    ///   others not (rows built by several writes at different times, by
-    ///   other code or by `migrate` per cell): the row is left out, as one
-    ///   whose cells have all expired is, and counted in
-    ///   [`ReadStats::partially_expired`];
-    /// * **torn**: the column is live, but the emulator's `ReadRows`, which
-    ///   is not row-atomic, skipped it while another write was applied: the
-    ///   row is read again (Cloud Bigtable's reads are row-atomic);
-    /// * **never written** (or written, expired and already garbage
-    ///   collected, which looks the same): the [`Error::Decode`] naming the
-    ///   table, row and column, as for any cell that does not decode.
-    ///
-    /// One unfiltered look at the missing column (its newest cell, value
-    /// stripped) tells them apart.
-    async fn resolve_missing(
+    /// An unmarked row is read once more; a marked one is told apart by one
+    /// unfiltered look at the missing column (its newest cell, value
+    /// stripped), and read again when that cell is live.
+    async fn settle_partial(
         &self,
         key: Vec<u8>,
         now: DateTime<Utc>,
-        first: Error,
+        mut missing: usize,
+        mut marked: bool,
     ) -> Result<Option<Expiring<T>>> {
         const REREADS: usize = 3;
-        let mut last = first;
-        for _ in 0..REREADS {
-            let Some((family, qualifier)) = missing_column(&last) else {
-                return Err(last);
-            };
-            match self.newest_timestamp(&key, family, qualifier).await? {
-                None => return Err(last),
-                Some(ts) if !T::SCHEMA.policy.is_visible(ts, now) => {
-                    self.read_counters
-                        .partially_expired
-                        .fetch_add(1, Ordering::Relaxed);
-                    tracing::debug!(table = %self.name, row = %key.escape_ascii(), column = %format!("{family}:{qualifier}"), "leaving out a partially expired row");
-                    return Ok(None);
+        for reread in 0..=REREADS {
+            if marked {
+                let column = &T::SCHEMA.columns[missing];
+                let newest = self
+                    .newest_timestamp(&key, column.family, column.qualifier)
+                    .await?;
+                match newest {
+                    None => {
+                        return Err(missing_column(T::SCHEMA, &key, missing).in_table(&self.name))
+                    }
+                    Some(ts) if !T::SCHEMA.policy.is_visible(ts, now) => {
+                        return Ok(self.partially_expired(&key));
+                    }
+                    // Live: the read was torn.
+                    Some(_) => {}
                 }
-                Some(_) => {}
+            } else if reread > 0 {
+                // Read twice, not live both times.
+                return Ok(self.partially_expired(&key));
             }
-            tracing::debug!(table = %self.name, row = %key.escape_ascii(), "re-reading a torn row");
-            let request =
-                self.read_request(Scan::keys([key.as_slice()]), Some(self.read_filter(now)));
-            let rows: Vec<MergedRow> = self.raw_stream(request).try_collect().await?;
-            let Some((row_key, cells)) = rows.into_iter().next() else {
-                return Ok(None);
-            };
-            match decode_row::<T>(&row_key, cells.iter().map(Cell::as_cell_ref), now)
-                .map_err(|e| e.in_table(&self.name))
-            {
-                Err(e) if missing_column(&e).is_some() => last = e,
-                other => return other,
+            if reread == REREADS {
+                break;
+            }
+            tracing::debug!(table = %self.name, row = %key.escape_ascii(), "reading a row again that was not live while some of its cells were");
+            match self.read_row_at(&key, now).await? {
+                Decoded::Row(row) => return Ok(Some(row)),
+                Decoded::Absent => return Ok(None),
+                Decoded::Partial {
+                    missing: m,
+                    marked: k,
+                } => (missing, marked) = (m, k),
             }
         }
-        Err(last)
+        Err(missing_column(T::SCHEMA, &key, missing).in_table(&self.name))
+    }
+
+    /// Count and log a row left out because it is partially expired.
+    fn partially_expired(&self, key: &[u8]) -> Option<Expiring<T>> {
+        self.read_counters
+            .partially_expired
+            .fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(table = %self.name, row = %key.escape_ascii(), "leaving out a row that is not live: a required column has expired while other cells of it have not");
+        None
+    }
+
+    /// Row `key` read and judged at `now`.
+    async fn read_row_at(&self, key: &[u8], now: DateTime<Utc>) -> Result<Decoded<T>> {
+        let request = self.read_request(Scan::keys([key]), Some(self.read_filter(now)));
+        let rows: Vec<MergedRow> = self.raw_stream(request).try_collect().await?;
+        let Some((row_key, cells)) = rows.into_iter().next() else {
+            return Ok(Decoded::Absent);
+        };
+        classify_row::<T>(&row_key, cells.iter().map(Cell::as_cell_ref), now)
+            .map_err(|e| e.in_table(&self.name))
     }
 
     /// The timestamp of the newest stored cell of `family:qualifier` in row
@@ -816,18 +842,6 @@ impl<T: BigtableRow> Table<T> {
                 .right_stream()
             }
         }
-    }
-}
-
-/// The `(family, qualifier)` of a required column a row was read without.
-fn missing_column(e: &Error) -> Option<(&str, &str)> {
-    match e {
-        Error::Decode {
-            column,
-            source: CodecError::Missing,
-            ..
-        } => column.split_once(':'),
-        _ => None,
     }
 }
 

@@ -17,6 +17,7 @@ pub mod filter;
 pub mod gc_rule;
 pub mod key;
 pub mod limits;
+pub mod liveness;
 pub(crate) mod map;
 pub mod mutation;
 pub mod policy;

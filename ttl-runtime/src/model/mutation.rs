@@ -19,6 +19,7 @@ use crate::model::limits::{
 };
 use crate::model::policy::{from_micros, millis_floor, Expiry, Policy};
 use crate::model::row::{BigtableRow, CellSink, MutationBuilder};
+use crate::model::schema::{Schema, ROW_MARKER};
 use crate::proto::{mutation, mutation::Mutation as M, Mutation};
 
 /// The mutations of one row write, ready to send.
@@ -87,7 +88,7 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
         let row_ts = policy.cell_timestamp(now, expiry)?;
         let shadow_mutations = if schema.written_at.is_some() { 2 } else { 0 };
         let mut mutations =
-            Vec::with_capacity(2 * schema.columns.len() + schema.maps.len() + shadow_mutations);
+            Vec::with_capacity(2 * schema.columns.len() + schema.maps.len() + shadow_mutations + 2);
         let mut sink = CellSink {
             now,
             row_ts,
@@ -110,6 +111,7 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
                 })?,
             ));
         }
+        push_marker(&mut mutations, schema, row_ts);
         Ok(RowMutation {
             row_key,
             mutations,
@@ -249,6 +251,15 @@ impl<T: BigtableRow> CellSink<'_, T> {
         ));
         Ok(())
     }
+}
+
+/// The row marker of a whole-row write at `row_ts` (see
+/// [`crate::model::liveness`]), replacing any earlier one.
+#[inline]
+pub(crate) fn push_marker(mutations: &mut Vec<Mutation>, schema: &Schema, row_ts: i64) {
+    let family = schema.marker_family();
+    mutations.push(delete_column(family, ROW_MARKER));
+    mutations.push(set_cell(family, ROW_MARKER, row_ts, Vec::new()));
 }
 
 /// `DeleteFromColumn`: every version of one column.

@@ -6,7 +6,9 @@ use std::marker::PhantomData;
 use chrono::{DateTime, Utc};
 
 use crate::model::error::Result;
-use crate::model::field::FieldError;
+use crate::model::error::{CodecError, Error};
+use crate::model::field::{decode_error, FieldError};
+use crate::model::liveness::Verdict;
 use crate::model::policy::Expiry;
 use crate::model::schema::Schema;
 use crate::model::view::{CellRef, ColumnOf, Expiring, RowView};
@@ -142,25 +144,81 @@ pub trait KeyPrefix<T: BigtableRow> {
     fn key_prefix(&self) -> Result<Vec<u8>>;
 }
 
-/// Decode one row read back into an [`Expiring`] value; `None` when every
-/// declared cell has expired at `now`.
+/// What a row read back is, by [the liveness rule](crate::model::liveness).
+#[derive(Debug)]
+pub(crate) enum Decoded<T> {
+    /// Live: the value, with its expiry metadata.
+    Row(Expiring<T>),
+    /// Not live, nothing of its own visible.
+    Absent,
+    /// Not live, though some of its own cells are visible (see
+    /// [`Verdict::Partial`]): the caller tells a partially expired row from
+    /// a torn read or a struct that does not match the table.
+    Partial {
+        /// The first required column (an index of `Schema::columns`)
+        /// without a visible cell.
+        missing: usize,
+        /// Whether the row marker is visible.
+        marked: bool,
+    },
+}
+
+/// Judge and decode one row read back at `now`.
 ///
 /// # Errors
-/// [`crate::Error::Decode`] / [`crate::Error::BadRowKey`].
+/// [`crate::Error::Decode`] for a cell that does not decode,
+/// [`crate::Error::BadRowKey`], [`crate::Error::TimestampOutOfRange`].
+#[inline]
+pub(crate) fn classify_row<'a, T: BigtableRow>(
+    key: &'a [u8],
+    cells: impl IntoIterator<Item = CellRef<'a>>,
+    now: DateTime<Utc>,
+) -> Result<Decoded<T>> {
+    let mut view = RowView::empty(T::SCHEMA, key);
+    // The schema passed again as the constant it is: per-column facts fold.
+    match view.reduce(T::SCHEMA, T::column_of, cells, now)? {
+        Verdict::Live { .. } => match T::decode(&view) {
+            Ok(value) => Ok(Decoded::Row(view.into_expiring(value))),
+            Err(e) => Err(e.into_read_error(T::SCHEMA, key)),
+        },
+        Verdict::Absent => Ok(Decoded::Absent),
+        Verdict::Partial { missing, marked } => Ok(Decoded::Partial { missing, marked }),
+    }
+}
+
+/// Decode one row read back into an [`Expiring`] value; `None` when the row
+/// is not live at `now` ([the liveness rule](crate::model::liveness)).
+///
+/// # Errors
+/// [`crate::Error::Decode`] / [`crate::Error::BadRowKey`]; a row whose marker
+/// is live while a required column is missing is [`crate::Error::Decode`]
+/// naming that column (without the re-read a [`crate::Table`] does to tell a
+/// torn read or an expired column from a field the stored row never had).
 pub fn decode_row<'a, T: BigtableRow>(
     key: &'a [u8],
     cells: impl IntoIterator<Item = CellRef<'a>>,
     now: DateTime<Utc>,
 ) -> Result<Option<Expiring<T>>> {
-    let mut view = RowView::empty(T::SCHEMA, key);
-    // The schema passed again as the constant it is: per-column facts fold.
-    if !view.reduce(T::SCHEMA, T::column_of, cells, now)? {
-        return Ok(None);
+    match classify_row::<T>(key, cells, now)? {
+        Decoded::Row(row) => Ok(Some(row)),
+        Decoded::Absent | Decoded::Partial { marked: false, .. } => Ok(None),
+        Decoded::Partial {
+            missing,
+            marked: true,
+        } => Err(missing_column(T::SCHEMA, key, missing)),
     }
-    match T::decode(&view) {
-        Ok(value) => Ok(Some(view.into_expiring(value))),
-        Err(e) => Err(e.into_read_error(T::SCHEMA, key)),
-    }
+}
+
+/// The error for required column `index` of `schema` missing from row `key`.
+pub(crate) fn missing_column(schema: &Schema, key: &[u8], index: usize) -> Error {
+    let column = &schema.columns[index];
+    decode_error(
+        schema,
+        key,
+        column.qualifier,
+        column.family,
+        CodecError::Missing,
+    )
 }
 
 /// The expiry a required `#[ttl(expire_at)]` field asks for.

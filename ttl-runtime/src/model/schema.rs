@@ -4,6 +4,11 @@ use chrono::TimeDelta;
 
 use crate::model::policy::Policy;
 
+/// The qualifier of the row marker every whole-row write stores, in the
+/// struct's first family (see [`crate::model::liveness`]). One byte no
+/// field name can produce; the derive refuses a column named so.
+pub const ROW_MARKER: &[u8] = b"\0";
+
 /// What `#[derive(BigtableRow)]` knows about a struct: its table, families,
 /// columns and TTL policy. Available as `<T as BigtableRow>::SCHEMA`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,23 +113,35 @@ impl Schema {
         self.maps.iter().position(|m| m.family == family)
     }
 
-    /// Whether a row holding only map entries is a row. Not when the struct
-    /// has a required column: such a row could not be read back, so its
-    /// entries are left to expire (or to the next whole-row put, which
-    /// replaces them).
-    #[must_use]
-    pub(crate) fn entries_alone_make_a_row(&self) -> bool {
+    /// Whether every field is an `Option`. Only then do map entries alone,
+    /// or the row marker alone, make a row: with a required field such a
+    /// row could not be read back, and a default or counter field writes
+    /// its cell on every put (see [`crate::model::liveness`]).
+    pub(crate) fn all_fields_optional(&self) -> bool {
         self.columns.iter().all(Column::is_option)
     }
 
     /// The families whose cells make a row live: all of them, or, when
     /// entries alone do not make a row, those that are not a map's.
     pub(crate) fn liveness_families(&self) -> impl Iterator<Item = &'static str> + '_ {
-        let all = self.entries_alone_make_a_row();
+        let all = self.all_fields_optional();
         self.families
             .iter()
             .copied()
             .filter(move |f| all || self.map_index(f).is_none())
+    }
+
+    /// The family holding the row marker ([`ROW_MARKER`]):
+    /// the struct's own, first family.
+    #[must_use]
+    pub(crate) fn marker_family(&self) -> &'static str {
+        self.families.first().copied().unwrap_or_default()
+    }
+
+    /// Whether `(family, qualifier)` is the row marker.
+    #[must_use]
+    pub(crate) fn is_marker(&self, family: &str, qualifier: &[u8]) -> bool {
+        qualifier == ROW_MARKER && family == self.marker_family()
     }
 
     /// Whether `(family, qualifier)` is the shadow column.

@@ -10,6 +10,7 @@ use crate::model::codec::CellCodec;
 use crate::model::error::{CodecError, Error, Result};
 use crate::model::field::{decode_error, FieldError};
 use crate::model::key::{KeyPart, KeyReader};
+use crate::model::liveness::{verdict, Newest, Verdict};
 use crate::model::schema::Schema;
 
 /// A value read back, with its expiry metadata (as Cassandra's `TTL()` and
@@ -53,6 +54,8 @@ pub enum ColumnOf {
     MapEntry(usize),
     /// The shadow column holding the real write time.
     WrittenAt,
+    /// The row marker (see [`crate::model::liveness`]).
+    Marker,
     /// Not a cell of this struct.
     Other,
 }
@@ -62,7 +65,9 @@ impl ColumnOf {
     /// generates a `match` instead).
     #[must_use]
     pub fn in_schema(schema: &Schema, family: &str, qualifier: &[u8]) -> Self {
-        if let Some(i) = schema.column_index(family, qualifier) {
+        if schema.is_marker(family, qualifier) {
+            ColumnOf::Marker
+        } else if let Some(i) = schema.column_index(family, qualifier) {
             ColumnOf::Column(i)
         } else if let Some(m) = schema.map_index(family) {
             ColumnOf::MapEntry(m)
@@ -232,8 +237,9 @@ impl<'a> RowView<'a> {
 
     /// Fill an [`RowView::empty`] view in place (it is a few hundred bytes:
     /// not moved through `Result`s) with `cells`, the columns told apart by
-    /// `column_of` (the derive's generated `match`); whether any declared
-    /// cell is visible.
+    /// `column_of` (the derive's generated `match`), and judge the row by
+    /// [the liveness rule](crate::model::liveness). The view's expiry and
+    /// write time are set only for a live row.
     #[inline]
     pub(crate) fn reduce(
         &mut self,
@@ -241,18 +247,11 @@ impl<'a> RowView<'a> {
         column_of: impl Fn(&str, &[u8]) -> ColumnOf,
         cells: impl IntoIterator<Item = CellRef<'a>>,
         now: DateTime<Utc>,
-    ) -> Result<bool> {
+    ) -> Result<Verdict> {
         debug_assert!(std::ptr::eq(schema, self.schema));
         let policy = schema.policy;
         let mut shadow: Option<Slot<'a>> = None;
-        // The newest visible timestamp of the row-level cells (columns
-        // without their own TTL, the shadow column), and of any declared
-        // cell: the newest of each column's newest.
-        let mut row_level: Option<i64> = None;
-        let mut newest: Option<i64> = None;
-        // Map entries have expiries of their own: they do not carry the
-        // row's, and keep a row alive only where entries alone make a row.
-        let mut newest_entry: Option<i64> = None;
+        let mut newest = Newest::default();
         let visibility = policy.visibility(now);
         for cell in cells {
             let ts = cell.timestamp_micros;
@@ -261,43 +260,42 @@ impl<'a> RowView<'a> {
             }
             let slot = match column_of(cell.family, cell.qualifier) {
                 ColumnOf::Column(i) => match self.columns.get_mut(i) {
-                    Some(slot) => {
-                        if schema.columns[i].ttl.is_none() {
-                            row_level = row_level.max(Some(ts));
-                        }
-                        slot
-                    }
+                    Some(slot) => slot,
                     None => continue,
                 },
-                ColumnOf::WrittenAt => {
-                    row_level = row_level.max(Some(ts));
-                    &mut shadow
+                ColumnOf::WrittenAt => &mut shadow,
+                ColumnOf::Marker => {
+                    newest.marker = newest.marker.max(Some(ts));
+                    continue;
                 }
                 ColumnOf::MapEntry(m) => {
                     if let Some(entries) = self.maps.get_mut(m) {
-                        newest_entry = newest_entry.max(Some(ts));
+                        newest.entry = newest.entry.max(Some(ts));
                         push_entry(entries, cell);
                     }
                     continue;
                 }
                 ColumnOf::Other => continue,
             };
-            newest = newest.max(Some(ts));
             // The newest version of a column wins.
             if slot.is_none_or(|old| old.timestamp_micros < ts) {
                 *slot = Some(cell.into());
             }
         }
-        let entries_count = || newest_entry.filter(|_| schema.entries_alone_make_a_row());
-        let Some(ts) = row_level.or(newest).or_else(entries_count) else {
-            return Ok(false);
+        newest.written_at = shadow.map(|s| s.timestamp_micros);
+        let columns = &self.columns;
+        let verdict = verdict(schema, newest, |i| {
+            columns.get(i).map(|s| s.timestamp_micros)
+        });
+        let Verdict::Live { row_ts } = verdict else {
+            return Ok(verdict);
         };
         self.expires_at = policy
-            .expiry_of(ts)
+            .expiry_of(row_ts)
             .map_err(|_| Error::TimestampOutOfRange {
                 table: schema.table.to_owned(),
                 row_key: self.key.to_vec(),
-                timestamp_micros: ts,
+                timestamp_micros: row_ts,
             })?;
         if let Some(cell) = shadow {
             self.written_at = Some(DateTime::<Utc>::decode(cell.value).map_err(|source| {
@@ -307,7 +305,7 @@ impl<'a> RowView<'a> {
                 decode_error(schema, self.key, qualifier, family, source)
             })?);
         }
-        Ok(true)
+        Ok(verdict)
     }
 
     /// The row key.
