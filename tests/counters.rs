@@ -8,11 +8,11 @@
 
 mod support;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use bigtable_ttl::proto::{read_modify_write_rule, ReadModifyWriteRowRequest, ReadModifyWriteRule};
-use bigtable_ttl::{BigtableRow, Clock, Connection, Error, Expiry, RawCell, Scan, Table};
+use bigtable_ttl::{BigtableRow, Clock, Connection, Error, Expiry, Insert, RawCell, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 use support::proxy::{Faults, Proxy};
 
@@ -108,14 +108,21 @@ async fn sixteen_tasks_count_exactly_eight_thousand_then_the_window_expires() {
     let read = limits.get(&key).await.unwrap().unwrap();
     assert_eq!(read.value.hits, 8_000);
     assert_eq!(read.expires_at, ms(created + TimeDelta::hours(2)));
+    // The counter, its window mark and the row marker, one version each,
+    // whatever the 8,000 increments: nothing piles up.
     let cells = raw(&limits).await;
-    assert_eq!(cells.len(), 1, "one cell, one version: {cells:?}");
+    let qualifiers: Vec<&[u8]> = cells.iter().map(|c| c.qualifier.as_slice()).collect();
+    assert_eq!(
+        qualifiers,
+        [&b"\0"[..], b"\0hits", b"hits"],
+        "one version each: {cells:?}"
+    );
 
     clock.advance(TimeDelta::hours(2));
     assert_eq!(limits.get(&key).await.unwrap(), None, "hidden at +2 h");
     assert_eq!(
         raw(&limits).await.len(),
-        1,
+        3,
         "still stored: hidden, not collected"
     );
 
@@ -359,4 +366,224 @@ async fn a_lost_increment_is_outcome_unknown_never_resent() {
     let read = limits_direct.get(&key).await.unwrap().unwrap();
     println!("after a lost answer the counter reads {}", read.value.hits);
     assert_eq!(read.value.hits, 4, "applied once, by the emulator");
+}
+
+/// A counter lives in its row: in a struct with required fields, an
+/// increment on a row that is not live (never written, or expired though
+/// still stored) is refused and leaves nothing behind, and every read and
+/// `insert_if_absent` go on as if it had not been tried.
+#[tokio::test]
+async fn an_increment_never_makes_a_row_a_reader_cannot_read() {
+    let clock = Clock::manual_at_now();
+    let visits = support::table::<Visit>(&clock).await;
+    let ghost = "ghost".to_owned();
+    let err = visits
+        .increment(&ghost, Visit::PAGES, 1, TWO_HOURS)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NoLiveRow { .. }), "{err:?}");
+    assert!(support::stored_cells(&visits, "ghost").await.is_empty());
+    assert_eq!(visits.get(&ghost).await.unwrap(), None);
+    assert!(visits.scan(Scan::all()).await.unwrap().is_empty());
+
+    // A row that expired a moment ago by the table's clock, still stored.
+    let key = "v1".to_owned();
+    visits
+        .put(&Visit {
+            id: key.clone(),
+            expires_at: clock.now() + TimeDelta::seconds(1),
+            user: "ann".into(),
+            pages: 5,
+        })
+        .await
+        .unwrap();
+    clock.advance(TimeDelta::seconds(2));
+    let err = visits
+        .increment(&key, Visit::PAGES, 1, TWO_HOURS)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NoLiveRow { .. }), "{err:?}");
+    assert_eq!(visits.get(&key).await.unwrap(), None);
+    assert!(visits.scan(Scan::all()).await.unwrap().is_empty());
+    let bob = Visit {
+        id: key.clone(),
+        expires_at: ms(clock.now() + TimeDelta::hours(1)),
+        user: "bob".into(),
+        pages: 0,
+    };
+    assert!(matches!(
+        visits.insert_if_absent(&bob).await.unwrap(),
+        Insert::Inserted(_)
+    ));
+    let counted = visits
+        .increment(&key, Visit::PAGES, 1, TWO_HOURS)
+        .await
+        .unwrap();
+    assert_eq!((counted.value, counted.expires_at), (1, bob.expires_at));
+    let read = visits.get(&key).await.unwrap().unwrap();
+    assert_eq!((read.value.user.as_str(), read.value.pages), ("bob", 1));
+}
+
+/// A basket: a counter and a map of entries with their own TTLs.
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "baskets", family = "b")]
+struct Basket {
+    #[bigtable(key)]
+    id: String,
+    #[ttl(expire_at)]
+    expires_at: DateTime<Utc>,
+    #[bigtable(counter)]
+    views: i64,
+    #[bigtable(map, family = "items")]
+    items: BTreeMap<String, u64>,
+}
+
+/// An increment on an expired row makes a whole new row: an entry written
+/// with a longer TTL than its old row is not read again.
+#[tokio::test]
+async fn an_increment_brings_no_expired_entry_back() {
+    let clock = Clock::manual_at_now();
+    let baskets = support::table::<Basket>(&clock).await;
+    let key = "b1".to_owned();
+    baskets
+        .put(&Basket {
+            id: key.clone(),
+            expires_at: clock.now() + TimeDelta::minutes(1),
+            views: 0,
+            items: BTreeMap::new(),
+        })
+        .await
+        .unwrap();
+    let day = Expiry::Ttl(TimeDelta::days(1));
+    let entry = baskets
+        .put_entry(&key, Basket::ITEMS, &"old".to_owned(), &1, day)
+        .await
+        .unwrap();
+    assert!(entry.is_some(), "written into the live row");
+
+    clock.advance(TimeDelta::minutes(2));
+    assert_eq!(baskets.get(&key).await.unwrap(), None);
+    assert!(baskets
+        .entries(&key, Basket::ITEMS)
+        .await
+        .unwrap()
+        .is_empty());
+    let counted = baskets
+        .increment(&key, Basket::VIEWS, 1, TWO_HOURS)
+        .await
+        .unwrap();
+    assert_eq!(counted.value, 1);
+    assert!(baskets
+        .entries(&key, Basket::ITEMS)
+        .await
+        .unwrap()
+        .is_empty());
+    let read = baskets.get(&key).await.unwrap().unwrap();
+    assert_eq!((read.value.views, read.value.items.len()), (1, 0));
+    let stored = support::stored_cells(&baskets, "b1").await;
+    assert!(
+        stored.iter().all(|c| c.family != "items"),
+        "the old entry was deleted with the old row: {stored:?}"
+    );
+}
+
+/// One client's increments of one counter with 2.5 s windows for about
+/// 6 s, its clock `skew` away from the server's (the emulator's, which is
+/// the machine's): what each call returned, with the real time before it.
+async fn windows_with_skew(skew: TimeDelta) -> Vec<(i64, DateTime<Utc>, DateTime<Utc>)> {
+    let clock = Clock::manual(Utc::now() + skew);
+    let limits = support::table::<RateLimit>(&clock).await;
+    let key = ("skew".to_owned(), 1_u64);
+    let window = Expiry::Ttl(TimeDelta::milliseconds(2_500));
+    let until = Instant::now() + Duration::from_secs(6);
+    let mut seen = Vec::new();
+    while Instant::now() < until {
+        clock.set(Utc::now() + skew);
+        let before = Utc::now();
+        let counted = limits
+            .increment(&key, RateLimit::HITS, 1, window)
+            .await
+            .unwrap();
+        seen.push((counted.value, counted.expires_at, before));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    seen
+}
+
+/// A window's expiry never moves and no count continues a window the
+/// server had ended, with the client's clock behind or ahead of the
+/// server's: every new expiry starts again from one, and a count past one
+/// belongs to a window still open when its call began.
+#[tokio::test]
+async fn windows_hold_whatever_the_skew_between_client_and_server() {
+    for skew in [
+        TimeDelta::milliseconds(-1_500),
+        TimeDelta::milliseconds(1_500),
+    ] {
+        let seen = windows_with_skew(skew).await;
+        let mut windows = 0;
+        for pair in seen.windows(2) {
+            let ((_, before_expiry, _), (value, expires_at, began)) = (pair[0], pair[1]);
+            if expires_at == before_expiry {
+                assert_eq!(value, pair[0].0 + 1, "skew {skew}: {seen:?}");
+                assert!(
+                    expires_at > began,
+                    "skew {skew}: counted {value} into a window that ended at {expires_at}, \
+                     before the call began at {began}"
+                );
+            } else {
+                windows += 1;
+                assert_eq!(value, 1, "skew {skew}: a new expiry, a new count: {seen:?}");
+            }
+        }
+        assert!(windows >= 2, "skew {skew}: windows rolled over: {seen:?}");
+    }
+}
+
+/// Updates of other fields go through while eight tasks increment a counter
+/// of the same row: they do not touch it, so they do not conflict on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn updates_of_other_fields_do_not_conflict_with_increments() {
+    let clock = Clock::manual_at_now();
+    let visits = support::table::<Visit>(&clock).await;
+    let key = "busy".to_owned();
+    visits
+        .put(&Visit {
+            id: key.clone(),
+            expires_at: clock.now() + TimeDelta::hours(1),
+            user: "ann".into(),
+            pages: 0,
+        })
+        .await
+        .unwrap();
+    let incrementers: Vec<_> = (0..8)
+        .map(|_| {
+            let (visits, key) = (visits.clone(), key.clone());
+            tokio::spawn(async move {
+                for _ in 0..100 {
+                    visits
+                        .increment(&key, Visit::PAGES, 1, TWO_HOURS)
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for i in 0..30 {
+        let updated = visits
+            .update(&key)
+            .set(Visit::USER, &format!("user {i}"))
+            .apply()
+            .await
+            .unwrap_or_else(|e| panic!("update {i}: {e}"));
+        assert!(updated.is_some(), "update {i}");
+    }
+    for task in incrementers {
+        task.await.unwrap();
+    }
+    let read = visits.get(&key).await.unwrap().unwrap();
+    assert_eq!(
+        (read.value.user.as_str(), read.value.pages),
+        ("user 29", 800)
+    );
 }

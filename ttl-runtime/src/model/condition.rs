@@ -11,12 +11,12 @@ use chrono::{DateTime, Utc};
 
 use crate::model::codec::CellCodec;
 use crate::model::error::{CodecError, Error, Result};
-use crate::model::filter::{chain, families_filter, filter, one_column};
+use crate::model::filter::{chain, filter, one_column, only_family};
 use crate::model::row::BigtableRow;
-use crate::model::scan::RawCell;
-use crate::model::schema::Schema;
+use crate::model::row_cells::RowCells;
+use crate::model::schema::{Column, Schema, ROW_MARKER};
 use crate::proto::{
-    row_filter::{Condition as Branch, Filter},
+    row_filter::{Condition as Branch, Filter, Interleave},
     value_range::{EndValue, StartValue},
     RowFilter, TimestampRange, ValueRange,
 };
@@ -127,8 +127,9 @@ impl<T: BigtableRow> Condition<T> {
         T::SCHEMA.columns[self.column].field
     }
 
-    /// The predicate at `now`: matches when the field's newest visible cell
-    /// holds exactly the expected bytes.
+    /// The predicate at `now`: matches when the row is live
+    /// ([`crate::model::liveness`]) and the field's newest visible cell holds
+    /// exactly the expected bytes.
     ///
     /// # Errors
     /// [`Error::Encode`] when the expected value did not encode.
@@ -138,12 +139,13 @@ impl<T: BigtableRow> Condition<T> {
             source,
         })?;
         let column = &T::SCHEMA.columns[self.column];
-        Ok(chain(vec![
+        let field = chain(vec![
             one_column(column.family, column.qualifier.as_bytes()),
             visible(T::SCHEMA, now),
             filter(Filter::CellsPerColumnLimitFilter(1)),
             exactly(bytes),
-        ]))
+        ]);
+        Ok(and(vec![live_row(T::SCHEMA, now), field]))
     }
 }
 
@@ -159,62 +161,126 @@ pub(crate) fn live_column(
     chain(vec![one_column(family, qualifier), visible(schema, now)])
 }
 
-/// Matches when the row has a cell the typed reader would show at `now`:
-/// the read filter itself (the struct's families, the policy's timestamp
-/// range, the newest version of each column), without the families of map
-/// fields when their entries alone do not make a row.
+/// Matches when the row is live at `now`, by [the one
+/// rule](crate::model::liveness) the typed reader follows: every required
+/// column has a visible cell; without required fields, any column, the
+/// shadow column or (all fields `Option`) the row marker or a map entry
+/// has one. Each column is selected by its exact name, so cells of no
+/// declared column never count.
 #[must_use]
 pub(crate) fn live_row(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
-    families_filter(schema, schema.liveness_families(), now)
-}
-
-/// Matches when the row still holds exactly `cells` (the newest visible
-/// version of each of its columns, as read at `now`; map entries left out): each of those
-/// columns' newest visible cell has the same timestamp and value, and no
-/// declared column without a cell in `cells` has a visible cell. Any write
-/// to the row in between (a put, another re-time) makes it fail.
-#[must_use]
-pub(crate) fn unchanged(schema: &Schema, cells: &[RawCell], now: DateTime<Utc>) -> RowFilter {
-    let mut all = Vec::new();
-    let live = |family: &str, qualifier: &[u8], rest: Vec<RowFilter>| {
-        let mut parts = vec![one_column(family, qualifier), visible(schema, now)];
-        parts.extend(rest);
-        chain(parts)
-    };
-    // Map entries are never rewritten by what this guards (re-times and
-    // updates leave them be), and a map may hold thousands.
-    for cell in cells
-        .iter()
-        .filter(|c| schema.map_index(&c.family).is_none())
-    {
-        all.push(live(
-            &cell.family,
-            &cell.qualifier,
-            vec![
-                filter(Filter::CellsPerColumnLimitFilter(1)),
-                filter(Filter::TimestampRangeFilter(TimestampRange {
-                    start_timestamp_micros: cell.timestamp_micros,
-                    end_timestamp_micros: cell.timestamp_micros + 1_000,
-                })),
-                exactly(cell.value.clone()),
-            ],
-        ));
-    }
-    let shadow = schema
-        .written_at
-        .map(|s| (s.family, s.qualifier.as_bytes()));
-    let declared = schema
+    let live = |family: &str, qualifier: &[u8]| live_column(schema, family, qualifier, now);
+    let required: Vec<RowFilter> = schema
         .columns
         .iter()
-        .map(|c| (c.family, c.qualifier.as_bytes()))
-        .chain(shadow);
-    for (family, qualifier) in declared {
-        if !cells
-            .iter()
-            .any(|c| c.family == family && c.qualifier == qualifier)
-        {
-            all.push(not(live(family, qualifier, Vec::new())));
+        .filter(|c| c.is_required())
+        .map(|c| live(c.family, c.qualifier.as_bytes()))
+        .collect();
+    if !required.is_empty() {
+        return and(required);
+    }
+    let mut any: Vec<RowFilter> = schema
+        .columns
+        .iter()
+        .map(|c| live(c.family, c.qualifier.as_bytes()))
+        .collect();
+    if let Some(shadow) = schema.written_at {
+        any.push(live(shadow.family, shadow.qualifier.as_bytes()));
+    }
+    if schema.all_fields_optional() {
+        any.push(live(schema.marker_family(), ROW_MARKER));
+        any.extend(
+            schema
+                .maps
+                .iter()
+                .map(|m| chain(vec![only_family(m.family), visible(schema, now)])),
+        );
+    }
+    or(any)
+}
+
+/// Matches when the newest cell of column `family:qualifier`, expired or
+/// not, has timestamp `ts` (a whole millisecond).
+#[must_use]
+pub(crate) fn exact_timestamp(family: &str, qualifier: &[u8], ts: i64) -> RowFilter {
+    chain(vec![
+        one_column(family, qualifier),
+        filter(Filter::CellsPerColumnLimitFilter(1)),
+        filter(Filter::TimestampRangeFilter(TimestampRange {
+            start_timestamp_micros: ts,
+            end_timestamp_micros: ts + 1_000,
+        })),
+    ])
+}
+
+/// Matches when the row is not live at `now` ([`live_row`] does not).
+#[must_use]
+pub(crate) fn not_live_row(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
+    not(live_row(schema, now))
+}
+
+/// What a conditional rewrite requires to be as it was read (see
+/// [`unchanged`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Pin<'s> {
+    /// The row's liveness: the cells that make it live keep their
+    /// timestamps. Enough for a write that only sets columns at the row's
+    /// timestamp: other columns may change meanwhile (a counter being
+    /// incremented, another field updated) without a conflict.
+    Liveness,
+    /// Its liveness, and these columns (indexes of `Schema::columns`)
+    /// exactly as read.
+    LivenessAnd(&'s [usize]),
+    /// Every column, the marker and the shadow column exactly as read: for
+    /// a write that copies them all (a re-time).
+    Everything,
+}
+
+/// Matches when the row read as `row` at `now` still holds what `pin`
+/// names: cells pinned by timestamp keep their newest visible timestamp,
+/// cells pinned exactly keep timestamp and value, and a pinned column that
+/// had no visible cell still has none. Any write to the row in between that
+/// touches what is pinned (a put, a re-time) makes it fail.
+#[must_use]
+pub(crate) fn unchanged(row: &RowCells<'_>, now: DateTime<Utc>, pin: Pin<'_>) -> RowFilter {
+    let schema = row.schema();
+    let mut all = Vec::new();
+    let mut pin_column =
+        |family: &str, qualifier: &[u8], exact: bool| match row.get(family, qualifier) {
+            Some(cell) => {
+                let mut parts = vec![
+                    one_column(family, qualifier),
+                    visible(schema, now),
+                    filter(Filter::CellsPerColumnLimitFilter(1)),
+                    filter(Filter::TimestampRangeFilter(TimestampRange {
+                        start_timestamp_micros: cell.timestamp_micros,
+                        end_timestamp_micros: cell.timestamp_micros + 1_000,
+                    })),
+                ];
+                if exact {
+                    parts.push(exactly(cell.value.clone()));
+                }
+                all.push(chain(parts));
+            }
+            None if exact => all.push(not(live_column(schema, family, qualifier, now))),
+            None => {}
+        };
+    let any_required = schema.columns.iter().any(Column::is_required);
+    let everything = matches!(pin, Pin::Everything);
+    for (i, c) in schema.columns.iter().enumerate() {
+        let named = matches!(pin, Pin::LivenessAnd(columns) if columns.contains(&i));
+        let anchors = !any_required || c.is_required();
+        if everything || named || anchors {
+            pin_column(c.family, c.qualifier.as_bytes(), everything || named);
         }
+    }
+    if let Some(shadow) = schema.written_at {
+        if everything || !any_required {
+            pin_column(shadow.family, shadow.qualifier.as_bytes(), everything);
+        }
+    }
+    if everything || (!any_required && schema.all_fields_optional()) {
+        pin_column(schema.marker_family(), ROW_MARKER, everything);
     }
     and(all)
 }
@@ -232,6 +298,15 @@ fn exactly(bytes: Vec<u8>) -> RowFilter {
         start_value: Some(StartValue::StartValueClosed(bytes)),
         end_value: Some(end),
     }))
+}
+
+/// Matches when any one of `filters` matches.
+fn or(mut filters: Vec<RowFilter>) -> RowFilter {
+    if filters.len() == 1 {
+        filters.remove(0)
+    } else {
+        filter(Filter::Interleave(Interleave { filters }))
+    }
 }
 
 /// Matches when every one of `filters` matches (nested conditions).

@@ -253,6 +253,16 @@ pub enum Error {
         /// Tries made.
         attempts: u32,
     },
+    /// An increment of a counter in a row that is not live, in a struct with
+    /// required fields: the increment cannot make a whole row (it has no
+    /// value for them), and a counter alone would be a row no read shows.
+    #[error("row \"{}\" of table `{table}` is not live: a counter counts only in a live row of a struct with required fields; write the row first (put or insert_if_absent)", row_key.escape_ascii())]
+    NoLiveRow {
+        /// The table.
+        table: String,
+        /// The row.
+        row_key: Vec<u8>,
+    },
     /// A partial update tried to clear a field that is not an `Option`: a
     /// row without it would no longer decode.
     #[error("field `{field}` of table `{table}` is required: only an `Option` field can be cleared; set it instead")]
@@ -322,6 +332,7 @@ impl Error {
             | Error::Migration { table, .. }
             | Error::OutcomeUnknown { table, .. }
             | Error::Conflict { table, .. }
+            | Error::NoLiveRow { table, .. }
             | Error::RequiredField { table, .. }
             | Error::PartialWrite { table, .. }
             | Error::Server { table, .. } => name.clone_into(table),

@@ -22,6 +22,7 @@ pub(crate) mod map;
 pub mod mutation;
 pub mod policy;
 pub mod row;
+pub(crate) mod row_cells;
 pub mod scan;
 pub mod schema;
 pub(crate) mod split;

@@ -19,7 +19,7 @@ use crate::model::limits::{
 };
 use crate::model::policy::{from_micros, millis_floor, Expiry, Policy};
 use crate::model::row::{BigtableRow, CellSink, MutationBuilder};
-use crate::model::schema::{Schema, ROW_MARKER};
+use crate::model::schema::{window_mark, Column, Schema, WhenAbsent, ROW_MARKER};
 use crate::proto::{mutation, mutation::Mutation as M, Mutation};
 
 /// The mutations of one row write, ready to send.
@@ -249,6 +249,10 @@ impl<T: BigtableRow> CellSink<'_, T> {
             ts,
             value,
         ));
+        if column.when_absent == WhenAbsent::ReadsZero {
+            // A counter's window mark goes with it (see `model::counter`).
+            self.mutations.extend(mark_window(column, ts));
+        }
         Ok(())
     }
 }
@@ -260,6 +264,25 @@ pub(crate) fn push_marker(mutations: &mut Vec<Mutation>, schema: &Schema, row_ts
     let family = schema.marker_family();
     mutations.push(delete_column(family, ROW_MARKER));
     mutations.push(set_cell(family, ROW_MARKER, row_ts, Vec::new()));
+}
+
+/// How far before the counter's timestamp its window mark's is (µs).
+pub(crate) const MARK_LEAD_MICROS: i64 = 1_000;
+
+/// The mutations writing the window mark of `column` (a counter; see
+/// `crate::model::counter`) for a
+/// counter cell at `counter_ts`, replacing any other version.
+pub(crate) fn mark_window(column: &Column, counter_ts: i64) -> [Mutation; 2] {
+    let mark = window_mark(column.qualifier);
+    [
+        delete_column(column.family, &mark),
+        set_cell(
+            column.family,
+            &mark,
+            counter_ts - MARK_LEAD_MICROS,
+            0_i64.to_be_bytes().to_vec(),
+        ),
+    ]
 }
 
 /// `DeleteFromColumn`: every version of one column.

@@ -9,6 +9,19 @@ use crate::model::policy::Policy;
 /// field name can produce; the derive refuses a column named so.
 pub const ROW_MARKER: &[u8] = b"\0";
 
+/// The qualifier of the window mark of the counter stored as `qualifier`:
+/// a NUL byte (reserved: no field's column starts with one), then the
+/// counter's qualifier (see `crate::model::counter`). In the counter's
+/// family, its timestamp one millisecond before the counter's, its value an
+/// 8-byte zero.
+#[must_use]
+pub fn window_mark(qualifier: &str) -> Vec<u8> {
+    let mut mark = Vec::with_capacity(qualifier.len() + 1);
+    mark.push(0);
+    mark.extend_from_slice(qualifier.as_bytes());
+    mark
+}
+
 /// What `#[derive(BigtableRow)]` knows about a struct: its table, families,
 /// columns and TTL policy. Available as `<T as BigtableRow>::SCHEMA`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,16 +132,6 @@ impl Schema {
     /// its cell on every put (see [`crate::model::liveness`]).
     pub(crate) fn all_fields_optional(&self) -> bool {
         self.columns.iter().all(Column::is_option)
-    }
-
-    /// The families whose cells make a row live: all of them, or, when
-    /// entries alone do not make a row, those that are not a map's.
-    pub(crate) fn liveness_families(&self) -> impl Iterator<Item = &'static str> + '_ {
-        let all = self.all_fields_optional();
-        self.families
-            .iter()
-            .copied()
-            .filter(move |f| all || self.map_index(f).is_none())
     }
 
     /// The family holding the row marker ([`ROW_MARKER`]):

@@ -1,26 +1,24 @@
 //! Change one row's TTL in place, race-free, and slide it on activity
 //! (`touch`): methods on [`Table`].
 
-use std::collections::BTreeMap;
-
-use crate::proto::{ReadRowsRequest, RowSet};
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::TryStreamExt as _;
 
 use crate::client::conditional::Checked;
-use crate::client::read::read_rows;
 use crate::client::table::Table;
 use crate::client::telemetry;
-use crate::model::condition::unchanged;
+use crate::model::condition::{unchanged, Pin};
 use crate::model::error::{Error, Result};
 use crate::model::filter::read_filter;
 use crate::model::key::AsKey;
-use crate::model::mutation::{delete_column, set_cell, RowMutation};
+use crate::model::mutation::{delete_column, mark_window, push_marker, set_cell, RowMutation};
 use crate::model::policy::{Expiry, Policy};
 use crate::model::row::BigtableRow;
-use crate::model::scan::RawCell;
-use crate::model::schema::Schema;
+use crate::model::row_cells::RowCells;
+use crate::model::scan::{RawCell, Scan};
+use crate::model::schema::{Schema, WhenAbsent, ROW_MARKER};
 use crate::model::view::Expiring;
+use crate::wire::merge::MergedRow;
 
 /// How to re-time a row.
 ///
@@ -53,12 +51,16 @@ pub enum Retime {
 }
 
 /// The mutation that re-times one row, from the row's cells as stored (any
-/// cell not visible at `now` under the schema's policy, or outside its
-/// families, is ignored; of each column the newest visible version is kept).
-/// `None` when the row has no visible cell. Pure.
+/// cell not visible at `now` under the schema's policy, or not one of its
+/// columns, marker or shadow, is ignored; of each column the newest visible
+/// version is kept). `None` when the row is not live at `now`
+/// ([`crate::model::liveness`]: a re-time never revives a row). Pure.
 ///
-/// The row's current expiry is that of its newest row-level cell (as the
-/// typed reader computes it); [`Retime::By`] moves that.
+/// The row's current expiry is the one the typed reader reports;
+/// [`Retime::By`] moves that. Every column, the shadow column and the row
+/// marker are written back at the new timestamp (a row that had no marker
+/// gets one: it is whole now); a column with its own TTL keeps its own
+/// expiry unless the row's new one is earlier. Map entries keep theirs.
 ///
 /// # Errors
 /// What the policy rejects for the new expiry: [`Error::ExpiryNotInFuture`]
@@ -71,9 +73,19 @@ pub fn retime_mutation(
     now: DateTime<Utc>,
     how: Retime,
 ) -> Result<Option<RowMutation>> {
+    retime_row(&RowCells::of(schema, cells, now), row_key, now, how)
+}
+
+/// [`retime_mutation`] of a row already judged.
+pub(crate) fn retime_row(
+    row: &RowCells<'_>,
+    row_key: &[u8],
+    now: DateTime<Utc>,
+    how: Retime,
+) -> Result<Option<RowMutation>> {
+    let schema = row.schema();
     let policy = schema.policy;
-    let live = LiveCells::of(schema, cells, now);
-    let Some(current_ts) = live.row_timestamp() else {
+    let Some(current_ts) = row.verdict().row_ts() else {
         return Ok(None);
     };
     let expiry = match how {
@@ -94,14 +106,30 @@ pub fn retime_mutation(
         });
     }
     let row_ts = policy.cell_timestamp(now, expiry)?;
-    let mut mutations = Vec::with_capacity(2 * live.newest.len());
-    for ((family, qualifier), cell) in &live.newest {
-        let ts = match live.own_ttl(family, qualifier) {
+    let mut mutations = Vec::with_capacity(2 * row.newest.len() + 2);
+    for ((family, qualifier), cell) in &row.newest {
+        let own_ttl = schema
+            .column_index(family, qualifier)
+            .and_then(|i| schema.columns[i].ttl);
+        let ts = match own_ttl {
             Some(_) => cell.timestamp_micros.min(row_ts),
             None => row_ts,
         };
         mutations.push(delete_column(family, qualifier));
         mutations.push(set_cell(family, qualifier, ts, cell.value.clone()));
+    }
+    for column in schema.columns {
+        // A counter's window mark moves with it (see `model::counter`).
+        if column.when_absent == WhenAbsent::ReadsZero
+            && row
+                .get(column.family, column.qualifier.as_bytes())
+                .is_some()
+        {
+            mutations.extend(mark_window(column, row_ts));
+        }
+    }
+    if row.get(schema.marker_family(), ROW_MARKER).is_none() {
+        push_marker(&mut mutations, schema, row_ts);
     }
     Ok(Some(RowMutation {
         row_key: row_key.to_vec(),
@@ -111,60 +139,9 @@ pub fn retime_mutation(
     }))
 }
 
-/// The newest visible cell of each column of a row at `now` (cells outside
-/// the schema's families, or not visible under its policy, left out).
-pub(crate) struct LiveCells<'a> {
-    schema: &'a Schema,
-    pub(crate) newest: BTreeMap<(&'a str, &'a [u8]), &'a RawCell>,
-}
-
-impl<'a> LiveCells<'a> {
-    pub(crate) fn of(schema: &'a Schema, cells: &'a [RawCell], now: DateTime<Utc>) -> Self {
-        let mut newest: BTreeMap<(&str, &[u8]), &RawCell> = BTreeMap::new();
-        for cell in cells {
-            // Map entries keep their own expiries: a re-time or an update
-            // of the row leaves them as they are.
-            if !schema.families.contains(&cell.family.as_str())
-                || schema.map_index(&cell.family).is_some()
-                || !schema.policy.is_visible(cell.timestamp_micros, now)
-            {
-                continue;
-            }
-            let slot = newest
-                .entry((cell.family.as_str(), cell.qualifier.as_slice()))
-                .or_insert(cell);
-            if slot.timestamp_micros < cell.timestamp_micros {
-                *slot = cell;
-            }
-        }
-        Self { schema, newest }
-    }
-
-    /// The TTL of a column that has its own (`#[ttl(for = "…")]`).
-    fn own_ttl(&self, family: &str, qualifier: &[u8]) -> Option<TimeDelta> {
-        self.schema
-            .column_index(family, qualifier)
-            .and_then(|i| self.schema.columns[i].ttl)
-    }
-
-    /// The timestamp that carries the row's expiry: its newest row-level
-    /// cell's (as the typed reader computes it), or, in a row holding only
-    /// columns with their own TTL, its newest cell's. `None` when no cell is
-    /// live.
-    pub(crate) fn row_timestamp(&self) -> Option<i64> {
-        let row_level = self
-            .newest
-            .iter()
-            .filter(|((f, q), _)| self.own_ttl(f, q).is_none())
-            .map(|(_, c)| c.timestamp_micros)
-            .max();
-        row_level.or_else(|| self.newest.values().map(|c| c.timestamp_micros).max())
-    }
-}
-
-/// The row's current expiry, from its cells as stored: the one
-/// [`Retime::By`] moves and [`Table::touch`] compares. `None` when the row
-/// has no cell visible at `now`. Pure.
+/// The row's current expiry, from its cells as stored: the one the typed
+/// reader reports, [`Retime::By`] moves and [`Table::touch`] compares.
+/// `None` when the row is not live at `now`. Pure.
 ///
 /// # Errors
 /// [`Error::TimestampOutOfRange`] for a stored timestamp no expiry maps to.
@@ -173,19 +150,20 @@ pub fn current_expiry(
     cells: &[RawCell],
     now: DateTime<Utc>,
 ) -> Result<Option<DateTime<Utc>>> {
-    LiveCells::of(schema, cells, now)
-        .row_timestamp()
+    RowCells::of(schema, cells, now)
+        .verdict()
+        .row_ts()
         .map(|ts| schema.policy.expiry_of(ts))
         .transpose()
 }
 
 /// What one round of [`Table::rewrite_unchanged`] planned from the row.
-pub(crate) enum Round<R, C> {
+pub(crate) enum Round<'p, R, C> {
     /// Nothing to write: the call's answer.
     Done(R),
-    /// Write this, conditional on the row being unchanged, keeping `C` for
-    /// the answer.
-    Write(RowMutation, C),
+    /// Write this, conditional on the row still holding what `Pin` names,
+    /// keeping `C` for the answer.
+    Write(RowMutation, Pin<'p>, C),
 }
 
 /// Conditional re-time attempts made while other writes keep changing the
@@ -294,9 +272,10 @@ impl<T: BigtableRow> Table<T> {
     }
 
     /// Re-time the row, conditional on it still holding what was read;
-    /// with `when_less_than`, only when it has less time left than that.
-    /// `None` when the row has no live cell; else the mutation applied (if
-    /// any) and the expiry read.
+    /// with `when_less_than` (a touch), only when it has less time left than
+    /// that and the new expiry is later than the current one. `None` when
+    /// the row is not live; else the mutation applied (if any) and the
+    /// expiry read.
     async fn retime_when<Q: ?Sized + AsKey<T::Key>>(
         &self,
         key: &Q,
@@ -304,43 +283,57 @@ impl<T: BigtableRow> Table<T> {
         when_less_than: Option<TimeDelta>,
     ) -> Result<Option<(Option<RowMutation>, DateTime<Utc>)>> {
         let row_key = self.row_key(key)?;
-        let plan = |cells: &[RawCell], now| {
-            let Some(current) = current_expiry(T::SCHEMA, cells, now)? else {
+        let policy = T::SCHEMA.policy;
+        let plan = |row: &RowCells<'_>, now| {
+            let Some(current) = row.verdict().row_ts() else {
                 return Ok(Round::Done(None));
             };
-            if when_less_than.is_some_and(|threshold| current - now >= threshold) {
-                return Ok(Round::Done(Some((None, current))));
+            let current = policy.expiry_of(current)?;
+            if let Some(threshold) = when_less_than {
+                // A touch slides the expiry: never earlier than it is.
+                let sooner = match how {
+                    Retime::Ttl(ttl) => policy
+                        .expiry_of(policy.cell_timestamp(now, Expiry::Ttl(ttl))?)
+                        .map(|new| new <= current)?,
+                    Retime::At(_) | Retime::By(_) => false,
+                };
+                if current - now >= threshold || sooner {
+                    return Ok(Round::Done(Some((None, current))));
+                }
             }
-            let m = retime_mutation(T::SCHEMA, &row_key, cells, now, how)
-                .map_err(|e| e.in_table(self.name()))?;
-            Ok(m.map_or(Round::Done(None), |m| Round::Write(m, current)))
+            let m = retime_row(row, &row_key, now, how).map_err(|e| e.in_table(self.name()))?;
+            Ok(m.map_or(Round::Done(None), |m| {
+                Round::Write(m, Pin::Everything, current)
+            }))
         };
         let applied = |m, current, _| Ok(Some((Some(m), current)));
         self.rewrite_unchanged(&row_key, plan, applied).await
     }
 
     /// Read the row's visible cells, `plan` a rewrite from them, and write it
-    /// conditional on the row still holding them (`unchanged`): when
-    /// another write came in between, read and plan again, at most
-    /// [`RETIME_ROUNDS`] times, then [`Error::Conflict`]. A write whose answer
-    /// is lost is not re-sent blindly: applied if its cells are there, else
-    /// planned anew from a fresh read (the condition keeps a second try from
-    /// restoring values older than a write in between). `applied` makes the
-    /// answer from what was written, the plan's context and the round's now.
-    pub(crate) async fn rewrite_unchanged<R, C>(
+    /// conditional on the row still holding what the plan pins
+    /// ([`unchanged`]): when another write came in between, read and plan
+    /// again, at most [`RETIME_ROUNDS`] times, then [`Error::Conflict`]. A
+    /// write whose answer is lost is not re-sent blindly: applied if its
+    /// cells are there, else planned anew from a fresh read (the condition
+    /// keeps a second try from restoring values older than a write in
+    /// between). `applied` makes the answer from what was written, the
+    /// plan's context and the round's now.
+    pub(crate) async fn rewrite_unchanged<'p, R, C>(
         &self,
         row_key: &[u8],
-        mut plan: impl FnMut(&[RawCell], DateTime<Utc>) -> Result<Round<R, C>>,
+        mut plan: impl FnMut(&RowCells<'_>, DateTime<Utc>) -> Result<Round<'p, R, C>>,
         applied: impl FnOnce(RowMutation, C, DateTime<Utc>) -> Result<R>,
     ) -> Result<R> {
         for _ in 0..RETIME_ROUNDS {
             let now = self.clock().now();
             let cells = self.visible_cells(row_key, now).await?;
-            let (m, context) = match plan(&cells, now)? {
+            let row = RowCells::of(T::SCHEMA, &cells, now);
+            let (m, pin, context) = match plan(&row, now)? {
                 Round::Done(answer) => return Ok(answer),
-                Round::Write(m, context) => (m, context),
+                Round::Write(m, pin, context) => (m, pin, context),
             };
-            let predicate = unchanged(T::SCHEMA, &cells, now);
+            let predicate = unchanged(&row, now, pin);
             let written = match self
                 .check_and_mutate(row_key, predicate, m.mutations.clone(), Vec::new())
                 .await?
@@ -359,28 +352,23 @@ impl<T: BigtableRow> Table<T> {
         })
     }
 
-    /// The row's newest visible cell of each column at `now`.
+    /// The row's newest visible cell of each column at `now`, read under
+    /// this table's read options.
     pub(crate) async fn visible_cells(
         &self,
         row_key: &[u8],
         now: DateTime<Utc>,
     ) -> Result<Vec<RawCell>> {
-        let conn = self.connection();
-        let request = ReadRowsRequest {
-            table_name: conn.table_path(self.name()),
-            rows: Some(RowSet {
-                row_keys: vec![row_key.to_vec()],
-                row_ranges: vec![],
-            }),
-            filter: Some(read_filter(T::SCHEMA, now)),
-            rows_limit: 1,
-            ..ReadRowsRequest::default()
-        };
-        let rows: Vec<(Vec<u8>, Vec<RawCell>)> = read_rows(conn.data_channel(), request)
-            .map_err(|e| e.into_error(self.name(), Some(row_key.to_vec())))
-            .try_collect()
-            .await?;
-        Ok(rows.into_iter().next().map(|(_, c)| c).unwrap_or_default())
+        let request = self.read_request(
+            Scan::keys([row_key]).limit(1),
+            Some(read_filter(T::SCHEMA, now)),
+        );
+        let rows: Vec<MergedRow> = self.raw_stream(request).try_collect().await?;
+        Ok(rows
+            .into_iter()
+            .next()
+            .map(|(_, cells)| cells.into_iter().map(RawCell::from).collect())
+            .unwrap_or_default())
     }
 
     /// Give the row with key `key` a new TTL from now, longer or shorter
@@ -521,6 +509,9 @@ mod tests {
                 ("hot".to_owned(), cells[2].timestamp_micros, b"x".to_vec()),
                 ("url".to_owned(), new_ts, b"/new".to_vec()),
                 ("written_at".to_owned(), new_ts, written.encode().unwrap()),
+                // A row written before the marker existed gets one: it is
+                // whole at one timestamp now.
+                ("\0".to_owned(), new_ts, Vec::new()),
             ]
         );
     }

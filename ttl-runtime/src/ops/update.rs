@@ -10,15 +10,17 @@ use crate::client::table::{Table, Written};
 use crate::client::telemetry;
 use crate::model::codec::CellCodec;
 use crate::model::condition::Field;
+use crate::model::condition::Pin;
 use crate::model::error::{Error, Result};
 use crate::model::key::AsKey;
 use crate::model::limits::MAX_CELL_BYTES;
 use crate::model::mutation::{delete_column, set_cell, RowMutation};
 use crate::model::policy::{from_micros, millis_floor, Expiry};
 use crate::model::row::BigtableRow;
+use crate::model::row_cells::RowCells;
 use crate::model::scan::RawCell;
 use crate::model::schema::Schema;
-use crate::ops::retime::{retime_mutation, LiveCells, Retime, Round};
+use crate::ops::retime::{retime_mutation, Retime, Round};
 
 /// One change of a partial update.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,7 +47,8 @@ pub enum Change {
 /// expiry, a column with its own TTL gets that TTL from now (never past the
 /// row's expiry). The shadow column, when declared, gets `now`.
 ///
-/// `None` when the row has no visible cell: an update never revives a row.
+/// `None` when the row is not live at `now` ([`crate::model::liveness`]):
+/// an update never revives a row.
 ///
 /// # Errors
 /// [`Error::RequiredField`] for clearing a field that is not an `Option`;
@@ -59,12 +62,29 @@ pub fn update_mutation(
     changes: &[Change],
     retime: Option<Retime>,
 ) -> Result<Option<RowMutation>> {
+    update_row(
+        &RowCells::of(schema, cells, now),
+        row_key,
+        now,
+        changes,
+        retime,
+    )
+}
+
+/// [`update_mutation`] of a row already judged.
+pub(crate) fn update_row(
+    row: &RowCells<'_>,
+    row_key: &[u8],
+    now: DateTime<Utc>,
+    changes: &[Change],
+    retime: Option<Retime>,
+) -> Result<Option<RowMutation>> {
+    let schema = row.schema();
     let policy = schema.policy;
-    let live = LiveCells::of(schema, cells, now);
-    let Some(row_ts) = live.row_timestamp() else {
+    let Some(row_ts) = row.verdict().row_ts() else {
         return Ok(None);
     };
-    let mut next: Vec<RawCell> = live.newest.values().map(|c| (*c).clone()).collect();
+    let mut next: Vec<RawCell> = row.newest.values().map(|c| (*c).clone()).collect();
     let mut cleared = Vec::new();
     let mut written = Vec::new();
     for change in changes {
@@ -243,17 +263,19 @@ impl<T: BigtableRow> Update<'_, T> {
                     return Err(e);
                 }
                 let table = self.table;
-                let plan = |cells: &[RawCell], now| {
-                    let m = update_mutation(
-                        T::SCHEMA,
-                        &row_key,
-                        cells,
-                        now,
-                        &self.changes,
-                        self.retime,
-                    )
-                    .map_err(|e| e.in_table(table.name()))?;
-                    Ok(m.map_or(Round::Done(None), |m| Round::Write(m, ())))
+                // A re-time copies every value: they must be as read. Setting
+                // columns at the row's timestamp needs only the row's
+                // liveness as read (a counter incremented meanwhile, another
+                // field updated, do not conflict).
+                let pin = if self.retime.is_some() {
+                    Pin::Everything
+                } else {
+                    Pin::Liveness
+                };
+                let plan = |row: &RowCells<'_>, now| {
+                    let m = update_row(row, &row_key, now, &self.changes, self.retime)
+                        .map_err(|e| e.in_table(table.name()))?;
+                    Ok(m.map_or(Round::Done(None), |m| Round::Write(m, pin, ())))
                 };
                 let applied = |m: RowMutation, (), now| {
                     Ok(Some(Written::new(&m, from_micros(millis_floor(now)?)?)))

@@ -1,0 +1,83 @@
+//! A row as a rewrite (`update`, `touch`, `set_ttl`, an increment's
+//! recount) sees it: its newest visible cells, judged by
+//! [the liveness rule](crate::model::liveness).
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+
+use crate::model::liveness::{verdict, Newest, Verdict};
+use crate::model::scan::RawCell;
+use crate::model::schema::{Schema, ROW_MARKER};
+
+/// A row as a rewrite (`update`, `touch`, `set_ttl`, an increment's
+/// reset, …) sees it: the newest visible cell of each of its declared
+/// columns, its row marker and its shadow column, from its cells as stored
+/// (anything else, expired or not visible at `now`, left out), and the
+/// verdict of the rule on them.
+///
+/// Map entries are left out: rewrites leave them as they are (each keeps
+/// its own expiry), so a row made of entries alone has nothing a rewrite
+/// could change, and is not live to it.
+#[derive(Debug)]
+pub(crate) struct RowCells<'a> {
+    schema: &'a Schema,
+    /// By `(family, qualifier)`.
+    pub(crate) newest: BTreeMap<(&'a str, &'a [u8]), &'a RawCell>,
+    verdict: Verdict,
+}
+
+impl<'a> RowCells<'a> {
+    /// The row of `schema` stored as `cells`, at `now`.
+    pub(crate) fn of(schema: &'a Schema, cells: &'a [RawCell], now: DateTime<Utc>) -> Self {
+        let visibility = schema.policy.visibility(now);
+        let mut newest: BTreeMap<(&str, &[u8]), &RawCell> = BTreeMap::new();
+        for cell in cells {
+            let (family, qualifier) = (cell.family.as_str(), cell.qualifier.as_slice());
+            let own = schema.column_index(family, qualifier).is_some()
+                || schema.is_marker(family, qualifier)
+                || schema.is_written_at(family, qualifier);
+            if !own || !visibility.is_visible(cell.timestamp_micros) {
+                continue;
+            }
+            let slot = newest.entry((family, qualifier)).or_insert(cell);
+            if slot.timestamp_micros < cell.timestamp_micros {
+                *slot = cell;
+            }
+        }
+        let ts = |family: &str, qualifier: &[u8]| {
+            newest.get(&(family, qualifier)).map(|c| c.timestamp_micros)
+        };
+        let parts = Newest {
+            marker: ts(schema.marker_family(), ROW_MARKER),
+            written_at: schema
+                .written_at
+                .and_then(|s| ts(s.family, s.qualifier.as_bytes())),
+            entry: None,
+        };
+        let verdict = verdict(schema, parts, |i| {
+            let c = &schema.columns[i];
+            ts(c.family, c.qualifier.as_bytes())
+        });
+        Self {
+            schema,
+            newest,
+            verdict,
+        }
+    }
+
+    /// The verdict of the rule.
+    pub(crate) fn verdict(&self) -> Verdict {
+        self.verdict
+    }
+
+    /// The newest visible cell of `(family, qualifier)`.
+    pub(crate) fn get(&self, family: &str, qualifier: &[u8]) -> Option<&'a RawCell> {
+        self.newest.get(&(family, qualifier)).copied()
+    }
+
+    /// The schema.
+    pub(crate) fn schema(&self) -> &'a Schema {
+        self.schema
+    }
+}
