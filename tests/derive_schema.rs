@@ -60,6 +60,7 @@ fn col(
         qualifier,
         ttl,
         optional,
+        has_default: false,
     }
 }
 

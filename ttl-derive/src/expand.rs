@@ -91,6 +91,7 @@ fn impl_row(cont: &Container) -> TokenStream {
         let family = cont.field_family(f);
         let qualifier = f.qualifier();
         let optional = f.is_option();
+        let has_default = f.has_default();
         let ttl = match f.attrs.ttl_for.as_ref().and_then(|t| t.value.millis) {
             Some(millis) => {
                 let millis = ms(millis);
@@ -105,6 +106,7 @@ fn impl_row(cont: &Container) -> TokenStream {
                 qualifier: #qualifier,
                 ttl: #ttl,
                 optional: #optional,
+                has_default: #has_default,
             }
         }
     });

@@ -253,9 +253,9 @@ pub enum Error {
         /// Tries made.
         attempts: u32,
     },
-    /// A partial update tried to clear a field that is not an `Option`: a
-    /// row without it would no longer decode.
-    #[error("field `{field}` of table `{table}` is required: only an `Option` field can be cleared; set it instead")]
+    /// A partial update tried to clear a field that is neither an `Option`
+    /// nor `#[bigtable(default)]`: a row without it would no longer decode.
+    #[error("field `{field}` of table `{table}` is required: only an `Option` or `#[bigtable(default)]` field can be cleared; set it instead")]
     RequiredField {
         /// The table.
         table: String,

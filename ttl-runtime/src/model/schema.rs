@@ -41,6 +41,9 @@ pub struct Column {
     pub ttl: Option<TimeDelta>,
     /// Whether the field is an `Option` (absent column reads as `None`).
     pub optional: bool,
+    /// Whether the field is `#[bigtable(default)]` (absent column reads as
+    /// its default), so that its column may be deleted like an `Option`'s.
+    pub has_default: bool,
 }
 
 /// One map field: one cell per entry in `family` (a family no other field

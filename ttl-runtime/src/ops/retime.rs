@@ -441,6 +441,7 @@ mod tests {
                 qualifier: "url",
                 ttl: None,
                 optional: false,
+                has_default: false,
             },
             Column {
                 field: "hot",
@@ -448,6 +449,7 @@ mod tests {
                 qualifier: "hot",
                 ttl: Some(TimeDelta::hours(1)),
                 optional: true,
+                has_default: false,
             },
         ],
         maps: &[],

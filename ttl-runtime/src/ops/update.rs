@@ -78,7 +78,7 @@ pub fn update_mutation(
         written.retain(|&(f, q)| !(f == column.family && q == qualifier));
         cleared.retain(|&(f, q)| !(f == column.family && q == qualifier));
         let Some(value) = value else {
-            if !column.optional {
+            if !(column.optional || column.has_default) {
                 return Err(Error::RequiredField {
                     table: schema.table.to_owned(),
                     field: column.field,
@@ -326,6 +326,7 @@ mod tests {
                 qualifier: "name",
                 ttl: None,
                 optional: false,
+                has_default: false,
             },
             Column {
                 field: "status",
@@ -333,6 +334,7 @@ mod tests {
                 qualifier: "status",
                 ttl: None,
                 optional: true,
+                has_default: false,
             },
         ],
         maps: &[],
