@@ -146,7 +146,7 @@ impl<T: BigtableRow> Table<T> {
 
     /// [`Table::split_scan`] within the operation under way.
     async fn split(&self, scan: Scan, max_parts: usize) -> Result<Vec<Scan>> {
-        scan.check()?;
+        scan.check(self.name())?;
         if max_parts <= 1 || scan.row_limit().is_some() || scan.key_bounds().is_none() {
             // One part whatever the samples: nothing to ask the server.
             return Ok(vec![scan]);
