@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::retry::RetryPolicy;
-use crate::model::error::{BoxError, Error, Result};
+use crate::model::error::{BoxError, Cause, Error, Result};
 use tonic::transport::Channel;
 
 use crate::wire::channel::{
@@ -84,14 +84,14 @@ impl Credentials {
                     .map(Some)
                     .map_err(|e| Error::Connect {
                         target: "application default credentials".to_owned(),
-                        source: e.into(),
+                        source: Box::new(Cause::of(&e)),
                     })
             }
             Source::KeyFile(path) => gcp_auth::CustomServiceAccount::from_file(path)
                 .map(|account| Some(Arc::new(account) as Arc<dyn gcp_auth::TokenProvider>))
                 .map_err(|e| Error::Connect {
                     target: format!("service-account key file {}", path.display()),
-                    source: e.into(),
+                    source: Box::new(Cause::of(&e)),
                 }),
             Source::Provider(provider) => Ok(Some(provider.clone())),
             Source::None => Ok(None),
@@ -347,7 +347,7 @@ impl ConnectionBuilder {
         };
         let connect_error = |source: BoxError| Error::Connect {
             target: description.clone(),
-            source,
+            source: Box::new(Cause::of(&*source)),
         };
         in_tokio_runtime().map_err(|why| connect_error(why.into()))?;
         let (data, admin, default_pool) = match target {

@@ -202,17 +202,10 @@ impl Budget {
 }
 
 /// A status in one line, for errors and retry events: its code, message
-/// and the chain of its sources (`UNAVAILABLE: …: tcp connect error`).
+/// and the chain of its sources, each cause once
+/// (`UNAVAILABLE: tcp connect error: transport error: Connection refused`).
 pub(crate) fn status_text(status: &tonic::Status) -> String {
-    use std::error::Error as _;
-    let mut text = format!("{}: {}", code_of(status), status.message());
-    let mut source = status.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
+    crate::wire::status::cause(status).chain()
 }
 
 /// Whether a status code (of a request, or of one entry of `MutateRows`)
