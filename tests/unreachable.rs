@@ -147,3 +147,35 @@ async fn an_error_names_each_cause_once() {
         }
     }
 }
+
+/// A table's own policy never passes through the connection builder's
+/// checks: one whose deadline no instant can hold is no deadline, not a
+/// panic.
+#[tokio::test]
+async fn a_deadline_of_duration_max_is_no_deadline() {
+    let forever = RetryPolicy::default()
+        .with_max_attempts(2)
+        .with_initial_delay(Duration::from_millis(10))
+        .with_attempt_timeout(Duration::MAX)
+        .with_deadline(Duration::MAX);
+    let conn = Connection::emulator(&closed_port(), "p", "i").expect("a well-formed host");
+    let table = Table::<Click>::new(conn)
+        .with_read_options(ReadOptions::default().with_retry(forever))
+        .with_write_options(WriteOptions::default().with_retry(forever));
+    for err in [
+        table.get("k1").await.unwrap_err(),
+        table.put(&click("k1", "/")).await.unwrap_err(),
+    ] {
+        assert!(
+            matches!(
+                err,
+                Error::Server {
+                    code: Code::Unavailable,
+                    attempts: 2,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+}

@@ -137,7 +137,10 @@ impl RetryPolicy {
         let started = Instant::now();
         Budget {
             delays: Box::new(self.delays()),
-            deadline: started + self.deadline,
+            // A deadline past what an instant can hold is no deadline.
+            deadline: started
+                .checked_add(self.deadline)
+                .unwrap_or_else(|| started + FAR_FUTURE),
             attempt_timeout: self.attempt_timeout,
             started,
             attempts: 1,
@@ -145,6 +148,10 @@ impl RetryPolicy {
         }
     }
 }
+
+/// Thirty years: later than any deadline a policy means, and still an
+/// instant (`Duration::MAX` from now is not one).
+const FAR_FUTURE: Duration = Duration::from_secs(30 * 365 * 24 * 60 * 60);
 
 /// The attempts left for one request, and what was spent so far (for the
 /// error that ends it).
@@ -174,7 +181,10 @@ impl Budget {
             self.exhausted = true;
             return false;
         };
-        if Instant::now() + delay >= self.deadline {
+        if Instant::now()
+            .checked_add(delay)
+            .is_none_or(|next| next >= self.deadline)
+        {
             self.exhausted = true;
             return false;
         }

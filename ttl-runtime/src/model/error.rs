@@ -292,6 +292,22 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
+    /// A [`crate::ConnectionBuilder`] setting outside the range it allows
+    /// (a pool of 0 or of more than
+    /// [`crate::ConnectionBuilder::MAX_POOL_SIZE`] connections, a
+    /// keep-alive or a retry policy duration out of its bounds), refused by
+    /// `connect` before anything is made: left alone it would panic inside
+    /// a dependency or break every call. The message says the range.
+    #[error("connection setting `{setting}` = {value} is out of range: {allowed}")]
+    InvalidSetting {
+        /// The setting (`pool_size`, `keep_alive.interval`,
+        /// `retry.deadline`, …).
+        setting: &'static str,
+        /// The value given.
+        value: String,
+        /// The range allowed.
+        allowed: String,
+    },
     /// A connection was asked to send credentials over plaintext HTTP/2
     /// (an `http://` endpoint): bearer tokens would travel in the clear.
     /// Use an `https://` endpoint, or drop the credentials when the endpoint
