@@ -186,6 +186,60 @@ async fn rows_written_before_a_field_existed_read_with_its_default() {
 }
 
 #[tokio::test]
+async fn a_cleared_default_field_reads_its_default() {
+    let conn = support::connection();
+    let clock = Clock::manual(Utc::now());
+    let profiles = open::<v2::Profile>(&conn, &clock).await;
+    let key = "cy".to_owned();
+    let written = profiles
+        .put(&v2::Profile {
+            id: key.clone(),
+            name: "Cy".into(),
+            visits: 7,
+            locale: "fr".into(),
+        })
+        .await
+        .unwrap();
+
+    profiles
+        .update(&key)
+        .clear(v2::Profile::VISITS)
+        .clear(v2::Profile::LOCALE)
+        .apply()
+        .await
+        .unwrap()
+        .expect("the row is alive");
+    // The columns are gone, not rewritten with the default's bytes.
+    assert_eq!(qualifiers(&stored(&profiles, b"cy").await), ["\0", "name"]);
+    let read = profiles.get(&key).await.unwrap().expect("alive");
+    assert_eq!(
+        read.value,
+        v2::Profile {
+            id: key.clone(),
+            name: "Cy".into(),
+            visits: 0,
+            locale: "en".into(),
+        }
+    );
+    assert_eq!(
+        read.expires_at, written.expires_at,
+        "the row keeps its expiry"
+    );
+
+    // A field with neither `Option` nor `default` is still refused.
+    let err = profiles
+        .update(&key)
+        .clear(v2::Profile::NAME)
+        .apply()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::RequiredField { field: "name", .. }),
+        "{err}"
+    );
+}
+
+#[tokio::test]
 async fn defaults_fill_a_row_but_never_make_one() {
     let conn = support::connection();
     let clock = Clock::manual(Utc::now());

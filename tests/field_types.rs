@@ -199,6 +199,55 @@ async fn none_deletes_the_column_and_reads_back_as_none() {
     assert!(cells.iter().all(|c| !c.qualifier.starts_with(b"opt_")));
 }
 
+/// The narrow integers and `f32`, each big-endian in its own width.
+#[derive(BigtableRow, Debug, Clone, PartialEq)]
+#[bigtable(table = "narrow", family = "n")]
+#[ttl(default = "1d")]
+struct Narrow {
+    #[bigtable(key)]
+    id: String,
+    byte: u8,
+    signed_byte: i8,
+    short: u16,
+    signed_short: i16,
+    word: u32,
+    single: f32,
+    opt_word: Option<u32>,
+}
+
+#[tokio::test]
+async fn narrow_integers_and_f32_round_trip_in_their_own_width() {
+    let table = Table::<Narrow>::new(support::connection()).with_clock(Clock::manual(Utc::now()));
+    table.ensure_schema().await.unwrap();
+    let row = Narrow {
+        id: "n1".into(),
+        byte: u8::MAX,
+        signed_byte: i8::MIN,
+        short: 0x1234,
+        signed_short: -2,
+        word: u32::MAX,
+        single: -0.375,
+        opt_word: Some(7),
+    };
+    table.put(&row).await.unwrap();
+    assert_eq!(
+        table.get("n1").await.unwrap().expect("row is alive").value,
+        row
+    );
+    let cells = support::stored_cells(&table, "n1").await;
+    for (qualifier, bytes) in [
+        ("byte", &[0xff][..]),
+        ("signed_byte", &[0x80]),
+        ("short", &[0x12, 0x34]),
+        ("signed_short", &[0xff, 0xfe]),
+        ("word", &[0xff; 4]),
+        ("single", &(-0.375f32).to_be_bytes()),
+        ("opt_word", &[0, 0, 0, 7]),
+    ] {
+        assert_eq!(value(&cells, qualifier), Some(bytes), "{qualifier}");
+    }
+}
+
 /// The `i64` encoding is Bigtable's counter encoding: the server's own
 /// increment works on a cell this library wrote, and the result reads back.
 #[tokio::test]

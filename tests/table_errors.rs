@@ -455,6 +455,63 @@ async fn errors_from_a_renamed_handle_name_the_handle_s_table() {
 }
 
 #[tokio::test]
+async fn typed_scans_on_a_renamed_handle_name_the_handle_s_table() {
+    use futures_util::TryStreamExt as _;
+    let visits = Table::<Visit>::new(connection()).with_name("visits_staging");
+    let clicks = Table::<Click>::new(connection()).with_name("clicks_staging");
+    let long = "v".repeat(5_000);
+    let start = (long.clone(), 0);
+    let empty = String::new();
+    let scans = || {
+        [
+            (
+                "a prefix over the limit",
+                Scan::key_prefix::<Visit>(&(long.clone(),)).unwrap(),
+            ),
+            (
+                "a range bound over the limit",
+                Scan::key_range::<Visit>(&start..).unwrap(),
+            ),
+        ]
+    };
+    for (what, scan) in scans() {
+        for err in [
+            visits.scan(scan.clone()).await.unwrap_err(),
+            visits
+                .stream(scan.clone())
+                .try_collect::<Vec<_>>()
+                .await
+                .unwrap_err(),
+            visits
+                .scan_parallel(scan.clone(), 2)
+                .try_collect::<Vec<_>>()
+                .await
+                .unwrap_err(),
+            visits.split_scan(scan, 4).await.unwrap_err(),
+        ] {
+            assert!(
+                matches!(&err, Error::RowKeyTooLong { table, len: 5_001.., .. } if table == "visits_staging"),
+                "{what}: {err:?}"
+            );
+            assert!(!err.to_string().contains("`visits`"), "{what}: {err}");
+        }
+    }
+    let err = clicks
+        .scan(Scan::key_range::<Click>(&empty..).unwrap())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::EmptyRowKey { table } if table == "clicks_staging"),
+        "{err:?}"
+    );
+    // Errors that name no table are still raised at once.
+    assert!(matches!(
+        Scan::key_prefix::<Visit>(&("ac#me".to_owned(),)),
+        Err(Error::KeySeparatorInPart { .. })
+    ));
+}
+
+#[tokio::test]
 async fn a_ttl_under_a_millisecond_is_an_error_about_the_ttl() {
     let clock = Clock::manual_at_now();
     let table = support::table::<Click>(&clock).await;

@@ -244,6 +244,106 @@ async fn conditional_writes_updates_and_retimes_are_spans_too() {
     );
 }
 
+/// `operation rows=… attempts=… outcome=…` of every operation span closed
+/// on `table`, in the order they closed.
+fn closed_operations(capture: &Capture, table: &str) -> Vec<String> {
+    capture
+        .0
+        .lock()
+        .unwrap()
+        .closed
+        .iter()
+        .filter(|s| field(s, "span") == "bigtable_ttl" && field(s, "table") == table)
+        .map(|s| {
+            format!(
+                "{} rows={} attempts={} outcome={}",
+                field(s, "operation"),
+                field(s, "rows"),
+                field(s, "attempts"),
+                field(s, "outcome")
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_writers_and_parallel_scans_are_spans_too() {
+    use futures_util::{StreamExt as _, TryStreamExt as _};
+    const TABLE: &str = "clicks_traced_streams";
+    let capture = capture();
+    let (direct, proxy, table) = setup(TABLE).await;
+
+    let mut writer = direct.writer();
+    for (id, url) in [("c1", "/a"), ("c2", "/b"), ("c3", "/c")] {
+        writer.send(&click(id, url)).await.unwrap();
+    }
+    assert_eq!(writer.finish().await.unwrap().rows_written, 3);
+    let all: Vec<_> = direct.stream(Scan::all()).try_collect().await.unwrap();
+    assert_eq!(all.len(), 3);
+    // Dropped after its first row: cancelled, one row.
+    let mut rows = Box::pin(direct.stream(Scan::all()));
+    assert!(rows.next().await.unwrap().is_ok());
+    drop(rows);
+    let parallel: Vec<_> = direct
+        .scan_parallel(Scan::all(), 2)
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(parallel.len(), 3);
+    assert_eq!(
+        closed_operations(capture, TABLE),
+        [
+            "writer rows=3 attempts=1 outcome=ok",
+            "stream rows=3 attempts=1 outcome=ok",
+            "stream rows=1 attempts=1 outcome=CANCELLED",
+            "scan_parallel rows=3 attempts=1 outcome=ok",
+        ]
+    );
+
+    // Their retries are theirs, the writer's spawned requests' too.
+    proxy.arm(Faults::Stall { after_bytes: 0 });
+    let stalled: Result<Vec<_>, _> = table.stream(Scan::all()).try_collect().await;
+    assert!(stalled.is_err());
+    let mut writer = table.writer();
+    writer.send(&click("c4", "/d")).await.unwrap();
+    assert!(writer.finish().await.is_err());
+
+    let closed = closed_operations(capture, TABLE);
+    let [.., stream, writer] = closed.as_slice() else {
+        panic!("{closed:#?}");
+    };
+    assert!(
+        stream.starts_with("stream rows=0 attempts=") && stream.ends_with("DEADLINE_EXCEEDED"),
+        "{stream}"
+    );
+    assert!(
+        writer.starts_with("writer rows=0 attempts=") && writer.ends_with("partial_write"),
+        "{writer}"
+    );
+    let captured = capture.0.lock().unwrap();
+    for operation in ["stream", "writer"] {
+        let retries = captured
+            .events
+            .iter()
+            .filter(|(s, e)| {
+                field(e, "message") == "retrying"
+                    && field(s, "table") == TABLE
+                    && field(s, "operation") == operation
+            })
+            .count();
+        let attempts: usize = closed
+            .iter()
+            .rev()
+            .find(|s| s.starts_with(operation))
+            .and_then(|s| s.split("attempts=").nth(1))
+            .and_then(|s| s.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap();
+        assert!(attempts >= 2, "{operation}: {closed:#?}");
+        assert_eq!(retries, attempts - 1, "{operation}");
+    }
+}
+
 #[cfg(feature = "metrics")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_metrics_reach_the_installed_recorder() {

@@ -88,3 +88,94 @@ async fn reads_writes_and_admin_calls_say_attempts_time_and_cause() {
     let err = table.ensure_schema().await.unwrap_err();
     assert_exhausted("ensure_schema", &err);
 }
+
+/// Each level of `err`'s chain, as a reporter (anyhow's `{:#}`, eyre)
+/// prints them one after another.
+fn levels(err: &Error) -> Vec<String> {
+    std::iter::successors(Some(err as &dyn std::error::Error), |e| e.source())
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[tokio::test]
+async fn an_error_names_each_cause_once() {
+    use futures_util::TryStreamExt as _;
+    let conn = Connection::emulator(&closed_port(), "p", "i")
+        .expect("a well-formed host")
+        .with_admin_retry(three_attempts());
+    let table = Table::<Click>::new(conn)
+        .with_read_options(ReadOptions::default().with_retry(three_attempts()))
+        .with_write_options(WriteOptions::default().with_retry(three_attempts()));
+
+    let errors = [
+        ("get", table.get("k1").await.unwrap_err()),
+        (
+            "stream",
+            table
+                .stream(bigtable_ttl::Scan::all())
+                .try_collect::<Vec<_>>()
+                .await
+                .unwrap_err(),
+        ),
+        ("put", table.put(&click("k1", "/")).await.unwrap_err()),
+        (
+            "put_all",
+            table.put_all(&[click("k1", "/")]).await.unwrap_err(),
+        ),
+        (
+            "insert_if_absent",
+            table.insert_if_absent(&click("k1", "/")).await.unwrap_err(),
+        ),
+        ("ensure_schema", table.ensure_schema().await.unwrap_err()),
+    ];
+    for (what, err) in &errors {
+        let levels = levels(err);
+        let full = levels.join(": ");
+        println!("{what}: {full}");
+        assert_eq!(
+            full.matches("Connection refused").count(),
+            1,
+            "{what}: the cause once: {full}"
+        );
+        for (i, level) in levels.iter().enumerate() {
+            for (j, other) in levels.iter().enumerate() {
+                assert!(
+                    i == j || !other.contains(level.as_str()),
+                    "{what}: level {i} {level:?} is repeated in level {j} {other:?}"
+                );
+            }
+        }
+    }
+}
+
+/// A table's own policy never passes through the connection builder's
+/// checks: one whose deadline no instant can hold is no deadline, not a
+/// panic.
+#[tokio::test]
+async fn a_deadline_of_duration_max_is_no_deadline() {
+    let forever = RetryPolicy::default()
+        .with_max_attempts(2)
+        .with_initial_delay(Duration::from_millis(10))
+        .with_attempt_timeout(Duration::MAX)
+        .with_deadline(Duration::MAX);
+    let conn = Connection::emulator(&closed_port(), "p", "i").expect("a well-formed host");
+    let table = Table::<Click>::new(conn)
+        .with_read_options(ReadOptions::default().with_retry(forever))
+        .with_write_options(WriteOptions::default().with_retry(forever));
+    for err in [
+        table.get("k1").await.unwrap_err(),
+        table.put(&click("k1", "/")).await.unwrap_err(),
+    ] {
+        assert!(
+            matches!(
+                err,
+                Error::Server {
+                    code: Code::Unavailable,
+                    attempts: 2,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+}

@@ -131,10 +131,20 @@ where
     match execute(cli, out).await {
         Ok(code) => code,
         Err(e) => {
-            let _ = writeln!(err, "bigtable-ttl: {e}");
+            let _ = writeln!(err, "bigtable-ttl: {}", with_causes(&*e));
             exit::ERROR
         }
     }
+}
+
+/// `e` and the causes under it on one line (`error: cause: cause`), as
+/// anyhow's `{:#}` prints them: what failed, then why (a connection
+/// error's "Connection refused").
+fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+    std::iter::successors(Some(e), |e| e.source())
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ")
 }
 
 async fn execute(cli: Cli, out: &mut dyn Write) -> Fallible<i32> {
@@ -197,6 +207,35 @@ mod tests {
         assert_eq!(code, exit::ERROR);
         let err = String::from_utf8(err).unwrap();
         assert!(err.contains("could not connect to Bigtable"), "{err}");
+    }
+
+    /// A connection that is refused: the message says so, not only that
+    /// the call failed. (The default retries take about 20 s.)
+    #[tokio::test]
+    async fn a_connection_error_says_why() {
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let host = format!("127.0.0.1:{port}");
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let args = [
+            "bigtable-ttl",
+            "--project",
+            "p",
+            "--instance",
+            "i",
+            "--emulator-host",
+            &host,
+            "inspect",
+            "t",
+            "row",
+        ];
+        let code = run_with(args, &mut out, &mut err).await;
+        assert_eq!(code, exit::ERROR);
+        let err = String::from_utf8(err).unwrap();
+        assert!(err.contains("UNAVAILABLE"), "what failed: {err}");
+        assert!(err.contains("Connection refused"), "why: {err}");
     }
 
     #[tokio::test]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::retry::RetryPolicy;
-use crate::model::error::{BoxError, Error, Result};
+use crate::model::error::{BoxError, Cause, Error, Result};
 use tonic::transport::Channel;
 
 use crate::wire::channel::{
@@ -84,14 +84,14 @@ impl Credentials {
                     .map(Some)
                     .map_err(|e| Error::Connect {
                         target: "application default credentials".to_owned(),
-                        source: e.into(),
+                        source: Box::new(Cause::of(&e)),
                     })
             }
             Source::KeyFile(path) => gcp_auth::CustomServiceAccount::from_file(path)
                 .map(|account| Some(Arc::new(account) as Arc<dyn gcp_auth::TokenProvider>))
                 .map_err(|e| Error::Connect {
                     target: format!("service-account key file {}", path.display()),
-                    source: e.into(),
+                    source: Box::new(Cause::of(&e)),
                 }),
             Source::Provider(provider) => Ok(Some(provider.clone())),
             Source::None => Ok(None),
@@ -235,16 +235,23 @@ impl ConnectionBuilder {
         self
     }
 
-    /// Spread data calls over `connections` HTTP/2 connections (at least
-    /// one). Default: 4 toward Cloud Bigtable, 1 toward an emulator.
+    /// Spread data calls over `connections` HTTP/2 connections, from 1 to
+    /// [`ConnectionBuilder::MAX_POOL_SIZE`] (each is opened on the first
+    /// call, so a pool costs its connections at once; out of that range,
+    /// [`Error::InvalidSetting`] from `connect`). Default: 4 toward Cloud
+    /// Bigtable, 1 toward an emulator.
     pub fn pool_size(mut self, connections: usize) -> Self {
-        self.pool_size = Some(connections.max(1));
+        self.pool_size = Some(connections);
         self
     }
 
     /// An HTTP/2 PING every `interval` on every connection, which is dropped
     /// (and made again on the next call) when a ping goes unanswered for
-    /// `timeout`. Default: 30 s and 10 s.
+    /// `timeout`. Default: 30 s and 10 s. The interval is from
+    /// [`ConnectionBuilder::MIN_KEEP_ALIVE_INTERVAL`] (10 s) to
+    /// [`ConnectionBuilder::MAX_DURATION`] (24 h), the timeout from
+    /// [`ConnectionBuilder::MIN_KEEP_ALIVE_TIMEOUT`] (1 s) to 24 h;
+    /// [`Error::InvalidSetting`] from `connect` otherwise.
     pub fn keep_alive(mut self, interval: Duration, timeout: Duration) -> Self {
         self.keep_alive.interval = interval;
         self.keep_alive.timeout = timeout;
@@ -264,6 +271,11 @@ impl ConnectionBuilder {
     /// [`RetryPolicy::deadline`]); a table's own
     /// [`crate::Table::with_read_options`] or
     /// [`crate::Table::with_write_options`] still overrides them.
+    ///
+    /// At least one attempt; the attempt timeout and the deadline from 1 ms
+    /// to [`ConnectionBuilder::MAX_DURATION`] (24 h), the delays at most
+    /// that; [`Error::InvalidSetting`] from `connect` otherwise. The same
+    /// for [`ConnectionBuilder::admin_retry`].
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
         self.retry = policy;
         self
@@ -276,8 +288,91 @@ impl ConnectionBuilder {
         self
     }
 
+    /// The most connections a pool may have
+    /// ([`ConnectionBuilder::pool_size`]): what Google's Java client lets
+    /// its channel pool grow to by default. Each connection carries about
+    /// a hundred concurrent calls, so this is room for some 20,000.
+    pub const MAX_POOL_SIZE: usize = 200;
+
+    /// The shortest keep-alive interval: gRPC's own floor (grpc-go and
+    /// grpc-java raise a shorter one to it), since servers close
+    /// connections that ping more often than they allow.
+    pub const MIN_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(10);
+
+    /// The shortest keep-alive timeout: a shorter wait would drop healthy
+    /// connections on a busy network.
+    pub const MIN_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(1);
+
+    /// The longest keep-alive interval or timeout, and the longest attempt
+    /// timeout, deadline or delay of a retry policy: longer ones are
+    /// forever in practice, and past what the timers can add to an instant.
+    pub const MAX_DURATION: Duration = Duration::from_secs(24 * 60 * 60);
+
+    /// Every setting within its range.
+    ///
+    /// # Errors
+    /// [`Error::InvalidSetting`] for the first that is not.
+    fn check_settings(&self) -> Result<()> {
+        if let Some(pool) = self.pool_size {
+            if !(1..=Self::MAX_POOL_SIZE).contains(&pool) {
+                return Err(Error::InvalidSetting {
+                    setting: "pool_size",
+                    value: pool.to_string(),
+                    allowed: format!("from 1 to {} connections", Self::MAX_POOL_SIZE),
+                });
+            }
+        }
+        check_duration(
+            "keep_alive.interval",
+            self.keep_alive.interval,
+            Self::MIN_KEEP_ALIVE_INTERVAL,
+        )?;
+        check_duration(
+            "keep_alive.timeout",
+            self.keep_alive.timeout,
+            Self::MIN_KEEP_ALIVE_TIMEOUT,
+        )?;
+        for (policy, [attempts, attempt_timeout, deadline, initial_delay, max_delay]) in [
+            (
+                &self.retry,
+                [
+                    "retry.max_attempts",
+                    "retry.attempt_timeout",
+                    "retry.deadline",
+                    "retry.initial_delay",
+                    "retry.max_delay",
+                ],
+            ),
+            (
+                &self.admin_retry,
+                [
+                    "admin_retry.max_attempts",
+                    "admin_retry.attempt_timeout",
+                    "admin_retry.deadline",
+                    "admin_retry.initial_delay",
+                    "admin_retry.max_delay",
+                ],
+            ),
+        ] {
+            if policy.max_attempts == 0 {
+                return Err(Error::InvalidSetting {
+                    setting: attempts,
+                    value: "0".to_owned(),
+                    allowed: "at least 1 (the first attempt)".to_owned(),
+                });
+            }
+            let millisecond = Duration::from_millis(1);
+            check_duration(attempt_timeout, policy.attempt_timeout, millisecond)?;
+            check_duration(deadline, policy.deadline, millisecond)?;
+            check_duration(initial_delay, policy.initial_delay, Duration::ZERO)?;
+            check_duration(max_delay, policy.max_delay, Duration::ZERO)?;
+        }
+        Ok(())
+    }
+
     /// The parts of the connection [`ConnectionBuilder::connect`] makes.
     pub(crate) async fn into_parts(self) -> Result<Parts> {
+        self.check_settings()?;
         let env = std::env::var("BIGTABLE_EMULATOR_HOST").ok();
         let target = self.target(env.as_deref())?;
         let plaintext = match &target {
@@ -301,6 +396,7 @@ impl ConnectionBuilder {
     /// The parts of an emulator connection: no credentials, nothing to wait
     /// for.
     pub(crate) fn emulator_parts(self, host: &str) -> Result<Parts> {
+        self.check_settings()?;
         let target = Target::Emulator(host.to_owned());
         check_target(&target)?;
         self.assemble(&target, None)
@@ -347,7 +443,7 @@ impl ConnectionBuilder {
         };
         let connect_error = |source: BoxError| Error::Connect {
             target: description.clone(),
-            source,
+            source: Box::new(Cause::of(&*source)),
         };
         in_tokio_runtime().map_err(|why| connect_error(why.into()))?;
         let (data, admin, default_pool) = match target {
@@ -385,6 +481,23 @@ impl ConnectionBuilder {
             admin_retry: self.admin_retry,
         })
     }
+}
+
+/// `value` of `setting` within `min..=`[`ConnectionBuilder::MAX_DURATION`].
+///
+/// # Errors
+/// [`Error::InvalidSetting`] saying the range.
+fn check_duration(setting: &'static str, value: Duration, min: Duration) -> Result<()> {
+    let max = ConnectionBuilder::MAX_DURATION;
+    if (min..=max).contains(&value) {
+        return Ok(());
+    }
+    let human = humantime::format_duration;
+    Err(Error::InvalidSetting {
+        setting,
+        value: human(value).to_string(),
+        allowed: format!("from {} to {}", human(min), human(max)),
+    })
 }
 
 /// A typed error saying what is wrong with the host or endpoints of

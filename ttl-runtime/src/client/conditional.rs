@@ -315,7 +315,7 @@ impl<T: BigtableRow> Table<T> {
         Error::OutcomeUnknown {
             table: self.name().to_owned(),
             row_key,
-            source: Box::new(status),
+            source: Box::new(crate::wire::status::cause(status)),
         }
     }
 }

@@ -226,7 +226,7 @@ impl<T: BigtableRow> Table<T> {
                 Err(Error::OutcomeUnknown {
                     table: self.name().to_owned(),
                     row_key: row_key.to_vec(),
-                    source: Box::new(status),
+                    source: Box::new(crate::wire::status::cause(status)),
                 })
             }
             Err(status) => Err(status_error(
@@ -344,7 +344,7 @@ impl<T: BigtableRow> Table<T> {
                     Err(Error::OutcomeUnknown {
                         table: self.name().to_owned(),
                         row_key: row_key.to_vec(),
-                        source: Box::new(status),
+                        source: Box::new(crate::wire::status::cause(status)),
                     })
                 }
             }

@@ -4,7 +4,7 @@
 
 use crate::client::retry::Budget;
 use crate::model::error::{BoxError, Code, Error};
-use crate::wire::status::code_of;
+use crate::wire::status::{cause_under_code, code_of};
 
 /// The error ending a call on `table` (and `row_key`, where there is one)
 /// with `source`, its code `code`, after the attempts `budget` counted
@@ -27,12 +27,19 @@ pub(crate) fn server_error(
     }
 }
 
-/// [`server_error`] for a tonic status.
+/// [`server_error`] for a tonic status, its message and transport failure
+/// the cause.
 pub(crate) fn status_error(
     table: &str,
     row_key: Option<Vec<u8>>,
     status: tonic::Status,
     budget: Option<&Budget>,
 ) -> Error {
-    server_error(table, row_key, code_of(&status), status, budget)
+    server_error(
+        table,
+        row_key,
+        code_of(&status),
+        cause_under_code(status),
+        budget,
+    )
 }

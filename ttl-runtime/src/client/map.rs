@@ -125,7 +125,7 @@ impl<T: BigtableRow> Table<T> {
                             Err(Error::OutcomeUnknown {
                                 table: self.name().to_owned(),
                                 row_key: m.row_key,
-                                source: Box::new(status),
+                                source: Box::new(crate::wire::status::cause(status)),
                             })
                         }
                     }

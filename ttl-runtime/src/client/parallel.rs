@@ -67,6 +67,10 @@ impl<T: BigtableRow> Table<T> {
     /// On Google's emulator, `SampleRowKeys` returns the table's last row
     /// key and about one key in a hundred, picked at random; an empty
     /// table or a range no sample falls in is read as one part.
+    ///
+    /// The stream is one operation (span and metrics,
+    /// [`crate::telemetry`]), `SampleRowKeys` and every part included,
+    /// from its first poll to its end.
     pub fn scan_parallel(
         &self,
         scan: Scan,
@@ -78,19 +82,20 @@ impl<T: BigtableRow> Table<T> {
         let parts = {
             let this = self.clone();
             futures_util::stream::once(async move {
-                this.split_scan(scan, concurrency * PARTS_PER_STREAM).await
+                this.split(scan, concurrency * PARTS_PER_STREAM).await
             })
             .map_ok(|parts| futures_util::stream::iter(parts).map(Ok))
             .try_flatten()
         };
-        parts
+        let rows = parts
             .map(move |part| match part {
                 // Boxed: a part's stream is not `Unpin`, which reading
                 // several at once needs.
                 Ok(part) => Either::Left(Box::pin(this.stream_at(part, now))),
                 Err(e) => Either::Right(futures_util::stream::iter([Err(e)])),
             })
-            .flatten_unordered(concurrency)
+            .flatten_unordered(concurrency);
+        telemetry::stream(self.name(), "scan_parallel", rows)
     }
 
     /// `scan` cut into at most `max_parts` parts at the row keys Bigtable's
@@ -134,17 +139,20 @@ impl<T: BigtableRow> Table<T> {
             self.name(),
             "split_scan",
             |parts| parts.len() as u64,
-            async move {
-                scan.check()?;
-                if max_parts <= 1 || scan.row_limit().is_some() || scan.key_bounds().is_none() {
-                    // One part whatever the samples: nothing to ask the server.
-                    return Ok(vec![scan]);
-                }
-                let samples = self.sample_row_keys().await?;
-                Ok(split(&scan, &samples, max_parts))
-            },
+            self.split(scan, max_parts),
         )
         .await
+    }
+
+    /// [`Table::split_scan`] within the operation under way.
+    async fn split(&self, scan: Scan, max_parts: usize) -> Result<Vec<Scan>> {
+        scan.check(self.name())?;
+        if max_parts <= 1 || scan.row_limit().is_some() || scan.key_bounds().is_none() {
+            // One part whatever the samples: nothing to ask the server.
+            return Ok(vec![scan]);
+        }
+        let samples = self.sample_row_keys().await?;
+        Ok(split(&scan, &samples, max_parts))
     }
 
     /// The row keys `SampleRowKeys` returns for the table, in key order;

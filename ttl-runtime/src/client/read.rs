@@ -198,7 +198,7 @@ impl ReadFailure {
             attempts: self.attempts,
             elapsed: self.elapsed,
             retries_exhausted: self.retries_exhausted,
-            source: Box::new(self.error),
+            source: Box::new(self.error.cause()),
         }
     }
 }

@@ -137,7 +137,10 @@ impl RetryPolicy {
         let started = Instant::now();
         Budget {
             delays: Box::new(self.delays()),
-            deadline: started + self.deadline,
+            // A deadline past what an instant can hold is no deadline.
+            deadline: started
+                .checked_add(self.deadline)
+                .unwrap_or_else(|| started + FAR_FUTURE),
             attempt_timeout: self.attempt_timeout,
             started,
             attempts: 1,
@@ -145,6 +148,10 @@ impl RetryPolicy {
         }
     }
 }
+
+/// Thirty years: later than any deadline a policy means, and still an
+/// instant (`Duration::MAX` from now is not one).
+const FAR_FUTURE: Duration = Duration::from_secs(30 * 365 * 24 * 60 * 60);
 
 /// The attempts left for one request, and what was spent so far (for the
 /// error that ends it).
@@ -174,7 +181,10 @@ impl Budget {
             self.exhausted = true;
             return false;
         };
-        if Instant::now() + delay >= self.deadline {
+        if Instant::now()
+            .checked_add(delay)
+            .is_none_or(|next| next >= self.deadline)
+        {
             self.exhausted = true;
             return false;
         }
@@ -202,17 +212,10 @@ impl Budget {
 }
 
 /// A status in one line, for errors and retry events: its code, message
-/// and the chain of its sources (`UNAVAILABLE: …: tcp connect error`).
+/// and the chain of its sources, each cause once
+/// (`UNAVAILABLE: tcp connect error: transport error: Connection refused`).
 pub(crate) fn status_text(status: &tonic::Status) -> String {
-    use std::error::Error as _;
-    let mut text = format!("{}: {}", code_of(status), status.message());
-    let mut source = status.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
+    crate::wire::status::cause(status).chain()
 }
 
 /// Whether a status code (of a request, or of one entry of `MutateRows`)

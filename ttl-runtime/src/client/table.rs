@@ -200,7 +200,9 @@ impl<T: BigtableRow> Table<T> {
         self.read_counters.snapshot()
     }
 
-    /// A streaming bulk writer on this table, with its write options.
+    /// A streaming bulk writer on this table, with its write options: one
+    /// operation (span and metrics, [`crate::telemetry`]) until
+    /// [`BulkWriter::finish`].
     ///
     /// ```no_run
     /// # use bigtable_ttl::{BigtableRow, Table};
@@ -220,6 +222,7 @@ impl<T: BigtableRow> Table<T> {
     #[must_use]
     pub fn writer(&self) -> BulkWriter<T> {
         BulkWriter::new(&self.conn, &self.name, self.clock.clone(), self.write)
+            .in_operation(telemetry::Operation::start(&self.name, "writer"))
     }
 
     /// The same handle on the table `name` instead (per test, per
@@ -411,7 +414,8 @@ impl<T: BigtableRow> Table<T> {
         // Every row is built, checked and encoded before anything is sent:
         // bad input leaves nothing written. The encoded batches (about the
         // size of the rows' data) are all that is held.
-        let mut writer = self.writer();
+        let mut writer =
+            BulkWriter::<T>::new(&self.conn, &self.name, self.clock.clone(), self.write);
         let mut batches = Vec::new();
         let mut written = Vec::new();
         for b in builders {
@@ -598,7 +602,7 @@ impl<T: BigtableRow> Table<T> {
             async {
                 let row_key = self.row_key(key)?;
                 let mut rows: Vec<Expiring<T>> = self
-                    .stream(Scan::keys([row_key]).limit(1))
+                    .stream_at(Scan::keys([row_key]).limit(1), self.clock.now())
                     .try_collect()
                     .await?;
                 Ok(rows.pop())
@@ -618,14 +622,15 @@ impl<T: BigtableRow> Table<T> {
             &self.name,
             "scan",
             |rows: &Vec<_>| rows.len() as u64,
-            self.stream(scan).try_collect(),
+            self.stream_at(scan, self.clock.now()).try_collect(),
         )
         .await
     }
 
     /// As [`Table::scan`], one row at a time as the server sends them. The
     /// request is sent when the stream is first polled; "now" is the clock's
-    /// time when `stream` is called.
+    /// time when `stream` is called. The stream is one operation (span and
+    /// metrics, [`crate::telemetry`]) from its first poll to its end.
     ///
     /// ```no_run
     /// # use bigtable_ttl::{BigtableRow, Scan, Table};
@@ -642,7 +647,7 @@ impl<T: BigtableRow> Table<T> {
     /// # Ok(()) }
     /// ```
     pub fn stream(&self, scan: Scan) -> impl Stream<Item = Result<Expiring<T>>> {
-        self.stream_at(scan, self.clock.now())
+        telemetry::stream(&self.name, "stream", self.stream_at(scan, self.clock.now()))
     }
 
     /// [`Table::stream`] of the rows as visible at `now`.

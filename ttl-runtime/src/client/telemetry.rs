@@ -6,7 +6,9 @@
 //! An operation's state (its labels, retries, rows) lives in a task-local
 //! for the duration of the operation, so the retry loops deep below it
 //! count into it without every signature carrying it; the bulk writer's
-//! spawned requests take it along ([`in_operation`]).
+//! spawned requests take it along ([`in_operation_of`]). A stream or a
+//! bulk writer is one operation from its first poll (its creation) to its
+//! end ([`stream`], [`Operation`]).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -41,40 +43,181 @@ pub(crate) async fn operation<T, F>(
 where
     F: std::future::Future<Output = Result<T>>,
 {
-    let span = tracing::info_span!(
-        "bigtable_ttl",
-        table,
-        operation,
-        rows = tracing::field::Empty,
-        attempts = tracing::field::Empty,
-        outcome = tracing::field::Empty,
-    );
-    let started = Instant::now();
-    let state = Arc::new(OpState {
-        table: table.into(),
-        operation,
-        retries: AtomicU32::new(0),
-        attempt_started: Mutex::new(started),
-    });
+    let mut op = Operation::start(table, operation);
     // Boxed: the read's state would otherwise sit inline in every caller's
     // future (16 KiB for `get`); one allocation per call is nothing beside
     // the call.
-    let result = CURRENT
-        .scope(state.clone(), Box::pin(call).instrument(span.clone()))
-        .await;
-    let attempts = state.retries.load(Ordering::Relaxed) + 1;
-    let outcome = match &result {
-        Ok(_) => "ok",
-        Err(e) => outcome_of(e),
-    };
-    span.record("attempts", attempts);
-    span.record("outcome", outcome);
+    let result = op.scope(Box::pin(call)).await;
     if let Ok(value) = &result {
-        span.record("rows", rows(value));
+        op.set_rows(rows(value));
     }
-    record::operation(&state.table, operation, outcome, started.elapsed());
-    record::attempt(&state.table, operation, state.attempt_elapsed());
+    op.ended(&result);
     result
+}
+
+/// One operation: its span, the state the retry loops below it count
+/// into, and what it ended with, recorded (span fields and metrics) when
+/// it is dropped. An operation dropped before it ended (a call whose
+/// future was dropped, a stream or writer abandoned half-way) ends
+/// `CANCELLED`.
+pub(crate) struct Operation {
+    span: tracing::Span,
+    state: Arc<OpState>,
+    started: Instant,
+    rows: Option<u64>,
+    outcome: Option<&'static str>,
+}
+
+impl Operation {
+    /// The operation `operation` on `table`, starting now.
+    pub(crate) fn start(table: &str, operation: &'static str) -> Self {
+        let span = tracing::info_span!(
+            "bigtable_ttl",
+            table,
+            operation,
+            rows = tracing::field::Empty,
+            attempts = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+        );
+        let started = Instant::now();
+        Self {
+            span,
+            state: Arc::new(OpState {
+                table: table.into(),
+                operation,
+                retries: AtomicU32::new(0),
+                attempt_started: Mutex::new(started),
+            }),
+            started,
+            rows: None,
+            outcome: None,
+        }
+    }
+
+    /// `call`, run in this operation: in its span, its retries counted in
+    /// it.
+    pub(crate) fn scope<F: std::future::Future>(
+        &self,
+        call: F,
+    ) -> impl std::future::Future<Output = F::Output> {
+        CURRENT.scope(self.state.clone(), call.instrument(self.span.clone()))
+    }
+
+    /// `poll`, run in this operation (one poll of a stream).
+    fn enter<R>(&self, poll: impl FnOnce() -> R) -> R {
+        CURRENT.sync_scope(self.state.clone(), || self.span.in_scope(poll))
+    }
+
+    /// The operation's result holds `rows` rows.
+    pub(crate) fn set_rows(&mut self, rows: u64) {
+        self.rows = Some(rows);
+    }
+
+    /// The operation ended with `result`.
+    pub(crate) fn ended<T>(&mut self, result: &Result<T>) {
+        self.outcome = Some(match result {
+            Ok(_) => "ok",
+            Err(e) => outcome_of(e),
+        });
+    }
+
+    /// The operation goes on after an end (a writer given more rows after
+    /// a flush): dropped before it ends again, it was cancelled.
+    pub(crate) fn resumed(&mut self) {
+        self.outcome = None;
+    }
+}
+
+impl Drop for Operation {
+    fn drop(&mut self) {
+        let outcome = self.outcome.unwrap_or("CANCELLED");
+        self.span
+            .record("attempts", self.state.retries.load(Ordering::Relaxed) + 1);
+        self.span.record("outcome", outcome);
+        if let Some(rows) = self.rows {
+            self.span.record("rows", rows);
+        }
+        record::operation(
+            &self.state.table,
+            self.state.operation,
+            outcome,
+            self.started.elapsed(),
+        );
+        record::attempt(
+            &self.state.table,
+            self.state.operation,
+            self.state.attempt_elapsed(),
+        );
+    }
+}
+
+/// `stream` as the operation `operation` on `table`: its span opens at
+/// the first poll and closes when the stream ends or is dropped; `rows`
+/// counts the rows it yielded, `outcome` is its first error, `ok` when it
+/// ended without one, `CANCELLED` when it was dropped before its end
+/// without one.
+pub(crate) fn stream<S, T>(
+    table: &str,
+    operation: &'static str,
+    stream: S,
+) -> impl futures_util::Stream<Item = Result<T>>
+where
+    S: futures_util::Stream<Item = Result<T>>,
+{
+    OperationStream {
+        table: table.into(),
+        operation,
+        // Boxed: the wrapper then needs no pinning of its own.
+        inner: Box::pin(stream),
+        op: None,
+        ended: false,
+    }
+}
+
+struct OperationStream<S> {
+    table: Box<str>,
+    operation: &'static str,
+    inner: std::pin::Pin<Box<S>>,
+    op: Option<Operation>,
+    ended: bool,
+}
+
+impl<S, T> futures_util::Stream for OperationStream<S>
+where
+    S: futures_util::Stream<Item = Result<T>>,
+{
+    type Item = Result<T>;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<T>>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        let op = this.op.get_or_insert_with(|| {
+            let mut op = Operation::start(&this.table, this.operation);
+            op.set_rows(0);
+            op
+        });
+        let inner = &mut this.inner;
+        let polled = op.enter(|| inner.as_mut().poll_next(cx));
+        match &polled {
+            Poll::Ready(Some(Ok(_))) => op.rows = Some(op.rows.unwrap_or(0) + 1),
+            Poll::Ready(Some(Err(e))) => {
+                op.outcome.get_or_insert(outcome_of(e));
+            }
+            Poll::Ready(None) => {
+                op.outcome.get_or_insert("ok");
+                this.op = None;
+                this.ended = true;
+            }
+            Poll::Pending => {}
+        }
+        polled
+    }
 }
 
 impl OpState {
@@ -86,14 +229,22 @@ impl OpState {
     }
 }
 
-/// `call` in the operation (and span) under way, if any: for tasks the
-/// operation spawns.
-pub(crate) fn in_operation<F>(call: F) -> impl std::future::Future<Output = F::Output>
+/// `call` in `op` when there is one, else in the operation (and span)
+/// under way, if any: for tasks an operation spawns.
+pub(crate) fn in_operation_of<F>(
+    op: Option<&Operation>,
+    call: F,
+) -> impl std::future::Future<Output = F::Output>
 where
     F: std::future::Future,
 {
-    let state = CURRENT.try_with(Arc::clone).ok();
-    let call = call.in_current_span();
+    let (state, call) = match op {
+        Some(op) => (Some(op.state.clone()), call.instrument(op.span.clone())),
+        None => (
+            CURRENT.try_with(Arc::clone).ok(),
+            call.instrument(tracing::Span::current()),
+        ),
+    };
     async move {
         match state {
             Some(state) => CURRENT.scope(state, call).await,

@@ -434,6 +434,10 @@ pub struct BulkWriter<T> {
     /// Set once a request failed with a final error: later rows are not sent.
     stopped: Option<tonic::Status>,
     counters: Arc<Counters>,
+    /// The writer's own operation (span and metrics), from
+    /// [`crate::Table::writer`]; `None` inside another operation
+    /// (`put_all`), whose span its requests then count in.
+    operation: Option<telemetry::Operation>,
 }
 
 impl<T> std::fmt::Debug for BulkWriter<T> {
@@ -468,7 +472,15 @@ impl<T: BigtableRow> BulkWriter<T> {
             failed: Vec::new(),
             stopped: None,
             counters: Arc::new(Counters::default()),
+            operation: None,
         }
+    }
+
+    /// The same writer, its requests and retries counted in `operation`
+    /// until it is finished or dropped.
+    pub(crate) fn in_operation(mut self, operation: telemetry::Operation) -> Self {
+        self.operation = Some(operation);
+        self
     }
 
     /// Queue `row` for writing, as [`crate::Table::put`] would write it.
@@ -509,6 +521,9 @@ impl<T: BigtableRow> BulkWriter<T> {
             ..Entry::default()
         };
         bump(&self.counters.rows_queued, 1);
+        if let Some(op) = &mut self.operation {
+            op.resumed();
+        }
         let (mutations, bytes) = (entry.mutations.len(), EncodedBatch::size_of(&entry));
         let full = (!self.batch.is_empty()
             && (self.batch.len() >= self.options.max_rows_per_request.max(1)
@@ -555,14 +570,18 @@ impl<T: BigtableRow> BulkWriter<T> {
             self.reap_one().await;
         }
         let batch = Arc::new(batch);
-        // The request counts in the operation (and span) that sent it.
-        let handle = self.tasks.spawn(telemetry::in_operation(send_batch(
-            self.channel.clone(),
-            self.table_path.clone(),
-            batch.clone(),
-            self.options.retry,
-            self.counters.clone(),
-        )));
+        // The request counts in the writer's operation, or in the one
+        // (and span) that sent it.
+        let handle = self.tasks.spawn(telemetry::in_operation_of(
+            self.operation.as_ref(),
+            send_batch(
+                self.channel.clone(),
+                self.table_path.clone(),
+                batch.clone(),
+                self.options.retry,
+                self.counters.clone(),
+            ),
+        ));
         self.in_flight.insert(handle.id(), batch);
     }
 
@@ -606,7 +625,7 @@ impl<T: BigtableRow> BulkWriter<T> {
         }
         let written = std::mem::take(&mut self.written);
         let failed = std::mem::take(&mut self.failed);
-        if failed.is_empty() {
+        let result = if failed.is_empty() {
             Ok(())
         } else {
             Err(Error::PartialWrite {
@@ -614,7 +633,12 @@ impl<T: BigtableRow> BulkWriter<T> {
                 written,
                 failed,
             })
+        };
+        if let Some(op) = &mut self.operation {
+            op.set_rows(self.counters.rows_written.load(Ordering::Relaxed));
+            op.ended(&result);
         }
+        result
     }
 
     /// [`BulkWriter::flush`], then the final counts.

@@ -8,8 +8,14 @@
 //! | `Vec<u8>` | as is |
 //! | `bool` | one byte, 0 or 1 |
 //! | `i64`, `u64` | 8 bytes big-endian (Bigtable's counter encoding) |
-//! | `i32` | 4 bytes big-endian |
+//! | `i32`, `u32` | 4 bytes big-endian |
+//! | `i16`, `u16` | 2 bytes big-endian |
+//! | `i8`, `u8` | 1 byte |
 //! | `f64` | 8 bytes big-endian IEEE 754 |
+//! | `f32` | 4 bytes big-endian IEEE 754 |
+//!
+//! A fixed-width cell of any other width does not decode
+//! ([`CodecError::WrongWidth`]): an `i32` cell is not read as an `i64`.
 //! | `DateTime<Utc>` | microseconds since the epoch, 8 bytes big-endian |
 //!
 //! Implement [`CellCodec`] for your own types; with the `json` feature,
@@ -42,7 +48,7 @@ use crate::model::error::CodecError;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be stored in a Bigtable cell",
     label = "no `CellCodec` for this field's type",
-    note = "stored fields need `CellCodec`: String, Vec<u8>, bool, i64, i32, u64, f64, DateTime<Utc>, `Json<T>` (feature `json`), `#[derive(CellCodec)]` on a newtype or C-like enum, or your own impl"
+    note = "stored fields need `CellCodec`: String, Vec<u8>, bool, i8 to i64, u8 to u64, f32, f64, DateTime<Utc>, `Json<T>` (feature `json`), `#[derive(CellCodec)]` on a newtype or C-like enum, or your own impl"
 )]
 pub trait CellCodec: Sized {
     /// The cell bytes for this value.
@@ -122,7 +128,7 @@ macro_rules! big_endian {
         }
     )*};
 }
-big_endian!(i64, u64, i32, f64);
+big_endian!(i64, u64, i32, u32, i16, u16, i8, u8, f64, f32);
 
 impl CellCodec for DateTime<Utc> {
     #[inline]
@@ -200,6 +206,38 @@ mod tests {
                 actual: 2
             }
         );
+    }
+
+    /// `value` encodes to `bytes` and decodes back; one byte more or less
+    /// is a width error.
+    fn fixed_width<T: CellCodec + PartialEq + std::fmt::Debug>(value: &T, bytes: &[u8]) {
+        assert_eq!(value.encode().unwrap(), bytes, "{value:?}");
+        assert_eq!(&T::decode(bytes).unwrap(), value);
+        let longer = [bytes, &[0]].concat();
+        for wrong in [&bytes[1..], &longer[..]] {
+            assert_eq!(
+                T::decode(wrong).unwrap_err(),
+                CodecError::WrongWidth {
+                    expected: bytes.len(),
+                    actual: wrong.len()
+                },
+                "{value:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn narrow_integers_and_f32_are_big_endian_of_their_width() {
+        fixed_width(&0xfe_u8, &[0xfe]);
+        fixed_width(&-2_i8, &[0xfe]);
+        fixed_width(&0x1234_u16, &[0x12, 0x34]);
+        fixed_width(&i16::MIN, &[0x80, 0]);
+        fixed_width(&0x1234_5678_u32, &[0x12, 0x34, 0x56, 0x78]);
+        fixed_width(&-1_i32, &[0xff; 4]);
+        fixed_width(&1.5_f32, &[0x3f, 0xc0, 0, 0]);
+        fixed_width(&f32::NEG_INFINITY, &[0xff, 0x80, 0, 0]);
+        let nan = f32::decode(&f32::NAN.encode().unwrap()).unwrap();
+        assert!(nan.is_nan());
     }
 
     #[test]

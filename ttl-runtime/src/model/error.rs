@@ -11,6 +11,78 @@ use chrono::{DateTime, TimeDelta, Utc};
 /// A cause of an error, kept as the error's `source()`.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
+/// A cause as its chain's text, each level saying something the levels
+/// above it did not: what a dependency's error chain becomes before it is
+/// an [`Error`]'s `source()`. tonic's `Status` prints its source's `Debug`
+/// in its own `Display`, and its transport errors wrap each other printing
+/// the same words ("tcp connect error" three times over one "Connection
+/// refused"), so a reporter printing each level would name one cause
+/// several times.
+#[derive(Debug)]
+pub(crate) struct Cause {
+    text: String,
+    source: Option<Box<Cause>>,
+}
+
+impl Cause {
+    /// `text`, then each level of `source`'s chain whose text is not
+    /// already part of a level kept above it.
+    pub(crate) fn new(text: String, source: Option<&(dyn std::error::Error + 'static)>) -> Self {
+        let mut levels = vec![text];
+        for level in std::iter::successors(source, |e| e.source()) {
+            let text = level.to_string();
+            if !text.is_empty() && !levels.iter().any(|kept| kept.contains(&text)) {
+                levels.push(text);
+            }
+        }
+        let mut cause: Option<Box<Cause>> = None;
+        while let Some(text) = levels.pop() {
+            cause = Some(Box::new(Cause {
+                text,
+                source: cause,
+            }));
+        }
+        cause.map_or_else(
+            || Cause {
+                text: String::new(),
+                source: None,
+            },
+            |c| *c,
+        )
+    }
+
+    /// `error`'s chain, each cause once.
+    pub(crate) fn of(error: &(dyn std::error::Error + 'static)) -> Self {
+        Self::new(error.to_string(), error.source())
+    }
+
+    /// Every level, joined as reporters join them (`a: b: c`).
+    pub(crate) fn chain(&self) -> String {
+        let mut text = self.text.clone();
+        let mut next = self.source.as_deref();
+        while let Some(level) = next {
+            text.push_str(": ");
+            text.push_str(&level.text);
+            next = level.source.as_deref();
+        }
+        text
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|c| c as &(dyn std::error::Error + 'static))
+    }
+}
+
 /// Everything that can go wrong in `bigtable-ttl` at run time.
 ///
 /// Variants that reject input are raised before anything is sent to Bigtable,
@@ -220,6 +292,22 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
+    /// A [`crate::ConnectionBuilder`] setting outside the range it allows
+    /// (a pool of 0 or of more than
+    /// [`crate::ConnectionBuilder::MAX_POOL_SIZE`] connections, a
+    /// keep-alive or a retry policy duration out of its bounds), refused by
+    /// `connect` before anything is made: left alone it would panic inside
+    /// a dependency or break every call. The message says the range.
+    #[error("connection setting `{setting}` = {value} is out of range: {allowed}")]
+    InvalidSetting {
+        /// The setting (`pool_size`, `keep_alive.interval`,
+        /// `retry.deadline`, …).
+        setting: &'static str,
+        /// The value given.
+        value: String,
+        /// The range allowed.
+        allowed: String,
+    },
     /// A connection was asked to send credentials over plaintext HTTP/2
     /// (an `http://` endpoint): bearer tokens would travel in the clear.
     /// Use an `https://` endpoint, or drop the credentials when the endpoint
@@ -263,9 +351,9 @@ pub enum Error {
         /// The row.
         row_key: Vec<u8>,
     },
-    /// A partial update tried to clear a field that is not an `Option`: a
-    /// row without it would no longer decode.
-    #[error("field `{field}` of table `{table}` is required: only an `Option` field can be cleared; set it instead")]
+    /// A partial update tried to clear a field that is neither an `Option`
+    /// nor `#[bigtable(default)]`: a row without it would no longer decode.
+    #[error("field `{field}` of table `{table}` is required: only an `Option` or `#[bigtable(default)]` field can be cleared; set it instead")]
     RequiredField {
         /// The table.
         table: String,
@@ -286,8 +374,9 @@ pub enum Error {
         failed: Vec<FailedRow>,
     },
     /// Bigtable answered with an error, or could not be reached, and the
-    /// call ended. `code` is what to branch on; the last attempt's status is
-    /// the `source()`. The message says how many attempts were made over
+    /// call ended. `code` is what to branch on; the last attempt's status
+    /// message, and the transport failure under it if any, are the
+    /// `source()` chain, each cause once. The message says how many attempts were made over
     /// how long, and for [`Code::NotFound`] (a table that does not exist,
     /// most often) that `ensure_schema` creates the table.
     #[error("Bigtable answered {code} for table `{table}`{} ({}){}", row_key.as_deref().map(|k| format!(", row \"{}\"", k.escape_ascii())).unwrap_or_default(), Attempts { count: *attempts, elapsed: *elapsed, retries_exhausted: *retries_exhausted }, if *code == Code::NotFound { "; does the table exist? ensure_schema creates it" } else { "" })]
@@ -612,6 +701,48 @@ mod tests {
             errors[1].to_string().contains(r#""c\xff1""#),
             "{}",
             errors[1]
+        );
+    }
+
+    /// An error whose `Display` repeats its source's, as tonic's and
+    /// hyper's connection errors do.
+    #[derive(Debug)]
+    struct Level(&'static str, Option<Box<Level>>);
+
+    impl fmt::Display for Level {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Level {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|l| l as _)
+        }
+    }
+
+    #[test]
+    fn a_cause_keeps_each_level_once() {
+        let refused = Level("Connection refused (os error 111)", None);
+        let hyper = Level("tcp connect error", Some(Box::new(refused)));
+        let tonic = Level("tcp connect error", Some(Box::new(hyper)));
+        let transport = Level("transport error", Some(Box::new(tonic)));
+        let cause = Cause::new("UNAVAILABLE: tcp connect error".into(), Some(&transport));
+        assert_eq!(
+            chain(&cause),
+            [
+                "UNAVAILABLE: tcp connect error",
+                "transport error",
+                "Connection refused (os error 111)"
+            ]
+        );
+        assert_eq!(
+            cause.chain(),
+            "UNAVAILABLE: tcp connect error: transport error: Connection refused (os error 111)"
+        );
+        assert_eq!(
+            Cause::of(&transport).chain(),
+            "transport error: tcp connect error: Connection refused (os error 111)"
         );
     }
 

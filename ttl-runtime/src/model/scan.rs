@@ -38,6 +38,43 @@ pub struct Scan {
     selection: Selection,
     limit: Option<u64>,
     reversed: bool,
+    /// A typed key Bigtable would refuse, found while encoding the scan and
+    /// reported when it is read, naming the table read (see [`BadKey`]).
+    bad_key: Option<BadKey>,
+}
+
+/// A key of [`Scan::key_range`] or [`Scan::key_prefix`] that is empty or
+/// over Bigtable's length limit. Reported when the scan is read rather
+/// than when it is made: only then is the table known, which may be a
+/// handle's own name ([`crate::Table::with_name`]) rather than the
+/// struct's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BadKey {
+    Empty,
+    TooLong { len: usize, max: usize },
+}
+
+impl BadKey {
+    /// The error for this key in `table`.
+    fn in_table(self, table: &str) -> Error {
+        let table = table.to_owned();
+        match self {
+            BadKey::Empty => Error::EmptyRowKey { table },
+            BadKey::TooLong { len, max } => Error::RowKeyTooLong { table, len, max },
+        }
+    }
+
+    /// `encoded`, or an empty placeholder where the key is one Bigtable
+    /// would refuse (kept in `bad`); other errors as they are.
+    fn defer(encoded: Result<Vec<u8>>, bad: &mut Option<BadKey>) -> Result<Vec<u8>> {
+        let found = match encoded {
+            Err(Error::EmptyRowKey { .. }) => BadKey::Empty,
+            Err(Error::RowKeyTooLong { len, max, .. }) => BadKey::TooLong { len, max },
+            other => return other,
+        };
+        bad.get_or_insert(found);
+        Ok(Vec::new())
+    }
 }
 
 /// A range of row keys: its start and its end.
@@ -64,6 +101,7 @@ impl Scan {
             selection: Selection::Prefix(prefix.as_ref().to_vec()),
             limit: None,
             reversed: false,
+            bad_key: None,
         }
     }
 
@@ -78,6 +116,7 @@ impl Scan {
             selection: Selection::Range(own(range.start_bound()), own(range.end_bound())),
             limit: None,
             reversed: false,
+            bad_key: None,
         }
     }
 
@@ -86,9 +125,18 @@ impl Scan {
     /// tenant, say. See [`crate::KeyPrefix`].
     ///
     /// # Errors
-    /// As [`crate::BigtableRow::encode_key`] for the prefix's fields.
+    /// As [`crate::BigtableRow::encode_key`] for the prefix's fields
+    /// ([`Error::KeySeparatorInPart`], [`Error::Encode`]). A prefix over
+    /// Bigtable's key length limit is [`Error::RowKeyTooLong`] when the
+    /// scan is read, naming the table read (a handle's
+    /// [`crate::Table::with_name`], not necessarily the struct's table).
     pub fn key_prefix<T: BigtableRow>(prefix: &impl KeyPrefix<T>) -> Result<Self> {
-        Ok(Self::prefix(prefix.key_prefix()?))
+        let mut bad_key = None;
+        let prefix = BadKey::defer(prefix.key_prefix(), &mut bad_key)?;
+        Ok(Self {
+            bad_key,
+            ..Self::prefix(prefix)
+        })
     }
 
     /// The rows of `T` whose keys lie in `range`, given as key values
@@ -96,22 +144,34 @@ impl Scan {
     /// encodes them: `Scan::key_range::<Visit>(&start..&end)`.
     ///
     /// # Errors
-    /// As [`crate::BigtableRow::encode_key`].
+    /// As [`crate::BigtableRow::encode_key`] ([`Error::KeySeparatorInPart`],
+    /// [`Error::Encode`]). A bound that encodes to an empty key or one over
+    /// Bigtable's length limit is [`Error::EmptyRowKey`] or
+    /// [`Error::RowKeyTooLong`] when the scan is read, naming the table
+    /// read (a handle's [`crate::Table::with_name`], not necessarily the
+    /// struct's table).
     pub fn key_range<'k, T: BigtableRow>(range: impl RangeBounds<&'k T::Key>) -> Result<Self>
     where
         T::Key: 'k,
     {
-        let encode = |b: Bound<&&T::Key>| -> Result<Bound<Vec<u8>>> {
+        let mut bad_key = None;
+        let mut encode = |b: Bound<&&T::Key>| -> Result<Bound<Vec<u8>>> {
             Ok(match b {
-                Bound::Included(k) => Bound::Included(T::encode_key(k)?),
-                Bound::Excluded(k) => Bound::Excluded(T::encode_key(k)?),
+                Bound::Included(k) => {
+                    Bound::Included(BadKey::defer(T::encode_key(k), &mut bad_key)?)
+                }
+                Bound::Excluded(k) => {
+                    Bound::Excluded(BadKey::defer(T::encode_key(k), &mut bad_key)?)
+                }
                 Bound::Unbounded => Bound::Unbounded,
             })
         };
+        let selection = Selection::Range(encode(range.start_bound())?, encode(range.end_bound())?);
         Ok(Self {
-            selection: Selection::Range(encode(range.start_bound())?, encode(range.end_bound())?),
+            selection,
             limit: None,
             reversed: false,
+            bad_key,
         })
     }
 
@@ -121,6 +181,7 @@ impl Scan {
             selection: Selection::Keys(keys.into_iter().map(|k| k.as_ref().to_vec()).collect()),
             limit: None,
             reversed: false,
+            bad_key: None,
         }
     }
 
@@ -182,13 +243,18 @@ impl Scan {
         }
     }
 
-    /// Whether Bigtable can serve this scan: a range must not start after
-    /// it ends (reversed scans included: Bigtable takes their range in
+    /// Whether Bigtable can serve this scan of `table`: its typed keys
+    /// within Bigtable's limits, and a range that does not start after it
+    /// ends (reversed scans included: Bigtable takes their range in
     /// ascending order too).
     ///
     /// # Errors
+    /// [`Error::EmptyRowKey`] and [`Error::RowKeyTooLong`] naming `table`;
     /// [`Error::InvalidRange`].
-    pub(crate) fn check(&self) -> Result<()> {
+    pub(crate) fn check(&self, table: &str) -> Result<()> {
+        if let Some(bad) = self.bad_key {
+            return Err(bad.in_table(table));
+        }
         if let Selection::Range(start, end) = &self.selection {
             let key = |b: &Bound<Vec<u8>>| match b {
                 Bound::Included(k) | Bound::Excluded(k) => Some(k.clone()),
@@ -208,9 +274,12 @@ impl Scan {
     /// would otherwise read as "every row".
     ///
     /// # Errors
-    /// [`Error::InvalidRange`], before anything is sent.
+    /// As [`Scan::check`], before anything is sent.
     pub(crate) fn into_request(self, table_name: String) -> Result<Option<ReadRowsRequest>> {
-        self.check()?;
+        let table = table_name
+            .rsplit_once("/tables/")
+            .map_or(table_name.as_str(), |(_, id)| id);
+        self.check(table)?;
         let rows = match self.selection {
             Selection::All => None,
             Selection::Prefix(prefix) => Some(RowSet {

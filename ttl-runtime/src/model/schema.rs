@@ -84,11 +84,21 @@ impl Column {
         self.when_absent == WhenAbsent::Required
     }
 
-    /// Whether the field is an `Option` (an absent column reads as `None`,
-    /// and `update().clear()` may delete it).
+    /// Whether the field is an `Option` (an absent column reads as `None`).
     #[must_use]
     pub fn is_option(&self) -> bool {
         self.when_absent == WhenAbsent::ReadsNone
+    }
+
+    /// Whether `update().clear()` may delete the column: an `Option` field
+    /// (it reads `None` afterwards) or a `#[bigtable(default)]` one (it
+    /// reads its default).
+    #[must_use]
+    pub fn can_be_cleared(&self) -> bool {
+        matches!(
+            self.when_absent,
+            WhenAbsent::ReadsNone | WhenAbsent::ReadsDefault
+        )
     }
 }
 

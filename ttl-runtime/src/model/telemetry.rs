@@ -14,10 +14,14 @@
 //! | [`ROWS_READ`], [`BYTES_READ`] | counters | `table` | rows read, their keys' and values' bytes |
 //! | [`ROWS_WRITTEN`], [`BYTES_WRITTEN`] | counters | `table` | rows Bigtable acknowledged, their mutations' encoded bytes |
 //!
-//! `operation` is the [`crate::Table`] method (`put`, `put_all`, `delete`, `get`, `scan`, `insert_if_absent`, `put_if`, `delete_if`, `update`, `retime` (and `set_ttl`, `shift_expiry`), `touch`, `increment`, `put_entry`, `remove_entry`, `entries` and `split_scan`; a `stream` or a
-//! `writer` is not one operation and records only rows and bytes);
+//! `operation` is the [`crate::Table`] method (`put`, `put_all`, `delete`, `get`, `scan`, `stream`, `scan_parallel`, `writer`, `insert_if_absent`, `put_if`, `delete_if`, `update`, `retime` (and `set_ttl`, `shift_expiry`), `touch`, `increment`, `put_entry`, `remove_entry`, `entries` and `split_scan`;
+//! a stream is one operation from its first poll to its end, a bulk
+//! writer from `writer()` to `finish()`);
 //! `outcome` is `ok` or what ended the operation (a gRPC
-//! code such as `DEADLINE_EXCEEDED`, `partial_write`, `decode_error`, …).
+//! code such as `DEADLINE_EXCEEDED`, `partial_write`, `decode_error`, …;
+//! `CANCELLED` for an operation dropped before its end: a stream left
+//! half-read, a writer dropped without `finish`, a call whose future was
+//! dropped).
 //! The same operations open a `tracing` span `bigtable_ttl` with the fields
 //! `table`, `operation`, `rows`, `attempts` and `outcome`, and each retry
 //! is an event in it with its `attempt`, `delay_ms` and `reason`.

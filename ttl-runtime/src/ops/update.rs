@@ -1,6 +1,6 @@
-//! Partial updates: set some fields of a live row, or clear its optional
-//! ones, keeping its expiry (Redis's `SET … KEEPTTL`) or re-timing the whole
-//! row in the same step. The pure core, [`update_mutation`], plans the
+//! Partial updates: set some fields of a live row, or clear its `Option`
+//! and `#[bigtable(default)]` ones, keeping its expiry (Redis's
+//! `SET … KEEPTTL`) or re-timing the whole row in the same step. The pure core, [`update_mutation`], plans the
 //! mutation from the row's cells; [`Update`] reads them, and writes
 //! conditionally on the row still holding them (as a re-time does).
 
@@ -33,7 +33,7 @@ pub enum Change {
         /// Its new value, encoded.
         value: Vec<u8>,
     },
-    /// Delete column `column` (an `Option` field's).
+    /// Delete column `column` (an `Option` or `#[bigtable(default)]` field's).
     Clear {
         /// The column's index.
         column: usize,
@@ -51,7 +51,8 @@ pub enum Change {
 /// an update never revives a row.
 ///
 /// # Errors
-/// [`Error::RequiredField`] for clearing a field that is not an `Option`;
+/// [`Error::RequiredField`] for clearing a field that is neither an `Option`
+/// nor `#[bigtable(default)]`;
 /// [`Error::ValueTooLarge`]; what the policy rejects for `retime`
 /// ([`Error::ExpiryNotInFuture`], [`Error::NonPositiveTtl`], …).
 pub fn update_mutation(
@@ -98,7 +99,7 @@ pub(crate) fn update_row(
         written.retain(|&(f, q)| !(f == column.family && q == qualifier));
         cleared.retain(|&(f, q)| !(f == column.family && q == qualifier));
         let Some(value) = value else {
-            if !column.is_option() {
+            if !column.can_be_cleared() {
                 return Err(Error::RequiredField {
                     table: schema.table.to_owned(),
                     field: column.field,
@@ -220,8 +221,9 @@ impl<T: BigtableRow> Update<'_, T> {
         self
     }
 
-    /// Delete `field`'s column: it reads as `None`. Only for `Option`
-    /// fields ([`Error::RequiredField`] otherwise, from `apply`).
+    /// Delete `field`'s column: an `Option` field reads as `None`, a
+    /// `#[bigtable(default)]` one as its default. Only for those fields
+    /// ([`Error::RequiredField`] otherwise, from `apply`).
     pub fn clear<V>(mut self, field: Field<T, V>) -> Self {
         self.changes.push(Change::Clear {
             column: field.index(),
@@ -289,7 +291,7 @@ impl<T: BigtableRow> Update<'_, T> {
 
 impl<T: BigtableRow> Table<T> {
     /// A partial update of the row with key `key`: set some fields, clear
-    /// optional ones, keep the row's expiry (or re-time it with `.ttl()` /
+    /// `Option` and `#[bigtable(default)]` ones, keep the row's expiry (or re-time it with `.ttl()` /
     /// `.expire_at()`), in one atomic conditional write.
     ///
     /// ```no_run

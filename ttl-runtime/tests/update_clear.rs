@@ -1,0 +1,94 @@
+//! `update().clear()` on a `#[bigtable(default)]` field: its column is
+//! deleted, as an `Option` field's is, so the row reads the default; a
+//! field that is neither stays `Error::RequiredField`. The pure core
+//! (`ops::update_mutation`), no server; `tests/evolve.rs` (workspace root)
+//! shows the same on the emulator.
+
+use chrono::{DateTime, TimeDelta, Utc};
+use ttl_runtime::ops::{update_mutation, Change};
+use ttl_runtime::proto::{mutation, Mutation};
+use ttl_runtime::{Column, Error, Policy, RawCell, Schema, WhenAbsent};
+
+const fn column(qualifier: &'static str, when_absent: WhenAbsent) -> Column {
+    Column {
+        field: qualifier,
+        family: "p",
+        qualifier,
+        ttl: None,
+        when_absent,
+    }
+}
+
+static SCHEMA: Schema = Schema {
+    table: "profiles",
+    policy: Policy::DefaultTtl {
+        ttl: TimeDelta::days(2),
+    },
+    families: &["p"],
+    columns: &[
+        column("name", WhenAbsent::Required),
+        column("status", WhenAbsent::ReadsNone),
+        column("visits", WhenAbsent::ReadsDefault),
+    ],
+    maps: &[],
+    written_at: None,
+    key_fields: &["id"],
+    key_separator: "",
+};
+
+fn now() -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(1_700_000_000_000).unwrap()
+}
+
+fn cells() -> Vec<RawCell> {
+    let ts = now().timestamp_micros();
+    ["name", "status", "visits"]
+        .into_iter()
+        .map(|q| RawCell {
+            family: "p".into(),
+            qualifier: q.as_bytes().to_vec(),
+            value: b"x".to_vec(),
+            timestamp_micros: ts,
+        })
+        .collect()
+}
+
+fn clear(column: usize) -> Result<Vec<Mutation>, Error> {
+    let m = update_mutation(
+        &SCHEMA,
+        b"u1",
+        &cells(),
+        now(),
+        &[Change::Clear { column }],
+        None,
+    )?;
+    Ok(m.expect("a live row").mutations)
+}
+
+/// The qualifiers whose columns the mutations delete.
+fn deleted(mutations: &[Mutation]) -> Vec<String> {
+    mutations
+        .iter()
+        .filter_map(|m| match &m.mutation {
+            Some(mutation::Mutation::DeleteFromColumn(d)) => {
+                Some(String::from_utf8_lossy(&d.column_qualifier).into_owned())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_default_field_is_cleared_like_an_option() {
+    assert_eq!(deleted(&clear(2).unwrap()), ["visits"]);
+    assert_eq!(deleted(&clear(1).unwrap()), ["status"]);
+}
+
+#[test]
+fn a_field_with_neither_stays_required() {
+    let err = clear(0).unwrap_err();
+    assert!(
+        matches!(err, Error::RequiredField { field: "name", .. }),
+        "{err}"
+    );
+}
