@@ -164,6 +164,128 @@ async fn sixteen_racers_one_winner_per_round() {
     }
 }
 
+/// A note whose every field is an `Option`: a value with every field
+/// `None` stores no column at all, only its row marker.
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "notes", family = "n")]
+#[ttl(default = "1h")]
+struct Note {
+    #[bigtable(key)]
+    id: String,
+    text: Option<String>,
+}
+
+/// Eight racers insert a value that stores no column: exactly one wins,
+/// and the row it made exists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_winner_even_for_a_value_that_stores_no_column() {
+    let notes = support::table::<Note>(&Clock::system()).await;
+    for round in 0..5 {
+        let id = format!("empty-{round}");
+        let racers: Vec<_> = (0..8)
+            .map(|_| {
+                let (notes, id) = (notes.clone(), id.clone());
+                tokio::spawn(async move {
+                    let note = Note { id, text: None };
+                    notes.insert_if_absent(&note).await.unwrap()
+                })
+            })
+            .collect();
+        let mut inserted = 0;
+        for racer in racers {
+            if let Insert::Inserted(_) = racer.await.unwrap() {
+                inserted += 1;
+            }
+        }
+        assert_eq!(inserted, 1, "round {round}");
+        let read = notes.get(&id).await.unwrap().expect("the winner's row");
+        assert_eq!(read.value.text, None);
+    }
+}
+
+/// `Page`: two required fields, written by another program column by
+/// column (`cbt set`, the server's timestamps).
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "pages", family = "p")]
+#[ttl(default = "1h")]
+struct Page {
+    #[bigtable(key)]
+    id: String,
+    url: String,
+    user: String,
+}
+
+/// A row whose required `url` expired while its `user` lives is not live,
+/// to writes as to reads: an insert writes a whole row (no `Conflict`), a
+/// partial update, a touch and a re-time leave it alone (each `None`), and
+/// it still reads as absent afterwards.
+#[tokio::test]
+async fn a_partially_expired_row_is_absent_to_writes_as_to_reads() {
+    let clock = Clock::manual(chrono::Utc::now());
+    let pages = support::table::<Page>(&clock).await;
+    let conn = pages.connection().clone();
+    for row in ["a", "b"] {
+        support::cbt(&conn, &["set", "pages", row, "p:url=/old"]);
+    }
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    for row in ["a", "b"] {
+        support::cbt(&conn, &["set", "pages", row, "p:user=ann"]);
+    }
+    // Between the two expiries, for both rows.
+    let ts = |cells: &[RawCell], q: &[u8]| {
+        cells
+            .iter()
+            .find(|c| c.qualifier == q)
+            .unwrap()
+            .timestamp_micros
+    };
+    let (a, b) = (raw(&pages, "a").await, raw(&pages, "b").await);
+    let last_url = ts(&a, b"url").max(ts(&b, b"url"));
+    let first_user = ts(&a, b"user").min(ts(&b, b"user"));
+    assert!(first_user - last_url > 500_000, "{a:?} {b:?}");
+    let hour = TimeDelta::hours(1).num_microseconds().unwrap();
+    let between = last_url.midpoint(first_user) + hour;
+    clock.set(chrono::DateTime::from_timestamp_micros(between).unwrap());
+    assert_eq!(pages.get(&"a".to_owned()).await.unwrap(), None);
+
+    let key = "b".to_owned();
+    let updated = pages
+        .update(&key)
+        .set(Page::USER, &"bob".to_owned())
+        .apply()
+        .await
+        .unwrap();
+    assert_eq!(updated, None, "an update never revives");
+    let touched = pages
+        .touch(&key, TimeDelta::hours(2), TimeDelta::hours(3))
+        .await
+        .unwrap();
+    assert_eq!(touched, None, "a touch never revives");
+    assert_eq!(
+        pages.set_ttl(&key, TimeDelta::hours(2)).await.unwrap(),
+        None
+    );
+    assert_eq!(pages.get(&key).await.unwrap(), None);
+    let user = raw(&pages, "b").await;
+    assert!(
+        user.iter()
+            .all(|c| c.qualifier != b"user" || c.value == b"ann"),
+        "nothing rewritten: {user:?}"
+    );
+
+    let page = Page {
+        id: "a".into(),
+        url: "/new".into(),
+        user: "cy".into(),
+    };
+    let inserted = pages.insert_if_absent(&page).await.unwrap();
+    assert!(matches!(inserted, Insert::Inserted(_)), "{inserted:?}");
+    assert_eq!(
+        pages.get(&"a".to_owned()).await.unwrap().unwrap().value,
+        page
+    );
+}
+
 /// 8 tasks × 50 compare-and-set increments, each retried until its
 /// condition holds: exactly 400.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

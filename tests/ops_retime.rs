@@ -275,6 +275,36 @@ async fn extending_in_a_loop_while_a_writer_puts() {
     assert_eq!(read.value.url, last);
 }
 
+/// A touch slides an expiry later, never earlier: a row with 50 minutes
+/// left touched for 10 minutes "when under an hour" keeps its 50 minutes.
+#[tokio::test]
+async fn touch_never_brings_an_expiry_closer() {
+    let clock = Clock::manual_at_now();
+    let clicks = support::table::<Click>(&clock).await;
+    let key = key("c1");
+    let written = clicks
+        .put_with(click("c1").mutation().ttl(TimeDelta::minutes(50)))
+        .await
+        .unwrap();
+    let touched = clicks
+        .touch(&key, TimeDelta::minutes(10), TimeDelta::hours(1))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!touched.rewritten, "{touched:?}");
+    assert_eq!(touched.expires_at, written.expires_at);
+    let read = clicks.get(&key).await.unwrap().unwrap();
+    assert_eq!(read.expires_at, written.expires_at);
+    // A longer TTL does move it, later.
+    let touched = clicks
+        .touch(&key, TimeDelta::minutes(90), TimeDelta::hours(1))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(touched.rewritten, "{touched:?}");
+    assert_eq!(touched.expires_at, ms(clock.now() + TimeDelta::minutes(90)));
+}
+
 /// Sliding expiry: `touch` rewrites a row only when it has less time left
 /// than asked, and never revives an expired one.
 #[tokio::test]
