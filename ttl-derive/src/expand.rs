@@ -61,228 +61,37 @@ fn ms(millis: i64) -> Literal {
     Literal::i64_unsuffixed(millis)
 }
 
+/// What generating one `BigtableRow` impl needs, computed once: one method
+/// per generated item, in the manner of `serde_derive`'s output pieces.
+struct Gen<'a> {
+    cont: &'a Container<'a>,
+    /// `::path::to::bigtable_ttl::__private`: the one door to the runtime.
+    p: TokenStream,
+    keys: Vec<&'a Field<'a>>,
+    columns: Vec<&'a Field<'a>>,
+    maps: Vec<&'a Field<'a>>,
+}
+
 fn impl_row(cont: &Container) -> TokenStream {
-    let krate = cont.crate_path();
-    let p = quote!(#krate::__private);
+    let gen = Gen::new(cont);
+    let p = &gen.p;
     let ident = cont.ident;
-    let keys: Vec<&Field> = cont.fields_with(Role::Key).collect();
-    let columns: Vec<&Field> = cont.fields_with(Role::Column).collect();
-    let maps: Vec<&Field> = cont.fields_with(Role::Map).collect();
-    let table = cont.table();
-    let separator = cont.key_separator();
-    let none = quote!(::core::option::Option::None);
-
-    let key_ty = if let [only] = keys.as_slice() {
-        only.ty.to_token_stream()
-    } else {
-        let tys = keys.iter().map(|k| k.ty);
-        quote!((#(#tys,)*))
-    };
-
-    let policy = if let Some(millis) = cont.default_millis() {
-        let millis = ms(millis);
-        quote!(#p::Policy::DefaultTtl { ttl: #p::millis(#millis) })
-    } else {
-        quote!(#p::Policy::CellExpiry)
-    };
-    let families = cont.families();
-    let column_defs = columns.iter().map(|f| {
-        let name = f.name();
-        let family = cont.field_family(f);
-        let qualifier = f.qualifier();
-        let when_absent = if f.is_option() {
-            quote!(#p::WhenAbsent::ReadsNone)
-        } else if f.has_default() {
-            quote!(#p::WhenAbsent::ReadsDefault)
-        } else if f.is_counter() {
-            quote!(#p::WhenAbsent::ReadsZero)
-        } else {
-            quote!(#p::WhenAbsent::Required)
-        };
-        let ttl = match f.attrs.ttl_for.as_ref().and_then(|t| t.value.millis) {
-            Some(millis) => {
-                let millis = ms(millis);
-                quote!(::core::option::Option::Some(#p::millis(#millis)))
-            }
-            None => none.clone(),
-        };
-        quote! {
-            #p::Column {
-                field: #name,
-                family: #family,
-                qualifier: #qualifier,
-                ttl: #ttl,
-                when_absent: #when_absent,
-            }
-        }
-    });
-    let map_defs = maps.iter().map(|f| {
-        let name = f.name();
-        let family = cont.field_family(f);
-        quote!(#p::MapColumn { field: #name, family: #family })
-    });
-    let written_at = match cont.written_at_qualifier() {
-        Some(qualifier) => {
-            let family = cont.family();
-            quote!(::core::option::Option::Some(#p::ShadowColumn {
-                family: #family,
-                qualifier: #qualifier,
-            }))
-        }
-        None => none.clone(),
-    };
-    let key_names: Vec<String> = keys.iter().map(|k| k.name()).collect();
-
-    let key_parts = |from_self: bool| -> TokenStream {
-        let single = keys.len() == 1;
-        if let [only] = keys.as_slice() {
-            // One key field: its bytes are the key, no builder.
-            let name = only.name();
-            let access = if from_self {
-                let f = only.ident;
-                quote!(&self.#f)
-            } else {
-                quote!(__key)
-            };
-            return respan(
-                quote!(#p::KeyBuilder::single(#table, #name, #access)),
-                at(only.ty),
-            );
-        }
-        let parts = keys.iter().enumerate().map(|(i, k)| {
-            let name = k.name();
-            let access = if from_self {
-                let f = k.ident;
-                quote!(&self.#f)
-            } else if single {
-                quote!(__key)
-            } else {
-                let i = Index::from(i);
-                quote!(&__key.#i)
-            };
-            respan(quote!(__k.part(#name, #access)?;), at(k.ty))
-        });
-        quote! {
-            let mut __k = #p::KeyBuilder::new(#table, #separator);
-            #(#parts)*
-            __k.finish()
-        }
-    };
-    let encode_key = key_parts(false);
-    let row_key = key_parts(true);
-    let key_prefixes = key_prefixes(cont, &keys, &p);
-
-    let expiry = if let Some(f) = cont.fields_with(Role::ExpireAt).next() {
-        let ident = f.ident;
-        if f.is_option() {
-            quote!(#p::expiry_at_opt(self.#ident))
-        } else {
-            quote!(#p::expiry_at(self.#ident))
-        }
-    } else {
-        quote!(#p::Expiry::PolicyDefault)
-    };
-
-    let write_cells = columns.iter().enumerate().map(|(i, f)| {
-        let ident = f.ident;
-        let i = Literal::usize_unsuffixed(i);
-        if f.is_option() {
-            respan(quote!(__sink.optional(#i, &self.#ident)?;), at(f.ty))
-        } else {
-            respan(quote!(__sink.required(#i, &self.#ident)?;), at(f.ty))
-        }
-    });
-    let write_maps = maps.iter().enumerate().map(|(i, f)| {
-        let ident = f.ident;
-        let i = Literal::usize_unsuffixed(i);
-        respan(quote!(__sink.map(#i, &self.#ident)?;), at(f.ty))
-    });
-
-    let column_of = column_of(cont, &columns, &maps, &p);
-    let field_handles = field_handles(cont, &columns, &maps, &p);
-
-    let mut key_index = 0usize;
-    let mut column_index = 0usize;
-    let mut map_index = 0usize;
-    let decode_fields = cont.fields.iter().map(|f| {
-        let ident = f.ident;
-        let value = match f.role() {
-            // One key field: the whole key, not split.
-            Role::Key if keys.len() == 1 => respan(quote!(__row.key_field()?), at(f.ty)),
-            Role::Key => {
-                let i = Literal::usize_unsuffixed(key_index);
-                key_index += 1;
-                respan(quote!(__key.field(#i)?), at(f.ty))
-            }
-            Role::Column => {
-                let i = Literal::usize_unsuffixed(column_index);
-                column_index += 1;
-                if f.is_option() {
-                    respan(quote!(__row.column_opt(#i)?), at(f.ty))
-                } else if let Some(default) = default_fn(f) {
-                    // A row written before the field existed. Reported
-                    // whole at the field (or the `default` path), so a type
-                    // without `Default` is one error there.
-                    let span = f
-                        .attrs
-                        .default
-                        .as_ref()
-                        .and_then(|d| d.value.as_ref())
-                        .map_or_else(|| at(f.ty), at);
-                    respan(
-                        quote!(::core::option::Option::unwrap_or_else(__row.column_opt(#i)?, #default)),
-                        span,
-                    )
-                } else if f.is_counter() {
-                    // An absent counter is zero.
-                    respan(
-                        quote!(::core::option::Option::unwrap_or(__row.column_opt(#i)?, 0)),
-                        at(f.ty),
-                    )
-                } else {
-                    respan(quote!(__row.column(#i)?), at(f.ty))
-                }
-            }
-            Role::Map => {
-                let i = Literal::usize_unsuffixed(map_index);
-                map_index += 1;
-                respan(quote!(__row.map(#i)?), at(f.ty))
-            }
-            Role::ExpireAt if f.is_option() => {
-                quote!(::core::option::Option::Some(__row.expires_at()))
-            }
-            Role::ExpireAt => quote!(__row.expires_at()),
-            Role::Skip => {
-                let default = default_fn(f).unwrap_or_else(|| default_of(f));
-                quote!(#default())
-            }
-        };
-        quote!(#ident: #value)
-    });
-    // Collected so the index counters above run in order.
-    let decode_fields: Vec<TokenStream> = decode_fields.collect();
-
-    let split_key = if keys.len() > 1 {
-        quote!(let __key = __row.key_parts()?;)
-    } else {
-        TokenStream::new()
-    };
-
+    let key_ty = gen.key_type();
+    let schema = gen.schema();
+    let encode_key = gen.key_parts(false);
+    let row_key = gen.key_parts(true);
+    let expiry = gen.expiry();
+    let write_cells = gen.write_cells();
+    let column_of = column_of(cont, &gen.columns, &gen.maps, p);
+    let decode = gen.decode();
+    let key_prefixes = key_prefixes(cont, &gen.keys, p);
+    let field_handles = field_handles(cont, &gen.columns, &gen.maps, p);
     quote! {
         const _: () = {
             #[automatically_derived]
             impl #p::BigtableRow for #ident {
                 type Key = #key_ty;
-                const SCHEMA: &'static #p::Schema = &#p::Schema {
-                    table: #table,
-                    policy: #policy,
-                    families: &[#(#families),*],
-                    columns: &[#(#column_defs),*],
-                    maps: &[#(#map_defs),*],
-                    written_at: #written_at,
-                    key_fields: &[#(#key_names),*],
-                    key_separator: #separator,
-                };
+                const SCHEMA: &'static #p::Schema = &#schema;
                 fn encode_key(__key: &Self::Key) -> #p::Result<::std::vec::Vec<::core::primitive::u8>> {
                     #encode_key
                 }
@@ -296,8 +105,7 @@ fn impl_row(cont: &Container) -> TokenStream {
                     &self,
                     __sink: &mut #p::CellSink<'_, Self>,
                 ) -> ::core::result::Result<(), #p::FieldError> {
-                    #(#write_cells)*
-                    #(#write_maps)*
+                    #write_cells
                     ::core::result::Result::Ok(())
                 }
                 #[inline]
@@ -311,13 +119,294 @@ fn impl_row(cont: &Container) -> TokenStream {
                 fn decode(
                     __row: &#p::RowView<'_>,
                 ) -> ::core::result::Result<Self, #p::FieldError> {
-                    #split_key
-                    ::core::result::Result::Ok(Self { #(#decode_fields),* })
+                    #decode
                 }
             }
             #key_prefixes
             #field_handles
         };
+    }
+}
+
+impl<'a> Gen<'a> {
+    fn new(cont: &'a Container<'a>) -> Self {
+        let krate = cont.crate_path();
+        Self {
+            cont,
+            p: quote!(#krate::__private),
+            keys: cont.fields_with(Role::Key).collect(),
+            columns: cont.fields_with(Role::Column).collect(),
+            maps: cont.fields_with(Role::Map).collect(),
+        }
+    }
+
+    /// `type Key`: the key field's type, or a tuple of the key fields' types.
+    fn key_type(&self) -> TokenStream {
+        if let [only] = self.keys.as_slice() {
+            only.ty.to_token_stream()
+        } else {
+            let tys = self.keys.iter().map(|k| k.ty);
+            quote!((#(#tys,)*))
+        }
+    }
+
+    /// `const SCHEMA`: the struct as plain data.
+    fn schema(&self) -> TokenStream {
+        let p = &self.p;
+        let cont = self.cont;
+        let table = cont.table();
+        let separator = cont.key_separator();
+        let policy = self.policy();
+        let families = cont.families();
+        let column_defs = self.columns.iter().map(|f| self.column_def(f));
+        let map_defs = self.maps.iter().map(|f| {
+            let name = f.name();
+            let family = cont.field_family(f);
+            quote!(#p::MapColumn { field: #name, family: #family })
+        });
+        let written_at = if let Some(qualifier) = cont.written_at_qualifier() {
+            let family = cont.family();
+            quote!(::core::option::Option::Some(#p::ShadowColumn {
+                family: #family,
+                qualifier: #qualifier,
+            }))
+        } else {
+            quote!(::core::option::Option::None)
+        };
+        let key_names: Vec<String> = self.keys.iter().map(|k| k.name()).collect();
+        quote! {
+            #p::Schema {
+                table: #table,
+                policy: #policy,
+                families: &[#(#families),*],
+                columns: &[#(#column_defs),*],
+                maps: &[#(#map_defs),*],
+                written_at: #written_at,
+                key_fields: &[#(#key_names),*],
+                key_separator: #separator,
+            }
+        }
+    }
+
+    /// The TTL policy, its default duration parsed at compile time.
+    fn policy(&self) -> TokenStream {
+        let p = &self.p;
+        if let Some(millis) = self.cont.default_millis() {
+            let millis = ms(millis);
+            quote!(#p::Policy::DefaultTtl { ttl: #p::millis(#millis) })
+        } else {
+            quote!(#p::Policy::CellExpiry)
+        }
+    }
+
+    /// One `Column` of the schema.
+    fn column_def(&self, f: &Field) -> TokenStream {
+        let p = &self.p;
+        let name = f.name();
+        let family = self.cont.field_family(f);
+        let qualifier = f.qualifier();
+        let when_absent = if f.is_option() {
+            quote!(#p::WhenAbsent::ReadsNone)
+        } else if f.has_default() {
+            quote!(#p::WhenAbsent::ReadsDefault)
+        } else if f.is_counter() {
+            quote!(#p::WhenAbsent::ReadsZero)
+        } else {
+            quote!(#p::WhenAbsent::Required)
+        };
+        let ttl = if let Some(millis) = f.attrs.ttl_for.as_ref().and_then(|t| t.value.millis) {
+            let millis = ms(millis);
+            quote!(::core::option::Option::Some(#p::millis(#millis)))
+        } else {
+            quote!(::core::option::Option::None)
+        };
+        quote! {
+            #p::Column {
+                field: #name,
+                family: #family,
+                qualifier: #qualifier,
+                ttl: #ttl,
+                when_absent: #when_absent,
+            }
+        }
+    }
+
+    /// The body of `encode_key` (from `__key`) or `row_key` (from `self`).
+    fn key_parts(&self, from_self: bool) -> TokenStream {
+        let p = &self.p;
+        let table = self.cont.table();
+        let separator = self.cont.key_separator();
+        if let [only] = self.keys.as_slice() {
+            // One key field: its bytes are the key, no builder.
+            let name = only.name();
+            let access = if from_self {
+                let f = only.ident;
+                quote!(&self.#f)
+            } else {
+                quote!(__key)
+            };
+            return respan(
+                quote!(#p::KeyBuilder::single(#table, #name, #access)),
+                at(only.ty),
+            );
+        }
+        let parts = self.keys.iter().enumerate().map(|(i, k)| {
+            let name = k.name();
+            let access = if from_self {
+                let f = k.ident;
+                quote!(&self.#f)
+            } else {
+                let i = Index::from(i);
+                quote!(&__key.#i)
+            };
+            respan(quote!(__k.part(#name, #access)?;), at(k.ty))
+        });
+        quote! {
+            let mut __k = #p::KeyBuilder::new(#table, #separator);
+            #(#parts)*
+            __k.finish()
+        }
+    }
+
+    /// The body of `expiry`: the `expire_at` field's, or the policy's default.
+    fn expiry(&self) -> TokenStream {
+        let p = &self.p;
+        match self.cont.fields_with(Role::ExpireAt).next() {
+            Some(f) if f.is_option() => {
+                let ident = f.ident;
+                quote!(#p::expiry_at_opt(self.#ident))
+            }
+            Some(f) => {
+                let ident = f.ident;
+                quote!(#p::expiry_at(self.#ident))
+            }
+            None => quote!(#p::Expiry::PolicyDefault),
+        }
+    }
+
+    /// The statements of `write_cells`: each column, then each map, handed
+    /// to the sink.
+    fn write_cells(&self) -> TokenStream {
+        let columns = self.columns.iter().enumerate().map(|(i, f)| {
+            let ident = f.ident;
+            let i = Literal::usize_unsuffixed(i);
+            if f.is_option() {
+                respan(quote!(__sink.optional(#i, &self.#ident)?;), at(f.ty))
+            } else {
+                respan(quote!(__sink.required(#i, &self.#ident)?;), at(f.ty))
+            }
+        });
+        let maps = self.maps.iter().enumerate().map(|(i, f)| {
+            let ident = f.ident;
+            let i = Literal::usize_unsuffixed(i);
+            respan(quote!(__sink.map(#i, &self.#ident)?;), at(f.ty))
+        });
+        quote!(#(#columns)* #(#maps)*)
+    }
+
+    /// The body of `decode`: every field, in declaration order, read from
+    /// the row view.
+    fn decode(&self) -> TokenStream {
+        let mut next = Indexes::default();
+        let fields: Vec<TokenStream> = self
+            .cont
+            .fields
+            .iter()
+            .map(|f| {
+                let ident = f.ident;
+                let value = self.decode_field(f, &mut next);
+                quote!(#ident: #value)
+            })
+            .collect();
+        let split_key = if self.keys.len() > 1 {
+            quote!(let __key = __row.key_parts()?;)
+        } else {
+            TokenStream::new()
+        };
+        quote! {
+            #split_key
+            ::core::result::Result::Ok(Self { #(#fields),* })
+        }
+    }
+
+    /// The expression reading field `f`, the next key part, column or map
+    /// taken from `next`.
+    fn decode_field(&self, f: &Field, next: &mut Indexes) -> TokenStream {
+        match f.role() {
+            // One key field: the whole key, not split.
+            Role::Key if self.keys.len() == 1 => respan(quote!(__row.key_field()?), at(f.ty)),
+            Role::Key => {
+                let i = next.take(Role::Key);
+                respan(quote!(__key.field(#i)?), at(f.ty))
+            }
+            Role::Column => {
+                let i = next.take(Role::Column);
+                decode_column(f, &i)
+            }
+            Role::Map => {
+                let i = next.take(Role::Map);
+                respan(quote!(__row.map(#i)?), at(f.ty))
+            }
+            Role::ExpireAt if f.is_option() => {
+                quote!(::core::option::Option::Some(__row.expires_at()))
+            }
+            Role::ExpireAt => quote!(__row.expires_at()),
+            Role::Skip => {
+                let default = default_fn(f).unwrap_or_else(|| default_of(f));
+                quote!(#default())
+            }
+        }
+    }
+}
+
+/// The next index of each kind of stored part, in declaration order.
+#[derive(Default)]
+struct Indexes {
+    key: usize,
+    column: usize,
+    map: usize,
+}
+
+impl Indexes {
+    /// The next index for `role` (a key part, column or map), as a literal.
+    fn take(&mut self, role: Role) -> Literal {
+        let slot = match role {
+            Role::Key => &mut self.key,
+            Role::Map => &mut self.map,
+            _ => &mut self.column,
+        };
+        let i = *slot;
+        *slot += 1;
+        Literal::usize_unsuffixed(i)
+    }
+}
+
+/// The expression reading column field `f`, column `i` of the schema.
+fn decode_column(f: &Field, i: &Literal) -> TokenStream {
+    if f.is_option() {
+        respan(quote!(__row.column_opt(#i)?), at(f.ty))
+    } else if let Some(default) = default_fn(f) {
+        // A row written before the field existed. Reported whole at the
+        // field (or the `default` path), so a type without `Default` is one
+        // error there.
+        let span = f
+            .attrs
+            .default
+            .as_ref()
+            .and_then(|d| d.value.as_ref())
+            .map_or_else(|| at(f.ty), at);
+        respan(
+            quote!(::core::option::Option::unwrap_or_else(__row.column_opt(#i)?, #default)),
+            span,
+        )
+    } else if f.is_counter() {
+        // An absent counter is zero.
+        respan(
+            quote!(::core::option::Option::unwrap_or(__row.column_opt(#i)?, 0)),
+            at(f.ty),
+        )
+    } else {
+        respan(quote!(__row.column(#i)?), at(f.ty))
     }
 }
 
