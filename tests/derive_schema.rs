@@ -161,8 +161,61 @@ fn describe(m: &bigtable_ttl::proto::Mutation) -> (&'static str, String, String,
             0,
             Vec::new(),
         ),
+        M::DeleteFromFamily(d) => (
+            "delete family",
+            d.family_name.clone(),
+            String::new(),
+            0,
+            Vec::new(),
+        ),
         other => panic!("unexpected mutation {other:?}"),
     }
+}
+
+/// A reading that owns its family (`owns_family`): nothing else stores
+/// cells in `r`.
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "readings", family = "r", owns_family)]
+#[ttl(default = "1d", written_at)]
+struct Reading {
+    #[bigtable(key)]
+    id: String,
+    value: i64,
+    note: Option<String>,
+    #[bigtable(family = "x")]
+    extra: String,
+}
+
+#[test]
+fn a_struct_that_owns_its_family_clears_it_once() {
+    assert!(Reading::SCHEMA.owns_family && !Click::SCHEMA.owns_family);
+    let reading = Reading {
+        id: "r1".into(),
+        value: 7,
+        note: None,
+        extra: "e".into(),
+    };
+    let write = reading.mutation().build(now()).unwrap();
+    let kinds: Vec<(&str, String, String)> = write
+        .mutations
+        .iter()
+        .map(describe)
+        .map(|(k, f, q, _, _)| (k, f, q))
+        .collect();
+    let s = |k: &'static str, f: &str, q: &str| (k, f.to_owned(), q.to_owned());
+    assert_eq!(
+        kinds,
+        [
+            // One delete for the whole family, then only sets in it; a
+            // column in another family is still cleared on its own.
+            s("delete family", "r", ""),
+            s("set", "r", "value"),
+            s("delete", "x", "extra"),
+            s("set", "x", "extra"),
+            s("set", "r", "written_at"),
+            s("set", "r", "\0"),
+        ]
+    );
 }
 
 #[test]

@@ -22,6 +22,7 @@ static ONE_SECOND: Schema = Schema {
     table: "sessions",
     policy: Policy::CellExpiry,
     families: &["s"],
+    owns_family: false,
     columns: &[],
     maps: &[],
     written_at: None,
@@ -36,6 +37,7 @@ static TWO_DAYS: Schema = Schema {
         ttl: TimeDelta::days(2),
     },
     families: &["c", "d"],
+    owns_family: false,
     columns: &[],
     maps: &[],
     written_at: None,
@@ -46,6 +48,7 @@ static TWO_DAYS: Schema = Schema {
 /// The same table as `TWO_DAYS`, with a family the live table lacks.
 static TWO_DAYS_PLUS: Schema = Schema {
     families: &["c", "d", "x"],
+    owns_family: false,
     ..TWO_DAYS
 };
 
@@ -61,6 +64,7 @@ static SESSIONS_TWO_DAYS: Schema = Schema {
 /// refused call creates nothing either.
 static ONE_SECOND_PLUS: Schema = Schema {
     families: &["s", "t"],
+    owns_family: false,
     ..ONE_SECOND
 };
 

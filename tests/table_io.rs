@@ -657,3 +657,75 @@ async fn keys_can_be_passed_borrowed() {
     blobs.delete(id.as_slice()).await.unwrap();
     assert_eq!(blobs.get(id.as_slice()).await.unwrap(), None);
 }
+
+/// A reading before its `unit` field was dropped: another version of the
+/// struct below, on the same table and family.
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "readings", family = "r")]
+#[ttl(default = "1d")]
+struct OldReading {
+    #[bigtable(key)]
+    id: String,
+    value: i64,
+    unit: String,
+}
+
+/// A reading that owns its family: a whole-row write clears `r` with one
+/// `DeleteFromFamily`.
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "readings", family = "r", owns_family)]
+#[ttl(default = "1d")]
+struct Reading {
+    #[bigtable(key)]
+    id: String,
+    value: i64,
+    note: Option<String>,
+}
+
+/// A struct that owns its family keeps replace-on-write with one delete for
+/// the family: a later write with a shorter TTL is what reads back, each
+/// column holds one version, and cells of a field the struct no longer has
+/// are gone too.
+#[tokio::test]
+async fn a_struct_owning_its_family_replaces_the_whole_family() {
+    let clock = clock();
+    let readings = support::table::<Reading>(&clock).await;
+    let old = Table::<OldReading>::new(readings.connection().clone()).with_clock(clock.clone());
+    old.put(&OldReading {
+        id: "r1".into(),
+        value: 1,
+        unit: "kg".into(),
+    })
+    .await
+    .unwrap();
+    let long = Reading {
+        id: "r1".into(),
+        value: 2,
+        note: Some("long".into()),
+    };
+    readings
+        .put_with(long.mutation().ttl(TimeDelta::days(3)))
+        .await
+        .unwrap();
+    let short = Reading {
+        id: "r1".into(),
+        value: 3,
+        note: None,
+    };
+    let written = readings
+        .put_with(short.mutation().ttl(TimeDelta::hours(1)))
+        .await
+        .unwrap();
+
+    let read = readings.get(&"r1".to_owned()).await.unwrap().unwrap();
+    assert_eq!(read.value, short);
+    assert_eq!(read.expires_at, written.expires_at);
+    let cells = support::stored_cells(&readings, "r1").await;
+    let mut stored: Vec<(&[u8], i64)> = cells
+        .iter()
+        .map(|c| (c.qualifier.as_slice(), c.timestamp_micros))
+        .collect();
+    stored.sort_unstable();
+    let ts = written.timestamp_micros;
+    assert_eq!(stored, [(&b"\0"[..], ts), (&b"value"[..], ts)], "{cells:?}");
+}

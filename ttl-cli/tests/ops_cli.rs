@@ -65,6 +65,7 @@ async fn table(
         table: name,
         policy: Policy::default_ttl(default),
         families,
+        owns_family: false,
         columns: &[],
         maps: &[],
         written_at: None,

@@ -125,6 +125,11 @@ impl<'a> Container<'a> {
     }
 
     /// The struct's own family (empty when missing: an error already).
+    /// Whether the struct owns its family (`#[bigtable(owns_family)]`).
+    pub fn owns_family(&self) -> bool {
+        self.attrs.owns_family.is_some()
+    }
+
     pub fn family(&self) -> String {
         self.attrs
             .family

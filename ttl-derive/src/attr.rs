@@ -136,6 +136,8 @@ pub struct Container {
     pub key_separator: Option<Keyed<LitStr>>,
     pub crate_path: Option<Keyed<Path>>,
     pub rename_all: Option<Keyed<RenameAll>>,
+    /// `owns_family`: no other struct stores cells in the struct's family.
+    pub owns_family: Option<Keyed<()>>,
     pub default_ttl: Option<Keyed<Duration>>,
     /// The `written_at` key and its qualifier (the literal, when one is given).
     pub written_at: Option<Keyed<Option<LitStr>>>,
@@ -184,6 +186,9 @@ impl Container {
         } else if *p == symbol::RENAME_ALL {
             let v = parse_rename_all(cx, meta)?;
             set_once(cx, &mut self.rename_all, symbol::RENAME_ALL, p, v);
+        } else if *p == symbol::OWNS_FAMILY {
+            no_value(meta, symbol::OWNS_FAMILY)?;
+            set_once(cx, &mut self.owns_family, symbol::OWNS_FAMILY, p, ());
         } else {
             self.bigtable_garbled = true;
             unknown(

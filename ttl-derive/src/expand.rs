@@ -174,11 +174,13 @@ impl<'a> Gen<'a> {
             quote!(::core::option::Option::None)
         };
         let key_names: Vec<String> = self.keys.iter().map(|k| k.name()).collect();
+        let owns_family = cont.owns_family();
         quote! {
             #p::Schema {
                 table: #table,
                 policy: #policy,
                 families: &[#(#families),*],
+                owns_family: #owns_family,
                 columns: &[#(#column_defs),*],
                 maps: &[#(#map_defs),*],
                 written_at: #written_at,
@@ -595,6 +597,7 @@ fn fallback(input: &DeriveInput, cont: Option<&Container>) -> TokenStream {
                     table: "",
                     policy: #p::Policy::CellExpiry,
                     families: &[],
+                    owns_family: false,
                     columns: &[],
                     maps: &[],
                     written_at: ::core::option::Option::None,

@@ -25,6 +25,7 @@ static SCHEMA: Schema = Schema {
         ttl: TimeDelta::days(2),
     },
     families: &["p"],
+    owns_family: false,
     columns: &[
         column("name", WhenAbsent::Required),
         column("status", WhenAbsent::ReadsNone),

@@ -129,6 +129,7 @@ mod tests {
         table: "t",
         policy: Policy::CellExpiry,
         families: &["a.b", "c"],
+        owns_family: false,
         columns: &[],
         maps: &[],
         written_at: None,

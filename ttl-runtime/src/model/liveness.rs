@@ -186,6 +186,7 @@ mod tests {
             table: "t",
             policy: Policy::CellExpiry,
             families: &["f", "m"],
+            owns_family: false,
             columns,
             maps,
             written_at: None,

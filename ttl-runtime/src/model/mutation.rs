@@ -89,6 +89,9 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
         let shadow_mutations = if schema.written_at.is_some() { 2 } else { 0 };
         let mut mutations =
             Vec::with_capacity(2 * schema.columns.len() + schema.maps.len() + shadow_mutations + 2);
+        if schema.owns_family {
+            mutations.push(delete_family(schema.marker_family()));
+        }
         let mut sink = CellSink {
             now,
             row_ts,
@@ -100,7 +103,12 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
         }
         if let Some(shadow) = schema.written_at {
             let written = from_micros(millis_floor(now)?)?;
-            mutations.push(delete_column(shadow.family, shadow.qualifier.as_bytes()));
+            clear_column(
+                &mut mutations,
+                schema,
+                shadow.family,
+                shadow.qualifier.as_bytes(),
+            );
             mutations.push(set_cell(
                 shadow.family,
                 shadow.qualifier.as_bytes(),
@@ -224,8 +232,12 @@ impl<T: BigtableRow> CellSink<'_, T> {
     #[inline]
     fn push(&mut self, index: usize, value: Option<Vec<u8>>) -> Result<(), FieldError> {
         let column = &T::SCHEMA.columns[index];
-        self.mutations
-            .push(delete_column(column.family, column.qualifier.as_bytes()));
+        clear_column(
+            self.mutations,
+            T::SCHEMA,
+            column.family,
+            column.qualifier.as_bytes(),
+        );
         let Some(value) = value else {
             return Ok(());
         };
@@ -251,7 +263,11 @@ impl<T: BigtableRow> CellSink<'_, T> {
         ));
         if column.when_absent == WhenAbsent::ReadsZero {
             // A counter's window mark goes with it (see `model::counter`).
-            self.mutations.extend(mark_window(column, ts));
+            let [clear, set] = mark_window(column, ts);
+            if !(T::SCHEMA.owns_family && column.family == T::SCHEMA.marker_family()) {
+                self.mutations.push(clear);
+            }
+            self.mutations.push(set);
         }
         Ok(())
     }
@@ -262,8 +278,18 @@ impl<T: BigtableRow> CellSink<'_, T> {
 #[inline]
 pub(crate) fn push_marker(mutations: &mut Vec<Mutation>, schema: &Schema, row_ts: i64) {
     let family = schema.marker_family();
-    mutations.push(delete_column(family, ROW_MARKER));
+    clear_column(mutations, schema, family, ROW_MARKER);
     mutations.push(set_cell(family, ROW_MARKER, row_ts, Vec::new()));
+}
+
+/// Clear column `family:qualifier` before it is written again: a
+/// `DeleteFromColumn`, unless `family` is the struct's owned family, which
+/// a whole-row write clears at once ([`Schema::owns_family`]).
+#[inline]
+fn clear_column(mutations: &mut Vec<Mutation>, schema: &Schema, family: &str, qualifier: &[u8]) {
+    if !(schema.owns_family && family == schema.marker_family()) {
+        mutations.push(delete_column(family, qualifier));
+    }
 }
 
 /// How far before the counter's timestamp its window mark's is (µs).

@@ -32,6 +32,11 @@ pub struct Schema {
     pub policy: Policy,
     /// The column families, the struct's own family first.
     pub families: &'static [&'static str],
+    /// Whether the struct owns its first family (`#[bigtable(owns_family)]`):
+    /// no other struct stores cells in it, so a whole-row write clears it
+    /// with one `DeleteFromFamily` instead of one `DeleteFromColumn` per
+    /// column, and cells of fields the struct no longer has go with it.
+    pub owns_family: bool,
     /// The stored fields, in declaration order (key and `expire_at` fields
     /// are not stored as columns).
     pub columns: &'static [Column],

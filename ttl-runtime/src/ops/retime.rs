@@ -422,6 +422,7 @@ mod tests {
             ttl: TimeDelta::days(2),
         },
         families: &["c"],
+        owns_family: false,
         columns: &[
             Column {
                 field: "url",

@@ -343,6 +343,7 @@ mod tests {
             ttl: TimeDelta::days(2),
         },
         families: &["p"],
+        owns_family: false,
         columns: &[
             Column {
                 field: "name",
