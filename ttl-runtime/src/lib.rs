@@ -37,7 +37,7 @@ mod model;
 pub mod ops;
 mod wire;
 
-pub use client::{admin, read, retry, writer};
+pub use client::{admin, data, read, retry, writer};
 pub use model::{filter, limits, telemetry};
 
 pub use client::conditional::Insert;
