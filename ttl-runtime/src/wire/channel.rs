@@ -308,6 +308,7 @@ impl DataChannel {
         Req: prost::Message + Send + Sync + 'static,
         Resp: prost::Message + Default + Send + Sync + 'static,
     {
+        let started = std::time::Instant::now();
         let request = self
             .request(message, table_name, Some(timeout), cookies)
             .await?;
@@ -317,7 +318,9 @@ impl DataChannel {
             .await?
             .unary(request, path, ProstCodec::default())
             .await;
-        learnt(response, cookies).map(tonic::Response::into_inner)
+        learnt(response, cookies)
+            .map(tonic::Response::into_inner)
+            .map_err(|status| at_deadline(status, started, timeout))
     }
 
     /// One `MutateRows` call sending `batch`'s entries `selected` (all when
@@ -357,6 +360,7 @@ impl DataChannel {
         timeout: Duration,
         cookies: &mut RoutingCookies,
     ) -> Result<Vec<SampleRowKeysResponse>, tonic::Status> {
+        let started = std::time::Instant::now();
         let call = async {
             let message = SampleRowKeysRequest {
                 table_name: table_name.to_owned(),
@@ -380,7 +384,7 @@ impl DataChannel {
                     Ok(None) => return Ok(samples),
                     Err(status) => {
                         cookies.learn(status.metadata());
-                        return Err(status);
+                        return Err(at_deadline(status, started, timeout));
                     }
                 }
             }
@@ -392,6 +396,27 @@ impl DataChannel {
                     "no complete answer to SampleRowKeys within {timeout:?}"
                 )))
             })
+    }
+}
+
+/// `status` as the deadline it is when it is a `CANCELLED` that came once
+/// the call's `timeout` had passed since `started`: gRPC servers reset a
+/// stream with `CANCEL` when its `grpc-timeout` runs out, which can beat
+/// the client's own timer.
+pub(crate) fn at_deadline(
+    status: tonic::Status,
+    started: std::time::Instant,
+    timeout: Duration,
+) -> tonic::Status {
+    if status.code() == tonic::Code::Cancelled && started.elapsed() >= timeout {
+        let mut deadline = tonic::Status::deadline_exceeded(format!(
+            "no answer within {timeout:?} ({})",
+            status.message()
+        ));
+        *deadline.metadata_mut() = status.metadata().clone();
+        deadline
+    } else {
+        status
     }
 }
 
@@ -429,6 +454,25 @@ mod tests {
         async fn project_id(&self) -> Result<Arc<str>, gcp_auth::Error> {
             Ok("p".into())
         }
+    }
+
+    #[test]
+    fn a_cancel_past_the_deadline_is_the_deadline() {
+        let long_ago = std::time::Instant::now()
+            .checked_sub(Duration::from_secs(3))
+            .unwrap();
+        let cut = at_deadline(
+            tonic::Status::cancelled("h2 protocol error: stream reset"),
+            long_ago,
+            Duration::from_secs(2),
+        );
+        assert_eq!(cut.code(), tonic::Code::DeadlineExceeded);
+        let early = at_deadline(
+            tonic::Status::cancelled("by the caller"),
+            std::time::Instant::now(),
+            Duration::from_secs(2),
+        );
+        assert_eq!(early.code(), tonic::Code::Cancelled);
     }
 
     #[tokio::test]

@@ -381,8 +381,9 @@ impl RawTable {
     /// The error of a call never re-sent: a lost answer is an unknown
     /// outcome, anything else the server's refusal.
     fn single_attempt_error(&self, key: Vec<u8>, status: tonic::Status) -> Error {
-        let refused = status_error(&self.name, Some(key.clone()), status.clone(), None);
-        if outcome_unknown(&status) {
+        let unknown = outcome_unknown(&status);
+        let refused = status_error(&self.name, Some(key.clone()), status, None);
+        if unknown {
             Error::OutcomeUnknown {
                 table: self.name.to_string(),
                 row_key: key,

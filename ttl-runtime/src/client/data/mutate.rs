@@ -18,7 +18,7 @@ use crate::client::retry::{retryable_code, retryable_status, status_text, RetryP
 use crate::client::telemetry;
 use crate::model::error::{Code, Result};
 use crate::proto::{MutateRowRequest, Mutation};
-use crate::wire::channel::DataChannel;
+use crate::wire::channel::{at_deadline, DataChannel};
 use crate::wire::codec::EncodedBatch;
 use crate::wire::cookies::RoutingCookies;
 use crate::wire::status::code_of;
@@ -213,7 +213,7 @@ pub(crate) async fn send_batch(
                 }
                 // No status: the outcome is unknown.
                 (None, Ok(())) => {
-                    retry.push((i, None, request_code, "no status returned".to_owned()))
+                    retry.push((i, None, request_code, "no status returned".to_owned()));
                 }
                 (None, Err(failure)) if failure.retryable => retry.push((
                     i,
@@ -288,6 +288,7 @@ async fn attempt_once(
     std::result::Result<(), RequestFailure>,
 ) {
     let mut statuses: Vec<Option<EntryStatus>> = vec![None; sent];
+    let started = std::time::Instant::now();
     let call = async {
         let mut stream = channel
             .mutate_rows(
@@ -304,7 +305,7 @@ async fn attempt_once(
                 Ok(None) => break,
                 Err(status) => {
                     cookies.learn(status.metadata());
-                    return Err(status);
+                    return Err(at_deadline(status, started, timeout));
                 }
             };
             for entry in response.entries {
@@ -324,10 +325,13 @@ async fn attempt_once(
     };
     let outcome = match tokio::time::timeout(timeout, call).await {
         Ok(Ok(())) => Ok(()),
-        Ok(Err(status)) => Err(RequestFailure {
-            retryable: retryable_status(&status),
-            status,
-        }),
+        Ok(Err(status)) => {
+            let status = at_deadline(status, started, timeout);
+            Err(RequestFailure {
+                retryable: retryable_status(&status),
+                status,
+            })
+        }
         Err(_) => Err(RequestFailure {
             retryable: true,
             status: tonic::Status::deadline_exceeded("the attempt timed out"),

@@ -189,29 +189,28 @@ impl Row {
     pub fn into_proto(self) -> proto::Row {
         let mut families: Vec<proto::Family> = Vec::new();
         for cell in self.cells {
-            if families.last().is_none_or(|f| f.name != cell.family) {
-                families.push(proto::Family {
-                    name: cell.family.clone(),
-                    columns: Vec::new(),
-                });
-            }
-            let family = families.last_mut().expect("pushed above");
-            if family
-                .columns
-                .last()
-                .is_none_or(|c| c.qualifier != cell.qualifier)
-            {
-                family.columns.push(proto::Column {
-                    qualifier: cell.qualifier.clone(),
-                    cells: Vec::new(),
-                });
-            }
-            let column = family.columns.last_mut().expect("pushed above");
-            column.cells.push(proto::Cell {
+            let family = match families.last_mut() {
+                Some(family) if family.name == cell.family => family,
+                _ => {
+                    families.push(proto::Family {
+                        name: cell.family,
+                        columns: Vec::new(),
+                    });
+                    families.last_mut().unwrap_or_else(|| unreachable!())
+                }
+            };
+            let proto_cell = proto::Cell {
                 timestamp_micros: cell.timestamp_micros,
                 value: cell.value,
                 labels: Vec::new(),
-            });
+            };
+            match family.columns.last_mut() {
+                Some(column) if column.qualifier == cell.qualifier => column.cells.push(proto_cell),
+                _ => family.columns.push(proto::Column {
+                    qualifier: cell.qualifier,
+                    cells: vec![proto_cell],
+                }),
+            }
         }
         proto::Row {
             key: self.key,
