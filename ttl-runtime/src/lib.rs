@@ -11,14 +11,16 @@
 //!   ([`proto`]) and tested without a server;
 //! * `wire`: the gRPC data channel, its codecs, `ReadRows` chunk decoding and
 //!   row merging;
-//! * `client`: the I/O: [`Connection`], [`Table`], the bulk [`writer`],
-//!   resumed and parallel reads, schema administration ([`admin`]), [`retry`];
+//! * `client`: the I/O: [`Connection`], the raw data layer ([`data`]: any
+//!   table by row key and family, Bigtable's own mutations and filters),
+//!   [`Table`] built on it, the bulk [`writer`], resumed and parallel reads,
+//!   schema administration ([`admin`]), [`retry`];
 //! * [`ops`]: operations on families by name (audit, apply, inspect, migrate,
 //!   re-timing rows), on top of the client.
 //!
 //! Every public item has one path: the types a program names at the root
 //! ([`Table`], [`Connection`], [`Scan`], [`Error`], …), the rest in the
-//! modules [`admin`], [`telemetry`], [`read`], [`writer`], [`retry`], [`filter`], [`limits`],
+//! modules [`data`], [`admin`], [`telemetry`], [`read`], [`writer`], [`retry`], [`filter`], [`limits`],
 //! [`ops`] and [`proto`]. What the derive's expansion calls is behind a
 //! hidden door and not part of the API.
 //!
