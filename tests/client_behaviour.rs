@@ -364,7 +364,7 @@ async fn reads_resume_after_the_last_row_or_scanned_key_in_either_direction() {
         .try_collect::<Vec<_>>()
         .await
         .unwrap_err();
-    assert!(format!("{:?}", err).contains("decreasing"), "{err:?}");
+    assert!(format!("{err:?}").contains("decreasing"), "{err:?}");
 }
 
 #[tokio::test]

@@ -198,7 +198,7 @@ async fn answer(shared: &Shared, request: Request<Incoming>) -> Response<Body> {
     let body = body
         .collect()
         .await
-        .map(|b| b.to_bytes())
+        .map(http_body_util::Collected::to_bytes)
         .unwrap_or_default();
     shared.received.lock().unwrap().push(Received {
         method: method.clone(),
