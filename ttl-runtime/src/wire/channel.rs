@@ -295,7 +295,10 @@ impl DataChannel {
 
     /// One unary call to `path` on `table_name`, with the operation's
     /// `cookies`, learning those of the answer (headers, or an error's
-    /// trailers).
+    /// trailers). A request that never left the client (queued on a
+    /// connection that closed before writing it) is sent again, as gRPC's
+    /// transparent retry does: nothing of it reached the server, so even a
+    /// call that is not idempotent cannot apply twice.
     async fn unary<Req, Resp>(
         &self,
         path: &'static str,
@@ -305,22 +308,31 @@ impl DataChannel {
         cookies: &mut RoutingCookies,
     ) -> Result<Resp, tonic::Status>
     where
-        Req: prost::Message + Send + Sync + 'static,
+        Req: prost::Message + Clone + Send + Sync + 'static,
         Resp: prost::Message + Default + Send + Sync + 'static,
     {
+        const SENDS: usize = 3;
         let started = std::time::Instant::now();
-        let request = self
-            .request(message, table_name, Some(timeout), cookies)
-            .await?;
         let path = tonic::codegen::http::uri::PathAndQuery::from_static(path);
-        let response = self
-            .ready()
-            .await?
-            .unary(request, path, ProstCodec::default())
-            .await;
-        learnt(response, cookies)
-            .map(tonic::Response::into_inner)
-            .map_err(|status| at_deadline(status, started, timeout))
+        let mut sends = 0;
+        loop {
+            sends += 1;
+            let request = self
+                .request(message.clone(), table_name, Some(timeout), cookies)
+                .await?;
+            let response = self
+                .ready()
+                .await?
+                .unary(request, path.clone(), ProstCodec::default())
+                .await;
+            match learnt(response, cookies) {
+                Ok(response) => return Ok(response.into_inner()),
+                Err(status) if never_sent(&status) && sends < SENDS => {
+                    tracing::debug!(%status, "sending a request again that never left the client");
+                }
+                Err(status) => return Err(at_deadline(status, started, timeout)),
+            }
+        }
     }
 
     /// One `MutateRows` call sending `batch`'s entries `selected` (all when
@@ -418,6 +430,22 @@ pub(crate) fn at_deadline(
     } else {
         status
     }
+}
+
+/// Whether `status` is the failure of a request hyper never wrote to its
+/// connection: one queued on a connection that closed first, which hyper
+/// cancels ("connection closed"). A request already written fails
+/// otherwise (an incomplete message, a stream reset).
+pub(crate) fn never_sent(status: &tonic::Status) -> bool {
+    use std::error::Error as _;
+    let mut source = status.source();
+    while let Some(error) = source {
+        if let Some(hyper) = error.downcast_ref::<hyper::Error>() {
+            return hyper.is_canceled();
+        }
+        source = error.source();
+    }
+    false
 }
 
 /// `response` as it is, its routing cookies (response headers, or an
