@@ -396,10 +396,14 @@ impl DataChannel {
                     Ok(None) => return Ok(samples),
                     Err(status) => {
                         cookies.learn(status.metadata());
-                        return Err(at_deadline(status, started, timeout));
+                        return Err(status);
                     }
                 }
             }
+        };
+        let call = async {
+            call.await
+                .map_err(|status| at_deadline(status, started, timeout))
         };
         tokio::time::timeout(timeout, call)
             .await
