@@ -309,9 +309,7 @@ impl ReadState {
             }
             Ok(Ok(Some(message))) => {
                 self.first_response_by = None;
-                let (rows, last) = (self.merger.committed, self.merger.last_key.clone());
-                self.merger.feed_response(message, &mut self.ready)?;
-                if self.merger.committed > rows || self.merger.last_key != last {
+                if self.merger.feed_response(message, &mut self.ready)? {
                     self.progressed();
                 }
                 if self.limit_reached() {

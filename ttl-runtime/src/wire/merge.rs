@@ -290,16 +290,19 @@ impl RowMerger {
     }
 
     /// Feed one whole response: its chunks, then its last scanned row key.
+    /// Whether the read moved on: a row committed, or a key scanned past.
     pub(crate) fn feed_response(
         &mut self,
         response: Response,
         out: &mut VecDeque<MergedRow>,
-    ) -> Result<(), ReadError> {
+    ) -> Result<bool, ReadError> {
+        let rows = self.committed;
         self.feed(response.chunks, out)?;
         if response.last_scanned_row_key.is_empty() {
-            Ok(())
+            Ok(self.committed > rows)
         } else {
-            self.scanned_past(response.last_scanned_row_key)
+            self.scanned_past(response.last_scanned_row_key)?;
+            Ok(true)
         }
     }
 }
@@ -440,7 +443,7 @@ mod tests {
             chunks: Vec::new(),
             last_scanned_row_key: Bytes::from_static(b"q"),
         };
-        m.feed_response(scanned, &mut rows).unwrap();
+        assert!(m.feed_response(scanned, &mut rows).unwrap());
         assert_eq!(m.last_key.as_deref(), Some(&b"q"[..]));
         assert_eq!(m.committed, 1);
         let err = m
