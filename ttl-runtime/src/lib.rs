@@ -11,15 +11,18 @@
 //!   ([`proto`]) and tested without a server;
 //! * `wire`: the gRPC data channel, its codecs, `ReadRows` chunk decoding and
 //!   row merging;
-//! * `client`: the I/O: [`Connection`], [`Table`], the bulk [`writer`],
-//!   resumed and parallel reads, schema administration ([`admin`]), [`retry`];
+//! * `client`: the I/O: [`Connection`], the raw data layer ([`data`]: any
+//!   table by row key and family, Bigtable's own mutations and filters),
+//!   [`Table`] built on it, the bulk [`writer`], resumed and parallel reads,
+//!   schema administration ([`admin`]), [`retry`];
 //! * [`ops`]: operations on families by name (audit, apply, inspect, migrate,
 //!   re-timing rows), on top of the client.
 //!
 //! Every public item has one path: the types a program names at the root
 //! ([`Table`], [`Connection`], [`Scan`], [`Error`], …), the rest in the
-//! modules [`admin`], [`telemetry`], [`read`], [`writer`], [`retry`], [`filter`], [`limits`],
-//! [`ops`] and [`proto`]. What the derive's expansion calls is behind a
+//! modules [`data`], [`admin`], [`telemetry`], [`read`], [`writer`],
+//! [`retry`], [`filter`], [`limits`], [`ops`] and [`proto`]; [`liveness`]
+//! states the one rule for when a row is alive. What the derive's expansion calls is behind a
 //! hidden door and not part of the API.
 //!
 //! # Features
@@ -37,8 +40,8 @@ mod model;
 pub mod ops;
 mod wire;
 
-pub use client::{admin, read, retry, writer};
-pub use model::{filter, limits, telemetry};
+pub use client::{admin, data, read, retry, writer};
+pub use model::{filter, limits, liveness, telemetry};
 
 pub use client::conditional::Insert;
 pub use client::connection::{Connection, ConnectionBuilder, Credentials, DataClient, DataService};

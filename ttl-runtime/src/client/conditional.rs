@@ -15,11 +15,10 @@
 use chrono::{DateTime, Utc};
 
 use crate::client::failure::status_error;
-use crate::client::retry::retryable_status;
 use crate::client::table::{Table, Written};
 use crate::client::telemetry;
 use crate::model::condition::{live_row, Condition};
-use crate::model::error::{Code, Error, Result};
+use crate::model::error::{Error, Result};
 use crate::model::key::AsKey;
 use crate::model::mutation::{delete_row, RowMutation};
 use crate::model::policy::{from_micros, millis_floor};
@@ -27,7 +26,6 @@ use crate::model::row::{BigtableRow, MutationBuilder};
 use crate::model::scan::Scan;
 use crate::model::view::Expiring;
 use crate::proto::{mutation, CheckAndMutateRowRequest, Mutation, RowFilter};
-use crate::wire::status::code_of;
 
 /// What [`Table::insert_if_absent`] did.
 #[derive(Debug, Clone, PartialEq)]
@@ -249,18 +247,10 @@ impl<T: BigtableRow> Table<T> {
             false_mutations,
             ..CheckAndMutateRowRequest::default()
         };
-        let timeout = self.write_options().retry.attempt_timeout;
-        let channel = self.connection().data_channel();
-        let status =
-            match tokio::time::timeout(timeout, channel.check_and_mutate_row(request, timeout))
-                .await
-            {
-                Ok(Ok(response)) => return Ok(Checked::Answered(response.predicate_matched)),
-                Ok(Err(status)) => status,
-                Err(_) => tonic::Status::deadline_exceeded(format!(
-                    "no answer to CheckAndMutateRow within {timeout:?}"
-                )),
-            };
+        let status = match self.data().check_and_mutate_once(request).await {
+            Ok(matched) => return Ok(Checked::Answered(matched)),
+            Err(status) => status,
+        };
         if outcome_unknown(&status) {
             Ok(Checked::Unknown(status))
         } else {
@@ -324,14 +314,7 @@ impl<T: BigtableRow> Table<T> {
 /// was lost (a timeout, a transport failure, an unavailable server) rather
 /// than an error the server decided on before applying anything.
 pub(crate) fn outcome_unknown(status: &tonic::Status) -> bool {
-    matches!(
-        code_of(status),
-        Code::DeadlineExceeded
-            | Code::Unavailable
-            | Code::Unknown
-            | Code::Cancelled
-            | Code::Aborted
-    ) || retryable_status(status)
+    crate::client::data::outcome_unknown(status)
 }
 
 /// What a write at `now` stored, as [`Written`].

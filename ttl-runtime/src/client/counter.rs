@@ -205,16 +205,7 @@ impl<T: BigtableRow> Table<T> {
             rules: increment_rules(counter, by),
             ..ReadModifyWriteRowRequest::default()
         };
-        let timeout = self.write_options().retry.attempt_timeout;
-        let channel = self.connection().data_channel();
-        let answer = tokio::time::timeout(timeout, channel.read_modify_write_row(request, timeout))
-            .await
-            .unwrap_or_else(|_| {
-                Err(tonic::Status::deadline_exceeded(format!(
-                    "no answer to ReadModifyWriteRow within {timeout:?}"
-                )))
-            });
-        match answer {
+        match self.data().read_modify_write_once(request).await {
             Ok(response) => landed(
                 counter,
                 self.name(),

@@ -11,6 +11,7 @@ pub(crate) mod builder;
 pub(crate) mod conditional;
 pub mod connection;
 pub(crate) mod counter;
+pub mod data;
 pub(crate) mod failure;
 pub(crate) mod map;
 pub(crate) mod parallel;

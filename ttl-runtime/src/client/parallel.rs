@@ -5,8 +5,6 @@
 use futures_util::future::Either;
 use futures_util::{Stream, StreamExt as _, TryStreamExt as _};
 
-use crate::client::failure::status_error;
-use crate::client::retry::retryable_status;
 use crate::client::table::Table;
 use crate::client::telemetry;
 use crate::model::error::Result;
@@ -157,28 +155,10 @@ impl<T: BigtableRow> Table<T> {
 
     /// The row keys `SampleRowKeys` returns for the table, in key order;
     /// each attempt within the read policy's attempt timeout, transient
-    /// failures retried within its budget (the call only reads).
+    /// failures retried within its budget (the call only reads), through
+    /// the raw layer.
     async fn sample_row_keys(&self) -> Result<Vec<Vec<u8>>> {
-        let channel = self.connection().data_channel();
-        let table_name = self.path();
-        let mut budget = self.read_options().retry.start();
-        loop {
-            match channel
-                .sample_row_keys(&table_name, budget.attempt_timeout())
-                .await
-            {
-                Ok(samples) => return Ok(samples.into_iter().map(|s| s.row_key).collect()),
-                Err(status) => {
-                    if !(retryable_status(&status)
-                        && budget
-                            .wait(&crate::client::retry::status_text(&status))
-                            .await)
-                    {
-                        return Err(status_error(self.name(), None, status, Some(&budget)));
-                    }
-                    tracing::debug!(%status, table = %self.name(), "retrying SampleRowKeys");
-                }
-            }
-        }
+        let samples = self.data().sample_row_keys().await?;
+        Ok(samples.into_iter().map(|s| s.row_key).collect())
     }
 }

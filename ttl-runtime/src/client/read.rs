@@ -11,13 +11,14 @@ use std::time::{Duration, Instant};
 
 use futures_util::Stream;
 
-use crate::client::retry::{retryable_status, status_text, Budget, RetryPolicy};
+use crate::client::retry::{retryable_status, Budget, RetryPolicy};
 use crate::client::telemetry;
 use crate::model::error::{Code, Error};
 use crate::model::scan::{resume_request, RawCell, RawRow};
 use crate::proto::ReadRowsRequest;
 use crate::wire::channel::DataChannel;
-use crate::wire::chunk::Chunk;
+use crate::wire::chunk::Response;
+use crate::wire::cookies::RoutingCookies;
 use crate::wire::merge::{MergedRow, RowMerger};
 use crate::wire::read_error::ReadError;
 use crate::wire::status::code_of;
@@ -145,7 +146,9 @@ struct ReadState {
     /// The request as first made, for resuming.
     base: ReadRowsRequest,
     request: Option<ReadRowsRequest>,
-    response: Option<tonic::Streaming<Vec<Chunk>>>,
+    response: Option<tonic::Streaming<Response>>,
+    /// Routing cookies the server handed this read, sent on its retries.
+    cookies: RoutingCookies,
     /// When the attempt under way must have brought its first response.
     first_response_by: Option<Instant>,
     merger: RowMerger,
@@ -246,14 +249,14 @@ impl ReadState {
         let ReadError::Status(status) = error else {
             return false;
         };
-        if !retryable_status(status) || !self.budget.wait(&status_text(status)).await {
+        if !retryable_status(status) || !self.budget.wait_after(status).await {
             return false;
         }
         tracing::debug!(%status, committed = self.merger.committed, "resuming ReadRows");
         self.counters.resumes.fetch_add(1, Ordering::Relaxed);
         self.merger.reset();
         self.response = None;
-        match &self.merger.last_committed {
+        match &self.merger.last_key {
             None => self.request = Some(self.base.clone()),
             Some(last) => match resume_request(self.base.clone(), last, self.merger.committed) {
                 Some(request) => self.request = Some(request),
@@ -263,12 +266,20 @@ impl ReadState {
         true
     }
 
+    /// Whether the request's row limit is reached.
+    fn limit_reached(&self) -> bool {
+        u64::try_from(self.base.rows_limit)
+            .is_ok_and(|limit| limit > 0 && self.merger.committed >= limit)
+    }
+
     /// Send the next attempt's request; the response's headers must come
     /// within the attempt's timeout.
     async fn start_attempt(&mut self, request: ReadRowsRequest) -> Result<(), ReadError> {
         let timeout = self.budget.attempt_timeout();
         self.first_response_by = Some(Instant::now() + timeout);
-        match tokio::time::timeout(timeout, self.channel.read_rows(request)).await {
+        match tokio::time::timeout(timeout, self.channel.read_rows(request, &mut self.cookies))
+            .await
+        {
             Ok(Ok(response)) => {
                 self.response = Some(response);
                 Ok(())
@@ -288,17 +299,24 @@ impl ReadState {
         match tokio::time::timeout(wait, response.message()).await {
             Err(_) if first => Err(timed_out("no first response", wait)),
             Err(_) => Err(timed_out("the stream stalled: no response", wait)),
-            Ok(Err(status)) => Err(status.into()),
+            Ok(Err(status)) => {
+                self.cookies.learn(status.metadata());
+                Err(status.into())
+            }
             Ok(Ok(None)) => {
                 self.done = true;
                 self.merger.finish()
             }
             Ok(Ok(Some(message))) => {
                 self.first_response_by = None;
-                let before = self.ready.len();
-                self.merger.feed(message, &mut self.ready)?;
-                if self.ready.len() > before {
+                if self.merger.feed_response(message, &mut self.ready)? {
                     self.progressed();
+                }
+                if self.limit_reached() {
+                    // Every row asked for is here: what the stream might
+                    // still bring (an error, a trailer) changes nothing.
+                    self.done = true;
+                    self.response = None;
                 }
                 Ok(())
             }
@@ -334,6 +352,7 @@ pub(crate) fn read_rows_with(
         base: request.clone(),
         request: Some(request),
         response: None,
+        cookies: RoutingCookies::default(),
         first_response_by: None,
         ready: VecDeque::new(),
         done: false,

@@ -20,9 +20,16 @@
 //! * An attempt that exceeds [`RetryPolicy::attempt_timeout`] (its outcome
 //!   is unknown too).
 //!
+//! * **Any status carrying a `google.rpc.RetryInfo`**: the server asks for
+//!   a retry after the delay it names, and that delay replaces the
+//!   backoff's (as Google's Java client does); the attempt count and the
+//!   overall deadline still hold, so a delay that would end past the
+//!   deadline ends the call instead.
+//!
 //! Everything else (`NOT_FOUND`, `INVALID_ARGUMENT`, `PERMISSION_DENIED`,
 //! `INTERNAL` sent by the server, `FAILED_PRECONDITION`, …) is final on the
-//! first answer.
+//! first answer. `CheckAndMutateRow` and `ReadModifyWriteRow` are never
+//! retried, whatever the answer (they are not idempotent).
 //!
 //! Delays grow exponentially with jitter ([`backon`]'s
 //! `ExponentialBuilder`), and an overall deadline bounds the whole effort.
@@ -34,7 +41,7 @@ use backon::{BackoffBuilder as _, ExponentialBuilder};
 
 use crate::client::telemetry;
 use crate::model::error::Code;
-use crate::wire::status::code_of;
+use crate::wire::status::{code_of, retry_delay};
 
 /// How requests are retried: attempts, delays and deadlines.
 ///
@@ -134,13 +141,20 @@ impl RetryPolicy {
 
     /// A fresh retry budget, starting now, its first attempt under way.
     pub(crate) fn start(&self) -> Budget {
+        self.start_within(None)
+    }
+
+    /// [`RetryPolicy::start`], its deadline no later than `cap` (an
+    /// operation's overall deadline, for a step of it).
+    pub(crate) fn start_within(&self, cap: Option<Instant>) -> Budget {
         let started = Instant::now();
+        // A deadline past what an instant can hold is no deadline.
+        let own = started
+            .checked_add(self.deadline)
+            .unwrap_or_else(|| started + FAR_FUTURE);
         Budget {
             delays: Box::new(self.delays()),
-            // A deadline past what an instant can hold is no deadline.
-            deadline: started
-                .checked_add(self.deadline)
-                .unwrap_or_else(|| started + FAR_FUTURE),
+            deadline: cap.map_or(own, |cap| cap.min(own)),
             attempt_timeout: self.attempt_timeout,
             started,
             attempts: 1,
@@ -177,10 +191,29 @@ impl Budget {
     /// metrics); `false` when no attempt is left (count or deadline),
     /// without waiting.
     pub(crate) async fn wait(&mut self, reason: &(dyn std::fmt::Display + Sync)) -> bool {
-        let Some(delay) = self.delays.next() else {
+        self.wait_for(reason, None).await
+    }
+
+    /// [`Budget::wait`] after a failed attempt whose status was `status`:
+    /// the server's retry delay (`RetryInfo`), when it names one, replaces
+    /// the backoff's.
+    pub(crate) async fn wait_after(&mut self, status: &tonic::Status) -> bool {
+        self.wait_for(&status_text(status), retry_delay(status))
+            .await
+    }
+
+    /// [`Budget::wait`], waiting `server_delay` instead of the backoff's
+    /// delay when the server asked for one. The attempt still counts.
+    pub(crate) async fn wait_for(
+        &mut self,
+        reason: &(dyn std::fmt::Display + Sync),
+        server_delay: Option<Duration>,
+    ) -> bool {
+        let Some(backoff) = self.delays.next() else {
             self.exhausted = true;
             return false;
         };
+        let delay = server_delay.unwrap_or(backoff);
         if Instant::now()
             .checked_add(delay)
             .is_none_or(|next| next >= self.deadline)
@@ -228,10 +261,12 @@ pub fn retryable_code(code: Code) -> bool {
     )
 }
 
-/// Whether a failed request (a status the server sent, or one tonic made of
-/// a transport failure) is worth retrying.
+/// Whether a failed idempotent request (a status the server sent, or one
+/// tonic made of a transport failure) is worth retrying: a retryable code,
+/// a transport failure, or a status in which the server asks for a retry
+/// (`RetryInfo`).
 pub(crate) fn retryable_status(status: &tonic::Status) -> bool {
-    retryable_code(code_of(status)) || is_transport(status)
+    retryable_code(code_of(status)) || is_transport(status) || retry_delay(status).is_some()
 }
 
 /// A status tonic made of a transport failure (it keeps the failure as its
@@ -284,6 +319,41 @@ mod tests {
         assert!(budget.attempt_timeout() <= Duration::from_millis(20));
     }
 
+    #[tokio::test]
+    async fn the_servers_delay_replaces_the_backoff_within_the_deadline() {
+        let policy = RetryPolicy {
+            initial_delay: Duration::from_millis(1),
+            deadline: Duration::from_millis(400),
+            ..RetryPolicy::default()
+        };
+        let mut budget = policy.start();
+        let started = Instant::now();
+        assert!(
+            budget
+                .wait_for(&"asked", Some(Duration::from_millis(150)))
+                .await
+        );
+        assert!(started.elapsed() >= Duration::from_millis(150));
+        assert_eq!(budget.attempts(), 2);
+        // A delay past the deadline ends the call at once.
+        let before = Instant::now();
+        assert!(
+            !budget
+                .wait_for(&"asked", Some(Duration::from_secs(5)))
+                .await
+        );
+        assert!(budget.exhausted());
+        assert!(before.elapsed() < Duration::from_millis(100));
+    }
+
+    #[test]
+    fn a_cap_brings_the_deadline_forward() {
+        let cap = Instant::now() + Duration::from_millis(10);
+        let budget = RetryPolicy::default().start_within(Some(cap));
+        assert_eq!(budget.deadline, cap);
+        assert!(budget.attempt_timeout() <= Duration::from_millis(10));
+    }
+
     #[test]
     fn codes() {
         assert!(retryable_code(Code::Unavailable));
@@ -297,5 +367,11 @@ mod tests {
         let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
         let status = tonic::Status::from_error(Box::new(reset));
         assert!(retryable_status(&status), "{status:?}");
+        // Any code, when the server asks for a retry.
+        let asked = crate::wire::status::tests::with_retry_info(
+            tonic::Code::Internal,
+            Duration::from_millis(5),
+        );
+        assert!(retryable_status(&asked));
     }
 }

@@ -11,17 +11,16 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::proto::{MutateRowRequest, Mutation, ReadRowsRequest, RowFilter};
+use crate::proto::{Mutation, ReadRowsRequest, RowFilter};
 use chrono::{DateTime, Utc};
 use futures_util::future::Either;
 use futures_util::{Stream, StreamExt as _, TryStreamExt as _};
 
 use crate::client::admin::{EnsureOptions, SchemaReport};
 use crate::client::connection::Connection;
+use crate::client::data::RawTable;
 use crate::client::failure::status_error;
-use crate::client::read::read_rows_with;
 use crate::client::read::{ReadCounters, ReadOptions, ReadStats};
-use crate::client::retry::retryable_status;
 use crate::client::telemetry;
 use crate::client::writer::{BulkWriter, WriteOptions};
 use crate::model::clock::Clock;
@@ -458,53 +457,23 @@ impl<T: BigtableRow> Table<T> {
     }
 
     /// One `MutateRow`, retried within the write policy (safe: the
-    /// mutations are idempotent).
+    /// mutations are idempotent), through the raw layer.
     pub(crate) async fn mutate_row(
         &self,
         row_key: Vec<u8>,
         mutations: Vec<Mutation>,
     ) -> Result<()> {
-        let request = MutateRowRequest {
-            table_name: self.path(),
-            row_key,
-            mutations,
-            ..MutateRowRequest::default()
-        };
-        let channel = self.conn.data_channel();
-        let mut budget = self.write.retry.start();
-        loop {
-            let timeout = budget.attempt_timeout();
-            let status =
-                match tokio::time::timeout(timeout, channel.mutate_row(request.clone(), timeout))
-                    .await
-                {
-                    Ok(Ok(_)) => {
-                        if cfg!(feature = "metrics") {
-                            let bytes: usize = request
-                                .mutations
-                                .iter()
-                                .map(prost::Message::encoded_len)
-                                .sum();
-                            telemetry::written(
-                                &self.name,
-                                1,
-                                (request.row_key.len() + bytes) as u64,
-                            );
-                        }
-                        return Ok(());
-                    }
-                    Ok(Err(status)) => status,
-                    Err(_) => tonic::Status::deadline_exceeded("the attempt timed out"),
-                };
-            let retry = retryable_status(&status)
-                && budget
-                    .wait(&crate::client::retry::status_text(&status))
-                    .await;
-            if !retry {
-                let key = Some(request.row_key);
-                return Err(status_error(&self.name, key, status, Some(&budget)));
-            }
-        }
+        self.data().mutate_row(row_key, mutations).await
+    }
+
+    /// This table as the raw data layer sees it: the same name, timeouts,
+    /// retries and read statistics. Every call of the typed handle goes
+    /// through it.
+    pub(crate) fn data(&self) -> RawTable {
+        RawTable::new(&self.conn, &self.name)
+            .with_read_options(*self.read_options())
+            .with_write_retry(self.write.retry)
+            .with_counters(self.read_counters.clone())
     }
 
     // ----- schema --------------------------------------------------------
@@ -826,26 +795,8 @@ impl<T: BigtableRow> Table<T> {
         request: Result<Option<ReadRowsRequest>>,
     ) -> impl Stream<Item = Result<MergedRow>> + Send + 'static {
         match request {
-            Err(e) => futures_util::stream::iter([Err(e)])
-                .left_stream()
-                .left_stream(),
-            Ok(None) => futures_util::stream::empty().right_stream().left_stream(),
-            Ok(Some(request)) => {
-                let single_key = request
-                    .rows
-                    .as_ref()
-                    .filter(|r| r.row_ranges.is_empty() && r.row_keys.len() == 1)
-                    .map(|r| r.row_keys[0].clone());
-                let table = self.name.clone();
-                read_rows_with(
-                    self.conn.data_channel(),
-                    request,
-                    self.read,
-                    self.read_counters.clone(),
-                )
-                .map_err(move |e| e.into_error(&table, single_key.clone()))
-                .right_stream()
-            }
+            Err(e) => futures_util::stream::iter([Err(e)]).left_stream(),
+            Ok(request) => self.data().merged_rows(request).right_stream(),
         }
     }
 }

@@ -13,17 +13,19 @@
 //! retries run out, reported failed (it may or may not be stored).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::proto::mutate_rows_request::Entry;
 use tokio::task::JoinSet;
 
 use crate::client::connection::Connection;
-use crate::client::retry::{retryable_code, retryable_status, status_text, RetryPolicy};
+pub use crate::client::data::WriteStats;
+use crate::client::data::{bump, send_batch, BatchReport, Unwritten, WriteCounters};
+use crate::client::retry::{status_text, RetryPolicy};
 use crate::client::telemetry;
 use crate::model::clock::Clock;
-use crate::model::error::{Code, Error, FailedRow, Result};
+use crate::model::error::{Error, FailedRow, Result};
 use crate::model::mutation::RowMutation;
 use crate::model::row::BigtableRow;
 use crate::model::row::MutationBuilder;
@@ -107,198 +109,6 @@ impl WriteOptions {
     }
 }
 
-/// What a bulk write did, counted as it goes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct WriteStats {
-    /// Rows handed to the writer and queued (bad input is not queued).
-    pub rows_queued: u64,
-    /// Rows Bigtable answered `OK` for.
-    pub rows_written: u64,
-    /// Rows reported failed (final status, retries exhausted, or not sent).
-    pub rows_failed: u64,
-    /// `MutateRows` requests sent, retries included.
-    pub requests: u64,
-    /// Requests that were retries of an earlier one's failed entries.
-    pub retries: u64,
-    /// Entries re-sent, summed over all retries.
-    pub entries_retried: u64,
-    /// Requests that failed as a whole (transport failure, timeout, or an
-    /// error status for the request).
-    pub request_failures: u64,
-}
-
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    rows_queued: AtomicU64,
-    rows_written: AtomicU64,
-    rows_failed: AtomicU64,
-    requests: AtomicU64,
-    retries: AtomicU64,
-    entries_retried: AtomicU64,
-    request_failures: AtomicU64,
-}
-
-fn bump(counter: &AtomicU64, by: usize) {
-    counter.fetch_add(by as u64, Ordering::Relaxed);
-}
-
-impl Counters {
-    fn snapshot(&self) -> WriteStats {
-        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        WriteStats {
-            rows_queued: get(&self.rows_queued),
-            rows_written: get(&self.rows_written),
-            rows_failed: get(&self.rows_failed),
-            requests: get(&self.requests),
-            retries: get(&self.retries),
-            entries_retried: get(&self.entries_retried),
-            request_failures: get(&self.request_failures),
-        }
-    }
-}
-
-/// What one batch ended with.
-#[derive(Debug, Default)]
-struct BatchReport {
-    written: usize,
-    failed: Vec<FailedRow>,
-    /// The first attempt failed as a whole with a final error and nothing
-    /// was written (missing table, permission…): later batches would too.
-    fatal: Option<tonic::Status>,
-}
-
-/// One entry's answer in a `MutateRows` response.
-#[derive(Debug, Clone)]
-struct EntryStatus {
-    code: Code,
-    message: String,
-}
-
-/// Why an attempt failed as a whole (no answer, or an error status for the
-/// request), and whether re-sending is worth it.
-#[derive(Debug)]
-struct RequestFailure {
-    retryable: bool,
-    status: tonic::Status,
-}
-
-impl RequestFailure {
-    fn describe(&self) -> String {
-        status_text(&self.status)
-    }
-}
-
-/// Send one batch, retrying its failed entries within `policy`: every
-/// attempt sends the entries still pending from `batch`'s one encoding.
-async fn send_batch(
-    channel: DataChannel,
-    table_name: Arc<str>,
-    batch: Arc<EncodedBatch>,
-    policy: RetryPolicy,
-    counters: Arc<Counters>,
-) -> BatchReport {
-    let mut report = BatchReport::default();
-    let mut budget = policy.start();
-    // Indices into `batch` of the entries still to write; `None`: all.
-    let mut pending: Option<Vec<usize>> = None;
-    loop {
-        bump(&counters.requests, 1);
-        if let Some(pending) = &pending {
-            bump(&counters.retries, 1);
-            bump(&counters.entries_retried, pending.len());
-        }
-        let sent = pending.as_ref().map_or(batch.len(), Vec::len);
-        let (statuses, outcome) = attempt_once(
-            &channel,
-            &table_name,
-            &batch,
-            pending.clone(),
-            sent,
-            budget.attempt_timeout(),
-        )
-        .await;
-        let pending_now: Vec<usize> = pending.take().unwrap_or_else(|| (0..batch.len()).collect());
-        if let Err(failure) = &outcome {
-            bump(&counters.request_failures, 1);
-            if !failure.retryable && budget.attempts() == 1 && statuses.iter().all(Option::is_none)
-            {
-                let why = format!("the request failed: {}", failure.describe());
-                report.failed = pending_now
-                    .into_iter()
-                    .map(|i| FailedRow::new(batch.key(i), None, why.clone()))
-                    .collect();
-                report.fatal = Some(failure.status.clone());
-                return report;
-            }
-        }
-        let mut retry: Vec<(usize, Option<Code>, String)> = Vec::new();
-        let (mut rows_written, mut bytes_written) = (0u64, 0u64);
-        for (i, status) in pending_now.into_iter().zip(statuses) {
-            match (status, &outcome) {
-                (Some(EntryStatus { code: Code::Ok, .. }), _) => {
-                    report.written += 1;
-                    rows_written += 1;
-                    bytes_written += batch.wire(i).len() as u64;
-                }
-                (Some(EntryStatus { code, message }), _) => {
-                    let why = format!("{code}: {message}");
-                    if retryable_code(code) {
-                        retry.push((i, Some(code), why));
-                    } else {
-                        report
-                            .failed
-                            .push(FailedRow::new(batch.key(i), Some(code), why));
-                    }
-                }
-                // No status: the outcome is unknown.
-                (None, Ok(())) => retry.push((i, None, "no status returned".to_owned())),
-                (None, Err(failure)) if failure.retryable => retry.push((
-                    i,
-                    None,
-                    format!(
-                        "outcome unknown, the request failed: {}",
-                        failure.describe()
-                    ),
-                )),
-                (None, Err(failure)) => report.failed.push(FailedRow::new(
-                    batch.key(i),
-                    None,
-                    format!("the request failed: {}", failure.describe()),
-                )),
-            }
-        }
-        telemetry::written(
-            telemetry::table_id(&table_name),
-            rows_written,
-            bytes_written,
-        );
-        if retry.is_empty() {
-            return report;
-        }
-        let reason = format!(
-            "{} of {} entries not written, first: {}",
-            retry.len(),
-            batch.len(),
-            retry[0].2
-        );
-        if !budget.wait(&reason).await {
-            let attempts = budget.attempts();
-            report
-                .failed
-                .extend(retry.into_iter().map(|(i, code, why)| {
-                    FailedRow::new(
-                        batch.key(i),
-                        code,
-                        format!("{why} (gave up after {attempts} attempts)"),
-                    )
-                }));
-            return report;
-        }
-        pending = Some(retry.into_iter().map(|(i, _, _)| i).collect());
-    }
-}
-
 /// Write `entries` to `table` as one batch, with the bulk writer's per-entry
 /// statuses and retries, for callers that build raw entries (migrations).
 ///
@@ -320,10 +130,11 @@ pub(crate) async fn write_entries(
     for entry in &entries {
         batch.push(entry);
     }
+    let batch = Arc::new(batch);
     let report = send_batch(
         conn.data_channel(),
         conn.table_path(table).into(),
-        Arc::new(batch),
+        batch.clone(),
         policy,
         Arc::default(),
     )
@@ -334,58 +145,17 @@ pub(crate) async fn write_entries(
         Err(Error::PartialWrite {
             table: table.to_owned(),
             written: report.written,
-            failed: report.failed,
+            failed: failed_rows(&batch, report.failed),
         })
     }
 }
 
-/// One `MutateRows` attempt with `batch`'s entries `selected` (all when
-/// `None`; `sent` of them): each entry's status where the server gave one,
-/// and the failure when the request failed as a whole.
-async fn attempt_once(
-    channel: &DataChannel,
-    table_name: &Arc<str>,
-    batch: &Arc<EncodedBatch>,
-    selected: Option<Vec<usize>>,
-    sent: usize,
-    timeout: std::time::Duration,
-) -> (
-    Vec<Option<EntryStatus>>,
-    std::result::Result<(), RequestFailure>,
-) {
-    let mut statuses: Vec<Option<EntryStatus>> = vec![None; sent];
-    let call = async {
-        let mut stream = channel
-            .mutate_rows(table_name.clone(), batch.clone(), selected, timeout)
-            .await?;
-        while let Some(response) = stream.message().await? {
-            for entry in response.entries {
-                let slot = usize::try_from(entry.index)
-                    .ok()
-                    .and_then(|i| statuses.get_mut(i));
-                if let Some(slot) = slot {
-                    let status = entry.status.unwrap_or_default();
-                    *slot = Some(EntryStatus {
-                        code: Code::from_i32(status.code),
-                        message: status.message,
-                    });
-                }
-            }
-        }
-        Ok::<(), tonic::Status>(())
-    };
-    let outcome = match tokio::time::timeout(timeout, call).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(status)) => Err(RequestFailure {
-            retryable: retryable_status(&status),
-            status,
-        }),
-        Err(_) => Err(RequestFailure {
-            retryable: true,
-            status: tonic::Status::deadline_exceeded("the attempt timed out"),
-        }),
-    };
-    (statuses, outcome)
+/// The rows of `batch` a report left unwritten, by key.
+fn failed_rows(batch: &EncodedBatch, failed: Vec<Unwritten>) -> Vec<FailedRow> {
+    failed
+        .into_iter()
+        .map(|f| FailedRow::new(batch.key(f.index), f.code, f.why))
+        .collect()
 }
 
 /// A streaming bulk writer: rows in, `MutateRows` requests out, failures
@@ -433,7 +203,7 @@ pub struct BulkWriter<T> {
     failed: Vec<FailedRow>,
     /// Set once a request failed with a final error: later rows are not sent.
     stopped: Option<tonic::Status>,
-    counters: Arc<Counters>,
+    counters: Arc<WriteCounters>,
     /// The writer's own operation (span and metrics), from
     /// [`crate::Table::writer`]; `None` inside another operation
     /// (`put_all`), whose span its requests then count in.
@@ -471,7 +241,7 @@ impl<T: BigtableRow> BulkWriter<T> {
             written: 0,
             failed: Vec::new(),
             stopped: None,
-            counters: Arc::new(Counters::default()),
+            counters: Arc::new(WriteCounters::default()),
             operation: None,
         }
     }
@@ -592,14 +362,20 @@ impl<T: BigtableRow> BulkWriter<T> {
         };
         match joined {
             Ok((id, report)) => {
-                self.in_flight.remove(&id);
-                if let (Some(why), None) = (&report.fatal, &self.stopped) {
+                let batch = self.in_flight.remove(&id).unwrap_or_default();
+                let BatchReport {
+                    written,
+                    failed,
+                    fatal,
+                    ..
+                } = report;
+                if let (Some(why), None) = (&fatal, &self.stopped) {
                     self.stopped = Some(why.clone());
                 }
-                self.written += report.written;
-                bump(&self.counters.rows_written, report.written);
-                bump(&self.counters.rows_failed, report.failed.len());
-                self.failed.extend(report.failed);
+                self.written += written;
+                bump(&self.counters.rows_written, written);
+                bump(&self.counters.rows_failed, failed.len());
+                self.failed.extend(failed_rows(&batch, failed));
             }
             Err(e) => {
                 // Never count a row whose batch died as written.

@@ -128,7 +128,7 @@ impl<T: BigtableRow> Condition<T> {
     }
 
     /// The predicate at `now`: matches when the row is live
-    /// ([`crate::model::liveness`]) and the field's newest visible cell holds
+    /// ([`crate::liveness`]) and the field's newest visible cell holds
     /// exactly the expected bytes.
     ///
     /// # Errors
@@ -162,7 +162,7 @@ pub(crate) fn live_column(
 }
 
 /// Matches when the row is live at `now`, by [the one
-/// rule](crate::model::liveness) the typed reader follows: every required
+/// rule](crate::liveness) the typed reader follows: every required
 /// column has a visible cell; without required fields, any column, the
 /// shadow column or (all fields `Option`) the row marker or a map entry
 /// has one. Each column is selected by its exact name, so cells of no

@@ -431,6 +431,24 @@ impl Error {
     }
 }
 
+impl Error {
+    /// The gRPC code of the answer that ended the call, where Bigtable (or
+    /// the transport) gave one: an [`Error::Server`]'s code, and that of
+    /// the lost attempt behind an [`Error::OutcomeUnknown`] raised by the
+    /// raw layer ([`crate::data`]). `None` for errors the library raises
+    /// itself (bad input, decoding, schema drift, …).
+    #[must_use]
+    pub fn code(&self) -> Option<Code> {
+        match self {
+            Error::Server { code, .. } => Some(*code),
+            Error::OutcomeUnknown { source, .. } => {
+                source.downcast_ref::<Error>().and_then(Error::code)
+            }
+            _ => None,
+        }
+    }
+}
+
 /// One row a multi-row write did not (surely) write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

@@ -274,7 +274,7 @@ impl<T: BigtableRow> CellSink<'_, T> {
 }
 
 /// The row marker of a whole-row write at `row_ts` (see
-/// [`crate::model::liveness`]), replacing any earlier one.
+/// [`crate::liveness`]), replacing any earlier one.
 #[inline]
 pub(crate) fn push_marker(mutations: &mut Vec<Mutation>, schema: &Schema, row_ts: i64) {
     let family = schema.marker_family();

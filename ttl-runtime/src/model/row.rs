@@ -144,7 +144,7 @@ pub trait KeyPrefix<T: BigtableRow> {
     fn key_prefix(&self) -> Result<Vec<u8>>;
 }
 
-/// What a row read back is, by [the liveness rule](crate::model::liveness).
+/// What a row read back is, by [the liveness rule](crate::liveness).
 #[derive(Debug)]
 pub(crate) enum Decoded<T> {
     /// Live: the value, with its expiry metadata.
@@ -187,7 +187,7 @@ pub(crate) fn classify_row<'a, T: BigtableRow>(
 }
 
 /// Decode one row read back into an [`Expiring`] value; `None` when the row
-/// is not live at `now` ([the liveness rule](crate::model::liveness)).
+/// is not live at `now` ([the liveness rule](crate::liveness)).
 ///
 /// # Errors
 /// [`crate::Error::Decode`] / [`crate::Error::BadRowKey`]; a row whose marker

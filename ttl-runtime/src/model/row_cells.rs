@@ -1,6 +1,6 @@
 //! A row as a rewrite (`update`, `touch`, `set_ttl`, an increment's
 //! recount) sees it: its newest visible cells, judged by
-//! [the liveness rule](crate::model::liveness).
+//! [the liveness rule](crate::liveness).
 
 use std::collections::BTreeMap;
 

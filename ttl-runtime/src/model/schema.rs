@@ -5,7 +5,7 @@ use chrono::TimeDelta;
 use crate::model::policy::Policy;
 
 /// The qualifier of the row marker every whole-row write stores, in the
-/// struct's first family (see [`crate::model::liveness`]). One byte no
+/// struct's first family (see [`crate::liveness`]). One byte no
 /// field name can produce; the derive refuses a column named so.
 pub const ROW_MARKER: &[u8] = b"\0";
 
@@ -64,7 +64,7 @@ pub struct Column {
     pub ttl: Option<TimeDelta>,
     /// What the field reads as when its column holds no live cell, and so
     /// whether the column must be live for the row to be (see
-    /// [`crate::model::liveness`]).
+    /// [`crate::liveness`]).
     pub when_absent: WhenAbsent,
 }
 
@@ -144,7 +144,7 @@ impl Schema {
     /// Whether every field is an `Option`. Only then do map entries alone,
     /// or the row marker alone, make a row: with a required field such a
     /// row could not be read back, and a default or counter field writes
-    /// its cell on every put (see [`crate::model::liveness`]).
+    /// its cell on every put (see [`crate::liveness`]).
     pub(crate) fn all_fields_optional(&self) -> bool {
         self.columns.iter().all(Column::is_option)
     }

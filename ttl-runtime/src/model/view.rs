@@ -54,7 +54,7 @@ pub enum ColumnOf {
     MapEntry(usize),
     /// The shadow column holding the real write time.
     WrittenAt,
-    /// The row marker (see [`crate::model::liveness`]).
+    /// The row marker (see [`crate::liveness`]).
     Marker,
     /// Not a cell of this struct.
     Other,
@@ -238,7 +238,7 @@ impl<'a> RowView<'a> {
     /// Fill an [`RowView::empty`] view in place (it is a few hundred bytes:
     /// not moved through `Result`s) with `cells`, the columns told apart by
     /// `column_of` (the derive's generated `match`), and judge the row by
-    /// [the liveness rule](crate::model::liveness). The view's expiry and
+    /// [the liveness rule](crate::liveness). The view's expiry and
     /// write time are set only for a live row.
     #[inline]
     pub(crate) fn reduce(

@@ -54,7 +54,7 @@ pub enum Retime {
 /// cell not visible at `now` under the schema's policy, or not one of its
 /// columns, marker or shadow, is ignored; of each column the newest visible
 /// version is kept). `None` when the row is not live at `now`
-/// ([`crate::model::liveness`]: a re-time never revives a row). Pure.
+/// ([`crate::liveness`]: a re-time never revives a row). Pure.
 ///
 /// The row's current expiry is the one the typed reader reports;
 /// [`Retime::By`] moves that. Every column, the shadow column and the row

@@ -47,7 +47,7 @@ pub enum Change {
 /// expiry, a column with its own TTL gets that TTL from now (never past the
 /// row's expiry). The shadow column, when declared, gets `now`.
 ///
-/// `None` when the row is not live at `now` ([`crate::model::liveness`]):
+/// `None` when the row is not live at `now` ([`crate::liveness`]):
 /// an update never revives a row.
 ///
 /// # Errors

@@ -18,11 +18,14 @@ use crate::proto::{
     MutateRowsResponse, ReadModifyWriteRowRequest, ReadModifyWriteRowResponse, ReadRowsRequest,
     SampleRowKeysRequest, SampleRowKeysResponse,
 };
-use crate::wire::chunk::{Chunk, ReadRowsCodec};
+use crate::wire::chunk::{ReadRowsCodec, Response};
 use tonic_prost::ProstCodec;
 
 use crate::wire::codec::{EncodedBatch, MutateRowsBody, MutateRowsCodec};
-use crate::wire::headers::{routing_header, DATA_SCOPE, FEATURES_KEY, FEATURES_REVERSE_SCANS};
+use crate::wire::cookies::RoutingCookies;
+use crate::wire::headers::{
+    routing_header, API_CLIENT, API_CLIENT_KEY, DATA_SCOPE, FEATURES_KEY, FEATURES_REVERSE_SCANS,
+};
 use crate::wire::service::DataService;
 
 /// Cloud Bigtable's global data endpoint.
@@ -164,13 +167,15 @@ impl DataChannel {
         &self.app_profile
     }
 
-    /// `message` as a request on `table_name`: routing header, deadline,
-    /// and a bearer token on Cloud Bigtable.
+    /// `message` as a request on `table_name`: routing header, client
+    /// name, the operation's routing cookies, deadline, and a bearer token
+    /// on Cloud Bigtable.
     async fn request<T>(
         &self,
         message: T,
         table_name: &str,
         timeout: Option<Duration>,
+        cookies: &RoutingCookies,
     ) -> Result<tonic::Request<T>, tonic::Status> {
         let mut request = tonic::Request::new(message);
         if let Ok(value) = routing_header(table_name, &self.app_profile).parse() {
@@ -178,6 +183,11 @@ impl DataChannel {
                 .metadata_mut()
                 .insert("x-goog-request-params", value);
         }
+        request.metadata_mut().insert(
+            API_CLIENT_KEY,
+            tonic::metadata::MetadataValue::from_static(API_CLIENT),
+        );
+        cookies.apply(request.metadata_mut());
         if let Some(timeout) = timeout {
             request.set_timeout(timeout);
         }
@@ -202,15 +212,18 @@ impl DataChannel {
         Ok(grpc)
     }
 
-    /// One `ReadRows` call; each response message comes as the cell chunks
-    /// it holds, sharing its buffer (see [`super::chunk`]).
+    /// One `ReadRows` call with the operation's `cookies` (and those of the
+    /// response's headers learnt into them); each response message comes as
+    /// the cell chunks it holds, sharing its buffer (see [`super::chunk`]).
+    /// The caller learns the cookies of an error that ends the stream.
     pub(crate) async fn read_rows(
         &self,
         mut request: ReadRowsRequest,
-    ) -> Result<tonic::Streaming<Vec<Chunk>>, tonic::Status> {
+        cookies: &mut RoutingCookies,
+    ) -> Result<tonic::Streaming<Response>, tonic::Status> {
         request.app_profile_id = self.app_profile.to_string();
         let table_name = request.table_name.clone();
-        let mut request = self.request(request, &table_name, None).await?;
+        let mut request = self.request(request, &table_name, None, cookies).await?;
         // Announce reverse scans (the merger takes descending keys): Cloud
         // Bigtable refuses a reversed read from a client that does not.
         request.metadata_mut().insert(
@@ -223,8 +236,8 @@ impl DataChannel {
             .await?
             .max_decoding_message_size(MAX_RESPONSE_MESSAGE_BYTES)
             .server_streaming(request, path, ReadRowsCodec)
-            .await?;
-        Ok(response.into_inner())
+            .await;
+        learnt(response, cookies).map(tonic::Response::into_inner)
     }
 
     /// One `MutateRow` call (one row's mutations, applied atomically).
@@ -232,10 +245,12 @@ impl DataChannel {
         &self,
         mut request: MutateRowRequest,
         timeout: Duration,
+        cookies: &mut RoutingCookies,
     ) -> Result<MutateRowResponse, tonic::Status> {
         request.app_profile_id = self.app_profile.to_string();
         let table_name = request.table_name.clone();
-        self.unary(MUTATE_ROW, request, &table_name, timeout).await
+        self.unary(MUTATE_ROW, request, &table_name, timeout, cookies)
+            .await
     }
 
     /// One `CheckAndMutateRow` call: the predicate and the mutations of one
@@ -247,8 +262,15 @@ impl DataChannel {
     ) -> Result<CheckAndMutateRowResponse, tonic::Status> {
         request.app_profile_id = self.app_profile.to_string();
         let table_name = request.table_name.clone();
-        self.unary(CHECK_AND_MUTATE_ROW, request, &table_name, timeout)
-            .await
+        let mut cookies = RoutingCookies::default();
+        self.unary(
+            CHECK_AND_MUTATE_ROW,
+            request,
+            &table_name,
+            timeout,
+            &mut cookies,
+        )
+        .await
     }
 
     /// One `ReadModifyWriteRow` call: the rules applied atomically to one
@@ -260,30 +282,57 @@ impl DataChannel {
     ) -> Result<ReadModifyWriteRowResponse, tonic::Status> {
         request.app_profile_id = self.app_profile.to_string();
         let table_name = request.table_name.clone();
-        self.unary(READ_MODIFY_WRITE_ROW, request, &table_name, timeout)
-            .await
+        let mut cookies = RoutingCookies::default();
+        self.unary(
+            READ_MODIFY_WRITE_ROW,
+            request,
+            &table_name,
+            timeout,
+            &mut cookies,
+        )
+        .await
     }
 
-    /// One unary call to `path` on `table_name`.
+    /// One unary call to `path` on `table_name`, with the operation's
+    /// `cookies`, learning those of the answer (headers, or an error's
+    /// trailers). A request that never left the client (queued on a
+    /// connection that closed before writing it) is sent again, as gRPC's
+    /// transparent retry does: nothing of it reached the server, so even a
+    /// call that is not idempotent cannot apply twice.
     async fn unary<Req, Resp>(
         &self,
         path: &'static str,
         message: Req,
         table_name: &str,
         timeout: Duration,
+        cookies: &mut RoutingCookies,
     ) -> Result<Resp, tonic::Status>
     where
-        Req: prost::Message + Send + Sync + 'static,
+        Req: prost::Message + Clone + Send + Sync + 'static,
         Resp: prost::Message + Default + Send + Sync + 'static,
     {
-        let request = self.request(message, table_name, Some(timeout)).await?;
+        const SENDS: usize = 3;
+        let started = std::time::Instant::now();
         let path = tonic::codegen::http::uri::PathAndQuery::from_static(path);
-        let response = self
-            .ready()
-            .await?
-            .unary(request, path, ProstCodec::default())
-            .await?;
-        Ok(response.into_inner())
+        let mut sends = 0;
+        loop {
+            sends += 1;
+            let request = self
+                .request(message.clone(), table_name, Some(timeout), cookies)
+                .await?;
+            let response = self
+                .ready()
+                .await?
+                .unary(request, path.clone(), ProstCodec::default())
+                .await;
+            match learnt(response, cookies) {
+                Ok(response) => return Ok(response.into_inner()),
+                Err(status) if never_sent(&status) && sends < SENDS => {
+                    tracing::debug!(%status, "sending a request again that never left the client");
+                }
+                Err(status) => return Err(at_deadline(status, started, timeout)),
+            }
+        }
     }
 
     /// One `MutateRows` call sending `batch`'s entries `selected` (all when
@@ -294,6 +343,7 @@ impl DataChannel {
         batch: Arc<EncodedBatch>,
         selected: Option<Vec<usize>>,
         timeout: Duration,
+        cookies: &mut RoutingCookies,
     ) -> Result<tonic::Streaming<MutateRowsResponse>, tonic::Status> {
         let body = MutateRowsBody {
             table_name: table_name.clone(),
@@ -301,14 +351,16 @@ impl DataChannel {
             batch,
             selected,
         };
-        let request = self.request(body, &table_name, Some(timeout)).await?;
+        let request = self
+            .request(body, &table_name, Some(timeout), cookies)
+            .await?;
         let path = tonic::codegen::http::uri::PathAndQuery::from_static(MUTATE_ROWS);
         let response = self
             .ready()
             .await?
             .server_streaming(request, path, MutateRowsCodec)
-            .await?;
-        Ok(response.into_inner())
+            .await;
+        learnt(response, cookies).map(tonic::Response::into_inner)
     }
 
     /// One `SampleRowKeys` call on `table_name`, its whole answer within
@@ -318,26 +370,40 @@ impl DataChannel {
         &self,
         table_name: &str,
         timeout: Duration,
+        cookies: &mut RoutingCookies,
     ) -> Result<Vec<SampleRowKeysResponse>, tonic::Status> {
+        let started = std::time::Instant::now();
         let call = async {
             let message = SampleRowKeysRequest {
                 table_name: table_name.to_owned(),
                 app_profile_id: self.app_profile.to_string(),
                 ..SampleRowKeysRequest::default()
             };
-            let request = self.request(message, table_name, Some(timeout)).await?;
+            let request = self
+                .request(message, table_name, Some(timeout), cookies)
+                .await?;
             let path = tonic::codegen::http::uri::PathAndQuery::from_static(SAMPLE_ROW_KEYS);
-            let mut stream = self
+            let response = self
                 .ready()
                 .await?
                 .server_streaming(request, path, ProstCodec::default())
-                .await?
-                .into_inner();
+                .await;
+            let mut stream = learnt(response, cookies)?.into_inner();
             let mut samples = Vec::new();
-            while let Some(sample) = stream.message().await? {
-                samples.push(sample);
+            loop {
+                match stream.message().await {
+                    Ok(Some(sample)) => samples.push(sample),
+                    Ok(None) => return Ok(samples),
+                    Err(status) => {
+                        cookies.learn(status.metadata());
+                        return Err(status);
+                    }
+                }
             }
-            Ok(samples)
+        };
+        let call = async {
+            call.await
+                .map_err(|status| at_deadline(status, started, timeout))
         };
         tokio::time::timeout(timeout, call)
             .await
@@ -347,6 +413,56 @@ impl DataChannel {
                 )))
             })
     }
+}
+
+/// `status` as the deadline it is when it is a `CANCELLED` that came once
+/// the call's `timeout` had passed since `started`: gRPC servers reset a
+/// stream with `CANCEL` when its `grpc-timeout` runs out, which can beat
+/// the client's own timer.
+pub(crate) fn at_deadline(
+    status: tonic::Status,
+    started: std::time::Instant,
+    timeout: Duration,
+) -> tonic::Status {
+    if status.code() == tonic::Code::Cancelled && started.elapsed() >= timeout {
+        let mut deadline = tonic::Status::deadline_exceeded(format!(
+            "no answer within {timeout:?} ({})",
+            status.message()
+        ));
+        *deadline.metadata_mut() = status.metadata().clone();
+        deadline
+    } else {
+        status
+    }
+}
+
+/// Whether `status` is the failure of a request hyper never wrote to its
+/// connection: one queued on a connection that closed first, which hyper
+/// cancels ("connection closed"). A request already written fails
+/// otherwise (an incomplete message, a stream reset).
+pub(crate) fn never_sent(status: &tonic::Status) -> bool {
+    use std::error::Error as _;
+    let mut source = status.source();
+    while let Some(error) = source {
+        if let Some(hyper) = error.downcast_ref::<hyper::Error>() {
+            return hyper.is_canceled();
+        }
+        source = error.source();
+    }
+    false
+}
+
+/// `response` as it is, its routing cookies (response headers, or an
+/// error's trailers) learnt into `cookies`.
+fn learnt<T>(
+    response: Result<tonic::Response<T>, tonic::Status>,
+    cookies: &mut RoutingCookies,
+) -> Result<tonic::Response<T>, tonic::Status> {
+    match &response {
+        Ok(response) => cookies.learn(response.metadata()),
+        Err(status) => cookies.learn(status.metadata()),
+    }
+    response
 }
 
 #[cfg(test)]
@@ -372,6 +488,25 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_cancel_past_the_deadline_is_the_deadline() {
+        let long_ago = std::time::Instant::now()
+            .checked_sub(Duration::from_secs(3))
+            .unwrap();
+        let cut = at_deadline(
+            tonic::Status::cancelled("h2 protocol error: stream reset"),
+            long_ago,
+            Duration::from_secs(2),
+        );
+        assert_eq!(cut.code(), tonic::Code::DeadlineExceeded);
+        let early = at_deadline(
+            tonic::Status::cancelled("by the caller"),
+            std::time::Instant::now(),
+            Duration::from_secs(2),
+        );
+        assert_eq!(early.code(), tonic::Code::Cancelled);
+    }
+
     #[tokio::test]
     async fn a_cloud_request_carries_token_routing_and_deadline() {
         let tokens = Arc::new(FixedToken::default());
@@ -381,8 +516,12 @@ mod tests {
             app_profile: "batch".into(),
         };
         let table = "projects/p/instances/i/tables/t";
+        let mut cookies = RoutingCookies::default();
+        let mut trailers = tonic::metadata::MetadataMap::new();
+        trailers.insert("x-goog-cbt-cookie-test", "c1".parse().unwrap());
+        cookies.learn(&trailers);
         let request = channel
-            .request((), table, Some(Duration::from_secs(7)))
+            .request((), table, Some(Duration::from_secs(7)), &cookies)
             .await
             .unwrap();
         let headers = request.metadata().clone().into_headers();
@@ -392,13 +531,18 @@ mod tests {
             routing_header(table, "batch").as_str()
         );
         assert_eq!(headers["grpc-timeout"], "7000000u");
+        assert_eq!(headers[API_CLIENT_KEY], API_CLIENT);
+        assert_eq!(headers["x-goog-cbt-cookie-test"], "c1");
         assert_eq!(*tokens.0.lock().unwrap(), [DATA_SCOPE]);
 
         let emulator = DataChannel {
             tokens: None,
             ..channel
         };
-        let request = emulator.request((), table, None).await.unwrap();
+        let request = emulator
+            .request((), table, None, &RoutingCookies::default())
+            .await
+            .unwrap();
         assert!(request.metadata().get("authorization").is_none());
         assert!(request.metadata().get("grpc-timeout").is_none());
     }

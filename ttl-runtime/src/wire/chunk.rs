@@ -89,6 +89,16 @@ mod cell_chunk {
 /// `google.protobuf.StringValue.value` and `BytesValue.value`.
 const WRAPPED_VALUE: u32 = 1;
 
+/// One `ReadRowsResponse` as the library reads it: its chunks, and the
+/// key the server scanned up to without a row to send
+/// (`last_scanned_row_key`, empty when not set), the resumption point a
+/// retry may start after.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Response {
+    pub(crate) chunks: Vec<Chunk>,
+    pub(crate) last_scanned_row_key: Bytes,
+}
+
 /// Append the chunks of one encoded `ReadRowsResponse` to `out`.
 ///
 /// Decodes as prost would (unknown fields skipped, the last of a repeated
@@ -96,7 +106,18 @@ const WRAPPED_VALUE: u32 = 1;
 /// except that the family name's UTF-8 is left to the merger and the
 /// skipped fields (labels, request stats) are not decoded. On error, `out`
 /// may hold some of the message's chunks; the message as a whole is invalid.
+#[cfg(test)]
 pub(crate) fn decode_response(message: &Bytes, out: &mut Vec<Chunk>) -> Result<(), ReadError> {
+    decode_response_into(message, out, &mut Bytes::new())
+}
+
+/// [`decode_response`], and the message's `last_scanned_row_key` into
+/// `last_scanned` (left as it is when the message has none).
+pub(crate) fn decode_response_into(
+    message: &Bytes,
+    out: &mut Vec<Chunk>,
+    last_scanned: &mut Bytes,
+) -> Result<(), ReadError> {
     let mut fields = Fields::new(message, 0..message.len());
     while let Some((tag, wire_type)) = fields.key()? {
         match tag {
@@ -104,7 +125,8 @@ pub(crate) fn decode_response(message: &Bytes, out: &mut Vec<Chunk>) -> Result<(
                 let body = fields.delimited(wire_type)?;
                 out.push(decode_chunk(message, body)?);
             }
-            response::LAST_SCANNED_ROW_KEY | response::REQUEST_STATS => {
+            response::LAST_SCANNED_ROW_KEY => *last_scanned = fields.bytes(wire_type)?,
+            response::REQUEST_STATS => {
                 fields.delimited(wire_type)?;
             }
             _ => fields.skip(tag, wire_type)?,
@@ -264,7 +286,7 @@ pub(crate) struct ReadRowsCodec;
 
 impl Codec for ReadRowsCodec {
     type Encode = ReadRowsRequest;
-    type Decode = Vec<Chunk>;
+    type Decode = Response;
     type Encoder = ProstEncoder<ReadRowsRequest>;
     type Decoder = ChunkDecoder;
 
@@ -280,17 +302,21 @@ impl Codec for ReadRowsCodec {
 pub(crate) struct ChunkDecoder;
 
 impl Decoder for ChunkDecoder {
-    type Item = Vec<Chunk>;
+    type Item = Response;
     type Error = tonic::Status;
 
     fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Self::Item>, Self::Error> {
         // `src` is one whole message; taking it off tonic's buffer is a split,
         // not a copy, and lets the chunks keep slices of it.
         let message = src.copy_to_bytes(src.remaining());
-        let mut chunks = Vec::new();
-        decode_response(&message, &mut chunks)
-            .map_err(|e| tonic::Status::internal(e.to_string()))?;
-        Ok(Some(chunks))
+        let mut response = Response::default();
+        decode_response_into(
+            &message,
+            &mut response.chunks,
+            &mut response.last_scanned_row_key,
+        )
+        .map_err(|e| tonic::Status::internal(e.to_string()))?;
+        Ok(Some(response))
     }
 }
 
@@ -607,6 +633,22 @@ mod tests {
         assert_eq!(chunks[0].qualifier.as_deref(), Some(&b""[..]));
         assert_eq!(chunks[0].row_key, Bytes::new());
         assert_eq!(decode(&message(b"")).unwrap(), vec![Chunk::default()]);
+    }
+
+    #[test]
+    fn the_last_scanned_row_key_is_kept() {
+        let message = Bytes::from(
+            ReadRowsResponse {
+                last_scanned_row_key: b"qfoo".to_vec(),
+                ..ReadRowsResponse::default()
+            }
+            .encode_to_vec(),
+        );
+        let (mut chunks, mut last) = (Vec::new(), Bytes::new());
+        decode_response_into(&message, &mut chunks, &mut last).unwrap();
+        assert!(chunks.is_empty());
+        assert_eq!(last, "qfoo");
+        assert!(shares(&message, &last));
     }
 
     #[test]

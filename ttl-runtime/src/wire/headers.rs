@@ -7,6 +7,18 @@ use std::fmt::Write as _;
 /// The OAuth scope of data calls.
 pub(crate) const DATA_SCOPE: &str = "https://www.googleapis.com/auth/bigtable.data";
 
+/// The metadata key naming the client library, as every Google client
+/// sends it (Google's servers and conformance tests look for it).
+pub(crate) const API_CLIENT_KEY: &str = "x-goog-api-client";
+
+/// This library under [`API_CLIENT_KEY`]: the language, the library's
+/// version (`gccl`) and its gRPC transport.
+pub(crate) const API_CLIENT: &str = concat!(
+    "gl-rust/unknown gccl/",
+    env!("CARGO_PKG_VERSION"),
+    " grpc/tonic"
+);
+
 /// The metadata key of the client's feature flags.
 pub(crate) const FEATURES_KEY: &str = "bigtable-features";
 
@@ -41,6 +53,14 @@ fn percent_encode(out: &mut String, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_api_client_header_names_the_library_version() {
+        assert!(API_CLIENT.contains(&format!("gccl/{}", env!("CARGO_PKG_VERSION"))));
+        assert!(API_CLIENT
+            .parse::<tonic::metadata::AsciiMetadataValue>()
+            .is_ok());
+    }
 
     #[test]
     fn routing_header_is_percent_encoded() {

@@ -15,7 +15,7 @@ use bytes::{Bytes, BytesMut};
 use crate::model::limits::MAX_CELL_BYTES;
 use crate::model::scan::RawCell;
 use crate::model::view::CellRef;
-use crate::wire::chunk::{Chunk, ChunkStatus};
+use crate::wire::chunk::{Chunk, ChunkStatus, Response};
 use crate::wire::read_error::ReadError;
 
 impl From<Cell> for RawCell {
@@ -67,7 +67,10 @@ pub(crate) struct RowMerger {
     family: Option<Arc<str>>,
     /// A cell whose value continues in the next chunk.
     partial: Option<SplitCell>,
-    pub(crate) last_committed: Option<Bytes>,
+    /// Where a resumed read starts (after it, or before it when
+    /// reversed): the last row committed, or a key the server said it
+    /// scanned past since (`last_scanned_row_key`).
+    pub(crate) last_key: Option<Bytes>,
     /// Rows committed so far.
     pub(crate) committed: u64,
     /// Rows come in descending key order (a reversed read).
@@ -99,11 +102,39 @@ impl RowMerger {
     /// Whether `key` may follow the last committed row: after it, or
     /// before it in a reversed read.
     fn in_order(&self, key: &Bytes) -> bool {
-        match &self.last_committed {
+        match &self.last_key {
             None => true,
             Some(last) if self.reversed => key < last,
             Some(last) => key > last,
         }
+    }
+
+    /// The error for `key` coming after the last key in the wrong order.
+    fn out_of_order<T>(&self, key: &Bytes) -> Result<T, ReadError> {
+        let last = self.last_key.as_deref().unwrap_or_default();
+        let expected = if self.reversed {
+            "strictly decreasing (a reversed read)"
+        } else {
+            "strictly increasing"
+        };
+        protocol(&format!(
+            "row keys out of order: \"{}\" after \"{}\", expected {expected} keys",
+            key.escape_ascii(),
+            last.escape_ascii()
+        ))
+    }
+
+    /// The server scanned up to `key` without a row to send
+    /// (`last_scanned_row_key`): a resumed read starts past it.
+    fn scanned_past(&mut self, key: Bytes) -> Result<(), ReadError> {
+        if self.key.is_some() {
+            return protocol("a last scanned row key inside a row");
+        }
+        if !self.in_order(&key) {
+            return self.out_of_order(&key);
+        }
+        self.last_key = Some(key);
+        Ok(())
     }
 
     /// Feed one chunk; a committed row comes out.
@@ -129,7 +160,7 @@ impl RowMerger {
                 Some(_) => {}
                 None => {
                     if !self.in_order(&row_key) {
-                        return protocol("row keys out of order");
+                        return self.out_of_order(&row_key);
                     }
                     self.key = Some(row_key);
                 }
@@ -175,7 +206,7 @@ impl RowMerger {
             let cells = std::mem::take(&mut self.cells);
             self.reset();
             let row = (key.to_vec(), cells);
-            self.last_committed = Some(key);
+            self.last_key = Some(key);
             self.committed += 1;
             return Ok(Some(row));
         }
@@ -256,6 +287,23 @@ impl RowMerger {
             }
         }
         Ok(())
+    }
+
+    /// Feed one whole response: its chunks, then its last scanned row key.
+    /// Whether the read moved on: a row committed, or a key scanned past.
+    pub(crate) fn feed_response(
+        &mut self,
+        response: Response,
+        out: &mut VecDeque<MergedRow>,
+    ) -> Result<bool, ReadError> {
+        let rows = self.committed;
+        self.feed(response.chunks, out)?;
+        if response.last_scanned_row_key.is_empty() {
+            Ok(self.committed > rows)
+        } else {
+            self.scanned_past(response.last_scanned_row_key)?;
+            Ok(true)
+        }
     }
 }
 
@@ -366,6 +414,7 @@ mod tests {
             .push(commit(chunk("b2", Some("c"), Some("a"), 0, "")))
             .unwrap_err();
         assert!(err.to_string().contains("out of order"), "{err}");
+        assert!(err.to_string().contains("decreasing"), "{err}");
         // The same key twice is out of order either way.
         let mut m = RowMerger::new(true);
         m.push(commit(chunk("b", Some("c"), Some("a"), 0, "")))
@@ -379,6 +428,28 @@ mod tests {
             .push(commit(chunk("a", Some("c"), Some("a"), 0, "")))
             .unwrap()
             .is_some());
+    }
+
+    #[test]
+    fn a_last_scanned_key_moves_the_resumption_point_and_keeps_the_order() {
+        let mut m = RowMerger::default();
+        let mut rows = VecDeque::new();
+        m.feed(
+            vec![commit(chunk("a", Some("c"), Some("q"), 0, ""))],
+            &mut rows,
+        )
+        .unwrap();
+        let scanned = Response {
+            chunks: Vec::new(),
+            last_scanned_row_key: Bytes::from_static(b"q"),
+        };
+        assert!(m.feed_response(scanned, &mut rows).unwrap());
+        assert_eq!(m.last_key.as_deref(), Some(&b"q"[..]));
+        assert_eq!(m.committed, 1);
+        let err = m
+            .push(commit(chunk("b", Some("c"), Some("q"), 0, "")))
+            .unwrap_err();
+        assert!(err.to_string().contains("increasing"), "{err}");
     }
 
     #[test]

@@ -1,9 +1,36 @@
-//! gRPC statuses in the library's own terms: the [`Code`] of a tonic status.
+//! gRPC statuses in the library's own terms: the [`Code`] of a tonic status,
+//! and the retry delay a server asks for in it (`google.rpc.RetryInfo`).
+
+use std::time::Duration;
+
+use googleapis_tonic_google_bigtable_v2::google::rpc::{RetryInfo, Status as RpcStatus};
+use prost::Message as _;
 
 use std::borrow::Borrow;
 use std::error::Error as _;
 
 use crate::model::error::{Cause, Code};
+
+/// The `type_url` of a `google.rpc.RetryInfo` detail.
+const RETRY_INFO_TYPE: &str = "type.googleapis.com/google.rpc.RetryInfo";
+
+/// The delay before a retry that the server asked for in `status`
+/// (a `google.rpc.RetryInfo` among the details of its
+/// `grpc-status-details-bin`), if it did. Negative delays count as none.
+pub(crate) fn retry_delay(status: &tonic::Status) -> Option<Duration> {
+    if status.details().is_empty() {
+        return None;
+    }
+    let details = RpcStatus::decode(status.details()).ok()?;
+    let info = details
+        .details
+        .iter()
+        .find(|any| any.type_url == RETRY_INFO_TYPE)?;
+    let delay = RetryInfo::decode(info.value.as_slice()).ok()?.retry_delay?;
+    let secs = u64::try_from(delay.seconds).ok()?;
+    let nanos = u32::try_from(delay.nanos).ok()?;
+    Some(Duration::new(secs, nanos))
+}
 
 /// The [`Code`] of a tonic status. A request timeout that tonic enforces on
 /// its side (the `grpc-timeout` this library sets on every attempt) comes
@@ -40,8 +67,36 @@ pub(crate) fn cause_under_code(status: impl Borrow<tonic::Status>) -> Cause {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// A status whose details carry `RetryInfo { retry_delay }`.
+    pub(crate) fn with_retry_info(code: tonic::Code, delay: Duration) -> tonic::Status {
+        let info = RetryInfo {
+            retry_delay: Some(prost_types::Duration {
+                seconds: i64::try_from(delay.as_secs()).unwrap(),
+                nanos: i32::try_from(delay.subsec_nanos()).unwrap(),
+            }),
+        };
+        let details = RpcStatus {
+            code: code as i32,
+            message: "retry later".into(),
+            details: vec![prost_types::Any {
+                type_url: RETRY_INFO_TYPE.into(),
+                value: info.encode_to_vec(),
+            }],
+        };
+        tonic::Status::with_details(code, "retry later", details.encode_to_vec().into())
+    }
+
+    #[test]
+    fn the_servers_retry_delay_is_read_from_the_details() {
+        let status = with_retry_info(tonic::Code::Unavailable, Duration::from_millis(2500));
+        assert_eq!(retry_delay(&status), Some(Duration::from_millis(2500)));
+        assert_eq!(retry_delay(&tonic::Status::unavailable("down")), None);
+        let garbage = tonic::Status::with_details(tonic::Code::Unavailable, "x", vec![0xff].into());
+        assert_eq!(retry_delay(&garbage), None);
+    }
 
     #[test]
     fn tonics_own_timeout_is_a_deadline() {

@@ -1,0 +1,479 @@
+//! The raw data layer: Bigtable's data API on any table, by row key and
+//! column family, without a `#[derive(BigtableRow)]` struct, through the
+//! same retry, deadline and resumption machinery as the typed
+//! [`Table`](crate::Table), which is built on it.
+//!
+//! Use it for tables no struct manages, for tools and migrations, and for
+//! what the typed layer does not express. Nothing here adds timestamps or
+//! filters: a `SetCell` is written as given (a server timestamp, `-1`,
+//! included), a read returns every cell the filter lets through, expired or
+//! not.
+//!
+//! Its types are this module's ([`RawTable`], [`ReadRows`], [`Row`],
+//! [`Cell`], [`EntryError`]) and Bigtable's own v2 messages from
+//! [`crate::proto`] (`Mutation`, `RowFilter`, `RowSet`,
+//! `ReadModifyWriteRule`, `mutate_rows_request::Entry`,
+//! `SampleRowKeysResponse`).
+//!
+//! What each call does when something fails:
+//!
+//! | call | retried | on |
+//! |---|---|---|
+//! | [`RawTable::read_rows`], [`RawTable::read_row`] | yes, resumed after the last row delivered or the server's last scanned key, the row limit reduced | `UNAVAILABLE`, `DEADLINE_EXCEEDED`, `ABORTED`, `RESOURCE_EXHAUSTED`, transport failures, timeouts, any status with `RetryInfo` |
+//! | [`RawTable::mutate_row`] | yes, whole | the same |
+//! | [`RawTable::mutate_rows`] | yes, only the entries not written | the same, per entry and per request |
+//! | [`RawTable::sample_row_keys`] | yes, whole | the same |
+//! | [`RawTable::check_and_mutate_row`], [`RawTable::read_modify_write_row`] | **never** (not idempotent) | a lost answer is [`Error::OutcomeUnknown`] |
+//!
+//! Every retry sends back the routing cookies (`x-goog-cbt-cookie-*`) the
+//! server set on earlier attempts and waits the delay a `RetryInfo` asks
+//! for, within the policy's attempts and deadline.
+//!
+//! ```no_run
+//! # async fn run(conn: bigtable_ttl::Connection) -> bigtable_ttl::Result<()> {
+//! use bigtable_ttl::data::{RawTable, ReadRows};
+//! use bigtable_ttl::proto::{mutation, Mutation};
+//! use futures_util::TryStreamExt as _;
+//!
+//! let events = RawTable::new(&conn, "events");
+//! let set = mutation::SetCell {
+//!     family_name: "e".into(),
+//!     column_qualifier: b"kind".to_vec(),
+//!     timestamp_micros: 1_700_000_000_000_000,
+//!     value: b"click".to_vec(),
+//! };
+//! let put = Mutation { mutation: Some(mutation::Mutation::SetCell(set)) };
+//! events.mutate_row("e#0001", vec![put]).await?;
+//! let rows: Vec<_> = events.read_rows(ReadRows::range("e#".."e$").limit(100)).try_collect().await?;
+//! for row in rows {
+//!     println!("{}: {} cells", row.key.escape_ascii(), row.cells.len());
+//! }
+//! # Ok(()) }
+//! ```
+
+mod mutate;
+mod rows;
+
+use std::sync::Arc;
+
+use futures_util::{Stream, StreamExt as _, TryStreamExt as _};
+
+use crate::client::connection::Connection;
+use crate::client::failure::status_error;
+use crate::client::read::{read_rows_with, ReadCounters, ReadOptions};
+use crate::client::retry::{retryable_status, RetryPolicy};
+use crate::model::error::{Code, Error, Result};
+use crate::proto::mutate_rows_request::Entry;
+use crate::proto::{
+    CheckAndMutateRowRequest, Mutation, ReadModifyWriteRowRequest, ReadModifyWriteRowResponse,
+    ReadModifyWriteRule, ReadRowsRequest, RowFilter, SampleRowKeysResponse,
+};
+use crate::wire::channel::DataChannel;
+use crate::wire::codec::EncodedBatch;
+use crate::wire::cookies::RoutingCookies;
+use crate::wire::merge::MergedRow;
+use crate::wire::status::code_of;
+
+pub use mutate::WriteStats;
+pub(crate) use mutate::{bump, send_batch, BatchReport, Unwritten, WriteCounters};
+pub use rows::{Cell, ReadRows, Row};
+
+/// A handle on one table for raw data calls: rows by key, cells by family
+/// and qualifier, Bigtable's own mutations and filters. Cheap to clone.
+///
+/// Reads follow its [`ReadOptions`], writes its write [`RetryPolicy`];
+/// both start as the connection's ([`Connection::retry`]).
+#[derive(Clone)]
+pub struct RawTable {
+    channel: DataChannel,
+    name: Arc<str>,
+    path: Arc<str>,
+    read: ReadOptions,
+    write: RetryPolicy,
+    counters: Arc<ReadCounters>,
+}
+
+impl std::fmt::Debug for RawTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawTable")
+            .field("table", &self.path)
+            .field("read", &self.read)
+            .field("write", &self.write)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One entry of [`RawTable::mutate_rows`] that was not written, or not
+/// surely.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EntryError {
+    /// The entry's index in the request.
+    pub index: usize,
+    /// Its row key.
+    pub row_key: Vec<u8>,
+    /// The status Bigtable gave the entry or, when no answer came for it,
+    /// the status that ended the request carrying it.
+    pub code: Code,
+    /// Whether Bigtable answered for this entry. When not, the entry may
+    /// or may not have been applied.
+    pub answered: bool,
+    /// Why, in words.
+    pub message: String,
+}
+
+impl RawTable {
+    /// A handle on the table `table` (its id) of `conn`'s instance, under
+    /// the connection's timeouts and retries.
+    #[must_use]
+    pub fn new(conn: &Connection, table: &str) -> Self {
+        let retry = conn.retry();
+        Self {
+            channel: conn.data_channel(),
+            name: table.into(),
+            path: conn.table_path(table).into(),
+            read: ReadOptions::default().with_retry(retry),
+            write: retry,
+            counters: Arc::default(),
+        }
+    }
+
+    /// The same handle with these timeouts and retries for reads.
+    #[must_use]
+    pub fn with_read_options(mut self, options: ReadOptions) -> Self {
+        self.read = options;
+        self
+    }
+
+    /// The same handle with these timeouts and retries for writes
+    /// (`MutateRow`, `MutateRows`) and the attempt timeout of the calls
+    /// never retried.
+    #[must_use]
+    pub fn with_write_retry(mut self, policy: RetryPolicy) -> Self {
+        self.write = policy;
+        self
+    }
+
+    /// The same handle counting its reads' resumes in `counters` (a typed
+    /// table's statistics).
+    pub(crate) fn with_counters(mut self, counters: Arc<ReadCounters>) -> Self {
+        self.counters = counters;
+        self
+    }
+
+    /// The table's id.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `projects/{project}/instances/{instance}/tables/{table}`.
+    #[must_use]
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    // ----- reads ---------------------------------------------------------
+
+    /// The rows `read` asks for, as a stream, sent on first poll. A stream
+    /// that breaks, stalls or does not start in time is resumed after the
+    /// last row it delivered (or the last key the server said it scanned),
+    /// with what is left of the row limit, as the read options say; rows
+    /// come once each, in key order (descending for a reversed read).
+    pub fn read_rows(&self, read: ReadRows) -> impl Stream<Item = Result<Row>> + Send + 'static {
+        let request = read.into_request(self.path.to_string());
+        self.merged_rows(request).map_ok(Row::from)
+    }
+
+    /// The row `key`, as `filter` (if any) lets it through; `None` when no
+    /// cell of it passes or it does not exist.
+    ///
+    /// # Errors
+    /// [`Error::Server`].
+    pub async fn read_row(
+        &self,
+        key: impl AsRef<[u8]>,
+        filter: Option<RowFilter>,
+    ) -> Result<Option<Row>> {
+        let mut read = ReadRows::keys([key]).limit(1);
+        if let Some(filter) = filter {
+            read = read.filter(filter);
+        }
+        let mut rows = std::pin::pin!(self.read_rows(read));
+        rows.try_next().await
+    }
+
+    /// The merged rows of `request` (`None`: no row), with the table's
+    /// read options: what a typed table decodes.
+    pub(crate) fn merged_rows(
+        &self,
+        request: Option<ReadRowsRequest>,
+    ) -> impl Stream<Item = Result<MergedRow>> + Send + 'static {
+        let Some(request) = request else {
+            return futures_util::stream::empty().left_stream();
+        };
+        let single_key = request
+            .rows
+            .as_ref()
+            .filter(|r| r.row_ranges.is_empty() && r.row_keys.len() == 1)
+            .map(|r| r.row_keys[0].clone());
+        let table = self.name.clone();
+        read_rows_with(
+            self.channel.clone(),
+            request,
+            self.read,
+            self.counters.clone(),
+        )
+        .map_err(move |e| e.into_error(&table, single_key.clone()))
+        .right_stream()
+    }
+
+    // ----- writes --------------------------------------------------------
+
+    /// Apply `mutations` to the row `key`, atomically (`MutateRow`),
+    /// retried within the write policy.
+    ///
+    /// # Errors
+    /// [`Error::Server`].
+    pub async fn mutate_row(
+        &self,
+        key: impl Into<Vec<u8>>,
+        mutations: Vec<Mutation>,
+    ) -> Result<()> {
+        mutate::mutate_row(
+            &self.channel,
+            &self.name,
+            self.path.to_string(),
+            key.into(),
+            mutations,
+            self.write,
+        )
+        .await
+    }
+
+    /// Apply each entry's mutations to its row (`MutateRows`, one request;
+    /// each row atomic, the batch not), retrying the entries that failed
+    /// with a retryable status or got no answer, never those written.
+    ///
+    /// Returns one result per entry, in input order.
+    ///
+    /// # Errors
+    /// [`Error::Server`] when the request failed as a whole and no entry
+    /// was answered (a missing table, a deadline passed): every entry then
+    /// failed with that code.
+    pub async fn mutate_rows(
+        &self,
+        entries: Vec<Entry>,
+    ) -> Result<Vec<std::result::Result<(), EntryError>>> {
+        if entries.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut batch = EncodedBatch::with_capacity(
+            entries.len(),
+            entries.iter().map(EncodedBatch::size_of).sum(),
+        );
+        for entry in &entries {
+            batch.push(entry);
+        }
+        let batch = Arc::new(batch);
+        let report = send_batch(
+            self.channel.clone(),
+            self.path.clone(),
+            batch.clone(),
+            self.write,
+            Arc::default(),
+        )
+        .await;
+        let mut results: Vec<std::result::Result<(), EntryError>> = vec![Ok(()); entries.len()];
+        if report.written == 0 && report.failed.iter().all(|f| f.code.is_none()) {
+            if let Some(first) = report.failed.first() {
+                let retries_exhausted = report.fatal.is_none();
+                let source: crate::model::error::BoxError = match report.fatal {
+                    Some(status) => Box::new(status),
+                    None => first.why.clone().into(),
+                };
+                return Err(Error::Server {
+                    table: self.name.to_string(),
+                    row_key: None,
+                    code: first.request_code,
+                    attempts: report.attempts,
+                    elapsed: report.elapsed,
+                    retries_exhausted,
+                    source,
+                });
+            }
+        }
+        for failed in report.failed {
+            if let Some(slot) = results.get_mut(failed.index) {
+                *slot = Err(EntryError {
+                    index: failed.index,
+                    row_key: batch.key(failed.index),
+                    code: failed.code.unwrap_or(failed.request_code),
+                    answered: failed.code.is_some(),
+                    message: failed.why,
+                });
+            }
+        }
+        Ok(results)
+    }
+
+    /// Apply `true_mutations` to the row `key` if `predicate` matches any
+    /// of its cells (no predicate: if the row has any cell), else
+    /// `false_mutations`, atomically (`CheckAndMutateRow`). Whether the
+    /// predicate matched. Sent once, never retried.
+    ///
+    /// # Errors
+    /// [`Error::OutcomeUnknown`] when the answer was lost (a timeout, a
+    /// broken connection, `UNAVAILABLE`): the row may or may not have been
+    /// changed; [`Error::Server`] when Bigtable refused it.
+    pub async fn check_and_mutate_row(
+        &self,
+        key: impl Into<Vec<u8>>,
+        predicate: Option<RowFilter>,
+        true_mutations: Vec<Mutation>,
+        false_mutations: Vec<Mutation>,
+    ) -> Result<bool> {
+        let key = key.into();
+        let request = CheckAndMutateRowRequest {
+            table_name: self.path.to_string(),
+            row_key: key.clone(),
+            predicate_filter: predicate,
+            true_mutations,
+            false_mutations,
+            ..CheckAndMutateRowRequest::default()
+        };
+        match self.check_and_mutate_once(request).await {
+            Ok(matched) => Ok(matched),
+            Err(status) => Err(self.single_attempt_error(key, status)),
+        }
+    }
+
+    /// Apply `rules` (appends, increments) to the row `key`, atomically
+    /// (`ReadModifyWriteRow`); the cells they wrote, as the row. Sent once,
+    /// never retried.
+    ///
+    /// # Errors
+    /// As [`RawTable::check_and_mutate_row`].
+    pub async fn read_modify_write_row(
+        &self,
+        key: impl Into<Vec<u8>>,
+        rules: Vec<ReadModifyWriteRule>,
+    ) -> Result<Row> {
+        let key = key.into();
+        let request = ReadModifyWriteRowRequest {
+            table_name: self.path.to_string(),
+            row_key: key.clone(),
+            rules,
+            ..ReadModifyWriteRowRequest::default()
+        };
+        match self.read_modify_write_once(request).await {
+            Ok(response) => Ok(response.row.map_or_else(
+                || Row {
+                    key: key.clone(),
+                    cells: Vec::new(),
+                },
+                Row::from_proto,
+            )),
+            Err(status) => Err(self.single_attempt_error(key, status)),
+        }
+    }
+
+    /// The error of a call never re-sent: a lost answer is an unknown
+    /// outcome, anything else the server's refusal.
+    fn single_attempt_error(&self, key: Vec<u8>, status: tonic::Status) -> Error {
+        let unknown = outcome_unknown(&status);
+        let refused = status_error(&self.name, Some(key.clone()), status, None);
+        if unknown {
+            Error::OutcomeUnknown {
+                table: self.name.to_string(),
+                row_key: key,
+                source: Box::new(refused),
+            }
+        } else {
+            refused
+        }
+    }
+
+    /// The time one attempt of a call never retried may take: the write
+    /// policy's attempt timeout, within its deadline.
+    fn single_attempt_timeout(&self) -> std::time::Duration {
+        self.write.start().attempt_timeout()
+    }
+
+    /// One `CheckAndMutateRow` attempt, within the write policy's attempt
+    /// timeout (and deadline): whether the predicate matched, or the
+    /// status that ended it (a timeout is `DEADLINE_EXCEEDED`).
+    pub(crate) async fn check_and_mutate_once(
+        &self,
+        request: CheckAndMutateRowRequest,
+    ) -> std::result::Result<bool, tonic::Status> {
+        let timeout = self.single_attempt_timeout();
+        match tokio::time::timeout(timeout, self.channel.check_and_mutate_row(request, timeout))
+            .await
+        {
+            Ok(answer) => answer.map(|response| response.predicate_matched),
+            Err(_) => Err(tonic::Status::deadline_exceeded(format!(
+                "no answer to CheckAndMutateRow within {timeout:?}"
+            ))),
+        }
+    }
+
+    /// One `ReadModifyWriteRow` attempt, as [`RawTable::check_and_mutate_once`].
+    pub(crate) async fn read_modify_write_once(
+        &self,
+        request: ReadModifyWriteRowRequest,
+    ) -> std::result::Result<ReadModifyWriteRowResponse, tonic::Status> {
+        let timeout = self.single_attempt_timeout();
+        tokio::time::timeout(
+            timeout,
+            self.channel.read_modify_write_row(request, timeout),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(tonic::Status::deadline_exceeded(format!(
+                "no answer to ReadModifyWriteRow within {timeout:?}"
+            )))
+        })
+    }
+
+    /// The row keys `SampleRowKeys` returns for the table, in key order,
+    /// each with the bytes stored before it: keys that cut the table into
+    /// parts of about equal size. Retried (it only reads) under the read
+    /// options' policy.
+    ///
+    /// # Errors
+    /// [`Error::Server`].
+    pub async fn sample_row_keys(&self) -> Result<Vec<SampleRowKeysResponse>> {
+        let mut budget = self.read.retry.start();
+        let mut cookies = RoutingCookies::default();
+        loop {
+            let status = match self
+                .channel
+                .sample_row_keys(&self.path, budget.attempt_timeout(), &mut cookies)
+                .await
+            {
+                Ok(samples) => return Ok(samples),
+                Err(status) => status,
+            };
+            if !(retryable_status(&status) && budget.wait_after(&status).await) {
+                return Err(status_error(&self.name, None, status, Some(&budget)));
+            }
+            tracing::debug!(%status, table = %self.name, "retrying SampleRowKeys");
+        }
+    }
+}
+
+/// Whether a failed attempt of a call never retried may have been applied:
+/// its answer was lost (a timeout, a transport failure, an unavailable
+/// server) rather than an error the server decided on before applying
+/// anything.
+pub(crate) fn outcome_unknown(status: &tonic::Status) -> bool {
+    matches!(
+        code_of(status),
+        Code::DeadlineExceeded
+            | Code::Unavailable
+            | Code::Unknown
+            | Code::Cancelled
+            | Code::Aborted
+    ) || retryable_status(status)
+}

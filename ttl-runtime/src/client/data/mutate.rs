@@ -1,0 +1,389 @@
+//! Writes of the raw layer: one row retried as a whole (`MutateRow`), many
+//! rows with a status per entry (`MutateRows`), only the entries not yet
+//! written re-sent. The bulk writer ([`crate::writer`]) sends its batches
+//! through [`send_batch`] here.
+//!
+//! A `MutateRow` or `MutateRows` entry is retried: Bigtable applies a row's
+//! mutations atomically, and the library's own writes are idempotent (every
+//! cell carries an explicit timestamp). A mutation that is not idempotent
+//! (a `SetCell` with the server's timestamp, `-1`) written through the raw
+//! layer may be applied twice when an answer is lost, as in Google's clients.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::client::failure::status_error;
+use crate::client::retry::{retryable_code, retryable_status, status_text, RetryPolicy};
+use crate::client::telemetry;
+use crate::model::error::{Code, Result};
+use crate::proto::{MutateRowRequest, Mutation};
+use crate::wire::channel::{at_deadline, DataChannel};
+use crate::wire::codec::EncodedBatch;
+use crate::wire::cookies::RoutingCookies;
+use crate::wire::status::code_of;
+
+/// What a bulk write did, counted as it goes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WriteStats {
+    /// Rows handed to the writer and queued (bad input is not queued).
+    pub rows_queued: u64,
+    /// Rows Bigtable answered `OK` for.
+    pub rows_written: u64,
+    /// Rows reported failed (final status, retries exhausted, or not sent).
+    pub rows_failed: u64,
+    /// `MutateRows` requests sent, retries included.
+    pub requests: u64,
+    /// Requests that were retries of an earlier one's failed entries.
+    pub retries: u64,
+    /// Entries re-sent, summed over all retries.
+    pub entries_retried: u64,
+    /// Requests that failed as a whole (transport failure, timeout, or an
+    /// error status for the request).
+    pub request_failures: u64,
+}
+
+/// The counters behind [`WriteStats`], shared by a writer and its batches.
+#[derive(Debug, Default)]
+pub(crate) struct WriteCounters {
+    pub(crate) rows_queued: AtomicU64,
+    pub(crate) rows_written: AtomicU64,
+    pub(crate) rows_failed: AtomicU64,
+    requests: AtomicU64,
+    retries: AtomicU64,
+    entries_retried: AtomicU64,
+    request_failures: AtomicU64,
+}
+
+/// Add `by` to `counter`.
+pub(crate) fn bump(counter: &AtomicU64, by: usize) {
+    counter.fetch_add(by as u64, Ordering::Relaxed);
+}
+
+impl WriteCounters {
+    pub(crate) fn snapshot(&self) -> WriteStats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        WriteStats {
+            rows_queued: get(&self.rows_queued),
+            rows_written: get(&self.rows_written),
+            rows_failed: get(&self.rows_failed),
+            requests: get(&self.requests),
+            retries: get(&self.retries),
+            entries_retried: get(&self.entries_retried),
+            request_failures: get(&self.request_failures),
+        }
+    }
+}
+
+/// One entry of a batch that was not (surely) written.
+#[derive(Debug, Clone)]
+pub(crate) struct Unwritten {
+    /// Its index in the batch.
+    pub(crate) index: usize,
+    /// The status Bigtable gave the entry; `None` when no answer came for
+    /// it (its outcome is unknown).
+    pub(crate) code: Option<Code>,
+    /// The code of what ended the request that carried it, for an entry
+    /// without an answer of its own.
+    pub(crate) request_code: Code,
+    /// Why, in words.
+    pub(crate) why: String,
+}
+
+/// What one batch ended with.
+#[derive(Debug, Default)]
+pub(crate) struct BatchReport {
+    pub(crate) written: usize,
+    pub(crate) failed: Vec<Unwritten>,
+    /// The first attempt failed as a whole with a final error and nothing
+    /// was written (missing table, permission…): later batches would too.
+    pub(crate) fatal: Option<tonic::Status>,
+    /// Attempts made.
+    pub(crate) attempts: u32,
+    /// How long they took.
+    pub(crate) elapsed: Duration,
+}
+
+/// One entry's answer in a `MutateRows` response.
+#[derive(Debug, Clone)]
+struct EntryStatus {
+    code: Code,
+    message: String,
+}
+
+/// Why an attempt failed as a whole (no answer, or an error status for the
+/// request), and whether re-sending is worth it.
+#[derive(Debug)]
+struct RequestFailure {
+    retryable: bool,
+    status: tonic::Status,
+}
+
+impl RequestFailure {
+    fn describe(&self) -> String {
+        status_text(&self.status)
+    }
+}
+
+/// An entry to retry: its index, its own code (if it had an answer), the
+/// request's code otherwise, and why.
+type Retry = (usize, Option<Code>, Code, String);
+
+/// Send one batch, retrying its failed entries within `policy`: every
+/// attempt sends the entries still pending from `batch`'s one encoding,
+/// with the routing cookies and retry delays the server gave earlier
+/// attempts.
+pub(crate) async fn send_batch(
+    channel: DataChannel,
+    table_name: Arc<str>,
+    batch: Arc<EncodedBatch>,
+    policy: RetryPolicy,
+    counters: Arc<WriteCounters>,
+) -> BatchReport {
+    let mut report = BatchReport::default();
+    let mut budget = policy.start();
+    let mut cookies = RoutingCookies::default();
+    // Indices into `batch` of the entries still to write; `None`: all.
+    let mut pending: Option<Vec<usize>> = None;
+    loop {
+        bump(&counters.requests, 1);
+        if let Some(pending) = &pending {
+            bump(&counters.retries, 1);
+            bump(&counters.entries_retried, pending.len());
+        }
+        let sent = pending.as_ref().map_or(batch.len(), Vec::len);
+        let (statuses, outcome) = attempt_once(
+            &channel,
+            &table_name,
+            &batch,
+            pending.clone(),
+            sent,
+            budget.attempt_timeout(),
+            &mut cookies,
+        )
+        .await;
+        report.attempts = budget.attempts();
+        report.elapsed = budget.elapsed();
+        let pending_now: Vec<usize> = pending.take().unwrap_or_else(|| (0..batch.len()).collect());
+        if let Err(failure) = &outcome {
+            bump(&counters.request_failures, 1);
+            if !failure.retryable && budget.attempts() == 1 && statuses.iter().all(Option::is_none)
+            {
+                let why = format!("the request failed: {}", failure.describe());
+                let code = code_of(&failure.status);
+                report.failed = pending_now
+                    .into_iter()
+                    .map(|index| Unwritten {
+                        index,
+                        code: None,
+                        request_code: code,
+                        why: why.clone(),
+                    })
+                    .collect();
+                report.fatal = Some(failure.status.clone());
+                return report;
+            }
+        }
+        let request_code = outcome
+            .as_ref()
+            .err()
+            .map_or(Code::Unknown, |f| code_of(&f.status));
+        let mut retry: Vec<Retry> = Vec::new();
+        let (mut rows_written, mut bytes_written) = (0u64, 0u64);
+        for (i, status) in pending_now.into_iter().zip(statuses) {
+            match (status, &outcome) {
+                (Some(EntryStatus { code: Code::Ok, .. }), _) => {
+                    report.written += 1;
+                    rows_written += 1;
+                    bytes_written += batch.wire(i).len() as u64;
+                }
+                (Some(EntryStatus { code, message }), _) => {
+                    let why = format!("{code}: {message}");
+                    if retryable_code(code) {
+                        retry.push((i, Some(code), code, why));
+                    } else {
+                        report.failed.push(Unwritten {
+                            index: i,
+                            code: Some(code),
+                            request_code: code,
+                            why,
+                        });
+                    }
+                }
+                // No status: the outcome is unknown.
+                (None, Ok(())) => {
+                    retry.push((i, None, request_code, "no status returned".to_owned()));
+                }
+                (None, Err(failure)) if failure.retryable => retry.push((
+                    i,
+                    None,
+                    request_code,
+                    format!(
+                        "outcome unknown, the request failed: {}",
+                        failure.describe()
+                    ),
+                )),
+                (None, Err(failure)) => report.failed.push(Unwritten {
+                    index: i,
+                    code: None,
+                    request_code,
+                    why: format!("the request failed: {}", failure.describe()),
+                }),
+            }
+        }
+        telemetry::written(
+            telemetry::table_id(&table_name),
+            rows_written,
+            bytes_written,
+        );
+        if retry.is_empty() {
+            return report;
+        }
+        let reason = format!(
+            "{} of {} entries not written, first: {}",
+            retry.len(),
+            batch.len(),
+            retry[0].3
+        );
+        let server_delay = outcome
+            .as_ref()
+            .err()
+            .and_then(|f| crate::wire::status::retry_delay(&f.status));
+        if !budget.wait_for(&reason, server_delay).await {
+            let attempts = budget.attempts();
+            report.attempts = attempts;
+            report.elapsed = budget.elapsed();
+            report
+                .failed
+                .extend(
+                    retry
+                        .into_iter()
+                        .map(|(index, code, request_code, why)| Unwritten {
+                            index,
+                            code,
+                            request_code,
+                            why: format!("{why} (gave up after {attempts} attempts)"),
+                        }),
+                );
+            return report;
+        }
+        pending = Some(retry.into_iter().map(|(i, _, _, _)| i).collect());
+    }
+}
+
+/// One `MutateRows` attempt with `batch`'s entries `selected` (all when
+/// `None`; `sent` of them): each entry's status where the server gave one,
+/// and the failure when the request failed as a whole.
+async fn attempt_once(
+    channel: &DataChannel,
+    table_name: &Arc<str>,
+    batch: &Arc<EncodedBatch>,
+    selected: Option<Vec<usize>>,
+    sent: usize,
+    timeout: Duration,
+    cookies: &mut RoutingCookies,
+) -> (
+    Vec<Option<EntryStatus>>,
+    std::result::Result<(), RequestFailure>,
+) {
+    let mut statuses: Vec<Option<EntryStatus>> = vec![None; sent];
+    let started = std::time::Instant::now();
+    let call = async {
+        let mut stream = channel
+            .mutate_rows(
+                table_name.clone(),
+                batch.clone(),
+                selected,
+                timeout,
+                cookies,
+            )
+            .await?;
+        loop {
+            let response = match stream.message().await {
+                Ok(Some(response)) => response,
+                Ok(None) => break,
+                Err(status) => {
+                    cookies.learn(status.metadata());
+                    return Err(at_deadline(status, started, timeout));
+                }
+            };
+            for entry in response.entries {
+                let slot = usize::try_from(entry.index)
+                    .ok()
+                    .and_then(|i| statuses.get_mut(i));
+                if let Some(slot) = slot {
+                    let status = entry.status.unwrap_or_default();
+                    *slot = Some(EntryStatus {
+                        code: Code::from_i32(status.code),
+                        message: status.message,
+                    });
+                }
+            }
+        }
+        Ok::<(), tonic::Status>(())
+    };
+    let outcome = match tokio::time::timeout(timeout, call).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(status)) => {
+            let status = at_deadline(status, started, timeout);
+            Err(RequestFailure {
+                retryable: retryable_status(&status),
+                status,
+            })
+        }
+        Err(_) => Err(RequestFailure {
+            retryable: true,
+            status: tonic::Status::deadline_exceeded("the attempt timed out"),
+        }),
+    };
+    (statuses, outcome)
+}
+
+/// One `MutateRow` on `table` (its id, for errors) at `table_path`,
+/// retried within `policy` (routing cookies and the server's retry delays
+/// honoured).
+pub(crate) async fn mutate_row(
+    channel: &DataChannel,
+    table: &str,
+    table_path: String,
+    row_key: Vec<u8>,
+    mutations: Vec<Mutation>,
+    policy: RetryPolicy,
+) -> Result<()> {
+    let request = MutateRowRequest {
+        table_name: table_path,
+        row_key,
+        mutations,
+        ..MutateRowRequest::default()
+    };
+    let mut budget = policy.start();
+    let mut cookies = RoutingCookies::default();
+    loop {
+        let timeout = budget.attempt_timeout();
+        let status = match tokio::time::timeout(
+            timeout,
+            channel.mutate_row(request.clone(), timeout, &mut cookies),
+        )
+        .await
+        {
+            Ok(Ok(_)) => {
+                if cfg!(feature = "metrics") {
+                    let bytes: usize = request
+                        .mutations
+                        .iter()
+                        .map(prost::Message::encoded_len)
+                        .sum();
+                    telemetry::written(table, 1, (request.row_key.len() + bytes) as u64);
+                }
+                return Ok(());
+            }
+            Ok(Err(status)) => status,
+            Err(_) => tonic::Status::deadline_exceeded("the attempt timed out"),
+        };
+        if !(retryable_status(&status) && budget.wait_after(&status).await) {
+            let key = Some(request.row_key);
+            return Err(status_error(table, key, status, Some(&budget)));
+        }
+    }
+}
