@@ -16,8 +16,10 @@
 // terminal: no Markdown backticks there.
 #![allow(clippy::doc_markdown)]
 
+mod chart;
 mod commands;
 mod output;
+mod shard;
 mod target;
 
 use std::ffi::OsString;

@@ -751,3 +751,302 @@ async fn migrate_gives_a_row_written_over_time_one_expiry_by_default() {
         }
     }
 }
+
+/// A row to write: its key and its cells (family, column, timestamp, value).
+type RowCells = (String, Vec<(&'static str, &'static str, i64, Vec<u8>)>);
+
+/// Many rows, in `MutateRows` requests of 500.
+async fn write_many(conn: &Connection, table: &str, rows: &[RowCells]) {
+    use bigtable_ttl::proto::{mutate_rows_request::Entry, MutateRowsRequest};
+    for chunk in rows.chunks(500) {
+        let request = MutateRowsRequest {
+            table_name: conn.table_path(table),
+            entries: chunk
+                .iter()
+                .map(|(key, cells)| Entry {
+                    row_key: key.as_bytes().to_vec(),
+                    mutations: cells
+                        .iter()
+                        .map(|(family, column, ts, value)| Mutation {
+                            mutation: Some(Kind::SetCell(SetCell {
+                                family_name: (*family).to_owned(),
+                                column_qualifier: column.as_bytes().to_vec(),
+                                timestamp_micros: *ts,
+                                value: value.clone(),
+                            })),
+                        })
+                        .collect(),
+                    ..Entry::default()
+                })
+                .collect(),
+            ..MutateRowsRequest::default()
+        };
+        let mut answers = conn
+            .data_client(table)
+            .unwrap()
+            .mutate_rows(request)
+            .await
+            .unwrap()
+            .into_inner();
+        while let Some(answer) = answers.message().await.unwrap() {
+            for entry in answer.entries {
+                let code = entry.status.map_or(0, |s| s.code);
+                assert_eq!(code, 0, "row {} of {table} not written", entry.index);
+            }
+        }
+    }
+}
+
+/// The `bigtable-ttl` binary against `conn`'s instance, as a process.
+fn command(conn: &Connection, args: &[&str]) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_bigtable-ttl"));
+    command
+        .args(["--project", conn.project(), "--instance", conn.instance()])
+        .args(["--emulator-host", &emulator_host()])
+        .args(args)
+        .env_remove("BIGTABLE_EMULATOR_HOST")
+        .stdin(std::process::Stdio::null());
+    command
+}
+
+/// Run `bigtable-ttl ARGS…` as a process to its end: (status, stdout, stderr).
+fn run(conn: &Connection, args: &[&str]) -> (i32, String, String) {
+    let output = command(conn, args).output().unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+/// Four shard processes of `migrate` started at once on one emulator copy a
+/// table whose rows were written at different times (some rows over two
+/// writes); one shard is killed after its first batch and resumed, after
+/// the shared cut was deleted (it keeps its range from its checkpoint).
+/// The merged verification equals a single process's, `cbt` counts the
+/// rows, and a full comparison finds every live row copied once, as one
+/// version per column, none missed, none of the expired ones.
+#[tokio::test]
+async fn four_shard_processes_migrate_a_table_once_and_their_reports_merge() {
+    const ROWS: usize = 4_000;
+    let conn = connection();
+    table(&conn, "events", &["raw"], TimeDelta::days(3650)).await;
+    // Ages of whole hours and a half, 0.5 h to 71.5 h: under a two-day
+    // TTL rows older than 48 h are expired, and no expiry (nor bucket
+    // boundary) is within half an hour of the runs below.
+    let now = now_ms();
+    let hour = 3_600_000_000_i64;
+    let rows: Vec<RowCells> = (0..ROWS)
+        .map(|i| {
+            let age = (i64::try_from(i * 37 % 72).unwrap() * 2 + 1) * hour / 2;
+            let ts = now - age;
+            let mut cells = vec![("raw", "url", ts, format!("/page/{i}").into_bytes())];
+            // Every third row was built by two writes, an hour apart.
+            let user_ts = if i % 3 == 0 { ts - hour } else { ts };
+            cells.push(("raw", "user", user_ts, format!("u{}", i % 10).into_bytes()));
+            (format!("ev-{i:05}"), cells)
+        })
+        .collect();
+    write_many(&conn, "events", &rows).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let cut = path("cut.json");
+    let shard_args = |i: usize| -> Vec<String> {
+        [
+            "migrate",
+            "events",
+            "--from",
+            "raw",
+            "--to",
+            "ttl",
+            "--policy",
+            "default=2d",
+            "--batch-rows",
+            "20",
+            "--json",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .chain([
+            "--shard".to_owned(),
+            format!("{i}/4"),
+            "--cut".to_owned(),
+            cut.clone(),
+            "--checkpoint".to_owned(),
+            path(&format!("shard-{i}.json")),
+        ])
+        .collect()
+    };
+    let start = |i: usize, extra: &[&str]| {
+        let mut args = shard_args(i);
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        command(&conn, &args)
+            .stdout(std::fs::File::create(path(&format!("report-{i}.json"))).unwrap())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut shards: Vec<std::process::Child> = (0..4).map(|i| start(i, &[])).collect();
+
+    // Shard 1 is killed once its first batch is checkpointed.
+    let killed = path("shard-1.json");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(&killed) {
+            if let Ok(cp) = serde_json::from_str::<Value>(&text) {
+                if cp["rows_read"].as_u64() > Some(0) {
+                    break;
+                }
+            }
+        }
+        assert!(
+            shards[1].try_wait().unwrap().is_none(),
+            "shard 1 ended before it could be killed"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "shard 1 wrote no checkpoint in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    shards[1].kill().unwrap();
+    let status = shards[1].wait().unwrap();
+    assert!(!status.success(), "{status}");
+    let interrupted = json(&std::fs::read_to_string(&killed).unwrap());
+    assert_eq!(interrupted["done"], false, "{interrupted:#}");
+
+    for (i, shard) in shards.iter_mut().enumerate().filter(|(i, _)| *i != 1) {
+        let out = shard.wait_with_output_ref();
+        assert_eq!(out.0, 0, "shard {i}: {}", out.1);
+    }
+    let shared_cut = json(&std::fs::read_to_string(&cut).unwrap());
+    let parts = shared_cut["parts"].as_array().unwrap().clone();
+    assert_eq!(parts.len(), 4);
+    assert_eq!(interrupted["shard"], parts[1], "the killed shard's range");
+
+    // Resumed without the shared cut: the checkpoint holds its range.
+    std::fs::remove_file(&cut).unwrap();
+    let mut resumed = start(1, &["--resume"]);
+    let out = resumed.wait_with_output_ref();
+    assert_eq!(out.0, 0, "resumed shard 1: {}", out.1);
+    let reports: Vec<Value> = (0..4)
+        .map(|i| json(&std::fs::read_to_string(path(&format!("report-{i}.json"))).unwrap()))
+        .collect();
+    for (i, r) in reports.iter().enumerate() {
+        assert_eq!(r["status"], "done", "shard {i}: {r:#}");
+        assert_eq!(r["shard"], parts[i], "shard {i}");
+        assert_eq!(r["verification"]["matches"], true, "shard {i}: {r:#}");
+    }
+    assert!(
+        reports[1]["rows_read"].as_u64().unwrap() > interrupted["rows_read"].as_u64().unwrap(),
+        "the resumed shard went on from its checkpoint"
+    );
+
+    // The shards' verifications merged equal one process's.
+    let report_paths: Vec<String> = (0..4).map(|i| path(&format!("report-{i}.json"))).collect();
+    let mut merge = vec![
+        "migrate",
+        "events",
+        "--from",
+        "raw",
+        "--to",
+        "ttl",
+        "--policy",
+        "default=2d",
+        "--verify",
+        "--json",
+        "--merge",
+    ];
+    merge.extend(report_paths.iter().map(String::as_str));
+    let (code, out, err) = run(&conn, &merge);
+    assert_eq!(code, exit::OK, "{out}{err}");
+    let merged = json(&out);
+    let (code, out, err) = run(
+        &conn,
+        &[
+            "migrate",
+            "events",
+            "--from",
+            "raw",
+            "--to",
+            "ttl",
+            "--policy",
+            "default=2d",
+            "--verify",
+            "--json",
+        ],
+    );
+    assert_eq!(code, exit::OK, "{out}{err}");
+    let single = json(&out);
+    assert_eq!(merged["verification"], single["verification"]);
+    assert_eq!(merged["verification"]["source_rows"], ROWS);
+    // Every row read once: the shards' rows add up to the table's
+    // (the killed shard's first batch counted once: its resume continues
+    // the checkpoint's totals).
+    assert_eq!(merged["rows_read"], ROWS, "{merged:#}");
+
+    // What is really stored: every source row once, the live ones copied
+    // once, each column as one version at the row's newest write.
+    let stored = raw(&conn, "events").await;
+    let target = family_only(&stored, "ttl");
+    let expected_rows = single["verification"]["expected_rows"].as_u64().unwrap();
+    assert_eq!(target.len() as u64, expected_rows);
+    assert!(expected_rows > 0 && expected_rows < ROWS as u64);
+    let listed = cbt(&conn, &["count", "events"]);
+    assert!(listed.contains(&ROWS.to_string()), "cbt count: {listed}");
+    let target_listing = cbt(&conn, &["read", "events", "columns=ttl:url"]);
+    assert_eq!(
+        target_listing.matches("\nev-").count() + usize::from(target_listing.starts_with("ev-")),
+        target.len(),
+        "cbt's rows with ttl:url"
+    );
+    let cutoff = Utc::now().timestamp_micros() - 2 * 24 * hour;
+    for (key, cells) in &rows {
+        let newest = cells.iter().map(|c| c.2).max().unwrap();
+        let copied = target.get(key);
+        if newest <= cutoff {
+            assert!(
+                copied.is_none(),
+                "{key} had expired, yet copied: {copied:?}"
+            );
+            continue;
+        }
+        let copied = copied.unwrap_or_else(|| panic!("{key} missed"));
+        let shadow = DateTime::<Utc>::from_timestamp_micros(newest)
+            .unwrap()
+            .encode()
+            .unwrap();
+        let mut expected = vec![
+            ("ttl:url".to_owned(), newest, cells[0].3.clone()),
+            ("ttl:user".to_owned(), newest, cells[1].3.clone()),
+            ("ttl:written_at".to_owned(), newest, shadow),
+        ];
+        expected.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(copied, &expected, "row {key}");
+    }
+    assert_eq!(
+        family_only(&stored, "raw").len(),
+        ROWS,
+        "the source is untouched"
+    );
+}
+
+/// Waiting for a child whose standard error is piped, by reference.
+trait WaitOutput {
+    /// (exit status, standard error).
+    fn wait_with_output_ref(&mut self) -> (i32, String);
+}
+
+impl WaitOutput for std::process::Child {
+    fn wait_with_output_ref(&mut self) -> (i32, String) {
+        use std::io::Read as _;
+        let mut err = String::new();
+        if let Some(mut stderr) = self.stderr.take() {
+            let _ = stderr.read_to_string(&mut err);
+        }
+        let status = self.wait().unwrap();
+        (status.code().unwrap_or(-1), err)
+    }
+}

@@ -5,8 +5,9 @@
 use futures_util::future::Either;
 use futures_util::{Stream, StreamExt as _, TryStreamExt as _};
 
+use crate::client::connection::Connection;
 use crate::client::failure::status_error;
-use crate::client::retry::retryable_status;
+use crate::client::retry::{retryable_status, RetryPolicy};
 use crate::client::table::Table;
 use crate::client::telemetry;
 use crate::model::error::Result;
@@ -147,29 +148,47 @@ impl<T: BigtableRow> Table<T> {
         .await
     }
 
-    /// The row keys `SampleRowKeys` returns for the table, in key order;
-    /// each attempt within the read policy's attempt timeout, transient
-    /// failures retried within its budget (the call only reads).
+    /// The row keys `SampleRowKeys` returns for the table, in key order,
+    /// under the table's read policy.
     async fn sample_row_keys(&self) -> Result<Vec<Vec<u8>>> {
-        let channel = self.connection().data_channel();
-        let table_name = self.path();
-        let mut budget = self.read_options().retry.start();
-        loop {
-            match channel
-                .sample_row_keys(&table_name, budget.attempt_timeout())
-                .await
-            {
-                Ok(samples) => return Ok(samples.into_iter().map(|s| s.row_key).collect()),
-                Err(status) => {
-                    if !(retryable_status(&status)
-                        && budget
-                            .wait(&crate::client::retry::status_text(&status))
-                            .await)
-                    {
-                        return Err(status_error(self.name(), None, status, Some(&budget)));
-                    }
-                    tracing::debug!(%status, table = %self.name(), "retrying SampleRowKeys");
+        let samples =
+            sample_row_keys(self.connection(), self.name(), &self.read_options().retry).await?;
+        Ok(samples.into_iter().map(|(key, _)| key).collect())
+    }
+}
+
+/// What `SampleRowKeys` returns for table `table` (by name): row keys in
+/// key order, each with the approximate bytes of the table before it; each
+/// attempt within `retry`'s attempt timeout, transient failures retried
+/// within its budget (the call only reads).
+pub(crate) async fn sample_row_keys(
+    conn: &Connection,
+    table: &str,
+    retry: &RetryPolicy,
+) -> Result<Vec<(Vec<u8>, i64)>> {
+    let channel = conn.data_channel();
+    let table_name = conn.table_path(table);
+    let mut budget = retry.start();
+    loop {
+        match channel
+            .sample_row_keys(&table_name, budget.attempt_timeout())
+            .await
+        {
+            Ok(samples) => {
+                return Ok(samples
+                    .into_iter()
+                    .map(|s| (s.row_key, s.offset_bytes))
+                    .collect())
+            }
+            Err(status) => {
+                if !(retryable_status(&status)
+                    && budget
+                        .wait(&crate::client::retry::status_text(&status))
+                        .await)
+                {
+                    return Err(status_error(table, None, status, Some(&budget)));
                 }
+                tracing::debug!(%status, %table, "retrying SampleRowKeys");
             }
         }
     }

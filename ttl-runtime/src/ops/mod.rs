@@ -29,20 +29,24 @@
 
 mod apply;
 mod audit;
+mod expiry;
 mod inspect;
 mod migrate;
 mod raw;
 mod retime;
 mod scan;
+mod shard;
 mod spec;
 mod update;
 
 pub use crate::model::gc_rule::policy_from_rule;
 pub use apply::{apply, ApplyOutcome, ApplyRequest};
 pub use audit::{audit, Audit, AuditReport, AuditRequest};
+pub use expiry::{ExpiryHistogram, MAX_DAYS};
 pub use inspect::{
     explain_cells, inspect, CellReport, FamilyPolicy, InspectRequest, RowInspection,
 };
+pub use migrate::verify_part;
 pub use migrate::{
     migrate, plan_row, verify, Checkpoint, MigratePlan, MigrateReport, MigrateStatus, RowExpiry,
     RowPlan, Verification,
@@ -50,5 +54,6 @@ pub use migrate::{
 pub use raw::raw_rows;
 pub use retime::{current_expiry, retime_mutation, Retime, Touched, RETIME_ROUNDS};
 pub use scan::ScanProgress;
+pub use shard::{check_cover, cut, fraction_done, key_samples, plan_parts, KeySample, Part};
 pub use spec::{parse_duration, parse_policy, policy_spec, short_duration, DEFAULT_WRITTEN_AT};
 pub use update::{update_mutation, Change, Update};

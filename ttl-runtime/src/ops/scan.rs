@@ -1,8 +1,12 @@
 //! Paged, raw reads of one family: every version, expired or not, in key
-//! order, a page of rows at a time, so long scans show progress and a
-//! migration can checkpoint between pages.
+//! order, a page of rows at a time, within one part of the key space, so
+//! long scans show progress and a migration can checkpoint between pages.
 
-use crate::proto::{row_filter::Filter, row_range::StartKey, ReadRowsRequest, RowRange, RowSet};
+use crate::proto::{
+    row_filter::Filter,
+    row_range::{EndKey, StartKey},
+    ReadRowsRequest, RowRange, RowSet,
+};
 use futures_util::TryStreamExt as _;
 
 use crate::client::connection::Connection;
@@ -11,17 +15,22 @@ use crate::model::error::Result;
 use crate::model::filter::{chain, filter, only_family};
 use crate::model::scan::RawCell;
 
+use super::shard::Part;
+
 /// Rows per page unless the caller says otherwise.
 pub(crate) const DEFAULT_PAGE_ROWS: usize = 1_000;
 
 /// How far a long operation got, for progress bars.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ScanProgress {
     /// Rows read so far.
     pub rows: u64,
     /// Cells read so far.
     pub cells: u64,
+    /// The last row read (how far into the key space: see
+    /// [`super::fraction_done`]).
+    pub last_row_key: Option<Vec<u8>>,
 }
 
 /// Reads the rows holding cells of `family`, page by page.
@@ -30,6 +39,7 @@ pub(crate) struct FamilyPages {
     table: String,
     family: String,
     after: Option<Vec<u8>>,
+    part: Part,
     page_rows: usize,
     strip_values: bool,
     done: bool,
@@ -42,6 +52,7 @@ impl FamilyPages {
             table: table.to_owned(),
             family: family.to_owned(),
             after: None,
+            part: Part::whole(),
             page_rows: DEFAULT_PAGE_ROWS,
             strip_values: false,
             done: false,
@@ -51,6 +62,13 @@ impl FamilyPages {
     /// Start after row `key` (exclusive).
     pub(crate) fn after(mut self, key: Option<Vec<u8>>) -> Self {
         self.after = key;
+        self
+    }
+
+    /// Only the rows of `part`.
+    pub(crate) fn part(mut self, part: &Part) -> Self {
+        self.done = part.is_empty();
+        self.part = part.clone();
         self
     }
 
@@ -76,13 +94,7 @@ impl FamilyPages {
         }
         let request = ReadRowsRequest {
             table_name: self.conn.table_path(&self.table),
-            rows: self.after.clone().map(|key| RowSet {
-                row_keys: vec![],
-                row_ranges: vec![RowRange {
-                    start_key: Some(StartKey::StartKeyOpen(key)),
-                    end_key: None,
-                }],
-            }),
+            rows: self.row_set(),
             filter: Some(chain(filters)),
             rows_limit: i64::try_from(self.page_rows).unwrap_or(i64::MAX),
             ..ReadRowsRequest::default()
@@ -100,5 +112,25 @@ impl FamilyPages {
             None => return Ok(None),
         }
         Ok(Some(page))
+    }
+
+    /// What is left to read: after the last row read, within the part;
+    /// `None` (every row) for the whole table from the start.
+    fn row_set(&self) -> Option<RowSet> {
+        let start_key = match &self.after {
+            Some(key) if key.as_slice() >= self.part.start.as_slice() => {
+                Some(StartKey::StartKeyOpen(key.clone()))
+            }
+            _ if self.part.start.is_empty() => None,
+            _ => Some(StartKey::StartKeyClosed(self.part.start.clone())),
+        };
+        let end_key = self.part.end.clone().map(EndKey::EndKeyOpen);
+        if start_key.is_none() && end_key.is_none() {
+            return None;
+        }
+        Some(RowSet {
+            row_keys: vec![],
+            row_ranges: vec![RowRange { start_key, end_key }],
+        })
     }
 }
