@@ -130,6 +130,10 @@ pub(crate) fn print_text(out: &mut dyn Write, charts: &[Labeled<'_>]) -> Fallibl
             collapse_empty(&days, &counts)
         };
         let max = lines.iter().map(|(_, n)| *n).max().unwrap_or(0);
+        if max == 0 {
+            writeln!(out, "  none ahead")?;
+            continue;
+        }
         for (label, n) in &lines {
             writeln!(out, "  {label:<12}  {:<BAR_COLUMNS$} {n}", bar(*n, max))?;
         }
@@ -303,13 +307,15 @@ fn draw(
         )?;
         let counts = counts_on(c.histogram, &days);
         let labels: Vec<String> = days.iter().map(|d| d.format("%m-%d").to_string()).collect();
-        let caption = if c.histogram.horizon().is_some() {
-            format!("cells expiring per day (UTC), {}", c.what)
-        } else {
+        let caption = if c.histogram.policy.is_none() {
             format!(
                 "cells expiring per day (UTC), {}: none, no age rule",
                 c.what
             )
+        } else if counts.iter().all(|n| *n == 0) {
+            format!("cells expiring per day (UTC), {}: none ahead", c.what)
+        } else {
+            format!("cells expiring per day (UTC), {}", c.what)
         };
         bars(&right, &caption, &labels, &counts, color, "cells")?;
     }

@@ -1050,3 +1050,259 @@ impl WaitOutput for std::process::Child {
         (status.code().unwrap_or(-1), err)
     }
 }
+
+/// When the cells expire: `audit` and `inspect` of a family draw the same
+/// buckets (under the live rule and the proposed policy) in `--json`, as
+/// text and as an SVG file; two audit shards merged equal one whole audit.
+#[tokio::test]
+async fn audit_and_inspect_draw_when_cells_expire_and_shard_audits_merge() {
+    let conn = connection();
+    table(&conn, "events", &["raw"], TimeDelta::days(3650)).await;
+    let now = now_ms();
+    let hour = 3_600_000_000_i64;
+    // Under a two-day policy: 3 d old expired, 47.5 h within the hour,
+    // 30 h within a day, 1 h within a week (47 h left).
+    let ages = [(72, 2), (47, 3), (30, 4), (1, 5)];
+    let mut rows = Vec::new();
+    for (age_hours, count) in ages {
+        for k in 0..count {
+            let ts = now - age_hours * hour - if age_hours == 47 { hour / 2 } else { 0 };
+            rows.push((
+                format!("r{age_hours:02}-{k}"),
+                vec![("raw", "url", ts, b"/x".to_vec())],
+            ));
+        }
+    }
+    write_many(&conn, "events", &rows).await;
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("expiry.svg");
+    let svg = svg.to_str().unwrap();
+
+    let audit_args = ["audit", "events", "-f", "raw", "-p", "default=2d"];
+    let mut args = audit_args.to_vec();
+    args.extend(["--json", "--svg", svg]);
+    let (code, out, err) = cli(&conn, &args).await;
+    assert_eq!(code, exit::WOULD_DELETE, "{out}{err}");
+    let whole = json(&out);
+    let proposed = &whole["expiry"]["proposed"];
+    assert_eq!(proposed["policy"], "default=2d");
+    let buckets = &proposed["buckets"];
+    assert_eq!(
+        [
+            &buckets["expired"],
+            &buckets["within_hour"],
+            &buckets["within_day"],
+            &buckets["within_week"],
+            &buckets["later"],
+            &buckets["never"],
+        ],
+        [2, 3, 4, 5, 0, 0]
+    );
+    let current = &whole["expiry"]["current"];
+    assert_eq!(current["policy"], "default=3650d");
+    assert_eq!(current["buckets"]["later"], 14);
+    // Per day over the two-day horizon: today, tomorrow, the day after.
+    let days = proposed["days"].as_array().unwrap();
+    assert!(days.len() >= 3, "{days:?}");
+    let per_day: u64 = days.iter().map(|d| d["cells"].as_u64().unwrap()).sum();
+    assert_eq!(per_day, 12, "every cell not yet expired, on its day");
+    let drawn = std::fs::read_to_string(svg).unwrap();
+    assert!(drawn.starts_with("<svg"), "{}", &drawn[..80]);
+    for text in [
+        "When the cells of `events`, family `raw`, expire",
+        "proposed policy: default=2d (max_age = 2d)",
+        "live rule: default=3650d",
+        "expired",
+        "cells expiring per day (UTC)",
+    ] {
+        assert!(drawn.contains(text), "the SVG lacks {text:?}");
+    }
+
+    // On a terminal: the buckets as a table, the days as bars.
+    let (_, text, _) = cli(&conn, &audit_args).await;
+    assert!(text.contains("when the cells expire"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("within a day") && l.ends_with(" 4")),
+        "{text}"
+    );
+    assert!(
+        text.contains("cells expiring per day (UTC), proposed policy"),
+        "{text}"
+    );
+    assert!(text.contains('█'), "{text}");
+
+    // Two shards of one cut, merged: the whole audit's counts.
+    let cut = dir.path().join("cut.json");
+    let mut reports = Vec::new();
+    for i in 0..2 {
+        let shard = format!("{i}/2");
+        let mut args = audit_args.to_vec();
+        args.extend(["--json", "--shard", &shard, "--cut", cut.to_str().unwrap()]);
+        let (_, out, err) = cli(&conn, &args).await;
+        let report = json(&out);
+        assert_eq!(report["shard"]["index"], i, "{err}");
+        let path = dir.path().join(format!("audit-{i}.json"));
+        std::fs::write(&path, out).unwrap();
+        reports.push(path.to_str().unwrap().to_owned());
+    }
+    let mut args = vec!["audit", "--json", "--merge"];
+    args.extend(reports.iter().map(String::as_str));
+    let (code, out, err) = cli(&conn, &args).await;
+    assert_eq!(code, exit::WOULD_DELETE, "{out}{err}");
+    let merged = json(&out);
+    for field in [
+        "rows",
+        "cells",
+        "cells_deleted",
+        "rows_deleted",
+        "oldest_micros",
+        "newest_micros",
+    ] {
+        assert_eq!(merged[field], whole[field], "{field}");
+    }
+    assert_eq!(merged["expiry"]["proposed"]["buckets"], *buckets);
+    assert_eq!(merged["expiry"]["current"]["buckets"], current["buckets"]);
+    assert_eq!(merged.get("shard"), None, "the whole table");
+    // One shard alone does not make the table.
+    let (code, _, err) = cli(&conn, &["audit", "--merge", &reports[0]]).await;
+    assert_eq!(code, exit::ERROR);
+    assert!(err.contains("missing part 1/2"), "{err}");
+
+    // inspect of the family: the same buckets.
+    let (code, out, err) = cli(
+        &conn,
+        &[
+            "inspect",
+            "events",
+            "-f",
+            "raw",
+            "-p",
+            "default=2d",
+            "--json",
+        ],
+    )
+    .await;
+    assert_eq!(code, exit::OK, "{out}{err}");
+    let inspected = json(&out);
+    assert_eq!(inspected["rows"], 14);
+    assert_eq!(inspected["expiry"]["proposed"]["buckets"], *buckets);
+    assert_eq!(
+        inspected["expiry"]["current"]["buckets"],
+        current["buckets"]
+    );
+    let (_, text, _) = cli(&conn, &["inspect", "events", "-f", "raw"]).await;
+    assert!(
+        text.contains("table `events`, family `raw`: 14 rows, 14 cells"),
+        "{text}"
+    );
+    assert!(text.contains("live rule: default=3650d"), "{text}");
+}
+
+/// Progress and time left show on a terminal (a pseudo-terminal from
+/// util-linux's `script`), never with `--json`.
+#[tokio::test]
+async fn progress_shows_on_a_terminal_only() {
+    let conn = connection();
+    table(&conn, "events", &["raw"], TimeDelta::days(3650)).await;
+    let now = now_ms();
+    let rows: Vec<RowCells> = (0..300)
+        .map(|i| {
+            (
+                format!("ev-{i:04}"),
+                vec![("raw", "url", now, b"/x".to_vec())],
+            )
+        })
+        .collect();
+    write_many(&conn, "events", &rows).await;
+    let on_terminal = |extra: &str| {
+        let line = format!(
+            "{} --project {} --instance {} --emulator-host {} migrate events --from raw --to ttl \
+             --policy default=2d --batch-rows 1 {extra}",
+            env!("CARGO_BIN_EXE_bigtable-ttl"),
+            conn.project(),
+            conn.instance(),
+            emulator_host()
+        );
+        let output = std::process::Command::new("script")
+            .args(["-qefc", &line, "/dev/null"])
+            .env("COLUMNS", "160")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("util-linux's `script` (apt-get install bsdutils)");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let shown = on_terminal("");
+    assert!(shown.contains("migrating"), "{shown}");
+    assert!(shown.contains("rows/s"), "{shown}");
+    assert!(shown.contains(" left"), "{shown}");
+    assert!(shown.contains("migrated table `events`"), "{shown}");
+    let quiet = on_terminal("--json --verify");
+    assert!(!quiet.contains("rows/s"), "{quiet}");
+    assert!(quiet.contains("\"matches\": true"), "{quiet}");
+}
+
+/// A struct whose map lives in family `items`.
+#[derive(BigtableRow, Debug)]
+#[bigtable(table = "carts", family = "c")]
+#[ttl(default = "30d")]
+struct Cart {
+    #[bigtable(key)]
+    user: String,
+    currency: String,
+    #[bigtable(map, family = "items")]
+    items: BTreeMap<String, u64>,
+}
+
+/// Migrating into a map's family is refused with a typed error naming the
+/// family and the field, before anything is written (copied columns and
+/// their shadow column would read back as map entries).
+#[tokio::test]
+async fn migrate_refuses_a_maps_family_as_target() {
+    let conn = connection();
+    table(&conn, "carts", &["raw"], TimeDelta::days(3650)).await;
+    let carts = Table::<Cart>::new(conn.clone());
+    carts.ensure_schema().await.unwrap();
+    write(&conn, "carts", "ann", &[("raw", "sku-1", now_ms(), b"2")]).await;
+    let plan = ops::MigratePlan::new(
+        "carts",
+        "raw",
+        "items",
+        Policy::default_ttl(TimeDelta::days(30)),
+    )
+    .with_schema(Cart::SCHEMA);
+    let err = ops::migrate(&conn, &plan, None, &Clock::system(), |_| {
+        std::ops::ControlFlow::Continue(())
+    })
+    .await
+    .unwrap_err();
+    match &err {
+        bigtable_ttl::Error::MigrateIntoMap {
+            table,
+            family,
+            field,
+        } => {
+            assert_eq!(
+                (table.as_str(), family.as_str(), field.as_str()),
+                ("carts", "items", "items")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(err.to_string().contains("family `items`"), "{err}");
+    assert!(family_only(&raw(&conn, "carts").await, "items").is_empty());
+    // Into the struct's own family it goes.
+    let plan = ops::MigratePlan::new(
+        "carts",
+        "raw",
+        "c",
+        Policy::default_ttl(TimeDelta::days(30)),
+    )
+    .with_schema(Cart::SCHEMA);
+    let done = ops::migrate(&conn, &plan, None, &Clock::system(), |_| {
+        std::ops::ControlFlow::Continue(())
+    })
+    .await
+    .unwrap();
+    assert!(matches!(done, ops::MigrateStatus::Done(_)), "{done:?}");
+}

@@ -7,7 +7,14 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 
+use crate::client::admin::live_rules;
+use crate::client::connection::Connection;
+use crate::model::error::Result;
+use crate::model::gc_rule::policy_from_rule;
 use crate::model::policy::Policy;
+
+use super::scan::{FamilyPages, ScanProgress};
+use super::shard::Part;
 
 /// Days ahead the per-day counts go; cells expiring later are in
 /// [`ExpiryHistogram::later`] only.
@@ -149,14 +156,16 @@ impl ExpiryHistogram {
 
     /// How far ahead the rule lets a cell written now live: the default
     /// TTL under a default policy; under one-second expiration, where the
-    /// timestamp is the expiry, up to the latest expiry counted. `None`
-    /// without an age rule.
+    /// timestamp is the expiry, up to the latest expiry counted (zero
+    /// when none is ahead). `None` without an age rule.
     #[must_use]
     pub fn horizon(&self) -> Option<TimeDelta> {
         match self.policy? {
             Policy::DefaultTtl { ttl } => Some(ttl),
             Policy::CellExpiry => {
-                let last = self.days.keys().next_back()?;
+                let Some(last) = self.days.keys().next_back() else {
+                    return Some(TimeDelta::zero());
+                };
                 // Into the last day with cells: `daily` ends on it.
                 let last_day = last.and_hms_opt(0, 0, 0)?.and_utc();
                 Some((last_day - self.now).max(TimeDelta::zero()))
@@ -178,6 +187,139 @@ impl ExpiryHistogram {
             .map(|d| (d, self.days.get(&d).copied().unwrap_or(0)))
             .collect()
     }
+}
+
+/// Which family's expiries to draw, under its live rule and, optionally, a
+/// proposed policy.
+///
+/// ```
+/// use bigtable_ttl::ops::{parse_policy, ExpiryRequest};
+///
+/// let request = ExpiryRequest::new("events", "raw").with_proposed(parse_policy("default=2d").unwrap());
+/// # let _ = request;
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ExpiryRequest {
+    /// The table.
+    pub table: String,
+    /// The family.
+    pub family: String,
+    /// A policy to draw the cells under besides the live rule.
+    pub proposed: Option<Policy>,
+    /// The part of the key space (the whole table unless set).
+    pub part: Part,
+    /// The "now" the buckets are relative to (the system clock's when made).
+    pub now: DateTime<Utc>,
+}
+
+impl ExpiryRequest {
+    /// The expiries of `table`/`family` under its live rule, now.
+    #[must_use]
+    pub fn new(table: impl Into<String>, family: impl Into<String>) -> Self {
+        Self {
+            table: table.into(),
+            family: family.into(),
+            proposed: None,
+            part: Part::whole(),
+            now: Utc::now(),
+        }
+    }
+
+    /// Also under `policy`.
+    #[must_use]
+    pub fn with_proposed(mut self, policy: Policy) -> Self {
+        self.proposed = Some(policy);
+        self
+    }
+
+    /// Only the rows of `part`.
+    #[must_use]
+    pub fn with_part(mut self, part: Part) -> Self {
+        self.part = part;
+        self
+    }
+
+    /// Judged at `now`.
+    #[must_use]
+    pub fn with_now(mut self, now: DateTime<Utc>) -> Self {
+        self.now = now;
+        self
+    }
+}
+
+/// When a family's cells expire, under its live rule and a proposed policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FamilyExpiries {
+    /// The table.
+    pub table: String,
+    /// The family.
+    pub family: String,
+    /// The part read.
+    pub part: Part,
+    /// Rows holding a cell of the family.
+    pub rows: u64,
+    /// Under the family's live rule.
+    pub current: ExpiryHistogram,
+    /// Under the proposed policy, when one was given.
+    pub proposed: Option<ExpiryHistogram>,
+}
+
+/// Scan `family` of `table` (raw, every version, values stripped by the
+/// server) and draw when its cells expire under its live rule and the
+/// request's proposed policy. `progress` is called after each page.
+///
+/// ```no_run
+/// # async fn run(conn: &bigtable_ttl::Connection) -> bigtable_ttl::Result<()> {
+/// use bigtable_ttl::ops::{expiries, ExpiryRequest};
+///
+/// let family = expiries(conn, &ExpiryRequest::new("events", "raw"), |_| {}).await?;
+/// println!("{} cells already expired", family.current.expired);
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// [`crate::Error::TableNotFound`]; [`crate::Error::Server`].
+pub async fn expiries(
+    conn: &Connection,
+    request: &ExpiryRequest,
+    mut progress: impl FnMut(ScanProgress),
+) -> Result<FamilyExpiries> {
+    let live = live_rules(conn, &request.table)
+        .await?
+        .get(&request.family)
+        .and_then(policy_from_rule);
+    let mut out = FamilyExpiries {
+        table: request.table.clone(),
+        family: request.family.clone(),
+        part: request.part.clone(),
+        rows: 0,
+        current: ExpiryHistogram::new(live, request.now),
+        proposed: request
+            .proposed
+            .map(|p| ExpiryHistogram::new(Some(p), request.now)),
+    };
+    let mut pages = FamilyPages::new(conn, &request.table, &request.family)
+        .part(&request.part)
+        .strip_values();
+    let mut seen = ScanProgress::default();
+    while let Some(page) = pages.next_page().await? {
+        for (key, cells) in &page {
+            out.rows += 1;
+            seen.rows += 1;
+            seen.cells += cells.len() as u64;
+            for cell in cells {
+                out.current.observe(cell.timestamp_micros);
+                if let Some(p) = &mut out.proposed {
+                    p.observe(cell.timestamp_micros);
+                }
+            }
+            seen.last_row_key = Some(key.clone());
+        }
+        progress(seen.clone());
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -111,7 +111,7 @@ impl MigratePlan {
     /// }
     ///
     /// let plan = MigratePlan::new("carts", "raw", "items", parse_policy("default=30d").unwrap())
-    ///     .with_schema(&Cart::SCHEMA);
+    ///     .with_schema(Cart::SCHEMA);
     /// assert!(matches!(plan.check(), Err(Error::MigrateIntoMap { .. })));
     /// ```
     #[must_use]

@@ -9,6 +9,11 @@
 //!   would delete at once, which timestamps look real and which artificial;
 //! * [`apply()`]: set a family's GC rule to a policy's, refusing when the audit
 //!   says data would be lost unless forced;
+//! * [`expiries()`]: when a family's cells expire, under its live rule and a
+//!   proposed policy ([`ExpiryHistogram`]; `audit` draws the same);
+//! * [`plan_parts()`]: a table's key space cut into parts, so that
+//!   several processes audit, migrate or verify one part each and their
+//!   reports merge ([`AuditReport::merge`], [`Verification::merge`]);
 //! * [`inspect()`]: every cell of one row with its expiry under the family's
 //!   **live** rule, time left and real write time (Cassandra's `TTL()` and
 //!   `WRITETIME()`);
@@ -42,7 +47,7 @@ mod update;
 pub use crate::model::gc_rule::policy_from_rule;
 pub use apply::{apply, ApplyOutcome, ApplyRequest};
 pub use audit::{audit, Audit, AuditReport, AuditRequest};
-pub use expiry::{ExpiryHistogram, MAX_DAYS};
+pub use expiry::{expiries, ExpiryHistogram, ExpiryRequest, FamilyExpiries, MAX_DAYS};
 pub use inspect::{
     explain_cells, inspect, CellReport, FamilyPolicy, InspectRequest, RowInspection,
 };
