@@ -100,17 +100,14 @@ pub(crate) fn print_text(out: &mut dyn Write, charts: &[Labeled<'_>]) -> Fallibl
     )?;
     let mut header = format!("  {:<18}", "");
     for c in charts {
-        let _ = write!(
-            header,
-            "  {:>22}",
-            truncate(&policy_or_none(c.histogram.policy), 22)
-        );
+        let name = format!("{}: {}", c.what, policy_or_none(c.histogram.policy));
+        let _ = write!(header, "  {:>28}", truncate(&name, 28));
     }
     writeln!(out, "{}", header.trim_end())?;
     for (i, (name, _)) in first.histogram.buckets().iter().enumerate() {
         let mut line = format!("  {name:<18}");
         for c in charts {
-            let _ = write!(line, "  {:>22}", c.histogram.buckets()[i].1);
+            let _ = write!(line, "  {:>28}", c.histogram.buckets()[i].1);
         }
         writeln!(out, "{line}")?;
     }

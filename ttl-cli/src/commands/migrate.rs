@@ -81,6 +81,10 @@ pub(crate) struct MigrateArgs {
     /// and drills of an interruption.
     #[arg(long, hide = true)]
     stop_after: Option<u64>,
+    /// Also write the --json report to FILE (what --verify --merge reads),
+    /// whatever is printed.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
     /// Machine-readable output.
     #[arg(long)]
     json: bool,
@@ -345,12 +349,13 @@ pub(crate) async fn exec(target: &Target, args: MigrateArgs, out: &mut dyn Write
     }
     match status? {
         MigrateStatus::Stopped(cp) => {
+            let report = MigrateJson {
+                checkpoint: CheckpointFile::new(&plan, &cp, false),
+                status: "stopped".to_owned(),
+                verification: None,
+            };
+            write_report(args.report.as_deref(), &report)?;
             if args.json {
-                let report = MigrateJson {
-                    checkpoint: CheckpointFile::new(&plan, &cp, false),
-                    status: "stopped".to_owned(),
-                    verification: None,
-                };
                 print_json(out, &report)?;
             } else {
                 writeln!(
@@ -372,6 +377,14 @@ pub(crate) async fn exec(target: &Target, args: MigrateArgs, out: &mut dyn Write
             if let Some(path) = &args.checkpoint {
                 CheckpointFile::new(&plan, &report.checkpoint, true).write(path)?;
             }
+            write_report(
+                args.report.as_deref(),
+                &MigrateJson {
+                    checkpoint: CheckpointFile::new(&plan, &report.checkpoint, true),
+                    status: "done".to_owned(),
+                    verification: Some((&report.verification).into()),
+                },
+            )?;
             print_migrated(out, &plan, &report, args.json)?;
             Ok(exit::OK)
         }
@@ -412,6 +425,16 @@ fn same_shard(args: &ShardArgs, part: &Part) -> Fallible<()> {
     Ok(())
 }
 
+/// Write `report` as JSON to `path`, when one was given (`--report`).
+fn write_report(path: Option<&Path>, report: &MigrateJson) -> Fallible<()> {
+    let Some(path) = path else {
+        return Ok(());
+    };
+    let text = serde_json::to_string_pretty(report)? + "\n";
+    std::fs::write(path, text).map_err(|e| format!("writing report {}: {e}", path.display()))?;
+    Ok(())
+}
+
 /// `migrate --verify`: the counts of this process's part, nothing copied.
 async fn verify_part(
     target: &Target,
@@ -427,6 +450,7 @@ async fn verify_part(
         status: "verified".to_owned(),
         verification: Some((&v).into()),
     };
+    write_report(args.report.as_deref(), &report)?;
     print_verification(out, plan, &report, &v, args.json, 0)
 }
 
