@@ -68,12 +68,17 @@ impl PartProgress {
     pub(crate) fn new(json: bool, what: &str, part: &Part, samples: Vec<KeySample>) -> Self {
         let bar = if shows_progress(json) {
             let bar = ProgressBar::new(PROGRESS_STEPS);
+            // Without samples there is no telling how far into the part a
+            // row is: rows and rows/s only, no made-up time left.
+            let template = if samples.is_empty() {
+                "{spinner} {prefix}: {msg} [{elapsed}]"
+            } else {
+                "{prefix} [{bar:30}] {percent:>3}% {msg}, {eta} left [{elapsed}]"
+            };
             bar.set_style(
-                ProgressStyle::with_template(
-                    "{prefix} [{bar:30}] {percent:>3}% {msg}, {eta} left [{elapsed}]",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
+                ProgressStyle::with_template(template)
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
             );
             bar.enable_steady_tick(Duration::from_millis(250));
             bar

@@ -72,6 +72,9 @@ impl ShardArgs {
                 check_index(i, n)?;
                 Ok(Some((i, n)))
             }
+            _ if self.cut.is_some() => {
+                Err("--cut shares the cut between shards: pass --shard I/N with it".into())
+            }
             _ => Ok(None),
         }
     }

@@ -7,7 +7,9 @@ use crate::proto::{
     row_range::{EndKey, StartKey},
     ReadRowsRequest, RowRange, RowSet,
 };
-use futures_util::TryStreamExt as _;
+use std::pin::Pin;
+
+use futures_util::{Stream, TryStreamExt as _};
 
 use crate::client::connection::Connection;
 use crate::client::read::read_rows;
@@ -42,8 +44,13 @@ pub(crate) struct FamilyPages {
     part: Part,
     page_rows: usize,
     strip_values: bool,
+    /// The part's rows, once the first page is asked for.
+    rows: Option<RowStream>,
     done: bool,
 }
+
+/// One `ReadRows` stream of raw rows.
+type RowStream = Pin<Box<dyn Stream<Item = Result<(Vec<u8>, Vec<RawCell>)>> + Send>>;
 
 impl FamilyPages {
     pub(crate) fn new(conn: &Connection, table: &str, family: &str) -> Self {
@@ -55,6 +62,7 @@ impl FamilyPages {
             part: Part::whole(),
             page_rows: DEFAULT_PAGE_ROWS,
             strip_values: false,
+            rows: None,
             done: false,
         }
     }
@@ -84,28 +92,44 @@ impl FamilyPages {
     }
 
     /// The next page; `None` once the family is exhausted.
+    ///
+    /// The pages are cut from one `ReadRows` stream over the part (resumed
+    /// after the last row on a break, as every read is), not asked for
+    /// one request each: a server that gathers a request's whole range
+    /// before applying its row limit, as Google's emulator does, would
+    /// otherwise go over the rest of the part once per page.
     pub(crate) async fn next_page(&mut self) -> Result<Option<Vec<(Vec<u8>, Vec<RawCell>)>>> {
         if self.done {
             return Ok(None);
         }
-        let mut filters = vec![only_family(&self.family)];
-        if self.strip_values {
-            filters.push(filter(Filter::StripValueTransformer(true)));
+        if self.rows.is_none() {
+            let mut filters = vec![only_family(&self.family)];
+            if self.strip_values {
+                filters.push(filter(Filter::StripValueTransformer(true)));
+            }
+            let request = ReadRowsRequest {
+                table_name: self.conn.table_path(&self.table),
+                rows: self.row_set(),
+                filter: Some(chain(filters)),
+                ..ReadRowsRequest::default()
+            };
+            let table = self.table.clone();
+            self.rows = Some(Box::pin(
+                read_rows(self.conn.data_channel(), request)
+                    .map_err(move |e| e.into_error(&table, None)),
+            ));
         }
-        let request = ReadRowsRequest {
-            table_name: self.conn.table_path(&self.table),
-            rows: self.row_set(),
-            filter: Some(chain(filters)),
-            rows_limit: i64::try_from(self.page_rows).unwrap_or(i64::MAX),
-            ..ReadRowsRequest::default()
+        let Some(rows) = self.rows.as_mut() else {
+            return Ok(None);
         };
-        let table = self.table.clone();
-        let page: Vec<(Vec<u8>, Vec<RawCell>)> = read_rows(self.conn.data_channel(), request)
-            .map_err(|e| e.into_error(&table, None))
-            .try_collect()
-            .await?;
-        if page.len() < self.page_rows {
-            self.done = true;
+        let mut page = Vec::with_capacity(self.page_rows.min(DEFAULT_PAGE_ROWS));
+        while page.len() < self.page_rows {
+            let Some(row) = rows.try_next().await? else {
+                self.done = true;
+                self.rows = None;
+                break;
+            };
+            page.push(row);
         }
         match page.last() {
             Some((key, _)) => self.after = Some(key.clone()),
