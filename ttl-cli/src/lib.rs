@@ -16,8 +16,10 @@
 // terminal: no Markdown backticks there.
 #![allow(clippy::doc_markdown)]
 
+mod chart;
 mod commands;
 mod output;
+mod shard;
 mod target;
 
 use std::ffi::OsString;
@@ -68,9 +70,11 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Count what a policy would do to a family: cells and rows it would
-    /// delete at once, real vs artificial timestamps, oldest and newest, and
-    /// rows whose columns would expire at different times. Exit status 3
-    /// when it would delete data.
+    /// delete at once, real vs artificial timestamps, oldest and newest,
+    /// rows whose columns would expire at different times, and when the
+    /// cells expire under the live rule and the policy (--svg to draw it).
+    /// One shard of the table with --shard I/N; --merge combines the
+    /// shards' --json reports. Exit status 3 when it would delete data.
     Audit(AuditArgs),
     /// Set a family's GC rule to a policy's, after an audit; refused (exit
     /// status 3) when data would be lost, unless --force.
@@ -78,12 +82,16 @@ enum Command {
     /// Every cell of one row with its timestamp, whether it is alive, when it
     /// expires under the family's live rule, the time left, and the real
     /// write time from the shadow column (Cassandra's TTL() and WRITETIME()).
+    /// Without a row: when the cells of --family expire, under its live
+    /// rule and --policy.
     Inspect(InspectArgs),
     /// Copy a family with real timestamps into a family managed by a policy:
     /// expiry = real timestamp + TTL (of each row's newest write by default,
     /// --expiry per-cell for each cell's own), the real timestamp kept in the
     /// shadow column. Cells already expired are skipped and counted. Never
-    /// changes the source. Resumable; verifies counts at the end.
+    /// changes the source. Resumable; verifies counts at the end. One
+    /// shard of the table with --shard I/N; --verify only counts, and
+    /// --verify --merge combines the shards' --json reports.
     Migrate(MigrateArgs),
 }
 

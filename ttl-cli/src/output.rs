@@ -3,13 +3,13 @@
 //! JSON written from `Serialize` report types.
 
 use std::io::{IsTerminal as _, Write};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeDelta, Utc};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use ttl_runtime::admin::{describe_rule, gc_rule};
-use ttl_runtime::ops::ScanProgress;
+use ttl_runtime::ops::{fraction_done, KeySample, Part, ScanProgress};
 use ttl_runtime::Policy;
 
 /// What a command returns: an exit status, or an error printed on standard
@@ -23,10 +23,15 @@ pub(crate) fn print_json(out: &mut dyn Write, report: &impl Serialize) -> Fallib
     Ok(())
 }
 
+/// Whether to show progress: on a terminal, never with `--json`.
+pub(crate) fn shows_progress(json: bool) -> bool {
+    !json && std::io::stderr().is_terminal()
+}
+
 /// A spinner on standard error while a scan runs: only on a terminal, never
 /// with `--json`.
 pub(crate) fn progress_bar(json: bool, what: &'static str) -> ProgressBar {
-    if json || !std::io::stderr().is_terminal() {
+    if !shows_progress(json) {
         return ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
     }
     let bar = ProgressBar::new_spinner();
@@ -40,8 +45,81 @@ pub(crate) fn progress_bar(json: bool, what: &'static str) -> ProgressBar {
 }
 
 /// Show how far a scan got.
-pub(crate) fn tick(bar: &ProgressBar, p: ScanProgress) {
+pub(crate) fn tick(bar: &ProgressBar, p: &ScanProgress) {
     bar.set_message(format!("{} rows, {} cells", p.rows, p.cells));
+}
+
+/// Steps of the progress bar of a part (per mille of its bytes).
+const PROGRESS_STEPS: u64 = 1_000;
+
+/// Progress of one part of a long scan on standard error: how far into the
+/// part (from `SampleRowKeys`' byte offsets), rows per second and the time
+/// left. Only on a terminal, never with `--json` (hidden otherwise).
+pub(crate) struct PartProgress {
+    bar: ProgressBar,
+    samples: Vec<KeySample>,
+    part: Part,
+    started: Instant,
+}
+
+impl PartProgress {
+    /// Progress of `what` (`auditing`, `migrating`) over `part`, measured
+    /// against `samples` (empty: rows only, no time left).
+    pub(crate) fn new(json: bool, what: &str, part: &Part, samples: Vec<KeySample>) -> Self {
+        let bar = if shows_progress(json) {
+            let bar = ProgressBar::new(PROGRESS_STEPS);
+            // Without samples there is no telling how far into the part a
+            // row is: rows and rows/s only, no made-up time left.
+            let template = if samples.is_empty() {
+                "{spinner} {prefix}: {msg} [{elapsed}]"
+            } else {
+                "{prefix} [{bar:30}] {percent:>3}% {msg}, {eta} left [{elapsed}]"
+            };
+            bar.set_style(
+                ProgressStyle::with_template(template)
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+            );
+            bar.enable_steady_tick(Duration::from_millis(250));
+            bar
+        } else {
+            ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden())
+        };
+        let shard = if part.is_whole() {
+            String::new()
+        } else {
+            format!(" shard {}", part.label())
+        };
+        bar.set_prefix(format!("{what}{shard}"));
+        Self {
+            bar,
+            samples,
+            part: part.clone(),
+            started: Instant::now(),
+        }
+    }
+
+    /// `rows` and `cells` done so far, up to row `last_key`.
+    pub(crate) fn update(&self, rows: u64, cells: u64, last_key: Option<&[u8]>) {
+        let fraction = last_key.and_then(|k| fraction_done(&self.samples, &self.part, k));
+        if let Some(f) = fraction {
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            self.bar.set_position((f * PROGRESS_STEPS as f64) as u64);
+        }
+        self.bar
+            .set_message(progress_message(rows, cells, self.started.elapsed()));
+    }
+
+    pub(crate) fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+/// `12000 rows, 24000 cells, 8000 rows/s`.
+fn progress_message(rows: u64, cells: u64, elapsed: Duration) -> String {
+    let secs = elapsed.as_secs_f64();
+    let rate = if secs > 0.0 { rows as f64 / secs } else { 0.0 };
+    format!("{rows} rows, {cells} cells, {rate:.0} rows/s")
 }
 
 /// An instant as people read it: UTC to the millisecond.
@@ -110,6 +188,14 @@ pub(crate) fn print_table<const N: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_says_rows_per_second() {
+        assert_eq!(
+            progress_message(12_000, 24_000, Duration::from_millis(1_500)),
+            "12000 rows, 24000 cells, 8000 rows/s"
+        );
+    }
 
     #[test]
     fn values_print_as_text_or_hex() {

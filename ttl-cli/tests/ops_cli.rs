@@ -755,3 +755,561 @@ async fn migrate_gives_a_row_written_over_time_one_expiry_by_default() {
         }
     }
 }
+
+/// A row to write: its key and its cells (family, column, timestamp, value).
+type RowCells = (String, Vec<(&'static str, &'static str, i64, Vec<u8>)>);
+
+/// Many rows, in `MutateRows` requests of 500.
+async fn write_many(conn: &Connection, table: &str, rows: &[RowCells]) {
+    use bigtable_ttl::proto::{mutate_rows_request::Entry, MutateRowsRequest};
+    for chunk in rows.chunks(500) {
+        let request = MutateRowsRequest {
+            table_name: conn.table_path(table),
+            entries: chunk
+                .iter()
+                .map(|(key, cells)| Entry {
+                    row_key: key.as_bytes().to_vec(),
+                    mutations: cells
+                        .iter()
+                        .map(|(family, column, ts, value)| Mutation {
+                            mutation: Some(Kind::SetCell(SetCell {
+                                family_name: (*family).to_owned(),
+                                column_qualifier: column.as_bytes().to_vec(),
+                                timestamp_micros: *ts,
+                                value: value.clone(),
+                            })),
+                        })
+                        .collect(),
+                    ..Entry::default()
+                })
+                .collect(),
+            ..MutateRowsRequest::default()
+        };
+        let mut answers = conn
+            .data_client(table)
+            .unwrap()
+            .mutate_rows(request)
+            .await
+            .unwrap()
+            .into_inner();
+        while let Some(answer) = answers.message().await.unwrap() {
+            for entry in answer.entries {
+                let code = entry.status.map_or(0, |s| s.code);
+                assert_eq!(code, 0, "row {} of {table} not written", entry.index);
+            }
+        }
+    }
+}
+
+/// The `bigtable-ttl` binary against `conn`'s instance, as a process.
+fn command(conn: &Connection, args: &[&str]) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_bigtable-ttl"));
+    command
+        .args(["--project", conn.project(), "--instance", conn.instance()])
+        .args(["--emulator-host", &emulator_host()])
+        .args(args)
+        .env_remove("BIGTABLE_EMULATOR_HOST")
+        .stdin(std::process::Stdio::null());
+    command
+}
+
+/// Run `bigtable-ttl ARGS…` as a process to its end: (status, stdout, stderr).
+fn run(conn: &Connection, args: &[&str]) -> (i32, String, String) {
+    let output = command(conn, args).output().unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+/// Four shard processes of `migrate` started at once on one emulator copy a
+/// table whose rows were written at different times (some rows over two
+/// writes); one shard is killed after its first batch and resumed, after
+/// the shared cut was deleted (it keeps its range from its checkpoint).
+/// The merged verification equals a single process's, `cbt` counts the
+/// rows, and a full comparison finds every live row copied once, as one
+/// version per column, none missed, none of the expired ones.
+#[tokio::test]
+async fn four_shard_processes_migrate_a_table_once_and_their_reports_merge() {
+    const ROWS: usize = 4_000;
+    let conn = connection();
+    table(&conn, "events", &["raw"], TimeDelta::days(3650)).await;
+    // Ages of whole hours and a half, 0.5 h to 71.5 h: under a two-day
+    // TTL rows older than 48 h are expired, and no expiry (nor bucket
+    // boundary) is within half an hour of the runs below.
+    let now = now_ms();
+    let hour = 3_600_000_000_i64;
+    let rows: Vec<RowCells> = (0..ROWS)
+        .map(|i| {
+            let age = (i64::try_from(i * 37 % 72).unwrap() * 2 + 1) * hour / 2;
+            let ts = now - age;
+            let mut cells = vec![("raw", "url", ts, format!("/page/{i}").into_bytes())];
+            // Every third row was built by two writes, an hour apart.
+            let user_ts = if i % 3 == 0 { ts - hour } else { ts };
+            cells.push(("raw", "user", user_ts, format!("u{}", i % 10).into_bytes()));
+            (format!("ev-{i:05}"), cells)
+        })
+        .collect();
+    write_many(&conn, "events", &rows).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let cut = path("cut.json");
+    let shard_args = |i: usize| -> Vec<String> {
+        [
+            "migrate",
+            "events",
+            "--from",
+            "raw",
+            "--to",
+            "ttl",
+            "--policy",
+            "default=2d",
+            "--json",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .chain([
+            // Shard 1, to be killed half-way, writes a row per batch: a
+            // thousand batches leave time to see its first checkpoint and
+            // kill it before it ends.
+            "--batch-rows".to_owned(),
+            if i == 1 { "1" } else { "20" }.to_owned(),
+            "--shard".to_owned(),
+            format!("{i}/4"),
+            "--cut".to_owned(),
+            cut.clone(),
+            "--checkpoint".to_owned(),
+            path(&format!("shard-{i}.json")),
+        ])
+        .collect()
+    };
+    let start = |i: usize, extra: &[&str]| {
+        let mut args = shard_args(i);
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        command(&conn, &args)
+            .stdout(std::fs::File::create(path(&format!("report-{i}.json"))).unwrap())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut shards: Vec<std::process::Child> = (0..4).map(|i| start(i, &[])).collect();
+
+    // Shard 1 is killed once its first batch is checkpointed.
+    let killed = path("shard-1.json");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(&killed) {
+            if let Ok(cp) = serde_json::from_str::<Value>(&text) {
+                if cp["rows_read"].as_u64() > Some(0) {
+                    break;
+                }
+            }
+        }
+        assert!(
+            shards[1].try_wait().unwrap().is_none(),
+            "shard 1 ended before it could be killed"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "shard 1 wrote no checkpoint in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    shards[1].kill().unwrap();
+    let status = shards[1].wait().unwrap();
+    assert!(!status.success(), "{status}");
+    let interrupted = json(&std::fs::read_to_string(&killed).unwrap());
+    assert_eq!(interrupted["done"], false, "{interrupted:#}");
+
+    for (i, shard) in shards.iter_mut().enumerate().filter(|(i, _)| *i != 1) {
+        let out = shard.wait_with_output_ref();
+        assert_eq!(out.0, 0, "shard {i}: {}", out.1);
+    }
+    let shared_cut = json(&std::fs::read_to_string(&cut).unwrap());
+    let parts = shared_cut["parts"].as_array().unwrap().clone();
+    assert_eq!(parts.len(), 4);
+    assert_eq!(interrupted["shard"], parts[1], "the killed shard's range");
+
+    // Resumed without the shared cut: the checkpoint holds its range.
+    std::fs::remove_file(&cut).unwrap();
+    let mut resumed = start(1, &["--resume"]);
+    let out = resumed.wait_with_output_ref();
+    assert_eq!(out.0, 0, "resumed shard 1: {}", out.1);
+    let reports: Vec<Value> = (0..4)
+        .map(|i| json(&std::fs::read_to_string(path(&format!("report-{i}.json"))).unwrap()))
+        .collect();
+    for (i, r) in reports.iter().enumerate() {
+        assert_eq!(r["status"], "done", "shard {i}: {r:#}");
+        assert_eq!(r["shard"], parts[i], "shard {i}");
+        assert_eq!(r["verification"]["matches"], true, "shard {i}: {r:#}");
+    }
+    assert!(
+        reports[1]["rows_read"].as_u64().unwrap() > interrupted["rows_read"].as_u64().unwrap(),
+        "the resumed shard went on from its checkpoint"
+    );
+
+    // The shards' verifications merged equal one process's.
+    let report_paths: Vec<String> = (0..4).map(|i| path(&format!("report-{i}.json"))).collect();
+    let mut merge = vec![
+        "migrate",
+        "events",
+        "--from",
+        "raw",
+        "--to",
+        "ttl",
+        "--policy",
+        "default=2d",
+        "--verify",
+        "--json",
+        "--merge",
+    ];
+    merge.extend(report_paths.iter().map(String::as_str));
+    let (code, out, err) = run(&conn, &merge);
+    assert_eq!(code, exit::OK, "{out}{err}");
+    let merged = json(&out);
+    let (code, out, err) = run(
+        &conn,
+        &[
+            "migrate",
+            "events",
+            "--from",
+            "raw",
+            "--to",
+            "ttl",
+            "--policy",
+            "default=2d",
+            "--verify",
+            "--json",
+        ],
+    );
+    assert_eq!(code, exit::OK, "{out}{err}");
+    let single = json(&out);
+    assert_eq!(merged["verification"], single["verification"]);
+    assert_eq!(merged["verification"]["source_rows"], ROWS);
+    // Every row read once: the shards' rows add up to the table's
+    // (the killed shard's first batch counted once: its resume continues
+    // the checkpoint's totals).
+    assert_eq!(merged["rows_read"], ROWS, "{merged:#}");
+
+    // What is really stored: every source row once, the live ones copied
+    // once, each column as one version at the row's newest write.
+    let stored = raw(&conn, "events").await;
+    let target = family_only(&stored, "ttl");
+    let expected_rows = single["verification"]["expected_rows"].as_u64().unwrap();
+    assert_eq!(target.len() as u64, expected_rows);
+    assert!(expected_rows > 0 && expected_rows < ROWS as u64);
+    let listed = cbt(&conn, &["count", "events"]);
+    assert!(listed.contains(&ROWS.to_string()), "cbt count: {listed}");
+    let target_listing = cbt(&conn, &["read", "events", "columns=ttl:url"]);
+    assert_eq!(
+        target_listing.matches("\nev-").count() + usize::from(target_listing.starts_with("ev-")),
+        target.len(),
+        "cbt's rows with ttl:url"
+    );
+    let cutoff = Utc::now().timestamp_micros() - 2 * 24 * hour;
+    for (key, cells) in &rows {
+        let newest = cells.iter().map(|c| c.2).max().unwrap();
+        let copied = target.get(key);
+        if newest <= cutoff {
+            assert!(
+                copied.is_none(),
+                "{key} had expired, yet copied: {copied:?}"
+            );
+            continue;
+        }
+        let copied = copied.unwrap_or_else(|| panic!("{key} missed"));
+        let shadow = DateTime::<Utc>::from_timestamp_micros(newest)
+            .unwrap()
+            .encode()
+            .unwrap();
+        let mut expected = vec![
+            ("ttl:url".to_owned(), newest, cells[0].3.clone()),
+            ("ttl:user".to_owned(), newest, cells[1].3.clone()),
+            ("ttl:written_at".to_owned(), newest, shadow),
+        ];
+        expected.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(copied, &expected, "row {key}");
+    }
+    assert_eq!(
+        family_only(&stored, "raw").len(),
+        ROWS,
+        "the source is untouched"
+    );
+}
+
+/// Waiting for a child whose standard error is piped, by reference.
+trait WaitOutput {
+    /// (exit status, standard error).
+    fn wait_with_output_ref(&mut self) -> (i32, String);
+}
+
+impl WaitOutput for std::process::Child {
+    fn wait_with_output_ref(&mut self) -> (i32, String) {
+        use std::io::Read as _;
+        let mut err = String::new();
+        if let Some(mut stderr) = self.stderr.take() {
+            let _ = stderr.read_to_string(&mut err);
+        }
+        let status = self.wait().unwrap();
+        (status.code().unwrap_or(-1), err)
+    }
+}
+
+/// When the cells expire: `audit` and `inspect` of a family draw the same
+/// buckets (under the live rule and the proposed policy) in `--json`, as
+/// text and as an SVG file; two audit shards merged equal one whole audit.
+#[tokio::test]
+async fn audit_and_inspect_draw_when_cells_expire_and_shard_audits_merge() {
+    let conn = connection();
+    table(&conn, "events", &["raw"], TimeDelta::days(3650)).await;
+    let now = now_ms();
+    let hour = 3_600_000_000_i64;
+    // Under a two-day policy: 3 d old expired, 47.5 h within the hour,
+    // 30 h within a day, 1 h within a week (47 h left).
+    let ages = [(72, 2), (47, 3), (30, 4), (1, 5)];
+    let mut rows = Vec::new();
+    for (age_hours, count) in ages {
+        for k in 0..count {
+            let ts = now - age_hours * hour - if age_hours == 47 { hour / 2 } else { 0 };
+            rows.push((
+                format!("r{age_hours:02}-{k}"),
+                vec![("raw", "url", ts, b"/x".to_vec())],
+            ));
+        }
+    }
+    write_many(&conn, "events", &rows).await;
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("expiry.svg");
+    let svg = svg.to_str().unwrap();
+
+    let audit_args = ["audit", "events", "-f", "raw", "-p", "default=2d"];
+    let mut args = audit_args.to_vec();
+    args.extend(["--json", "--svg", svg]);
+    let (code, out, err) = cli(&conn, &args).await;
+    assert_eq!(code, exit::WOULD_DELETE, "{out}{err}");
+    let whole = json(&out);
+    let proposed = &whole["expiry"]["proposed"];
+    assert_eq!(proposed["policy"], "default=2d");
+    let buckets = &proposed["buckets"];
+    assert_eq!(
+        [
+            &buckets["expired"],
+            &buckets["within_hour"],
+            &buckets["within_day"],
+            &buckets["within_week"],
+            &buckets["later"],
+            &buckets["never"],
+        ],
+        [2, 3, 4, 5, 0, 0]
+    );
+    let current = &whole["expiry"]["current"];
+    assert_eq!(current["policy"], "default=3650d");
+    assert_eq!(current["buckets"]["later"], 14);
+    // Per day over the two-day horizon: today, tomorrow, the day after.
+    let days = proposed["days"].as_array().unwrap();
+    assert!(days.len() >= 3, "{days:?}");
+    let per_day: u64 = days.iter().map(|d| d["cells"].as_u64().unwrap()).sum();
+    assert_eq!(per_day, 12, "every cell not yet expired, on its day");
+    let drawn = std::fs::read_to_string(svg).unwrap();
+    assert!(drawn.starts_with("<svg"), "{}", &drawn[..80]);
+    for text in [
+        "When the cells of `events`, family `raw`, expire",
+        "proposed policy: default=2d (max_age = 2d)",
+        "live rule: default=3650d",
+        "expired",
+        "cells expiring per day (UTC)",
+    ] {
+        assert!(drawn.contains(text), "the SVG lacks {text:?}");
+    }
+
+    // On a terminal: the buckets as a table, the days as bars.
+    let (_, text, _) = cli(&conn, &audit_args).await;
+    assert!(text.contains("when the cells expire"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("within a day") && l.ends_with(" 4")),
+        "{text}"
+    );
+    assert!(
+        text.contains("cells expiring per day (UTC), proposed policy"),
+        "{text}"
+    );
+    assert!(text.contains('█'), "{text}");
+
+    // Two shards of one cut, merged: the whole audit's counts.
+    let cut = dir.path().join("cut.json");
+    let mut reports = Vec::new();
+    for i in 0..2 {
+        let shard = format!("{i}/2");
+        let mut args = audit_args.to_vec();
+        args.extend(["--json", "--shard", &shard, "--cut", cut.to_str().unwrap()]);
+        let (_, out, err) = cli(&conn, &args).await;
+        let report = json(&out);
+        assert_eq!(report["shard"]["index"], i, "{err}");
+        let path = dir.path().join(format!("audit-{i}.json"));
+        std::fs::write(&path, out).unwrap();
+        reports.push(path.to_str().unwrap().to_owned());
+    }
+    let mut args = vec!["audit", "--json", "--merge"];
+    args.extend(reports.iter().map(String::as_str));
+    let (code, out, err) = cli(&conn, &args).await;
+    assert_eq!(code, exit::WOULD_DELETE, "{out}{err}");
+    let merged = json(&out);
+    for field in [
+        "rows",
+        "cells",
+        "cells_deleted",
+        "rows_deleted",
+        "oldest_micros",
+        "newest_micros",
+    ] {
+        assert_eq!(merged[field], whole[field], "{field}");
+    }
+    assert_eq!(merged["expiry"]["proposed"]["buckets"], *buckets);
+    assert_eq!(merged["expiry"]["current"]["buckets"], current["buckets"]);
+    assert_eq!(merged.get("shard"), None, "the whole table");
+    // One shard alone does not make the table.
+    let (code, _, err) = cli(&conn, &["audit", "--merge", &reports[0]]).await;
+    assert_eq!(code, exit::ERROR);
+    assert!(err.contains("missing part 1/2"), "{err}");
+
+    // inspect of the family: the same buckets.
+    let (code, out, err) = cli(
+        &conn,
+        &[
+            "inspect",
+            "events",
+            "-f",
+            "raw",
+            "-p",
+            "default=2d",
+            "--json",
+        ],
+    )
+    .await;
+    assert_eq!(code, exit::OK, "{out}{err}");
+    let inspected = json(&out);
+    assert_eq!(inspected["rows"], 14);
+    assert_eq!(inspected["expiry"]["proposed"]["buckets"], *buckets);
+    assert_eq!(
+        inspected["expiry"]["current"]["buckets"],
+        current["buckets"]
+    );
+    let (_, text, _) = cli(&conn, &["inspect", "events", "-f", "raw"]).await;
+    assert!(
+        text.contains("table `events`, family `raw`: 14 rows, 14 cells"),
+        "{text}"
+    );
+    assert!(text.contains("live rule: default=3650d"), "{text}");
+}
+
+/// Progress and time left show on a terminal (a pseudo-terminal from
+/// util-linux's `script`), never with `--json`.
+#[tokio::test]
+async fn progress_shows_on_a_terminal_only() {
+    let conn = connection();
+    table(&conn, "events", &["raw"], TimeDelta::days(3650)).await;
+    let now = now_ms();
+    let rows: Vec<RowCells> = (0..300)
+        .map(|i| {
+            (
+                format!("ev-{i:04}"),
+                vec![("raw", "url", now, b"/x".to_vec())],
+            )
+        })
+        .collect();
+    write_many(&conn, "events", &rows).await;
+    let on_terminal = |extra: &str| {
+        let line = format!(
+            "{} --project {} --instance {} --emulator-host {} migrate events --from raw --to ttl \
+             --policy default=2d --batch-rows 1 {extra}",
+            env!("CARGO_BIN_EXE_bigtable-ttl"),
+            conn.project(),
+            conn.instance(),
+            emulator_host()
+        );
+        let output = std::process::Command::new("script")
+            .args(["-qefc", &line, "/dev/null"])
+            .env("COLUMNS", "160")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("util-linux's `script` (apt-get install bsdutils)");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let shown = on_terminal("");
+    assert!(shown.contains("migrating"), "{shown}");
+    assert!(shown.contains("rows/s"), "{shown}");
+    assert!(shown.contains(" left"), "{shown}");
+    assert!(shown.contains("migrated table `events`"), "{shown}");
+    let quiet = on_terminal("--json --verify");
+    assert!(!quiet.contains("rows/s"), "{quiet}");
+    assert!(quiet.contains("\"matches\": true"), "{quiet}");
+}
+
+/// A struct whose map lives in family `items`.
+#[derive(BigtableRow, Debug)]
+#[bigtable(table = "carts", family = "c")]
+#[ttl(default = "30d")]
+struct Cart {
+    #[bigtable(key)]
+    user: String,
+    currency: String,
+    #[bigtable(map, family = "items")]
+    items: BTreeMap<String, u64>,
+}
+
+/// Migrating into a map's family is refused with a typed error naming the
+/// family and the field, before anything is written (copied columns and
+/// their shadow column would read back as map entries).
+#[tokio::test]
+async fn migrate_refuses_a_maps_family_as_target() {
+    let conn = connection();
+    table(&conn, "carts", &["raw"], TimeDelta::days(3650)).await;
+    let carts = Table::<Cart>::new(conn.clone());
+    carts.ensure_schema().await.unwrap();
+    write(&conn, "carts", "ann", &[("raw", "sku-1", now_ms(), b"2")]).await;
+    let plan = ops::MigratePlan::new(
+        "carts",
+        "raw",
+        "items",
+        Policy::default_ttl(TimeDelta::days(30)),
+    )
+    .with_schema(Cart::SCHEMA);
+    let err = ops::migrate(&conn, &plan, None, &Clock::system(), |_| {
+        std::ops::ControlFlow::Continue(())
+    })
+    .await
+    .unwrap_err();
+    match &err {
+        bigtable_ttl::Error::MigrateIntoMap {
+            table,
+            family,
+            field,
+        } => {
+            assert_eq!(
+                (table.as_str(), family.as_str(), field.as_str()),
+                ("carts", "items", "items")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(err.to_string().contains("family `items`"), "{err}");
+    assert!(family_only(&raw(&conn, "carts").await, "items").is_empty());
+    // Into the struct's own family it goes.
+    let plan = ops::MigratePlan::new(
+        "carts",
+        "raw",
+        "c",
+        Policy::default_ttl(TimeDelta::days(30)),
+    )
+    .with_schema(Cart::SCHEMA);
+    let done = ops::migrate(&conn, &plan, None, &Clock::system(), |_| {
+        std::ops::ControlFlow::Continue(())
+    })
+    .await
+    .unwrap();
+    assert!(matches!(done, ops::MigrateStatus::Done(_)), "{done:?}");
+}

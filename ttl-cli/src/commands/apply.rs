@@ -38,7 +38,7 @@ pub(crate) async fn exec(target: &Target, args: ApplyArgs, out: &mut dyn Write) 
     let conn = target.connect().await?;
     let bar = progress_bar(args.json, "auditing");
     let request = ApplyRequest::new(args.table, args.family, policy).with_force(args.force);
-    let outcome = ops::apply(&conn, &request, |p| tick(&bar, p)).await;
+    let outcome = ops::apply(&conn, &request, |p| tick(&bar, &p)).await;
     bar.finish_and_clear();
     print_outcome(out, &outcome?, args.json)
 }

@@ -1,16 +1,26 @@
 //! `bigtable-ttl inspect`: every cell of one row, with its expiry under the
-//! family's live rule and its real write time.
+//! family's live rule and its real write time; or, without a row, when a
+//! family's cells expire (under its live rule and a proposed policy).
 
 use std::collections::BTreeMap;
 use std::io::Write;
 
+use std::path::PathBuf;
+
 use clap::Args;
 use serde::Serialize;
 use ttl_runtime::admin::describe_rule;
-use ttl_runtime::ops::{self, policy_spec, InspectRequest, RowInspection};
+use ttl_runtime::ops::{
+    self, parse_policy, policy_spec, ExpiryRequest, FamilyExpiries, InspectRequest, Part,
+    RowInspection,
+};
 
+use crate::chart::{self, ExpiryJson, Labeled};
 use crate::exit;
-use crate::output::{instant, instant_micros, print_json, print_table, printable, span, Fallible};
+use crate::output::{
+    instant, instant_micros, print_json, print_table, printable, shows_progress, span, Fallible,
+    PartProgress,
+};
 use crate::target::Target;
 
 /// Every cell of one row with its timestamp, whether it is alive, when it
@@ -20,11 +30,20 @@ use crate::target::Target;
 pub(crate) struct InspectArgs {
     /// The table.
     table: String,
-    /// The row key.
-    row: String,
+    /// The row key. Without it: when the cells of --family expire, under
+    /// its live rule (and --policy), drawn per bucket and per day.
+    #[arg(required_unless_present = "family")]
+    row: Option<String>,
     /// Only this family.
     #[arg(long, short)]
     family: Option<String>,
+    /// Without a row: also draw the family's cells under this policy
+    /// (`one-second` or `default=DURATION`).
+    #[arg(long, short, conflicts_with = "row")]
+    policy: Option<String>,
+    /// Without a row: also draw when the cells expire as an SVG file.
+    #[arg(long, value_name = "FILE", conflicts_with = "row")]
+    svg: Option<PathBuf>,
     /// The shadow column's qualifier.
     #[arg(long, default_value = ops::DEFAULT_WRITTEN_AT)]
     written_at: String,
@@ -34,8 +53,11 @@ pub(crate) struct InspectArgs {
 }
 
 pub(crate) async fn exec(target: &Target, args: InspectArgs, out: &mut dyn Write) -> Fallible<i32> {
+    let Some(row) = args.row.clone() else {
+        return inspect_family(target, args, out).await;
+    };
     let conn = target.connect().await?;
-    let mut request = InspectRequest::new(args.table, args.row).with_written_at(args.written_at);
+    let mut request = InspectRequest::new(args.table, row).with_written_at(args.written_at);
     if let Some(family) = args.family {
         request = request.with_family(family);
     }
@@ -58,12 +80,12 @@ struct InspectJson {
     table: String,
     row_key: String,
     now: String,
-    families: BTreeMap<String, FamilyJson>,
+    families: BTreeMap<String, RuleJson>,
     cells: Vec<CellJson>,
 }
 
 #[derive(Debug, Serialize)]
-struct FamilyJson {
+struct RuleJson {
     gc_rule: String,
     policy: Option<String>,
 }
@@ -94,7 +116,7 @@ impl InspectJson {
                 .families
                 .iter()
                 .map(|(name, f)| {
-                    let family = FamilyJson {
+                    let family = RuleJson {
                         gc_rule: describe_rule(&f.rule),
                         policy: f.policy.as_ref().map(policy_spec),
                     };
@@ -181,4 +203,103 @@ fn print_inspection(out: &mut dyn Write, i: &RowInspection) -> Fallible<()> {
         })
         .collect();
     print_table(out, header, &rows)
+}
+
+/// `inspect TABLE --family F [--policy P]`: when the family's cells expire.
+async fn inspect_family(target: &Target, args: InspectArgs, out: &mut dyn Write) -> Fallible<i32> {
+    let family = args
+        .family
+        .clone()
+        .ok_or("inspect needs a ROW or --family")?;
+    let mut request = ExpiryRequest::new(args.table.clone(), family);
+    if let Some(policy) = &args.policy {
+        request = request.with_proposed(parse_policy(policy)?);
+    }
+    let conn = target.connect().await?;
+    let samples = if shows_progress(args.json) {
+        ops::key_samples(&conn, &args.table)
+            .await
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let progress = PartProgress::new(args.json, "reading", &Part::whole(), samples);
+    let found = ops::expiries(&conn, &request, |p| {
+        progress.update(p.rows, p.cells, p.last_row_key.as_deref());
+    })
+    .await;
+    progress.finish();
+    let found = found?;
+    let charts = family_charts(&found);
+    if let Some(path) = &args.svg {
+        let title = format!(
+            "When the cells of `{}`, family `{}`, expire (from {})",
+            found.table,
+            found.family,
+            instant(found.current.now)
+        );
+        chart::write_svg(path, &title, &charts)?;
+    }
+    if args.json {
+        print_json(out, &FamilyJson::new(&found))?;
+    } else {
+        writeln!(
+            out,
+            "table `{}`, family `{}`: {} rows, {} cells",
+            found.table,
+            found.family,
+            found.rows,
+            found.current.cells()
+        )?;
+        chart::print_text(out, &charts)?;
+    }
+    Ok(exit::OK)
+}
+
+fn family_charts(found: &FamilyExpiries) -> Vec<Labeled<'_>> {
+    let mut charts = vec![Labeled {
+        what: "live rule",
+        histogram: &found.current,
+    }];
+    if let Some(proposed) = &found.proposed {
+        charts.push(Labeled {
+            what: "proposed policy",
+            histogram: proposed,
+        });
+    }
+    charts
+}
+
+/// `inspect TABLE --family F --json`.
+#[derive(Debug, Serialize)]
+struct FamilyJson {
+    table: String,
+    family: String,
+    now: String,
+    rows: u64,
+    cells: u64,
+    expiry: FamilyExpiryJson,
+}
+
+#[derive(Debug, Serialize)]
+struct FamilyExpiryJson {
+    current: ExpiryJson,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    proposed: Option<ExpiryJson>,
+}
+
+impl FamilyJson {
+    fn new(f: &FamilyExpiries) -> Self {
+        Self {
+            table: f.table.clone(),
+            family: f.family.clone(),
+            now: instant(f.current.now),
+            rows: f.rows,
+            cells: f.current.cells(),
+            expiry: FamilyExpiryJson {
+                current: ExpiryJson::new(&f.current),
+                proposed: f.proposed.as_ref().map(ExpiryJson::new),
+            },
+        }
+    }
 }

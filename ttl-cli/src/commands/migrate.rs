@@ -1,5 +1,7 @@
 //! `bigtable-ttl migrate`: copy a family with real timestamps into a family
-//! managed by a policy, resumable from a checkpoint file, verified at the end.
+//! managed by a policy, resumable from a checkpoint file, verified at the
+//! end; whole or one shard at a time, with `--verify` (only the check) and
+//! `--verify --merge` (the shards' checks as one).
 
 use std::io::Write;
 use std::ops::ControlFlow;
@@ -9,15 +11,19 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 use ttl_runtime::ops::{
     self, parse_duration, parse_policy, policy_spec, Checkpoint, MigratePlan, MigrateReport,
-    MigrateStatus, RowExpiry, Verification,
+    MigrateStatus, Part, RowExpiry, Verification,
 };
 use ttl_runtime::Clock;
 
+use super::audit::part_text;
 use crate::exit;
-use crate::output::{print_json, progress_bar, rule_of, span, Fallible};
+use crate::output::{print_json, rule_of, shows_progress, span, Fallible, PartProgress};
+use crate::shard::{check_shards, read_reports, PartJson, ShardArgs};
 use crate::target::Target;
 
 /// Copy a family with real timestamps into a family managed by a policy.
+// Command-line flags are booleans.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Args)]
 pub(crate) struct MigrateArgs {
     /// The table.
@@ -51,13 +57,34 @@ pub(crate) struct MigrateArgs {
     /// Write the progress here after each batch.
     #[arg(long)]
     checkpoint: Option<PathBuf>,
-    /// Resume after the row recorded in --checkpoint.
+    /// Resume after the row recorded in --checkpoint (and in its part of
+    /// the table, for a shard).
     #[arg(long, requires = "checkpoint")]
     resume: bool,
+    /// Resume when --checkpoint exists, else start: what a job restarted
+    /// by its scheduler runs.
+    #[arg(long, requires = "checkpoint", conflicts_with = "resume")]
+    resume_if_present: bool,
+    #[command(flatten)]
+    shard: ShardArgs,
+    /// Only verify: count the source rows and cells alive under the policy
+    /// and the target's live rows and cells (of this shard's part with
+    /// --shard), copy nothing. Exit status 1 when they differ.
+    #[arg(long, conflicts_with_all = ["resume", "resume_if_present", "stop_after"])]
+    verify: bool,
+    /// With --verify: combine the --json reports of every shard (of
+    /// `migrate --json` or `migrate --verify --json`) into the whole
+    /// table's verification; nothing is read from Bigtable.
+    #[arg(long, value_name = "FILES", num_args = 1.., requires = "verify", conflicts_with_all = ["shard", "parts", "part", "cut"])]
+    merge: Vec<PathBuf>,
     /// Stop (exit status 4) once this many source rows were read: for tests
     /// and drills of an interruption.
     #[arg(long, hide = true)]
     stop_after: Option<u64>,
+    /// Also write the --json report to FILE (what --verify --merge reads),
+    /// whatever is printed.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
     /// Machine-readable output.
     #[arg(long)]
     json: bool,
@@ -106,6 +133,9 @@ struct CheckpointFile {
     rows_skipped_expired: u64,
     #[serde(default)]
     done: bool,
+    /// The shard's part of the table, kept so that a resume stays in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    shard: Option<PartJson>,
 }
 
 impl CheckpointFile {
@@ -129,6 +159,7 @@ impl CheckpointFile {
             cells_skipped_expired: cp.cells_skipped_expired,
             rows_skipped_expired: cp.rows_skipped_expired,
             done,
+            shard: (!cp.part.is_whole()).then(|| PartJson::from(&cp.part)),
         }
     }
 
@@ -173,7 +204,11 @@ impl CheckpointFile {
                 .into());
             }
         }
-        let mut cp = Checkpoint::default();
+        let part = saved
+            .shard
+            .as_ref()
+            .map_or_else(|| Ok(Part::whole()), PartJson::to_part)?;
+        let mut cp = Checkpoint::for_part(part);
         cp.last_row_key = match &saved.last_row_key_hex {
             None => None,
             Some(h) => Some(hex::decode(h).map_err(|e| {
@@ -202,12 +237,22 @@ fn per_cell() -> String {
 struct MigrateJson {
     #[serde(flatten)]
     checkpoint: CheckpointFile,
-    status: &'static str,
+    /// `done`, `stopped`, `verified` (`--verify`) or `merged`.
+    status: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     verification: Option<VerificationJson>,
 }
 
-#[derive(Debug, Serialize)]
+/// A `migrate --json` report read back by `--verify --merge`.
+#[derive(Debug, Deserialize)]
+struct MigrateJsonIn {
+    #[serde(flatten)]
+    checkpoint: CheckpointFile,
+    status: String,
+    verification: Option<VerificationJson>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
 struct VerificationJson {
     source_rows: u64,
     source_cells: u64,
@@ -216,6 +261,19 @@ struct VerificationJson {
     target_rows: u64,
     target_cells: u64,
     matches: bool,
+}
+
+impl VerificationJson {
+    fn to_verification(&self) -> Verification {
+        let mut v = Verification::default();
+        v.source_rows = self.source_rows;
+        v.source_cells = self.source_cells;
+        v.expected_rows = self.expected_rows;
+        v.expected_cells = self.expected_cells;
+        v.target_rows = self.target_rows;
+        v.target_cells = self.target_cells;
+        v
+    }
 }
 
 impl From<&Verification> for VerificationJson {
@@ -233,21 +291,19 @@ impl From<&Verification> for VerificationJson {
 }
 
 pub(crate) async fn exec(target: &Target, args: MigrateArgs, out: &mut dyn Write) -> Fallible<i32> {
-    let policy = parse_policy(&args.policy)?;
-    let mut plan = MigratePlan::new(&args.table, &args.from, &args.to, policy)
-        .with_written_at(args.written_at.clone())
-        .with_batch_rows(args.batch_rows.max(1))
-        .with_expiry(match args.expiry {
-            Expiry::PerRow => RowExpiry::PerRow,
-            Expiry::PerCell => RowExpiry::PerCell,
-        });
-    if let Some(ttl) = args.ttl.as_deref() {
-        plan = plan.with_ttl(parse_duration(ttl).map_err(|e| format!("--ttl: {e}"))?);
+    let plan = plan_of(&args)?;
+    args.shard.shard()?;
+    if args.verify {
+        return if args.merge.is_empty() {
+            verify_part(target, &args, &plan, out).await
+        } else {
+            merge_verifications(&args, &plan, out)
+        };
     }
-    plan.effective_ttl()?;
-    let resume = match (&args.checkpoint, args.resume) {
-        (Some(path), true) => Some(CheckpointFile::read(path, &plan)?),
-        (Some(path), false) if path.exists() => {
+    let resume = match (&args.checkpoint, args.resume, args.resume_if_present) {
+        (Some(path), true, _) => Some(CheckpointFile::read(path, &plan)?),
+        (Some(path), _, true) if path.exists() => Some(CheckpointFile::read(path, &plan)?),
+        (Some(path), false, false) if path.exists() => {
             return Err(format!(
                 "checkpoint {} exists: pass --resume to continue that migration, or remove it",
                 path.display()
@@ -257,13 +313,24 @@ pub(crate) async fn exec(target: &Target, args: MigrateArgs, out: &mut dyn Write
         _ => None,
     };
     let conn = target.connect().await?;
-    let bar = progress_bar(args.json, "migrating");
+    let start = match resume {
+        Some(cp) => {
+            same_shard(&args.shard, &cp.part)?;
+            cp
+        }
+        None => Checkpoint::for_part(args.shard.resolve(&conn, &plan.table).await?),
+    };
+    let samples = if shows_progress(args.json) {
+        ops::key_samples(&conn, &plan.table)
+            .await
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let progress = PartProgress::new(args.json, "migrating", &start.part, samples);
     let mut write_error = None;
-    let status = ops::migrate(&conn, &plan, resume, &Clock::system(), |cp| {
-        bar.set_message(format!(
-            "{} rows read, {} rows / {} cells copied, {} expired cells skipped",
-            cp.rows_read, cp.rows_copied, cp.cells_copied, cp.cells_skipped_expired
-        ));
+    let status = ops::migrate(&conn, &plan, Some(start), &Clock::system(), |cp| {
+        progress.update(cp.rows_read, cp.cells_copied, cp.last_row_key.as_deref());
         if let Some(path) = &args.checkpoint {
             if let Err(e) = CheckpointFile::new(&plan, cp, false).write(path) {
                 write_error = Some(e);
@@ -276,18 +343,19 @@ pub(crate) async fn exec(target: &Target, args: MigrateArgs, out: &mut dyn Write
         }
     })
     .await;
-    bar.finish_and_clear();
+    progress.finish();
     if let Some(e) = write_error {
         return Err(e);
     }
     match status? {
         MigrateStatus::Stopped(cp) => {
+            let report = MigrateJson {
+                checkpoint: CheckpointFile::new(&plan, &cp, false),
+                status: "stopped".to_owned(),
+                verification: None,
+            };
+            write_report(args.report.as_deref(), &report)?;
             if args.json {
-                let report = MigrateJson {
-                    checkpoint: CheckpointFile::new(&plan, &cp, false),
-                    status: "stopped",
-                    verification: None,
-                };
                 print_json(out, &report)?;
             } else {
                 writeln!(
@@ -309,10 +377,183 @@ pub(crate) async fn exec(target: &Target, args: MigrateArgs, out: &mut dyn Write
             if let Some(path) = &args.checkpoint {
                 CheckpointFile::new(&plan, &report.checkpoint, true).write(path)?;
             }
+            write_report(
+                args.report.as_deref(),
+                &MigrateJson {
+                    checkpoint: CheckpointFile::new(&plan, &report.checkpoint, true),
+                    status: "done".to_owned(),
+                    verification: Some((&report.verification).into()),
+                },
+            )?;
             print_migrated(out, &plan, &report, args.json)?;
             Ok(exit::OK)
         }
     }
+}
+
+/// The migration the arguments describe, checked as far as it can be
+/// without a server.
+fn plan_of(args: &MigrateArgs) -> Fallible<MigratePlan> {
+    let policy = parse_policy(&args.policy)?;
+    let mut plan = MigratePlan::new(&args.table, &args.from, &args.to, policy)
+        .with_written_at(args.written_at.clone())
+        .with_batch_rows(args.batch_rows.max(1))
+        .with_expiry(match args.expiry {
+            Expiry::PerRow => RowExpiry::PerRow,
+            Expiry::PerCell => RowExpiry::PerCell,
+        });
+    if let Some(ttl) = args.ttl.as_deref() {
+        plan = plan.with_ttl(parse_duration(ttl).map_err(|e| format!("--ttl: {e}"))?);
+    }
+    plan.effective_ttl()?;
+    Ok(plan)
+}
+
+/// A resumed checkpoint must be of the shard asked for (its part is kept,
+/// whatever the table's samples say now).
+fn same_shard(args: &ShardArgs, part: &Part) -> Fallible<()> {
+    let asked = args.shard()?.unwrap_or((0, 1));
+    if asked != (part.index, part.count) {
+        return Err(format!(
+            "the checkpoint is of shard {}, this run asks for {}/{}",
+            part.label(),
+            asked.0,
+            asked.1
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// Write `report` as JSON to `path`, when one was given (`--report`).
+fn write_report(path: Option<&Path>, report: &MigrateJson) -> Fallible<()> {
+    let Some(path) = path else {
+        return Ok(());
+    };
+    let text = serde_json::to_string_pretty(report)? + "\n";
+    std::fs::write(path, text).map_err(|e| format!("writing report {}: {e}", path.display()))?;
+    Ok(())
+}
+
+/// `migrate --verify`: the counts of this process's part, nothing copied.
+async fn verify_part(
+    target: &Target,
+    args: &MigrateArgs,
+    plan: &MigratePlan,
+    out: &mut dyn Write,
+) -> Fallible<i32> {
+    let conn = target.connect().await?;
+    let part = args.shard.resolve(&conn, &plan.table).await?;
+    let v = ops::verify_part(&conn, plan, &part, Clock::system().now()).await?;
+    let report = MigrateJson {
+        checkpoint: CheckpointFile::new(plan, &Checkpoint::for_part(part), false),
+        status: "verified".to_owned(),
+        verification: Some((&v).into()),
+    };
+    write_report(args.report.as_deref(), &report)?;
+    print_verification(out, plan, &report, &v, args.json, 0)
+}
+
+/// `migrate --verify --merge FILES`: the shards' verifications summed,
+/// once they are known to cover the table exactly once.
+fn merge_verifications(
+    args: &MigrateArgs,
+    plan: &MigratePlan,
+    out: &mut dyn Write,
+) -> Fallible<i32> {
+    let reports: Vec<MigrateJsonIn> = read_reports(&args.merge)?;
+    let ours = CheckpointFile::new(plan, &Checkpoint::default(), false);
+    let mut total = Verification::default();
+    let mut sums = CheckpointFile::new(plan, &Checkpoint::default(), true);
+    for (r, path) in reports.iter().zip(&args.merge) {
+        for ((field, theirs), (_, expected)) in r
+            .checkpoint
+            .plan_fields()
+            .into_iter()
+            .zip(ours.plan_fields())
+        {
+            if theirs != expected {
+                return Err(format!(
+                    "report {} is of another migration: its {field} is {theirs}, this run's is {expected}",
+                    path.display()
+                )
+                .into());
+            }
+        }
+        let Some(v) = &r.verification else {
+            return Err(format!(
+                "report {} has no verification (status {}): resume that shard to the end, or run it with --verify",
+                path.display(),
+                r.status
+            )
+            .into());
+        };
+        total.merge(&v.to_verification());
+        sums.rows_read += r.checkpoint.rows_read;
+        sums.rows_copied += r.checkpoint.rows_copied;
+        sums.cells_copied += r.checkpoint.cells_copied;
+        sums.cells_skipped_expired += r.checkpoint.cells_skipped_expired;
+        sums.rows_skipped_expired += r.checkpoint.rows_skipped_expired;
+        sums.done &= r.status == "done";
+    }
+    check_shards(
+        &reports
+            .iter()
+            .map(|r| r.checkpoint.shard.clone())
+            .collect::<Vec<_>>(),
+    )?;
+    let report = MigrateJson {
+        checkpoint: sums,
+        status: "merged".to_owned(),
+        verification: Some((&total).into()),
+    };
+    print_verification(out, plan, &report, &total, args.json, reports.len())
+}
+
+fn print_verification(
+    out: &mut dyn Write,
+    plan: &MigratePlan,
+    report: &MigrateJson,
+    v: &Verification,
+    json: bool,
+    merged: usize,
+) -> Fallible<i32> {
+    if json {
+        print_json(out, report)?;
+    } else {
+        writeln!(
+            out,
+            "verification of table `{}`: family `{}` -> `{}` under {}",
+            plan.table,
+            plan.from,
+            plan.to,
+            policy_spec(&plan.policy)
+        )?;
+        if let Some(shard) = &report.checkpoint.shard {
+            writeln!(out, "  shard:    {}", part_text(&shard.to_part()?))?;
+        }
+        if merged > 0 {
+            writeln!(
+                out,
+                "  merged:   {merged} shard reports; copied {} rows, {} cells; skipped {} cells already expired",
+                report.checkpoint.rows_copied,
+                report.checkpoint.cells_copied,
+                report.checkpoint.cells_skipped_expired
+            )?;
+        }
+        writeln!(
+            out,
+            "  verified: source {} rows / {} cells, {} rows / {} cells alive under the policy; target {} rows / {} cells: {}",
+            v.source_rows,
+            v.source_cells,
+            v.expected_rows,
+            v.expected_cells,
+            v.target_rows,
+            v.target_cells,
+            if v.matches() { "ok" } else { "MISMATCH" }
+        )?;
+    }
+    Ok(if v.matches() { exit::OK } else { exit::ERROR })
 }
 
 fn print_migrated(
@@ -326,7 +567,7 @@ fn print_migrated(
     if json {
         let report = MigrateJson {
             checkpoint: CheckpointFile::new(plan, cp, true),
-            status: "done",
+            status: "done".to_owned(),
             verification: Some(v.into()),
         };
         return print_json(out, &report);
@@ -366,6 +607,9 @@ fn print_migrated(
         v.target_rows,
         v.target_cells
     )?;
+    if !cp.part.is_whole() {
+        writeln!(out, "  shard:    {}", part_text(&cp.part))?;
+    }
     writeln!(out, "  source family `{}` untouched", plan.from)?;
     Ok(())
 }

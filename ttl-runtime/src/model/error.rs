@@ -282,6 +282,18 @@ pub enum Error {
         /// What went wrong and what to do.
         reason: String,
     },
+    /// A migration's target family is a map field's: a map's family holds
+    /// one cell per entry and nothing else, so copied columns (and their
+    /// shadow column) would read back as entries. Nothing was written.
+    #[error("migration in table `{table}`: target family `{family}` holds the entries of map field `{field}`, where copied columns would read back as entries; migrate into the struct's own family, and write entries with put_entry")]
+    MigrateIntoMap {
+        /// The table.
+        table: String,
+        /// The target family.
+        family: String,
+        /// The map field whose family it is.
+        field: String,
+    },
     /// Connecting to Bigtable failed, or the connection is misconfigured
     /// (the cause says which).
     #[error("could not connect to Bigtable ({target})")]
@@ -419,6 +431,7 @@ impl Error {
             | Error::TableNotFound { table }
             | Error::WouldDeleteData { table, .. }
             | Error::Migration { table, .. }
+            | Error::MigrateIntoMap { table, .. }
             | Error::OutcomeUnknown { table, .. }
             | Error::Conflict { table, .. }
             | Error::NoLiveRow { table, .. }

@@ -142,12 +142,7 @@ pub async fn apply(
         force,
     } = request;
     let (policy, force) = (*policy, *force);
-    let audit_request = AuditRequest {
-        table: table.clone(),
-        family: family.clone(),
-        policy,
-        now: *now,
-    };
+    let audit_request = AuditRequest::new(table.clone(), family.clone(), policy).with_now(*now);
     let before = live_rules(conn, table).await?.remove(family);
     let report = audit(conn, &audit_request, progress).await?;
     let after = gc_rule(policy.gc_max_age());

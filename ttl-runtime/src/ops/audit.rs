@@ -13,12 +13,16 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 
+use crate::client::admin::live_rules;
 use crate::client::connection::Connection;
 use crate::model::error::Result;
+use crate::model::gc_rule::policy_from_rule;
 use crate::model::policy::{from_micros, Policy};
 use crate::model::scan::RawCell;
 
+use super::expiry::ExpiryHistogram;
 use super::scan::{FamilyPages, ScanProgress};
+use super::shard::Part;
 
 /// What to audit: a family of a table under a policy, judged at a "now".
 ///
@@ -39,6 +43,8 @@ pub struct AuditRequest {
     pub policy: Policy,
     /// The "now" the cells are judged at (the system clock's when made).
     pub now: DateTime<Utc>,
+    /// The part of the key space to audit (the whole table unless set).
+    pub part: Part,
 }
 
 impl AuditRequest {
@@ -50,7 +56,16 @@ impl AuditRequest {
             family: family.into(),
             policy,
             now: Utc::now(),
+            part: Part::whole(),
         }
+    }
+
+    /// Only the rows of `part` (one shard of a sharded audit; see
+    /// [`super::plan_parts`] and [`AuditReport::merge`]).
+    #[must_use]
+    pub fn with_part(mut self, part: Part) -> Self {
+        self.part = part;
+        self
     }
 
     /// The same audit judged at `now` (a manual clock's, in tests).
@@ -73,6 +88,8 @@ pub struct AuditReport {
     pub policy: Policy,
     /// The "now" the audit judged by.
     pub now: DateTime<Utc>,
+    /// The part of the key space audited.
+    pub part: Part,
     /// Rows holding at least one cell of the family.
     pub rows: u64,
     /// Cells of the family, every version.
@@ -100,9 +117,47 @@ pub struct AuditReport {
     /// The widest spread between a row's first and last column expiry (µs;
     /// 0 when no row is mixed).
     pub widest_expiry_spread_micros: i64,
+    /// When the cells expire under the family's live rule (`None` when the
+    /// tally was not told the rule).
+    pub expiry_current: Option<ExpiryHistogram>,
+    /// When the cells would expire under the audited policy.
+    pub expiry_proposed: ExpiryHistogram,
 }
 
 impl AuditReport {
+    /// Add `other`, the audit of other rows of the same family under the
+    /// same policy (another part of a sharded audit), to this one: counts
+    /// summed, oldest and newest widened, histograms added, the earlier
+    /// "now" kept. Whether the parts together cover the table is the
+    /// caller's to check ([`super::check_cover`]).
+    pub fn merge(&mut self, other: &AuditReport) {
+        self.now = self.now.min(other.now);
+        self.rows += other.rows;
+        self.cells += other.cells;
+        self.cells_deleted += other.cells_deleted;
+        self.rows_losing_cells += other.rows_losing_cells;
+        self.rows_deleted += other.rows_deleted;
+        self.real_cells += other.real_cells;
+        self.artificial_cells += other.artificial_cells;
+        self.oldest_micros = match (self.oldest_micros, other.oldest_micros) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.newest_micros = self.newest_micros.max(other.newest_micros);
+        self.rows_mixed_expiry += other.rows_mixed_expiry;
+        self.widest_expiry_spread_micros = self
+            .widest_expiry_spread_micros
+            .max(other.widest_expiry_spread_micros);
+        self.expiry_current = match (self.expiry_current.take(), &other.expiry_current) {
+            (Some(mut a), Some(b)) => {
+                a.merge(b);
+                Some(a)
+            }
+            (a, b) => a.or_else(|| b.clone()),
+        };
+        self.expiry_proposed.merge(&other.expiry_proposed);
+    }
+
     /// Whether applying the policy would delete any cell.
     #[must_use]
     pub fn would_delete_data(&self) -> bool {
@@ -193,6 +248,7 @@ impl std::fmt::Display for AuditReport {
 #[derive(Debug, Clone)]
 pub struct Audit {
     report: AuditReport,
+    last_row_key: Option<Vec<u8>>,
 }
 
 impl Audit {
@@ -205,6 +261,7 @@ impl Audit {
                 family: family.to_owned(),
                 policy,
                 now,
+                part: Part::whole(),
                 rows: 0,
                 cells: 0,
                 cells_deleted: 0,
@@ -216,8 +273,25 @@ impl Audit {
                 newest_micros: None,
                 rows_mixed_expiry: 0,
                 widest_expiry_spread_micros: 0,
+                expiry_current: None,
+                expiry_proposed: ExpiryHistogram::new(Some(policy), now),
             },
+            last_row_key: None,
         }
+    }
+
+    /// Also tally when the cells expire under the family's live rule
+    /// (`None`: no age rule, nothing expires).
+    #[must_use]
+    pub fn with_live_policy(mut self, live: Option<Policy>) -> Self {
+        self.report.expiry_current = Some(ExpiryHistogram::new(live, self.report.now));
+        self
+    }
+
+    /// Count one row of the family, with its key (for progress).
+    pub fn observe_keyed_row(&mut self, key: &[u8], cells: &[RawCell]) {
+        self.observe_row(cells);
+        self.last_row_key = Some(key.to_vec());
     }
 
     /// Count one row's cells of the family (cells of other families must
@@ -239,6 +313,10 @@ impl Audit {
             }
             if !r.policy.is_visible(ts, r.now) {
                 deleted += 1;
+            }
+            r.expiry_proposed.observe(ts);
+            if let Some(current) = &mut r.expiry_current {
+                current.observe(ts);
             }
             r.oldest_micros = Some(r.oldest_micros.map_or(ts, |o| o.min(ts)));
             r.newest_micros = Some(r.newest_micros.map_or(ts, |n| n.max(ts)));
@@ -273,6 +351,7 @@ impl Audit {
         ScanProgress {
             rows: self.report.rows,
             cells: self.report.cells,
+            last_row_key: self.last_row_key.clone(),
         }
     }
 
@@ -284,8 +363,10 @@ impl Audit {
 }
 
 /// Scan `family` of `table` (raw: every version, expired or not, values
-/// stripped by the server) and count what `policy` would do at `now`.
-/// `progress` is called after each page of rows.
+/// stripped by the server), or of the request's part of it, and count what
+/// `policy` would do at `now`, with when the cells expire under the
+/// family's live rule and under `policy`. `progress` is called after each
+/// page of rows.
 ///
 /// ```no_run
 /// # async fn run(conn: &bigtable_ttl::Connection) -> bigtable_ttl::Result<()> {
@@ -311,12 +392,20 @@ pub async fn audit(
         family,
         policy,
         now,
+        part,
     } = request;
-    let mut tally = Audit::new(table, family, *policy, *now);
-    let mut pages = FamilyPages::new(conn, table, family).strip_values();
+    let live = live_rules(conn, table)
+        .await?
+        .get(family)
+        .and_then(policy_from_rule);
+    let mut tally = Audit::new(table, family, *policy, *now).with_live_policy(live);
+    tally.report.part = part.clone();
+    let mut pages = FamilyPages::new(conn, table, family)
+        .part(part)
+        .strip_values();
     while let Some(page) = pages.next_page().await? {
-        for (_, cells) in &page {
-            tally.observe_row(cells);
+        for (key, cells) in &page {
+            tally.observe_keyed_row(key, cells);
         }
         progress(tally.progress());
     }

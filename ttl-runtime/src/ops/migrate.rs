@@ -13,13 +13,15 @@ use crate::client::retry::RetryPolicy;
 use crate::client::writer::write_entries;
 use crate::model::clock::Clock;
 use crate::model::codec::CellCodec;
-use crate::model::error::{Error, Result};
-use crate::model::gc_rule::{describe_rule, gc_rule, rule_matches};
+use crate::model::error::{Code, Error, Result};
+use crate::model::gc_rule::{describe_rule, gc_rule, proto::GcRule, rule_matches};
 use crate::model::mutation::set_cell;
 use crate::model::policy::{from_micros, millis_floor, Expiry, Policy};
 use crate::model::scan::RawCell;
+use crate::model::schema::Schema;
 
 use super::scan::{FamilyPages, DEFAULT_PAGE_ROWS};
+use super::shard::Part;
 
 /// What to migrate and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +45,10 @@ pub struct MigratePlan {
     pub batch_rows: usize,
     /// One expiry per row (the default) or one per cell.
     pub expiry: RowExpiry,
+    /// The struct that will read the target, when known
+    /// ([`MigratePlan::with_schema`]): a target family that is one of its
+    /// maps' is refused.
+    pub schema: Option<&'static Schema>,
 }
 
 /// How a migrated row's cells get their expiries.
@@ -80,7 +86,61 @@ impl MigratePlan {
             written_at: super::spec::DEFAULT_WRITTEN_AT.to_owned(),
             batch_rows: DEFAULT_PAGE_ROWS,
             expiry: RowExpiry::PerRow,
+            schema: None,
         }
+    }
+
+    /// The target is read by the struct `schema` describes
+    /// (`<T as BigtableRow>::SCHEMA`): [`migrate`] refuses a target family
+    /// that holds one of its maps ([`Error::MigrateIntoMap`]), before
+    /// anything is written.
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use bigtable_ttl::ops::{parse_policy, MigratePlan};
+    /// use bigtable_ttl::{BigtableRow, Error};
+    ///
+    /// #[derive(BigtableRow)]
+    /// #[bigtable(table = "carts", family = "c")]
+    /// #[ttl(default = "30d")]
+    /// struct Cart {
+    ///     #[bigtable(key)]
+    ///     user: String,
+    ///     #[bigtable(map, family = "items")]
+    ///     items: BTreeMap<String, u64>,
+    /// }
+    ///
+    /// let plan = MigratePlan::new("carts", "raw", "items", parse_policy("default=30d").unwrap())
+    ///     .with_schema(Cart::SCHEMA);
+    /// assert!(matches!(plan.check(), Err(Error::MigrateIntoMap { .. })));
+    /// ```
+    #[must_use]
+    pub fn with_schema(mut self, schema: &'static Schema) -> Self {
+        self.schema = Some(schema);
+        self
+    }
+
+    /// What can be told of the plan without a server: distinct families,
+    /// a usable TTL, and a target that is not a map's family.
+    ///
+    /// # Errors
+    /// [`Error::Migration`], [`Error::MigrateIntoMap`],
+    /// [`Error::NonPositiveTtl`].
+    pub fn check(&self) -> Result<()> {
+        if self.from == self.to {
+            return Err(self.error("--from and --to name the same family"));
+        }
+        if let Some(map) = self
+            .schema
+            .and_then(|s| s.maps.iter().find(|m| m.family == self.to))
+        {
+            return Err(Error::MigrateIntoMap {
+                table: self.table.clone(),
+                family: self.to.clone(),
+                field: map.field.to_owned(),
+            });
+        }
+        self.effective_ttl().map(drop)
     }
 
     /// One expiry per row or per cell (see [`RowExpiry`]).
@@ -140,10 +200,14 @@ impl MigratePlan {
 }
 
 /// How far a migration got: where to resume and what was done so far
-/// (running totals across resumed runs).
+/// (running totals across resumed runs), in which part of the key space.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Checkpoint {
+    /// The part of the key space this migration copies (the whole table
+    /// unless made by [`Checkpoint::for_part`]). Kept across resumes, so a
+    /// resumed shard keeps its range even if the table's samples changed.
+    pub part: Part,
     /// The last source row fully copied; resume after it. `None`: from the start.
     pub last_row_key: Option<Vec<u8>>,
     /// Source rows read.
@@ -156,6 +220,19 @@ pub struct Checkpoint {
     pub cells_skipped_expired: u64,
     /// Source rows skipped because every cell had expired.
     pub rows_skipped_expired: u64,
+}
+
+impl Checkpoint {
+    /// The start of a migration of `part` only: one shard of a sharded
+    /// migration (see [`super::plan_parts`]); pass it to [`migrate`] as
+    /// `resume`.
+    #[must_use]
+    pub fn for_part(part: Part) -> Self {
+        Self {
+            part,
+            ..Self::default()
+        }
+    }
 }
 
 /// The end-of-migration check: counts read back, at one "now".
@@ -181,6 +258,17 @@ impl Verification {
     #[must_use]
     pub fn matches(&self) -> bool {
         self.expected_rows == self.target_rows && self.expected_cells == self.target_cells
+    }
+
+    /// Add `other`, the verification of other rows (another part of a
+    /// sharded migration): every count summed.
+    pub fn merge(&mut self, other: &Verification) {
+        self.source_rows += other.source_rows;
+        self.source_cells += other.source_cells;
+        self.expected_rows += other.expected_rows;
+        self.expected_cells += other.expected_cells;
+        self.target_rows += other.target_rows;
+        self.target_cells += other.target_cells;
     }
 }
 
@@ -328,22 +416,45 @@ fn target_timestamp(
 /// Check the plan against the live table: distinct families, a source that
 /// exists, a target with the policy's rule (created when missing).
 async fn prepare(conn: &Connection, plan: &MigratePlan) -> Result<()> {
-    if plan.from == plan.to {
-        return Err(plan.error("--from and --to name the same family"));
-    }
+    plan.check()?;
     let rules = live_rules(conn, &plan.table).await?;
     if !rules.contains_key(&plan.from) {
         return Err(plan.error(format!("source family `{}` does not exist", plan.from)));
     }
     let expected = gc_rule(plan.policy.gc_max_age());
     match rules.get(&plan.to) {
-        None => super::apply::set_gc_rule(conn, &plan.table, &plan.to, true, expected).await,
+        None => {
+            match super::apply::set_gc_rule(conn, &plan.table, &plan.to, true, expected.clone())
+                .await
+            {
+                // Another shard of the same migration created it first:
+                // check its rule like any existing family's.
+                Err(Error::Server {
+                    code: Code::AlreadyExists,
+                    ..
+                }) => check_target_rule(conn, plan, &expected).await,
+                other => other,
+            }
+        }
         Some(rule) if rule_matches(rule, &expected) => Ok(()),
         Some(rule) => Err(plan.error(format!(
             "target family `{}` has the rule {}, not the policy's {}; apply the policy to it first",
             plan.to,
             describe_rule(rule),
             describe_rule(&expected)
+        ))),
+    }
+}
+
+/// The target family, created by someone else meanwhile, has the policy's rule.
+async fn check_target_rule(conn: &Connection, plan: &MigratePlan, expected: &GcRule) -> Result<()> {
+    match live_rules(conn, &plan.table).await?.get(&plan.to) {
+        Some(rule) if rule_matches(rule, expected) => Ok(()),
+        other => Err(plan.error(format!(
+            "target family `{}` was created meanwhile with the rule {}, not the policy's {}",
+            plan.to,
+            other.map_or_else(|| "none".to_owned(), describe_rule),
+            describe_rule(expected)
         ))),
     }
 }
@@ -412,6 +523,7 @@ pub async fn migrate(
     prepare(conn, plan).await?;
     let mut checkpoint = resume.unwrap_or_default();
     let mut pages = FamilyPages::new(conn, &plan.table, &plan.from)
+        .part(&checkpoint.part)
         .after(checkpoint.last_row_key.clone())
         .page_rows(plan.batch_rows);
     while let Some(page) = pages.next_page().await? {
@@ -441,7 +553,7 @@ pub async fn migrate(
             return Ok(MigrateStatus::Stopped(checkpoint));
         }
     }
-    let verification = verify(conn, plan, clock.now()).await?;
+    let verification = verify_part(conn, plan, &checkpoint.part, clock.now()).await?;
     if !verification.matches() {
         return Err(plan.error(format!(
             "verification failed: the source implies {} rows and {} cells alive under the policy, \
@@ -470,9 +582,24 @@ pub async fn verify(
     plan: &MigratePlan,
     now: DateTime<Utc>,
 ) -> Result<Verification> {
+    verify_part(conn, plan, &Part::whole(), now).await
+}
+
+/// [`verify`] for the rows of `part` only: one shard's verification; the
+/// shards' [merged](Verification::merge) are the whole table's.
+///
+/// # Errors
+/// As [`verify`].
+pub async fn verify_part(
+    conn: &Connection,
+    plan: &MigratePlan,
+    part: &Part,
+    now: DateTime<Utc>,
+) -> Result<Verification> {
     let ttl = plan.effective_ttl()?;
     let mut v = Verification::default();
     let mut source = FamilyPages::new(conn, &plan.table, &plan.from)
+        .part(part)
         .page_rows(plan.batch_rows)
         .strip_values();
     while let Some(page) = source.next_page().await? {
@@ -485,6 +612,7 @@ pub async fn verify(
         }
     }
     let mut target = FamilyPages::new(conn, &plan.table, &plan.to)
+        .part(part)
         .page_rows(plan.batch_rows)
         .strip_values();
     while let Some(page) = target.next_page().await? {

@@ -9,6 +9,11 @@
 //!   would delete at once, which timestamps look real and which artificial;
 //! * [`apply()`]: set a family's GC rule to a policy's, refusing when the audit
 //!   says data would be lost unless forced;
+//! * [`expiries()`]: when a family's cells expire, under its live rule and a
+//!   proposed policy ([`ExpiryHistogram`]; `audit` draws the same);
+//! * [`plan_parts()`]: a table's key space cut into parts, so that
+//!   several processes audit, migrate or verify one part each and their
+//!   reports merge ([`AuditReport::merge`], [`Verification::merge`]);
 //! * [`inspect()`]: every cell of one row with its expiry under the family's
 //!   **live** rule, time left and real write time (Cassandra's `TTL()` and
 //!   `WRITETIME()`);
@@ -29,20 +34,24 @@
 
 mod apply;
 mod audit;
+mod expiry;
 mod inspect;
 mod migrate;
 mod raw;
 mod retime;
 mod scan;
+mod shard;
 mod spec;
 mod update;
 
 pub use crate::model::gc_rule::policy_from_rule;
 pub use apply::{apply, ApplyOutcome, ApplyRequest};
 pub use audit::{audit, Audit, AuditReport, AuditRequest};
+pub use expiry::{expiries, ExpiryHistogram, ExpiryRequest, FamilyExpiries, MAX_DAYS};
 pub use inspect::{
     explain_cells, inspect, CellReport, FamilyPolicy, InspectRequest, RowInspection,
 };
+pub use migrate::verify_part;
 pub use migrate::{
     migrate, plan_row, verify, Checkpoint, MigratePlan, MigrateReport, MigrateStatus, RowExpiry,
     RowPlan, Verification,
@@ -50,5 +59,6 @@ pub use migrate::{
 pub use raw::raw_rows;
 pub use retime::{current_expiry, retime_mutation, Retime, Touched, RETIME_ROUNDS};
 pub use scan::ScanProgress;
+pub use shard::{check_cover, cut, fraction_done, key_samples, plan_parts, KeySample, Part};
 pub use spec::{parse_duration, parse_policy, policy_spec, short_duration, DEFAULT_WRITTEN_AT};
 pub use update::{update_mutation, Change, Update};

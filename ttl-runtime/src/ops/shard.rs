@@ -1,0 +1,381 @@
+//! A table's key space cut into contiguous parts, so that several machines
+//! can each audit, migrate or verify one part (a shard) on its own.
+//!
+//! The cut is taken at the row keys `SampleRowKeys` returns (Bigtable's
+//! tablet boundaries, so parts of about equal size), by the same rule as
+//! [`crate::Table::split_scan`]; for the same samples it is the same on every
+//! machine. Cloud Bigtable answers the same samples for the same table
+//! state; Google's emulator picks about one key in a hundred at random on
+//! each call, so shards that must agree there share one cut ([`Part`]s
+//! serialise to a few keys) instead of each sampling on its own.
+
+use std::ops::Bound;
+
+use crate::client::connection::Connection;
+use crate::client::data::RawTable;
+use crate::client::read::ReadOptions;
+use crate::model::error::Result;
+use crate::model::scan::Scan;
+use crate::model::split::split;
+
+/// One contiguous part of a table's key space: the keys from `start`
+/// (inclusive; empty: from the first key) to `end` (exclusive; `None`: to
+/// the last key), part `index` of `count`.
+///
+/// ```
+/// use bigtable_ttl::ops::Part;
+///
+/// let whole = Part::whole();
+/// assert!(whole.contains(b"any key"));
+/// assert_eq!((whole.index, whole.count), (0, 1));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Part {
+    /// Which part (from 0).
+    pub index: usize,
+    /// Of how many.
+    pub count: usize,
+    /// The first key of the part (inclusive); empty: the table's start.
+    pub start: Vec<u8>,
+    /// The key after the part (exclusive); `None`: the table's end.
+    pub end: Option<Vec<u8>>,
+}
+
+impl Default for Part {
+    fn default() -> Self {
+        Self::whole()
+    }
+}
+
+impl Part {
+    /// The whole table, as one part.
+    #[must_use]
+    pub fn whole() -> Self {
+        Self {
+            index: 0,
+            count: 1,
+            start: Vec::new(),
+            end: None,
+        }
+    }
+
+    /// Part `index` of `count`, the keys from `start` to `end` (exclusive).
+    #[must_use]
+    pub fn new(index: usize, count: usize, start: Vec<u8>, end: Option<Vec<u8>>) -> Self {
+        Self {
+            index,
+            count,
+            start,
+            end,
+        }
+    }
+
+    /// Whether `key` is in the part.
+    #[must_use]
+    pub fn contains(&self, key: &[u8]) -> bool {
+        key >= self.start.as_slice() && self.end.as_deref().is_none_or(|end| key < end)
+    }
+
+    /// Whether the part holds no key at all (a part left over when the
+    /// table has fewer samples than parts).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.end
+            .as_deref()
+            .is_some_and(|end| end <= self.start.as_slice())
+    }
+
+    /// Whether this is the whole table.
+    #[must_use]
+    pub fn is_whole(&self) -> bool {
+        self.start.is_empty() && self.end.is_none()
+    }
+
+    /// `index/count`, as `--shard` takes it.
+    #[must_use]
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.index, self.count)
+    }
+}
+
+/// The key space cut into `count` contiguous parts at `samples` (row keys
+/// as `SampleRowKeys` returns them, in any order): at most `count - 1` of
+/// them, taken evenly, as [`crate::Table::split_scan`] takes them. Pure and
+/// deterministic: the same samples give the same parts. Always `count`
+/// parts (at least one), in key order; when there are fewer distinct
+/// samples than cuts, the last parts are empty.
+///
+/// ```
+/// use bigtable_ttl::ops::{cut, Part};
+///
+/// let samples: Vec<Vec<u8>> = ["b", "d", "f"].iter().map(|k| k.as_bytes().to_vec()).collect();
+/// let parts = cut(&samples, 2);
+/// assert_eq!(parts[0], Part::new(0, 2, vec![], Some(b"d".to_vec())));
+/// assert_eq!(parts[1], Part::new(1, 2, b"d".to_vec(), None));
+/// ```
+#[must_use]
+pub fn cut(samples: &[Vec<u8>], count: usize) -> Vec<Part> {
+    let count = count.max(1);
+    let key = |b: Bound<Vec<u8>>| match b {
+        Bound::Included(k) | Bound::Excluded(k) => Some(k),
+        Bound::Unbounded => None,
+    };
+    let mut parts: Vec<Part> = split(&Scan::all(), samples, count)
+        .into_iter()
+        .enumerate()
+        .filter_map(|(index, scan)| {
+            let (start, end) = scan.key_bounds()?;
+            Some(Part::new(
+                index,
+                count,
+                key(start).unwrap_or_default(),
+                key(end),
+            ))
+        })
+        .collect();
+    // The left-over parts: empty, at the last cut.
+    let last_cut = parts.last().map(|p| p.start.clone()).unwrap_or_default();
+    while parts.len() < count {
+        let index = parts.len();
+        parts.push(Part::new(
+            index,
+            count,
+            last_cut.clone(),
+            Some(last_cut.clone()),
+        ));
+    }
+    parts
+}
+
+/// Ask Bigtable for `table`'s sample row keys and [`cut`] the key space into
+/// `count` parts: the plan of a sharded run. Each part can then be audited
+/// ([`super::AuditRequest::with_part`]), migrated
+/// ([`super::Checkpoint::for_part`]) or verified ([`super::verify_part`]) by
+/// its own process.
+///
+/// ```no_run
+/// # async fn run(conn: &bigtable_ttl::Connection) -> bigtable_ttl::Result<()> {
+/// use bigtable_ttl::ops::{audit, parse_policy, plan_parts, AuditReport, AuditRequest};
+///
+/// let policy = parse_policy("default=2d")?;
+/// let parts = plan_parts(conn, "events", 4).await?;
+/// let mut whole: Option<AuditReport> = None;
+/// for part in parts {
+///     let request = AuditRequest::new("events", "raw", policy).with_part(part);
+///     let report = audit(conn, &request, |_| {}).await?;
+///     whole = Some(match whole {
+///         None => report,
+///         Some(mut sum) => { sum.merge(&report); sum }
+///     });
+/// }
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// [`crate::Error::Server`] when `SampleRowKeys` fails (transient failures
+/// are retried under the connection's policy), a missing table included.
+pub async fn plan_parts(conn: &Connection, table: &str, count: usize) -> Result<Vec<Part>> {
+    let samples = key_samples(conn, table).await?;
+    let keys: Vec<Vec<u8>> = samples.into_iter().map(|s| s.key).collect();
+    Ok(cut(&keys, count))
+}
+
+/// One answer of `SampleRowKeys`: a row key and about how many bytes of
+/// the table come before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KeySample {
+    /// The row key (empty: the end of the table).
+    pub key: Vec<u8>,
+    /// About how many bytes of the table sort before it.
+    pub offset_bytes: i64,
+}
+
+/// `table`'s sample row keys, in key order, with their byte offsets.
+///
+/// # Errors
+/// [`crate::Error::Server`].
+pub async fn key_samples(conn: &Connection, table: &str) -> Result<Vec<KeySample>> {
+    let read = ReadOptions::default().with_retry(conn.retry());
+    let samples = RawTable::new(conn, table)
+        .with_read_options(read)
+        .sample_row_keys()
+        .await?;
+    Ok(samples
+        .into_iter()
+        .map(|s| KeySample {
+            key: s.row_key,
+            offset_bytes: s.offset_bytes,
+        })
+        .collect())
+}
+
+/// How far through a part a scan is that has read up to `last_key`, as a
+/// share of the part's bytes (0 to 1), estimated from the samples' byte
+/// offsets: for progress bars and times left. `None` when the samples say
+/// nothing about the part (too few of them, or none inside it).
+#[must_use]
+pub fn fraction_done(samples: &[KeySample], part: &Part, last_key: &[u8]) -> Option<f64> {
+    // The byte offset of a key: that of the last sample at or before it.
+    let offset = |key: &[u8]| {
+        samples
+            .iter()
+            .filter(|s| !s.key.is_empty() && s.key.as_slice() <= key)
+            .map(|s| s.offset_bytes)
+            .max()
+            .unwrap_or(0)
+    };
+    let total_end = samples.iter().map(|s| s.offset_bytes).max()?;
+    let start = offset(&part.start);
+    let end = part.end.as_deref().map_or(total_end, offset);
+    let span = end - start;
+    if span <= 0 {
+        return None;
+    }
+    #[allow(clippy::cast_precision_loss)] // a share for a progress bar
+    let done = (offset(last_key) - start) as f64 / span as f64;
+    Some(done.clamp(0.0, 1.0))
+}
+
+/// Check that `parts` are the parts of one cut: `count` of them, each
+/// index once, together covering every key exactly once. What merging the
+/// reports of a sharded run needs; the message says what is wrong.
+///
+/// ```
+/// use bigtable_ttl::ops::{check_cover, cut};
+///
+/// let parts = cut(&[b"m".to_vec()], 2);
+/// assert!(check_cover(&parts).is_ok());
+/// assert!(check_cover(&parts[..1]).unwrap_err().contains("missing part 1/2"));
+/// ```
+///
+/// # Errors
+/// A sentence naming the missing, repeated or mismatched parts.
+pub fn check_cover(parts: &[Part]) -> std::result::Result<(), String> {
+    let Some(first) = parts.first() else {
+        return Err("no parts".to_owned());
+    };
+    let count = first.count;
+    if let Some(other) = parts.iter().find(|p| p.count != count) {
+        return Err(format!(
+            "parts of different cuts: {} and {}",
+            first.label(),
+            other.label()
+        ));
+    }
+    let mut seen = vec![None; count];
+    for part in parts {
+        match seen.get_mut(part.index) {
+            None => return Err(format!("part {} is out of range", part.label())),
+            Some(Some(_)) => return Err(format!("part {} appears twice", part.label())),
+            Some(slot) => *slot = Some(part),
+        }
+    }
+    if let Some(missing) = seen.iter().position(Option::is_none) {
+        return Err(format!("missing part {missing}/{count}"));
+    }
+    // In index order the non-empty parts must tile the key space.
+    let mut next: Option<&[u8]> = Some(&[]);
+    for part in seen.into_iter().flatten().filter(|p| !p.is_empty()) {
+        match next {
+            Some(expected) if part.start.as_slice() == expected => {}
+            _ => {
+                return Err(format!(
+                    "part {} starts at {:?}, where the part before it did not end: \
+                     the shards were cut differently (share one cut between them)",
+                    part.label(),
+                    String::from_utf8_lossy(&part.start)
+                ))
+            }
+        }
+        next = part.end.as_deref();
+    }
+    if next.is_some() {
+        return Err("the last part does not reach the end of the table".to_owned());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn keys(ks: &[&str]) -> Vec<Vec<u8>> {
+        ks.iter().map(|k| k.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn the_cut_is_the_same_for_the_same_samples_in_any_order() {
+        let a = cut(&keys(&["k10", "k20", "k30", "k40", "k50", ""]), 3);
+        let b = cut(&keys(&["", "k50", "k30", "k10", "k40", "k20", "k30"]), 3);
+        assert_eq!(a, b);
+        assert_eq!(a.len(), 3);
+        check_cover(&a).unwrap();
+    }
+
+    #[test]
+    fn fewer_samples_than_parts_leave_empty_parts_at_the_end() {
+        let parts = cut(&keys(&["m"]), 4);
+        assert_eq!(parts.len(), 4);
+        assert!(!parts[0].is_empty() && !parts[1].is_empty());
+        assert!(parts[2].is_empty() && parts[3].is_empty());
+        assert!(!parts[2].contains(b"m") && !parts[3].contains(b"z"));
+        check_cover(&parts).unwrap();
+        let whole = cut(&[], 3);
+        assert!(whole[0].is_whole() && whole[1].is_empty());
+        check_cover(&whole).unwrap();
+    }
+
+    #[test]
+    fn parts_of_different_cuts_do_not_cover() {
+        let a = cut(&keys(&["c", "m"]), 3);
+        let b = cut(&keys(&["e", "m"]), 3);
+        let mixed = [a[0].clone(), b[1].clone(), a[2].clone()];
+        let err = check_cover(&mixed).unwrap_err();
+        assert!(err.contains("cut differently"), "{err}");
+        let twice = [a[0].clone(), a[0].clone(), a[2].clone()];
+        assert!(check_cover(&twice).unwrap_err().contains("appears twice"));
+        let other_count = [a[0].clone(), cut(&keys(&["c"]), 2)[1].clone()];
+        assert!(check_cover(&other_count)
+            .unwrap_err()
+            .contains("different cuts"));
+    }
+
+    #[test]
+    fn progress_is_read_from_the_sample_offsets() {
+        let samples: Vec<KeySample> = [("b", 100), ("d", 200), ("f", 300), ("", 400)]
+            .iter()
+            .map(|(k, o)| KeySample {
+                key: k.as_bytes().to_vec(),
+                offset_bytes: *o,
+            })
+            .collect();
+        let whole = Part::whole();
+        assert_eq!(fraction_done(&samples, &whole, b"a"), Some(0.0));
+        assert_eq!(fraction_done(&samples, &whole, b"d"), Some(0.5));
+        let part = Part::new(1, 2, b"b".to_vec(), Some(b"f".to_vec()));
+        assert_eq!(fraction_done(&samples, &part, b"dz"), Some(0.5));
+        assert_eq!(fraction_done(&[], &whole, b"x"), None);
+    }
+
+    proptest! {
+        /// Every key is in exactly one part, whatever the samples and count.
+        #[test]
+        fn every_key_is_in_exactly_one_part(
+            samples in prop::collection::vec("[a-d]{0,3}", 0..12),
+            count in 1usize..7,
+            probes in prop::collection::vec("[a-e]{0,4}", 1..40),
+        ) {
+            let samples: Vec<Vec<u8>> = samples.into_iter().map(String::into_bytes).collect();
+            let parts = cut(&samples, count);
+            prop_assert_eq!(parts.len(), count);
+            prop_assert!(check_cover(&parts).is_ok());
+            for key in probes {
+                let holders = parts.iter().filter(|p| p.contains(key.as_bytes())).count();
+                prop_assert_eq!(holders, 1, "key {:?} in {:?}", key, parts);
+            }
+        }
+    }
+}
