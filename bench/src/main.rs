@@ -13,6 +13,10 @@
 //! * `ttl-bench telemetry --rows N --rounds R [--features metrics]`: the
 //!   cost of the client-side metrics on a write+read workload (see
 //!   [`telemetry_cost`]).
+//! * `ttl-bench latency --ops N [--rounds R] --out FILE [--update BENCHMARKS.md]`:
+//!   p50 and p99 of single-row `get`, `put` and `insert_if_absent` against
+//!   the emulator, the library against hand-written `bigtable_rs` (see
+//!   [`latency`]).
 //! * `ttl-bench null --rows N [--rounds R] [--scale 10] [--node-modules DIR] [--profile-rows 20000] --out FILE [--update BENCHMARKS.md]`:
 //!   the clients' own cost against a null server, the library, hand-written
 //!   `bigtable_rs`, Google's Go and Node.js clients (see [`null`]);
@@ -27,6 +31,7 @@
 #![allow(clippy::cast_precision_loss)]
 
 mod conditional;
+mod latency;
 mod null;
 
 use std::collections::BTreeMap;
@@ -161,6 +166,13 @@ async fn async_main(args: Vec<String>) -> Res<()> {
             let rounds = arg(&args, "--rounds").map_or(Ok(5), |r| r.parse())?;
             parallel::run(rows, &concurrency, rounds, &out, update.as_deref()).await
         }
+        Some("latency") => {
+            let ops: usize = arg(&args, "--ops").map_or(Ok(1_000), |s| s.parse())?;
+            let rounds = arg(&args, "--rounds").map_or(Ok(5), |r| r.parse())?;
+            let out = PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?);
+            let update = arg(&args, "--update").map(PathBuf::from);
+            latency::run(ops, rounds, &out, update.as_deref()).await
+        }
         Some("instructions") => {
             let out = PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?);
             instructions(rows, &out).await
@@ -181,7 +193,7 @@ async fn async_main(args: Vec<String>) -> Res<()> {
             report(&dir, &out)
         }
         _ => Err(
-            "usage: ttl-bench e2e|null|parallel|instructions|conditional|telemetry|contender|report (see bench/run.sh)"
+            "usage: ttl-bench e2e|null|latency|parallel|instructions|conditional|telemetry|contender|report (see bench/run.sh)"
                 .into(),
         ),
     }
@@ -864,6 +876,9 @@ fn report(dir: &Path, out: &Path) -> Res<()> {
     }
     if let Some(n) = read_json(&dir.join("null.json")) {
         doc = replace_section(&doc, null::report::HEADING, &null::report::section(&n));
+    }
+    if let Some(l) = read_json(&dir.join("latency.json")) {
+        doc = replace_section(&doc, latency::HEADING, &latency::section(&l));
     }
     std::fs::write(out, format!("{}\n", doc.trim_end()))?;
     Ok(())
