@@ -92,6 +92,14 @@ function read(table) {
   });
 }
 
+// The process's peak RSS (VmHWM): unlike getrusage's maxRSS, it counts
+// nothing of the parent the process was spawned from.
+function peakRssKib() {
+  const status = require('fs').readFileSync('/proc/self/status', 'utf8');
+  const line = status.split('\n').find(l => l.startsWith('VmHWM:'));
+  return line ? Number(line.split(/\s+/)[1]) : null;
+}
+
 async function main() {
   const phase = arg('--phase');
   const rows = Number(arg('--rows', '100000'));
@@ -119,7 +127,7 @@ async function main() {
     JSON.stringify({
       wall_s: wall,
       cpu_s: (cpu.user + cpu.system) / 1e6,
-      peak_rss_kib: process.resourceUsage().maxRSS,
+      peak_rss_kib: peakRssKib(),
     })
   );
   await bigtable.close();

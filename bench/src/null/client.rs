@@ -8,8 +8,9 @@
 //!   and a hand-written filter and decoder (as the end-to-end bench's `raw`).
 //!
 //! Prints one JSON line: the phase's wall and CPU time (this process's
-//! threads, from `/proc/self/task/*/schedstat`) and its allocations, counted
-//! by the bench binary's global allocator.
+//! threads, from `/proc/self/task/*/schedstat`), its allocations, counted
+//! by the bench binary's global allocator, and the process's peak RSS
+//! (`VmHWM`, which, unlike `wait4`'s, counts nothing from before `exec`).
 
 use std::time::Instant;
 
@@ -18,7 +19,7 @@ use bigtable_ttl::{Connection, Scan, Table};
 use chrono::Utc;
 use futures_util::TryStreamExt as _;
 use serde_json::{json, Value};
-use ttl_bench::{cpu_seconds, event, Event};
+use ttl_bench::{cpu_seconds, event, peak_rss_kib, Event};
 
 use crate::{raw_scan, raw_write, Res, GLOBAL, PROJECT};
 
@@ -85,5 +86,6 @@ pub(crate) async fn run(
         "cpu_s": cpu,
         "allocations": allocated.allocations + allocated.reallocations,
         "bytes_allocated": allocated.bytes_allocated + allocated.bytes_reallocated.unsigned_abs(),
+        "peak_rss_kib": peak_rss_kib(),
     }))
 }

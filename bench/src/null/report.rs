@@ -334,8 +334,11 @@ pub(crate) fn section(report: &Value) -> String {
          process measured it itself. **rows/s** is likewise the rows over the wall time less \
          the one-row run's. **rows per client core-second** is 1 / client CPU per row: \
          throughput per client core. **allocations per row**: calls to the allocator in the \
-         phase (the bench binary counts them), and bytes. **peak RSS**: the process's \
-         (`wait4`'s `ru_maxrss`), with 1 row, N = {rows} rows and 10 N = {big} rows. \
+         phase (the bench binary counts them), and bytes. **peak RSS**: the process's, \
+         with 1 row, N = {rows} rows and 10 N = {big} rows: its `VmHWM` as it reads it \
+         itself (Rust, Node); for Go's `cbt`, `wait4`'s `ru_maxrss`, which Linux starts \
+         from the spawning process's peak (here the driver's, {driver:.1} MiB), so at \
+         least that. \
          **cores busy**: CPU time over wall time of the client and of the null server \
          during the phase; the server well under one core shows it was never the limit. \
          Calls the null server received: {calls}. Run on {date} ({cores} cores).\n\n\
@@ -351,6 +354,7 @@ pub(crate) fn section(report: &Value) -> String {
         date = report["date"].as_str().unwrap_or("?"),
         cores = report["cores"],
         profile = where_the_time_goes(report, missed),
+        driver = report["driver_peak_rss_kib"].as_f64().unwrap_or(f64::NAN) / 1024.0,
     )
 }
 
