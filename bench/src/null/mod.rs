@@ -222,12 +222,24 @@ fn command(tools: &Tools, who: Who, phase: &str, table: &str, rows: usize, host:
     cmd
 }
 
-/// Run `cmd` to its end, its output into files under `work`; measure it.
-fn measure(mut cmd: Command, label: &str, work: &Path, server_pid: u32) -> Res<Run> {
+/// Run `cmd` to its end, its output into files under `work` (with
+/// `printed_rows`, its standard output, the rows `cbt read` prints, to
+/// `/dev/null`); measure it.
+fn measure(
+    mut cmd: Command,
+    label: &str,
+    work: &Path,
+    server_pid: u32,
+    printed_rows: bool,
+) -> Res<Run> {
     let out_path = work.join(format!("{label}.out"));
     let err_path = work.join(format!("{label}.err"));
-    cmd.stdout(std::fs::File::create(&out_path)?)
-        .stderr(std::fs::File::create(&err_path)?)
+    if printed_rows {
+        cmd.stdout(Stdio::null());
+    } else {
+        cmd.stdout(std::fs::File::create(&out_path)?);
+    }
+    cmd.stderr(std::fs::File::create(&err_path)?)
         .stdin(Stdio::null());
     let server0 = process_cpu_seconds(server_pid);
     let start = Instant::now();
@@ -239,7 +251,11 @@ fn measure(mut cmd: Command, label: &str, work: &Path, server_pid: u32) -> Res<R
         let err = std::fs::read_to_string(&err_path).unwrap_or_default();
         return Err(format!("{label} failed ({}): {err}", usage.status).into());
     }
-    let stdout = std::fs::read_to_string(&out_path).unwrap_or_default();
+    let stdout = if printed_rows {
+        String::new()
+    } else {
+        std::fs::read_to_string(&out_path).unwrap_or_default()
+    };
     let inner = stdout
         .lines()
         .last()
@@ -361,11 +377,13 @@ pub(crate) fn run(plan: &Plan) -> Res<()> {
             format!("{READ_TABLE_PREFIX}{rows}")
         };
         let label = format!("{}-{key}-{round}", w.name());
+        let printed_rows = w == Who::Go && phase == "read";
         let run = measure(
             command(&tools, w, phase, &table, rows, &host),
             &label,
             &tools.work,
             server_pid,
+            printed_rows,
         )?;
         eprintln!(
             "  {label}: {rows} rows, {:.3} s wall, {:.3} s CPU, {} KiB peak, server {:.3} s CPU",
