@@ -35,8 +35,9 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::Instant;
 
 use chrono::Utc;
+use prost::Message as _;
 use serde_json::{json, Value};
-use ttl_bench::{event, process_cpu_seconds};
+use ttl_bench::{event, hand_entry, process_cpu_seconds};
 use wait4::Wait4 as _;
 
 use crate::{Res, PROJECT};
@@ -472,8 +473,17 @@ pub(crate) fn run(plan: &Plan) -> Res<()> {
             .as_object_mut()
             .map(|o| o.insert(key, Value::Array(values)));
     }
+    // What a row takes on the wire (the library's bytes, asserted equal
+    // to the hand-written ones): the measure of "memory flat in N".
+    let now = Utc::now();
+    let sample: u32 = 1_000;
+    let mut row_bytes = 0;
+    for i in 0..sample as usize {
+        row_bytes += hand_entry(&event(i, now), now)?.encoded_len();
+    }
     let value = json!({
         "rows": n,
+        "row_bytes": row_bytes as f64 / f64::from(sample),
         "big_rows": big,
         "rounds": plan.rounds.max(1),
         "cores": std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
