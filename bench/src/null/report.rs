@@ -274,7 +274,7 @@ pub(crate) fn section(report: &Value) -> String {
             let _ = writeln!(
                 targets,
                 "| library {key}: memory flat in N (peak RSS growth per row added, from {rows} \
-                 to {big} rows, under {:.0}% of a row's {row_bytes:.0} B on the wire) | \
+                 to {big} rows, ≤ {:.0}% of a row's {row_bytes:.0} B on the wire) | \
                  {:.1} → {:.1} MiB: {per_row:+.1} B a row | {} |",
                 FLAT * 100.0,
                 p.peak_kib / 1024.0,
