@@ -7,7 +7,10 @@
 #   BENCH_CONTENDERS=lib,raw BENCH_PROFILE="perf record -g -o /tmp/{name}.data" \
 #     target/release/ttl-bench e2e --rows 100000 --out /tmp/e2e.json
 # Needs Google's Bigtable emulator (as the tests do) and python3 (a venv with
-# google-cloud-bigtable from PyPI is created under bench/target/). Not part of CI.
+# google-cloud-bigtable from PyPI is created under bench/target/). The null
+# server step also runs Google's Go client (`cbt`, on the PATH) and Node.js
+# client (@google-cloud/bigtable from npm, installed under bench/target/node),
+# each skipped with a message when its tool is missing. Not part of CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -22,6 +25,24 @@ if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c 'import google.cloud.b
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --upgrade pip
   "$venv/bin/pip" install --quiet google-cloud-bigtable
+fi
+
+echo "== Node.js client (null server step): @google-cloud/bigtable from npm" >&2
+# 6.x: the newest line that runs on Node 18 and 20 (7.x needs Node 22).
+node_client=@google-cloud/bigtable@6.5.1
+node_modules=
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  nodedir=$work/node
+  if [[ ! -d $nodedir/node_modules/@google-cloud/bigtable ]]; then
+    mkdir -p "$nodedir"
+    npm install --prefix "$nodedir" --no-audit --no-fund --no-save "$node_client" >&2 \
+      || echo "  npm install $node_client failed: the Node.js client will be skipped" >&2
+  fi
+  if [[ -d $nodedir/node_modules/@google-cloud/bigtable ]]; then
+    node_modules=$nodedir/node_modules
+  fi
+else
+  echo "  node or npm is not on the PATH: the Node.js client will be skipped" >&2
 fi
 
 echo "== criterion: derive vs hand-written builders and decoders" >&2
@@ -42,6 +63,9 @@ echo "== parallel scan vs single stream ($rows rows), with the emulator's CPU" >
 echo "== client instructions (callgrind): lib vs raw, 20,000 rows" >&2
 "$root/target/release/ttl-bench" instructions --rows 20000 --out "$results/instructions.json"
 
+echo "== single-row latency: get, put, insert_if_absent, library vs hand-written" >&2
+"$root/target/release/ttl-bench" latency --ops 2000 --out "$results/latency.json"
+
 echo "== compile cost: 50 structs, BigtableRow vs serde" >&2
 cc=$work/compile
 rm -rf "$cc/derive/src" "$cc/serde/src"
@@ -61,6 +85,21 @@ for kind in derive serde; do
   echo "  $kind: ${best}s (best of 3)" >&2
 done
 printf '{"derive_s": %s, "serde_s": %s}\n' "${secs[derive]}" "${secs[serde]}" > "$results/compile.json"
+
+# Last: the measure that needs a quiet machine most.
+echo "== null server: the clients' own cost ($rows rows), Go's and Node's clients too" >&2
+# In a network namespace of its own where the machine allows one (loopback
+# only): nothing a contender does can leave the machine. Without one, the
+# contenders are held to loopback by their own settings (see null/mod.rs).
+isolate=()
+if command -v unshare >/dev/null && command -v ip >/dev/null \
+  && unshare --net sh -c 'ip link set lo up' 2>/dev/null; then
+  isolate=(unshare --net sh -c 'ip link set lo up && exec "$@"' isolate)
+else
+  echo "  (no network namespace here: the contenders run in the machine's own)" >&2
+fi
+"${isolate[@]}" "$root/target/release/ttl-bench" null --rows "$rows" \
+  ${node_modules:+--node-modules "$node_modules"} --out "$results/null.json"
 
 "$root/target/release/ttl-bench" report --results "$results" --out "$root/BENCHMARKS.md"
 echo "BENCHMARKS.md rewritten" >&2

@@ -4,6 +4,8 @@
 //!
 //! Everything is driven by `bench/run.sh`; see `BENCHMARKS.md`.
 
+pub mod sections;
+
 use bigtable_rs::bigtable::RowCell;
 use bigtable_rs::google::bigtable::v2::{
     mutate_rows_request::Entry, mutation, row_filter, CheckAndMutateRowRequest, ColumnRange,
@@ -78,11 +80,32 @@ fn set(qualifier: &[u8], ts: i64, value: Vec<u8>) -> Mutation {
     }
 }
 
+/// The cells a whole-row write of `e` sends, at the cell timestamp `ts`,
+/// as the hand-written baselines send them: each column cleared, then set,
+/// and the row marker (an empty cell at the row's timestamp that says the
+/// row was written whole).
+/// Every hand-written write (bulk, single-row, conditional) takes its
+/// mutations from here, so a change to what the derive writes for a row is
+/// made to the baselines in this one place (the tests below check the two
+/// agree byte for byte).
+#[must_use]
+pub fn hand_row_mutations(e: &Event, ts: i64) -> Vec<Mutation> {
+    vec![
+        delete(b"user"),
+        set(b"user", ts, e.user.as_bytes().to_vec()),
+        delete(b"url"),
+        set(b"url", ts, e.url.as_bytes().to_vec()),
+        delete(b"clicks"),
+        set(b"clicks", ts, e.clicks.to_be_bytes().to_vec()),
+        delete(bigtable_ttl::ROW_MARKER),
+        set(bigtable_ttl::ROW_MARKER, ts, Vec::new()),
+    ]
+}
+
 /// What a careful programmer writes by hand with `bigtable_rs` for the same
 /// write as the derive: expiry truncated to the millisecond and checked to be
-/// in the future, each column cleared then set, and the row marker (an empty
-/// cell at the row's timestamp that says the row was written whole), in one
-/// row mutation.
+/// in the future, the row's mutations ([`hand_row_mutations`]) in one row
+/// mutation.
 ///
 /// # Errors
 /// When the expiry is not after `now` (as a string: the baseline has no error type).
@@ -95,16 +118,7 @@ pub fn hand_entry(e: &Event, now: DateTime<Utc>) -> Result<Entry, String> {
     }
     Ok(Entry {
         row_key: e.id.as_bytes().to_vec(),
-        mutations: vec![
-            delete(b"user"),
-            set(b"user", ts, e.user.as_bytes().to_vec()),
-            delete(b"url"),
-            set(b"url", ts, e.url.as_bytes().to_vec()),
-            delete(b"clicks"),
-            set(b"clicks", ts, e.clicks.to_be_bytes().to_vec()),
-            delete(bigtable_ttl::ROW_MARKER),
-            set(bigtable_ttl::ROW_MARKER, ts, Vec::new()),
-        ],
+        mutations: hand_row_mutations(e, ts),
         ..Entry::default()
     })
 }
@@ -166,7 +180,9 @@ pub fn hand_insert(
     })
 }
 
-/// A row as the library's reader holds it, for the decode benchmark.
+/// A row as the library's reader holds it: the cells a read of `e`'s row
+/// returns (for the decode benchmark, and what the null server answers
+/// `ReadRows` with). Kept in step with [`hand_row_mutations`].
 #[must_use]
 pub fn raw_row(e: &Event) -> (Vec<u8>, Vec<RawCell>) {
     let ts = e.expires_at.timestamp_micros();

@@ -13,13 +13,26 @@
 //! * `ttl-bench telemetry --rows N --rounds R [--features metrics]`: the
 //!   cost of the client-side metrics on a write+read workload (see
 //!   [`telemetry_cost`]).
-//! * `ttl-bench report --results DIR --out FILE`: renders `BENCHMARKS.md`.
+//! * `ttl-bench latency --ops N [--rounds R] --out FILE [--update BENCHMARKS.md]`:
+//!   p50 and p99 of single-row `get`, `put` and `insert_if_absent` against
+//!   the emulator, the library against hand-written `bigtable_rs` (see
+//!   [`latency`]).
+//! * `ttl-bench null --rows N [--rounds R] [--scale 10] [--node-modules DIR] [--profile-rows 20000] --out FILE [--update BENCHMARKS.md]`:
+//!   the clients' own cost against a null server, the library, hand-written
+//!   `bigtable_rs`, Google's Go and Node.js clients (see [`null`]);
+//!   `ttl-bench null-server --rows N,M` and `ttl-bench null-client WHO PHASE
+//!   --host H --table T --rows N` are its parts (internal).
+//! * `ttl-bench report --results DIR --out FILE`: renders `BENCHMARKS.md`
+//!   (the sections of the other commands from their JSON in `DIR`, any
+//!   other section of the file kept as it is).
 
 // Counts and durations become ratios and rates for a report: precision past
 // 2^52 does not matter there.
 #![allow(clippy::cast_precision_loss)]
 
 mod conditional;
+mod latency;
+mod null;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -37,7 +50,15 @@ use chrono::{TimeDelta, Utc};
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use prost::Message as _;
 use serde_json::{json, Value};
+use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
+use ttl_bench::sections::replace_section;
 use ttl_bench::{cpu_seconds, event, hand_decode, hand_entry, peak_rss_kib, Event};
+
+/// Every allocation of the bench binary is counted, for the allocations
+/// per row of `ttl-bench null` (a few atomic additions per allocation, paid
+/// alike by every Rust contender).
+#[global_allocator]
+pub(crate) static GLOBAL: &StatsAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
 
 mod parallel;
 mod telemetry_cost;
@@ -55,11 +76,69 @@ fn arg(args: &[String], name: &str) -> Option<String> {
         .and_then(|i| args.get(i + 1).cloned())
 }
 
-#[tokio::main]
-async fn main() -> Res<()> {
+fn main() -> Res<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        // No runtime of the default shape for these two: the null server
+        // makes its own on one thread, the driver only runs processes.
+        Some("null-server") => {
+            let counts = arg(&args, "--rows")
+                .ok_or("--rows N,M")?
+                .split(',')
+                .map(str::parse)
+                .collect::<Result<Vec<usize>, _>>()?;
+            null::server::main(&counts)
+        }
+        Some("null") => {
+            let plan = null::Plan {
+                rows: arg(&args, "--rows").map_or(Ok(100_000), |s| s.parse())?,
+                rounds: arg(&args, "--rounds").map_or(Ok(7), |s| s.parse())?,
+                scale: arg(&args, "--scale").map_or(Ok(10), |s| s.parse())?,
+                node_modules: arg(&args, "--node-modules").map(PathBuf::from),
+                profile_rows: arg(&args, "--profile-rows").map_or(Ok(20_000), |s| s.parse())?,
+                out: PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?),
+            };
+            if let Some(from) = arg(&args, "--from") {
+                let measured = read_json(Path::new(&from)).ok_or("--from: no JSON there")?;
+                return update_section(
+                    &args,
+                    null::report::HEADING,
+                    &null::report::section(&measured),
+                );
+            }
+            null::run(&plan)?;
+            let measured = read_json(&plan.out).ok_or("no JSON written")?;
+            update_section(
+                &args,
+                null::report::HEADING,
+                &null::report::section(&measured),
+            )
+        }
+        _ => tokio::runtime::Runtime::new()?.block_on(async_main(args)),
+    }
+}
+
+/// With `--update FILE`, the section `heading` of that file replaced by
+/// `text` (the rest of the file untouched).
+fn update_section(args: &[String], heading: &str, text: &str) -> Res<()> {
+    if let Some(path) = arg(args, "--update") {
+        ttl_bench::sections::update_file(Path::new(&path), heading, text)?;
+        eprintln!("{path} updated");
+    }
+    Ok(())
+}
+
+async fn async_main(args: Vec<String>) -> Res<()> {
     let rows: usize = arg(&args, "--rows").map_or(Ok(100_000), |s| s.parse())?;
     match args.first().map(String::as_str) {
+        Some("null-client") => {
+            let who = args.get(1).ok_or("null-client WHO PHASE")?;
+            let phase = args.get(2).ok_or("null-client WHO PHASE")?;
+            let host = arg(&args, "--host").ok_or("--host HOST")?;
+            let table = arg(&args, "--table").ok_or("--table NAME")?;
+            println!("{}", null::client::run(who, phase, &host, &table, rows).await?);
+            Ok(())
+        }
         Some("e2e") => {
             let python = arg(&args, "--python");
             let out = PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?);
@@ -87,6 +166,13 @@ async fn main() -> Res<()> {
             let rounds = arg(&args, "--rounds").map_or(Ok(5), |r| r.parse())?;
             parallel::run(rows, &concurrency, rounds, &out, update.as_deref()).await
         }
+        Some("latency") => {
+            let ops: usize = arg(&args, "--ops").map_or(Ok(1_000), |s| s.parse())?;
+            let rounds = arg(&args, "--rounds").map_or(Ok(5), |r| r.parse())?;
+            let out = PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?);
+            let update = arg(&args, "--update").map(PathBuf::from);
+            latency::run(ops, rounds, &out, update.as_deref()).await
+        }
         Some("instructions") => {
             let out = PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?);
             instructions(rows, &out).await
@@ -107,7 +193,7 @@ async fn main() -> Res<()> {
             report(&dir, &out)
         }
         _ => Err(
-            "usage: ttl-bench e2e|parallel|instructions|conditional|telemetry|contender|report (see bench/run.sh)"
+            "usage: ttl-bench e2e|null|latency|parallel|instructions|conditional|telemetry|contender|report (see bench/run.sh)"
                 .into(),
         ),
     }
@@ -377,7 +463,7 @@ async fn contender(name: &str, host: &str, rows: usize) -> Res<Value> {
 
 /// Hand-written `bigtable_rs` bulk write: the library's batching (requests
 /// of 10,000 rows, 4 in flight), every entry's status checked.
-async fn raw_write(
+pub(crate) async fn raw_write(
     client: &bigtable_rs::bigtable::BigTable,
     table_name: &str,
     rows: usize,
@@ -421,7 +507,10 @@ async fn raw_write(
 /// family), or a chain of `ts` (timestamp range), `limit` (newest per
 /// column), `range` (family by column range) and `regex` (family by regular
 /// expression), e.g. `RAW_FILTER=range,ts,limit`.
-async fn raw_scan(client: &bigtable_rs::bigtable::BigTable, table_name: &str) -> Res<usize> {
+pub(crate) async fn raw_scan(
+    client: &bigtable_rs::bigtable::BigTable,
+    table_name: &str,
+) -> Res<usize> {
     let now_us = Utc::now().timestamp_micros();
     let filter = |f| RowFilter { filter: Some(f) };
     let part = |name: &str| -> Res<RowFilter> {
@@ -772,10 +861,25 @@ fn report(dir: &Path, out: &Path) -> Res<()> {
          Command: `bench/run.sh` (`BENCH_ROWS=N` to change the row count).\n",
         date = shell("date -u +%Y-%m-%d"),
     );
-    let doc = match read_json(&dir.join("parallel.json")) {
-        Some(p) => format!("{doc}\n{}", parallel::section(&p)),
-        None => doc,
-    };
-    std::fs::write(out, doc)?;
+    // The sections after the first table: those measured in this run are
+    // rendered again, every other one (another command's, or one whose
+    // JSON is not in `dir`) is kept as the file has it.
+    let old = std::fs::read_to_string(out).unwrap_or_default();
+    let tail = old
+        .match_indices("\n## ")
+        .map(|(at, _)| at + 1)
+        .find(|&at| !old[at..].starts_with("## What each line measures"))
+        .map_or("", |at| &old[at..]);
+    let mut doc = format!("{}\n\n{tail}", doc.trim_end());
+    if let Some(p) = read_json(&dir.join("parallel.json")) {
+        doc = replace_section(&doc, parallel::HEADING, &parallel::section(&p));
+    }
+    if let Some(n) = read_json(&dir.join("null.json")) {
+        doc = replace_section(&doc, null::report::HEADING, &null::report::section(&n));
+    }
+    if let Some(l) = read_json(&dir.join("latency.json")) {
+        doc = replace_section(&doc, latency::HEADING, &latency::section(&l));
+    }
+    std::fs::write(out, format!("{}\n", doc.trim_end()))?;
     Ok(())
 }

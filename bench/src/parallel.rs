@@ -25,9 +25,9 @@ use ttl_bench::{
 
 use crate::{Res, PROJECT};
 
-/// The heading the section starts with; `--update` replaces from it to the
-/// end of the file.
-const HEADING: &str = "## Parallel scan";
+/// The heading the section starts with; `--update` replaces the section
+/// (to the next heading).
+pub(crate) const HEADING: &str = "## Parallel scan";
 
 /// One read of every row: wall time, the CPU both sides spent in it, and
 /// the CPU of the whole machine meanwhile, in seconds.
@@ -182,16 +182,12 @@ pub(crate) async fn run(
 }
 
 /// Print the section for the measurements `report`, and with `update`
-/// rewrite that file's section (from its heading to the end) with it.
+/// rewrite that file's section with it (the rest of the file untouched).
 pub(crate) fn render(report: &Value, update: Option<&Path>) -> Res<()> {
     let text = section(report);
     eprintln!("{text}");
     if let Some(path) = update {
-        let old = std::fs::read_to_string(path)?;
-        let kept = old
-            .find(&format!("\n{HEADING}"))
-            .map_or(old.as_str(), |at| &old[..at]);
-        std::fs::write(path, format!("{}\n\n{text}", kept.trim_end()))?;
+        ttl_bench::sections::update_file(path, HEADING, &text)?;
         eprintln!("{} updated", path.display());
     }
     Ok(())

@@ -1,0 +1,91 @@
+//! The Rust contenders against the null server, one phase per process:
+//! `ttl-bench null-client lib|raw write|read --host H --table T --rows N`.
+//!
+//! * `lib write`: the library's bulk writer (`Table::writer`), rows streamed in;
+//! * `lib read`: the library's typed stream (`Table::stream(Scan::all())`),
+//!   filtered and decoded into `Event`s;
+//! * `raw write` / `raw read`: hand-written `bigtable_rs`, the same batching
+//!   and a hand-written filter and decoder (as the end-to-end bench's `raw`).
+//!
+//! Prints one JSON line: the phase's wall and CPU time (this process's
+//! threads, from `/proc/self/task/*/schedstat`), its allocations, counted
+//! by the bench binary's global allocator, and the process's peak RSS
+//! (`VmHWM`, which, unlike `wait4`'s, counts nothing from before `exec`).
+
+use std::time::Instant;
+
+use bigtable_rs::bigtable::BigTableConnection;
+use bigtable_ttl::{Connection, Scan, Table};
+use chrono::Utc;
+use futures_util::TryStreamExt as _;
+use serde_json::{json, Value};
+use ttl_bench::{cpu_seconds, event, peak_rss_kib, Event};
+
+use crate::{raw_scan, raw_write, Res, GLOBAL, PROJECT};
+
+/// The instance every contender names (the null server ignores it).
+pub(crate) const INSTANCE: &str = "null";
+
+/// Run `who`'s `phase` of `rows` rows on `table` at `host`; the JSON line.
+pub(crate) async fn run(
+    who: &str,
+    phase: &str,
+    host: &str,
+    table: &str,
+    rows: usize,
+) -> Res<Value> {
+    let now = Utc::now();
+    // Connections are made before the clock starts, as an application
+    // makes them once; the first call still pays for the handshake.
+    let lib = Table::<Event>::new(Connection::emulator(host, PROJECT, INSTANCE)?).with_name(table);
+    let rs = BigTableConnection::new_with_emulator(host, PROJECT, INSTANCE, false, 1, None)?;
+    let raw = rs.client();
+    let raw_table = raw.get_full_table_name(table);
+
+    let allocated = GLOBAL.stats();
+    let cpu = cpu_seconds();
+    let start = Instant::now();
+    let (read, clicks) = match (who, phase) {
+        ("lib", "write") => {
+            let mut writer = lib.writer();
+            for i in 0..rows {
+                writer.send(&event(i, now)).await?;
+            }
+            writer.finish().await?;
+            (rows, None)
+        }
+        ("lib", "read") => {
+            let (n, clicks) = lib
+                .stream(Scan::all())
+                .try_fold((0usize, 0i64), |(n, sum), e| {
+                    futures_util::future::ready(Ok((n + 1, sum + e.clicks)))
+                })
+                .await?;
+            (n, Some(clicks))
+        }
+        ("raw", "write") => {
+            raw_write(&raw, &raw_table, rows, now).await?;
+            (rows, None)
+        }
+        ("raw", "read") => (raw_scan(&raw, &raw_table).await?, None),
+        other => return Err(format!("null-client: no contender {other:?}").into()),
+    };
+    let wall = start.elapsed().as_secs_f64();
+    let cpu = cpu_seconds() - cpu;
+    let allocated = GLOBAL.stats() - allocated;
+    if read != rows {
+        return Err(format!("{who} {phase}: {read} rows, expected {rows}").into());
+    }
+    // Row i's `clicks` is 7 i: every row read once, decoded right.
+    let rows_i64 = i64::try_from(rows)?;
+    if let Some(clicks) = clicks.filter(|&c| c != 7 * rows_i64 * (rows_i64 - 1) / 2) {
+        return Err(format!("{who} {phase}: clicks add up to {clicks}").into());
+    }
+    Ok(json!({
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "allocations": allocated.allocations + allocated.reallocations,
+        "bytes_allocated": allocated.bytes_allocated + allocated.bytes_reallocated.unsigned_abs(),
+        "peak_rss_kib": peak_rss_kib(),
+    }))
+}
