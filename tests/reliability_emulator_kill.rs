@@ -109,6 +109,7 @@ async fn a_killed_emulator_fails_the_unacknowledged_rows_and_a_new_one_takes_wri
         table: name,
         written,
         failed,
+        ..
     } = err
     else {
         panic!("expected a partial write, got {err}");

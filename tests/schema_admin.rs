@@ -219,6 +219,7 @@ async fn verify_reports_drift_made_by_hand_and_ensure_repairs_it() {
             family,
             expected,
             live,
+            ..
         }) => {
             assert_eq!(table, "clicks");
             assert_eq!(family, "d");

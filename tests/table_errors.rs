@@ -194,6 +194,12 @@ async fn server_errors_name_the_table_and_row() {
         }
         other => panic!("expected a server error, got {other}"),
     }
+    // The same, asked rather than matched.
+    assert!(err.is_not_found() && !err.is_retryable() && !err.is_exhausted());
+    assert_eq!(
+        (err.table(), err.row_key()),
+        (Some("missing"), Some(&b"k1"[..]))
+    );
     let err = table.scan(Scan::all()).await.unwrap_err();
     assert!(matches!(err, Error::Server { .. }), "{err}");
 }
@@ -216,6 +222,7 @@ async fn rows_failing_on_the_server_are_reported_not_counted() {
             table,
             written,
             failed,
+            ..
         } => {
             assert_eq!(table, "shared");
             assert_eq!(*written, 0);

@@ -54,6 +54,10 @@ fn assert_exhausted(what: &str, err: &Error) {
         }
         other => panic!("{what}: expected a server error, got {other:?}"),
     }
+    // What a caller branches on, without matching the enum.
+    assert_eq!(err.code(), Some(Code::Unavailable), "{what}");
+    assert!(err.is_retryable() && err.is_exhausted(), "{what}: {err}");
+    assert!(!err.is_outcome_unknown() && !err.is_not_found() && !err.is_timeout());
     let message = err.to_string();
     assert!(
         message.contains("3 attempts over ") && message.contains("retries exhausted"),

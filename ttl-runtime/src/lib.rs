@@ -54,7 +54,10 @@ pub use model::codec::Json;
 pub use model::condition::{Condition, Field};
 pub use model::counter::{Counted, CounterField};
 pub use model::duration::{human, HumanDuration};
-pub use model::error::{Code, CodecError, Error, FailedRow, Result};
+pub use model::error::{
+    Code, CodecError, Error, FailedRow, KeyProblem, MigrationProblem, Overflow, PolicyProblem,
+    Result, RowLimit,
+};
 pub use model::key::{AsKey, KeyPart};
 pub use model::map::{MapEntry, MapField};
 pub use model::mutation::RowMutation;

@@ -252,13 +252,10 @@ pub(crate) fn status_text(status: &tonic::Status) -> String {
 }
 
 /// Whether a status code (of a request, or of one entry of `MutateRows`)
-/// is worth retrying for an idempotent request.
+/// is worth retrying for an idempotent request ([`Code::is_transient`]).
 #[must_use]
 pub fn retryable_code(code: Code) -> bool {
-    matches!(
-        code,
-        Code::Unavailable | Code::DeadlineExceeded | Code::Aborted | Code::ResourceExhausted
-    )
+    code.is_transient()
 }
 
 /// Whether a failed idempotent request (a status the server sent, or one

@@ -116,10 +116,10 @@ pub enum Error {
     },
     /// The expiry or the cell timestamp it implies cannot be represented as a
     /// Bigtable timestamp (microseconds since the epoch, in an `i64`).
-    #[error("expiry is outside the range Bigtable timestamps can represent: {detail}")]
+    #[error("expiry is outside the range Bigtable timestamps can represent: {overflow}")]
     ExpiryOutOfRange {
         /// What overflowed.
-        detail: String,
+        overflow: Overflow,
     },
     /// The cell timestamp would fall before 1970-01-01, which Bigtable rejects.
     #[error("cell timestamp {timestamp_micros} µs is before the Unix epoch, which Bigtable rejects; choose a later expiry or a shorter default")]
@@ -162,14 +162,14 @@ pub enum Error {
         separator: &'static str,
     },
     /// A row key read back from Bigtable does not have the declared shape.
-    #[error("row key \"{}\" of table `{table}` does not decode: {reason}", row_key.escape_ascii())]
+    #[error("row key \"{}\" of table `{table}` does not decode: {problem}", row_key.escape_ascii())]
     BadRowKey {
         /// The table.
         table: String,
         /// The key.
         row_key: Vec<u8>,
         /// What did not match.
-        reason: String,
+        problem: KeyProblem,
     },
     /// A row read back holds a cell timestamp whose expiry cannot be
     /// represented (near `i64::MAX`): written by other code, not this
@@ -218,14 +218,14 @@ pub enum Error {
     /// One row's write is over Bigtable's per-row limits (256 MiB of data,
     /// 100,000 mutations); refused before anything is sent. Split the data
     /// over several rows.
-    #[error("row \"{}\" of table `{table}` is over Bigtable's limits: {detail}; split the data over several rows", row_key.escape_ascii())]
+    #[error("row \"{}\" of table `{table}` is over Bigtable's limits: {limit}; split the data over several rows", row_key.escape_ascii())]
     RowTooLarge {
         /// The table.
         table: String,
         /// The row key.
         row_key: Vec<u8>,
         /// Which limit, and by how much.
-        detail: String,
+        limit: RowLimit,
     },
     /// A scan range whose start is after its end, refused before anything
     /// is sent (Bigtable would answer `INVALID_ARGUMENT`). Give ranges in
@@ -239,6 +239,7 @@ pub enum Error {
         end: Vec<u8>,
     },
     /// The live table's schema differs from the struct's.
+    #[non_exhaustive]
     #[error("schema drift in table `{table}`, family `{family}`: expected {expected}, live {live}; run ensure_schema or fix the struct")]
     SchemaDrift {
         /// The table.
@@ -265,22 +266,23 @@ pub enum Error {
         family: String,
     },
     /// A TTL policy written as text (`one-second`, `default=2d`) did not parse.
-    #[error("invalid policy `{spec}`: {reason}")]
+    #[error("invalid policy `{spec}`: {problem}")]
     InvalidPolicy {
         /// The text given.
         spec: String,
-        /// What is wrong and what is accepted.
-        reason: String,
+        /// What is wrong, and what is accepted.
+        problem: PolicyProblem,
     },
     /// A family migration could not start or did not verify. The source
     /// family is never changed; fix the cause and run it again (copying a
     /// row twice is harmless).
-    #[error("migration in table `{table}`: {reason}")]
+    #[non_exhaustive]
+    #[error("migration in table `{table}`: {problem}")]
     Migration {
         /// The table.
         table: String,
-        /// What went wrong and what to do.
-        reason: String,
+        /// What went wrong, and what to do.
+        problem: MigrationProblem,
     },
     /// A migration's target family is a map field's: a map's family holds
     /// one cell per entry and nothing else, so copied columns (and their
@@ -296,6 +298,7 @@ pub enum Error {
     },
     /// Connecting to Bigtable failed, or the connection is misconfigured
     /// (the cause says which).
+    #[non_exhaustive]
     #[error("could not connect to Bigtable ({target})")]
     Connect {
         /// Where we tried to connect.
@@ -310,6 +313,7 @@ pub enum Error {
     /// keep-alive or a retry policy duration out of its bounds), refused by
     /// `connect` before anything is made: left alone it would panic inside
     /// a dependency or break every call. The message says the range.
+    #[non_exhaustive]
     #[error("connection setting `{setting}` = {value} is out of range: {allowed}")]
     InvalidSetting {
         /// The setting (`pool_size`, `keep_alive.interval`,
@@ -332,6 +336,7 @@ pub enum Error {
     /// A conditional write's answer was lost (a timeout, a broken
     /// connection): it may or may not have been applied, and it is not
     /// re-sent blindly (it is not idempotent). Read the row to find out.
+    #[non_exhaustive]
     #[error("the conditional write to row \"{}\" of table `{table}` may or may not have been applied (its answer was lost); read the row to find out", row_key.escape_ascii())]
     OutcomeUnknown {
         /// The table.
@@ -344,6 +349,7 @@ pub enum Error {
     },
     /// Other writes to the row kept changing it between a read and the
     /// conditional write built on it; given up after `attempts` tries.
+    #[non_exhaustive]
     #[error("row \"{}\" of table `{table}` kept changing under {attempts} conditional writes; try again later", row_key.escape_ascii())]
     Conflict {
         /// The table.
@@ -376,6 +382,7 @@ pub enum Error {
     /// outcome); every other row was written. Retrying the whole write is
     /// safe: every mutation carries explicit timestamps, so writing a row
     /// twice stores the same cells.
+    #[non_exhaustive]
     #[error("{} of {} rows of table `{table}` were not written (or not surely){}; retrying the write is safe", failed.len(), failed.len() + written, first_failures(failed))]
     PartialWrite {
         /// The table.
@@ -391,6 +398,7 @@ pub enum Error {
     /// `source()` chain, each cause once. The message says how many attempts were made over
     /// how long, and for [`Code::NotFound`] (a table that does not exist,
     /// most often) that `ensure_schema` creates the table.
+    #[non_exhaustive]
     #[error("Bigtable answered {code} for table `{table}`{} ({}){}", row_key.as_deref().map(|k| format!(", row \"{}\"", k.escape_ascii())).unwrap_or_default(), Attempts { count: *attempts, elapsed: *elapsed, retries_exhausted: *retries_exhausted }, if *code == Code::NotFound { "; does the table exist? ensure_schema creates it" } else { "" })]
     Server {
         /// The table.
@@ -444,6 +452,34 @@ impl Error {
     }
 }
 
+/// Questions a caller asks an error, in the manner of hyper's and Google's
+/// Rust clients' errors, so that deciding what to do does not take a match
+/// over every variant:
+///
+/// ```
+/// use bigtable_ttl::Error;
+///
+/// /// What a caller does after a failed call.
+/// enum Next {
+///     RetryLater,
+///     ReadTheRowFirst,
+///     CreateTheTable,
+///     Fix,
+/// }
+///
+/// fn next(e: &Error) -> Next {
+///     if e.is_outcome_unknown() {
+///         Next::ReadTheRowFirst // it may have been applied: never re-send blindly
+///     } else if e.is_retryable() {
+///         Next::RetryLater // transient, the library's own retries ran out
+///     } else if e.is_not_found() {
+///         Next::CreateTheTable // ensure_schema
+///     } else {
+///         Next::Fix // bad input, a schema that does not match, …
+///     }
+/// }
+/// # let _ = next;
+/// ```
 impl Error {
     /// The gRPC code of the answer that ended the call, where Bigtable (or
     /// the transport) gave one: an [`Error::Server`]'s code, and that of
@@ -458,6 +494,313 @@ impl Error {
                 source.downcast_ref::<Error>().and_then(Error::code)
             }
             _ => None,
+        }
+    }
+
+    /// Whether the same call, made again later, may succeed: Bigtable (or
+    /// the network) answered with a transient code
+    /// ([`crate::retry::retryable_code`]: unavailable, deadline exceeded,
+    /// aborted, resource exhausted) and the library's own retries gave up;
+    /// a multi-row write left rows to write again ([`Error::PartialWrite`]:
+    /// retrying it is safe); or other writes kept changing a row under a
+    /// conditional write ([`Error::Conflict`]). `false` for an unknown
+    /// outcome ([`Error::is_outcome_unknown`]: a conditional call may have
+    /// been applied, and sending it again could apply it twice; read the
+    /// row first), and for everything the caller has to fix.
+    #[must_use]
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Server { code, .. } => code.is_transient(),
+            Error::PartialWrite { .. } | Error::Conflict { .. } => true,
+            _ => false,
+        }
+    }
+
+    /// Whether the call ran out of time: its deadline (or an attempt's
+    /// timeout) passed without an answer, [`Code::DeadlineExceeded`].
+    #[must_use]
+    pub fn is_timeout(&self) -> bool {
+        self.code() == Some(Code::DeadlineExceeded)
+    }
+
+    /// Whether the table (or another resource) does not exist:
+    /// [`Error::TableNotFound`], or Bigtable's [`Code::NotFound`].
+    /// `ensure_schema` creates a struct's table.
+    #[must_use]
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::TableNotFound { .. }) || self.code() == Some(Code::NotFound)
+    }
+
+    /// Whether a conditional call's answer was lost, so it may or may not
+    /// have been applied ([`Error::OutcomeUnknown`]).
+    #[must_use]
+    pub fn is_outcome_unknown(&self) -> bool {
+        matches!(self, Error::OutcomeUnknown { .. })
+    }
+
+    /// Whether the library retried the call until its retry policy ran out
+    /// (attempts or deadline) before giving up.
+    #[must_use]
+    pub fn is_exhausted(&self) -> bool {
+        matches!(
+            self,
+            Error::Server {
+                retries_exhausted: true,
+                ..
+            }
+        )
+    }
+
+    /// The table the error is about, where it names one.
+    #[must_use]
+    pub fn table(&self) -> Option<&str> {
+        match self {
+            Error::MissingExpiry { table } => table.as_deref(),
+            Error::EmptyRowKey { table }
+            | Error::RowKeyTooLong { table, .. }
+            | Error::BadRowKey { table, .. }
+            | Error::TimestampOutOfRange { table, .. }
+            | Error::Decode { table, .. }
+            | Error::RowTooLarge { table, .. }
+            | Error::SchemaDrift { table, .. }
+            | Error::TableNotFound { table }
+            | Error::WouldDeleteData { table, .. }
+            | Error::Migration { table, .. }
+            | Error::MigrateIntoMap { table, .. }
+            | Error::OutcomeUnknown { table, .. }
+            | Error::Conflict { table, .. }
+            | Error::NoLiveRow { table, .. }
+            | Error::RequiredField { table, .. }
+            | Error::PartialWrite { table, .. }
+            | Error::Server { table, .. } => Some(table),
+            _ => None,
+        }
+    }
+
+    /// The row key the error is about, where it names one (bytes, as
+    /// stored).
+    #[must_use]
+    pub fn row_key(&self) -> Option<&[u8]> {
+        match self {
+            Error::BadRowKey { row_key, .. }
+            | Error::TimestampOutOfRange { row_key, .. }
+            | Error::Decode { row_key, .. }
+            | Error::RowTooLarge { row_key, .. }
+            | Error::OutcomeUnknown { row_key, .. }
+            | Error::Conflict { row_key, .. }
+            | Error::NoLiveRow { row_key, .. } => Some(row_key),
+            Error::Server { row_key, .. } => row_key.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// What overflowed in [`Error::ExpiryOutOfRange`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Overflow {
+    /// A timestamp (µs since the epoch) no date can stand for.
+    Timestamp {
+        /// The timestamp.
+        micros: i64,
+    },
+    /// A duration too long to count in microseconds.
+    Duration {
+        /// The duration.
+        duration: TimeDelta,
+    },
+    /// A timestamp moved by a duration, past what a timestamp can hold.
+    Sum {
+        /// The timestamp (µs since the epoch).
+        micros: i64,
+        /// The duration added (negative: subtracted).
+        by: TimeDelta,
+    },
+}
+
+impl fmt::Display for Overflow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Overflow::Timestamp { micros } => write!(f, "{micros} µs since the epoch"),
+            Overflow::Duration { duration } => {
+                write!(f, "duration {duration} overflows microseconds")
+            }
+            Overflow::Sum { micros, by } => write!(f, "{micros} µs + {by} overflows"),
+        }
+    }
+}
+
+/// What did not match in [`Error::BadRowKey`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeyProblem {
+    /// The key does not split into the declared number of key fields.
+    Parts {
+        /// Key fields declared.
+        expected: usize,
+        /// The separator joining them.
+        separator: String,
+        /// Parts found.
+        found: usize,
+    },
+    /// One key field's bytes do not decode into its type.
+    Field {
+        /// The key field.
+        field: &'static str,
+        /// Why.
+        source: CodecError,
+    },
+}
+
+impl fmt::Display for KeyProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KeyProblem::Parts {
+                expected,
+                separator,
+                found,
+            } => write!(
+                f,
+                "expected {expected} parts joined by {separator:?}, found {found}"
+            ),
+            KeyProblem::Field { field, source } => write!(f, "key field `{field}`: {source}"),
+        }
+    }
+}
+
+/// Which of Bigtable's per-row limits [`Error::RowTooLarge`] exceeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RowLimit {
+    /// Mutations in one row's write.
+    Mutations {
+        /// Mutations the write would send.
+        count: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// Bytes in one row.
+    Bytes {
+        /// Bytes the write would store.
+        bytes: usize,
+        /// The limit.
+        max: usize,
+    },
+}
+
+impl fmt::Display for RowLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RowLimit::Mutations { count, max } => write!(
+                f,
+                "{count} mutations, over Bigtable's limit of {max} per row"
+            ),
+            RowLimit::Bytes { bytes, max } => {
+                write!(f, "{bytes} bytes, over Bigtable's limit of {max} per row")
+            }
+        }
+    }
+}
+
+/// What is wrong with a policy in [`Error::InvalidPolicy`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PolicyProblem {
+    /// Neither `one-second` nor `default=DURATION`.
+    UnknownForm,
+    /// `default=` with a duration that does not parse.
+    BadDuration {
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+impl fmt::Display for PolicyProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PolicyProblem::UnknownForm => {
+                f.write_str("expected `one-second` or `default=DURATION` (e.g. `default=2d`)")
+            }
+            PolicyProblem::BadDuration { reason } => f.write_str(reason),
+        }
+    }
+}
+
+/// Why [`Error::Migration`] stopped a migration (the source family is
+/// never changed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MigrationProblem {
+    /// The source and the target are the same family.
+    SameFamily,
+    /// One-second expiration has no default TTL, and none was given.
+    NoTtl,
+    /// The source family has a column named as the shadow column.
+    ShadowColumnTaken {
+        /// The source family.
+        family: String,
+        /// The shadow column's qualifier.
+        qualifier: String,
+    },
+    /// The source family does not exist.
+    NoSourceFamily {
+        /// The family.
+        family: String,
+    },
+    /// The target family exists with another garbage-collection rule.
+    TargetRule {
+        /// The target family.
+        family: String,
+        /// Its rule, described (`none` when it vanished).
+        live: String,
+        /// The policy's rule, described.
+        expected: String,
+    },
+    /// The final count check did not match.
+    Verification {
+        /// Source rows still alive under the policy.
+        expected_rows: u64,
+        /// Source cells still alive under the policy.
+        expected_cells: u64,
+        /// Live rows of the target.
+        target_rows: u64,
+        /// Live cells of the target.
+        target_cells: u64,
+    },
+}
+
+impl fmt::Display for MigrationProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MigrationProblem::SameFamily => f.write_str("--from and --to name the same family"),
+            MigrationProblem::NoTtl => f.write_str(
+                "one-second expiration has no default TTL: say how long copied cells live (--ttl)",
+            ),
+            MigrationProblem::ShadowColumnTaken { family, qualifier } => write!(
+                f,
+                "source family `{family}` has a column `{qualifier}`, the shadow column's name: pass another (--written-at)"
+            ),
+            MigrationProblem::NoSourceFamily { family } => {
+                write!(f, "source family `{family}` does not exist")
+            }
+            MigrationProblem::TargetRule {
+                family,
+                live,
+                expected,
+            } => write!(
+                f,
+                "target family `{family}` has the rule {live}, not the policy's {expected}; apply the policy to it first"
+            ),
+            MigrationProblem::Verification {
+                expected_rows,
+                expected_cells,
+                target_rows,
+                target_cells,
+            } => write!(
+                f,
+                "verification failed: the source implies {expected_rows} rows and {expected_cells} cells alive under the policy, \
+                 the target holds {target_rows} rows and {target_cells} cells; the source is untouched, run the migration again"
+            ),
         }
     }
 }
@@ -568,6 +911,18 @@ pub enum Code {
 }
 
 impl Code {
+    /// Whether the code says the request may succeed if sent again (for
+    /// an idempotent request): `UNAVAILABLE`, `DEADLINE_EXCEEDED`,
+    /// `ABORTED`, and `RESOURCE_EXHAUSTED` (Bigtable's answer when it
+    /// throttles a client: waiting and retrying is what it asks for).
+    #[must_use]
+    pub fn is_transient(self) -> bool {
+        matches!(
+            self,
+            Code::Unavailable | Code::DeadlineExceeded | Code::Aborted | Code::ResourceExhausted
+        )
+    }
+
     /// The code numbered `code` in `google.rpc.Code` ([`Code::Unknown`] for
     /// a number it does not define).
     #[must_use]
@@ -676,6 +1031,52 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn server(code: Code, retries_exhausted: bool) -> Error {
+        Error::Server {
+            table: "t".into(),
+            row_key: Some(b"k".to_vec()),
+            code,
+            attempts: 3,
+            elapsed: Duration::from_secs(1),
+            retries_exhausted,
+            source: "cause".into(),
+        }
+    }
+
+    #[test]
+    fn callers_branch_on_questions_not_variants() {
+        let unavailable = server(Code::Unavailable, true);
+        assert!(unavailable.is_retryable() && unavailable.is_exhausted());
+        assert_eq!(unavailable.code(), Some(Code::Unavailable));
+        assert_eq!(
+            (unavailable.table(), unavailable.row_key()),
+            (Some("t"), Some(&b"k"[..]))
+        );
+        let deadline = server(Code::DeadlineExceeded, true);
+        assert!(deadline.is_timeout() && deadline.is_retryable());
+        let denied = server(Code::PermissionDenied, false);
+        assert!(!denied.is_retryable() && !denied.is_exhausted());
+        assert!(server(Code::NotFound, false).is_not_found());
+        assert!(Error::TableNotFound { table: "t".into() }.is_not_found());
+        let unknown = Error::OutcomeUnknown {
+            table: "t".into(),
+            row_key: b"k".to_vec(),
+            source: Box::new(server(Code::Unavailable, false)),
+        };
+        assert!(unknown.is_outcome_unknown() && !unknown.is_retryable());
+        assert_eq!(unknown.code(), Some(Code::Unavailable));
+        let conflict = Error::Conflict {
+            table: "t".into(),
+            row_key: b"k".to_vec(),
+            attempts: 8,
+        };
+        assert!(conflict.is_retryable());
+        let bad = Error::NonPositiveTtl {
+            ttl: TimeDelta::zero(),
+        };
+        assert!(!bad.is_retryable() && bad.code().is_none() && bad.table().is_none());
+    }
 
     /// Each level of `e`'s chain, as a reporter prints it.
     fn chain(e: &(dyn std::error::Error + 'static)) -> Vec<String> {

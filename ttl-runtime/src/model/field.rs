@@ -2,7 +2,7 @@
 //! path), and the full errors it becomes once the table, row and column are
 //! known.
 
-use crate::model::error::{CodecError, Error};
+use crate::model::error::{CodecError, Error, KeyProblem};
 use crate::model::limits::{MAX_CELL_BYTES, MAX_QUALIFIER_BYTES};
 use crate::model::schema::Schema;
 
@@ -135,10 +135,10 @@ impl FieldError {
             FieldError::Key { part: i, source } => Error::BadRowKey {
                 table: schema.table.to_owned(),
                 row_key: key.to_vec(),
-                reason: format!(
-                    "key field `{}`: {source}",
-                    schema.key_fields.get(i).copied().unwrap_or("")
-                ),
+                problem: KeyProblem::Field {
+                    field: schema.key_fields.get(i).copied().unwrap_or(""),
+                    source,
+                },
             },
             FieldError::KeyShape { found } => bad_key_shape(schema, key, found),
             FieldError::Other(e) => *e,
@@ -175,7 +175,11 @@ pub(crate) fn bad_shape(
     Error::BadRowKey {
         table: table.to_owned(),
         row_key: key.to_vec(),
-        reason: format!("expected {count} parts joined by {separator:?}, found {found}"),
+        problem: KeyProblem::Parts {
+            expected: count,
+            separator: separator.to_owned(),
+            found,
+        },
     }
 }
 

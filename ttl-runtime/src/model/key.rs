@@ -8,7 +8,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::model::error::{CodecError, Error, Result};
+use crate::model::error::{CodecError, Error, KeyProblem, Result};
 use crate::model::field::{bad_shape, FieldError};
 use crate::model::limits::MAX_ROW_KEY_BYTES;
 
@@ -407,10 +407,10 @@ impl<'a> KeyReader<'a> {
                 .nth(index)
                 .unwrap_or_default()
         };
-        K::read_key(bytes).map_err(|e| Error::BadRowKey {
+        K::read_key(bytes).map_err(|source| Error::BadRowKey {
             table: self.table.to_owned(),
             row_key: self.key.to_vec(),
-            reason: format!("key field `{field}`: {e}"),
+            problem: KeyProblem::Field { field, source },
         })
     }
 

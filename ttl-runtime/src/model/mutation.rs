@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 use chrono::{DateTime, TimeDelta, Timelike, Utc};
 
 use crate::model::codec::CellCodec;
-use crate::model::error::{CodecError, Error, Result};
+use crate::model::error::{CodecError, Error, Result, RowLimit};
 use crate::model::field::FieldError;
 use crate::model::key::KeyPart;
 use crate::model::limits::{
@@ -380,16 +380,16 @@ pub(crate) fn delete_row() -> Mutation {
 /// Refuse a row Bigtable would refuse as a whole (over its row limits),
 /// before anything is sent.
 pub(crate) fn check_row(table: &str, m: &RowMutation) -> Result<()> {
-    let too_large = |detail: String| Error::RowTooLarge {
+    let too_large = |limit: RowLimit| Error::RowTooLarge {
         table: table.to_owned(),
         row_key: m.row_key.clone(),
-        detail,
+        limit,
     };
     if m.mutations.len() > MAX_MUTATIONS_PER_REQUEST {
-        return Err(too_large(format!(
-            "{} mutations, over Bigtable's limit of {MAX_MUTATIONS_PER_REQUEST} per row",
-            m.mutations.len()
-        )));
+        return Err(too_large(RowLimit::Mutations {
+            count: m.mutations.len(),
+            max: MAX_MUTATIONS_PER_REQUEST,
+        }));
     }
     let bytes: usize = m
         .mutations
@@ -400,9 +400,10 @@ pub(crate) fn check_row(table: &str, m: &RowMutation) -> Result<()> {
         })
         .sum();
     if bytes > MAX_ROW_BYTES {
-        return Err(too_large(format!(
-            "{bytes} bytes of cells, over Bigtable's limit of {MAX_ROW_BYTES} bytes per row"
-        )));
+        return Err(too_large(RowLimit::Bytes {
+            bytes,
+            max: MAX_ROW_BYTES,
+        }));
     }
     Ok(())
 }

@@ -14,7 +14,7 @@
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::model::duration::short;
-use crate::model::error::{Error, Result};
+use crate::model::error::{Error, Overflow, Result};
 
 /// Microseconds in a millisecond: Bigtable timestamps must be multiples of it.
 pub(crate) const MICROS_PER_MILLI: i64 = 1_000;
@@ -101,22 +101,26 @@ pub(crate) fn millis_floor(t: DateTime<Utc>) -> Result<i64> {
 /// [`Error::ExpiryOutOfRange`] when chrono cannot represent it.
 #[inline]
 pub(crate) fn from_micros(micros: i64) -> Result<DateTime<Utc>> {
-    DateTime::<Utc>::from_timestamp_micros(micros).ok_or_else(|| Error::ExpiryOutOfRange {
-        detail: format!("{micros} µs since the epoch"),
+    DateTime::<Utc>::from_timestamp_micros(micros).ok_or(Error::ExpiryOutOfRange {
+        overflow: Overflow::Timestamp { micros },
     })
 }
 
 #[inline]
 fn delta_micros(d: TimeDelta) -> Result<i64> {
-    d.num_microseconds().ok_or_else(|| Error::ExpiryOutOfRange {
-        detail: format!("duration {d} overflows microseconds"),
+    d.num_microseconds().ok_or(Error::ExpiryOutOfRange {
+        overflow: Overflow::Duration { duration: d },
     })
 }
 
+/// `micros + by`, or [`Error::ExpiryOutOfRange`] when it overflows.
 #[inline]
-fn checked(op: Option<i64>, what: &str) -> Result<i64> {
-    op.ok_or_else(|| Error::ExpiryOutOfRange {
-        detail: what.to_owned(),
+fn add_micros(micros: i64, by: i64) -> Result<i64> {
+    micros.checked_add(by).ok_or(Error::ExpiryOutOfRange {
+        overflow: Overflow::Sum {
+            micros,
+            by: TimeDelta::microseconds(by),
+        },
     })
 }
 
@@ -190,10 +194,7 @@ impl Policy {
                 if ttl < TimeDelta::milliseconds(1) {
                     return Err(Error::TtlUnderMillisecond { ttl });
                 }
-                checked(
-                    now_ms.checked_add(delta_micros(ttl)?),
-                    "now + ttl overflows",
-                )?
+                add_micros(now_ms, delta_micros(ttl)?)?
             }
             Expiry::At(at) => at.timestamp_micros(),
         };
@@ -204,10 +205,7 @@ impl Policy {
                 now: from_micros(now_ms)?,
             });
         }
-        let ts = checked(
-            expiry_ms.checked_sub(self.default_micros()),
-            "expiry - default overflows",
-        )?;
+        let ts = add_micros(expiry_ms, self.default_micros().saturating_neg())?;
         non_negative(floor_to_milli(ts))
     }
 
@@ -217,10 +215,7 @@ impl Policy {
     /// [`Error::ExpiryOutOfRange`] on overflow.
     #[inline]
     pub fn expiry_micros(&self, ts: i64) -> Result<i64> {
-        checked(
-            ts.checked_add(self.default_micros()),
-            "timestamp + default overflows",
-        )
+        add_micros(ts, self.default_micros())
     }
 
     /// When a cell with timestamp `ts` expires.

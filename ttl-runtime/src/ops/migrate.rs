@@ -13,7 +13,7 @@ use crate::client::retry::RetryPolicy;
 use crate::client::writer::write_entries;
 use crate::model::clock::Clock;
 use crate::model::codec::CellCodec;
-use crate::model::error::{Code, Error, Result};
+use crate::model::error::{Code, Error, MigrationProblem, Overflow, Result};
 use crate::model::gc_rule::{describe_rule, gc_rule, proto::GcRule, rule_matches};
 use crate::model::mutation::set_cell;
 use crate::model::policy::{from_micros, millis_floor, Expiry, Policy};
@@ -128,7 +128,7 @@ impl MigratePlan {
     /// [`Error::NonPositiveTtl`].
     pub fn check(&self) -> Result<()> {
         if self.from == self.to {
-            return Err(self.error("--from and --to name the same family"));
+            return Err(self.error(MigrationProblem::SameFamily));
         }
         if let Some(map) = self
             .schema
@@ -181,9 +181,7 @@ impl MigratePlan {
         let ttl = match (self.ttl, self.policy) {
             (Some(ttl), _) => ttl,
             (None, Policy::DefaultTtl { ttl: default }) => default,
-            (None, Policy::CellExpiry) => return Err(self.error(
-                "one-second expiration has no default TTL: say how long copied cells live (--ttl)",
-            )),
+            (None, Policy::CellExpiry) => return Err(self.error(MigrationProblem::NoTtl)),
         };
         if ttl <= TimeDelta::zero() {
             return Err(Error::NonPositiveTtl { ttl });
@@ -191,10 +189,10 @@ impl MigratePlan {
         Ok(ttl)
     }
 
-    fn error(&self, reason: impl Into<String>) -> Error {
+    fn error(&self, problem: MigrationProblem) -> Error {
         Error::Migration {
             table: self.table.clone(),
-            reason: reason.into(),
+            problem,
         }
     }
 }
@@ -320,10 +318,10 @@ pub fn plan_row(
         .iter()
         .any(|c| c.qualifier == plan.written_at.as_bytes())
     {
-        return Err(plan.error(format!(
-            "source family `{}` has a column `{}`, the shadow column's name: pass another (--written-at)",
-            plan.from, plan.written_at
-        )));
+        return Err(plan.error(MigrationProblem::ShadowColumnTaken {
+            family: plan.from.clone(),
+            qualifier: plan.written_at.clone(),
+        }));
     }
     let mut out = RowPlan::default();
     // The newest target timestamp and the write time it stands for: the
@@ -404,8 +402,11 @@ fn target_timestamp(
 ) -> Result<Option<i64>> {
     let expiry = written
         .checked_add_signed(ttl)
-        .ok_or_else(|| Error::ExpiryOutOfRange {
-            detail: format!("{written} + {ttl}"),
+        .ok_or(Error::ExpiryOutOfRange {
+            overflow: Overflow::Sum {
+                micros: written.timestamp_micros(),
+                by: ttl,
+            },
         })?;
     if millis_floor(expiry)? <= millis_floor(now)? {
         return Ok(None);
@@ -419,7 +420,9 @@ async fn prepare(conn: &Connection, plan: &MigratePlan) -> Result<()> {
     plan.check()?;
     let rules = live_rules(conn, &plan.table).await?;
     if !rules.contains_key(&plan.from) {
-        return Err(plan.error(format!("source family `{}` does not exist", plan.from)));
+        return Err(plan.error(MigrationProblem::NoSourceFamily {
+            family: plan.from.clone(),
+        }));
     }
     let expected = gc_rule(plan.policy.gc_max_age());
     match rules.get(&plan.to) {
@@ -437,12 +440,11 @@ async fn prepare(conn: &Connection, plan: &MigratePlan) -> Result<()> {
             }
         }
         Some(rule) if rule_matches(rule, &expected) => Ok(()),
-        Some(rule) => Err(plan.error(format!(
-            "target family `{}` has the rule {}, not the policy's {}; apply the policy to it first",
-            plan.to,
-            describe_rule(rule),
-            describe_rule(&expected)
-        ))),
+        Some(rule) => Err(plan.error(MigrationProblem::TargetRule {
+            family: plan.to.clone(),
+            live: describe_rule(rule),
+            expected: describe_rule(&expected),
+        })),
     }
 }
 
@@ -450,12 +452,11 @@ async fn prepare(conn: &Connection, plan: &MigratePlan) -> Result<()> {
 async fn check_target_rule(conn: &Connection, plan: &MigratePlan, expected: &GcRule) -> Result<()> {
     match live_rules(conn, &plan.table).await?.get(&plan.to) {
         Some(rule) if rule_matches(rule, expected) => Ok(()),
-        other => Err(plan.error(format!(
-            "target family `{}` was created meanwhile with the rule {}, not the policy's {}",
-            plan.to,
-            other.map_or_else(|| "none".to_owned(), describe_rule),
-            describe_rule(expected)
-        ))),
+        other => Err(plan.error(MigrationProblem::TargetRule {
+            family: plan.to.clone(),
+            live: other.map_or_else(|| "none".to_owned(), describe_rule),
+            expected: describe_rule(expected),
+        })),
     }
 }
 
@@ -555,14 +556,12 @@ pub async fn migrate(
     }
     let verification = verify_part(conn, plan, &checkpoint.part, clock.now()).await?;
     if !verification.matches() {
-        return Err(plan.error(format!(
-            "verification failed: the source implies {} rows and {} cells alive under the policy, \
-             the target holds {} rows and {} cells; the source is untouched, run the migration again",
-            verification.expected_rows,
-            verification.expected_cells,
-            verification.target_rows,
-            verification.target_cells
-        )));
+        return Err(plan.error(MigrationProblem::Verification {
+            expected_rows: verification.expected_rows,
+            expected_cells: verification.expected_cells,
+            target_rows: verification.target_rows,
+            target_cells: verification.target_cells,
+        }));
     }
     Ok(MigrateStatus::Done(MigrateReport {
         checkpoint,

@@ -8,7 +8,7 @@ use crate::client::conditional::Checked;
 use crate::client::table::Table;
 use crate::client::telemetry;
 use crate::model::condition::{unchanged, Pin};
-use crate::model::error::{Error, Result};
+use crate::model::error::{Error, Overflow, Result};
 use crate::model::filter::read_filter;
 use crate::model::key::AsKey;
 use crate::model::mutation::{delete_column, mark_window, push_marker, set_cell, RowMutation};
@@ -95,7 +95,10 @@ pub(crate) fn retime_row(
             let current = policy.expiry_of(current_ts)?;
             Expiry::At(current.checked_add_signed(delta).ok_or_else(|| {
                 Error::ExpiryOutOfRange {
-                    detail: format!("{current} + {delta}"),
+                    overflow: Overflow::Sum {
+                        micros: current.timestamp_micros(),
+                        by: delta,
+                    },
                 }
             })?)
         }

@@ -3,7 +3,7 @@
 
 use chrono::TimeDelta;
 
-use crate::model::error::{Error, Result};
+use crate::model::error::{Error, PolicyProblem, Result};
 use crate::model::policy::Policy;
 
 /// The qualifier of the shadow column with the real write time, as
@@ -31,9 +31,9 @@ pub use ttl_spec::DEFAULT_WRITTEN_AT;
 /// # Errors
 /// [`Error::InvalidPolicy`] saying what is accepted.
 pub fn parse_policy(spec: &str) -> Result<Policy> {
-    let invalid = |reason: String| Error::InvalidPolicy {
+    let invalid = |problem: PolicyProblem| Error::InvalidPolicy {
         spec: spec.to_owned(),
-        reason,
+        problem,
     };
     let trimmed = spec.trim();
     if matches!(
@@ -43,11 +43,10 @@ pub fn parse_policy(spec: &str) -> Result<Policy> {
         return Ok(Policy::CellExpiry);
     }
     let Some(duration) = trimmed.strip_prefix("default=") else {
-        return Err(invalid(
-            "expected `one-second` or `default=DURATION` (e.g. `default=2d`)".to_owned(),
-        ));
+        return Err(invalid(PolicyProblem::UnknownForm));
     };
-    let default = parse_duration(duration).map_err(invalid)?;
+    let default = parse_duration(duration)
+        .map_err(|reason| invalid(PolicyProblem::BadDuration { reason }))?;
     Ok(Policy::default_ttl(default))
 }
 
