@@ -9,3 +9,5 @@
 
 pub use ttl_derive::{BigtableRow, CellCodec, KeyPart};
 pub use ttl_runtime::*;
+
+pub mod guide;

@@ -79,3 +79,74 @@ fn chrono_s_types_come_through_the_facade() {
         "1h 30m"
     );
 }
+
+const GUIDE_MODULE: &str = include_str!("../src/guide.rs");
+
+/// The guide's Markdown pages, by file name, read from `guide/`.
+fn guide_pages() -> Vec<String> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/guide");
+    let mut pages: Vec<String> = std::fs::read_dir(dir)
+        .expect("the guide directory")
+        .map(|entry| {
+            entry
+                .expect("a guide entry")
+                .file_name()
+                .into_string()
+                .expect("a UTF-8 name")
+        })
+        .filter(|name| name.ends_with(".md"))
+        .collect();
+    pages.sort();
+    pages
+}
+
+/// The README stays a front page; the reference lives in the guide.
+#[test]
+fn the_readme_is_short_and_starts_with_the_two_commands() {
+    let lines = README.lines().count();
+    assert!(
+        lines <= 250,
+        "README.md has {lines} lines; move detail into guide/"
+    );
+    let first_block = block_after(README, "# bigtable-ttl");
+    assert!(
+        first_block
+            .iter()
+            .any(|l| l.starts_with("cargo run --example ")),
+        "{first_block:#?}"
+    );
+    assert!(
+        first_block
+            .iter()
+            .any(|l| l.starts_with("cargo test --workspace --all-features")),
+        "{first_block:#?}"
+    );
+    let ci = include_str!("../.ci/run");
+    assert!(
+        ci.contains("cargo test --workspace --all-features"),
+        "`.ci/run` runs the README's test command"
+    );
+}
+
+/// Every page in `guide/` is compiled as a module of `bigtable_ttl::guide`
+/// (so its examples are doc tests) and is listed in the README's table.
+#[test]
+fn every_guide_page_is_compiled_and_listed() {
+    let pages = guide_pages();
+    assert!(pages.len() >= 10, "{pages:?}");
+    for page in &pages {
+        assert!(
+            GUIDE_MODULE.contains(&format!("include_str!(\"../guide/{page}\")")),
+            "guide/{page} is not included by src/guide.rs"
+        );
+        let module = page.trim_end_matches(".md").replace('-', "_");
+        assert!(
+            GUIDE_MODULE.contains(&format!("pub mod {module} {{}}")),
+            "guide/{page} should be the module guide::{module}"
+        );
+        assert!(
+            README.contains(&format!("bigtable_ttl/guide/{module}/)")),
+            "README's guide table does not link guide::{module}"
+        );
+    }
+}

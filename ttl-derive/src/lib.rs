@@ -107,8 +107,8 @@ use proc_macro::TokenStream;
 /// | `#[ttl(for = "1h")]` | a per-field TTL, default strategy only, on an `Option<_>` field (it can expire before the row and then reads as `None`) or a `#[bigtable(default)]` one (it then reads as its default) |
 /// | `#[bigtable(default)]`, `#[bigtable(default = "path::to::fn")]` | a row without this column (written before the field existed, or past the field's own `#[ttl(for)]`) reads with `Default::default()` (or `fn() -> T`) instead of failing with a missing-column error; the field is still written on every put. Not on key, `expire_at`, `Option` (already `None` when absent) or counter (already 0) fields. A row none of whose columns is live is still absent: defaults fill a row, they never make one |
 /// | `#[bigtable(skip)]` | not stored and not read: filled with `Default::default()` (or `default = "path"`) on every read; the type must implement `Default`. Not on key fields; no other column attribute with it |
-/// | `#[bigtable(counter)]` | an `i64` counter, incremented in place by `Table::increment` (an absent counter reads as 0); one-second expiration only (see the README's "Counters") |
-/// | `#[bigtable(map, family = "f")]` | a `BTreeMap<K, V>` / `HashMap<K, V>` stored one cell per entry in family `f`, which no other field uses: `K: KeyPart` is the qualifier, `V: CellCodec` the value; each entry has its own expiry (`Table::put_entry`); a whole-row put replaces the map (see the README's "Maps with a TTL per entry") |
+/// | `#[bigtable(counter)]` | an `i64` counter, incremented in place by `Table::increment` (an absent counter reads as 0); one-second expiration only (see the guide's "Counters" page) |
+/// | `#[bigtable(map, family = "f")]` | a `BTreeMap<K, V>` / `HashMap<K, V>` stored one cell per entry in family `f`, which no other field uses: `K: KeyPart` is the qualifier, `V: CellCodec` the value; each entry has its own expiry (`Table::put_entry`); a whole-row put replaces the map (see the guide's "Maps with a TTL per entry" page) |
 ///
 /// Every other field is a column whose type implements `CellCodec`; an
 /// `Option<_>` field deletes its column when `None`. Newtypes and C-like
