@@ -3,7 +3,7 @@
 //! The same pages are in `guide/` of the repository, where they read as
 //! Markdown; here their Rust examples are compiled and run as doc tests.
 
-/// Writing and reading: put, put_all, the bulk writer, get, scans (prefix, range, reversed, parallel), keys, field types, what the library guards against.
+/// Writing and reading: `put`, `put_all`, the bulk writer, `get`, scans (prefix, range, reversed, parallel), keys, field types, what the library guards against.
 ///
 #[doc = include_str!("../guide/writing-and-reading.md")]
 pub mod writing_and_reading {}
@@ -18,37 +18,37 @@ pub mod time_and_clocks {}
 #[doc = include_str!("../guide/rows-and-liveness.md")]
 pub mod rows_and_liveness {}
 
-/// Conditional writes and leases: insert_if_absent, put_if, delete_if, typed conditions, lost answers.
+/// Conditional writes and leases: `insert_if_absent`, `put_if`, `delete_if`, typed conditions, lost answers.
 ///
 #[doc = include_str!("../guide/conditional-writes.md")]
 pub mod conditional_writes {}
 
-/// Partial updates: update().set(..).clear(..), keeping or re-timing the row.
+/// Partial updates: `update().set(..).clear(..)`, keeping or re-timing the row.
 ///
 #[doc = include_str!("../guide/partial-updates.md")]
 pub mod partial_updates {}
 
-/// Counters: #[bigtable(counter)], increment, windows decided by the server's clock.
+/// Counters: `#[bigtable(counter)]`, `increment`, windows decided by the server's clock.
 ///
 #[doc = include_str!("../guide/counters.md")]
 pub mod counters {}
 
-/// Maps with a TTL per entry: #[bigtable(map)], put_entry, entries.
+/// Maps with a TTL per entry: `#[bigtable(map)]`, `put_entry`, `entries`.
 ///
 #[doc = include_str!("../guide/maps.md")]
 pub mod maps {}
 
-/// Structs that evolve: default, skip, rename_all, CellCodec and KeyPart derives, enums.
+/// Structs that evolve: default, skip, `rename_all`, `CellCodec` and `KeyPart` derives, enums.
 ///
 #[doc = include_str!("../guide/evolving-structs.md")]
 pub mod evolving_structs {}
 
-/// Operations: ops: audit, apply, inspect, migrate, sharded runs; re-timing rows (set_ttl, touch).
+/// Operations: `ops`: audit, apply, inspect, migrate, sharded runs; re-timing rows (`set_ttl`, `touch`).
 ///
 #[doc = include_str!("../guide/operations.md")]
 pub mod operations {}
 
-/// The raw data layer: bigtable_ttl::data: any table by row key, the client Table is built on.
+/// The raw data layer: `bigtable_ttl::data`: any table by row key, the client `Table` is built on.
 ///
 #[doc = include_str!("../guide/raw-data-layer.md")]
 pub mod raw_data_layer {}
