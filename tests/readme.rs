@@ -87,14 +87,14 @@ fn guide_pages() -> Vec<String> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/guide");
     let mut pages: Vec<String> = std::fs::read_dir(dir)
         .expect("the guide directory")
-        .map(|entry| {
-            entry
-                .expect("a guide entry")
-                .file_name()
-                .into_string()
-                .expect("a UTF-8 name")
+        .map(|entry| entry.expect("a guide entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
+        .map(|path| {
+            path.file_name()
+                .expect("a file name")
+                .to_string_lossy()
+                .into_owned()
         })
-        .filter(|name| name.ends_with(".md"))
         .collect();
     pages.sort();
     pages
