@@ -150,3 +150,14 @@ fn every_guide_page_is_compiled_and_listed() {
         );
     }
 }
+
+/// The Rust version the README promises is the workspace's `rust-version`.
+#[test]
+fn the_readme_names_the_rust_version() {
+    let msrv = env!("CARGO_PKG_RUST_VERSION");
+    assert!(!msrv.is_empty(), "the facade declares rust-version");
+    assert!(
+        README.contains(&format!("It needs Rust {msrv} or newer")),
+        "README should say it needs Rust {msrv}"
+    );
+}
