@@ -29,7 +29,7 @@ const RUN: Duration = Duration::from_secs(3);
 
 /// Even keys live 10 minutes, odd ones 150 ms to 1.5 s (rewritten each round).
 fn ttl(key: usize, round: i64) -> TimeDelta {
-    if key % 2 == 0 {
+    if key.is_multiple_of(2) {
         TimeDelta::minutes(10)
     } else {
         let spread = i64::try_from(key).unwrap() * 37 + round * 101;

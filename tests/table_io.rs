@@ -51,7 +51,7 @@ fn ms(t: DateTime<Utc>) -> DateTime<Utc> {
 /// digits so truncation is exercised.
 fn clock() -> Clock {
     let now = Utc::now();
-    let now = if now.timestamp_subsec_micros() % 1000 == 0 {
+    let now = if now.timestamp_subsec_micros().is_multiple_of(1000) {
         now + TimeDelta::microseconds(321)
     } else {
         now

@@ -343,7 +343,7 @@ fn bars(
     let formatter = |v: &SegmentValue<u32>| match v {
         SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
             let i = *i as usize;
-            if i % step == 0 {
+            if i.is_multiple_of(step) {
                 labels.get(i).cloned().unwrap_or_default()
             } else {
                 String::new()

@@ -105,7 +105,7 @@ pub fn parse_millis(text: &str) -> Result<i64, DurationError> {
     if duration.is_zero() {
         return Err(DurationError::Zero { text: owned() });
     }
-    if duration.subsec_nanos() % 1_000_000 != 0 {
+    if !duration.subsec_nanos().is_multiple_of(1_000_000) {
         return Err(DurationError::SubMillisecond { text: owned() });
     }
     i64::try_from(duration.as_millis())
