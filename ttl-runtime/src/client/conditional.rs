@@ -9,8 +9,8 @@
 //! is never re-sent blindly (Google's clients do not retry it either). When
 //! the answer is lost, the row is read: a write whose cells are there, at
 //! their timestamps, was applied; an insert that finds neither its cells
-//! nor any live row was not, and is sent again; anything else is
-//! [`Error::OutcomeUnknown`].
+//! nor any live row was not, and is sent again; anything else, a read that
+//! fails included, is [`Error::OutcomeUnknown`].
 
 use chrono::{DateTime, Utc};
 
@@ -104,19 +104,29 @@ impl<T: BigtableRow> Table<T> {
             let checked = self
                 .check_and_mutate(&m.row_key, predicate, Vec::new(), m.mutations.clone())
                 .await?;
-            match checked {
+            let lost = match checked {
                 Checked::Answered(false) => return Ok(Insert::Inserted(written(&m, now)?)),
-                Checked::Answered(true) => {}
+                Checked::Answered(true) => None,
                 Checked::Unknown(status) => {
-                    if self.holds(&m).await? {
+                    if self.settle(&m, &status).await? {
                         return Ok(Insert::Inserted(written(&m, now)?));
                     }
                     tracing::debug!(table = %self.name(), %status, "an insert's answer was lost and its cells are not there");
+                    Some(status)
                 }
-            }
+            };
             // A live row held the key (or the lost attempt was not applied):
-            // that row, unless it has expired or gone since.
-            if let Some(live) = self.live_row(&m.row_key).await? {
+            // that row, unless it has expired or gone since. After a lost
+            // answer, only this read can show the insert was not applied.
+            let live = match (self.live_row(&m.row_key).await, lost) {
+                (Ok(live), _) => live,
+                (Err(e), None) => return Err(e),
+                (Err(e), Some(status)) => {
+                    tracing::debug!(table = %self.name(), error = %e, "the read settling a lost insert failed");
+                    return Err(self.outcome_unknown(m.row_key, status));
+                }
+            };
+            if let Some(live) = live {
                 return Ok(Insert::Exists(live));
             }
         }
@@ -185,7 +195,7 @@ impl<T: BigtableRow> Table<T> {
                     Checked::Answered(true) => Ok(Some(written(&m, now)?)),
                     Checked::Answered(false) => Ok(None),
                     Checked::Unknown(status) => {
-                        if self.holds(&m).await? {
+                        if self.settle(&m, &status).await? {
                             Ok(Some(written(&m, now)?))
                         } else {
                             Err(self.outcome_unknown(m.row_key, status))
@@ -296,12 +306,25 @@ impl<T: BigtableRow> Table<T> {
         }))
     }
 
+    /// After a conditional write `m` whose answer was lost (`lost`):
+    /// whether the row shows it applied ([`Table::holds`]). A read that
+    /// fails, whatever its error, settles nothing:
+    /// [`Error::OutcomeUnknown`], never the read's own error.
+    pub(crate) async fn settle(&self, m: &RowMutation, lost: &tonic::Status) -> Result<bool> {
+        self.holds(m).await.map_err(|e| {
+            tracing::debug!(table = %self.name(), error = %e, "the read settling a lost conditional write failed");
+            self.outcome_unknown(m.row_key.clone(), lost.clone())
+        })
+    }
+
     /// The live row under `row_key`, read now.
     async fn live_row(&self, row_key: &[u8]) -> Result<Option<Expiring<T>>> {
         Ok(self.scan(Scan::keys([row_key])).await?.pop())
     }
 
-    fn outcome_unknown(&self, row_key: Vec<u8>, status: tonic::Status) -> Error {
+    /// [`Error::OutcomeUnknown`] for the row `row_key`, the answer lost
+    /// being `status`.
+    pub(crate) fn outcome_unknown(&self, row_key: Vec<u8>, status: tonic::Status) -> Error {
         Error::OutcomeUnknown {
             table: self.name().to_owned(),
             row_key,

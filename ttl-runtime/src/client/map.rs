@@ -119,14 +119,10 @@ impl<T: BigtableRow> Table<T> {
                     // Not re-sent: the entry may have been written and then
                     // removed or replaced by another writer since.
                     Checked::Unknown(status) => {
-                        if self.holds(&m).await? {
+                        if self.settle(&m, &status).await? {
                             Ok(Some(written))
                         } else {
-                            Err(Error::OutcomeUnknown {
-                                table: self.name().to_owned(),
-                                row_key: m.row_key,
-                                source: Box::new(crate::wire::status::cause(status)),
-                            })
+                            Err(self.outcome_unknown(m.row_key, status))
                         }
                     }
                 }
