@@ -511,8 +511,11 @@ async fn create_table(conn: &Connection, table: &str) -> Result<Created> {
 }
 
 /// One admin call on `table`, each attempt bounded by the connection's
-/// admin [`RetryPolicy`] (a `grpc-timeout` the server sees, and a local
-/// timeout), retried while the status is worth it and the policy allows.
+/// admin [`RetryPolicy`](crate::retry::RetryPolicy) (a `grpc-timeout` the
+/// server sees, and a local timeout), retried while the status is worth it
+/// and the policy allows. Fetching the access token is part of the
+/// attempt: a token provider that does not answer in time times the
+/// attempt out like a server that does not.
 ///
 /// Retrying is safe for what this module sends: a `GetTable` reads; a
 /// `CreateTable` or `ModifyColumnFamilies` whose first attempt was applied
@@ -527,14 +530,25 @@ where
     let mut budget = conn.admin_retry().start();
     loop {
         let timeout = budget.attempt_timeout();
-        let mut request = conn.admin_request(message.clone()).await?;
-        request.set_timeout(timeout);
-        let status = match tokio::time::timeout(timeout, send(conn.admin_client(), request)).await {
-            Ok(Ok(response)) => return Ok(response.into_inner()),
-            Ok(Err(status)) => status,
+        let until = tokio::time::Instant::now() + timeout;
+        let status = match tokio::time::timeout_at(until, conn.admin_request(message.clone())).await
+        {
             Err(_) => tonic::Status::deadline_exceeded(format!(
-                "no answer from the admin API within {timeout:?}"
+                "no access token for the admin API within {timeout:?}"
             )),
+            Ok(request) => {
+                let mut request = request?;
+                request.set_timeout(until.saturating_duration_since(tokio::time::Instant::now()));
+                match tokio::time::timeout_at(until, Box::pin(send(conn.admin_client(), request)))
+                    .await
+                {
+                    Ok(Ok(response)) => return Ok(response.into_inner()),
+                    Ok(Err(status)) => status,
+                    Err(_) => tonic::Status::deadline_exceeded(format!(
+                        "no answer from the admin API within {timeout:?}"
+                    )),
+                }
+            }
         };
         if !retryable_status(&status)
             || !budget

@@ -72,7 +72,7 @@ use crate::wire::channel::DataChannel;
 use crate::wire::codec::EncodedBatch;
 use crate::wire::cookies::RoutingCookies;
 use crate::wire::merge::MergedRow;
-use crate::wire::status::code_of;
+use crate::wire::status::{code_of, was_not_sent};
 
 pub use mutate::WriteStats;
 pub(crate) use mutate::{bump, send_batch, BatchReport, Unwritten, WriteCounters};
@@ -401,21 +401,19 @@ impl RawTable {
     }
 
     /// One `CheckAndMutateRow` attempt, within the write policy's attempt
-    /// timeout (and deadline): whether the predicate matched, or the
-    /// status that ended it (a timeout is `DEADLINE_EXCEEDED`).
+    /// timeout (and deadline), the access token's fetch included: whether
+    /// the predicate matched, or the status that ended it (a timeout is
+    /// `DEADLINE_EXCEEDED`; a request not sent for want of a token says
+    /// so, see [`outcome_unknown`]).
     pub(crate) async fn check_and_mutate_once(
         &self,
         request: CheckAndMutateRowRequest,
     ) -> std::result::Result<bool, tonic::Status> {
         let timeout = self.single_attempt_timeout();
-        match tokio::time::timeout(timeout, self.channel.check_and_mutate_row(request, timeout))
+        self.channel
+            .check_and_mutate_row(request, timeout)
             .await
-        {
-            Ok(answer) => answer.map(|response| response.predicate_matched),
-            Err(_) => Err(tonic::Status::deadline_exceeded(format!(
-                "no answer to CheckAndMutateRow within {timeout:?}"
-            ))),
-        }
+            .map(|response| response.predicate_matched)
     }
 
     /// One `ReadModifyWriteRow` attempt, as [`RawTable::check_and_mutate_once`].
@@ -424,16 +422,7 @@ impl RawTable {
         request: ReadModifyWriteRowRequest,
     ) -> std::result::Result<ReadModifyWriteRowResponse, tonic::Status> {
         let timeout = self.single_attempt_timeout();
-        tokio::time::timeout(
-            timeout,
-            self.channel.read_modify_write_row(request, timeout),
-        )
-        .await
-        .unwrap_or_else(|_| {
-            Err(tonic::Status::deadline_exceeded(format!(
-                "no answer to ReadModifyWriteRow within {timeout:?}"
-            )))
-        })
+        self.channel.read_modify_write_row(request, timeout).await
     }
 
     /// The row keys `SampleRowKeys` returns for the table, in key order,
@@ -466,8 +455,11 @@ impl RawTable {
 /// Whether a failed attempt of a call never retried may have been applied:
 /// its answer was lost (a timeout, a transport failure, an unavailable
 /// server) rather than an error the server decided on before applying
-/// anything.
+/// anything, or a request never sent (no access token in time).
 pub(crate) fn outcome_unknown(status: &tonic::Status) -> bool {
+    if was_not_sent(status) {
+        return false;
+    }
     matches!(
         code_of(status),
         Code::DeadlineExceeded

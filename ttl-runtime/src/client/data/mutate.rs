@@ -361,25 +361,19 @@ pub(crate) async fn mutate_row(
     let mut cookies = RoutingCookies::default();
     loop {
         let timeout = budget.attempt_timeout();
-        let status = match tokio::time::timeout(
-            timeout,
-            channel.mutate_row(request.clone(), timeout, &mut cookies),
-        )
-        .await
-        {
-            Ok(Ok(_)) => {
-                if cfg!(feature = "metrics") {
-                    let bytes: usize = request
-                        .mutations
-                        .iter()
-                        .map(prost::Message::encoded_len)
-                        .sum();
-                    telemetry::written(table, 1, (request.row_key.len() + bytes) as u64);
-                }
-                return Ok(());
+        let Err(status) = channel
+            .mutate_row(request.clone(), timeout, &mut cookies)
+            .await
+        else {
+            if cfg!(feature = "metrics") {
+                let bytes: usize = request
+                    .mutations
+                    .iter()
+                    .map(prost::Message::encoded_len)
+                    .sum();
+                telemetry::written(table, 1, (request.row_key.len() + bytes) as u64);
             }
-            Ok(Err(status)) => status,
-            Err(_) => tonic::Status::deadline_exceeded("the attempt timed out"),
+            return Ok(());
         };
         if !(retryable_status(&status) && budget.wait_after(&status).await) {
             let key = Some(request.row_key);
