@@ -101,7 +101,10 @@ impl<T: BigtableRow> Table<T> {
         by: i64,
         expiry: Expiry,
     ) -> Result<Counted> {
-        let call = self.increment_untraced(key, counter, by, expiry);
+        // Every step (the read, the new window, the increment, a recount
+        // and the read settling it) within one deadline.
+        let this = self.for_write_call();
+        let call = this.increment_untraced(key, counter, by, expiry);
         telemetry::operation(self.name(), "increment", |_| 1, call).await
     }
 

@@ -320,6 +320,7 @@ impl<T: BigtableRow> Table<T> {
     /// between). `applied` makes the answer from what was written, the
     /// plan's context and the round's now.
     ///
+    /// Every round keeps the one deadline of the call (the write policy's).
     /// Once an answer was lost and not settled, the call cannot end with an
     /// error of a later step: that lost write may have been applied, so it
     /// ends with [`Error::OutcomeUnknown`] instead.
@@ -330,7 +331,10 @@ impl<T: BigtableRow> Table<T> {
         applied: impl FnOnce(RowMutation, C, DateTime<Utc>) -> Result<R>,
     ) -> Result<R> {
         let mut lost = None;
-        let outcome = self.rewrite_rounds(row_key, plan, applied, &mut lost).await;
+        let outcome = self
+            .for_write_call()
+            .rewrite_rounds(row_key, plan, applied, &mut lost)
+            .await;
         match (outcome, lost) {
             (Err(e), Some(status)) if !matches!(e, Error::OutcomeUnknown { .. }) => {
                 tracing::debug!(table = %self.name(), error = %e, "a rewrite whose answer was lost ended without settling it");
