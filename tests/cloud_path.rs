@@ -14,13 +14,21 @@ mod support;
 #[allow(dead_code)]
 mod tokens;
 
-use std::time::Duration;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use bigtable_ttl::admin::{self, EnsureOptions};
+use bigtable_ttl::data::RawTable;
+use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::retry::RetryPolicy;
-use bigtable_ttl::{Connection, Credentials, Error, Scan, Table};
+use bigtable_ttl::writer::WriteOptions;
+use bigtable_ttl::{BigtableRow, Code, Connection, Credentials, Error, Scan, Table};
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt as _;
 use recorder::{Recorder, TestCa};
 use support::rows::{click, Click};
-use tokens::FixedToken;
+use tokens::{FixedToken, NeverToken};
 
 const TOKEN: &str = "ya29.test-token-for-bigtable-ttl";
 const ADMIN_SERVICE: &str = "/google.bigtable.admin.v2.BigtableTableAdmin/";
@@ -106,6 +114,149 @@ async fn a_server_certificate_from_an_unknown_ca_is_refused() {
     assert!(table.ensure_schema().await.is_err());
     assert_eq!(proxy.tls_handshakes(), 0);
     assert!(proxy.seen().is_empty());
+}
+
+/// Fetching the access token is part of an attempt: a token service that
+/// never answers times every call out by its deadline, admin and data
+/// calls alike, and a conditional write whose request was never sent
+/// (no token, no request) is not an unknown outcome.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_service_that_never_answers_cannot_hang_a_call() {
+    const DEADLINE: Duration = Duration::from_secs(2);
+    const MARGIN: Duration = Duration::from_millis(700);
+    let ca = TestCa::new();
+    let proxy = Recorder::start_tls(&support::emulator_host(), &ca).await;
+    let policy = RetryPolicy::default()
+        .with_initial_delay(Duration::from_millis(50))
+        .with_max_delay(Duration::from_millis(100))
+        .with_attempt_timeout(Duration::from_millis(1_500))
+        .with_deadline(DEADLINE);
+    let conn = Connection::builder(support::PROJECT, &instance())
+        .data_endpoint(proxy.https_uri())
+        .admin_endpoint(proxy.https_uri())
+        .tls_root_certificate(ca.ca_pem.clone())
+        .credentials(Credentials::provider(Arc::new(NeverToken)))
+        .retry(policy)
+        .admin_retry(policy)
+        .connect()
+        .await
+        .unwrap();
+    let table = Arc::new(
+        Table::<Click>::new(conn.clone())
+            .with_read_options(ReadOptions::default().with_retry(policy))
+            .with_write_options(WriteOptions::default().with_retry(policy)),
+    );
+    let raw = Arc::new(RawTable::new(&conn, "clicks"));
+    let conn = Arc::new(conn);
+    let key = || "c1".to_owned();
+    let calls: Vec<(&str, BoxFuture<'static, Result<(), Error>>)> = vec![
+        ("Table::ensure_schema", {
+            let t = table.clone();
+            async move { t.ensure_schema().await.map(drop) }.boxed()
+        }),
+        ("Table::verify_schema", {
+            let t = table.clone();
+            async move { t.verify_schema().await }.boxed()
+        }),
+        ("admin::ensure_schema", {
+            let c = conn.clone();
+            async move {
+                admin::ensure_schema(&c, "clicks", Click::SCHEMA, EnsureOptions::new())
+                    .await
+                    .map(drop)
+            }
+            .boxed()
+        }),
+        ("admin::live_rules", {
+            let c = conn.clone();
+            async move { admin::live_rules(&c, "clicks").await.map(drop) }.boxed()
+        }),
+        ("Table::get", {
+            let t = table.clone();
+            async move { t.get(&key()).await.map(drop) }.boxed()
+        }),
+        ("Table::scan", {
+            let t = table.clone();
+            async move { t.scan(Scan::all()).await.map(drop) }.boxed()
+        }),
+        ("Table::put", {
+            let t = table.clone();
+            async move { t.put(&click("c1", "/a")).await.map(drop) }.boxed()
+        }),
+        ("Table::put_all", {
+            let t = table.clone();
+            async move { t.put_all(&[click("c1", "/a")]).await.map(drop) }.boxed()
+        }),
+        ("Table::insert_if_absent", {
+            let t = table.clone();
+            async move { t.insert_if_absent(&click("c1", "/a")).await.map(drop) }.boxed()
+        }),
+        ("Table::put_if", {
+            let t = table.clone();
+            async move {
+                t.put_if(&click("c1", "/b"), Click::URL.equals(&"/a".to_owned()))
+                    .await
+                    .map(drop)
+            }
+            .boxed()
+        }),
+        ("RawTable::check_and_mutate_row", {
+            let r = raw.clone();
+            async move {
+                r.check_and_mutate_row("c1", None, vec![], vec![])
+                    .await
+                    .map(drop)
+            }
+            .boxed()
+        }),
+        ("RawTable::read_modify_write_row", {
+            let r = raw.clone();
+            async move { r.read_modify_write_row("c1", vec![]).await.map(drop) }.boxed()
+        }),
+        ("RawTable::sample_row_keys", {
+            let r = raw.clone();
+            async move { r.sample_row_keys().await.map(drop) }.boxed()
+        }),
+    ];
+    let runs: Vec<_> = calls
+        .into_iter()
+        .map(|(what, call)| tokio::spawn(timed(what, call)))
+        .collect();
+    for run in runs {
+        let (what, took, result) = run.await.unwrap();
+        println!("{what}: {took:?}: {result:?}");
+        let err = result
+            .unwrap_or_else(|()| panic!("{what}: still waiting after 20 s"))
+            .expect_err(what);
+        assert!(
+            took <= DEADLINE + MARGIN,
+            "{what}: took {took:?}, over {DEADLINE:?} + {MARGIN:?}: {err}"
+        );
+        // Nothing was sent: a deadline, never an unknown outcome.
+        assert!(
+            matches!(
+                err,
+                Error::Server {
+                    code: Code::DeadlineExceeded,
+                    ..
+                } | Error::PartialWrite { .. }
+            ),
+            "{what}: {err:?}"
+        );
+    }
+    assert!(proxy.seen().is_empty(), "no request without a token");
+}
+
+/// `call`, with how long it took (`Err` when still waiting after 20 s).
+async fn timed(
+    what: &'static str,
+    call: impl Future<Output = Result<(), Error>>,
+) -> (&'static str, Duration, Result<Result<(), Error>, ()>) {
+    let started = Instant::now();
+    let result = tokio::time::timeout(Duration::from_secs(20), call)
+        .await
+        .map_err(drop);
+    (what, started.elapsed(), result)
 }
 
 #[tokio::test]

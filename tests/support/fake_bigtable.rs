@@ -22,11 +22,27 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use prost::Message as _;
 use tokio::net::TcpListener;
 
+/// Where an answer stops for good, the request left open: a server that
+/// never answers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Stall {
+    /// It does not: the answer ends with its status.
+    #[default]
+    Never,
+    /// Before the response headers: nothing comes back at all.
+    BeforeHeaders,
+    /// After the headers and the messages, before the status: a call
+    /// answered, then a stream that stops.
+    AfterMessages,
+}
+
 /// One scripted answer to one request.
 #[derive(Debug, Clone, Default)]
 pub struct Answer {
     /// Wait this long before answering at all (no headers either).
     pub delay: Duration,
+    /// Whether (and where) the answer stops, never to end.
+    pub stall: Stall,
     /// Response headers (routing cookies, say).
     pub headers: Vec<(&'static str, String)>,
     /// Response messages, encoded.
@@ -63,6 +79,21 @@ impl Answer {
     pub fn status_of(mut self, code: i32) -> Self {
         self.code = code;
         self.message = "scripted failure".into();
+        self
+    }
+
+    /// No answer at all, ever: no headers, no message, no status.
+    pub fn hang() -> Self {
+        Self {
+            stall: Stall::BeforeHeaders,
+            ..Self::default()
+        }
+    }
+
+    /// The headers and messages of this answer, then nothing more, the
+    /// call left open.
+    pub fn then_stall(mut self) -> Self {
+        self.stall = Stall::AfterMessages;
         self
     }
 
@@ -114,7 +145,12 @@ impl Received {
 #[derive(Default)]
 struct Shared {
     script: Mutex<HashMap<String, VecDeque<Answer>>>,
+    /// What a request gets once its method's script is used up; `None`:
+    /// what a healthy server would answer.
+    otherwise: Mutex<Option<Answer>>,
     received: Mutex<Vec<Received>>,
+    /// When the last answer carrying a message was sent.
+    last_message: Mutex<Option<Instant>>,
 }
 
 /// The fake server; it stops with the test's runtime.
@@ -168,9 +204,22 @@ impl FakeBigtable {
             .extend(answers);
     }
 
+    /// Answer every request whose method has no scripted answer left with
+    /// `answer` (admin calls included), instead of what a healthy server
+    /// would: `Answer::hang()` makes a server that never answers.
+    pub fn otherwise(&self, answer: Answer) {
+        *self.shared.otherwise.lock().unwrap() = Some(answer);
+    }
+
     /// Every request received so far, in order of arrival.
     pub fn received(&self) -> Vec<Received> {
         self.shared.received.lock().unwrap().clone()
+    }
+
+    /// When the server last sent an answer carrying a message (a row, a
+    /// sample, a table): a call's last sign of progress.
+    pub fn last_message(&self) -> Option<Instant> {
+        *self.shared.last_message.lock().unwrap()
     }
 
     /// The requests of `method` received so far.
@@ -182,8 +231,7 @@ impl FakeBigtable {
     }
 }
 
-type Body =
-    StreamBody<futures_util::stream::Iter<std::vec::IntoIter<Result<Frame<Bytes>, Infallible>>>>;
+type Body = StreamBody<futures_util::stream::BoxStream<'static, Result<Frame<Bytes>, Infallible>>>;
 
 async fn answer(shared: &Shared, request: Request<Incoming>) -> Response<Body> {
     let at = Instant::now();
@@ -212,8 +260,15 @@ async fn answer(shared: &Shared, request: Request<Incoming>) -> Response<Body> {
         .unwrap()
         .get_mut(&method)
         .and_then(VecDeque::pop_front)
+        .or_else(|| shared.otherwise.lock().unwrap().clone())
         .unwrap_or_else(|| healthy(&method, &body));
     tokio::time::sleep(scripted.delay).await;
+    if scripted.stall == Stall::BeforeHeaders {
+        std::future::pending::<()>().await;
+    }
+    if !scripted.messages.is_empty() {
+        *shared.last_message.lock().unwrap() = Some(Instant::now());
+    }
     let mut frames: Vec<Result<Frame<Bytes>, Infallible>> = Vec::new();
     for message in &scripted.messages {
         let mut frame = BytesMut::with_capacity(message.len() + 5);
@@ -243,16 +298,23 @@ async fn answer(shared: &Shared, request: Request<Incoming>) -> Response<Body> {
             value.parse().unwrap(),
         );
     }
-    frames.push(Ok(Frame::trailers(trailers)));
+    let frames = futures_util::stream::iter(frames);
+    let body = if scripted.stall == Stall::AfterMessages {
+        use futures_util::StreamExt as _;
+        frames.chain(futures_util::stream::pending()).boxed()
+    } else {
+        use futures_util::StreamExt as _;
+        frames
+            .chain(futures_util::stream::iter([Ok(Frame::trailers(trailers))]))
+            .boxed()
+    };
     let mut response = Response::builder()
         .status(200)
         .header("content-type", "application/grpc");
     for (name, value) in &scripted.headers {
         response = response.header(*name, value.as_str());
     }
-    response
-        .body(StreamBody::new(futures_util::stream::iter(frames)))
-        .unwrap()
+    response.body(StreamBody::new(body)).unwrap()
 }
 
 /// What a healthy server answers to `method` with `body` (framed).

@@ -1,9 +1,10 @@
 //! A TCP proxy on loopback (127.0.0.1 only) between the client and the
 //! emulator, for fault tests: it forwards bytes both ways and, when armed,
 //! resets connections at random points, swallows the answer to a request
-//! the emulator has already applied ("the response was lost"), or stops
-//! forwarding the server's answers while keeping the connection open (a
-//! server that never answers, a stream that stalls).
+//! the emulator has already applied ("the response was lost"), possibly to
+//! the n-th request exactly and with every later connection refused for a
+//! while, or stops forwarding the server's answers while keeping the
+//! connection open (a server that never answers, a stream that stalls).
 //!
 //! Faults are bounded in count and in time, and drawn from a seeded RNG so a
 //! failing run can be replayed with its seed.
@@ -50,6 +51,18 @@ pub enum Faults {
     /// pass at once): requests that reach the server late, after their
     /// deadline.
     Delay { by: Duration },
+    /// Lose the answer to the `nth` request sent from now on (1: the next
+    /// one), counted over every connection by the HTTP/2 `HEADERS` frames
+    /// clients send (one per gRPC request): stop forwarding the server's
+    /// answers on its connection, wait `hold` (the emulator applies the
+    /// request meanwhile), reset the connection; then reset every new
+    /// connection for `refuse_for`, so that the requests that follow (a
+    /// read that would settle what happened) fail too. Once.
+    LoseNthThenRefuse {
+        nth: u64,
+        hold: Duration,
+        refuse_for: Duration,
+    },
 }
 
 struct Shared {
@@ -62,6 +75,10 @@ struct Shared {
     client_bytes: AtomicU64,
     /// Bumped by every `arm`: open connections then plan again.
     generation: AtomicU64,
+    /// Requests (HTTP/2 `HEADERS` frames from clients) since the last `arm`.
+    requests: AtomicU64,
+    /// New connections are reset until then.
+    refuse_until: Mutex<Option<Instant>>,
 }
 
 /// The proxy; it stops with the test's runtime.
@@ -94,6 +111,8 @@ impl Proxy {
             connections: AtomicU64::new(0),
             client_bytes: AtomicU64::new(0),
             generation: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
+            refuse_until: Mutex::new(None),
         });
         let accept = shared.clone();
         tokio::spawn(async move {
@@ -118,6 +137,8 @@ impl Proxy {
             *self.shared.rng.lock().unwrap() = seed;
         }
         self.shared.resets.store(0, Ordering::SeqCst);
+        self.shared.requests.store(0, Ordering::SeqCst);
+        *self.shared.refuse_until.lock().unwrap() = None;
         *self.shared.faults.lock().unwrap() = faults;
         self.shared.generation.fetch_add(1, Ordering::SeqCst);
     }
@@ -163,6 +184,7 @@ enum Plan {
     LoseAfter(u64, Duration),
     StallAfter(u64),
     Delay(Duration),
+    LoseNth(u64, Duration, Duration),
 }
 
 impl Shared {
@@ -196,13 +218,21 @@ impl Shared {
             }
             Faults::Stall { after_bytes } => Plan::StallAfter(after_bytes),
             Faults::Delay { by } => Plan::Delay(by),
+            Faults::LoseNthThenRefuse {
+                nth,
+                hold,
+                refuse_for,
+            } => Plan::LoseNth(nth, hold, refuse_for),
         }
     }
 
     /// Whether one more fault is allowed now (and count it).
     fn take_fault(&self) -> bool {
         let (max, until) = match *self.faults.lock().unwrap() {
-            Faults::None | Faults::Stall { .. } | Faults::Delay { .. } => return false,
+            Faults::None
+            | Faults::Stall { .. }
+            | Faults::Delay { .. }
+            | Faults::LoseNthThenRefuse { .. } => return false,
             Faults::Reset {
                 max_resets, until, ..
             } => (max_resets, Some(until)),
@@ -218,8 +248,25 @@ impl Shared {
             .is_ok()
     }
 
+    /// Whether the one loss of a `LoseNthThenRefuse` is still to come (and
+    /// count it).
+    fn take_nth(&self) -> bool {
+        self.resets
+            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+
     async fn serve(&self, mut client: TcpStream) {
         self.connections.fetch_add(1, Ordering::SeqCst);
+        if self
+            .refuse_until
+            .lock()
+            .unwrap()
+            .is_some_and(|until| Instant::now() < until)
+        {
+            let _ = client.set_zero_linger();
+            return;
+        }
         let upstream = *self.upstream.lock().unwrap();
         let Ok(mut server) = TcpStream::connect(upstream).await else {
             // Nothing listens (the emulator is down): refuse by resetting.
@@ -239,6 +286,7 @@ impl Shared {
         let mut last = (0u64, 0u64);
         let (mut client_open, mut server_open) = (true, true);
         let mut swallowing: Option<Instant> = None;
+        let mut requests = RequestCounter::default();
         let (mut a, mut b) = (vec![0u8; 16 * 1024], vec![0u8; 16 * 1024]);
         while client_open || server_open {
             let hold_until =
@@ -247,9 +295,27 @@ impl Shared {
                 n = client.read(&mut a), if client_open => match n {
                     Ok(0) | Err(_) => { client_open = false; let _ = server.shutdown().await; }
                     Ok(n) => {
+                        // Bytes read after `arm` count under its faults.
+                        let now_generation = self.generation.load(Ordering::SeqCst);
+                        if now_generation != generation {
+                            generation = now_generation;
+                            plan = self.plan();
+                            (up, down) = (0, 0);
+                        }
                         up += n as u64;
                         self.client_bytes.fetch_add(n as u64, Ordering::SeqCst);
                         last = (n as u64, 0);
+                        let sent = requests.feed(&a[..n]);
+                        if sent > 0 {
+                            let before = self.requests.fetch_add(sent, Ordering::SeqCst);
+                            if let Plan::LoseNth(nth, hold, refuse_for) = plan {
+                                if swallowing.is_none() && before < nth && nth <= before + sent && self.take_nth() {
+                                    let now = Instant::now();
+                                    swallowing = Some(now + hold);
+                                    *self.refuse_until.lock().unwrap() = Some(now + hold + refuse_for);
+                                }
+                            }
+                        }
                         if server.write_all(&a[..n]).await.is_err() { break; }
                     }
                 },
@@ -276,7 +342,7 @@ impl Shared {
                 (up, down) = last;
             }
             match plan {
-                Plan::Pass | Plan::StallAfter(_) | Plan::Delay(_) => {}
+                Plan::Pass | Plan::StallAfter(_) | Plan::Delay(_) | Plan::LoseNth(..) => {}
                 Plan::ResetAfter(limit) => {
                     if up + down >= limit && self.take_fault() {
                         reset(&client, &server);
@@ -290,6 +356,62 @@ impl Shared {
                 }
             }
         }
+    }
+}
+
+/// Counts the requests a client sends on one HTTP/2 connection: its
+/// `HEADERS` frames, read from the frame headers after the connection
+/// preface (a gRPC client sends no trailers, so each starts a request).
+struct RequestCounter {
+    /// Bytes of the client's connection preface still to skip.
+    preface_left: usize,
+    /// The frame header being read.
+    header: Vec<u8>,
+    /// Bytes of the current frame's payload still to skip.
+    payload_left: usize,
+}
+
+impl Default for RequestCounter {
+    fn default() -> Self {
+        Self {
+            preface_left: b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".len(),
+            header: Vec::with_capacity(9),
+            payload_left: 0,
+        }
+    }
+}
+
+impl RequestCounter {
+    /// The requests that start in `bytes`, the next bytes the client sent.
+    fn feed(&mut self, mut bytes: &[u8]) -> u64 {
+        const HEADERS: u8 = 0x1;
+        let mut started = 0;
+        while !bytes.is_empty() {
+            let skip = if self.preface_left > 0 {
+                let n = self.preface_left.min(bytes.len());
+                self.preface_left -= n;
+                n
+            } else if self.payload_left > 0 {
+                let n = self.payload_left.min(bytes.len());
+                self.payload_left -= n;
+                n
+            } else {
+                let n = (9 - self.header.len()).min(bytes.len());
+                self.header.extend_from_slice(&bytes[..n]);
+                if self.header.len() == 9 {
+                    let h = &self.header;
+                    self.payload_left =
+                        (usize::from(h[0]) << 16) | (usize::from(h[1]) << 8) | usize::from(h[2]);
+                    if h[3] == HEADERS {
+                        started += 1;
+                    }
+                    self.header.clear();
+                }
+                n
+            };
+            bytes = &bytes[skip..];
+        }
+        started
     }
 }
 

@@ -1,6 +1,7 @@
-//! A stand-in for Google's token service: hands out one fixed access token
-//! and counts the scopes asked for, so a test can check that the bearer
-//! token a connection sends is the provider's.
+//! Stand-ins for Google's token service: one that hands out one fixed
+//! access token and counts the scopes asked for, so a test can check that
+//! the bearer token a connection sends is the provider's; one that never
+//! answers.
 
 use std::sync::{Arc, Mutex};
 
@@ -38,5 +39,19 @@ impl gcp_auth::TokenProvider for FixedToken {
 
     async fn project_id(&self) -> Result<Arc<str>, gcp_auth::Error> {
         Ok("test-project".into())
+    }
+}
+
+/// A token service that takes every request and never answers.
+pub struct NeverToken;
+
+#[async_trait::async_trait]
+impl gcp_auth::TokenProvider for NeverToken {
+    async fn token(&self, _scopes: &[&str]) -> Result<Arc<gcp_auth::Token>, gcp_auth::Error> {
+        std::future::pending().await
+    }
+
+    async fn project_id(&self) -> Result<Arc<str>, gcp_auth::Error> {
+        std::future::pending().await
     }
 }

@@ -31,6 +31,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::time::Instant;
 
 use crate::proto::{row_filter::Filter, ReadRowsRequest};
 use chrono::TimeDelta;
@@ -39,7 +40,7 @@ use futures_util::TryStreamExt as _;
 use crate::client::connection::AdminClient;
 use crate::client::connection::Connection;
 use crate::client::failure::status_error;
-use crate::client::read::read_rows;
+use crate::client::read::{read_rows, ReadOptions};
 use crate::client::retry::retryable_status;
 use crate::model::error::{Code as ErrorCode, Error, Result};
 use crate::model::filter::{chain, filter, only_family};
@@ -196,20 +197,22 @@ pub async fn ensure_schema(
     // read and our change: the loser's change fails as a whole with
     // ALREADY_EXISTS. Each round plans again from what is there now.
     const ROUNDS: usize = 5;
+    // Every request of the call, rounds included, within one deadline.
+    let deadline = conn.admin_retry().deadline_from_now();
     let mut table_created = false;
     let mut round = 0;
     loop {
         round += 1;
-        let live = match get_table(conn, table).await? {
+        let live = match get_table(conn, table, deadline).await? {
             Some(live) => live.column_families,
-            None => match create_table(conn, table).await? {
+            None => match create_table(conn, table, deadline).await? {
                 Created::Now => {
                     table_created = true;
                     HashMap::new()
                 }
                 // Someone else created it between our two calls.
                 Created::AlreadyThere => {
-                    get_table(conn, table)
+                    get_table(conn, table, deadline)
                         .await?
                         .ok_or_else(|| Error::TableNotFound {
                             table: table.to_owned(),
@@ -223,7 +226,7 @@ pub async fn ensure_schema(
         if report.families.is_empty() {
             return Ok(report);
         }
-        refuse_data_loss(conn, table, schema, &report, options).await?;
+        refuse_data_loss(conn, table, schema, &report, options, deadline).await?;
         let modifications = report
             .families
             .iter()
@@ -235,7 +238,7 @@ pub async fn ensure_schema(
                 )
             })
             .collect();
-        match modify_families(conn, table, modifications).await {
+        match modify_families(conn, table, modifications, deadline).await {
             Ok(()) => {
                 tracing::info!(table, changes = %report, "bigtable-ttl schema changed");
                 return Ok(report);
@@ -303,6 +306,7 @@ async fn refuse_data_loss(
     schema: &Schema,
     report: &SchemaReport,
     options: EnsureOptions,
+    deadline: Instant,
 ) -> Result<()> {
     if schema.policy.gc_max_age() > TimeDelta::seconds(1) {
         return Ok(());
@@ -315,7 +319,7 @@ async fn refuse_data_loss(
         return Ok(());
     }
     for change in report.families.iter().filter(|c| c.before.is_some()) {
-        if holds_cells(conn, table, &change.family).await? {
+        if holds_cells(conn, table, &change.family, deadline).await? {
             return Err(Error::WouldDeleteData {
                 table: table.to_owned(),
                 family: change.family.clone(),
@@ -345,18 +349,20 @@ pub(crate) fn set_rule(family: &str, create: bool, rule: GcRule) -> Modification
 }
 
 /// One `ModifyColumnFamilies` call on `table` (which also starts the
-/// emulator's garbage collection, see the module documentation).
+/// emulator's garbage collection, see the module documentation), by
+/// `deadline`.
 pub(crate) async fn modify_families(
     conn: &Connection,
     table: &str,
     modifications: Vec<Modification>,
+    deadline: Instant,
 ) -> Result<()> {
     let request = ModifyColumnFamiliesRequest {
         name: conn.table_path(table),
         modifications,
         ignore_warnings: false,
     };
-    admin_call(conn, table, request, |mut c, r| async move {
+    admin_call(conn, table, request, deadline, |mut c, r| async move {
         c.modify_column_families(r).await
     })
     .await?;
@@ -394,7 +400,8 @@ pub(crate) async fn verify_schema_families(
     table: &str,
     schema: &Schema,
 ) -> Result<Vec<String>> {
-    let live = get_table(conn, table)
+    let deadline = conn.admin_retry().deadline_from_now();
+    let live = get_table(conn, table, deadline)
         .await?
         .ok_or_else(|| Error::TableNotFound {
             table: table.to_owned(),
@@ -450,7 +457,17 @@ fn undeclared<V>(live: &HashMap<String, V>, schema: &Schema) -> Vec<String> {
 /// [`Error::TableNotFound`] when the table is missing; [`Error::Server`] when
 /// Bigtable rejects the request.
 pub async fn live_rules(conn: &Connection, table: &str) -> Result<BTreeMap<String, GcRule>> {
-    let live = get_table(conn, table)
+    live_rules_by(conn, table, conn.admin_retry().deadline_from_now()).await
+}
+
+/// [`live_rules`] by `deadline` (the admin policy's, or earlier: that of
+/// the call it is a step of).
+pub(crate) async fn live_rules_by(
+    conn: &Connection,
+    table: &str,
+    deadline: Instant,
+) -> Result<BTreeMap<String, GcRule>> {
+    let live = get_table(conn, table, deadline)
         .await?
         .ok_or_else(|| Error::TableNotFound {
             table: table.to_owned(),
@@ -463,12 +480,12 @@ pub async fn live_rules(conn: &Connection, table: &str) -> Result<BTreeMap<Strin
 }
 
 /// `GetTable` with the schema view; `None` when the table does not exist.
-async fn get_table(conn: &Connection, table: &str) -> Result<Option<Table>> {
+async fn get_table(conn: &Connection, table: &str, deadline: Instant) -> Result<Option<Table>> {
     let request = GetTableRequest {
         name: conn.table_path(table),
         view: View::SchemaView.into(),
     };
-    match admin_call(conn, table, request, |mut c, r| async move {
+    match admin_call(conn, table, request, deadline, |mut c, r| async move {
         c.get_table(r).await
     })
     .await
@@ -488,14 +505,14 @@ enum Created {
 }
 
 /// `CreateTable` without families (see the module documentation for why).
-async fn create_table(conn: &Connection, table: &str) -> Result<Created> {
+async fn create_table(conn: &Connection, table: &str, deadline: Instant) -> Result<Created> {
     let request = CreateTableRequest {
         parent: conn.instance_path(),
         table_id: table.to_owned(),
         table: Some(Table::default()),
         initial_splits: Vec::new(),
     };
-    let created = admin_call(conn, table, request, |mut c, r| async move {
+    let created = admin_call(conn, table, request, deadline, |mut c, r| async move {
         c.create_table(r).await
     })
     .await;
@@ -511,30 +528,57 @@ async fn create_table(conn: &Connection, table: &str) -> Result<Created> {
 }
 
 /// One admin call on `table`, each attempt bounded by the connection's
-/// admin [`RetryPolicy`] (a `grpc-timeout` the server sees, and a local
-/// timeout), retried while the status is worth it and the policy allows.
+/// admin [`RetryPolicy`](crate::retry::RetryPolicy) (a `grpc-timeout` the
+/// server sees, and a local timeout), retried while the status is worth it
+/// and the policy allows, all of it by `deadline` (the call's, of which
+/// this request is a step). Fetching the access token is part of the
+/// attempt: a token provider that does not answer in time times the
+/// attempt out like a server that does not.
 ///
 /// Retrying is safe for what this module sends: a `GetTable` reads; a
 /// `CreateTable` or `ModifyColumnFamilies` whose first attempt was applied
 /// answers `ALREADY_EXISTS` the second time, which [`ensure_schema`] takes
 /// as "someone did it" and plans again from the live table.
-async fn admin_call<M, T, F, Fut>(conn: &Connection, table: &str, message: M, send: F) -> Result<T>
+async fn admin_call<M, T, F, Fut>(
+    conn: &Connection,
+    table: &str,
+    message: M,
+    deadline: Instant,
+    send: F,
+) -> Result<T>
 where
     M: Clone,
     F: Fn(AdminClient, tonic::Request<M>) -> Fut,
     Fut: std::future::Future<Output = std::result::Result<tonic::Response<T>, tonic::Status>>,
 {
-    let mut budget = conn.admin_retry().start();
+    let mut budget = conn.admin_retry().start_within(Some(deadline));
     loop {
+        if budget.expired() {
+            let status = crate::wire::status::not_sent(
+                "no time left for the admin call before the deadline",
+            );
+            return Err(status_error(table, None, status, Some(&budget)));
+        }
         let timeout = budget.attempt_timeout();
-        let mut request = conn.admin_request(message.clone()).await?;
-        request.set_timeout(timeout);
-        let status = match tokio::time::timeout(timeout, send(conn.admin_client(), request)).await {
-            Ok(Ok(response)) => return Ok(response.into_inner()),
-            Ok(Err(status)) => status,
+        let until = tokio::time::Instant::now() + timeout;
+        let status = match tokio::time::timeout_at(until, conn.admin_request(message.clone())).await
+        {
             Err(_) => tonic::Status::deadline_exceeded(format!(
-                "no answer from the admin API within {timeout:?}"
+                "no access token for the admin API within {timeout:?}"
             )),
+            Ok(request) => {
+                let mut request = request?;
+                request.set_timeout(until.saturating_duration_since(tokio::time::Instant::now()));
+                match tokio::time::timeout_at(until, Box::pin(send(conn.admin_client(), request)))
+                    .await
+                {
+                    Ok(Ok(response)) => return Ok(response.into_inner()),
+                    Ok(Err(status)) => status,
+                    Err(_) => tonic::Status::deadline_exceeded(format!(
+                        "no answer from the admin API within {timeout:?}"
+                    )),
+                }
+            }
         };
         if !retryable_status(&status)
             || !budget
@@ -547,8 +591,14 @@ where
     }
 }
 
-/// Whether `family` holds any cell (expired or not): one row, one cell, no value.
-async fn holds_cells(conn: &Connection, table: &str, family: &str) -> Result<bool> {
+/// Whether `family` holds any cell (expired or not): one row, one cell, no
+/// value; read under the admin policy, by `deadline`.
+async fn holds_cells(
+    conn: &Connection,
+    table: &str,
+    family: &str,
+    deadline: Instant,
+) -> Result<bool> {
     let request = ReadRowsRequest {
         table_name: conn.table_path(table),
         rows_limit: 1,
@@ -559,7 +609,8 @@ async fn holds_cells(conn: &Connection, table: &str, family: &str) -> Result<boo
         ])),
         ..ReadRowsRequest::default()
     };
-    let rows: Vec<RawRow> = read_rows(conn.data_channel(), request)
+    let options = ReadOptions::default().with_retry(conn.admin_retry());
+    let rows: Vec<RawRow> = read_rows(conn.data_channel(), request, options, Some(deadline))
         .map_err(|e| e.into_error(table, None))
         .try_collect()
         .await?;

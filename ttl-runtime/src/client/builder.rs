@@ -270,7 +270,10 @@ impl ConnectionBuilder {
     /// [`RetryPolicy::attempt_timeout`]; in all:
     /// [`RetryPolicy::deadline`]); a table's own
     /// [`crate::Table::with_read_options`] or
-    /// [`crate::Table::with_write_options`] still overrides them.
+    /// [`crate::Table::with_write_options`] still overrides them. Also the
+    /// policy of the reads and writes of [`crate::ops`] and of
+    /// [`crate::data::RawTable`] handles (see [`crate::retry`] for which
+    /// policy governs which call).
     ///
     /// At least one attempt; the attempt timeout and the deadline from 1 ms
     /// to [`ConnectionBuilder::MAX_DURATION`] (24 h), the delays at most

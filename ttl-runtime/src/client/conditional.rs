@@ -9,8 +9,10 @@
 //! is never re-sent blindly (Google's clients do not retry it either). When
 //! the answer is lost, the row is read: a write whose cells are there, at
 //! their timestamps, was applied; an insert that finds neither its cells
-//! nor any live row was not, and is sent again; anything else is
-//! [`Error::OutcomeUnknown`].
+//! nor any live row was not, and is sent again; anything else, a read that
+//! fails or finds no time left included, is [`Error::OutcomeUnknown`].
+//! Every call keeps one deadline, its write policy's, for all its steps
+//! (see [`crate::retry`]).
 
 use chrono::{DateTime, Utc};
 
@@ -89,7 +91,8 @@ impl<T: BigtableRow> Table<T> {
         &self,
         builder: MutationBuilder<'_, T>,
     ) -> Result<Insert<T>> {
-        let call = self.insert_if_absent_untraced(builder);
+        let this = self.for_write_call();
+        let call = this.insert_if_absent_untraced(builder);
         telemetry::operation(self.name(), "insert_if_absent", |_| 1, call).await
     }
 
@@ -104,19 +107,29 @@ impl<T: BigtableRow> Table<T> {
             let checked = self
                 .check_and_mutate(&m.row_key, predicate, Vec::new(), m.mutations.clone())
                 .await?;
-            match checked {
+            let lost = match checked {
                 Checked::Answered(false) => return Ok(Insert::Inserted(written(&m, now)?)),
-                Checked::Answered(true) => {}
+                Checked::Answered(true) => None,
                 Checked::Unknown(status) => {
-                    if self.holds(&m).await? {
+                    if self.settle(&m, &status).await? {
                         return Ok(Insert::Inserted(written(&m, now)?));
                     }
                     tracing::debug!(table = %self.name(), %status, "an insert's answer was lost and its cells are not there");
+                    Some(status)
                 }
-            }
+            };
             // A live row held the key (or the lost attempt was not applied):
-            // that row, unless it has expired or gone since.
-            if let Some(live) = self.live_row(&m.row_key).await? {
+            // that row, unless it has expired or gone since. After a lost
+            // answer, only this read can show the insert was not applied.
+            let live = match (self.live_row(&m.row_key).await, lost) {
+                (Ok(live), _) => live,
+                (Err(e), None) => return Err(e),
+                (Err(e), Some(status)) => {
+                    tracing::debug!(table = %self.name(), error = %e, "the read settling a lost insert failed");
+                    return Err(self.outcome_unknown(m.row_key, status));
+                }
+            };
+            if let Some(live) = live {
                 return Ok(Insert::Exists(live));
             }
         }
@@ -175,17 +188,18 @@ impl<T: BigtableRow> Table<T> {
             "put_if",
             |w| u64::from(w.is_some()),
             async move {
+                let this = self.for_write_call();
                 let now = self.clock().now();
                 let m = builder.build_checked(self.name(), now)?;
                 let predicate = condition.predicate(now)?;
-                let checked = self
+                let checked = this
                     .check_and_mutate(&m.row_key, predicate, m.mutations.clone(), Vec::new())
                     .await?;
                 match checked {
                     Checked::Answered(true) => Ok(Some(written(&m, now)?)),
                     Checked::Answered(false) => Ok(None),
                     Checked::Unknown(status) => {
-                        if self.holds(&m).await? {
+                        if this.settle(&m, &status).await? {
                             Ok(Some(written(&m, now)?))
                         } else {
                             Err(self.outcome_unknown(m.row_key, status))
@@ -218,6 +232,7 @@ impl<T: BigtableRow> Table<T> {
                 let row_key = self.row_key(key)?;
                 let predicate = condition.predicate(self.clock().now())?;
                 match self
+                    .for_write_call()
                     .check_and_mutate(&row_key, predicate, vec![delete_row()], Vec::new())
                     .await?
                 {
@@ -267,7 +282,9 @@ impl<T: BigtableRow> Table<T> {
     /// value, and no cell in a column `m` only deletes: the write was
     /// applied (and not replaced since).
     pub(crate) async fn holds(&self, m: &RowMutation) -> Result<bool> {
-        let rows = self.raw_rows(Scan::keys([m.row_key.as_slice()])).await?;
+        let rows = self
+            .raw_rows(Scan::keys([m.row_key.as_slice()]).limit(1))
+            .await?;
         let cells: Vec<_> = rows.into_iter().flat_map(|(_, cells)| cells).collect();
         let sets = |family: &str, qualifier: &[u8]| {
             m.mutations.iter().any(|other| {
@@ -296,12 +313,25 @@ impl<T: BigtableRow> Table<T> {
         }))
     }
 
-    /// The live row under `row_key`, read now.
-    async fn live_row(&self, row_key: &[u8]) -> Result<Option<Expiring<T>>> {
-        Ok(self.scan(Scan::keys([row_key])).await?.pop())
+    /// After a conditional write `m` whose answer was lost (`lost`):
+    /// whether the row shows it applied ([`Table::holds`]). A read that
+    /// fails, whatever its error (no time left for it included), settles
+    /// nothing: [`Error::OutcomeUnknown`], never the read's own error.
+    pub(crate) async fn settle(&self, m: &RowMutation, lost: &tonic::Status) -> Result<bool> {
+        self.holds(m).await.map_err(|e| {
+            tracing::debug!(table = %self.name(), error = %e, "the read settling a lost conditional write failed");
+            self.outcome_unknown(m.row_key.clone(), lost.clone())
+        })
     }
 
-    fn outcome_unknown(&self, row_key: Vec<u8>, status: tonic::Status) -> Error {
+    /// The live row under `row_key`, read now.
+    async fn live_row(&self, row_key: &[u8]) -> Result<Option<Expiring<T>>> {
+        Ok(self.scan(Scan::keys([row_key]).limit(1)).await?.pop())
+    }
+
+    /// [`Error::OutcomeUnknown`] for the row `row_key`, the answer lost
+    /// being `status`.
+    pub(crate) fn outcome_unknown(&self, row_key: Vec<u8>, status: tonic::Status) -> Error {
         Error::OutcomeUnknown {
             table: self.name().to_owned(),
             row_key,

@@ -101,7 +101,10 @@ impl<T: BigtableRow> Table<T> {
         by: i64,
         expiry: Expiry,
     ) -> Result<Counted> {
-        let call = self.increment_untraced(key, counter, by, expiry);
+        // Every step (the read, the new window, the increment, a recount
+        // and the read settling it) within one deadline.
+        let this = self.for_write_call();
+        let call = this.increment_untraced(key, counter, by, expiry);
         telemetry::operation(self.name(), "increment", |_| 1, call).await
     }
 
@@ -144,7 +147,11 @@ impl<T: BigtableRow> Table<T> {
                     marked,
                 } => {
                     if !marked {
-                        self.mark_window(&row_key, counter, counter_ts).await?;
+                        // Counted: whatever becomes of the mark, the call
+                        // succeeded.
+                        if let Err(e) = self.mark_window(&row_key, counter, counter_ts).await {
+                            tracing::debug!(table = %self.name(), error = %e, "a counter's window mark was not written");
+                        }
                     }
                     return Ok(counted);
                 }
@@ -214,11 +221,7 @@ impl<T: BigtableRow> Table<T> {
                 self.clock().now(),
             ),
             Err(status) if crate::client::conditional::outcome_unknown(&status) => {
-                Err(Error::OutcomeUnknown {
-                    table: self.name().to_owned(),
-                    row_key: row_key.to_vec(),
-                    source: Box::new(crate::wire::status::cause(status)),
-                })
+                Err(self.outcome_unknown(row_key.to_vec(), status))
             }
             Err(status) => Err(status_error(
                 self.name(),
@@ -329,14 +332,10 @@ impl<T: BigtableRow> Table<T> {
             Checked::Answered(false) => Ok(None),
             // Not re-sent: it may have been applied and counted on since.
             Checked::Unknown(status) => {
-                if self.holds(&m).await? {
+                if self.settle(&m, &status).await? {
                     Ok(Some(counted))
                 } else {
-                    Err(Error::OutcomeUnknown {
-                        table: self.name().to_owned(),
-                        row_key: row_key.to_vec(),
-                        source: Box::new(crate::wire::status::cause(status)),
-                    })
+                    Err(self.outcome_unknown(row_key.to_vec(), status))
                 }
             }
         }

@@ -110,7 +110,10 @@ impl<T: BigtableRow> Table<T> {
                     return Ok(Some(written));
                 }
                 let predicate = live_row(T::SCHEMA, now);
-                match self
+                // The write and the read that settles a lost answer, within
+                // one deadline.
+                let this = self.for_write_call();
+                match this
                     .check_and_mutate(&m.row_key, predicate, m.mutations.clone(), Vec::new())
                     .await?
                 {
@@ -119,14 +122,10 @@ impl<T: BigtableRow> Table<T> {
                     // Not re-sent: the entry may have been written and then
                     // removed or replaced by another writer since.
                     Checked::Unknown(status) => {
-                        if self.holds(&m).await? {
+                        if this.settle(&m, &status).await? {
                             Ok(Some(written))
                         } else {
-                            Err(Error::OutcomeUnknown {
-                                table: self.name().to_owned(),
-                                row_key: m.row_key,
-                                source: Box::new(crate::wire::status::cause(status)),
-                            })
+                            Err(self.outcome_unknown(m.row_key, status))
                         }
                     }
                 }
@@ -177,7 +176,7 @@ impl<T: BigtableRow> Table<T> {
             let row_key = self.row_key(key)?;
             let now = self.clock().now();
             let request = self.read_request(
-                Scan::keys([row_key.as_slice()]),
+                Scan::keys([row_key.as_slice()]).limit(1),
                 Some(self.read_filter(now)),
             );
             let rows: Vec<MergedRow> = self.raw_stream(request).try_collect().await?;

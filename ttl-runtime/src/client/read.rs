@@ -157,6 +157,9 @@ struct ReadState {
     options: ReadOptions,
     /// Attempts, delays and deadline since the last row received.
     budget: Budget,
+    /// The deadline of the call this read is a step of: rows do not renew
+    /// the budget past it.
+    cap: Option<Instant>,
     counters: Arc<ReadCounters>,
     started: Instant,
     /// Rows delivered and their bytes, for the metrics when the read ends.
@@ -226,7 +229,7 @@ impl ReadState {
 
     /// Rows came in: the next break starts a fresh budget.
     fn progressed(&mut self) {
-        self.budget = self.options.retry.start();
+        self.budget = self.options.retry.start_within(self.cap);
     }
 
     /// How long the next response may take: the rest of the first-response
@@ -275,6 +278,11 @@ impl ReadState {
     /// Send the next attempt's request; the response's headers must come
     /// within the attempt's timeout.
     async fn start_attempt(&mut self, request: ReadRowsRequest) -> Result<(), ReadError> {
+        if self.budget.expired() {
+            return Err(ReadError::Status(crate::wire::status::not_sent(
+                "no time left for ReadRows before the deadline",
+            )));
+        }
         let timeout = self.budget.attempt_timeout();
         self.first_response_by = Some(Instant::now() + timeout);
         match tokio::time::timeout(timeout, self.channel.read_rows(request, &mut self.cookies))
@@ -325,26 +333,30 @@ impl ReadState {
 }
 
 /// The rows `request` reads, merged, as a stream; lazily sent on first poll;
-/// resumed after a break under [`ReadOptions::default`] (see
-/// [`read_rows_with`]).
+/// resumed after a break under `options` (see [`read_rows_with`]).
 pub(crate) fn read_rows(
     channel: DataChannel,
     request: ReadRowsRequest,
+    options: ReadOptions,
+    cap: Option<Instant>,
 ) -> impl Stream<Item = Result<RawRow, ReadFailure>> + Send + 'static {
     use futures_util::TryStreamExt as _;
-    read_rows_with(channel, request, ReadOptions::default(), Arc::default())
+    read_rows_with(channel, request, options, Arc::default(), cap)
         .map_ok(|(key, cells)| (key, cells.into_iter().map(RawCell::from).collect()))
 }
 
 /// The rows `request` reads, merged, as a stream; lazily sent on first poll.
 /// Every wait is bounded and a stream that breaks, stalls or does not answer
 /// is resumed after the last row it committed, as [`ReadOptions`] says; each
-/// resume is counted in `counters`.
+/// resume is counted in `counters`. Within `cap`, the deadline of the call
+/// the read is a step of, when there is one: rows renew the budget up to
+/// it, never past it.
 pub(crate) fn read_rows_with(
     channel: DataChannel,
     request: ReadRowsRequest,
     options: ReadOptions,
     counters: Arc<ReadCounters>,
+    cap: Option<Instant>,
 ) -> impl Stream<Item = Result<MergedRow, ReadFailure>> + Send + 'static {
     let state = ReadState {
         channel,
@@ -357,7 +369,8 @@ pub(crate) fn read_rows_with(
         ready: VecDeque::new(),
         done: false,
         options,
-        budget: options.retry.start(),
+        budget: options.retry.start_within(cap),
+        cap,
         counters,
         started: Instant::now(),
         rows_read: 0,

@@ -33,6 +33,34 @@
 //!
 //! Delays grow exponentially with jitter ([`backon`]'s
 //! `ExponentialBuilder`), and an overall deadline bounds the whole effort.
+//!
+//! # Which policy governs which call
+//!
+//! Every call ends by the deadline of the policy that governs it, whatever
+//! the server does (answers nothing, sends headers and stops, answers
+//! slowly): the attempt under way when the deadline comes is cut there,
+//! not allowed its whole [`RetryPolicy::attempt_timeout`], and no attempt
+//! starts after it. Fetching an access token (on Cloud Bigtable) is part
+//! of the attempt: it counts against the attempt timeout and the deadline.
+//!
+//! | calls | policy | its deadline bounds |
+//! |---|---|---|
+//! | `Table::get`, `entries`; `RawTable::read_row`; `split_scan`, `sample_row_keys`, `ops::key_samples`, `ops::plan_parts` | the read options' ([`Table::with_read_options`](crate::Table::with_read_options), [`RawTable::with_read_options`](crate::data::RawTable::with_read_options)) | the whole call |
+//! | `Table::scan`, `stream`, `raw_rows`, `scan_parallel`; `RawTable::read_rows` | the read options' | the time without a row: every row received renews it (each part of a parallel scan on its own) |
+//! | `Table::put`, `put_with`, `delete`, `remove_entry`, `put_entry` in a struct without required fields; `RawTable::mutate_row`, `mutate_rows` | the write policy ([`Table::with_write_options`](crate::Table::with_write_options), [`RawTable::with_write_retry`](crate::data::RawTable::with_write_retry)) | the whole call |
+//! | `Table::put_all`, `put_all_with`, `writer()` | the write policy | each request, and the time the write goes without an answer: a request that would start later than the deadline after the last answer (or after the write got busy) is not sent, its rows reported failed |
+//! | conditional and multi-step calls: `insert_if_absent`, `put_if`, `delete_if`, `put_entry` (in a struct with a required field), `increment`, `update().apply()`, `retime`, `touch`, `set_ttl`, `shift_expiry`; `RawTable::check_and_mutate_row`, `read_modify_write_row` | the write policy | **the whole call, every step together**: its reads (each attempt within the read options' attempt timeout), its conditional writes and increments (each within the write policy's attempt timeout), the read that settles a lost answer, every round |
+//! | `Table::ensure_schema`, `verify_schema`; `admin::ensure_schema`, `verify_schema`, `live_rules` | the connection's admin policy ([`ConnectionBuilder::admin_retry`](crate::ConnectionBuilder::admin_retry)) | the whole call, every request of it together (the read `ensure_schema` makes to see whether a family holds data included) |
+//! | `ops::inspect` | the connection's policy ([`ConnectionBuilder::retry`](crate::ConnectionBuilder::retry)) | the whole call (its admin request also within the admin policy's) |
+//! | `ops::audit`, `apply`, `expiries`, `migrate`, `verify`, `verify_part`, `raw_rows` | admin requests: the admin policy; reads and writes: the connection's policy | each admin request; each read the time without a row; each batch of `migrate`'s writes |
+//!
+//! A conditional call is never re-sent: when its answer is lost, the row
+//! is read to settle what happened, within the same deadline; when that
+//! read does not show it applied (or fails, or no time is left for it),
+//! the call ends with [`Error::OutcomeUnknown`](crate::Error::OutcomeUnknown),
+//! never with the error of a later step. A call that ran out of time
+//! before sending its conditional write sends nothing and fails with
+//! `DEADLINE_EXCEEDED`.
 
 use std::error::Error as _;
 use std::time::{Duration, Instant};
@@ -67,7 +95,12 @@ pub struct RetryPolicy {
     /// outcome counts as unknown (retried).
     pub attempt_timeout: Duration,
     /// The most time all attempts of one request (one batch of a write, one
-    /// read) may take together, delays included. No retry starts after it.
+    /// read) may take together, delays included: the attempt under way is
+    /// cut there, and no retry starts after it. A call of several steps (a
+    /// conditional write and the read settling it, an `update`'s rounds)
+    /// keeps one such deadline for all of them; a scan's is renewed by
+    /// every row. The [module documentation](self) says which policy
+    /// governs which call.
     pub deadline: Duration,
 }
 
@@ -139,6 +172,12 @@ impl RetryPolicy {
             .build()
     }
 
+    /// The instant a call starting now must end by: now plus the deadline
+    /// (far in the future for a deadline no instant can hold).
+    pub(crate) fn deadline_from_now(&self) -> Instant {
+        deadline_after(Instant::now(), self.deadline)
+    }
+
     /// A fresh retry budget, starting now, its first attempt under way.
     pub(crate) fn start(&self) -> Budget {
         self.start_within(None)
@@ -148,10 +187,7 @@ impl RetryPolicy {
     /// operation's overall deadline, for a step of it).
     pub(crate) fn start_within(&self, cap: Option<Instant>) -> Budget {
         let started = Instant::now();
-        // A deadline past what an instant can hold is no deadline.
-        let own = started
-            .checked_add(self.deadline)
-            .unwrap_or_else(|| started + FAR_FUTURE);
+        let own = deadline_after(started, self.deadline);
         Budget {
             delays: Box::new(self.delays()),
             deadline: cap.map_or(own, |cap| cap.min(own)),
@@ -166,6 +202,14 @@ impl RetryPolicy {
 /// Thirty years: later than any deadline a policy means, and still an
 /// instant (`Duration::MAX` from now is not one).
 const FAR_FUTURE: Duration = Duration::from_secs(30 * 365 * 24 * 60 * 60);
+
+/// `start + deadline`; a deadline past what an instant can hold is no
+/// deadline.
+pub(crate) fn deadline_after(start: Instant, deadline: Duration) -> Instant {
+    start
+        .checked_add(deadline)
+        .unwrap_or_else(|| start + FAR_FUTURE)
+}
 
 /// The attempts left for one request, and what was spent so far (for the
 /// error that ends it).
@@ -226,6 +270,11 @@ impl Budget {
         telemetry::attempt_started();
         self.attempts += 1;
         true
+    }
+
+    /// Whether the deadline has passed: nothing more may be sent.
+    pub(crate) fn expired(&self) -> bool {
+        Instant::now() >= self.deadline
     }
 
     /// Attempts started so far, the first included.
@@ -349,6 +398,9 @@ mod tests {
         let budget = RetryPolicy::default().start_within(Some(cap));
         assert_eq!(budget.deadline, cap);
         assert!(budget.attempt_timeout() <= Duration::from_millis(10));
+        assert!(!budget.expired());
+        let passed = RetryPolicy::default().start_within(Some(Instant::now()));
+        assert!(passed.expired());
     }
 
     #[test]

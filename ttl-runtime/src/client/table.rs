@@ -10,6 +10,7 @@
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::proto::{Mutation, ReadRowsRequest, RowFilter};
 use chrono::{DateTime, Utc};
@@ -90,6 +91,9 @@ pub struct Table<T> {
     /// handle or a clone) to hold no family but `T`'s: reads need not select
     /// families ([`crate::model::filter::read_filter_sole_families`]).
     sole_families: Arc<AtomicBool>,
+    /// The deadline of the call whose steps this handle makes (one made by
+    /// [`Table::until`]); `None` on every handle a user holds.
+    deadline: Option<Instant>,
     _row: PhantomData<fn() -> T>,
 }
 
@@ -103,6 +107,7 @@ impl<T> Clone for Table<T> {
             read: self.read,
             read_counters: self.read_counters.clone(),
             sole_families: self.sole_families.clone(),
+            deadline: self.deadline,
             _row: PhantomData,
         }
     }
@@ -163,12 +168,16 @@ impl<T: BigtableRow> Table<T> {
             read: ReadOptions::default().with_retry(retry),
             read_counters: Arc::default(),
             sole_families: Arc::default(),
+            deadline: None,
             _row: PhantomData,
         }
     }
 
     /// The same handle with these batching and retry settings for writes
-    /// ([`Table::put`], [`Table::put_all`], [`Table::writer`], [`Table::delete`]).
+    /// ([`Table::put`], [`Table::put_all`], [`Table::writer`],
+    /// [`Table::delete`]); its policy's deadline also bounds each
+    /// conditional or multi-step write as a whole (`insert_if_absent`,
+    /// `put_if`, `update`, `increment`, …: see [`crate::retry`]).
     #[must_use]
     pub fn with_write_options(mut self, options: WriteOptions) -> Self {
         self.write = options;
@@ -273,6 +282,27 @@ impl<T: BigtableRow> Table<T> {
     /// The timeouts and retries of reads.
     pub(crate) fn read_options(&self) -> &ReadOptions {
         &self.read
+    }
+
+    /// This handle for the steps of one call that must all end by
+    /// `deadline` (or by the deadline it already has, when earlier): every
+    /// request it makes, reads, conditional writes and re-reads alike, is
+    /// cut there.
+    pub(crate) fn until(&self, deadline: Instant) -> Self {
+        let mut call = self.clone();
+        call.deadline = Some(self.deadline.map_or(deadline, |d| d.min(deadline)));
+        call
+    }
+
+    /// This handle for one call governed by the write policy, from now
+    /// (conditional and multi-step writes; see [`crate::retry`]).
+    pub(crate) fn for_write_call(&self) -> Self {
+        self.until(self.write.retry.deadline_from_now())
+    }
+
+    /// This handle for one call governed by the read options, from now.
+    pub(crate) fn for_read_call(&self) -> Self {
+        self.until(self.read.retry.deadline_from_now())
     }
 
     // ----- writes -------------------------------------------------------
@@ -474,6 +504,7 @@ impl<T: BigtableRow> Table<T> {
             .with_read_options(*self.read_options())
             .with_write_retry(self.write.retry)
             .with_counters(self.read_counters.clone())
+            .within(self.deadline)
     }
 
     // ----- schema --------------------------------------------------------
@@ -570,7 +601,10 @@ impl<T: BigtableRow> Table<T> {
             |row: &Option<_>| u64::from(row.is_some()),
             async {
                 let row_key = self.row_key(key)?;
+                // The row, and the re-reads a row torn or partly expired
+                // needs, within one deadline.
                 let mut rows: Vec<Expiring<T>> = self
+                    .for_read_call()
                     .stream_at(Scan::keys([row_key]).limit(1), self.clock.now())
                     .try_collect()
                     .await?;
@@ -748,7 +782,7 @@ impl<T: BigtableRow> Table<T> {
 
     /// Row `key` read and judged at `now`.
     async fn read_row_at(&self, key: &[u8], now: DateTime<Utc>) -> Result<Decoded<T>> {
-        let request = self.read_request(Scan::keys([key]), Some(self.read_filter(now)));
+        let request = self.read_request(Scan::keys([key]).limit(1), Some(self.read_filter(now)));
         let rows: Vec<MergedRow> = self.raw_stream(request).try_collect().await?;
         let Some((row_key, cells)) = rows.into_iter().next() else {
             return Ok(Decoded::Absent);
@@ -766,7 +800,7 @@ impl<T: BigtableRow> Table<T> {
         qualifier: &str,
     ) -> Result<Option<i64>> {
         let filter = column_newest_stripped(family, qualifier.as_bytes());
-        let request = self.read_request(Scan::keys([key]), Some(filter));
+        let request = self.read_request(Scan::keys([key]).limit(1), Some(filter));
         let rows: Vec<MergedRow> = self.raw_stream(request).try_collect().await?;
         Ok(rows
             .into_iter()

@@ -11,10 +11,17 @@
 //! A row whose request failed or timed out without an answer for it has an
 //! unknown outcome: it is re-sent (safe, the write is idempotent) and, if the
 //! retries run out, reported failed (it may or may not be stored).
+//!
+//! Each request retries within the write policy's deadline, and no request
+//! starts later than that deadline after the server's last answer (or after
+//! the writer started sending with nothing in flight): against a server
+//! that stopped answering, a bulk write ends one deadline later, every row
+//! not sent reported failed, however many requests were left.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::proto::mutate_rows_request::Entry;
 use tokio::task::JoinSet;
@@ -22,7 +29,7 @@ use tokio::task::JoinSet;
 use crate::client::connection::Connection;
 pub use crate::client::data::WriteStats;
 use crate::client::data::{bump, send_batch, BatchReport, Unwritten, WriteCounters};
-use crate::client::retry::{status_text, RetryPolicy};
+use crate::client::retry::{deadline_after, status_text, RetryPolicy};
 use crate::client::telemetry;
 use crate::model::clock::Clock;
 use crate::model::error::{Error, FailedRow, Result};
@@ -135,7 +142,7 @@ pub(crate) async fn write_entries(
         conn.data_channel(),
         conn.table_path(table).into(),
         batch.clone(),
-        policy,
+        policy.start(),
         Arc::default(),
     )
     .await;
@@ -203,6 +210,10 @@ pub struct BulkWriter<T> {
     failed: Vec<FailedRow>,
     /// Set once a request failed with a final error: later rows are not sent.
     stopped: Option<tonic::Status>,
+    /// When the server last answered a request of this writer, or the
+    /// writer last started sending with nothing in flight: no request
+    /// starts later than the write policy's deadline after it.
+    progress_at: Instant,
     counters: Arc<WriteCounters>,
     /// The writer's own operation (span and metrics), from
     /// [`crate::Table::writer`]; `None` inside another operation
@@ -241,6 +252,7 @@ impl<T: BigtableRow> BulkWriter<T> {
             written: 0,
             failed: Vec::new(),
             stopped: None,
+            progress_at: Instant::now(),
             counters: Arc::new(WriteCounters::default()),
             operation: None,
         }
@@ -336,9 +348,23 @@ impl<T: BigtableRow> BulkWriter<T> {
                 .extend(batch.keys().map(|k| FailedRow::new(k, None, why.clone())));
             return;
         }
+        // What has finished counts now: a writer with nothing in flight
+        // starts its progress clock afresh (the time it sat idle, between
+        // two sends, is not a stall).
+        while let Some(joined) = self.tasks.try_join_next_with_id() {
+            self.take_in(joined);
+        }
+        if self.tasks.is_empty() {
+            self.progress_at = Instant::now();
+        }
         while self.tasks.len() >= self.options.max_in_flight.max(1) {
             self.reap_one().await;
         }
+        // No request starts later than the policy's deadline after the
+        // last answer: against a server that stopped answering, the write
+        // ends one deadline after it did, however many requests are left.
+        let deadline = deadline_after(self.progress_at, self.options.retry.deadline);
+        let budget = self.options.retry.start_within(Some(deadline));
         let batch = Arc::new(batch);
         // The request counts in the writer's operation, or in the one
         // (and span) that sent it.
@@ -348,7 +374,7 @@ impl<T: BigtableRow> BulkWriter<T> {
                 self.channel.clone(),
                 self.table_path.clone(),
                 batch.clone(),
-                self.options.retry,
+                budget,
                 self.counters.clone(),
             ),
         ));
@@ -357,9 +383,16 @@ impl<T: BigtableRow> BulkWriter<T> {
 
     /// Wait for one request in flight and take in its outcome.
     async fn reap_one(&mut self) {
-        let Some(joined) = self.tasks.join_next_with_id().await else {
-            return;
-        };
+        if let Some(joined) = self.tasks.join_next_with_id().await {
+            self.take_in(joined);
+        }
+    }
+
+    /// Take in the outcome of a request that finished.
+    fn take_in(
+        &mut self,
+        joined: std::result::Result<(tokio::task::Id, BatchReport), tokio::task::JoinError>,
+    ) {
         match joined {
             Ok((id, report)) => {
                 let batch = self.in_flight.remove(&id).unwrap_or_default();
@@ -367,8 +400,12 @@ impl<T: BigtableRow> BulkWriter<T> {
                     written,
                     failed,
                     fatal,
+                    answered,
                     ..
                 } = report;
+                if answered {
+                    self.progress_at = Instant::now();
+                }
                 if let (Some(why), None) = (&fatal, &self.stopped) {
                     self.stopped = Some(why.clone());
                 }

@@ -168,7 +168,8 @@ pub async fn apply(
     })
 }
 
-/// `ModifyColumnFamilies` creating or updating one family with `rule`.
+/// `ModifyColumnFamilies` creating or updating one family with `rule`,
+/// within the admin policy.
 pub(crate) async fn set_gc_rule(
     conn: &Connection,
     table: &str,
@@ -176,5 +177,6 @@ pub(crate) async fn set_gc_rule(
     create: bool,
     rule: GcRule,
 ) -> Result<()> {
-    modify_families(conn, table, vec![set_rule(family, create, rule)]).await
+    let deadline = conn.admin_retry().deadline_from_now();
+    modify_families(conn, table, vec![set_rule(family, create, rule)], deadline).await
 }

@@ -9,9 +9,9 @@ use crate::model::filter::only_family;
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::TryStreamExt as _;
 
-use crate::client::admin::live_rules;
+use crate::client::admin::live_rules_by;
 use crate::client::connection::Connection;
-use crate::client::read::read_rows;
+use crate::client::read::{read_rows, ReadOptions};
 use crate::model::codec::CellCodec;
 use crate::model::error::Result;
 use crate::model::gc_rule::{policy_from_rule, proto::GcRule};
@@ -215,7 +215,10 @@ pub async fn inspect(conn: &Connection, request: &InspectRequest) -> Result<RowI
         now,
     } = request;
     let (family, now) = (family.as_deref(), *now);
-    let families: BTreeMap<String, FamilyPolicy> = live_rules(conn, table)
+    // One deadline for the call: the connection's policy's.
+    // (Its admin request also within the admin policy's.)
+    let deadline = conn.retry().deadline_from_now();
+    let families: BTreeMap<String, FamilyPolicy> = live_rules_by(conn, table, deadline)
         .await?
         .into_iter()
         .map(|(name, rule)| {
@@ -233,10 +236,12 @@ pub async fn inspect(conn: &Connection, request: &InspectRequest) -> Result<RowI
         rows_limit: 1,
         ..ReadRowsRequest::default()
     };
-    let rows: Vec<(Vec<u8>, Vec<RawCell>)> = read_rows(conn.data_channel(), request)
-        .map_err(|e| e.into_error(table, Some(row_key.clone())))
-        .try_collect()
-        .await?;
+    let options = ReadOptions::default().with_retry(conn.retry());
+    let rows: Vec<(Vec<u8>, Vec<RawCell>)> =
+        read_rows(conn.data_channel(), request, options, Some(deadline))
+            .map_err(|e| e.into_error(table, Some(row_key.clone())))
+            .try_collect()
+            .await?;
     let cells = rows.into_iter().next().map(|(_, c)| c).unwrap_or_default();
     Ok(RowInspection {
         table: table.to_owned(),

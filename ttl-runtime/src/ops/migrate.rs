@@ -9,7 +9,6 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::client::admin::live_rules;
 use crate::client::connection::Connection;
-use crate::client::retry::RetryPolicy;
 use crate::client::writer::write_entries;
 use crate::model::clock::Clock;
 use crate::model::codec::CellCodec;
@@ -548,7 +547,7 @@ pub async fn migrate(
             }
             last = Some(key);
         }
-        write_entries(conn, &plan.table, entries, RetryPolicy::default()).await?;
+        write_entries(conn, &plan.table, entries, conn.retry()).await?;
         checkpoint.last_row_key = last;
         if on_batch(&checkpoint).is_break() {
             return Ok(MigrateStatus::Stopped(checkpoint));

@@ -4,7 +4,7 @@
 use futures_util::TryStreamExt as _;
 
 use crate::client::connection::Connection;
-use crate::client::read::read_rows;
+use crate::client::read::{read_rows, ReadOptions};
 use crate::model::error::Result;
 use crate::model::scan::{RawCell, Scan};
 
@@ -12,7 +12,8 @@ use crate::model::scan::{RawCell, Scan};
 /// **unfiltered**: all versions of every family, expired or not, until
 /// garbage collection removes them ([`crate::Table::raw_rows`] for a typed
 /// table). Rows in key order, cells in the server's order (family,
-/// qualifier, newest first).
+/// qualifier, newest first). Read under the connection's policy
+/// ([`Connection::retry`]), its deadline the time without a row.
 ///
 /// ```no_run
 /// # async fn run(conn: &bigtable_ttl::Connection) -> bigtable_ttl::Result<()> {
@@ -35,7 +36,8 @@ pub async fn raw_rows(
     let Some(request) = scan.into_request(conn.table_path(table))? else {
         return Ok(Vec::new());
     };
-    read_rows(conn.data_channel(), request)
+    let options = ReadOptions::default().with_retry(conn.retry());
+    read_rows(conn.data_channel(), request, options, None)
         .map_err(|e| e.into_error(table, None))
         .try_collect()
         .await

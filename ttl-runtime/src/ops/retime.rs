@@ -322,11 +322,39 @@ impl<T: BigtableRow> Table<T> {
     /// keeps a second try from restoring values older than a write in
     /// between). `applied` makes the answer from what was written, the
     /// plan's context and the round's now.
+    ///
+    /// Every round keeps the one deadline of the call (the write policy's).
+    /// Once an answer was lost and not settled, the call cannot end with an
+    /// error of a later step: that lost write may have been applied, so it
+    /// ends with [`Error::OutcomeUnknown`] instead.
     pub(crate) async fn rewrite_unchanged<'p, R, C>(
+        &self,
+        row_key: &[u8],
+        plan: impl FnMut(&RowCells<'_>, DateTime<Utc>) -> Result<Round<'p, R, C>>,
+        applied: impl FnOnce(RowMutation, C, DateTime<Utc>) -> Result<R>,
+    ) -> Result<R> {
+        let mut lost = None;
+        let outcome = self
+            .for_write_call()
+            .rewrite_rounds(row_key, plan, applied, &mut lost)
+            .await;
+        match (outcome, lost) {
+            (Err(e), Some(status)) if !matches!(e, Error::OutcomeUnknown { .. }) => {
+                tracing::debug!(table = %self.name(), error = %e, "a rewrite whose answer was lost ended without settling it");
+                Err(self.outcome_unknown(row_key.to_vec(), status))
+            }
+            (outcome, _) => outcome,
+        }
+    }
+
+    /// The rounds of [`Table::rewrite_unchanged`]; `lost` keeps the last
+    /// answer lost and not settled.
+    async fn rewrite_rounds<'p, R, C>(
         &self,
         row_key: &[u8],
         mut plan: impl FnMut(&RowCells<'_>, DateTime<Utc>) -> Result<Round<'p, R, C>>,
         applied: impl FnOnce(RowMutation, C, DateTime<Utc>) -> Result<R>,
+        lost: &mut Option<tonic::Status>,
     ) -> Result<R> {
         for _ in 0..RETIME_ROUNDS {
             let now = self.clock().now();
@@ -342,7 +370,13 @@ impl<T: BigtableRow> Table<T> {
                 .await?
             {
                 Checked::Answered(matched) => matched,
-                Checked::Unknown(_) => self.holds(&m).await?,
+                Checked::Unknown(status) => {
+                    let held = self.settle(&m, &status).await?;
+                    if !held {
+                        *lost = Some(status);
+                    }
+                    held
+                }
             };
             if written {
                 return applied(m, context, now);

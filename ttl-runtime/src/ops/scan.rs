@@ -12,7 +12,7 @@ use std::pin::Pin;
 use futures_util::{Stream, TryStreamExt as _};
 
 use crate::client::connection::Connection;
-use crate::client::read::read_rows;
+use crate::client::read::{read_rows, ReadOptions};
 use crate::model::error::Result;
 use crate::model::filter::{chain, filter, only_family};
 use crate::model::scan::RawCell;
@@ -93,8 +93,10 @@ impl FamilyPages {
 
     /// The next page; `None` once the family is exhausted.
     ///
-    /// The pages are cut from one `ReadRows` stream over the part (resumed
-    /// after the last row on a break, as every read is), not asked for
+    /// The pages are cut from one `ReadRows` stream over the part, under the
+    /// connection's policy ([`Connection::retry`]: resumed after the last
+    /// row on a break, as every read is, its deadline the time without a
+    /// row), not asked for
     /// one request each: a server that gathers a request's whole range
     /// before applying its row limit, as Google's emulator does, would
     /// otherwise go over the rest of the part once per page.
@@ -115,8 +117,13 @@ impl FamilyPages {
             };
             let table = self.table.clone();
             self.rows = Some(Box::pin(
-                read_rows(self.conn.data_channel(), request)
-                    .map_err(move |e| e.into_error(&table, None)),
+                read_rows(
+                    self.conn.data_channel(),
+                    request,
+                    ReadOptions::default().with_retry(self.conn.retry()),
+                    None,
+                )
+                .map_err(move |e| e.into_error(&table, None)),
             ));
         }
         let Some(rows) = self.rows.as_mut() else {

@@ -27,6 +27,7 @@ use crate::wire::headers::{
     routing_header, API_CLIENT, API_CLIENT_KEY, DATA_SCOPE, FEATURES_KEY, FEATURES_REVERSE_SCANS,
 };
 use crate::wire::service::DataService;
+use crate::wire::status::not_sent;
 
 /// Cloud Bigtable's global data endpoint.
 pub(crate) const DATA_ENDPOINT: &str = "https://bigtable.googleapis.com";
@@ -169,7 +170,8 @@ impl DataChannel {
 
     /// `message` as a request on `table_name`: routing header, client
     /// name, the operation's routing cookies, deadline, and a bearer token
-    /// on Cloud Bigtable.
+    /// on Cloud Bigtable. The token is fetched first: the deadline the
+    /// request carries (`timeout` from now) is what is left after it.
     async fn request<T>(
         &self,
         message: T,
@@ -177,6 +179,7 @@ impl DataChannel {
         timeout: Option<Duration>,
         cookies: &RoutingCookies,
     ) -> Result<tonic::Request<T>, tonic::Status> {
+        let started = std::time::Instant::now();
         let mut request = tonic::Request::new(message);
         if let Ok(value) = routing_header(table_name, &self.app_profile).parse() {
             request
@@ -188,9 +191,6 @@ impl DataChannel {
             tonic::metadata::MetadataValue::from_static(API_CLIENT),
         );
         cookies.apply(request.metadata_mut());
-        if let Some(timeout) = timeout {
-            request.set_timeout(timeout);
-        }
         if let Some(tokens) = &self.tokens {
             let token = tokens.token(&[DATA_SCOPE]).await.map_err(|e| {
                 tonic::Status::unauthenticated(format!("no access token for Cloud Bigtable: {e}"))
@@ -200,7 +200,32 @@ impl DataChannel {
                 .map_err(|_| tonic::Status::unauthenticated("the access token is not a header"))?;
             request.metadata_mut().insert("authorization", value);
         }
+        if let Some(timeout) = timeout {
+            request.set_timeout(timeout.saturating_sub(started.elapsed()));
+        }
         Ok(request)
+    }
+
+    /// [`DataChannel::request`] by `until`: a token that does not come in
+    /// time is a request [`not_sent`].
+    async fn request_by<T>(
+        &self,
+        message: T,
+        table_name: &str,
+        until: tokio::time::Instant,
+        cookies: &RoutingCookies,
+    ) -> Result<tonic::Request<T>, tonic::Status> {
+        let timeout = until.saturating_duration_since(tokio::time::Instant::now());
+        tokio::time::timeout_at(
+            until,
+            self.request(message, table_name, Some(timeout), cookies),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(not_sent(format!(
+                "no access token for Cloud Bigtable within {timeout:?}"
+            )))
+        })
     }
 
     /// A tonic client on the channel, once it can take a request.
@@ -313,18 +338,25 @@ impl DataChannel {
     {
         const SENDS: usize = 3;
         let started = std::time::Instant::now();
+        let until = tokio::time::Instant::now() + timeout;
         let path = tonic::codegen::http::uri::PathAndQuery::from_static(path);
         let mut sends = 0;
         loop {
             sends += 1;
             let request = self
-                .request(message.clone(), table_name, Some(timeout), cookies)
+                .request_by(message.clone(), table_name, until, cookies)
                 .await?;
-            let response = self
-                .ready()
-                .await?
-                .unary(request, path.clone(), ProstCodec::default())
-                .await;
+            let call = async {
+                self.ready()
+                    .await?
+                    .unary(request, path.clone(), ProstCodec::default())
+                    .await
+            };
+            let Ok(response) = tokio::time::timeout_at(until, call).await else {
+                return Err(tonic::Status::deadline_exceeded(format!(
+                    "no answer within {timeout:?}"
+                )));
+            };
             match learnt(response, cookies) {
                 Ok(response) => return Ok(response.into_inner()),
                 Err(status) if never_sent(&status) && sends < SENDS => {
@@ -530,7 +562,15 @@ mod tests {
             headers["x-goog-request-params"],
             routing_header(table, "batch").as_str()
         );
-        assert_eq!(headers["grpc-timeout"], "7000000u");
+        // What is left of 7 s once the token is there.
+        let timeout: u64 = headers["grpc-timeout"]
+            .to_str()
+            .unwrap()
+            .strip_suffix('u')
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((6_900_000..=7_000_000).contains(&timeout), "{timeout}");
         assert_eq!(headers[API_CLIENT_KEY], API_CLIENT);
         assert_eq!(headers["x-goog-cbt-cookie-test"], "c1");
         assert_eq!(*tokens.0.lock().unwrap(), [DATA_SCOPE]);

@@ -66,6 +66,35 @@ pub(crate) fn cause_under_code(status: impl Borrow<tonic::Status>) -> Cause {
     Cause::new(text, status.source())
 }
 
+/// Why a request was not sent: its call's deadline had passed, or no access
+/// token came in time. The source of the status that says so, so that a
+/// call never re-sent (a conditional write) is not taken for one whose
+/// answer was lost.
+#[derive(Debug)]
+struct NotSent;
+
+impl std::fmt::Display for NotSent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the request was not sent")
+    }
+}
+
+impl std::error::Error for NotSent {}
+
+/// `DEADLINE_EXCEEDED` for a request that was never sent, saying `why`.
+pub(crate) fn not_sent(why: impl Into<String>) -> tonic::Status {
+    let mut status = tonic::Status::deadline_exceeded(why);
+    status.set_source(std::sync::Arc::new(NotSent));
+    status
+}
+
+/// Whether `status` says its request was never sent ([`not_sent`]).
+pub(crate) fn was_not_sent(status: &tonic::Status) -> bool {
+    status
+        .source()
+        .is_some_and(|source| source.downcast_ref::<NotSent>().is_some())
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -96,6 +125,18 @@ pub(crate) mod tests {
         assert_eq!(retry_delay(&tonic::Status::unavailable("down")), None);
         let garbage = tonic::Status::with_details(tonic::Code::Unavailable, "x", vec![0xff].into());
         assert_eq!(retry_delay(&garbage), None);
+    }
+
+    #[test]
+    fn a_request_never_sent_says_so_and_is_a_deadline() {
+        let status = not_sent("no time left");
+        assert!(was_not_sent(&status));
+        assert_eq!(code_of(&status), Code::DeadlineExceeded);
+        assert_eq!(
+            cause(&status).to_string(),
+            "DEADLINE_EXCEEDED: no time left"
+        );
+        assert!(!was_not_sent(&tonic::Status::deadline_exceeded("lost")));
     }
 
     #[test]

@@ -55,6 +55,7 @@ mod mutate;
 mod rows;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use futures_util::{Stream, StreamExt as _, TryStreamExt as _};
 
@@ -72,7 +73,7 @@ use crate::wire::channel::DataChannel;
 use crate::wire::codec::EncodedBatch;
 use crate::wire::cookies::RoutingCookies;
 use crate::wire::merge::MergedRow;
-use crate::wire::status::code_of;
+use crate::wire::status::{code_of, not_sent, was_not_sent};
 
 pub use mutate::WriteStats;
 pub(crate) use mutate::{bump, send_batch, BatchReport, Unwritten, WriteCounters};
@@ -91,6 +92,10 @@ pub struct RawTable {
     read: ReadOptions,
     write: RetryPolicy,
     counters: Arc<ReadCounters>,
+    /// The deadline of the call whose steps this handle makes (a typed
+    /// table's conditional write, its re-read, …): every request through
+    /// it ends by then. `None`: each call keeps its own policy's.
+    deadline: Option<Instant>,
 }
 
 impl std::fmt::Debug for RawTable {
@@ -135,6 +140,7 @@ impl RawTable {
             read: ReadOptions::default().with_retry(retry),
             write: retry,
             counters: Arc::default(),
+            deadline: None,
         }
     }
 
@@ -158,6 +164,13 @@ impl RawTable {
     /// table's statistics).
     pub(crate) fn with_counters(mut self, counters: Arc<ReadCounters>) -> Self {
         self.counters = counters;
+        self
+    }
+
+    /// The same handle for the steps of one call that must end by
+    /// `deadline` (none: each call within its own policy).
+    pub(crate) fn within(mut self, deadline: Option<Instant>) -> Self {
+        self.deadline = deadline;
         self
     }
 
@@ -223,6 +236,7 @@ impl RawTable {
             request,
             self.read,
             self.counters.clone(),
+            self.deadline,
         )
         .map_err(move |e| e.into_error(&table, single_key.clone()))
         .right_stream()
@@ -246,7 +260,7 @@ impl RawTable {
             self.path.to_string(),
             key.into(),
             mutations,
-            self.write,
+            self.write.start_within(self.deadline),
         )
         .await
     }
@@ -280,7 +294,7 @@ impl RawTable {
             self.channel.clone(),
             self.path.clone(),
             batch.clone(),
-            self.write,
+            self.write.start_within(self.deadline),
             Arc::default(),
         )
         .await;
@@ -395,27 +409,31 @@ impl RawTable {
     }
 
     /// The time one attempt of a call never retried may take: the write
-    /// policy's attempt timeout, within its deadline.
-    fn single_attempt_timeout(&self) -> std::time::Duration {
-        self.write.start().attempt_timeout()
+    /// policy's attempt timeout, within its deadline and the call's; `None`
+    /// when the call's deadline has passed (nothing may be sent).
+    fn single_attempt_timeout(&self) -> Option<std::time::Duration> {
+        let budget = self.write.start_within(self.deadline);
+        (!budget.expired()).then(|| budget.attempt_timeout())
     }
 
     /// One `CheckAndMutateRow` attempt, within the write policy's attempt
-    /// timeout (and deadline): whether the predicate matched, or the
-    /// status that ended it (a timeout is `DEADLINE_EXCEEDED`).
+    /// timeout (and deadline, and the call's): whether the predicate
+    /// matched, or the status that ended it (a timeout is
+    /// `DEADLINE_EXCEEDED`; a request not sent for want of time says so,
+    /// see [`outcome_unknown`]).
     pub(crate) async fn check_and_mutate_once(
         &self,
         request: CheckAndMutateRowRequest,
     ) -> std::result::Result<bool, tonic::Status> {
-        let timeout = self.single_attempt_timeout();
-        match tokio::time::timeout(timeout, self.channel.check_and_mutate_row(request, timeout))
+        let Some(timeout) = self.single_attempt_timeout() else {
+            return Err(not_sent(
+                "no time left for CheckAndMutateRow before the deadline",
+            ));
+        };
+        self.channel
+            .check_and_mutate_row(request, timeout)
             .await
-        {
-            Ok(answer) => answer.map(|response| response.predicate_matched),
-            Err(_) => Err(tonic::Status::deadline_exceeded(format!(
-                "no answer to CheckAndMutateRow within {timeout:?}"
-            ))),
-        }
+            .map(|response| response.predicate_matched)
     }
 
     /// One `ReadModifyWriteRow` attempt, as [`RawTable::check_and_mutate_once`].
@@ -423,17 +441,12 @@ impl RawTable {
         &self,
         request: ReadModifyWriteRowRequest,
     ) -> std::result::Result<ReadModifyWriteRowResponse, tonic::Status> {
-        let timeout = self.single_attempt_timeout();
-        tokio::time::timeout(
-            timeout,
-            self.channel.read_modify_write_row(request, timeout),
-        )
-        .await
-        .unwrap_or_else(|_| {
-            Err(tonic::Status::deadline_exceeded(format!(
-                "no answer to ReadModifyWriteRow within {timeout:?}"
-            )))
-        })
+        let Some(timeout) = self.single_attempt_timeout() else {
+            return Err(not_sent(
+                "no time left for ReadModifyWriteRow before the deadline",
+            ));
+        };
+        self.channel.read_modify_write_row(request, timeout).await
     }
 
     /// The row keys `SampleRowKeys` returns for the table, in key order,
@@ -444,9 +457,13 @@ impl RawTable {
     /// # Errors
     /// [`Error::Server`].
     pub async fn sample_row_keys(&self) -> Result<Vec<SampleRowKeysResponse>> {
-        let mut budget = self.read.retry.start();
+        let mut budget = self.read.retry.start_within(self.deadline);
         let mut cookies = RoutingCookies::default();
         loop {
+            if budget.expired() {
+                let status = not_sent("no time left for SampleRowKeys before the deadline");
+                return Err(status_error(&self.name, None, status, Some(&budget)));
+            }
             let status = match self
                 .channel
                 .sample_row_keys(&self.path, budget.attempt_timeout(), &mut cookies)
@@ -466,8 +483,11 @@ impl RawTable {
 /// Whether a failed attempt of a call never retried may have been applied:
 /// its answer was lost (a timeout, a transport failure, an unavailable
 /// server) rather than an error the server decided on before applying
-/// anything.
+/// anything, or a request never sent (no time, no access token).
 pub(crate) fn outcome_unknown(status: &tonic::Status) -> bool {
+    if was_not_sent(status) {
+        return false;
+    }
     matches!(
         code_of(status),
         Code::DeadlineExceeded

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::failure::status_error;
-use crate::client::retry::{retryable_code, retryable_status, status_text, RetryPolicy};
+use crate::client::retry::{retryable_code, retryable_status, status_text, Budget};
 use crate::client::telemetry;
 use crate::model::error::{Code, Result};
 use crate::proto::{MutateRowRequest, Mutation};
@@ -103,6 +103,8 @@ pub(crate) struct BatchReport {
     pub(crate) attempts: u32,
     /// How long they took.
     pub(crate) elapsed: Duration,
+    /// Whether the server answered for any entry: the write made progress.
+    pub(crate) answered: bool,
 }
 
 /// One entry's answer in a `MutateRows` response.
@@ -130,19 +132,31 @@ impl RequestFailure {
 /// request's code otherwise, and why.
 type Retry = (usize, Option<Code>, Code, String);
 
-/// Send one batch, retrying its failed entries within `policy`: every
+/// Send one batch, retrying its failed entries within `budget`: every
 /// attempt sends the entries still pending from `batch`'s one encoding,
 /// with the routing cookies and retry delays the server gave earlier
-/// attempts.
+/// attempts. A budget already spent sends nothing: every entry is
+/// reported not written.
 pub(crate) async fn send_batch(
     channel: DataChannel,
     table_name: Arc<str>,
     batch: Arc<EncodedBatch>,
-    policy: RetryPolicy,
+    mut budget: Budget,
     counters: Arc<WriteCounters>,
 ) -> BatchReport {
     let mut report = BatchReport::default();
-    let mut budget = policy.start();
+    if budget.expired() {
+        report.attempts = 0;
+        report.failed = (0..batch.len())
+            .map(|index| Unwritten {
+                index,
+                code: None,
+                request_code: Code::DeadlineExceeded,
+                why: "not sent: the write's deadline had passed".to_owned(),
+            })
+            .collect();
+        return report;
+    }
     let mut cookies = RoutingCookies::default();
     // Indices into `batch` of the entries still to write; `None`: all.
     let mut pending: Option<Vec<usize>> = None;
@@ -165,6 +179,7 @@ pub(crate) async fn send_batch(
         .await;
         report.attempts = budget.attempts();
         report.elapsed = budget.elapsed();
+        report.answered |= statuses.iter().any(Option::is_some);
         let pending_now: Vec<usize> = pending.take().unwrap_or_else(|| (0..batch.len()).collect());
         if let Err(failure) = &outcome {
             bump(&counters.request_failures, 1);
@@ -341,7 +356,7 @@ async fn attempt_once(
 }
 
 /// One `MutateRow` on `table` (its id, for errors) at `table_path`,
-/// retried within `policy` (routing cookies and the server's retry delays
+/// retried within `budget` (routing cookies and the server's retry delays
 /// honoured).
 pub(crate) async fn mutate_row(
     channel: &DataChannel,
@@ -349,7 +364,7 @@ pub(crate) async fn mutate_row(
     table_path: String,
     row_key: Vec<u8>,
     mutations: Vec<Mutation>,
-    policy: RetryPolicy,
+    mut budget: Budget,
 ) -> Result<()> {
     let request = MutateRowRequest {
         table_name: table_path,
@@ -357,29 +372,32 @@ pub(crate) async fn mutate_row(
         mutations,
         ..MutateRowRequest::default()
     };
-    let mut budget = policy.start();
     let mut cookies = RoutingCookies::default();
     loop {
+        if budget.expired() {
+            let status =
+                crate::wire::status::not_sent("no time left for MutateRow before the deadline");
+            return Err(status_error(
+                table,
+                Some(request.row_key),
+                status,
+                Some(&budget),
+            ));
+        }
         let timeout = budget.attempt_timeout();
-        let status = match tokio::time::timeout(
-            timeout,
-            channel.mutate_row(request.clone(), timeout, &mut cookies),
-        )
-        .await
-        {
-            Ok(Ok(_)) => {
-                if cfg!(feature = "metrics") {
-                    let bytes: usize = request
-                        .mutations
-                        .iter()
-                        .map(prost::Message::encoded_len)
-                        .sum();
-                    telemetry::written(table, 1, (request.row_key.len() + bytes) as u64);
-                }
-                return Ok(());
+        let Err(status) = channel
+            .mutate_row(request.clone(), timeout, &mut cookies)
+            .await
+        else {
+            if cfg!(feature = "metrics") {
+                let bytes: usize = request
+                    .mutations
+                    .iter()
+                    .map(prost::Message::encoded_len)
+                    .sum();
+                telemetry::written(table, 1, (request.row_key.len() + bytes) as u64);
             }
-            Ok(Err(status)) => status,
-            Err(_) => tonic::Status::deadline_exceeded("the attempt timed out"),
+            return Ok(());
         };
         if !(retryable_status(&status) && budget.wait_after(&status).await) {
             let key = Some(request.row_key);
