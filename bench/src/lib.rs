@@ -4,6 +4,7 @@
 //!
 //! Everything is driven by `bench/run.sh`; see `BENCHMARKS.md`.
 
+pub mod csv_rows;
 pub mod sections;
 
 use bigtable_rs::bigtable::RowCell;
@@ -17,7 +18,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 /// The workload: one-second expiration, every row with its own expiry. It
 /// owns its family (nothing else stores cells in it), so a whole-row write
 /// clears the family with one `DeleteFromFamily`.
-#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[derive(Debug, Clone, Default, PartialEq, BigtableRow)]
 #[bigtable(table = "events", family = "e", owns_family)]
 pub struct Event {
     /// Row key.

@@ -42,8 +42,8 @@ use std::time::Instant;
 
 use bigtable_rs::bigtable::BigTableConnection;
 use bigtable_rs::google::bigtable::v2::{
-    mutate_rows_request::Entry, row_filter::Chain, row_filter::Filter, MutateRowsRequest,
-    ReadRowsRequest, RowFilter, TimestampRange,
+    row_filter::Chain, row_filter::Filter, MutateRowsRequest, ReadRowsRequest, RowFilter,
+    TimestampRange,
 };
 use bigtable_ttl::{BigtableRow, Clock, Connection, Scan, Table};
 use chrono::{TimeDelta, Utc};
@@ -139,7 +139,11 @@ async fn async_main(args: Vec<String>) -> Res<()> {
             let phase = args.get(2).ok_or("null-client WHO PHASE")?;
             let host = arg(&args, "--host").ok_or("--host HOST")?;
             let table = arg(&args, "--table").ok_or("--table NAME")?;
-            println!("{}", null::client::run(who, phase, &host, &table, rows).await?);
+            let csv = arg(&args, "--csv").map(PathBuf::from);
+            println!(
+                "{}",
+                null::client::run(who, phase, &host, &table, rows, csv.as_deref()).await?
+            );
             Ok(())
         }
         Some("e2e") => {
@@ -489,7 +493,7 @@ async fn contender(name: &str, host: &str, rows: usize, emulator: Option<u32>) -
             let client = conn.client();
             let table_name = client.get_full_table_name(Event::SCHEMA.table);
             let start = Instant::now();
-            raw_write(&client, &table_name, rows, now).await?;
+            raw_write(&client, &table_name, generated(rows, now), now).await?;
             marks.written(start, &emulator_cpu);
             raw_scan(&client, &table_name).await?
         }
@@ -571,25 +575,36 @@ async fn lib_phases<R: BigtableRow + Send + 'static>(
 }
 
 /// Hand-written `bigtable_rs` bulk write: the library's batching (requests
-/// of 10,000 rows, 4 in flight), every entry's status checked.
-pub(crate) async fn raw_write(
+/// of 10,000 rows, each sent by a task of its own, 4 in flight), every
+/// entry's status checked. `next` puts the next row into the `Event` it is
+/// given (`false` at the end); the rows written come back.
+pub(crate) async fn raw_write<E: Into<Box<dyn std::error::Error + Send + Sync>>>(
     client: &bigtable_rs::bigtable::BigTable,
     table_name: &str,
-    rows: usize,
+    mut next: impl FnMut(&mut Event) -> Result<bool, E>,
     now: chrono::DateTime<Utc>,
-) -> Res<()> {
-    let batches = (0..rows).step_by(ROWS_PER_REQUEST).map(|first| {
+) -> Res<usize> {
+    let mut tasks = tokio::task::JoinSet::new();
+    let (mut row, mut rows) = (Event::default(), 0);
+    loop {
+        let mut entries = Vec::with_capacity(ROWS_PER_REQUEST);
+        while entries.len() < ROWS_PER_REQUEST && next(&mut row).map_err(Into::into)? {
+            entries.push(hand_entry(&row, now)?);
+        }
+        if entries.is_empty() {
+            break;
+        }
+        rows += entries.len();
+        while tasks.len() >= IN_FLIGHT {
+            tasks.join_next().await.ok_or("no task")???;
+        }
         let mut client = client.clone();
-        let table_name = table_name.to_owned();
-        async move {
-            let entries = (first..rows.min(first + ROWS_PER_REQUEST))
-                .map(|i| hand_entry(&event(i, now), now))
-                .collect::<Result<Vec<Entry>, String>>()?;
-            let request = MutateRowsRequest {
-                table_name,
-                entries,
-                ..MutateRowsRequest::default()
-            };
+        let request = MutateRowsRequest {
+            table_name: table_name.to_owned(),
+            entries,
+            ..MutateRowsRequest::default()
+        };
+        tasks.spawn(async move {
             let mut stream = client.mutate_rows(request).await?;
             while let Some(response) = stream.message().await? {
                 if let Some(bad) = response
@@ -601,13 +616,28 @@ pub(crate) async fn raw_write(
                 }
             }
             Res::Ok(())
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done??;
+    }
+    Ok(rows)
+}
+
+/// [`raw_write`]'s rows `0..rows` of the workload, made as they are sent.
+pub(crate) fn generated(
+    rows: usize,
+    now: chrono::DateTime<Utc>,
+) -> impl FnMut(&mut Event) -> Result<bool, std::convert::Infallible> {
+    let mut i = 0;
+    move |row| {
+        if i == rows {
+            return Ok(false);
         }
-    });
-    futures_util::stream::iter(batches)
-        .buffer_unordered(IN_FLIGHT)
-        .try_collect::<Vec<()>>()
-        .await?;
-    Ok(())
+        *row = event(i, now);
+        i += 1;
+        Ok(true)
+    }
 }
 
 /// Hand-written filtered scan: the timestamp range visible now, newest cell
@@ -748,10 +778,25 @@ fn shell(cmd: &str) -> String {
         .unwrap_or_default()
 }
 
+/// Said of a figure `report` keeps from the file, not measured in its run.
+const CARRIED: &str = " (not measured again: the previous run's)";
+
 #[allow(clippy::too_many_lines)]
 fn report(dir: &Path, out: &Path) -> Res<()> {
     let e2e = read_json(&dir.join("e2e.json")).ok_or("e2e.json missing")?;
-    let compile = read_json(&dir.join("compile.json")).ok_or("compile.json missing")?;
+    let compile = read_json(&dir.join("compile.json"));
+    let old = std::fs::read_to_string(out).unwrap_or_default();
+    // A line whose measure was not run this time keeps the file's figure,
+    // said so.
+    let carried = |label: &str| {
+        let row = old
+            .lines()
+            .find(|l| l.starts_with(&format!("| {label} |")))?;
+        let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
+        let (value, target) = (cells.get(1)?, cells.get(2).copied().unwrap_or(""));
+        let value = value.strip_suffix(CARRIED).unwrap_or(value).to_owned();
+        Some((format!("{value}{CARRIED}"), target.to_owned()))
+    };
     let criterion = dir.join("criterion");
     let rows = e2e["rows"].as_f64().unwrap_or(0.0);
     let mut t = String::new();
@@ -896,18 +941,23 @@ fn report(dir: &Path, out: &Path) -> Res<()> {
         ),
         "",
     );
-    let (c_derive, c_serde) = (
-        compile["derive_s"].as_f64().unwrap_or(f64::NAN),
-        compile["serde_s"].as_f64().unwrap_or(f64::NAN),
-    );
-    line(
-        "cargo build of 50 structs: BigtableRow / serde Serialize+Deserialize",
-        format!(
-            "{c_derive:.2} s / {c_serde:.2} s = {:.2}",
-            c_derive / c_serde
-        ),
-        "",
-    );
+    let compile_label = "cargo build of 50 structs: BigtableRow / serde Serialize+Deserialize";
+    if let Some(compile) = &compile {
+        let (c_derive, c_serde) = (
+            compile["derive_s"].as_f64().unwrap_or(f64::NAN),
+            compile["serde_s"].as_f64().unwrap_or(f64::NAN),
+        );
+        line(
+            compile_label,
+            format!(
+                "{c_derive:.2} s / {c_serde:.2} s = {:.2}",
+                c_derive / c_serde
+            ),
+            "",
+        );
+    } else if let Some((value, target)) = carried(compile_label) {
+        line(compile_label, value, &target);
+    }
     if let Some(cond) = read_json(&dir.join("conditional.json")) {
         for (shape, what) in [
             ("one_at_a_time", "one call at a time"),
@@ -1033,7 +1083,6 @@ fn report(dir: &Path, out: &Path) -> Res<()> {
     // The sections after the first table: those measured in this run are
     // rendered again, every other one (another command's, or one whose
     // JSON is not in `dir`) is kept as the file has it.
-    let old = std::fs::read_to_string(out).unwrap_or_default();
     let tail = old
         .match_indices("\n## ")
         .map(|(at, _)| at + 1)
