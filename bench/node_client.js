@@ -5,8 +5,10 @@
 //   node node_client.js --phase write|read --table T --rows N
 //
 // write: the workload's rows (three cells each, the cell timestamp the row's
-//   expiry) through `table.mutate`, 10,000 rows per call, 4 calls in flight
-//   (the Rust contenders' batching);
+//   expiry), read from the CSV file `--csv` as every contender reads them
+//   (the form `cbt import` takes: a family row, a qualifier row, then
+//   `key,user@ts,url@ts,clicks@ts` a line), through `table.mutate`, 10,000
+//   rows per call, 4 calls in flight (the Rust contenders' batching);
 // read: `table.createReadStream` with a timestamp-range filter and the
 //   newest cell per column, every row decoded (two strings, a big-endian
 //   i64, the expiry).
@@ -20,6 +22,8 @@
 
 process.env.METADATA_SERVER_DETECTION = 'none';
 
+const fs = require('fs');
+const readline = require('readline');
 const {Bigtable} = require('@google-cloud/bigtable');
 
 const ROWS_PER_CALL = 10000;
@@ -30,33 +34,63 @@ function arg(name, fallback) {
   return i >= 0 ? process.argv[i + 1] : fallback;
 }
 
-function row(i, nowMs) {
-  // Expiry 1 h + (i mod 1000) s ahead, whole milliseconds, in microseconds.
-  const ts = (nowMs + 3600 * 1000 + (i % 1000) * 1000) * 1000;
+// One line of the CSV as a row to `mutate`.
+function row(line) {
+  const fields = line.split(',');
+  if (fields.length !== 4) throw new Error(`CSV: not a row: ${line}`);
+  const cell = field => {
+    const at = field.lastIndexOf('@');
+    return [field.slice(0, at), Number(field.slice(at + 1))];
+  };
+  const [user, ts] = cell(fields[1]);
+  const [url] = cell(fields[2]);
+  const [count] = cell(fields[3]);
   const clicks = Buffer.alloc(8);
-  clicks.writeBigInt64BE(BigInt(i) * 7n);
+  clicks.writeBigInt64BE(BigInt(count));
   return {
-    key: 'ev' + String(i).padStart(8, '0'),
+    key: fields[0],
     method: 'insert',
     data: {
       e: {
-        user: {value: 'user-' + (i % 5000), timestamp: ts},
-        url: {value: `https://example.com/page/${i % 97}/${i}`, timestamp: ts},
+        user: {value: user, timestamp: ts},
+        url: {value: url, timestamp: ts},
         clicks: {value: clicks, timestamp: ts},
       },
     },
   };
 }
 
-async function write(table, rows) {
-  const nowMs = Date.now();
-  let next = 0;
+async function write(table, csv) {
+  // Streamed, so the file is never held whole.
+  const lines = readline
+    .createInterface({input: fs.createReadStream(csv), crlfDelay: Infinity})
+    [Symbol.asyncIterator]();
+  let ended = false;
+  async function readBatch() {
+    const entries = [];
+    while (!ended && entries.length < ROWS_PER_CALL) {
+      const {value, done} = await lines.next();
+      if (done) ended = true;
+      else if (value) entries.push(row(value));
+    }
+    return entries;
+  }
+  // The family and qualifier rows.
+  await lines.next();
+  await lines.next();
+  // One batch read at a time: the workers take turns at the file.
+  let turn = Promise.resolve([]);
+  function nextBatch() {
+    const batch = turn.then(readBatch);
+    turn = batch.catch(() => []);
+    return batch;
+  }
+  let rows = 0;
   async function worker() {
-    while (next < rows) {
-      const first = next;
-      next = Math.min(rows, next + ROWS_PER_CALL);
-      const entries = [];
-      for (let i = first; i < next; i++) entries.push(row(i, nowMs));
+    for (;;) {
+      const entries = await nextBatch();
+      if (entries.length === 0) return;
+      rows += entries.length;
       await table.mutate(entries);
     }
   }
@@ -111,7 +145,8 @@ async function main() {
   const cpu0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   if (phase === 'write') {
-    await write(table, rows);
+    const written = await write(table, arg('--csv'));
+    if (written !== rows) throw new Error(`wrote ${written} rows, expected ${rows}`);
   } else if (phase === 'read') {
     const [n, clicks] = await read(table);
     const expected = (7n * BigInt(rows) * BigInt(rows - 1)) / 2n;

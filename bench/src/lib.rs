@@ -4,6 +4,7 @@
 //!
 //! Everything is driven by `bench/run.sh`; see `BENCHMARKS.md`.
 
+pub mod csv_rows;
 pub mod sections;
 
 use bigtable_rs::bigtable::RowCell;
@@ -14,9 +15,11 @@ use bigtable_rs::google::bigtable::v2::{
 use bigtable_ttl::{BigtableRow, RawCell};
 use chrono::{DateTime, TimeDelta, Utc};
 
-/// The workload: one-second expiration, every row with its own expiry.
-#[derive(Debug, Clone, PartialEq, BigtableRow)]
-#[bigtable(table = "events", family = "e")]
+/// The workload: one-second expiration, every row with its own expiry. It
+/// owns its family (nothing else stores cells in it), so a whole-row write
+/// clears the family with one `DeleteFromFamily`.
+#[derive(Debug, Clone, Default, PartialEq, BigtableRow)]
+#[bigtable(table = "events", family = "e", owns_family)]
 pub struct Event {
     /// Row key.
     #[bigtable(key)]
@@ -30,6 +33,38 @@ pub struct Event {
     pub url: String,
     /// A counter.
     pub clicks: i64,
+}
+
+/// [`Event`]'s twin without `owns_family`: a whole-row write clears each
+/// column (and the row marker) with a `DeleteFromColumn` of its own. The
+/// end-to-end bench writes both, to measure what the server saves.
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "events", family = "e")]
+pub struct EventByColumn {
+    /// Row key.
+    #[bigtable(key)]
+    pub id: String,
+    /// Per-row expiry (the cell timestamp).
+    #[ttl(expire_at)]
+    pub expires_at: DateTime<Utc>,
+    /// A short string.
+    pub user: String,
+    /// A longer string.
+    pub url: String,
+    /// A counter.
+    pub clicks: i64,
+}
+
+impl From<Event> for EventByColumn {
+    fn from(e: Event) -> Self {
+        Self {
+            id: e.id,
+            expires_at: e.expires_at,
+            user: e.user,
+            url: e.url,
+            clicks: e.clicks,
+        }
+    }
 }
 
 /// Family of [`Event`].
@@ -57,13 +92,11 @@ pub fn events(n: usize, now: DateTime<Utc>) -> Vec<Event> {
 
 // ----- the hand-written baseline --------------------------------------------
 
-fn delete(qualifier: &[u8]) -> Mutation {
+fn delete_family() -> Mutation {
     Mutation {
-        mutation: Some(mutation::Mutation::DeleteFromColumn(
-            mutation::DeleteFromColumn {
+        mutation: Some(mutation::Mutation::DeleteFromFamily(
+            mutation::DeleteFromFamily {
                 family_name: FAMILY.to_owned(),
-                column_qualifier: qualifier.to_vec(),
-                time_range: None,
             },
         )),
     }
@@ -81,9 +114,9 @@ fn set(qualifier: &[u8], ts: i64, value: Vec<u8>) -> Mutation {
 }
 
 /// The cells a whole-row write of `e` sends, at the cell timestamp `ts`,
-/// as the hand-written baselines send them: each column cleared, then set,
-/// and the row marker (an empty cell at the row's timestamp that says the
-/// row was written whole).
+/// as the hand-written baselines send them: the family cleared (the struct
+/// owns it), each column set, and the row marker (an empty cell at the
+/// row's timestamp that says the row was written whole).
 /// Every hand-written write (bulk, single-row, conditional) takes its
 /// mutations from here, so a change to what the derive writes for a row is
 /// made to the baselines in this one place (the tests below check the two
@@ -91,13 +124,10 @@ fn set(qualifier: &[u8], ts: i64, value: Vec<u8>) -> Mutation {
 #[must_use]
 pub fn hand_row_mutations(e: &Event, ts: i64) -> Vec<Mutation> {
     vec![
-        delete(b"user"),
+        delete_family(),
         set(b"user", ts, e.user.as_bytes().to_vec()),
-        delete(b"url"),
         set(b"url", ts, e.url.as_bytes().to_vec()),
-        delete(b"clicks"),
         set(b"clicks", ts, e.clicks.to_be_bytes().to_vec()),
-        delete(bigtable_ttl::ROW_MARKER),
         set(bigtable_ttl::ROW_MARKER, ts, Vec::new()),
     ]
 }

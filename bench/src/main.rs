@@ -42,8 +42,8 @@ use std::time::Instant;
 
 use bigtable_rs::bigtable::BigTableConnection;
 use bigtable_rs::google::bigtable::v2::{
-    mutate_rows_request::Entry, row_filter::Chain, row_filter::Filter, MutateRowsRequest,
-    ReadRowsRequest, RowFilter, TimestampRange,
+    row_filter::Chain, row_filter::Filter, MutateRowsRequest, ReadRowsRequest, RowFilter,
+    TimestampRange,
 };
 use bigtable_ttl::{BigtableRow, Clock, Connection, Scan, Table};
 use chrono::{TimeDelta, Utc};
@@ -52,7 +52,10 @@ use prost::Message as _;
 use serde_json::{json, Value};
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 use ttl_bench::sections::replace_section;
-use ttl_bench::{cpu_seconds, event, hand_decode, hand_entry, peak_rss_kib, Event};
+use ttl_bench::{
+    cpu_seconds, event, hand_decode, hand_entry, peak_rss_kib, pid_listening_on,
+    process_cpu_seconds, Event, EventByColumn,
+};
 
 /// Every allocation of the bench binary is counted, for the allocations
 /// per row of `ttl-bench null` (a few atomic additions per allocation, paid
@@ -136,7 +139,11 @@ async fn async_main(args: Vec<String>) -> Res<()> {
             let phase = args.get(2).ok_or("null-client WHO PHASE")?;
             let host = arg(&args, "--host").ok_or("--host HOST")?;
             let table = arg(&args, "--table").ok_or("--table NAME")?;
-            println!("{}", null::client::run(who, phase, &host, &table, rows).await?);
+            let csv = arg(&args, "--csv").map(PathBuf::from);
+            println!(
+                "{}",
+                null::client::run(who, phase, &host, &table, rows, csv.as_deref()).await?
+            );
             Ok(())
         }
         Some("e2e") => {
@@ -147,7 +154,8 @@ async fn async_main(args: Vec<String>) -> Res<()> {
         Some("contender") => {
             let name = args.get(1).ok_or("contender NAME")?.clone();
             let host = arg(&args, "--host").ok_or("--host HOST")?;
-            let result = contender(&name, &host, rows).await?;
+            let emulator = arg(&args, "--emulator-pid").map(|p| p.parse()).transpose()?;
+            let result = contender(&name, &host, rows, emulator).await?;
             println!("{result}");
             Ok(())
         }
@@ -217,7 +225,10 @@ fn rounds() -> usize {
 
 async fn e2e(rows: usize, python: Option<&str>, out: &Path) -> Res<()> {
     let me = std::env::current_exe()?;
-    let mut names = vec!["lib", "lib-put-all", "raw"];
+    // `lib-by-column` writes `Event`'s twin without `owns_family`: the
+    // emulator's CPU per row written, one `DeleteFromFamily` against a
+    // `DeleteFromColumn` per column, in the same rounds.
+    let mut names = vec!["lib", "lib-by-column", "lib-put-all", "raw"];
     if python.is_some() {
         names.push("python");
     }
@@ -264,6 +275,9 @@ async fn e2e(rows: usize, python: Option<&str>, out: &Path) -> Res<()> {
                     "--rows",
                     &rows.to_string(),
                 ]);
+                if let Some(pid) = pid_listening_on(emulator.port()) {
+                    cmd.args(["--emulator-pid", &pid.to_string()]);
+                }
                 cmd
             };
             let conn = Connection::emulator(&host, PROJECT, &format!("bench-{name}"))?;
@@ -286,6 +300,7 @@ async fn e2e(rows: usize, python: Option<&str>, out: &Path) -> Res<()> {
     }
     let mut results = serde_json::Map::new();
     results.insert("paired".into(), paired_ratios(&runs));
+    results.insert("owns_family".into(), owns_family_ratios(&runs));
     for (name, values) in &runs {
         let median = |key: &str| {
             let mut xs: Vec<f64> = values.iter().filter_map(|v| v[key].as_f64()).collect();
@@ -300,6 +315,8 @@ async fn e2e(rows: usize, python: Option<&str>, out: &Path) -> Res<()> {
                 "peak_rss_kib": median("peak_rss_kib"),
                 "write_cpu_s": median("write_cpu_s"),
                 "scan_cpu_s": median("scan_cpu_s"),
+                "write_emulator_cpu_s": median("write_emulator_cpu_s"),
+                "scan_emulator_cpu_s": median("scan_emulator_cpu_s"),
                 "runs": values,
             }),
         );
@@ -343,6 +360,41 @@ fn paired_ratios(runs: &BTreeMap<&str, Vec<Value>>) -> Value {
         out.insert(key.into(), json!(quantile(&sorted, 0.5)));
         out.insert(format!("{key}_q1"), json!(quantile(&sorted, 0.25)));
         out.insert(format!("{key}_q3"), json!(quantile(&sorted, 0.75)));
+    }
+    Value::Object(out)
+}
+
+/// The emulator's CPU time writing `Event` (which owns its family: one
+/// `DeleteFromFamily` a row) over its twin's (`lib-by-column`: a
+/// `DeleteFromColumn` per column), and likewise for the write's wall and
+/// client CPU time, each ratio taken within a round; the medians and
+/// quartiles over the rounds.
+fn owns_family_ratios(runs: &BTreeMap<&str, Vec<Value>>) -> Value {
+    let (Some(family), Some(columns)) = (runs.get("lib"), runs.get("lib-by-column")) else {
+        return Value::Null;
+    };
+    let mut out = serde_json::Map::new();
+    for key in [
+        "write_emulator_cpu_s",
+        "write_s",
+        "write_cpu_s",
+        "scan_emulator_cpu_s",
+    ] {
+        let mut ratios: Vec<f64> = family
+            .iter()
+            .zip(columns)
+            .filter_map(|(f, c)| Some(f[key].as_f64()? / c[key].as_f64()?))
+            .filter(|r| r.is_finite())
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        let at = |q: f64| {
+            let last = ratios.len().checked_sub(1)?;
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            ratios.get(((last as f64) * q).round() as usize).copied()
+        };
+        out.insert(key.into(), json!(at(0.5)));
+        out.insert(format!("{key}_q1"), json!(at(0.25)));
+        out.insert(format!("{key}_q3"), json!(at(0.75)));
     }
     Value::Object(out)
 }
@@ -393,94 +445,166 @@ async fn instructions(rows: usize, out: &Path) -> Res<()> {
     Ok(())
 }
 
-async fn contender(name: &str, host: &str, rows: usize) -> Res<Value> {
+async fn contender(name: &str, host: &str, rows: usize, emulator: Option<u32>) -> Res<Value> {
     let instance = format!("bench-{name}");
-    // The library's contenders start as an application does (README quick
-    // start): the schema checked once, which also tells the reader that the
-    // table holds no other family, so its filter need not select families.
-    let table = Table::<Event>::new(Connection::emulator(host, PROJECT, &instance)?);
-    if name.starts_with("lib") {
-        table.verify_schema().await?;
-    }
+    let conn = Connection::emulator(host, PROJECT, &instance)?;
     let now = Utc::now();
-    let start = Instant::now();
-    let cpu_start = cpu_seconds();
-    let cpu_write;
-    let (write_s, scan_s, read) = match name {
-        "lib" | "lib-put-all" => {
-            if name == "lib" {
-                let mut writer = table.writer();
-                for i in 0..rows {
-                    writer.send(&event(i, now)).await?;
-                }
-                writer.finish().await?;
-            } else {
-                let batch: Vec<Event> = (0..rows).map(|i| event(i, now)).collect();
-                table.put_all(&batch).await?;
-            }
-            let write_s = start.elapsed().as_secs_f64();
-            cpu_write = cpu_seconds();
-            let rss = peak_rss_kib();
-            let start = Instant::now();
-            let read = table
-                .stream(Scan::all())
-                .try_fold(0usize, |n, e| {
-                    std::hint::black_box(&e);
-                    futures_util::future::ready(Ok(n + 1))
-                })
-                .await?;
-            (write_s, (start.elapsed().as_secs_f64(), rss), read)
+    // The emulator's CPU time over each phase, when its process is known.
+    let emulator_cpu = || emulator.map_or(f64::NAN, process_cpu_seconds);
+    let (cpu_start, emulator_start) = (cpu_seconds(), emulator_cpu());
+    let mut marks = Marks::default();
+    let read = match name {
+        "lib" => {
+            lib_phases(
+                &conn,
+                rows,
+                |i| event(i, now),
+                false,
+                &mut marks,
+                &emulator_cpu,
+            )
+            .await?
+        }
+        "lib-by-column" => {
+            lib_phases(
+                &conn,
+                rows,
+                |i| EventByColumn::from(event(i, now)),
+                false,
+                &mut marks,
+                &emulator_cpu,
+            )
+            .await?
+        }
+        "lib-put-all" => {
+            lib_phases(
+                &conn,
+                rows,
+                |i| event(i, now),
+                true,
+                &mut marks,
+                &emulator_cpu,
+            )
+            .await?
         }
         "raw" => {
             let conn =
                 BigTableConnection::new_with_emulator(host, PROJECT, &instance, false, 1, None)?;
             let client = conn.client();
             let table_name = client.get_full_table_name(Event::SCHEMA.table);
-            raw_write(&client, &table_name, rows, now).await?;
-            let write_s = start.elapsed().as_secs_f64();
-            cpu_write = cpu_seconds();
-            let rss = peak_rss_kib();
             let start = Instant::now();
-            let read = raw_scan(&client, &table_name).await?;
-            (write_s, (start.elapsed().as_secs_f64(), rss), read)
+            raw_write(&client, &table_name, generated(rows, now), now).await?;
+            marks.written(start, &emulator_cpu);
+            raw_scan(&client, &table_name).await?
         }
         other => return Err(format!("unknown contender {other}").into()),
     };
-    let (scan_s, rss) = scan_s;
-    let cpu_end = cpu_seconds();
+    let (cpu_end, emulator_end) = (cpu_seconds(), emulator_cpu());
     if read != rows {
         return Err(format!("{name}: read {read} rows, wrote {rows}").into());
     }
     Ok(json!({
-        "write_s": write_s,
-        "scan_s": scan_s,
+        "write_s": marks.write_s,
+        "scan_s": marks.scan_start.map_or(f64::NAN, |s| s.elapsed().as_secs_f64()),
         "rows_read": read,
-        "peak_rss_kib": rss,
-        "write_cpu_s": cpu_write - cpu_start,
-        "scan_cpu_s": cpu_end - cpu_write,
+        "peak_rss_kib": marks.rss,
+        "write_cpu_s": marks.cpu - cpu_start,
+        "scan_cpu_s": cpu_end - marks.cpu,
+        "write_emulator_cpu_s": marks.emulator_cpu - emulator_start,
+        "scan_emulator_cpu_s": emulator_end - marks.emulator_cpu,
     }))
 }
 
+/// What a contender notes at the end of its write phase.
+#[derive(Default)]
+struct Marks {
+    write_s: f64,
+    /// This process's CPU time, the emulator's, and the peak RSS then.
+    cpu: f64,
+    emulator_cpu: f64,
+    rss: u64,
+    scan_start: Option<Instant>,
+}
+
+impl Marks {
+    /// The write, begun at `start`, is over; the scan begins.
+    fn written(&mut self, start: Instant, emulator_cpu: &dyn Fn() -> f64) {
+        self.write_s = start.elapsed().as_secs_f64();
+        self.cpu = cpu_seconds();
+        self.emulator_cpu = emulator_cpu();
+        self.rss = peak_rss_kib();
+        self.scan_start = Some(Instant::now());
+    }
+}
+
+/// A library contender: `rows` rows of `make` through the bulk writer (or
+/// `put_all` over a `Vec` of them), then the typed stream of the table; the
+/// rows read.
+async fn lib_phases<R: BigtableRow + Send + 'static>(
+    conn: &Connection,
+    rows: usize,
+    make: impl Fn(usize) -> R,
+    put_all: bool,
+    marks: &mut Marks,
+    emulator_cpu: &dyn Fn() -> f64,
+) -> Res<usize> {
+    // The library's contenders start as an application does (README quick
+    // start): the schema checked once, which also tells the reader that the
+    // table holds no other family, so its filter need not select families.
+    let table = Table::<R>::new(conn.clone());
+    table.verify_schema().await?;
+    let start = Instant::now();
+    if put_all {
+        let batch: Vec<R> = (0..rows).map(&make).collect();
+        table.put_all(&batch).await?;
+    } else {
+        let mut writer = table.writer();
+        for i in 0..rows {
+            writer.send(&make(i)).await?;
+        }
+        writer.finish().await?;
+    }
+    marks.written(start, emulator_cpu);
+    Ok(table
+        .stream(Scan::all())
+        .try_fold(0usize, |n, e| {
+            std::hint::black_box(&e);
+            futures_util::future::ready(Ok(n + 1))
+        })
+        .await?)
+}
+
 /// Hand-written `bigtable_rs` bulk write: the library's batching (requests
-/// of 10,000 rows, 4 in flight), every entry's status checked.
-pub(crate) async fn raw_write(
+/// of 10,000 rows, each sent by a task of its own, 4 in flight), every
+/// entry's status checked. `next` puts the next row into the `Event` it is
+/// given (`false` at the end); the rows written come back.
+pub(crate) async fn raw_write<E: Into<Box<dyn std::error::Error + Send + Sync>>>(
     client: &bigtable_rs::bigtable::BigTable,
     table_name: &str,
-    rows: usize,
+    mut next: impl FnMut(&mut Event) -> Result<bool, E>,
     now: chrono::DateTime<Utc>,
-) -> Res<()> {
-    let batches = (0..rows).step_by(ROWS_PER_REQUEST).map(|first| {
+) -> Res<usize> {
+    let mut tasks = tokio::task::JoinSet::new();
+    let (mut row, mut rows) = (Event::default(), 0);
+    loop {
+        let mut entries = Vec::with_capacity(ROWS_PER_REQUEST);
+        while entries.len() < ROWS_PER_REQUEST && next(&mut row).map_err(Into::into)? {
+            entries.push(hand_entry(&row, now)?);
+        }
+        if entries.is_empty() {
+            break;
+        }
+        rows += entries.len();
+        while tasks.len() >= IN_FLIGHT {
+            tasks.join_next().await.ok_or("no task")???;
+        }
         let mut client = client.clone();
-        let table_name = table_name.to_owned();
-        async move {
-            let entries = (first..rows.min(first + ROWS_PER_REQUEST))
-                .map(|i| hand_entry(&event(i, now), now))
-                .collect::<Result<Vec<Entry>, String>>()?;
-            let request = MutateRowsRequest {
-                table_name,
-                entries,
-                ..MutateRowsRequest::default()
-            };
+        let request = MutateRowsRequest {
+            table_name: table_name.to_owned(),
+            entries,
+            ..MutateRowsRequest::default()
+        };
+        tasks.spawn(async move {
             let mut stream = client.mutate_rows(request).await?;
             while let Some(response) = stream.message().await? {
                 if let Some(bad) = response
@@ -492,13 +616,28 @@ pub(crate) async fn raw_write(
                 }
             }
             Res::Ok(())
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done??;
+    }
+    Ok(rows)
+}
+
+/// [`raw_write`]'s rows `0..rows` of the workload, made as they are sent.
+pub(crate) fn generated(
+    rows: usize,
+    now: chrono::DateTime<Utc>,
+) -> impl FnMut(&mut Event) -> Result<bool, std::convert::Infallible> {
+    let mut i = 0;
+    move |row| {
+        if i == rows {
+            return Ok(false);
         }
-    });
-    futures_util::stream::iter(batches)
-        .buffer_unordered(IN_FLIGHT)
-        .try_collect::<Vec<()>>()
-        .await?;
-    Ok(())
+        *row = event(i, now);
+        i += 1;
+        Ok(true)
+    }
 }
 
 /// Hand-written filtered scan: the timestamp range visible now, newest cell
@@ -639,10 +778,25 @@ fn shell(cmd: &str) -> String {
         .unwrap_or_default()
 }
 
+/// Said of a figure `report` keeps from the file, not measured in its run.
+const CARRIED: &str = " (not measured again: the previous run's)";
+
 #[allow(clippy::too_many_lines)]
 fn report(dir: &Path, out: &Path) -> Res<()> {
     let e2e = read_json(&dir.join("e2e.json")).ok_or("e2e.json missing")?;
-    let compile = read_json(&dir.join("compile.json")).ok_or("compile.json missing")?;
+    let compile = read_json(&dir.join("compile.json"));
+    let old = std::fs::read_to_string(out).unwrap_or_default();
+    // A line whose measure was not run this time keeps the file's figure,
+    // said so.
+    let carried = |label: &str| {
+        let row = old
+            .lines()
+            .find(|l| l.starts_with(&format!("| {label} |")))?;
+        let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
+        let (value, target) = (cells.get(1)?, cells.get(2).copied().unwrap_or(""));
+        let value = value.strip_suffix(CARRIED).unwrap_or(value).to_owned();
+        Some((format!("{value}{CARRIED}"), target.to_owned()))
+    };
     let criterion = dir.join("criterion");
     let rows = e2e["rows"].as_f64().unwrap_or(0.0);
     let mut t = String::new();
@@ -663,7 +817,7 @@ fn report(dir: &Path, out: &Path) -> Res<()> {
     }
     let rate = |c: &str, key: &str| rows / e2e[c][key].as_f64().unwrap_or(f64::NAN);
     for (key, what) in [("write_s", "write"), ("scan_s", "filtered scan")] {
-        for c in ["lib", "lib-put-all", "raw", "python"] {
+        for c in ["lib", "lib-by-column", "lib-put-all", "raw", "python"] {
             if e2e.get(c).is_some() {
                 line(
                     &format!("{what} {rows} rows, {c}: rows/s"),
@@ -706,7 +860,60 @@ fn report(dir: &Path, out: &Path) -> Res<()> {
             );
         }
     }
-    for c in ["lib", "lib-put-all", "raw", "python"] {
+    let family = &e2e["owns_family"];
+    if family.is_object() {
+        let per_row = |c: &str, key: &str| 1e6 * e2e[c][key].as_f64().unwrap_or(f64::NAN) / rows;
+        let ratio = |key: &str| {
+            let f = |k: String| family[k].as_f64().unwrap_or(f64::NAN);
+            format!(
+                "{:.3} (quartiles {:.3}–{:.3})",
+                f(key.to_owned()),
+                f(format!("{key}_q1")),
+                f(format!("{key}_q3"))
+            )
+        };
+        line(
+            "write: emulator CPU per row, `owns_family` (one `DeleteFromFamily`, lib) / per-column deletes (lib-by-column)",
+            format!(
+                "{:.2} µs / {:.2} µs; median of the rounds' ratios {}",
+                per_row("lib", "write_emulator_cpu_s"),
+                per_row("lib-by-column", "write_emulator_cpu_s"),
+                ratio("write_emulator_cpu_s")
+            ),
+            "",
+        );
+        line(
+            "write: wall time, `owns_family` / per-column deletes",
+            format!(
+                "{:.3} s / {:.3} s; median of the rounds' ratios {}",
+                e2e["lib"]["write_s"].as_f64().unwrap_or(f64::NAN),
+                e2e["lib-by-column"]["write_s"].as_f64().unwrap_or(f64::NAN),
+                ratio("write_s")
+            ),
+            "",
+        );
+        line(
+            "write: client CPU per row, `owns_family` / per-column deletes",
+            format!(
+                "{:.2} µs / {:.2} µs; median of the rounds' ratios {}",
+                per_row("lib", "write_cpu_s"),
+                per_row("lib-by-column", "write_cpu_s"),
+                ratio("write_cpu_s")
+            ),
+            "",
+        );
+        line(
+            "filtered scan: emulator CPU per row, `owns_family` / per-column deletes",
+            format!(
+                "{:.2} µs / {:.2} µs; median of the rounds' ratios {}",
+                per_row("lib", "scan_emulator_cpu_s"),
+                per_row("lib-by-column", "scan_emulator_cpu_s"),
+                ratio("scan_emulator_cpu_s")
+            ),
+            "",
+        );
+    }
+    for c in ["lib", "lib-by-column", "lib-put-all", "raw", "python"] {
         if let Some(kib) = e2e.get(c).and_then(|v| v["peak_rss_kib"].as_f64()) {
             line(
                 &format!("peak RSS after writing {rows} rows, {c}"),
@@ -734,18 +941,23 @@ fn report(dir: &Path, out: &Path) -> Res<()> {
         ),
         "",
     );
-    let (c_derive, c_serde) = (
-        compile["derive_s"].as_f64().unwrap_or(f64::NAN),
-        compile["serde_s"].as_f64().unwrap_or(f64::NAN),
-    );
-    line(
-        "cargo build of 50 structs: BigtableRow / serde Serialize+Deserialize",
-        format!(
-            "{c_derive:.2} s / {c_serde:.2} s = {:.2}",
-            c_derive / c_serde
-        ),
-        "",
-    );
+    let compile_label = "cargo build of 50 structs: BigtableRow / serde Serialize+Deserialize";
+    if let Some(compile) = &compile {
+        let (c_derive, c_serde) = (
+            compile["derive_s"].as_f64().unwrap_or(f64::NAN),
+            compile["serde_s"].as_f64().unwrap_or(f64::NAN),
+        );
+        line(
+            compile_label,
+            format!(
+                "{c_derive:.2} s / {c_serde:.2} s = {:.2}",
+                c_derive / c_serde
+            ),
+            "",
+        );
+    } else if let Some((value, target)) = carried(compile_label) {
+        line(compile_label, value, &target);
+    }
     if let Some(cond) = read_json(&dir.join("conditional.json")) {
         for (shape, what) in [
             ("one_at_a_time", "one call at a time"),
@@ -825,7 +1037,10 @@ fn report(dir: &Path, out: &Path) -> Res<()> {
          each contender's median. *lib*: `Table::writer()` (the bulk writer, \
          rows streamed in; the library contenders call `verify_schema` once at startup, \
          untimed, as an application does, which lets typed reads skip the family \
-         selector on this one-family table); *lib-put-all*: `Table::put_all` over a `Vec` of the rows; \
+         selector on this one-family table); *lib-by-column*: the same through a twin of \
+         `Event` without `#[bigtable(owns_family)]`, so each row clears its three columns \
+         and its row marker with four `DeleteFromColumn`s where `lib` sends one \
+         `DeleteFromFamily` (8 mutations a row against 5); *lib-put-all*: `Table::put_all` over a `Vec` of the rows; \
          *raw* (b): hand-written `bigtable_rs` with the same batching (10,000 rows per \
          `MutateRows`, 4 in flight) and a hand-written filter and decoder; *python* (c): \
          Google's `google-cloud-bigtable` (its `MutationsBatcher`, 10,000 rows per flush, \
@@ -837,7 +1052,11 @@ fn report(dir: &Path, out: &Path) -> Res<()> {
          their quartiles (the ratio of the per-contender medians is given beside it). **client CPU time**: \
          the contender process's own CPU time (user and kernel, all threads, from \
          `/proc/self/task/*/schedstat`) in the phase, the emulator's not included: \
-         what the client costs, much less disturbed by other load than wall time.\n\
+         what the client costs, much less disturbed by other load than wall time. \
+         **emulator CPU**: the emulator process's CPU time (`/proc/PID/task/*/schedstat`, \
+         read by the contender at the start and end of each phase) over the rows; \
+         `owns_family` / per-column deletes is the ratio of `lib`'s to `lib-by-column`'s \
+         within each round, the median over the rounds.\n\
          * **peak RSS**: `VmHWM` of the contender's process right after its write.\n\
          * **conditional insert** (`ttl-bench conditional`, issue 11): 4,000 \
          `Table::insert_if_absent` calls on fresh keys (each wins and writes) against \
@@ -864,7 +1083,6 @@ fn report(dir: &Path, out: &Path) -> Res<()> {
     // The sections after the first table: those measured in this run are
     // rendered again, every other one (another command's, or one whose
     // JSON is not in `dir`) is kept as the file has it.
-    let old = std::fs::read_to_string(out).unwrap_or_default();
     let tail = old
         .match_indices("\n## ")
         .map(|(at, _)| at + 1)

@@ -396,11 +396,27 @@ fn enum_shape<'a>(
 fn cell_codec(p: &TokenStream, ident: &Ident, shape: &Shape) -> TokenStream {
     let result = quote!(::core::result::Result);
     let bytes = quote!(::std::vec::Vec<::core::primitive::u8>);
-    let (encode, decode) = match shape {
+    // `encode` and `encode_into`, each from the stored bytes `__stored`
+    // (a `&[u8]`) where the value has them.
+    let from_stored = |stored: TokenStream| {
+        (
+            quote! {
+                #stored
+                #result::Ok(::std::borrow::ToOwned::to_owned(__stored))
+            },
+            quote! {
+                #stored
+                ::std::vec::Vec::extend_from_slice(__out, __stored);
+                #result::Ok(())
+            },
+        )
+    };
+    let (encode, encode_into, decode) = match shape {
         Shape::Newtype(inner) => {
             let trait_ = respan(quote!(#p::CellCodec), at(inner));
             (
                 quote!(<#inner as #trait_>::encode(&self.0)),
+                quote!(<#inner as #trait_>::encode_into(&self.0, __out)),
                 quote!(#result::map(<#inner as #trait_>::decode(__bytes), #ident)),
             )
         }
@@ -411,13 +427,14 @@ fn cell_codec(p: &TokenStream, ident: &Ident, shape: &Shape) -> TokenStream {
                 .map(|v| Literal::byte_string(v.stored.as_bytes()))
                 .collect();
             let idents: Vec<&Ident> = variants.iter().map(|v| v.ident).collect();
+            let (encode, encode_into) = from_stored(quote! {
+                let __stored: &'static [::core::primitive::u8] = match *self {
+                    #(#ident::#idents => #stored,)*
+                };
+            });
             (
-                quote! {
-                    let __name: &'static [::core::primitive::u8] = match *self {
-                        #(#ident::#idents => #stored,)*
-                    };
-                    #result::Ok(::std::borrow::ToOwned::to_owned(__name))
-                },
+                encode,
+                encode_into,
                 quote! {
                     match __bytes {
                         #(#stored => #result::Ok(#ident::#idents),)*
@@ -429,13 +446,15 @@ fn cell_codec(p: &TokenStream, ident: &Ident, shape: &Shape) -> TokenStream {
         Shape::ByNumber { repr, variants } => {
             let name = ident.to_string();
             let repr = quote!(::core::primitive::#repr);
+            let (encode, encode_into) = from_stored(quote! {
+                let __n: #repr = match *self {
+                    #(#ident::#variants => #ident::#variants as #repr,)*
+                };
+                let __stored = &<#repr>::to_be_bytes(__n)[..];
+            });
             (
-                quote! {
-                    let __n: #repr = match *self {
-                        #(#ident::#variants => #ident::#variants as #repr,)*
-                    };
-                    #result::Ok(::std::borrow::ToOwned::to_owned(&<#repr>::to_be_bytes(__n)[..]))
-                },
+                encode,
+                encode_into,
                 quote! {
                     let __n = <#repr>::from_be_bytes(#p::fixed_width(__bytes)?);
                     #(
@@ -455,6 +474,10 @@ fn cell_codec(p: &TokenStream, ident: &Ident, shape: &Shape) -> TokenStream {
                 #[inline]
                 fn encode(&self) -> #result<#bytes, #p::CodecError> {
                     #encode
+                }
+                #[inline]
+                fn encode_into(&self, __out: &mut #bytes) -> #result<(), #p::CodecError> {
+                    #encode_into
                 }
                 #[inline]
                 fn decode(__bytes: &[::core::primitive::u8]) -> #result<Self, #p::CodecError> {

@@ -1,7 +1,9 @@
 //! The Rust contenders against the null server, one phase per process:
 //! `ttl-bench null-client lib|raw write|read --host H --table T --rows N`.
 //!
-//! * `lib write`: the library's bulk writer (`Table::writer`), rows streamed in;
+//! * `lib write`: the library's bulk writer (`Table::writer`), the rows read
+//!   from the CSV file `--csv` one at a time into one `Event` and streamed in
+//!   (every contender reads that file: see `ttl_bench::csv_rows`);
 //! * `lib read`: the library's typed stream (`Table::stream(Scan::all())`),
 //!   filtered and decoded into `Event`s;
 //! * `raw write` / `raw read`: hand-written `bigtable_rs`, the same batching
@@ -12,6 +14,7 @@
 //! by the bench binary's global allocator, and the process's peak RSS
 //! (`VmHWM`, which, unlike `wait4`'s, counts nothing from before `exec`).
 
+use std::path::Path;
 use std::time::Instant;
 
 use bigtable_rs::bigtable::BigTableConnection;
@@ -19,7 +22,8 @@ use bigtable_ttl::{Connection, Scan, Table};
 use chrono::Utc;
 use futures_util::TryStreamExt as _;
 use serde_json::{json, Value};
-use ttl_bench::{cpu_seconds, event, peak_rss_kib, Event};
+use ttl_bench::csv_rows::CsvRows;
+use ttl_bench::{cpu_seconds, peak_rss_kib, Event};
 
 use crate::{raw_scan, raw_write, Res, GLOBAL, PROJECT};
 
@@ -33,6 +37,7 @@ pub(crate) async fn run(
     host: &str,
     table: &str,
     rows: usize,
+    csv: Option<&Path>,
 ) -> Res<Value> {
     let now = Utc::now();
     // Connections are made before the clock starts, as an application
@@ -47,12 +52,16 @@ pub(crate) async fn run(
     let start = Instant::now();
     let (read, clicks) = match (who, phase) {
         ("lib", "write") => {
+            let mut source = CsvRows::open(csv.ok_or("--csv FILE")?)?;
+            let mut row = Event::default();
             let mut writer = lib.writer();
-            for i in 0..rows {
-                writer.send(&event(i, now)).await?;
+            let mut n = 0;
+            while source.next_into(&mut row)? {
+                writer.send(&row).await?;
+                n += 1;
             }
             writer.finish().await?;
-            (rows, None)
+            (n, None)
         }
         ("lib", "read") => {
             let (n, clicks) = lib
@@ -64,8 +73,9 @@ pub(crate) async fn run(
             (n, Some(clicks))
         }
         ("raw", "write") => {
-            raw_write(&raw, &raw_table, rows, now).await?;
-            (rows, None)
+            let mut source = CsvRows::open(csv.ok_or("--csv FILE")?)?;
+            let n = raw_write(&raw, &raw_table, |row| source.next_into(row), now).await?;
+            (n, None)
         }
         ("raw", "read") => (raw_scan(&raw, &raw_table).await?, None),
         other => return Err(format!("null-client: no contender {other:?}").into()),

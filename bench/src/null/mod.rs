@@ -29,7 +29,7 @@ pub(crate) mod wire;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::{BufRead as _, BufReader, Write as _};
+use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::Instant;
@@ -37,6 +37,7 @@ use std::time::Instant;
 use chrono::Utc;
 use prost::Message as _;
 use serde_json::{json, Value};
+use ttl_bench::csv_rows::write_csv;
 use ttl_bench::{event, hand_entry, process_cpu_seconds};
 use wait4::Wait4 as _;
 
@@ -151,29 +152,6 @@ fn found(name: &str, args: &[&str]) -> Option<PathBuf> {
     ok.then(|| PathBuf::from(name))
 }
 
-/// The rows `0..n` of the workload as `cbt import` reads them: a family
-/// row, a qualifier row, then one line a row, every value `value@micros`
-/// (`timestamp=value-encoded`), the counter as its decimal text (a CSV has
-/// no binary). The expiry is whole milliseconds, as the library writes it.
-fn write_csv(path: &Path, n: usize) -> Res<()> {
-    let now = Utc::now();
-    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
-    writeln!(out, ",e,,")?;
-    writeln!(out, ",user,url,clicks")?;
-    for i in 0..n {
-        let e = event(i, now);
-        let ts = e.expires_at.timestamp_micros();
-        let ts = ts - ts.rem_euclid(1000);
-        writeln!(
-            out,
-            "{},{}@{ts},{}@{ts},{}@{ts}",
-            e.id, e.user, e.url, e.clicks
-        )?;
-    }
-    out.flush()?;
-    Ok(())
-}
-
 fn csv_path(tools: &Tools, n: usize) -> PathBuf {
     tools.work.join(format!("events_{n}.csv"))
 }
@@ -185,7 +163,9 @@ fn command(tools: &Tools, who: Who, phase: &str, table: &str, rows: usize, host:
         Who::Lib | Who::Raw => {
             let mut cmd = Command::new(&tools.me);
             cmd.args(["null-client", who.name(), phase, "--host", host])
-                .args(["--table", table, "--rows", &rows_s]);
+                .args(["--table", table, "--rows", &rows_s])
+                .arg("--csv")
+                .arg(csv_path(tools, rows));
             cmd
         }
         Who::Go => {
@@ -212,7 +192,9 @@ fn command(tools: &Tools, who: Who, phase: &str, table: &str, rows: usize, host:
             let mut cmd = Command::new("node");
             cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("node_client.js"))
                 .args(["--phase", phase, "--table", table, "--rows", &rows_s])
-                .args(["--project", PROJECT, "--instance", INSTANCE]);
+                .args(["--project", PROJECT, "--instance", INSTANCE])
+                .arg("--csv")
+                .arg(csv_path(tools, rows));
             if let Some(modules) = &tools.node_modules {
                 cmd.env("NODE_PATH", modules);
             }
@@ -350,9 +332,12 @@ pub(crate) fn run(plan: &Plan) -> Res<()> {
         work,
     };
     let (n, big) = (plan.rows, plan.rows * plan.scale);
-    if who.contains(&Who::Go) {
-        for rows in [1, n, big] {
-            write_csv(&csv_path(&tools, rows), rows)?;
+    // Every contender's write reads its rows from these files (see
+    // `ttl_bench::csv_rows`).
+    let now = Utc::now();
+    for rows in [1, n, big, plan.profile_rows] {
+        if rows > 0 {
+            write_csv(&csv_path(&tools, rows), rows, now)?;
         }
     }
     eprintln!("null: encoding the read answers for 1, {n} and {big} rows…");

@@ -448,14 +448,14 @@ impl<T: BigtableRow> Table<T> {
         let mut batches = Vec::new();
         let mut written = Vec::new();
         for b in builders {
-            let m = b.build_checked(&self.name, now)?;
+            let (row, full) = writer.queue(&b, now)?;
             written.push(Written {
-                row_key: m.row_key.clone(),
-                timestamp_micros: m.timestamp_micros,
-                expires_at: m.expires_at,
+                row_key: row.row_key,
+                timestamp_micros: row.timestamp_micros,
+                expires_at: row.expires_at,
                 written_at,
             });
-            batches.extend(writer.queue(m));
+            batches.extend(full);
         }
         batches.push(writer.take_batch());
         for batch in batches {

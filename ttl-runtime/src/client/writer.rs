@@ -33,7 +33,7 @@ use crate::client::retry::{deadline_after, status_text, RetryPolicy};
 use crate::client::telemetry;
 use crate::model::clock::Clock;
 use crate::model::error::{Error, FailedRow, Result};
-use crate::model::mutation::RowMutation;
+use crate::model::mutation::EncodedRow;
 use crate::model::row::BigtableRow;
 use crate::model::row::MutationBuilder;
 use crate::wire::channel::DataChannel;
@@ -201,6 +201,9 @@ pub struct BulkWriter<T> {
     options: WriteOptions,
     /// The rows queued, encoded as the next request will carry them.
     batch: EncodedBatch,
+    /// Where each cell's value is encoded before it is written into the
+    /// batch (kept from row to row).
+    staged: Vec<u8>,
     buffer_mutations: usize,
     buffer_bytes: usize,
     tasks: JoinSet<BatchReport>,
@@ -245,6 +248,7 @@ impl<T: BigtableRow> BulkWriter<T> {
             table_path,
             options,
             batch: EncodedBatch::default(),
+            staged: Vec::new(),
             buffer_mutations: 0,
             buffer_bytes: 0,
             tasks: JoinSet::new(),
@@ -281,50 +285,59 @@ impl<T: BigtableRow> BulkWriter<T> {
     /// # Errors
     /// As [`BulkWriter::send`].
     pub async fn send_with(&mut self, builder: MutationBuilder<'_, T>) -> Result<()> {
-        let m = builder.build_checked(&self.table_name, self.clock.now())?;
-        self.push(m).await;
+        let (_, full) = self.queue(&builder, self.clock.now())?;
+        if let Some(full) = full {
+            self.dispatch(full).await;
+        }
         Ok(())
     }
 
-    /// Queue a row already built (and checked).
-    pub(crate) async fn push(&mut self, m: RowMutation) {
-        if let Some(full) = self.queue(m) {
-            self.dispatch(full).await;
-        }
-    }
-
-    /// Append a row built (and checked) to the batch being filled; when the
-    /// row does not fit, the batch so far comes back, closed, and the row
-    /// starts the next one.
-    pub(crate) fn queue(&mut self, m: RowMutation) -> Option<EncodedBatch> {
-        let entry = Entry {
-            row_key: m.row_key,
-            mutations: m.mutations,
-            ..Entry::default()
-        };
+    /// Encode the write `builder` makes at `now` (checked) into the batch
+    /// being filled; when the row does not fit there, the batch so far
+    /// comes back, closed, and the row starts the next one. A row that
+    /// fails is not queued.
+    pub(crate) fn queue(
+        &mut self,
+        builder: &MutationBuilder<'_, T>,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(EncodedRow, Option<EncodedBatch>)> {
+        let (table, staged) = (&self.table_name, &mut self.staged);
+        // Written straight into the request's bytes: no `Mutation` values.
+        let row = self
+            .batch
+            .push_with(|bytes| builder.encode_checked(table, now, bytes, staged))?;
         bump(&self.counters.rows_queued, 1);
         if let Some(op) = &mut self.operation {
             op.resumed();
         }
-        let (mutations, bytes) = (entry.mutations.len(), EncodedBatch::size_of(&entry));
-        let full = (!self.batch.is_empty()
-            && (self.batch.len() >= self.options.max_rows_per_request.max(1)
+        let (mutations, bytes) = (row.entry.mutations, row.entry.len);
+        let before = self.batch.len() - 1;
+        // Room for a full request of rows like this one at once: no
+        // regrowing (the rows limit is usually what ends a batch).
+        let rows = self.options.max_rows_per_request.clamp(1, 16_384);
+        let capacity = bytes
+            .saturating_mul(rows)
+            .min(self.options.max_request_bytes.saturating_add(bytes));
+        let full = before > 0
+            && (before >= self.options.max_rows_per_request.max(1)
                 || self.buffer_mutations + mutations > self.options.max_mutations_per_request
-                || self.buffer_bytes + bytes > self.options.max_request_bytes))
-            .then(|| self.take_batch());
+                || self.buffer_bytes + bytes > self.options.max_request_bytes);
+        let full = full.then(|| {
+            let next = self.batch.split_last(rows, capacity);
+            self.take_batch_and_start(next)
+        });
+        if before == 0 {
+            self.batch.reserve_total(rows, capacity);
+        }
         self.buffer_mutations += mutations;
         self.buffer_bytes += bytes;
-        if self.batch.is_empty() {
-            // Room for a full request of rows like this one at once: no
-            // regrowing (the rows limit is usually what ends a batch).
-            let rows = self.options.max_rows_per_request.clamp(1, 16_384);
-            let bytes = bytes
-                .saturating_mul(rows)
-                .min(self.options.max_request_bytes.saturating_add(bytes));
-            self.batch = EncodedBatch::with_capacity(rows, bytes);
-        }
-        self.batch.push(&entry);
-        full
+        Ok((row, full))
+    }
+
+    /// The batch being filled, closed; `next` is filled from now on.
+    fn take_batch_and_start(&mut self, next: EncodedBatch) -> EncodedBatch {
+        (self.buffer_mutations, self.buffer_bytes) = (0, 0);
+        std::mem::replace(&mut self.batch, next)
     }
 
     /// The batch being filled, closed; an empty one starts.

@@ -11,6 +11,7 @@ pub mod codec;
 pub(crate) mod condition;
 pub(crate) mod counter;
 pub(crate) mod duration;
+pub(crate) mod entry;
 pub mod error;
 pub(crate) mod field;
 pub mod filter;

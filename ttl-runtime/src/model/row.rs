@@ -5,6 +5,7 @@ use std::marker::PhantomData;
 
 use chrono::{DateTime, Utc};
 
+use crate::model::entry::EntryEncoder;
 use crate::model::error::Result;
 use crate::model::error::{CodecError, Error};
 use crate::model::field::{decode_error, FieldError};
@@ -96,8 +97,9 @@ pub struct MutationBuilder<'a, T> {
 }
 
 /// Where a derived struct's `write_cells` hands its columns: each one
-/// becomes its `DeleteFromColumn` and, unless the value is `None`, its
-/// `SetCell`, pushed straight into the row's mutations.
+/// becomes its `DeleteFromColumn` (unless the struct owns its family) and,
+/// unless the value is `None`, its `SetCell`, written straight to where the
+/// row's mutations go ([`MutationOut`]).
 ///
 /// Generic over the row type so that, once inlined into the derived
 /// `write_cells`, each column's family, qualifier and TTL are constants of
@@ -106,8 +108,23 @@ pub struct MutationBuilder<'a, T> {
 pub struct CellSink<'a, T> {
     pub(crate) now: DateTime<Utc>,
     pub(crate) row_ts: i64,
-    pub(crate) mutations: &'a mut Vec<Mutation>,
+    pub(crate) out: MutationOut<'a>,
     pub(crate) row: PhantomData<fn() -> T>,
+}
+
+/// Where the mutations of a row write go.
+#[derive(Debug)]
+pub(crate) enum MutationOut<'a> {
+    /// `Mutation` values (a single-row or conditional write sends them
+    /// through the generated client).
+    Values {
+        mutations: &'a mut Vec<Mutation>,
+        /// The next cell's value, encoded.
+        staged: Vec<u8>,
+    },
+    /// Straight into the wire form of a `MutateRowsRequest` entry (the
+    /// bulk writer's requests).
+    Wire(EntryEncoder<'a>),
 }
 
 /// The first key fields of `T`, as a tuple of their types: what a scan of

@@ -46,6 +46,39 @@ impl EncodedBatch {
         self.bytes.len() - start
     }
 
+    /// Append the entry `write` appends to the bytes (its whole field,
+    /// header and length prefix included; the library's rows are written
+    /// so, by `MutationBuilder::encode_checked`), with what `write` says
+    /// of it; nothing is appended when `write` fails (it leaves the bytes
+    /// as they were).
+    pub(crate) fn push_with<R, E>(
+        &mut self,
+        write: impl FnOnce(&mut Vec<u8>) -> Result<R, E>,
+    ) -> Result<R, E> {
+        let written = write(&mut self.bytes)?;
+        self.ends.push(self.bytes.len());
+        Ok(written)
+    }
+
+    /// Room for `entries` entries and `bytes` bytes in all.
+    pub(crate) fn reserve_total(&mut self, entries: usize, bytes: usize) {
+        self.ends.reserve(entries.saturating_sub(self.ends.len()));
+        self.bytes.reserve(bytes.saturating_sub(self.bytes.len()));
+    }
+
+    /// The last entry taken out, as the first of a new batch with room for
+    /// `entries` entries and `bytes` bytes.
+    pub(crate) fn split_last(&mut self, entries: usize, bytes: usize) -> EncodedBatch {
+        let mut next = EncodedBatch::with_capacity(entries, bytes);
+        if let Some(last) = self.ends.pop() {
+            let start = self.ends.last().copied().unwrap_or(0);
+            next.bytes.extend_from_slice(&self.bytes[start..last]);
+            next.ends.push(next.bytes.len());
+            self.bytes.truncate(start);
+        }
+        next
+    }
+
     /// The encoded size `entry` would take in a batch.
     pub(crate) fn size_of(entry: &Entry) -> usize {
         prost::encoding::message::encoded_len(ENTRIES_FIELD, entry)
@@ -252,6 +285,45 @@ mod tests {
                 "profile {profile:?}"
             );
         }
+    }
+
+    #[test]
+    fn entries_pushed_as_bytes_and_split_off_read_back() {
+        let entries: Vec<Entry> = (0..4).map(|i| entry(&format!("k{i}"), b"v")).collect();
+        let mut batch = EncodedBatch::default();
+        for e in &entries {
+            let size = batch
+                .push_with(|bytes| {
+                    let start = bytes.len();
+                    prost::encoding::message::encode(ENTRIES_FIELD, e, bytes);
+                    Ok::<usize, ()>(bytes.len() - start)
+                })
+                .unwrap();
+            assert_eq!(size, EncodedBatch::size_of(e));
+        }
+        // A failed write leaves nothing.
+        assert!(batch.push_with(|_| Err::<(), &str>("bad row")).is_err());
+        assert_eq!(batch.len(), 4);
+        let next = batch.split_last(10, 1_000);
+        assert_eq!(batch.len(), 3);
+        assert_eq!(next.len(), 1);
+        assert_eq!(next.entry(0).unwrap(), entries[3]);
+        let whole = entries[..3].to_vec();
+        for (i, e) in whole.iter().enumerate() {
+            assert_eq!(&batch.entry(i).unwrap(), e);
+        }
+        let body = MutateRowsBody {
+            table_name: "t".into(),
+            app_profile: "".into(),
+            batch: Arc::new(batch),
+            selected: None,
+        };
+        let expected = MutateRowsRequest {
+            table_name: "t".into(),
+            entries: whole,
+            ..MutateRowsRequest::default()
+        };
+        assert!(body_bytes(&body) == expected.encode_to_vec());
     }
 
     #[test]

@@ -1,0 +1,425 @@
+//! A whole-row write encoded straight into its wire form: one entry of a
+//! `MutateRowsRequest` (field 2, length-delimited), its mutations written
+//! as they come, with no `Mutation` value built, kept or freed. The bulk
+//! writer encodes its rows this way, into the request it sends.
+//!
+//! The bytes are the ones prost writes for the same `Entry` (proto3: a
+//! field holding its default value is left out; a oneof's message is
+//! written even when empty), which the tests below check against prost
+//! for every kind of mutation the library writes.
+
+/// A field's key byte: field number and wire type (numbers below 16).
+const fn key(field: u8, wire_type: u8) -> u8 {
+    (field << 3) | wire_type
+}
+const VARINT: u8 = 0;
+const LEN: u8 = 2;
+
+/// `MutateRowsRequest.entries`.
+const REQUEST_ENTRY: u8 = key(2, LEN);
+/// `Entry.row_key`, `Entry.mutations`.
+const ENTRY_ROW_KEY: u8 = key(1, LEN);
+const ENTRY_MUTATION: u8 = key(2, LEN);
+/// `Mutation.set_cell`, `.delete_from_column`, `.delete_from_family` (a
+/// oneof).
+const SET_CELL: u8 = key(1, LEN);
+const DELETE_FROM_COLUMN: u8 = key(2, LEN);
+const DELETE_FROM_FAMILY: u8 = key(3, LEN);
+/// `family_name` and `column_qualifier` of `SetCell` and
+/// `DeleteFromColumn`, `family_name` of `DeleteFromFamily`;
+/// `SetCell.timestamp_micros` and `SetCell.value`.
+const FAMILY_NAME: u8 = key(1, LEN);
+const QUALIFIER: u8 = key(2, LEN);
+const TIMESTAMP: u8 = key(3, VARINT);
+const VALUE: u8 = key(4, LEN);
+
+/// The bytes a length prefix takes while an entry is written: its length
+/// is known only at the end, when the prefix is fixed up (two bytes hold
+/// entries of up to 16 KiB, most rows).
+const LENGTH_RESERVED: usize = 2;
+
+/// The protobuf varint length of `n`.
+#[inline]
+pub(crate) fn varint_len(n: u64) -> usize {
+    // One byte per 7 bits, at least one. (prost's own helpers sit in its
+    // `encoding` module, which it keeps out of its public API.)
+    let bits = 64 - (n | 1).leading_zeros() as usize;
+    bits.div_ceil(7)
+}
+
+#[inline]
+fn put_varint(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        // The low 7 bits, with the "more follows" bit.
+        #[allow(clippy::cast_possible_truncation)]
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    #[allow(clippy::cast_possible_truncation)]
+    out.push(n as u8);
+}
+
+/// A length-delimited field's length, key and prefix included; nothing for
+/// an empty one (proto3 leaves it out).
+#[inline]
+fn bytes_field_len(len: usize) -> usize {
+    if len == 0 {
+        0
+    } else {
+        1 + varint_len(len as u64) + len
+    }
+}
+
+#[inline]
+fn put_bytes_field(out: &mut Vec<u8>, key: u8, bytes: &[u8]) {
+    if !bytes.is_empty() {
+        out.push(key);
+        put_varint(out, bytes.len() as u64);
+        out.extend_from_slice(bytes);
+    }
+}
+
+/// A message field (`key`, then the length of a body of `len` bytes).
+#[inline]
+fn put_message_header(out: &mut Vec<u8>, key: u8, len: usize) {
+    out.push(key);
+    put_varint(out, len as u64);
+}
+
+/// An entry being written at the end of a request's bytes: where its body
+/// starts, and what it holds so far. [`PendingEntry::begin`] writes its
+/// header and row key, an [`EntryEncoder`] its mutations,
+/// [`PendingEntry::finish`] its length.
+#[derive(Debug)]
+pub(crate) struct PendingEntry {
+    /// Where the entry's body starts (after its key and the reserved
+    /// length prefix).
+    body: usize,
+    /// Mutations written.
+    pub(crate) mutations: usize,
+    /// The bytes of the cells' values and qualifiers written (Bigtable's
+    /// row limit counts these).
+    pub(crate) cell_bytes: usize,
+}
+
+/// An entry written whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EncodedEntry {
+    /// Its size in the request, key and length prefix included.
+    pub(crate) len: usize,
+    /// Its mutations.
+    pub(crate) mutations: usize,
+}
+
+impl PendingEntry {
+    /// Start an entry for `row_key` at the end of `out`.
+    pub(crate) fn begin(out: &mut Vec<u8>, row_key: &[u8]) -> Self {
+        out.reserve(1 + LENGTH_RESERVED + bytes_field_len(row_key.len()));
+        out.push(REQUEST_ENTRY);
+        out.extend_from_slice(&[0; LENGTH_RESERVED]);
+        let body = out.len();
+        put_bytes_field(out, ENTRY_ROW_KEY, row_key);
+        Self {
+            body,
+            mutations: 0,
+            cell_bytes: 0,
+        }
+    }
+
+    /// The entry, whose mutations are all written at the end of `out`, is
+    /// complete: its length prefix is fixed up.
+    pub(crate) fn finish(self, out: &mut Vec<u8>) -> EncodedEntry {
+        let Self {
+            body, mutations, ..
+        } = self;
+        let len = out.len() - body;
+        let prefix = varint_len(len as u64);
+        let prefix_at = body - LENGTH_RESERVED;
+        if prefix != LENGTH_RESERVED {
+            // Move the body to right after a prefix of the right size.
+            let to = prefix_at + prefix;
+            if to > body {
+                out.resize(out.len() + (to - body), 0);
+                out.copy_within(body..body + len, to);
+            } else {
+                out.copy_within(body..body + len, to);
+                out.truncate(to + len);
+            }
+        }
+        let mut n = len as u64;
+        for byte in &mut out[prefix_at..prefix_at + prefix] {
+            // The low 7 bits, with the "more follows" bit but on the last.
+            #[allow(clippy::cast_possible_truncation)]
+            let low = (n as u8) & 0x7f;
+            n >>= 7;
+            *byte = if n == 0 { low } else { low | 0x80 };
+        }
+        EncodedEntry {
+            len: 1 + prefix + len,
+            mutations,
+        }
+    }
+}
+
+/// Writes the mutations of a [`PendingEntry`] at the end of `out`.
+#[derive(Debug)]
+pub(crate) struct EntryEncoder<'a> {
+    pub(crate) out: &'a mut Vec<u8>,
+    /// The value of the next cell, encoded by [`EntryEncoder::stage`]
+    /// (a buffer reused from row to row).
+    pub(crate) staged: &'a mut Vec<u8>,
+    pub(crate) entry: &'a mut PendingEntry,
+}
+
+impl EntryEncoder<'_> {
+    /// Encode the next cell's value with `encode`; its length comes back.
+    /// The cell itself is written by [`EntryEncoder::set_staged`].
+    #[inline]
+    pub(crate) fn stage<E>(
+        &mut self,
+        encode: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+    ) -> Result<usize, E> {
+        self.staged.clear();
+        encode(self.staged)?;
+        Ok(self.staged.len())
+    }
+
+    /// `Mutation { delete_from_column { family_name, column_qualifier } }`.
+    #[inline]
+    pub(crate) fn delete_column(&mut self, family: &str, qualifier: &[u8]) {
+        let body = bytes_field_len(family.len()) + bytes_field_len(qualifier.len());
+        self.mutation(DELETE_FROM_COLUMN, body);
+        put_bytes_field(self.out, FAMILY_NAME, family.as_bytes());
+        put_bytes_field(self.out, QUALIFIER, qualifier);
+    }
+
+    /// `Mutation { delete_from_family { family_name } }`.
+    #[inline]
+    pub(crate) fn delete_family(&mut self, family: &str) {
+        self.mutation(DELETE_FROM_FAMILY, bytes_field_len(family.len()));
+        put_bytes_field(self.out, FAMILY_NAME, family.as_bytes());
+    }
+
+    /// `Mutation { set_cell { … } }` holding `value`.
+    #[inline]
+    pub(crate) fn set_cell(&mut self, family: &str, qualifier: &[u8], ts: i64, value: &[u8]) {
+        put_set_cell(self.out, self.entry, family, qualifier, ts, value);
+    }
+
+    /// `Mutation { set_cell { … } }` holding the value last staged.
+    #[inline]
+    pub(crate) fn set_staged(&mut self, family: &str, qualifier: &[u8], ts: i64) {
+        put_set_cell(self.out, self.entry, family, qualifier, ts, self.staged);
+    }
+
+    /// The headers of a mutation whose oneof field `field` has a body of
+    /// `body` bytes, to be written next.
+    #[inline]
+    fn mutation(&mut self, field: u8, body: usize) {
+        let mutation = 1 + varint_len(body as u64) + body;
+        self.out.reserve(1 + varint_len(mutation as u64) + mutation);
+        put_message_header(self.out, ENTRY_MUTATION, mutation);
+        put_message_header(self.out, field, body);
+        self.entry.mutations += 1;
+    }
+}
+
+#[inline]
+fn put_set_cell(
+    out: &mut Vec<u8>,
+    entry: &mut PendingEntry,
+    family: &str,
+    qualifier: &[u8],
+    ts: i64,
+    value: &[u8],
+) {
+    // An i64 is a varint of its two's complement (ten bytes when
+    // negative), as prost writes it.
+    #[allow(clippy::cast_sign_loss)]
+    let ts_bits = ts as u64;
+    let ts_len = if ts == 0 { 0 } else { 1 + varint_len(ts_bits) };
+    let body = bytes_field_len(family.len())
+        + bytes_field_len(qualifier.len())
+        + ts_len
+        + bytes_field_len(value.len());
+    let set_cell = 1 + varint_len(body as u64) + body;
+    out.reserve(1 + varint_len(set_cell as u64) + set_cell);
+    put_message_header(out, ENTRY_MUTATION, set_cell);
+    put_message_header(out, SET_CELL, body);
+    put_bytes_field(out, FAMILY_NAME, family.as_bytes());
+    put_bytes_field(out, QUALIFIER, qualifier);
+    if ts != 0 {
+        out.push(TIMESTAMP);
+        put_varint(out, ts_bits);
+    }
+    put_bytes_field(out, VALUE, value);
+    entry.mutations += 1;
+    entry.cell_bytes += qualifier.len() + value.len();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::{mutate_rows_request::Entry, mutation, MutateRowsRequest, Mutation};
+    use prost::Message as _;
+
+    fn m(m: mutation::Mutation) -> Mutation {
+        Mutation { mutation: Some(m) }
+    }
+
+    fn set(family: &str, qualifier: &[u8], ts: i64, value: &[u8]) -> Mutation {
+        m(mutation::Mutation::SetCell(mutation::SetCell {
+            family_name: family.into(),
+            column_qualifier: qualifier.to_vec(),
+            timestamp_micros: ts,
+            value: value.to_vec(),
+        }))
+    }
+
+    /// `entry` written by the encoder, its mutations from `entry` itself,
+    /// set cells alternately staged and given.
+    fn encode(entry: &Entry) -> (Vec<u8>, EncodedEntry, usize) {
+        let (mut out, mut staged) = (b"before".to_vec(), Vec::new());
+        let mut pending = PendingEntry::begin(&mut out, &entry.row_key);
+        let mut e = EntryEncoder {
+            out: &mut out,
+            staged: &mut staged,
+            entry: &mut pending,
+        };
+        for (i, mutation) in entry.mutations.iter().enumerate() {
+            match mutation.mutation.as_ref().unwrap() {
+                mutation::Mutation::SetCell(c) if i % 2 == 0 => {
+                    let len = e
+                        .stage(|b| {
+                            b.extend_from_slice(&c.value);
+                            Ok::<(), ()>(())
+                        })
+                        .unwrap();
+                    assert_eq!(len, c.value.len());
+                    e.set_staged(&c.family_name, &c.column_qualifier, c.timestamp_micros);
+                }
+                mutation::Mutation::SetCell(c) => {
+                    e.set_cell(
+                        &c.family_name,
+                        &c.column_qualifier,
+                        c.timestamp_micros,
+                        &c.value,
+                    );
+                }
+                mutation::Mutation::DeleteFromColumn(d) => {
+                    assert!(d.time_range.is_none());
+                    e.delete_column(&d.family_name, &d.column_qualifier);
+                }
+                mutation::Mutation::DeleteFromFamily(d) => e.delete_family(&d.family_name),
+                other => panic!("not written by the library: {other:?}"),
+            }
+        }
+        let cell_bytes = pending.cell_bytes;
+        let done = pending.finish(&mut out);
+        assert_eq!(&out[..6], b"before");
+        (out[6..].to_vec(), done, cell_bytes)
+    }
+
+    /// The entry as a field of a request, as prost encodes it.
+    fn prost_bytes(entry: &Entry) -> Vec<u8> {
+        MutateRowsRequest {
+            entries: vec![entry.clone()],
+            ..MutateRowsRequest::default()
+        }
+        .encode_to_vec()
+    }
+
+    fn check(entry: &Entry) {
+        let (bytes, done, cell_bytes) = encode(entry);
+        assert!(bytes == prost_bytes(entry), "{entry:?}");
+        assert_eq!(done.len, bytes.len());
+        assert_eq!(done.mutations, entry.mutations.len());
+        let cells: usize = entry
+            .mutations
+            .iter()
+            .map(|m| match &m.mutation {
+                Some(mutation::Mutation::SetCell(c)) => c.value.len() + c.column_qualifier.len(),
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(cell_bytes, cells);
+    }
+
+    #[test]
+    fn every_mutation_kind_is_encoded_as_prost_encodes_it() {
+        let mutations = vec![
+            m(mutation::Mutation::DeleteFromFamily(
+                mutation::DeleteFromFamily {
+                    family_name: "fam".into(),
+                },
+            )),
+            m(mutation::Mutation::DeleteFromColumn(
+                mutation::DeleteFromColumn {
+                    family_name: "e".into(),
+                    column_qualifier: b"user".to_vec(),
+                    time_range: None,
+                },
+            )),
+            set("e", b"user", 1_700_000_000_000_000, b"ann"),
+            // The row marker: an empty value (left out on the wire).
+            set("e", b"\0", 1_700_000_000_000_000, b""),
+            // Defaults left out: timestamp 0, empty qualifier, empty family.
+            set("e", b"", 0, b"v"),
+            set("", b"q", -1_000, b""),
+            m(mutation::Mutation::DeleteFromColumn(
+                mutation::DeleteFromColumn::default(),
+            )),
+            m(mutation::Mutation::DeleteFromFamily(
+                mutation::DeleteFromFamily::default(),
+            )),
+        ];
+        check(&Entry {
+            row_key: b"row-1".to_vec(),
+            mutations,
+            ..Entry::default()
+        });
+    }
+
+    #[test]
+    fn lengths_at_every_varint_width_are_encoded_as_prost_encodes_them() {
+        // Values, qualifiers and whole entries across the 1-, 2- and 3-byte
+        // length prefixes (127, 128, 16383, 16384 bytes), timestamps across
+        // varint widths and negative.
+        let sizes = [0, 1, 100, 127, 128, 129, 16_250, 16_383, 16_384, 70_000];
+        let timestamps = [0, 1, 127, 128, i64::MAX, -1, i64::MIN];
+        for (i, &size) in sizes.iter().enumerate() {
+            let ts = timestamps[i % timestamps.len()];
+            for mutations in [0, 1, 3] {
+                let entry = Entry {
+                    row_key: vec![b'k'; 1 + size % 300],
+                    mutations: (0..mutations)
+                        .map(|j| set("family", &vec![b'q'; size % 200 + j], ts, &vec![7; size]))
+                        .collect(),
+                    ..Entry::default()
+                };
+                check(&entry);
+            }
+        }
+    }
+
+    #[test]
+    fn varint_lengths_match_prost() {
+        for n in [
+            0,
+            1,
+            127,
+            128,
+            16_383,
+            16_384,
+            u64::from(u32::MAX),
+            u64::MAX,
+        ] {
+            let mut out = Vec::new();
+            put_varint(&mut out, n);
+            assert_eq!(out.len(), varint_len(n), "{n}");
+            let mut expected = Vec::new();
+            prost::encoding::encode_varint(n, &mut expected);
+            assert_eq!(out, expected, "{n}");
+        }
+    }
+}
