@@ -6,6 +6,9 @@
 //! quick start is checked on every test run.
 #![doc = include_str!("../README.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// No function of the library over about 100 lines without a reason
+// stated next to it (the workspace allows long tests and `quote!` impls).
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 pub use ttl_derive::{BigtableRow, CellCodec, KeyPart};
 pub use ttl_runtime::*;

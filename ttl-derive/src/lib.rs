@@ -7,6 +7,9 @@
 //! mistakes show in one build; `symbol.rs` names the attribute keys;
 //! `case.rs` holds `rename_all`'s conversions. `value.rs` is the smaller
 //! `#[derive(CellCodec)]` / `#[derive(KeyPart)]` for newtypes and enums.
+// No function of the library over about 100 lines without a reason
+// stated next to it (the workspace allows long tests and `quote!` impls).
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 mod ast;
 mod attr;

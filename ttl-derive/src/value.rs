@@ -271,28 +271,7 @@ fn enum_shape<'a>(
     attrs: &TypeAttrs,
 ) -> Option<Shape<'a>> {
     let ident = &input.ident;
-    let mut ok = true;
-    for variant in &data.variants {
-        if !matches!(variant.fields, Fields::Unit) {
-            cx.error_spanned_by(
-                &variant.fields,
-                format!(
-                    "#[derive(CellCodec)] stores C-like enums only, but `{ident}::{}` carries \
-                     data; store the enum as JSON with `Json<{ident}>`, or split the data into \
-                     fields of the row",
-                    variant.ident
-                ),
-            );
-            ok = false;
-        }
-    }
-    if data.variants.is_empty() {
-        cx.error_spanned_by(
-            ident,
-            format!("`{ident}` has no variants: there is no value to store"),
-        );
-        ok = false;
-    }
+    let ok = unit_variants_only(cx, ident, data);
     let by_number = match (&attrs.by_name, &attrs.by_number) {
         (Some(_), Some(second)) => {
             cx.error_spanned_by(
@@ -317,51 +296,104 @@ fn enum_shape<'a>(
         (None, Some(by_number)) => Some(by_number),
         (Some(_), None) => None,
     };
-    if let Some(by_number) = by_number {
-        if let Some(rename_all) = &attrs.rename_all {
+    match by_number {
+        Some(by_number) => by_number_shape(cx, input, data, attrs, by_number, ok),
+        None => by_name_shape(cx, data, attrs, ok),
+    }
+}
+
+/// Whether every variant is a unit variant and there is at least one;
+/// an error at each that is not.
+fn unit_variants_only(cx: &Ctxt, ident: &Ident, data: &syn::DataEnum) -> bool {
+    let mut ok = true;
+    for variant in &data.variants {
+        if !matches!(variant.fields, Fields::Unit) {
             cx.error_spanned_by(
-                &rename_all.key,
-                "`rename_all` is for `by_name` enums: a `by_number` enum stores numbers, not names",
-            );
-        }
-        let repr = int_repr(&input.attrs);
-        if repr.is_none() {
-            cx.error_spanned_by(
-                &by_number.key,
+                &variant.fields,
                 format!(
-                    "`by_number` needs an integer `#[repr(...)]` on `{ident}` ({}): it fixes \
-                     the stored width",
-                    REPRS.join(", ")
+                    "#[derive(CellCodec)] stores C-like enums only, but `{ident}::{}` carries \
+                     data; store the enum as JSON with `Json<{ident}>`, or split the data into \
+                     fields of the row",
+                    variant.ident
                 ),
             );
+            ok = false;
         }
-        for variant in &data.variants {
-            if let Some(rename) = variant_rename(cx, &variant.attrs) {
-                cx.error_spanned_by(
-                    &rename.key,
-                    "`rename` is for `by_name` enums: a `by_number` variant is stored as its \
-                     discriminant",
-                );
-            }
-            if variant.discriminant.is_none() {
-                cx.error_spanned_by(
-                    &variant.ident,
-                    format!(
-                        "`by_number` needs an explicit discriminant on every variant \
-                         (`{} = 1`): the stored number must not change when variants are \
-                         reordered or added",
-                        variant.ident
-                    ),
-                );
-                ok = false;
-            }
-        }
-        let repr = repr?;
-        return ok.then(|| Shape::ByNumber {
-            repr,
-            variants: data.variants.iter().map(|v| &v.ident).collect(),
-        });
     }
+    if data.variants.is_empty() {
+        cx.error_spanned_by(
+            ident,
+            format!("`{ident}` has no variants: there is no value to store"),
+        );
+        ok = false;
+    }
+    ok
+}
+
+/// A `by_number` enum: an integer `repr` and an explicit discriminant on
+/// every variant, no names.
+fn by_number_shape<'a>(
+    cx: &Ctxt,
+    input: &'a DeriveInput,
+    data: &'a syn::DataEnum,
+    attrs: &TypeAttrs,
+    by_number: &Keyed<()>,
+    mut ok: bool,
+) -> Option<Shape<'a>> {
+    let ident = &input.ident;
+    if let Some(rename_all) = &attrs.rename_all {
+        cx.error_spanned_by(
+            &rename_all.key,
+            "`rename_all` is for `by_name` enums: a `by_number` enum stores numbers, not names",
+        );
+    }
+    let repr = int_repr(&input.attrs);
+    if repr.is_none() {
+        cx.error_spanned_by(
+            &by_number.key,
+            format!(
+                "`by_number` needs an integer `#[repr(...)]` on `{ident}` ({}): it fixes \
+                 the stored width",
+                REPRS.join(", ")
+            ),
+        );
+    }
+    for variant in &data.variants {
+        if let Some(rename) = variant_rename(cx, &variant.attrs) {
+            cx.error_spanned_by(
+                &rename.key,
+                "`rename` is for `by_name` enums: a `by_number` variant is stored as its \
+                 discriminant",
+            );
+        }
+        if variant.discriminant.is_none() {
+            cx.error_spanned_by(
+                &variant.ident,
+                format!(
+                    "`by_number` needs an explicit discriminant on every variant \
+                     (`{} = 1`): the stored number must not change when variants are \
+                     reordered or added",
+                    variant.ident
+                ),
+            );
+            ok = false;
+        }
+    }
+    let repr = repr?;
+    ok.then(|| Shape::ByNumber {
+        repr,
+        variants: data.variants.iter().map(|v| &v.ident).collect(),
+    })
+}
+
+/// A `by_name` enum: each variant stored as its name (renamed, or in the
+/// `rename_all` case), no two the same.
+fn by_name_shape<'a>(
+    cx: &Ctxt,
+    data: &'a syn::DataEnum,
+    attrs: &TypeAttrs,
+    mut ok: bool,
+) -> Option<Shape<'a>> {
     let case = attrs.rename_all.as_ref().and_then(|r| r.value.case);
     let mut variants: Vec<Variant> = Vec::new();
     for variant in &data.variants {

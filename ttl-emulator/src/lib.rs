@@ -5,6 +5,9 @@
 //! The emulator runs under a tiny `sh` watchdog that holds a pipe from this
 //! process: when this process exits for any reason, even `SIGKILL`, the pipe
 //! closes and the watchdog kills the emulator. No emulator outlives its test.
+// No function of the library over about 100 lines without a reason
+// stated next to it (the workspace allows long tests and `quote!` impls).
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 use std::io::Write as _;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};

@@ -5,6 +5,9 @@
 //! A small crate of its own because the derive, a proc-macro crate, cannot
 //! use the runtime, and the runtime cannot use a proc-macro crate's
 //! functions.
+// No function of the library over about 100 lines without a reason
+// stated next to it (the workspace allows long tests and `quote!` impls).
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 use std::fmt;
 use std::time::Duration;

@@ -147,14 +147,7 @@ pub(crate) async fn send_batch(
     let mut report = BatchReport::default();
     if budget.expired() {
         report.attempts = 0;
-        report.failed = (0..batch.len())
-            .map(|index| Unwritten {
-                index,
-                code: None,
-                request_code: Code::DeadlineExceeded,
-                why: "not sent: the write's deadline had passed".to_owned(),
-            })
-            .collect();
+        report.failed = none_sent(batch.len());
         return report;
     }
     let mut cookies = RoutingCookies::default();
@@ -185,72 +178,18 @@ pub(crate) async fn send_batch(
             bump(&counters.request_failures, 1);
             if !failure.retryable && budget.attempts() == 1 && statuses.iter().all(Option::is_none)
             {
-                let why = format!("the request failed: {}", failure.describe());
-                let code = code_of(&failure.status);
-                report.failed = pending_now
-                    .into_iter()
-                    .map(|index| Unwritten {
-                        index,
-                        code: None,
-                        request_code: code,
-                        why: why.clone(),
-                    })
-                    .collect();
+                report.failed = refused(pending_now, failure);
                 report.fatal = Some(failure.status.clone());
                 return report;
             }
         }
-        let request_code = outcome
-            .as_ref()
-            .err()
-            .map_or(Code::Unknown, |f| code_of(&f.status));
-        let mut retry: Vec<Retry> = Vec::new();
-        let (mut rows_written, mut bytes_written) = (0u64, 0u64);
-        for (i, status) in pending_now.into_iter().zip(statuses) {
-            match (status, &outcome) {
-                (Some(EntryStatus { code: Code::Ok, .. }), _) => {
-                    report.written += 1;
-                    rows_written += 1;
-                    bytes_written += batch.wire(i).len() as u64;
-                }
-                (Some(EntryStatus { code, message }), _) => {
-                    let why = format!("{code}: {message}");
-                    if retryable_code(code) {
-                        retry.push((i, Some(code), code, why));
-                    } else {
-                        report.failed.push(Unwritten {
-                            index: i,
-                            code: Some(code),
-                            request_code: code,
-                            why,
-                        });
-                    }
-                }
-                // No status: the outcome is unknown.
-                (None, Ok(())) => {
-                    retry.push((i, None, request_code, "no status returned".to_owned()));
-                }
-                (None, Err(failure)) if failure.retryable => retry.push((
-                    i,
-                    None,
-                    request_code,
-                    format!(
-                        "outcome unknown, the request failed: {}",
-                        failure.describe()
-                    ),
-                )),
-                (None, Err(failure)) => report.failed.push(Unwritten {
-                    index: i,
-                    code: None,
-                    request_code,
-                    why: format!("the request failed: {}", failure.describe()),
-                }),
-            }
-        }
-        telemetry::written(
-            telemetry::table_id(&table_name),
-            rows_written,
-            bytes_written,
+        let retry = sort_entries(
+            &batch,
+            &table_name,
+            pending_now,
+            statuses,
+            &outcome,
+            &mut report,
         );
         if retry.is_empty() {
             return report;
@@ -285,6 +224,98 @@ pub(crate) async fn send_batch(
         }
         pending = Some(retry.into_iter().map(|(i, _, _, _)| i).collect());
     }
+}
+
+/// Every entry of a batch of `len`, reported not written because the
+/// write's deadline passed before anything was sent.
+fn none_sent(len: usize) -> Vec<Unwritten> {
+    (0..len)
+        .map(|index| Unwritten {
+            index,
+            code: None,
+            request_code: Code::DeadlineExceeded,
+            why: "not sent: the write's deadline had passed".to_owned(),
+        })
+        .collect()
+}
+
+/// The `pending` entries of a first attempt the server refused as a whole
+/// (a failure not worth retrying, no entry answered).
+fn refused(pending: Vec<usize>, failure: &RequestFailure) -> Vec<Unwritten> {
+    let why = format!("the request failed: {}", failure.describe());
+    let code = code_of(&failure.status);
+    pending
+        .into_iter()
+        .map(|index| Unwritten {
+            index,
+            code: None,
+            request_code: code,
+            why: why.clone(),
+        })
+        .collect()
+}
+
+/// Sort the entries `pending` of one attempt by their `statuses` and the
+/// request's `outcome`: the written are counted in `report` (and in the
+/// table's metrics), those that failed for good are added to its
+/// `failed`, and those worth another attempt are returned.
+fn sort_entries(
+    batch: &EncodedBatch,
+    table_name: &str,
+    pending: Vec<usize>,
+    statuses: Vec<Option<EntryStatus>>,
+    outcome: &Result<(), RequestFailure>,
+    report: &mut BatchReport,
+) -> Vec<Retry> {
+    let request_code = outcome
+        .as_ref()
+        .err()
+        .map_or(Code::Unknown, |f| code_of(&f.status));
+    let mut retry: Vec<Retry> = Vec::new();
+    let (mut rows_written, mut bytes_written) = (0u64, 0u64);
+    for (i, status) in pending.into_iter().zip(statuses) {
+        match (status, outcome) {
+            (Some(EntryStatus { code: Code::Ok, .. }), _) => {
+                report.written += 1;
+                rows_written += 1;
+                bytes_written += batch.wire(i).len() as u64;
+            }
+            (Some(EntryStatus { code, message }), _) => {
+                let why = format!("{code}: {message}");
+                if retryable_code(code) {
+                    retry.push((i, Some(code), code, why));
+                } else {
+                    report.failed.push(Unwritten {
+                        index: i,
+                        code: Some(code),
+                        request_code: code,
+                        why,
+                    });
+                }
+            }
+            // No status: the outcome is unknown.
+            (None, Ok(())) => {
+                retry.push((i, None, request_code, "no status returned".to_owned()));
+            }
+            (None, Err(failure)) if failure.retryable => retry.push((
+                i,
+                None,
+                request_code,
+                format!(
+                    "outcome unknown, the request failed: {}",
+                    failure.describe()
+                ),
+            )),
+            (None, Err(failure)) => report.failed.push(Unwritten {
+                index: i,
+                code: None,
+                request_code,
+                why: format!("the request failed: {}", failure.describe()),
+            }),
+        }
+    }
+    telemetry::written(telemetry::table_id(table_name), rows_written, bytes_written);
+    retry
 }
 
 /// One `MutateRows` attempt with `batch`'s entries `selected` (all when
