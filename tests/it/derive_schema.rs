@@ -1,7 +1,7 @@
 //! What `#[derive(BigtableRow)]` produces, checked without a server: the
 //! schema, the row key, the mutations and the decode round trip.
 
-mod support;
+use crate::support;
 
 use bigtable_ttl::__private::{decode_row, CellRef};
 use bigtable_ttl::proto::mutation::Mutation as M;

@@ -4,10 +4,8 @@
 //! on the connection. All against the real emulator, through loopback
 //! proxies.
 
-#[path = "support/recorder.rs"]
-#[allow(dead_code)]
-mod recorder;
-mod support;
+use crate::recorder;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

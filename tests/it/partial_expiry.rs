@@ -8,7 +8,7 @@
 //! client writes them: `cbt set`, with the server's timestamps, a second
 //! and more apart, or one `MutateRow` with two expiries.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! garbage collection, and a cross-check with `cbt`. Each test runs on its
 //! own instance of the shared emulator, most on a manual clock.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -2,17 +2,17 @@
 //! limit on a counter, cart items reserved each for its own time, and a
 //! partial update that keeps the cart's expiry.
 
-mod support;
+use crate::support;
 
-#[path = "../examples/shopping.rs"]
+#[path = "../../examples/shopping.rs"]
 #[allow(dead_code, unreachable_pub)]
-mod shopping;
+mod example;
 
 use bigtable_ttl::Clock;
 
 #[tokio::test]
 async fn the_shopping_example_holds() {
-    shopping::demo(support::connection(), Clock::manual_at_now())
+    example::demo(support::connection(), Clock::manual_at_now())
         .await
         .unwrap();
 }

@@ -2,7 +2,7 @@
 //! acknowledged is reported failed, none is reported written; once a new
 //! emulator listens on the same port, the same `Table` writes again.
 
-mod support;
+use crate::support;
 
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! each; check-and-mutate; read-modify-write; samples. The typed table
 //! the tests borrow only creates the table and family.
 
-mod support;
+use crate::support;
 
 use bigtable_ttl::chrono::Utc;
 use bigtable_ttl::data::{RawTable, ReadRows};

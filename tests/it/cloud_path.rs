@@ -6,13 +6,9 @@
 //! admin calls. Plaintext is for an emulator only: credentials over it are
 //! refused.
 
-#[path = "support/recorder.rs"]
-#[allow(dead_code)]
-mod recorder;
-mod support;
-#[path = "support/tokens.rs"]
-#[allow(dead_code)]
-mod tokens;
+use crate::recorder;
+use crate::support;
+use crate::tokens;
 
 use std::future::Future;
 use std::sync::Arc;

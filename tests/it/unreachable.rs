@@ -3,7 +3,7 @@
 //! long, with the transport's own error as its cause: for reads, writes and
 //! admin calls alike. Nothing here needs the emulator.
 
-mod support;
+use crate::support;
 
 use std::net::TcpListener;
 use std::time::Duration;

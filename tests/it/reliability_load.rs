@@ -2,7 +2,7 @@
 //! short TTLs on the system clock: no write fails or is lost, no read fails,
 //! and no reader ever sees a row past its expiry.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

@@ -15,9 +15,7 @@
 //! fake_bigtable.rs`), all at once: the whole test takes about one
 //! deadline.
 
-#[allow(dead_code)]
-#[path = "support/fake_bigtable.rs"]
-mod fake_bigtable;
+use crate::fake_bigtable;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::ControlFlow;

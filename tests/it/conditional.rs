@@ -4,7 +4,7 @@
 //! value (exact bytes, compare-and-set), the write rules kept by every
 //! conditional write, and typed errors before anything is sent.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

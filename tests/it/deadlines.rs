@@ -5,7 +5,7 @@
 //! forever. A loopback proxy in front of the real emulator stops forwarding
 //! the emulator's answers while keeping the connection open.
 
-mod support;
+use crate::support;
 
 use std::future::Future;
 use std::time::{Duration, Instant};

@@ -6,7 +6,7 @@
 //! typed errors before anything is sent, and a lost answer reported as
 //! "outcome unknown".
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};

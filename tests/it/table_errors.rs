@@ -5,7 +5,7 @@
 //! column. Each refusal is checked through `put`, and where it can differ,
 //! through `put_all` and the bulk writer too.
 
-mod support;
+use crate::support;
 
 use bigtable_ttl::{BigtableRow, Clock, Code, Error, Scan, Table};
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};

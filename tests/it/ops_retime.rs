@@ -4,7 +4,7 @@
 //! kept), expire a row now, and the time left by the table's clock. Each
 //! test runs on its own instance of the shared emulator.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -43,11 +43,9 @@
 //! cases each wait for a collection pass). Failures are not persisted: a
 //! failing case prints its cells, minimised.
 
-mod support;
+use crate::support;
 
-#[path = "support/recorder.rs"]
-#[allow(dead_code)]
-mod recorder;
+use crate::recorder;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;

@@ -7,7 +7,7 @@
 //! own error, and the emulator shows that the write was indeed applied:
 //! "failed" would have been a lie.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::future::Future;

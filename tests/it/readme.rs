@@ -2,8 +2,8 @@
 //! facade has, and the chrono it tells users to use is the re-export.
 //! (Its Rust examples are compiled as the facade's docs.)
 
-const README: &str = include_str!("../README.md");
-const MANIFEST: &str = include_str!("../Cargo.toml");
+const README: &str = include_str!("../../README.md");
+const MANIFEST: &str = include_str!("../../Cargo.toml");
 
 /// The lines of the first fenced block after the heading `heading` of `text`.
 fn block_after<'a>(text: &'a str, heading: &str) -> Vec<&'a str> {
@@ -80,7 +80,7 @@ fn chrono_s_types_come_through_the_facade() {
     );
 }
 
-const GUIDE_MODULE: &str = include_str!("../src/guide.rs");
+const GUIDE_MODULE: &str = include_str!("../../src/guide.rs");
 
 /// The guide's Markdown pages, by file name, read from `guide/`.
 fn guide_pages() -> Vec<String> {
@@ -121,7 +121,7 @@ fn the_readme_is_short_and_starts_with_the_two_commands() {
             .any(|l| l.starts_with("cargo test --workspace --all-features")),
         "{first_block:#?}"
     );
-    let ci = include_str!("../.ci/run");
+    let ci = include_str!("../../.ci/run");
     assert!(
         ci.contains("cargo test --workspace --all-features"),
         "`.ci/run` runs the README's test command"

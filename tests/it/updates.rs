@@ -4,7 +4,7 @@
 //! its row, `Option` fields can be cleared and required ones cannot, and an
 //! update racing a put never leaves cells of one row at different expiries.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! `verify_schema` and `live_rules`, checked through the admin API and with
 //! `cbt`. Each test runs on its own instance of the shared emulator.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -2,17 +2,17 @@
 //! renew only as the holder, release only as the holder, and a second
 //! contender taking an expired lease before garbage collection.
 
-mod support;
+use crate::support;
 
-#[path = "../examples/leases.rs"]
+#[path = "../../examples/leases.rs"]
 #[allow(dead_code, unreachable_pub)]
-mod leases;
+mod example;
 
 use bigtable_ttl::Clock;
 
 #[tokio::test]
 async fn the_leases_example_holds() {
-    leases::demo(support::connection(), Clock::manual_at_now())
+    example::demo(support::connection(), Clock::manual_at_now())
         .await
         .unwrap();
 }

@@ -59,7 +59,7 @@
 //! run side by side). `PROPTEST_CASES` sets the number of cases, without
 //! the minute, for longer runs. Shrinking a failure stops after 3 minutes.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};

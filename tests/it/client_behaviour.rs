@@ -7,9 +7,7 @@
 //! per-operation timeouts, concurrent streams on one client, and the calls
 //! that are never re-sent.
 
-#[allow(dead_code)]
-#[path = "support/fake_bigtable.rs"]
-mod fake_bigtable;
+use crate::fake_bigtable;
 
 use std::time::{Duration, Instant};
 

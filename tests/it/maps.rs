@@ -3,7 +3,7 @@
 //! entries; a whole-row put replaces the map; a map too large for one
 //! request is refused before anything is sent.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -5,7 +5,7 @@
 //! The fault points come from a seeded RNG; the seed is printed, and
 //! `RELIABILITY_SEED=<seed>` replays a run.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

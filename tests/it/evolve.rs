@@ -4,7 +4,7 @@
 //! newtypes and C-like enums as values and key parts, each checked byte by
 //! byte in what is really stored.
 
-mod support;
+use crate::support;
 
 use bigtable_ttl::{
     BigtableRow, CellCodec, Clock, CodecError, Connection, Error, KeyPart, RawCell, Scan, Table,

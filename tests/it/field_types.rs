@@ -3,7 +3,7 @@
 //! JSON through serde, a user codec, and `i64` cells that Bigtable's own
 //! counter increment understands.
 
-mod support;
+use crate::support;
 
 use bigtable_ttl::proto::{
     read_modify_write_rule::Rule, ReadModifyWriteRowRequest, ReadModifyWriteRule,

@@ -1,0 +1,59 @@
+//! The root crate's integration tests, in one binary (the layout of
+//! ripgrep's and cargo's test suites) so that tonic, hyper and rustls are
+//! linked once rather than once per file. Each module is one topic; the
+//! shared support is declared here once.
+//!
+//! Two test files stay binaries of their own: `tests/ui.rs` (trybuild
+//! compiles the UI cases itself) and `tests/telemetry.rs`, which installs a
+//! process-global tracing subscriber that would capture every other test's
+//! spans here.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+#[path = "../support/recorder.rs"]
+#[allow(dead_code)]
+mod recorder;
+
+#[path = "../support/tokens.rs"]
+#[allow(dead_code)]
+mod tokens;
+
+#[path = "../support/fake_bigtable.rs"]
+#[allow(dead_code)]
+mod fake_bigtable;
+
+mod client_behaviour;
+mod cloud_path;
+mod conditional;
+mod connection_builder;
+mod connection_config;
+mod counters;
+mod deadlines;
+mod derive_schema;
+mod every_call_deadline;
+mod evolve;
+mod field_types;
+mod hygiene;
+mod leases;
+mod liveness_agreement;
+mod lost_answers;
+mod maps;
+mod no_revival;
+mod ops_retime;
+mod partial_expiry;
+mod properties;
+mod public_api;
+mod raw_data;
+mod readme;
+mod reliability_emulator_kill;
+mod reliability_faults;
+mod reliability_load;
+mod scans;
+mod schema_admin;
+mod shopping;
+mod story;
+mod table_errors;
+mod table_io;
+mod unreachable;
+mod updates;
