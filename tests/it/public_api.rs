@@ -1,7 +1,7 @@
 //! The facade's public API, item by item, against the snapshot in
 //! `api/bigtable-ttl.txt`: a change to what users can name fails here until
 //! the snapshot is updated in the same commit (`UPDATE_PUBLIC_API=1 cargo
-//! test --test public_api`), so every API change is one a reviewer sees.
+//! test --test it public_api`), so every API change is one a reviewer sees.
 //!
 //! The listing comes from rustdoc's JSON output, which stable rustdoc
 //! writes when `RUSTC_BOOTSTRAP=1` is set for that one command.
@@ -48,7 +48,7 @@ fn check_snapshot(package: &str, api: &str) {
         let added: Vec<&&str> = after.difference(&before).collect();
         panic!(
             "the public API of {package} changed; if that is intended, run \
-             `UPDATE_PUBLIC_API=1 cargo test --test public_api` and commit \
+             `UPDATE_PUBLIC_API=1 cargo test --test it public_api` and commit \
              api/{package}.txt\nremoved:\n{removed:#?}\nadded:\n{added:#?}"
         );
     }
