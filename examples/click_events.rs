@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use bigtable_ttl::chrono::{DateTime, TimeDelta, Utc};
 use bigtable_ttl::{human, BigtableRow, Clock, Connection, Scan, Table};
-use ttl_emulator as emulator;
+use bigtable_ttl_emulator as emulator;
 
 /// One click. Key: `customer#seq`.
 #[derive(BigtableRow, Debug)]

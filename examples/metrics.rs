@@ -29,7 +29,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let snapshotter = recorder.snapshotter();
     recorder.install()?;
 
-    let host = ttl_emulator::shared_host()?;
+    let host = bigtable_ttl_emulator::shared_host()?;
     let conn = Connection::builder("demo-project", "metrics")
         .emulator(&host)
         .connect()

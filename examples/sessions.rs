@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bigtable_ttl::chrono::{DateTime, TimeDelta, Utc};
 use bigtable_ttl::{human, BigtableRow, Connection, Error, Scan, Table};
-use ttl_emulator as emulator;
+use bigtable_ttl_emulator as emulator;
 
 /// A login session; no expiry, no write.
 #[derive(BigtableRow, Debug)]

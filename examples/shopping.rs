@@ -165,7 +165,7 @@ pub async fn demo(conn: Connection, clock: Clock) -> bigtable_ttl::Result<()> {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let host = ttl_emulator::shared_host()?;
+    let host = bigtable_ttl_emulator::shared_host()?;
     println!("Bigtable emulator at {host}");
     let conn = Connection::emulator(&host, "demo-project", "shopping")?;
     demo(conn, Clock::manual_at_now()).await?;

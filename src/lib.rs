@@ -10,7 +10,7 @@
 // stated next to it (the workspace allows long tests and `quote!` impls).
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
-pub use ttl_derive::{BigtableRow, CellCodec, KeyPart};
-pub use ttl_runtime::*;
+pub use bigtable_ttl_derive::{BigtableRow, CellCodec, KeyPart};
+pub use bigtable_ttl_runtime::*;
 
 pub mod guide;

@@ -28,7 +28,7 @@ enum Who {
 
 /// Both contenders in both shapes, `ops` inserts each per round; JSON to `out`.
 pub async fn conditional(ops: usize, out: &std::path::Path) -> Res<()> {
-    let emulator = ttl_emulator::Emulator::start()?;
+    let emulator = bigtable_ttl_emulator::Emulator::start()?;
     let host = emulator.host().to_owned();
     let instance = "bench-conditional";
     let table = Table::<Event>::new(Connection::emulator(&host, PROJECT, instance)?);

@@ -63,7 +63,7 @@ struct Clients {
 /// Measure, write the JSON to `out`, and with `update` rewrite that file's
 /// section.
 pub(crate) async fn run(ops: usize, rounds: usize, out: &Path, update: Option<&Path>) -> Res<()> {
-    let emulator = ttl_emulator::Emulator::start()?;
+    let emulator = bigtable_ttl_emulator::Emulator::start()?;
     let pid = pid_listening_on(emulator.port())
         .ok_or("no process found with the emulator's `-port` argument")?;
     let host = emulator.host().to_owned();

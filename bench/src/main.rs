@@ -247,7 +247,7 @@ async fn e2e(rows: usize, python: Option<&str>, out: &Path) -> Res<()> {
             .collect();
         order.extend(names.iter().copied().filter(|n| *n == "python"));
         for name in order {
-            let emulator = ttl_emulator::Emulator::start()?;
+            let emulator = bigtable_ttl_emulator::Emulator::start()?;
             let host = emulator.host().to_owned();
             let mut cmd = if name == "python" {
                 let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python_client.py");
@@ -321,7 +321,7 @@ async fn e2e(rows: usize, python: Option<&str>, out: &Path) -> Res<()> {
             }),
         );
     }
-    let emulator = ttl_emulator::Emulator::start()?;
+    let emulator = bigtable_ttl_emulator::Emulator::start()?;
     let filtering = filter_bytes(emulator.host(), 10_000).await?;
     eprintln!("filtering: {filtering}");
     results.insert("filtering".into(), filtering);
@@ -407,7 +407,7 @@ async fn instructions(rows: usize, out: &Path) -> Res<()> {
     let me = std::env::current_exe()?;
     let mut results = serde_json::Map::new();
     for name in ["lib", "raw"] {
-        let emulator = ttl_emulator::Emulator::start()?;
+        let emulator = bigtable_ttl_emulator::Emulator::start()?;
         let host = emulator.host().to_owned();
         let conn = Connection::emulator(&host, PROJECT, &format!("bench-{name}"))?;
         Table::<Event>::new(conn).ensure_schema().await?;

@@ -98,7 +98,7 @@ pub(crate) async fn run(
     out: &Path,
     update: Option<&Path>,
 ) -> Res<()> {
-    let emulator = ttl_emulator::Emulator::start()?;
+    let emulator = bigtable_ttl_emulator::Emulator::start()?;
     let pid = pid_listening_on(emulator.port())
         .ok_or("no process found with the emulator's `-port` argument")?;
     let conn = Connection::emulator(emulator.host(), PROJECT, "bench-parallel")?;

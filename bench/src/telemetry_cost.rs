@@ -42,7 +42,7 @@ fn median(mut xs: Vec<Duration>) -> Duration {
 }
 
 pub(crate) async fn run(rows: usize, rounds: usize) -> Res<()> {
-    let host = ttl_emulator::shared_host()?;
+    let host = bigtable_ttl_emulator::shared_host()?;
     let conn = Connection::builder("bench", "telemetry")
         .emulator(&host)
         .connect()

@@ -54,11 +54,11 @@ fn check_snapshot(package: &str, api: &str) {
     }
 }
 
-/// The facade re-exports the runtime whole (`pub use ttl_runtime::*`), so
+/// The facade re-exports the runtime whole (`pub use bigtable_ttl_runtime::*`), so
 /// its own listing shows that line and the runtime's shows the items.
 #[test]
 fn the_public_api_matches_its_snapshot() {
-    for package in ["bigtable-ttl", "ttl-runtime"] {
+    for package in ["bigtable-ttl", "bigtable-ttl-runtime"] {
         check_snapshot(package, &public_api_of(package));
     }
 }

@@ -11,7 +11,7 @@ use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::writer::WriteOptions;
 use bigtable_ttl::{BigtableRow, Clock, Code, Connection, Error, Scan, Table};
 use chrono::{TimeDelta, Utc};
-use ttl_emulator::Emulator;
+use bigtable_ttl_emulator::Emulator;
 
 #[derive(Debug, Clone, PartialEq, BigtableRow)]
 #[bigtable(table = "events", family = "e")]

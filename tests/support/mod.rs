@@ -32,7 +32,7 @@ pub const PROJECT: &str = "test-project";
 /// it never skips them.
 #[allow(dead_code)]
 pub fn emulator_host() -> String {
-    ttl_emulator::shared_host()
+    bigtable_ttl_emulator::shared_host()
         .unwrap_or_else(|e| panic!("integration tests need the Bigtable emulator: {e}"))
 }
 

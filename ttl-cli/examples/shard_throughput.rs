@@ -230,7 +230,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 #[tokio::main]
 async fn main() {
     let o = options();
-    let emulator = ttl_emulator::Emulator::start().expect("the Bigtable emulator");
+    let emulator = bigtable_ttl_emulator::Emulator::start().expect("the Bigtable emulator");
     let host = emulator.host().to_owned();
     let emulator_pid = emulator_pid(emulator.port());
     let counts = [1usize, 2, 4];

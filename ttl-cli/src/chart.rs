@@ -11,8 +11,8 @@ use chrono::{NaiveDate, TimeDelta};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde::{Deserialize, Serialize};
-use ttl_runtime::ops::{policy_spec, ExpiryHistogram};
-use ttl_runtime::Policy;
+use bigtable_ttl_runtime::ops::{policy_spec, ExpiryHistogram};
+use bigtable_ttl_runtime::Policy;
 
 use crate::output::{rule_of, Fallible};
 
@@ -232,7 +232,7 @@ impl ExpiryJson {
         let policy = self
             .policy
             .as_deref()
-            .map(ttl_runtime::ops::parse_policy)
+            .map(bigtable_ttl_runtime::ops::parse_policy)
             .transpose()?;
         let mut h = ExpiryHistogram::new(policy, now);
         let b = &self.buckets;

@@ -1,7 +1,7 @@
 //! The `bigtable-ttl` command: know what a TTL policy does to a family's
 //! data before and after switching it on.
 //!
-//! A thin layer over [`ttl_runtime::ops`]: argument parsing (clap), one
+//! A thin layer over [`bigtable_ttl_runtime::ops`]: argument parsing (clap), one
 //! module per command (`commands`), and what they print (`output`:
 //! readable text, JSON from `Serialize` report types, progress bars on
 //! standard error only on a terminal and never with `--json`). [`run`] is the whole program;

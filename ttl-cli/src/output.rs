@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, TimeDelta, Utc};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
-use ttl_runtime::admin::{describe_rule, gc_rule};
-use ttl_runtime::ops::{fraction_done, KeySample, Part, ScanProgress};
-use ttl_runtime::Policy;
+use bigtable_ttl_runtime::admin::{describe_rule, gc_rule};
+use bigtable_ttl_runtime::ops::{fraction_done, KeySample, Part, ScanProgress};
+use bigtable_ttl_runtime::Policy;
 
 /// What a command returns: an exit status, or an error printed on standard
 /// error with exit status 1.

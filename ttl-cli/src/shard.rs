@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde::{Deserialize, Serialize};
-use ttl_runtime::ops::{self, Part};
-use ttl_runtime::Connection;
+use bigtable_ttl_runtime::ops::{self, Part};
+use bigtable_ttl_runtime::Connection;
 
 use crate::output::Fallible;
 

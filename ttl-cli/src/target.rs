@@ -1,7 +1,7 @@
 //! Where the table is: project, instance, and an emulator or Cloud Bigtable.
 
 use clap::Args;
-use ttl_runtime::Connection;
+use bigtable_ttl_runtime::Connection;
 
 use crate::output::Fallible;
 

@@ -1,5 +1,5 @@
 //! Durations in attributes, parsed at compile time with the grammar the
-//! runtime and the CLI use too ([`ttl_spec::parse_millis`]): `"90s"`,
+//! runtime and the CLI use too ([`bigtable_ttl_spec::parse_millis`]): `"90s"`,
 //! `"15m"`, `"1h30m"`, `"2d"`, `"250ms"`, a positive whole number of
 //! milliseconds. The generated code holds the number of milliseconds; a bad
 //! duration is an error at the string.
@@ -8,7 +8,7 @@ use syn::LitStr;
 
 /// Parse `lit` into whole milliseconds, or an error at the string.
 pub fn parse_millis(lit: &LitStr) -> syn::Result<i64> {
-    ttl_spec::parse_millis(&lit.value()).map_err(|e| syn::Error::new(lit.span(), e))
+    bigtable_ttl_spec::parse_millis(&lit.value()).map_err(|e| syn::Error::new(lit.span(), e))
 }
 
 #[cfg(test)]

@@ -54,7 +54,7 @@ pub const FIELD_TTL_KEYS: &[Symbol] = &[EXPIRE_AT, FOR];
 
 /// The default qualifier of the `written_at` shadow column, the one the
 /// runtime's operations assume too.
-pub const DEFAULT_WRITTEN_AT_QUALIFIER: &str = ttl_spec::DEFAULT_WRITTEN_AT;
+pub const DEFAULT_WRITTEN_AT_QUALIFIER: &str = bigtable_ttl_spec::DEFAULT_WRITTEN_AT;
 
 impl PartialEq<Symbol> for Path {
     fn eq(&self, word: &Symbol) -> bool {

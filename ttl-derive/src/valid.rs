@@ -474,7 +474,7 @@ fn check_field_ttls(cx: &Ctxt, cont: &Container) {
     let has_default = cont.attrs.default_ttl.is_some();
     let default = cont.attrs.default_ttl.as_ref();
     if let Some((millis, lit)) = default.and_then(|d| Some((d.value.millis?, &d.value.lit))) {
-        if millis > ttl_spec::MAX_GC_AGE_MILLIS {
+        if millis > bigtable_ttl_spec::MAX_GC_AGE_MILLIS {
             cx.error_spanned_by(
                 lit,
                 format!(
@@ -491,7 +491,7 @@ fn check_field_ttls(cx: &Ctxt, cont: &Container) {
             continue;
         };
         if let (Some(d), Some(t)) = (default.and_then(|d| d.value.millis), ttl.value.millis) {
-            if d.saturating_sub(t) > ttl_spec::MAX_SHORTER_THAN_DEFAULT_MILLIS {
+            if d.saturating_sub(t) > bigtable_ttl_spec::MAX_SHORTER_THAN_DEFAULT_MILLIS {
                 cx.error_spanned_by(
                     &ttl.value.lit,
                     format!(

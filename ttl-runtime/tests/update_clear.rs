@@ -5,9 +5,9 @@
 //! shows the same on the emulator.
 
 use chrono::{DateTime, TimeDelta, Utc};
-use ttl_runtime::ops::{update_mutation, Change};
-use ttl_runtime::proto::{mutation, Mutation};
-use ttl_runtime::{Column, Error, Policy, RawCell, Schema, WhenAbsent};
+use bigtable_ttl_runtime::ops::{update_mutation, Change};
+use bigtable_ttl_runtime::proto::{mutation, Mutation};
+use bigtable_ttl_runtime::{Column, Error, Policy, RawCell, Schema, WhenAbsent};
 
 const fn column(qualifier: &'static str, when_absent: WhenAbsent) -> Column {
     Column {

@@ -92,8 +92,8 @@ impl std::error::Error for DurationError {}
 /// spaces ignored), as a number of milliseconds.
 ///
 /// ```
-/// assert_eq!(ttl_spec::parse_millis("1h 30m"), Ok(5_400_000));
-/// assert!(ttl_spec::parse_millis("1500us").is_err());
+/// assert_eq!(bigtable_ttl_spec::parse_millis("1h 30m"), Ok(5_400_000));
+/// assert!(bigtable_ttl_spec::parse_millis("1500us").is_err());
 /// ```
 ///
 /// # Errors

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use chrono::{DateTime, Utc};
 use clap::Args;
 use serde::{Deserialize, Serialize};
-use ttl_runtime::ops::{self, parse_policy, policy_spec, Audit, AuditReport, AuditRequest};
+use bigtable_ttl_runtime::ops::{self, parse_policy, policy_spec, Audit, AuditReport, AuditRequest};
 
 use crate::chart::{self, ExpiryJson, Labeled};
 use crate::exit;
@@ -107,7 +107,7 @@ async fn audit_part(target: &Target, args: &AuditArgs) -> Fallible<AuditReport> 
 }
 
 /// `3/4 (keys "ev-0750" to "ev-1000")`.
-pub(crate) fn part_text(part: &ttl_runtime::ops::Part) -> String {
+pub(crate) fn part_text(part: &bigtable_ttl_runtime::ops::Part) -> String {
     let key = |k: &[u8]| format!("{:?}", String::from_utf8_lossy(k));
     let end = part.end.as_deref().map_or("the end".to_owned(), key);
     let start = if part.start.is_empty() {
@@ -163,7 +163,7 @@ fn merge(paths: &[PathBuf]) -> Fallible<AuditReport> {
         }
     }
     let mut whole = whole.ok_or("no reports to merge")?;
-    whole.part = ttl_runtime::ops::Part::whole();
+    whole.part = bigtable_ttl_runtime::ops::Part::whole();
     Ok(whole)
 }
 
@@ -261,7 +261,7 @@ impl AuditJson {
         r.part = self
             .shard
             .as_ref()
-            .map_or_else(|| Ok(ttl_runtime::ops::Part::whole()), PartJson::to_part)?;
+            .map_or_else(|| Ok(bigtable_ttl_runtime::ops::Part::whole()), PartJson::to_part)?;
         r.rows = self.rows;
         r.cells = self.cells;
         r.cells_deleted = self.cells_deleted;

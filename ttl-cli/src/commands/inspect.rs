@@ -9,8 +9,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde::Serialize;
-use ttl_runtime::admin::describe_rule;
-use ttl_runtime::ops::{
+use bigtable_ttl_runtime::admin::describe_rule;
+use bigtable_ttl_runtime::ops::{
     self, parse_policy, policy_spec, ExpiryRequest, FamilyExpiries, InspectRequest, Part,
     RowInspection,
 };

@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde::{Deserialize, Serialize};
-use ttl_runtime::ops::{
+use bigtable_ttl_runtime::ops::{
     self, parse_duration, parse_policy, policy_spec, Checkpoint, MigratePlan, MigrateReport,
     MigrateStatus, Part, RowExpiry, Verification,
 };
-use ttl_runtime::Clock;
+use bigtable_ttl_runtime::Clock;
 
 use super::audit::part_text;
 use crate::exit;
@@ -617,7 +617,7 @@ fn print_migrated(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ttl_runtime::Policy;
+    use bigtable_ttl_runtime::Policy;
 
     #[test]
     fn a_checkpoint_file_round_trips_and_refuses_another_plan() {

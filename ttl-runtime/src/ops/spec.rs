@@ -8,7 +8,7 @@ use crate::model::policy::Policy;
 
 /// The qualifier of the shadow column with the real write time, as
 /// `#[ttl(written_at)]` declares it by default.
-pub use ttl_spec::DEFAULT_WRITTEN_AT;
+pub use bigtable_ttl_spec::DEFAULT_WRITTEN_AT;
 
 /// Parse a policy as operators write it: `one-second`, or `default=DURATION`
 /// with a [humantime](https://docs.rs/humantime) duration (`default=2d`,
@@ -56,7 +56,7 @@ pub fn parse_policy(spec: &str) -> Result<Policy> {
 /// # Errors
 /// A message saying what is wrong (for the caller's own error).
 pub fn parse_duration(text: &str) -> std::result::Result<TimeDelta, String> {
-    let millis = ttl_spec::parse_millis(text).map_err(|e| e.to_string())?;
+    let millis = bigtable_ttl_spec::parse_millis(text).map_err(|e| e.to_string())?;
     Ok(TimeDelta::milliseconds(millis))
 }
 
