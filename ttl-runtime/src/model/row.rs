@@ -99,7 +99,7 @@ pub struct MutationBuilder<'a, T> {
 /// Where a derived struct's `write_cells` hands its columns: each one
 /// becomes its `DeleteFromColumn` (unless the struct owns its family) and,
 /// unless the value is `None`, its `SetCell`, written straight to where the
-/// row's mutations go ([`MutationOut`]).
+/// row's mutations go (`MutationOut`).
 ///
 /// Generic over the row type so that, once inlined into the derived
 /// `write_cells`, each column's family, qualifier and TTL are constants of
