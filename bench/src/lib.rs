@@ -364,6 +364,18 @@ fn cpu_seconds_in(process: &str) -> f64 {
     seconds
 }
 
+/// The machine's load average over the last minute (`/proc/loadavg`): how
+/// much else was running beside a bench.
+#[must_use]
+pub fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// The process's peak resident set size (`VmHWM`), in KiB; 0 when unknown.
 #[must_use]
 pub fn peak_rss_kib() -> u64 {

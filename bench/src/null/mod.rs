@@ -38,7 +38,7 @@ use chrono::Utc;
 use prost::Message as _;
 use serde_json::{json, Value};
 use ttl_bench::csv_rows::write_csv;
-use ttl_bench::{event, hand_entry, process_cpu_seconds};
+use ttl_bench::{event, hand_entry, load_average, process_cpu_seconds};
 use wait4::Wait4 as _;
 
 use crate::{Res, PROJECT};
@@ -291,8 +291,49 @@ fn check_cbt_read(tools: &Tools, host: &str, rows: usize) -> Res<()> {
     Ok(())
 }
 
+/// Every phase measured so far: the runs of each contender, by phase key
+/// (`write`, `read`, `write_1`, `write_big`, …), in round order.
+type Runs = BTreeMap<(Who, String), Vec<Value>>;
+
 /// Run the plan; write the JSON to `plan.out`.
 pub(crate) fn run(plan: &Plan) -> Res<()> {
+    let (who, tools) = contenders(plan)?;
+    let load_start = load_average();
+    let (n, big) = (plan.rows, plan.rows * plan.scale);
+    // Every contender's write reads its rows from these files (see
+    // `ttl_bench::csv_rows`).
+    let now = Utc::now();
+    for rows in [1, n, big, plan.profile_rows] {
+        if rows > 0 {
+            write_csv(&csv_path(&tools, rows), rows, now)?;
+        }
+    }
+    eprintln!("null: encoding the read answers for 1, {n} and {big} rows…");
+    let server = NullServer::start(&tools.me, &[1, n, big])?;
+    let bench = Bench {
+        tools: &tools,
+        host: server.host.clone(),
+        server_pid: server.child.id(),
+    };
+    eprintln!("null: server on {}; contenders {who:?}", bench.host);
+    if who.contains(&Who::Go) {
+        check_cbt_read(&tools, &bench.host, n)?;
+    }
+    let runs = bench.rounds(&who, plan.rounds.max(1), n, big)?;
+    let profiles = bench.profile_library(plan.profile_rows, n)?;
+    let counts = server.stop()?;
+    check_writes_whole(&runs, &counts, n, big)?;
+    let mut value = results(plan, &who, runs, profiles, &counts)?;
+    value["load_average"] = json!([load_start, load_average()]);
+    std::fs::write(&plan.out, serde_json::to_string_pretty(&value)?)?;
+    eprintln!("{}", report::section(&value));
+    Ok(())
+}
+
+/// The contenders this machine can run (the library and `raw` always; Go
+/// and Node when their tools are there, a message for each skipped) and
+/// the programs they run.
+fn contenders(plan: &Plan) -> Res<(Vec<Who>, Tools)> {
     let me = std::env::current_exe()?;
     let work = plan
         .out
@@ -331,32 +372,28 @@ pub(crate) fn run(plan: &Plan) -> Res<()> {
         node_modules,
         work,
     };
-    let (n, big) = (plan.rows, plan.rows * plan.scale);
-    // Every contender's write reads its rows from these files (see
-    // `ttl_bench::csv_rows`).
-    let now = Utc::now();
-    for rows in [1, n, big, plan.profile_rows] {
-        if rows > 0 {
-            write_csv(&csv_path(&tools, rows), rows, now)?;
-        }
-    }
-    eprintln!("null: encoding the read answers for 1, {n} and {big} rows…");
-    let server = NullServer::start(&tools.me, &[1, n, big])?;
-    let host = server.host.clone();
-    let server_pid = server.child.id();
-    eprintln!("null: server on {host}; contenders {who:?}");
+    Ok((who, tools))
+}
 
-    if who.contains(&Who::Go) {
-        check_cbt_read(&tools, &host, n)?;
-    }
-    let mut runs: BTreeMap<(Who, String), Vec<Value>> = BTreeMap::new();
-    let one = |runs: &mut BTreeMap<(Who, String), Vec<Value>>,
-               w: Who,
-               phase: &str,
-               rows: usize,
-               key: &str,
-               round: usize|
-     -> Res<()> {
+/// The contenders' phases against one running null server.
+struct Bench<'a> {
+    tools: &'a Tools,
+    host: String,
+    server_pid: u32,
+}
+
+impl Bench<'_> {
+    /// One process: `w`'s `phase` of `rows` rows, measured, kept in `runs`
+    /// under `key`.
+    fn one(
+        &self,
+        runs: &mut Runs,
+        w: Who,
+        phase: &str,
+        rows: usize,
+        key: &str,
+        round: usize,
+    ) -> Res<()> {
         let table = if phase == "write" {
             format!("w_{}_{key}_{round}", w.name())
         } else {
@@ -365,10 +402,10 @@ pub(crate) fn run(plan: &Plan) -> Res<()> {
         let label = format!("{}-{key}-{round}", w.name());
         let printed_rows = w == Who::Go && phase == "read";
         let run = measure(
-            command(&tools, w, phase, &table, rows, &host),
+            command(self.tools, w, phase, &table, rows, &self.host),
             &label,
-            &tools.work,
-            server_pid,
+            &self.tools.work,
+            self.server_pid,
             printed_rows,
         )?;
         eprintln!(
@@ -379,61 +416,79 @@ pub(crate) fn run(plan: &Plan) -> Res<()> {
             .or_default()
             .push(to_json(&run));
         Ok(())
-    };
-    // Untimed: every contender once, one row each way (caches warm, and a
-    // contender that cannot run fails here, before the rounds).
-    for &w in &who {
-        one(&mut runs, w, "write", 1, "warmup_write", 0)?;
-        one(&mut runs, w, "read", 1, "warmup_read", 0)?;
     }
-    for round in 0..plan.rounds.max(1) {
-        eprintln!("null: round {round}");
-        for i in 0..who.len() {
-            let w = who[(i + round) % who.len()];
-            one(&mut runs, w, "write", n, "write", round)?;
-            one(&mut runs, w, "read", n, "read", round)?;
-            one(&mut runs, w, "write", 1, "write_1", round)?;
-            one(&mut runs, w, "read", 1, "read_1", round)?;
+
+    /// A warm-up, then `rounds` rounds of every contender's phases of `n`
+    /// rows and of one row (its fixed cost), the order of the contenders
+    /// rotated each round; last, the memory pass of `big` rows.
+    fn rounds(&self, who: &[Who], rounds: usize, n: usize, big: usize) -> Res<Runs> {
+        let mut runs = Runs::new();
+        // Untimed: every contender once, one row each way (caches warm, and a
+        // contender that cannot run fails here, before the rounds).
+        for &w in who {
+            self.one(&mut runs, w, "write", 1, "warmup_write", 0)?;
+            self.one(&mut runs, w, "read", 1, "warmup_read", 0)?;
         }
+        for round in 0..rounds {
+            eprintln!("null: round {round}");
+            for i in 0..who.len() {
+                let w = who[(i + round) % who.len()];
+                self.one(&mut runs, w, "write", n, "write", round)?;
+                self.one(&mut runs, w, "read", n, "read", round)?;
+                self.one(&mut runs, w, "write", 1, "write_1", round)?;
+                self.one(&mut runs, w, "read", 1, "read_1", round)?;
+            }
+        }
+        eprintln!("null: memory pass, {big} rows");
+        for &w in who {
+            self.one(&mut runs, w, "write", big, "write_big", 0)?;
+            self.one(&mut runs, w, "read", big, "read_big", 0)?;
+        }
+        Ok(runs)
     }
-    eprintln!("null: memory pass, {big} rows");
-    for &w in &who {
-        one(&mut runs, w, "write", big, "write_big", 0)?;
-        one(&mut runs, w, "read", big, "read_big", 0)?;
-    }
-    let mut profiles = serde_json::Map::new();
-    if plan.profile_rows > 0 && profile::available() {
-        let rows = plan.profile_rows;
+
+    /// The library's write of `rows` rows and its read of the `n`-row
+    /// table under callgrind, when `rows` is not 0 and valgrind is here.
+    fn profile_library(&self, rows: usize, n: usize) -> Res<serde_json::Map<String, Value>> {
+        let mut profiles = serde_json::Map::new();
+        if rows == 0 {
+            return Ok(profiles);
+        }
+        if !profile::available() {
+            eprintln!("null: no profile: valgrind or callgrind_annotate is not on the PATH");
+            return Ok(profiles);
+        }
         eprintln!("null: callgrind, {rows} rows");
         for (w, phase, parts) in [
             (Who::Lib, "write", &profile::WRITE_PARTS[..]),
             (Who::Lib, "read", &[][..]),
         ] {
             let label = format!("{}-{phase}", w.name());
-            let table = if phase == "write" {
-                format!("w_{}_profile", w.name())
+            let (table, rows) = if phase == "write" {
+                (format!("w_{}_profile", w.name()), rows)
             } else {
                 // The read tables the server holds: N rows, read whole.
-                format!("{READ_TABLE_PREFIX}{n}")
+                (format!("{READ_TABLE_PREFIX}{n}"), n)
             };
-            let rows = if phase == "write" { rows } else { n };
-            let cmd = command(&tools, w, phase, &table, rows, &host);
+            let cmd = command(self.tools, w, phase, &table, rows, &self.host);
             profiles.insert(
                 label.clone(),
-                profile::profile(&cmd, &label, &tools.work, rows, parts)?,
+                profile::profile(&cmd, &label, &self.tools.work, rows, parts)?,
             );
         }
-    } else if plan.profile_rows > 0 {
-        eprintln!("null: no profile: valgrind or callgrind_annotate is not on the PATH");
+        Ok(profiles)
     }
-    let counts = server.stop()?;
-    // Every write reached the server whole.
+}
+
+/// Every measured write reached the null server whole: its entry count for
+/// each write's table (`counts`, what the server said when stopped) is the
+/// rows written. (The profiled write is checked by the client itself.)
+fn check_writes_whole(runs: &Runs, counts: &Value, n: usize, big: usize) -> Res<()> {
     let mut missing = String::new();
-    for ((w, key), values) in &runs {
+    for ((w, key), values) in runs {
         if !key.starts_with("write") {
             continue;
         }
-        // (The profiled write is checked by the client itself.)
         let rows = match key.as_str() {
             "write" => n,
             "write_big" => big,
@@ -447,9 +502,21 @@ pub(crate) fn run(plan: &Plan) -> Res<()> {
             }
         }
     }
-    if !missing.is_empty() {
-        return Err(format!("writes the null server did not get whole:{missing}").into());
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("writes the null server did not get whole:{missing}").into())
     }
+}
+
+/// The run's JSON, as [`report::section`] reads it.
+fn results(
+    plan: &Plan,
+    who: &[Who],
+    runs: Runs,
+    profiles: serde_json::Map<String, Value>,
+    counts: &Value,
+) -> Res<Value> {
     let mut contenders = serde_json::Map::new();
     for ((w, key), values) in runs {
         contenders
@@ -466,10 +533,10 @@ pub(crate) fn run(plan: &Plan) -> Res<()> {
     for i in 0..sample as usize {
         row_bytes += hand_entry(&event(i, now), now)?.encoded_len();
     }
-    let value = json!({
-        "rows": n,
+    Ok(json!({
+        "rows": plan.rows,
         "row_bytes": row_bytes as f64 / f64::from(sample),
-        "big_rows": big,
+        "big_rows": plan.rows * plan.scale,
         "rounds": plan.rounds.max(1),
         "cores": std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
         "date": Utc::now().format("%Y-%m-%d").to_string(),
@@ -479,8 +546,5 @@ pub(crate) fn run(plan: &Plan) -> Res<()> {
         "profile": Value::Object(profiles),
         // The floor of the `wait4` peaks (Go's): the driver's own peak.
         "driver_peak_rss_kib": ttl_bench::peak_rss_kib(),
-    });
-    std::fs::write(&plan.out, serde_json::to_string_pretty(&value)?)?;
-    eprintln!("{}", report::section(&value));
-    Ok(())
+    }))
 }

@@ -355,7 +355,7 @@ pub(crate) fn section(report: &Value) -> String {
          least that. \
          **cores busy**: CPU time over wall time of the client and of the null server \
          during the phase; the server well under one core shows it was never the limit. \
-         Calls the null server received: {calls}. Run on {date} ({cores} cores).\n\n\
+         Calls the null server received: {calls}. Run on {date} ({cores} cores{load}).\n\n\
          {table}\n\
          Targets (issue 23), each ratio taken within a round and the median over the rounds:\n\n\
          {targets}\n\n\
@@ -368,8 +368,20 @@ pub(crate) fn section(report: &Value) -> String {
         date = report["date"].as_str().unwrap_or("?"),
         cores = report["cores"],
         profile = where_the_time_goes(report, missed),
+        load = load_text(&report["load_average"]),
         driver = report["driver_peak_rss_kib"].as_f64().unwrap_or(f64::NAN) / 1024.0,
     )
+}
+
+/// The machine's load average over a minute at the start and at the end of
+/// the run, when the JSON has them.
+fn load_text(load: &Value) -> String {
+    match (load[0].as_f64(), load[1].as_f64()) {
+        (Some(start), Some(end)) => format!(
+            ", shared: a load average of {start:.1} at the start of the run and {end:.1} at its end"
+        ),
+        _ => String::new(),
+    }
 }
 
 /// The "where the time goes" part: the library's write profiled (always:
