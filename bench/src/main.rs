@@ -230,7 +230,7 @@ fn rounds() -> usize {
 fn contender_command(
     name: &str,
     rows: usize,
-    emulator: &ttl_emulator::Emulator,
+    emulator: &bigtable_ttl_emulator::Emulator,
     python: Option<&str>,
     profiler: Option<&str>,
 ) -> Res<Command> {
