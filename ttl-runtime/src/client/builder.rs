@@ -537,7 +537,7 @@ fn check_endpoint(uri: &str) -> std::result::Result<(), String> {
     if authority.is_empty() || authority.contains('/') {
         return Err(format!("{authority:?} is not HOST[:PORT]; {EXPECTED}"));
     }
-    uri.parse::<tonic::codegen::http::Uri>()
+    uri.parse::<http::Uri>()
         .map_err(|e| format!("{e}; {EXPECTED}"))?;
     Ok(())
 }

@@ -9,9 +9,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tonic::body::Body;
-use tonic::codegen::http;
-use tonic::codegen::Service;
 use tonic::transport::Channel;
+use tower_service::Service;
 
 use crate::model::error::BoxError;
 use crate::wire::headers::{routing_header, DATA_SCOPE};
