@@ -1,11 +1,13 @@
 //! `update().clear()` on a `#[bigtable(default)]` field: its column is
 //! deleted, as an `Option` field's is, so the row reads the default; a
 //! field that is neither stays `Error::RequiredField`. The pure core
-//! (`ops::update_mutation`), no server; `tests/evolve.rs` (workspace root)
+//! (the update planner, behind the hidden `__private` door), no server; `tests/evolve.rs` (workspace root)
 //! shows the same on the emulator.
 
 use chrono::{DateTime, TimeDelta, Utc};
-use ttl_runtime::ops::{update_mutation, Change};
+use ttl_runtime::__private::update_mutation;
+use ttl_runtime::data::mutations_of;
+use ttl_runtime::ops::Change;
 use ttl_runtime::proto::{mutation, Mutation};
 use ttl_runtime::{Column, Error, Policy, RawCell, Schema, WhenAbsent};
 
@@ -63,7 +65,7 @@ fn clear(column: usize) -> Result<Vec<Mutation>, Error> {
         &[Change::Clear { column }],
         None,
     )?;
-    Ok(m.expect("a live row").mutations)
+    Ok(mutations_of(&m.expect("a live row")).to_vec())
 }
 
 /// The qualifiers whose columns the mutations delete.

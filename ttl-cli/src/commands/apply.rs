@@ -5,7 +5,7 @@ use std::io::Write;
 use clap::Args;
 use serde::Serialize;
 use ttl_runtime::admin::describe_rule;
-use ttl_runtime::admin::proto::GcRule;
+use ttl_runtime::admin::GcRule;
 use ttl_runtime::ops::{self, parse_policy, ApplyOutcome, ApplyRequest};
 
 use super::audit::{verdict, AuditJson};

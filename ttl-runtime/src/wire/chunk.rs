@@ -552,7 +552,7 @@ mod tests {
                     field::bytes(response::LAST_SCANNED_ROW_KEY, key, &mut buf);
                 }
                 Top::Stats => {
-                    encode_message(response::REQUEST_STATS, &RequestStats::default(), &mut buf)
+                    encode_message(response::REQUEST_STATS, &RequestStats::default(), &mut buf);
                 }
                 Top::Unknown(tag, field) => encode_unknown(*tag, field, &mut buf),
             }

@@ -16,7 +16,7 @@ use crate::model::error::BoxError;
 use crate::wire::headers::{routing_header, DATA_SCOPE};
 
 /// A tonic service over the library's data channel, for one table's
-/// requests. Made by [`crate::Connection::data_client`].
+/// requests. Made by `Connection::data_client`.
 #[derive(Clone)]
 pub struct DataService {
     channel: Channel,
