@@ -32,7 +32,7 @@ use crate::proto::{row_filter::Filter, ColumnRange, RowFilter, TimestampRange};
 /// let filter = read_filter(Click::SCHEMA, now);
 /// assert_eq!(
 ///     filter.to_string(),
-///     "chain(family c, timestamp >= 1767052800000000, newest 1 per column)"
+///     "chain(family c, timestamp >= 1767052800001000, newest 1 per column)"
 /// );
 /// let request = bigtable_ttl::data::ReadRows::all().filter(filter.into_proto());
 /// # let _ = request;
@@ -98,5 +98,60 @@ fn describe(filter: &RowFilter, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         }
         Some(Filter::CellsPerColumnLimitFilter(n)) => write!(f, "newest {n} per column"),
         Some(other) => write!(f, "{other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::filter::{read_filter, read_filter_sole_families};
+    use crate::model::policy::Policy;
+    use crate::model::schema::Schema;
+    use chrono::DateTime;
+
+    const TWO: Schema = Schema {
+        table: "t",
+        policy: Policy::CellExpiry,
+        families: &["a", "b"],
+        owns_family: false,
+        columns: &[],
+        maps: &[],
+        written_at: None,
+        key_fields: &["id"],
+        key_separator: "",
+    };
+
+    #[test]
+    fn the_filters_a_typed_read_sends_read_as_words() {
+        let now = DateTime::from_timestamp_micros(1_000_000).unwrap();
+        let from = TWO.policy.visible_from(now);
+        assert_eq!(
+            read_filter(&TWO, now).to_string(),
+            format!(
+                "interleave(chain(family a, timestamp >= {from}, newest 1 per column), \
+                 chain(family b, timestamp >= {from}, newest 1 per column))"
+            )
+        );
+        assert_eq!(
+            read_filter_sole_families(&TWO, now).to_string(),
+            format!("chain(timestamp >= {from}, newest 1 per column)")
+        );
+    }
+
+    #[test]
+    fn other_filters_read_as_their_message() {
+        let strip = ReadFilter::new(RowFilter {
+            filter: Some(Filter::StripValueTransformer(true)),
+        });
+        assert_eq!(strip.to_string(), "StripValueTransformer(true)");
+        assert_eq!(ReadFilter::new(RowFilter::default()).to_string(), "all");
+        let range = ReadFilter::new(RowFilter {
+            filter: Some(Filter::TimestampRangeFilter(TimestampRange {
+                start_timestamp_micros: 5,
+                end_timestamp_micros: 9,
+            })),
+        });
+        assert_eq!(range.to_string(), "timestamp >= 5 and < 9");
+        assert_eq!(range.clone().into_proto(), *range.as_proto());
     }
 }
