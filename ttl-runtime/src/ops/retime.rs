@@ -190,7 +190,10 @@ impl<T: BigtableRow> Table<T> {
     /// ```
     ///
     /// # Errors
-    /// As [`retime_mutation`]; key errors; [`Error::Server`].
+    /// What the policy rejects for the new expiry:
+    /// [`Error::ExpiryNotInFuture`] (shortening past now: use
+    /// [`Table::delete`]), [`Error::NonPositiveTtl`], out-of-range
+    /// timestamps; key errors; [`Error::Server`].
     pub async fn retime<Q: ?Sized + AsKey<T::Key>>(
         &self,
         key: &Q,

@@ -43,7 +43,7 @@ pub enum Change {
 /// The mutation that applies `changes` to the row whose cells are `cells`
 /// (as stored; only those visible at `now` count), at `now`. With `retime`,
 /// the whole row is re-timed to that expiry in the same mutation (as
-/// [`retime_mutation`]); without, every cell written keeps the row's current
+/// `retime_mutation`); without, every cell written keeps the row's current
 /// expiry, a column with its own TTL gets that TTL from now (never past the
 /// row's expiry). The shadow column, when declared, gets `now`.
 ///
