@@ -188,4 +188,21 @@ mod tests {
         );
         assert_eq!(filters.len(), 2);
     }
+
+    #[test]
+    fn the_filters_a_typed_read_sends_read_as_words() {
+        let now = chrono::DateTime::from_timestamp_micros(1_000_000).unwrap();
+        let from = TWO.policy.visible_from(now);
+        assert_eq!(
+            read_filter(&TWO, now).to_string(),
+            format!(
+                "interleave(chain(family a.b, timestamp >= {from}, newest 1 per column), \
+                 chain(family c, timestamp >= {from}, newest 1 per column))"
+            )
+        );
+        assert_eq!(
+            read_filter_sole_families(&TWO, now).to_string(),
+            format!("chain(timestamp >= {from}, newest 1 per column)")
+        );
+    }
 }

@@ -104,40 +104,6 @@ fn describe(filter: &RowFilter, f: &mut fmt::Formatter<'_>) -> fmt::Result {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::filter::{read_filter, read_filter_sole_families};
-    use crate::model::policy::Policy;
-    use crate::model::schema::Schema;
-    use chrono::DateTime;
-
-    const TWO: Schema = Schema {
-        table: "t",
-        policy: Policy::CellExpiry,
-        families: &["a", "b"],
-        owns_family: false,
-        columns: &[],
-        maps: &[],
-        written_at: None,
-        key_fields: &["id"],
-        key_separator: "",
-    };
-
-    #[test]
-    fn the_filters_a_typed_read_sends_read_as_words() {
-        let now = DateTime::from_timestamp_micros(1_000_000).unwrap();
-        let from = TWO.policy.visible_from(now);
-        assert_eq!(
-            read_filter(&TWO, now).to_string(),
-            format!(
-                "interleave(chain(family a, timestamp >= {from}, newest 1 per column), \
-                 chain(family b, timestamp >= {from}, newest 1 per column))"
-            )
-        );
-        assert_eq!(
-            read_filter_sole_families(&TWO, now).to_string(),
-            format!("chain(timestamp >= {from}, newest 1 per column)")
-        );
-    }
-
     #[test]
     fn other_filters_read_as_their_message() {
         let strip = ReadFilter::new(RowFilter {
