@@ -158,7 +158,7 @@ pub fn hand_entry(e: &Event, now: DateTime<Utc>) -> Result<Entry, String> {
 /// # Errors
 /// What the builder rejects.
 pub fn derive_entry(e: &Event, now: DateTime<Utc>) -> bigtable_ttl::Result<Entry> {
-    let m = e.mutation().build(now)?;
+    let m = bigtable_ttl::data::into_entry(e.mutation().build(now)?);
     Ok(Entry {
         row_key: m.row_key,
         mutations: m.mutations,
@@ -415,7 +415,7 @@ mod tests {
             let filter = bigtable_ttl::filter::read_filter(Event::SCHEMA, now);
             assert_eq!(
                 hand.predicate_filter.unwrap().encode_to_vec(),
-                filter.encode_to_vec()
+                filter.as_proto().encode_to_vec()
             );
             let derive = derive_entry(&e, now).unwrap();
             let mutations: Vec<Vec<u8>> = hand

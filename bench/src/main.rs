@@ -688,7 +688,7 @@ pub(crate) async fn raw_scan(
     let row_filter = if spec == "lib" {
         // The library's filter, in bigtable_rs's copy of the same message.
         let lib = bigtable_ttl::filter::read_filter(Event::SCHEMA, Utc::now());
-        RowFilter::decode(lib.encode_to_vec().as_slice())?
+        RowFilter::decode(lib.as_proto().encode_to_vec().as_slice())?
     } else {
         let filters = spec.split(',').map(part).collect::<Res<Vec<_>>>()?;
         filter(Filter::Chain(Chain { filters }))
@@ -733,7 +733,7 @@ async fn filter_bytes(host: &str, rows: usize) -> Res<Value> {
     table.put_all(&batch).await?;
     clock.set(t0 + TimeDelta::hours(2));
     let typed_rows = table.scan(Scan::all()).await?.len();
-    let filter = table.read_filter(clock.now());
+    let filter = table.read_filter(clock.now()).into_proto();
     let typed = response_bytes(&conn, Some(filter)).await?;
     let raw = response_bytes(&conn, None).await?;
     Ok(json!({

@@ -4,6 +4,7 @@
 use crate::support;
 
 use bigtable_ttl::__private::{decode_row, CellRef};
+use bigtable_ttl::data::mutations_of;
 use bigtable_ttl::proto::mutation::Mutation as M;
 use bigtable_ttl::{BigtableRow, Column, Expiry, Policy, ShadowColumn, WhenAbsent};
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
@@ -196,8 +197,7 @@ fn a_struct_that_owns_its_family_clears_it_once() {
         extra: "e".into(),
     };
     let write = reading.mutation().build(now()).unwrap();
-    let kinds: Vec<(&str, String, String)> = write
-        .mutations
+    let kinds: Vec<(&str, String, String)> = mutations_of(&write)
         .iter()
         .map(describe)
         .map(|(k, f, q, _, _)| (k, f, q))
@@ -227,7 +227,7 @@ fn mutations_delete_then_set_with_whole_millisecond_timestamps() {
         write.expires_at,
         now() + TimeDelta::days(2) - TimeDelta::microseconds(456)
     );
-    let got: Vec<_> = write.mutations.iter().map(describe).collect();
+    let got: Vec<_> = mutations_of(&write).iter().map(describe).collect();
     let kinds: Vec<(&str, &str, &str)> = got
         .iter()
         .map(|(k, f, q, _, _)| (*k, f.as_str(), q.as_str()))
@@ -275,12 +275,11 @@ fn one_second_mutation_uses_the_expiry_as_timestamp() {
     let write = s.mutation().build(now()).unwrap();
     assert_eq!(write.timestamp_micros, at.timestamp_millis() * 1_000);
     // The user column and the row marker, each deleted then set.
-    assert_eq!(write.mutations.len(), 4);
+    assert_eq!(mutations_of(&write).len(), 4);
 }
 
 fn cells(write: &bigtable_ttl::RowMutation) -> Vec<CellRef<'_>> {
-    write
-        .mutations
+    mutations_of(write)
         .iter()
         .filter_map(|m| match m.mutation.as_ref()? {
             M::SetCell(s) => Some(CellRef {

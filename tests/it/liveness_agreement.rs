@@ -564,8 +564,7 @@ fn cells_of<T: BigtableRow>(value: &T, now: DateTime<Utc>) -> (CellSet, DateTime
         .build(now)
         .expect("a value read back writes");
     let shadow = T::SCHEMA.written_at;
-    let set = m
-        .mutations
+    let set = bigtable_ttl::data::mutations_of(&m)
         .iter()
         .filter_map(|m| match &m.mutation {
             Some(mutation::Mutation::SetCell(c)) => Some(c),

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::writer::WriteOptions;
 use bigtable_ttl::{BigtableRow, Clock, Code, Connection, Error, Scan, Table};
-use chrono::{TimeDelta, Utc};
 use bigtable_ttl_emulator::Emulator;
+use chrono::{TimeDelta, Utc};
 
 #[derive(Debug, Clone, PartialEq, BigtableRow)]
 #[bigtable(table = "events", family = "e")]

@@ -5,8 +5,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use bigtable_ttl::gcp_auth;
-
 /// Always the token `token`.
 pub struct FixedToken {
     token: String,

@@ -7,12 +7,12 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 
+use bigtable_ttl_runtime::ops::{policy_spec, ExpiryHistogram};
+use bigtable_ttl_runtime::Policy;
 use chrono::{NaiveDate, TimeDelta};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde::{Deserialize, Serialize};
-use bigtable_ttl_runtime::ops::{policy_spec, ExpiryHistogram};
-use bigtable_ttl_runtime::Policy;
 
 use crate::output::{rule_of, Fallible};
 

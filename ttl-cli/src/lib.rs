@@ -12,7 +12,6 @@
 // No function of the library over about 100 lines without a reason
 // stated next to it (the workspace allows long tests and `quote!` impls).
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
-
 // Counts are printed and serialised; u64 -> f64 precision is irrelevant for progress.
 #![allow(clippy::cast_precision_loss)]
 // Doc comments of the command-line types are clap's --help text, read in a

@@ -5,12 +5,12 @@
 use std::io::{IsTerminal as _, Write};
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, TimeDelta, Utc};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde::Serialize;
 use bigtable_ttl_runtime::admin::{describe_rule, gc_rule};
 use bigtable_ttl_runtime::ops::{fraction_done, KeySample, Part, ScanProgress};
 use bigtable_ttl_runtime::Policy;
+use chrono::{DateTime, TimeDelta, Utc};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
 
 /// What a command returns: an exit status, or an error printed on standard
 /// error with exit status 1.

@@ -6,10 +6,10 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use clap::Args;
-use serde::{Deserialize, Serialize};
 use bigtable_ttl_runtime::ops::{self, Part};
 use bigtable_ttl_runtime::Connection;
+use clap::Args;
+use serde::{Deserialize, Serialize};
 
 use crate::output::Fallible;
 

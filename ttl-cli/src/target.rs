@@ -1,7 +1,7 @@
 //! Where the table is: project, instance, and an emulator or Cloud Bigtable.
 
-use clap::Args;
 use bigtable_ttl_runtime::Connection;
+use clap::Args;
 
 use crate::output::Fallible;
 

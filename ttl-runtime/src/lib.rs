@@ -35,7 +35,6 @@
 // No function of the library over about 100 lines without a reason
 // stated next to it (the workspace allows long tests and `quote!` impls).
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
-
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod client;
@@ -47,7 +46,13 @@ pub use client::{admin, data, read, retry, writer};
 pub use model::{filter, limits, liveness, telemetry};
 
 pub use client::conditional::Insert;
-pub use client::connection::{Connection, ConnectionBuilder, Credentials, DataClient, DataService};
+pub use client::connection::{Connection, ConnectionBuilder, Credentials};
+/// The generated tonic data client over the library's channel, for tests
+/// and benchmarks that send requests the library does not make. Not a
+/// public API (tonic's types are not part of this library's surface): the
+/// raw data layer ([`data`]) is.
+#[doc(hidden)]
+pub use client::connection::{DataClient, DataService};
 pub use client::table::{Table, Written};
 pub use model::clock::Clock;
 pub use model::codec::CellCodec;
@@ -74,12 +79,9 @@ pub use model::view::Expiring;
 /// `TimeDelta` TTLs and clock, without a `chrono` line of your own
 /// (`use bigtable_ttl::chrono::{DateTime, TimeDelta, Utc};`).
 pub use chrono;
-/// The token providers [`Credentials::provider`] takes: implement
-/// [`gcp_auth::TokenProvider`] from this re-export, so the versions match.
-pub use gcp_auth;
 
-/// Bigtable's v2 protobuf types (`Mutation`, `RowFilter`, …) and the
-/// generated data client ([`DataClient`]), as the pure core uses them.
+/// Bigtable's v2 protobuf types (`Mutation`, `RowFilter`, …), as the pure
+/// core uses them and the raw data layer ([`data`]) takes and returns them.
 pub use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as proto;
 
 /// What the derive's expansion calls. Not a public API: no semver promise.
@@ -99,6 +101,10 @@ pub mod __private {
     pub use crate::model::schema::{Column, MapColumn, Schema, ShadowColumn, WhenAbsent};
     pub use crate::model::view::{CellRef, ColumnOf, RowView};
     pub use chrono::{DateTime, TimeDelta, Utc};
+
+    /// The update planner, for the runtime's pure-core tests
+    /// (`tests/update_clear.rs`); programs use `Table::update`.
+    pub use crate::ops::update::update_mutation;
 
     /// A `TimeDelta` of `millis` milliseconds, for durations parsed at compile time.
     #[must_use]

@@ -1,13 +1,15 @@
 //! `update().clear()` on a `#[bigtable(default)]` field: its column is
 //! deleted, as an `Option` field's is, so the row reads the default; a
 //! field that is neither stays `Error::RequiredField`. The pure core
-//! (`ops::update_mutation`), no server; `tests/evolve.rs` (workspace root)
+//! (the update planner, behind the hidden `__private` door), no server; `tests/it/evolve.rs` (workspace root)
 //! shows the same on the emulator.
 
-use chrono::{DateTime, TimeDelta, Utc};
-use bigtable_ttl_runtime::ops::{update_mutation, Change};
+use bigtable_ttl_runtime::__private::update_mutation;
+use bigtable_ttl_runtime::data::mutations_of;
+use bigtable_ttl_runtime::ops::Change;
 use bigtable_ttl_runtime::proto::{mutation, Mutation};
 use bigtable_ttl_runtime::{Column, Error, Policy, RawCell, Schema, WhenAbsent};
+use chrono::{DateTime, TimeDelta, Utc};
 
 const fn column(qualifier: &'static str, when_absent: WhenAbsent) -> Column {
     Column {
@@ -63,7 +65,7 @@ fn clear(column: usize) -> Result<Vec<Mutation>, Error> {
         &[Change::Clear { column }],
         None,
     )?;
-    Ok(m.expect("a live row").mutations)
+    Ok(mutations_of(&m.expect("a live row")).to_vec())
 }
 
 /// The qualifiers whose columns the mutations delete.

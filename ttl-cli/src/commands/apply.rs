@@ -2,11 +2,11 @@
 
 use std::io::Write;
 
+use bigtable_ttl_runtime::admin::describe_rule;
+use bigtable_ttl_runtime::admin::GcRule;
+use bigtable_ttl_runtime::ops::{self, parse_policy, ApplyOutcome, ApplyRequest};
 use clap::Args;
 use serde::Serialize;
-use bigtable_ttl_runtime::admin::describe_rule;
-use bigtable_ttl_runtime::admin::proto::GcRule;
-use bigtable_ttl_runtime::ops::{self, parse_policy, ApplyOutcome, ApplyRequest};
 
 use super::audit::{verdict, AuditJson};
 use crate::exit;

@@ -5,10 +5,12 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use bigtable_ttl_runtime::ops::{
+    self, parse_policy, policy_spec, Audit, AuditReport, AuditRequest,
+};
 use chrono::{DateTime, Utc};
 use clap::Args;
 use serde::{Deserialize, Serialize};
-use bigtable_ttl_runtime::ops::{self, parse_policy, policy_spec, Audit, AuditReport, AuditRequest};
 
 use crate::chart::{self, ExpiryJson, Labeled};
 use crate::exit;
@@ -258,10 +260,10 @@ impl AuditJson {
             .ok_or("a report's now_micros is out of range")?;
         let policy = parse_policy(&self.policy)?;
         let mut r = Audit::new(&self.table, &self.family, policy, now).finish();
-        r.part = self
-            .shard
-            .as_ref()
-            .map_or_else(|| Ok(bigtable_ttl_runtime::ops::Part::whole()), PartJson::to_part)?;
+        r.part = self.shard.as_ref().map_or_else(
+            || Ok(bigtable_ttl_runtime::ops::Part::whole()),
+            PartJson::to_part,
+        )?;
         r.rows = self.rows;
         r.cells = self.cells;
         r.cells_deleted = self.cells_deleted;

@@ -7,13 +7,13 @@ use std::io::Write;
 
 use std::path::PathBuf;
 
-use clap::Args;
-use serde::Serialize;
 use bigtable_ttl_runtime::admin::describe_rule;
 use bigtable_ttl_runtime::ops::{
     self, parse_policy, policy_spec, ExpiryRequest, FamilyExpiries, InspectRequest, Part,
     RowInspection,
 };
+use clap::Args;
+use serde::Serialize;
 
 use crate::chart::{self, ExpiryJson, Labeled};
 use crate::exit;

@@ -7,13 +7,13 @@ use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use clap::Args;
-use serde::{Deserialize, Serialize};
 use bigtable_ttl_runtime::ops::{
     self, parse_duration, parse_policy, policy_spec, Checkpoint, MigratePlan, MigrateReport,
     MigrateStatus, Part, RowExpiry, Verification,
 };
 use bigtable_ttl_runtime::Clock;
+use clap::Args;
+use serde::{Deserialize, Serialize};
 
 use super::audit::part_text;
 use crate::exit;

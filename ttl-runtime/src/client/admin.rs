@@ -2,7 +2,7 @@
 //! and detect drift between a struct's [`Schema`] and the live table.
 //!
 //! The pure part ([`gc_rule`], [`describe_rule`], [`rule_matches`]) works on
-//! Bigtable's admin v2 protobuf types ([`proto`]) and needs no server; the I/O
+//! the library's own [`GcRule`] and needs no server; the I/O
 //! part ([`ensure_schema`], [`verify_schema`], [`live_rules`]) goes through the
 //! [`Connection`]'s admin client.
 //!
@@ -47,14 +47,15 @@ use crate::model::filter::{chain, filter, only_family};
 use crate::model::scan::RawRow;
 use crate::model::schema::Schema;
 
-/// Bigtable's admin v2 protobuf types, and the pure GC-rule functions
-/// ([`gc_rule`], [`describe_rule`], [`rule_matches`]).
-pub use crate::model::gc_rule::{describe_rule, gc_rule, proto, rule_matches};
+/// GC rules and the pure functions on them ([`gc_rule`], [`describe_rule`],
+/// [`rule_matches`]).
+pub use crate::model::gc_rule::{describe_rule, gc_rule, rule_matches, GcRule};
 
+use crate::model::gc_rule::proto;
 use proto::{
     modify_column_families_request::{modification::Mod, Modification},
     table::View,
-    ColumnFamily, CreateTableRequest, GcRule, GetTableRequest, ModifyColumnFamiliesRequest, Table,
+    ColumnFamily, CreateTableRequest, GetTableRequest, ModifyColumnFamiliesRequest, Table,
 };
 
 /// Options of [`ensure_schema`].
@@ -230,13 +231,7 @@ pub async fn ensure_schema(
         let modifications = report
             .families
             .iter()
-            .map(|change| {
-                set_rule(
-                    &change.family,
-                    change.before.is_none(),
-                    change.after.clone(),
-                )
-            })
+            .map(|change| set_rule(&change.family, change.before.is_none(), &change.after))
             .collect();
         match modify_families(conn, table, modifications, deadline).await {
             Ok(()) => {
@@ -284,7 +279,7 @@ fn plan_families(
                 after: expected.clone(),
             }),
             Some(cf) => {
-                let before = cf.gc_rule.clone().unwrap_or_default();
+                let before = GcRule::from_proto(cf.gc_rule.as_ref());
                 if !rule_matches(&before, &expected) {
                     report.families.push(FamilyChange {
                         family: family.to_owned(),
@@ -331,9 +326,9 @@ async fn refuse_data_loss(
 
 /// The modification that creates (`create`) or updates `family` with `rule`
 /// as its GC rule, and nothing else.
-pub(crate) fn set_rule(family: &str, create: bool, rule: GcRule) -> Modification {
+pub(crate) fn set_rule(family: &str, create: bool, rule: &GcRule) -> Modification {
     let family_spec = ColumnFamily {
-        gc_rule: Some(rule),
+        gc_rule: Some(rule.to_proto()),
         ..ColumnFamily::default()
     };
     Modification {
@@ -418,7 +413,7 @@ pub(crate) async fn verify_schema_families(
         match live.get(family) {
             None => return Err(drift("missing".to_owned())),
             Some(cf) => {
-                let rule = cf.gc_rule.clone().unwrap_or_default();
+                let rule = GcRule::from_proto(cf.gc_rule.as_ref());
                 if !rule_matches(&rule, &expected) {
                     return Err(drift(describe_rule(&rule)));
                 }
@@ -475,7 +470,7 @@ pub(crate) async fn live_rules_by(
     Ok(live
         .column_families
         .into_iter()
-        .map(|(family, cf)| (family, cf.gc_rule.unwrap_or_default()))
+        .map(|(family, cf)| (family, GcRule::from_proto(cf.gc_rule.as_ref())))
         .collect())
 }
 

@@ -63,7 +63,13 @@ impl Credentials {
     }
 
     /// Tokens from `provider` (workload identity federation, a token
-    /// broker, a test stand-in): any [`gcp_auth::TokenProvider`].
+    /// broker, a test stand-in): any [`gcp_auth::TokenProvider`] of
+    /// **`gcp_auth` 0.12** (`gcp_auth = "0.12"` in your `Cargo.toml`; this
+    /// library is built with 0.12.7).
+    ///
+    /// This is the one place the API names another crate's auth types: the
+    /// library follows the 0.12 line of `gcp_auth`, and moving to a later one is a
+    /// breaking change of this library, listed in its changelog.
     #[must_use]
     pub fn provider(provider: Arc<dyn gcp_auth::TokenProvider>) -> Self {
         Self(Source::Provider(provider))
@@ -537,7 +543,7 @@ fn check_endpoint(uri: &str) -> std::result::Result<(), String> {
     if authority.is_empty() || authority.contains('/') {
         return Err(format!("{authority:?} is not HOST[:PORT]; {EXPECTED}"));
     }
-    uri.parse::<tonic::codegen::http::Uri>()
+    uri.parse::<http::Uri>()
         .map_err(|e| format!("{e}; {EXPECTED}"))?;
     Ok(())
 }

@@ -1,8 +1,7 @@
 //! Connecting to Bigtable: the data calls the library makes (`MutateRow`,
 //! `MutateRows`, `ReadRows`) on a channel of our own (the `wire` layer),
-//! tables and GC rules through the generated admin client, and a generated
-//! data client over the same channel for the calls the library does not make
-//! ([`Connection::data_client`]).
+//! tables and GC rules through the generated admin client, and (hidden, for
+//! tests and benchmarks) a generated data client over the same channel.
 
 use std::sync::Arc;
 
@@ -18,7 +17,7 @@ use crate::wire::channel::{DataChannel, DATA_ENDPOINT};
 pub use crate::wire::service::DataService;
 
 /// The generated Bigtable data client over the library's own channel
-/// ([`Connection::data_client`]).
+/// (`Connection::data_client`).
 pub type DataClient = BigtableClient<DataService>;
 
 /// The generated admin client, on a plain tonic channel.
@@ -193,6 +192,11 @@ impl Connection {
     ///
     /// # Errors
     /// [`Error::Connect`] when `table` makes no valid routing header.
+    ///
+    /// Not a public API: it names tonic's types, which this library keeps
+    /// out of its surface. Programs use the raw data layer
+    /// ([`crate::data::RawTable`]).
+    #[doc(hidden)]
     pub fn data_client(&self, table: &str) -> Result<DataClient> {
         let service = self
             .channel

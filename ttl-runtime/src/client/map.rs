@@ -177,7 +177,7 @@ impl<T: BigtableRow> Table<T> {
             let now = self.clock().now();
             let request = self.read_request(
                 Scan::keys([row_key.as_slice()]).limit(1),
-                Some(self.read_filter(now)),
+                Some(self.row_filter(now)),
             );
             let rows: Vec<MergedRow> = self.raw_stream(request).try_collect().await?;
             let Some((row_key, cells)) = rows.into_iter().next() else {

@@ -27,10 +27,11 @@ use crate::client::writer::{BulkWriter, WriteOptions};
 use crate::model::clock::Clock;
 use crate::model::error::{Error, Result};
 use crate::model::filter::column_newest_stripped;
-use crate::model::filter::{read_filter, read_filter_sole_families};
+use crate::model::filter::{row_filter, row_filter_sole_families};
 use crate::model::key::AsKey;
 use crate::model::mutation::{delete_row, RowMutation};
 use crate::model::policy::{from_micros, millis_floor};
+use crate::model::read_filter::ReadFilter;
 use crate::model::row::MutationBuilder;
 use crate::model::row::{classify_row, missing_column, BigtableRow, Decoded};
 use crate::model::scan::{RawCell, Scan};
@@ -551,11 +552,16 @@ impl<T: BigtableRow> Table<T> {
     /// holding no other family, which spares the server a pass over every
     /// cell ([`crate::model::filter::read_filter_sole_families`]).
     #[must_use]
-    pub fn read_filter(&self, now: DateTime<Utc>) -> RowFilter {
+    pub fn read_filter(&self, now: DateTime<Utc>) -> ReadFilter {
+        ReadFilter::new(self.row_filter(now))
+    }
+
+    /// [`Table::read_filter`]'s message.
+    pub(crate) fn row_filter(&self, now: DateTime<Utc>) -> RowFilter {
         if self.sole_families.load(Ordering::Relaxed) {
-            read_filter_sole_families(T::SCHEMA, now)
+            row_filter_sole_families(T::SCHEMA, now)
         } else {
-            read_filter(T::SCHEMA, now)
+            row_filter(T::SCHEMA, now)
         }
     }
 
@@ -659,7 +665,7 @@ impl<T: BigtableRow> Table<T> {
         scan: Scan,
         now: DateTime<Utc>,
     ) -> impl Stream<Item = Result<Expiring<T>>> {
-        let request = self.read_request(scan, Some(self.read_filter(now)));
+        let request = self.read_request(scan, Some(self.row_filter(now)));
         let this = self.clone();
         self.raw_stream(request).filter_map(move |row| {
             // The common path stays synchronous: only a row that is not live
@@ -782,7 +788,7 @@ impl<T: BigtableRow> Table<T> {
 
     /// Row `key` read and judged at `now`.
     async fn read_row_at(&self, key: &[u8], now: DateTime<Utc>) -> Result<Decoded<T>> {
-        let request = self.read_request(Scan::keys([key]).limit(1), Some(self.read_filter(now)));
+        let request = self.read_request(Scan::keys([key]).limit(1), Some(self.row_filter(now)));
         let rows: Vec<MergedRow> = self.raw_stream(request).try_collect().await?;
         let Some((row_key, cells)) = rows.into_iter().next() else {
             return Ok(Decoded::Absent);

@@ -418,7 +418,7 @@ mod tests {
             put_varint(&mut out, n);
             assert_eq!(out.len(), varint_len(n), "{n}");
             let mut expected = Vec::new();
-            prost::encoding::encode_varint(n, &mut expected);
+            prost::encode_length_delimiter(usize::try_from(n).unwrap(), &mut expected).unwrap();
             assert_eq!(out, expected, "{n}");
         }
     }

@@ -11,6 +11,7 @@ use crate::model::schema::Schema;
 /// caller attaches the context (table, row, column names) once, on the cold
 /// path (`decode_row`, [`crate::MutationBuilder::build`]).
 #[derive(Debug)]
+#[doc(hidden)]
 pub enum FieldError {
     /// A column of [`Schema::columns`] did not encode or decode.
     Column {

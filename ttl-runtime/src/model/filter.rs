@@ -17,12 +17,18 @@ use crate::proto::{
 };
 use chrono::{DateTime, Utc};
 
+use crate::model::read_filter::ReadFilter;
 use crate::model::schema::Schema;
 
 /// The read filter for `schema` at `now`, on a table that may hold families
 /// the schema does not declare: each declared family is selected.
 #[must_use]
-pub fn read_filter(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
+pub fn read_filter(schema: &Schema, now: DateTime<Utc>) -> ReadFilter {
+    ReadFilter::new(row_filter(schema, now))
+}
+
+/// [`read_filter`]'s message.
+pub(crate) fn row_filter(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
     families_filter(schema, schema.families.iter().copied(), now)
 }
 
@@ -53,7 +59,12 @@ pub(crate) fn families_filter<'f>(
 /// more CPU with the family selector; see BENCHMARKS.md). Should a family be
 /// added later, its cells are sent too and the decoder skips them.
 #[must_use]
-pub fn read_filter_sole_families(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
+pub fn read_filter_sole_families(schema: &Schema, now: DateTime<Utc>) -> ReadFilter {
+    ReadFilter::new(row_filter_sole_families(schema, now))
+}
+
+/// [`read_filter_sole_families`]'s message.
+pub(crate) fn row_filter_sole_families(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
     chain(visible_cells(schema, now).into())
 }
 
@@ -140,7 +151,7 @@ mod tests {
     #[test]
     fn each_family_is_selected_by_a_column_range_without_bounds() {
         let Some(Filter::Interleave(Interleave { filters })) =
-            read_filter(&TWO, chrono::Utc::now()).filter
+            row_filter(&TWO, chrono::Utc::now()).filter
         else {
             panic!("two families: an interleave");
         };
@@ -163,7 +174,7 @@ mod tests {
     #[test]
     fn on_a_table_of_its_own_families_the_filter_selects_no_family() {
         let now = chrono::Utc::now();
-        let Some(Filter::Chain(Chain { filters })) = read_filter_sole_families(&TWO, now).filter
+        let Some(Filter::Chain(Chain { filters })) = row_filter_sole_families(&TWO, now).filter
         else {
             panic!("a chain");
         };
@@ -176,5 +187,22 @@ mod tests {
             Some(Filter::CellsPerColumnLimitFilter(1))
         );
         assert_eq!(filters.len(), 2);
+    }
+
+    #[test]
+    fn the_filters_a_typed_read_sends_read_as_words() {
+        let now = chrono::DateTime::from_timestamp_micros(1_000_000).unwrap();
+        let from = TWO.policy.visible_from(now);
+        assert_eq!(
+            read_filter(&TWO, now).to_string(),
+            format!(
+                "interleave(chain(family a.b, timestamp >= {from}, newest 1 per column), \
+                 chain(family c, timestamp >= {from}, newest 1 per column))"
+            )
+        );
+        assert_eq!(
+            read_filter_sole_families(&TWO, now).to_string(),
+            format!("chain(timestamp >= {from}, newest 1 per column)")
+        );
     }
 }

@@ -22,6 +22,7 @@ pub mod liveness;
 pub(crate) mod map;
 pub mod mutation;
 pub mod policy;
+pub(crate) mod read_filter;
 pub mod row;
 pub(crate) mod row_cells;
 pub mod scan;

@@ -28,8 +28,10 @@ use crate::proto::{mutation, mutation::Mutation as M, Mutation};
 pub struct RowMutation {
     /// The row key.
     pub row_key: Vec<u8>,
-    /// The mutations, applied atomically and in order.
-    pub mutations: Vec<Mutation>,
+    /// The mutations, applied atomically and in order: Bigtable's v2
+    /// messages, handed out by the raw data layer only
+    /// ([`crate::data::mutations_of`], [`crate::data::into_entry`]).
+    pub(crate) mutations: Vec<Mutation>,
     /// The timestamp of the row-level cells (µs).
     pub timestamp_micros: i64,
     /// When the row expires.

@@ -46,11 +46,16 @@ pub trait BigtableRow: Sized {
     /// # Errors
     /// A field that cannot be encoded or is too large, as a [`FieldError`]
     /// the builder turns into [`crate::Error::Encode`] / [`crate::Error::ValueTooLarge`].
+    ///
+    /// Written by the derive; not part of the API (hidden, as serde hides
+    /// its helpers).
+    #[doc(hidden)]
     fn write_cells(&self, sink: &mut CellSink<'_, Self>) -> Result<(), FieldError>;
 
     /// Which declared column `(family, qualifier)` is, if any. The derive
     /// generates a `match` on the names; this default searches
-    /// [`BigtableRow::SCHEMA`].
+    /// [`BigtableRow::SCHEMA`]. Written by the derive; not part of the API.
+    #[doc(hidden)]
     #[must_use]
     fn column_of(family: &str, qualifier: &[u8]) -> ColumnOf {
         ColumnOf::in_schema(Self::SCHEMA, family, qualifier)
@@ -60,7 +65,9 @@ pub trait BigtableRow: Sized {
     ///
     /// # Errors
     /// A cell or key part that does not decode, as a small [`FieldError`];
-    /// [`decode_row`] names the table, row and column.
+    /// [`decode_row`] names the table, row and column. Written by the
+    /// derive; not part of the API.
+    #[doc(hidden)]
     fn decode(row: &RowView<'_>) -> Result<Self, FieldError>;
 
     /// A builder for the mutations that write this value, with per-write
@@ -105,6 +112,7 @@ pub struct MutationBuilder<'a, T> {
 /// `write_cells`, each column's family, qualifier and TTL are constants of
 /// `T::SCHEMA`, as in hand-written code.
 #[derive(Debug)]
+#[doc(hidden)]
 pub struct CellSink<'a, T> {
     pub(crate) now: DateTime<Utc>,
     pub(crate) row_ts: i64,

@@ -47,6 +47,7 @@ impl<T> Deref for Expiring<T> {
 
 /// What one declared cell is to a row's decoder ([`crate::BigtableRow::column_of`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[doc(hidden)]
 pub enum ColumnOf {
     /// Column `index` of [`Schema::columns`].
     Column(usize),
@@ -206,6 +207,7 @@ pub(crate) struct EntryCell<'a> {
 /// A row read back, reduced to the newest visible cell of each declared
 /// column. What the derived `decode` reads from.
 #[derive(Debug)]
+#[doc(hidden)]
 pub struct RowView<'a> {
     schema: &'static Schema,
     key: &'a [u8],

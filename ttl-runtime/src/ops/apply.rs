@@ -5,8 +5,7 @@ use chrono::{DateTime, Utc};
 use crate::client::admin::{live_rules, modify_families, set_rule};
 use crate::client::connection::Connection;
 use crate::model::error::Result;
-use crate::model::gc_rule::proto::GcRule;
-use crate::model::gc_rule::{gc_rule, rule_matches};
+use crate::model::gc_rule::{gc_rule, rule_matches, GcRule};
 use crate::model::policy::Policy;
 
 use super::audit::{audit, AuditReport, AuditRequest};
@@ -160,7 +159,7 @@ pub async fn apply(
             audit: report,
         });
     }
-    set_gc_rule(conn, table, family, before.is_none(), after.clone()).await?;
+    set_gc_rule(conn, table, family, before.is_none(), &after).await?;
     Ok(ApplyOutcome::Applied {
         before,
         after,
@@ -175,7 +174,7 @@ pub(crate) async fn set_gc_rule(
     table: &str,
     family: &str,
     create: bool,
-    rule: GcRule,
+    rule: &GcRule,
 ) -> Result<()> {
     let deadline = conn.admin_retry().deadline_from_now();
     modify_families(conn, table, vec![set_rule(family, create, rule)], deadline).await

@@ -14,7 +14,7 @@ use crate::client::connection::Connection;
 use crate::client::read::{read_rows, ReadOptions};
 use crate::model::codec::CellCodec;
 use crate::model::error::Result;
-use crate::model::gc_rule::{policy_from_rule, proto::GcRule};
+use crate::model::gc_rule::{policy_from_rule, GcRule};
 use crate::model::policy::Policy;
 use crate::model::scan::RawCell;
 
@@ -143,7 +143,7 @@ fn shadow_time(value: &[u8]) -> Option<DateTime<Utc>> {
 /// Explain `cells` (one row's, as stored) with the families' policies at
 /// `now`; `written_at` is the shadow column's qualifier. Pure.
 #[must_use]
-pub fn explain_cells(
+pub(crate) fn explain_cells(
     families: &BTreeMap<String, FamilyPolicy>,
     cells: &[RawCell],
     written_at: &str,

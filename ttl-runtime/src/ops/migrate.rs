@@ -13,7 +13,7 @@ use crate::client::writer::write_entries;
 use crate::model::clock::Clock;
 use crate::model::codec::CellCodec;
 use crate::model::error::{Code, Error, MigrationProblem, Overflow, Result};
-use crate::model::gc_rule::{describe_rule, gc_rule, proto::GcRule, rule_matches};
+use crate::model::gc_rule::{describe_rule, gc_rule, rule_matches, GcRule};
 use crate::model::mutation::set_cell;
 use crate::model::policy::{from_micros, millis_floor, Expiry, Policy};
 use crate::model::scan::RawCell;
@@ -291,13 +291,13 @@ pub enum MigrateStatus {
 /// The target mutations for one source row. Pure.
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
-pub struct RowPlan {
+pub(crate) struct RowPlan {
     /// `SetCell`s for the target family (data cells, then shadow versions).
-    pub mutations: Vec<Mutation>,
+    pub(crate) mutations: Vec<Mutation>,
     /// Data cells copied.
-    pub copied: u64,
+    pub(crate) copied: u64,
     /// Cells skipped as already expired.
-    pub skipped: u64,
+    pub(crate) skipped: u64,
 }
 
 /// Plan the copy of one row's source cells at `now` (see the [module
@@ -306,7 +306,7 @@ pub struct RowPlan {
 /// # Errors
 /// [`Error::Migration`] when the source holds the shadow column's qualifier;
 /// timestamp errors for absurd timestamps.
-pub fn plan_row(
+pub(crate) fn plan_row(
     plan: &MigratePlan,
     ttl: TimeDelta,
     cells: &[RawCell],
@@ -426,9 +426,7 @@ async fn prepare(conn: &Connection, plan: &MigratePlan) -> Result<()> {
     let expected = gc_rule(plan.policy.gc_max_age());
     match rules.get(&plan.to) {
         None => {
-            match super::apply::set_gc_rule(conn, &plan.table, &plan.to, true, expected.clone())
-                .await
-            {
+            match super::apply::set_gc_rule(conn, &plan.table, &plan.to, true, &expected).await {
                 // Another shard of the same migration created it first:
                 // check its rule like any existing family's.
                 Err(Error::Server {

@@ -26,11 +26,14 @@
 //! * [`Update`]: set some fields of a live row, keeping its expiry or
 //!   re-timing it in the same step (`Table::update`).
 //!
-//! The pure parts (policy parsing, [`policy_from_rule`], the audit tally, the
-//! cell reports of `inspect`, the per-row plans of `migrate` and `retime`)
-//! need no server and are unit-tested here; the I/O sits in the `async fn`s
-//! at the edge. The `bigtable-ttl` command-line program (`ttl-cli`) is a thin
-//! layer over this module.
+//! The module exports what a program calls: the operations above, their
+//! requests and reports, and the few pure helpers a tool around them needs
+//! (policy parsing, [`policy_from_rule`], the [`Audit`] tally, cutting a
+//! key space). The planners behind them (the cell reports of `inspect`, the
+//! per-row plans of `migrate`, `retime` and `update`) are private: pure,
+//! unit-tested here without a server, and reached through the operations.
+//! The `bigtable-ttl` command-line program (`ttl-cli`) is a thin layer over
+//! this module.
 
 mod apply;
 mod audit;
@@ -42,23 +45,20 @@ mod retime;
 mod scan;
 mod shard;
 mod spec;
-mod update;
+pub(crate) mod update;
 
 pub use crate::model::gc_rule::policy_from_rule;
 pub use apply::{apply, ApplyOutcome, ApplyRequest};
 pub use audit::{audit, Audit, AuditReport, AuditRequest};
 pub use expiry::{expiries, ExpiryHistogram, ExpiryRequest, FamilyExpiries, MAX_DAYS};
-pub use inspect::{
-    explain_cells, inspect, CellReport, FamilyPolicy, InspectRequest, RowInspection,
-};
+pub use inspect::{inspect, CellReport, FamilyPolicy, InspectRequest, RowInspection};
 pub use migrate::verify_part;
 pub use migrate::{
-    migrate, plan_row, verify, Checkpoint, MigratePlan, MigrateReport, MigrateStatus, RowExpiry,
-    RowPlan, Verification,
+    migrate, verify, Checkpoint, MigratePlan, MigrateReport, MigrateStatus, RowExpiry, Verification,
 };
 pub use raw::raw_rows;
-pub use retime::{current_expiry, retime_mutation, Retime, Touched, RETIME_ROUNDS};
+pub use retime::{Retime, Touched, RETIME_ROUNDS};
 pub use scan::ScanProgress;
 pub use shard::{check_cover, cut, fraction_done, key_samples, plan_parts, KeySample, Part};
 pub use spec::{parse_duration, parse_policy, policy_spec, short_duration, DEFAULT_WRITTEN_AT};
-pub use update::{update_mutation, Change, Update};
+pub use update::{Change, Update};

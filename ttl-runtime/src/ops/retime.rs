@@ -9,7 +9,7 @@ use crate::client::table::Table;
 use crate::client::telemetry;
 use crate::model::condition::{unchanged, Pin};
 use crate::model::error::{Error, Overflow, Result};
-use crate::model::filter::read_filter;
+use crate::model::filter::row_filter;
 use crate::model::key::AsKey;
 use crate::model::mutation::{delete_column, mark_window, push_marker, set_cell, RowMutation};
 use crate::model::policy::{Expiry, Policy};
@@ -66,7 +66,7 @@ pub enum Retime {
 /// What the policy rejects for the new expiry: [`Error::ExpiryNotInFuture`]
 /// (shortening past now: use [`Table::delete`]),
 /// [`Error::NonPositiveTtl`], out-of-range timestamps.
-pub fn retime_mutation(
+pub(crate) fn retime_mutation(
     schema: &Schema,
     row_key: &[u8],
     cells: &[RawCell],
@@ -142,24 +142,6 @@ pub(crate) fn retime_row(
     }))
 }
 
-/// The row's current expiry, from its cells as stored: the one the typed
-/// reader reports, [`Retime::By`] moves and [`Table::touch`] compares.
-/// `None` when the row is not live at `now`. Pure.
-///
-/// # Errors
-/// [`Error::TimestampOutOfRange`] for a stored timestamp no expiry maps to.
-pub fn current_expiry(
-    schema: &Schema,
-    cells: &[RawCell],
-    now: DateTime<Utc>,
-) -> Result<Option<DateTime<Utc>>> {
-    RowCells::of(schema, cells, now)
-        .verdict()
-        .row_ts()
-        .map(|ts| schema.policy.expiry_of(ts))
-        .transpose()
-}
-
 /// What one round of [`Table::rewrite_unchanged`] planned from the row.
 pub(crate) enum Round<'p, R, C> {
     /// Nothing to write: the call's answer.
@@ -208,7 +190,10 @@ impl<T: BigtableRow> Table<T> {
     /// ```
     ///
     /// # Errors
-    /// As [`retime_mutation`]; key errors; [`Error::Server`].
+    /// What the policy rejects for the new expiry:
+    /// [`Error::ExpiryNotInFuture`] (shortening past now: use
+    /// [`Table::delete`]), [`Error::NonPositiveTtl`], out-of-range
+    /// timestamps; key errors; [`Error::Server`].
     pub async fn retime<Q: ?Sized + AsKey<T::Key>>(
         &self,
         key: &Q,
@@ -398,7 +383,7 @@ impl<T: BigtableRow> Table<T> {
     ) -> Result<Vec<RawCell>> {
         let request = self.read_request(
             Scan::keys([row_key]).limit(1),
-            Some(read_filter(T::SCHEMA, now)),
+            Some(row_filter(T::SCHEMA, now)),
         );
         let rows: Vec<MergedRow> = self.raw_stream(request).try_collect().await?;
         Ok(rows

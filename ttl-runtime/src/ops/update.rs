@@ -1,6 +1,6 @@
 //! Partial updates: set some fields of a live row, or clear its `Option`
 //! and `#[bigtable(default)]` ones, keeping its expiry (Redis's
-//! `SET … KEEPTTL`) or re-timing the whole row in the same step. The pure core, [`update_mutation`], plans the
+//! `SET … KEEPTTL`) or re-timing the whole row in the same step. The pure core, `update_row`, plans the
 //! mutation from the row's cells; [`Update`] reads them, and writes
 //! conditionally on the row still holding them (as a re-time does).
 
@@ -43,7 +43,7 @@ pub enum Change {
 /// The mutation that applies `changes` to the row whose cells are `cells`
 /// (as stored; only those visible at `now` count), at `now`. With `retime`,
 /// the whole row is re-timed to that expiry in the same mutation (as
-/// [`retime_mutation`]); without, every cell written keeps the row's current
+/// `retime_mutation`); without, every cell written keeps the row's current
 /// expiry, a column with its own TTL gets that TTL from now (never past the
 /// row's expiry). The shadow column, when declared, gets `now`.
 ///
@@ -55,6 +55,9 @@ pub enum Change {
 /// nor `#[bigtable(default)]`;
 /// [`Error::ValueTooLarge`]; what the policy rejects for `retime`
 /// ([`Error::ExpiryNotInFuture`], [`Error::NonPositiveTtl`], …).
+///
+/// A planner, not an operation: [`Update`] is the public way in. Reached
+/// through the hidden `__private` door by the pure-core tests only.
 pub fn update_mutation(
     schema: &Schema,
     row_key: &[u8],
@@ -72,7 +75,7 @@ pub fn update_mutation(
     )
 }
 
-/// [`update_mutation`] of a row already judged.
+/// `update_mutation` of a row already judged.
 pub(crate) fn update_row(
     row: &RowCells<'_>,
     row_key: &[u8],

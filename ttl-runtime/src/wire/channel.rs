@@ -255,7 +255,7 @@ impl DataChannel {
             FEATURES_KEY,
             tonic::metadata::MetadataValue::from_static(FEATURES_REVERSE_SCANS),
         );
-        let path = tonic::codegen::http::uri::PathAndQuery::from_static(READ_ROWS);
+        let path = http::uri::PathAndQuery::from_static(READ_ROWS);
         let response = self
             .ready()
             .await?
@@ -339,7 +339,7 @@ impl DataChannel {
         const SENDS: usize = 3;
         let started = std::time::Instant::now();
         let until = tokio::time::Instant::now() + timeout;
-        let path = tonic::codegen::http::uri::PathAndQuery::from_static(path);
+        let path = http::uri::PathAndQuery::from_static(path);
         let mut sends = 0;
         loop {
             sends += 1;
@@ -386,7 +386,7 @@ impl DataChannel {
         let request = self
             .request(body, &table_name, Some(timeout), cookies)
             .await?;
-        let path = tonic::codegen::http::uri::PathAndQuery::from_static(MUTATE_ROWS);
+        let path = http::uri::PathAndQuery::from_static(MUTATE_ROWS);
         let response = self
             .ready()
             .await?
@@ -414,7 +414,7 @@ impl DataChannel {
             let request = self
                 .request(message, table_name, Some(timeout), cookies)
                 .await?;
-            let path = tonic::codegen::http::uri::PathAndQuery::from_static(SAMPLE_ROW_KEYS);
+            let path = http::uri::PathAndQuery::from_static(SAMPLE_ROW_KEYS);
             let response = self
                 .ready()
                 .await?

@@ -13,12 +13,12 @@ use crate::proto::{
     ReadRowsRequest,
 };
 use bytes::{Buf, Bytes};
-use prost::encoding::{
-    check_wire_type, decode_key, decode_varint, skip_field, DecodeContext, WireType,
-};
 use tonic::codec::{Codec, DecodeBuf, Decoder};
 use tonic_prost::ProstEncoder;
 
+use crate::wire::protobuf::{
+    check_wire_type, decode_key, decode_varint, skip_field, DecodeError, WireType,
+};
 use crate::wire::read_error::ReadError;
 
 /// Whether a chunk ends its row (`row_status`; a `false` flag is no status).
@@ -215,14 +215,14 @@ impl<'a> Fields<'a> {
         }
     }
 
-    /// Run a prost decoding step on the unread bytes and move past what it read.
+    /// Run a decoding step on the unread bytes and move past what it read.
     fn read<T>(
         &mut self,
-        step: impl FnOnce(&mut &'a [u8]) -> Result<T, prost::DecodeError>,
+        step: impl FnOnce(&mut &'a [u8]) -> Result<T, DecodeError>,
     ) -> Result<T, ReadError> {
         let mut rest: &'a [u8] = &self.message[self.pos..self.end];
         let out = step(&mut rest).map_err(malformed)?;
-        self.pos = self.end - rest.remaining();
+        self.pos = self.end - rest.len();
         Ok(out)
     }
 
@@ -275,7 +275,7 @@ impl<'a> Fields<'a> {
     }
 
     fn skip(&mut self, tag: u32, wire_type: WireType) -> Result<(), ReadError> {
-        self.read(|rest| skip_field(wire_type, tag, rest, DecodeContext::default()))
+        self.read(|rest| skip_field(tag, wire_type, rest))
     }
 }
 
@@ -324,10 +324,51 @@ impl Decoder for ChunkDecoder {
 mod tests {
     use super::*;
     use crate::proto::{ReadRowsResponse, RequestStats};
+    use crate::wire::protobuf::{encode_key, encode_message, encode_varint};
     use proptest::collection::vec;
     use proptest::prelude::*;
-    use prost::encoding::{encode_key, encode_varint};
     use prost::Message as _;
+
+    /// Fields written as prost's generated code writes them (every value,
+    /// defaults included), for messages no generated type describes.
+    mod field {
+        use super::{encode_key, encode_varint, WireType};
+        use bytes::BufMut as _;
+
+        pub(super) fn uint64(tag: u32, v: u64, buf: &mut Vec<u8>) {
+            encode_key(tag, WireType::Varint, buf);
+            encode_varint(v, buf);
+        }
+
+        #[allow(clippy::cast_sign_loss)]
+        pub(super) fn int64(tag: u32, v: i64, buf: &mut Vec<u8>) {
+            uint64(tag, v as u64, buf);
+        }
+
+        pub(super) fn int32(tag: u32, v: i32, buf: &mut Vec<u8>) {
+            int64(tag, i64::from(v), buf);
+        }
+
+        pub(super) fn bool(tag: u32, v: bool, buf: &mut Vec<u8>) {
+            uint64(tag, u64::from(v), buf);
+        }
+
+        pub(super) fn fixed32(tag: u32, v: u32, buf: &mut Vec<u8>) {
+            encode_key(tag, WireType::Fixed32, buf);
+            buf.put_u32_le(v);
+        }
+
+        pub(super) fn fixed64(tag: u32, v: u64, buf: &mut Vec<u8>) {
+            encode_key(tag, WireType::Fixed64, buf);
+            buf.put_u64_le(v);
+        }
+
+        pub(super) fn bytes(tag: u32, v: &[u8], buf: &mut Vec<u8>) {
+            encode_key(tag, WireType::LengthDelimited, buf);
+            encode_varint(v.len() as u64, buf);
+            buf.extend_from_slice(v);
+        }
+    }
 
     /// A field appended to a chunk's prost encoding: a known field again
     /// (the last wins, a wrapper merges) or an unknown one.
@@ -450,13 +491,13 @@ mod tests {
 
     fn encode_unknown(tag: u32, field: &Unknown, buf: &mut Vec<u8>) {
         match field {
-            Unknown::Varint(v) => prost::encoding::uint64::encode(tag, v, buf),
-            Unknown::Fixed32(v) => prost::encoding::fixed32::encode(tag, v, buf),
-            Unknown::Fixed64(v) => prost::encoding::fixed64::encode(tag, v, buf),
-            Unknown::Delimited(v) => prost::encoding::bytes::encode(tag, v, buf),
+            Unknown::Varint(v) => field::uint64(tag, *v, buf),
+            Unknown::Fixed32(v) => field::fixed32(tag, *v, buf),
+            Unknown::Fixed64(v) => field::fixed64(tag, *v, buf),
+            Unknown::Delimited(v) => field::bytes(tag, v, buf),
             Unknown::Group(v) => {
                 encode_key(tag, WireType::StartGroup, buf);
-                prost::encoding::uint64::encode(1, v, buf);
+                field::uint64(1, *v, buf);
                 encode_key(tag, WireType::EndGroup, buf);
             }
         }
@@ -466,18 +507,17 @@ mod tests {
     fn encode_wrapper(tag: u32, value: Option<&[u8]>, unknown_after: bool, buf: &mut Vec<u8>) {
         let mut body = Vec::new();
         if let Some(value) = value {
-            prost::encoding::bytes::encode(WRAPPED_VALUE, &value.to_vec(), &mut body);
+            field::bytes(WRAPPED_VALUE, value, &mut body);
         }
         if unknown_after {
             encode_unknown(2, &Unknown::Varint(7), &mut body);
         }
-        prost::encoding::bytes::encode(tag, &body, buf);
+        field::bytes(tag, &body, buf);
     }
 
     fn encode_extra(extra: &Extra, buf: &mut Vec<u8>) {
-        use prost::encoding::{bool, bytes, int32, int64, string};
         match extra {
-            Extra::RowKey(v) => bytes::encode(cell_chunk::ROW_KEY, v, buf),
+            Extra::RowKey(v) => field::bytes(cell_chunk::ROW_KEY, v, buf),
             Extra::Family(v, u) => {
                 encode_wrapper(
                     cell_chunk::FAMILY_NAME,
@@ -487,12 +527,12 @@ mod tests {
                 );
             }
             Extra::Qualifier(v, u) => encode_wrapper(cell_chunk::QUALIFIER, v.as_deref(), *u, buf),
-            Extra::Timestamp(v) => int64::encode(cell_chunk::TIMESTAMP_MICROS, v, buf),
-            Extra::Label(v) => string::encode(cell_chunk::LABELS, v, buf),
-            Extra::Value(v) => bytes::encode(cell_chunk::VALUE, v, buf),
-            Extra::ValueSize(v) => int32::encode(cell_chunk::VALUE_SIZE, v, buf),
-            Extra::Reset(v) => bool::encode(cell_chunk::RESET_ROW, v, buf),
-            Extra::Commit(v) => bool::encode(cell_chunk::COMMIT_ROW, v, buf),
+            Extra::Timestamp(v) => field::int64(cell_chunk::TIMESTAMP_MICROS, *v, buf),
+            Extra::Label(v) => field::bytes(cell_chunk::LABELS, v.as_bytes(), buf),
+            Extra::Value(v) => field::bytes(cell_chunk::VALUE, v, buf),
+            Extra::ValueSize(v) => field::int32(cell_chunk::VALUE_SIZE, *v, buf),
+            Extra::Reset(v) => field::bool(cell_chunk::RESET_ROW, *v, buf),
+            Extra::Commit(v) => field::bool(cell_chunk::COMMIT_ROW, *v, buf),
             Extra::Unknown(tag, field) => encode_unknown(*tag, field, buf),
         }
     }
@@ -506,16 +546,14 @@ mod tests {
                     for extra in extras {
                         encode_extra(extra, &mut body);
                     }
-                    prost::encoding::bytes::encode(response::CHUNKS, &body, &mut buf);
+                    field::bytes(response::CHUNKS, &body, &mut buf);
                 }
                 Top::LastScanned(key) => {
-                    prost::encoding::bytes::encode(response::LAST_SCANNED_ROW_KEY, key, &mut buf);
+                    field::bytes(response::LAST_SCANNED_ROW_KEY, key, &mut buf);
                 }
-                Top::Stats => prost::encoding::message::encode(
-                    response::REQUEST_STATS,
-                    &RequestStats::default(),
-                    &mut buf,
-                ),
+                Top::Stats => {
+                    encode_message(response::REQUEST_STATS, &RequestStats::default(), &mut buf);
+                }
                 Top::Unknown(tag, field) => encode_unknown(*tag, field, &mut buf),
             }
         }
@@ -619,7 +657,7 @@ mod tests {
 
     fn message(chunk_fields: &[u8]) -> Bytes {
         let mut buf = Vec::new();
-        prost::encoding::bytes::encode(response::CHUNKS, &chunk_fields.to_vec(), &mut buf);
+        field::bytes(response::CHUNKS, chunk_fields, &mut buf);
         Bytes::from(buf)
     }
 
@@ -654,7 +692,7 @@ mod tests {
     #[test]
     fn a_negative_value_size_is_a_ten_byte_varint() {
         let mut fields = Vec::new();
-        prost::encoding::int32::encode(cell_chunk::VALUE_SIZE, &-1, &mut fields);
+        field::int32(cell_chunk::VALUE_SIZE, -1, &mut fields);
         assert_eq!(fields.len(), 11);
         assert_eq!(decode(&message(&fields)).unwrap()[0].value_size, -1);
     }

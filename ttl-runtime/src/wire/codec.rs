@@ -14,6 +14,10 @@ use tonic::codec::{Codec, EncodeBuf, Encoder};
 use tonic_prost::ProstDecoder;
 
 use crate::proto::{mutate_rows_request::Entry, MutateRowsResponse};
+use crate::wire::protobuf::{
+    decode_varint, encode_key, encode_message, encode_varint, encoded_len_varint, key_len,
+    message_len, WireType,
+};
 
 /// Entries of one `MutateRowsRequest`, each encoded once in its wire form
 /// (field 2, length-delimited), back to back: the request body and the
@@ -41,7 +45,7 @@ impl EncodedBatch {
     /// Append `entry`; its encoded size (with its field header) comes back.
     pub(crate) fn push(&mut self, entry: &Entry) -> usize {
         let start = self.bytes.len();
-        prost::encoding::message::encode(ENTRIES_FIELD, entry, &mut self.bytes);
+        encode_message(ENTRIES_FIELD, entry, &mut self.bytes);
         self.ends.push(self.bytes.len());
         self.bytes.len() - start
     }
@@ -81,7 +85,7 @@ impl EncodedBatch {
 
     /// The encoded size `entry` would take in a batch.
     pub(crate) fn size_of(entry: &Entry) -> usize {
-        prost::encoding::message::encoded_len(ENTRIES_FIELD, entry)
+        message_len(ENTRIES_FIELD, entry)
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -103,7 +107,7 @@ impl EncodedBatch {
         let mut rest = self.wire(i);
         // The field header: one key byte, then the length varint.
         rest = rest.get(1..).unwrap_or_default();
-        match prost::encoding::decode_varint(&mut rest) {
+        match decode_varint(&mut rest) {
             Ok(_) => rest,
             Err(_) => &[],
         }
@@ -122,7 +126,7 @@ impl EncodedBatch {
             return Vec::new();
         }
         rest = &rest[1..];
-        prost::encoding::decode_varint(&mut rest)
+        decode_varint(&mut rest)
             .ok()
             .and_then(|len| usize::try_from(len).ok())
             .and_then(|len| rest.get(..len))
@@ -154,9 +158,7 @@ fn string_field_len(tag: u32, text: &str) -> usize {
     if text.is_empty() {
         return 0;
     }
-    prost::encoding::key_len(tag)
-        + prost::encoding::encoded_len_varint(text.len() as u64)
-        + text.len()
+    key_len(tag) + encoded_len_varint(text.len() as u64) + text.len()
 }
 
 /// A string field, as prost encodes it (nothing when empty).
@@ -164,8 +166,8 @@ fn encode_string_field(tag: u32, text: &str, dst: &mut impl bytes::BufMut) {
     if text.is_empty() {
         return;
     }
-    prost::encoding::encode_key(tag, prost::encoding::WireType::LengthDelimited, dst);
-    prost::encoding::encode_varint(text.len() as u64, dst);
+    encode_key(tag, WireType::LengthDelimited, dst);
+    encode_varint(text.len() as u64, dst);
     dst.put_slice(text.as_bytes());
 }
 
@@ -295,7 +297,7 @@ mod tests {
             let size = batch
                 .push_with(|bytes| {
                     let start = bytes.len();
-                    prost::encoding::message::encode(ENTRIES_FIELD, e, bytes);
+                    encode_message(ENTRIES_FIELD, e, bytes);
                     Ok::<usize, ()>(bytes.len() - start)
                 })
                 .unwrap();

@@ -11,6 +11,7 @@ pub(crate) mod codec;
 pub(crate) mod cookies;
 pub(crate) mod headers;
 pub(crate) mod merge;
+pub(crate) mod protobuf;
 pub(crate) mod read_error;
 pub(crate) mod service;
 pub(crate) mod status;

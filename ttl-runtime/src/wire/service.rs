@@ -9,15 +9,14 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tonic::body::Body;
-use tonic::codegen::http;
-use tonic::codegen::Service;
 use tonic::transport::Channel;
+use tower_service::Service;
 
 use crate::model::error::BoxError;
 use crate::wire::headers::{routing_header, DATA_SCOPE};
 
 /// A tonic service over the library's data channel, for one table's
-/// requests. Made by [`crate::Connection::data_client`].
+/// requests. Made by `Connection::data_client`.
 #[derive(Clone)]
 pub struct DataService {
     channel: Channel,

@@ -13,7 +13,9 @@
 //! [`Cell`], [`EntryError`]) and Bigtable's own v2 messages from
 //! [`crate::proto`] (`Mutation`, `RowFilter`, `RowSet`,
 //! `ReadModifyWriteRule`, `mutate_rows_request::Entry`,
-//! `SampleRowKeysResponse`).
+//! `SampleRowKeysResponse`). It is the one module whose signatures name
+//! those messages: the typed layer's values come here as them
+//! ([`ReadFilter::into_proto`], [`mutations_of`], [`into_entry`]).
 //!
 //! What each call does when something fails:
 //!
@@ -51,6 +53,7 @@
 //! # Ok(()) }
 //! ```
 
+mod messages;
 mod mutate;
 mod rows;
 
@@ -75,6 +78,8 @@ use crate::wire::cookies::RoutingCookies;
 use crate::wire::merge::MergedRow;
 use crate::wire::status::{code_of, not_sent, was_not_sent};
 
+pub use crate::model::read_filter::ReadFilter;
+pub use messages::{into_entry, mutations_of};
 pub use mutate::WriteStats;
 pub(crate) use mutate::{bump, send_batch, BatchReport, Unwritten, WriteCounters};
 pub use rows::{Cell, ReadRows, Row};
