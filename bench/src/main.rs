@@ -734,8 +734,8 @@ async fn filter_bytes(host: &str, rows: usize) -> Res<Value> {
     clock.set(t0 + TimeDelta::hours(2));
     let typed_rows = table.scan(Scan::all()).await?.len();
     let filter = table.read_filter(clock.now()).into_proto();
-    let typed = response_bytes(&conn, Some(filter)).await?;
-    let raw = response_bytes(&conn, None).await?;
+    let typed = response_bytes(host, &conn, Some(filter)).await?;
+    let raw = response_bytes(host, &conn, None).await?;
     Ok(json!({
         "rows_written": rows,
         "rows_typed": typed_rows,
@@ -746,22 +746,36 @@ async fn filter_bytes(host: &str, rows: usize) -> Res<Value> {
     }))
 }
 
-/// Encoded size of every `ReadRowsResponse` of a full-table read, and the
-/// number of rows committed in them.
+/// Encoded size of every `ReadRowsResponse` of a full-table read of
+/// `conn`'s instance on the emulator at `host`, and the number of rows
+/// committed in them. The responses are counted as they come off the wire,
+/// which the library's raw data layer does not show: through `bigtable_rs`'s
+/// generated client, `filter` carried over in its protobuf encoding.
 async fn response_bytes(
+    host: &str,
     conn: &Connection,
     filter: Option<bigtable_ttl::proto::RowFilter>,
 ) -> Res<(usize, usize)> {
-    use bigtable_ttl::proto::{read_rows_response::cell_chunk::RowStatus, ReadRowsRequest};
+    use bigtable_rs::google::bigtable::v2::read_rows_response::cell_chunk::RowStatus;
+    let rs = BigTableConnection::new_with_emulator(
+        host,
+        conn.project(),
+        conn.instance(),
+        true,
+        1,
+        None,
+    )?;
+    let mut bigtable = rs.client();
+    bigtable.configure_inner_client(|client| client.max_decoding_message_size(256 << 20));
+    let filter = filter
+        .map(|f| RowFilter::decode(f.encode_to_vec().as_slice()))
+        .transpose()?;
     let request = ReadRowsRequest {
-        table_name: conn.table_path(Event::SCHEMA.table),
+        table_name: bigtable.get_full_table_name(Event::SCHEMA.table),
         filter,
         ..ReadRowsRequest::default()
     };
-    let mut client = conn
-        .data_client(Event::SCHEMA.table)?
-        .max_decoding_message_size(256 << 20);
-    let mut stream = client.read_rows(request).await?.into_inner();
+    let mut stream = bigtable.get_client().read_rows(request).await?.into_inner();
     let (mut bytes, mut rows) = (0, 0);
     while let Some(response) = stream.message().await? {
         bytes += response.encoded_len();

@@ -11,7 +11,8 @@ use crate::support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use bigtable_ttl::proto::{read_modify_write_rule, ReadModifyWriteRowRequest, ReadModifyWriteRule};
+use bigtable_ttl::data::RawTable;
+use bigtable_ttl::proto::{read_modify_write_rule, ReadModifyWriteRule};
 use bigtable_ttl::{BigtableRow, Clock, Connection, Error, Expiry, Insert, RawCell, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 use support::proxy::{Faults, Proxy};
@@ -156,19 +157,13 @@ async fn a_counter_survives_real_garbage_collection_until_its_expiry() {
     let expiry = counted.expires_at;
 
     // The same increment by hand, without the creation step.
-    let mut client = limits.connection().data_client(limits.name()).unwrap();
     let rule = ReadModifyWriteRule {
         family_name: "r".into(),
         column_qualifier: b"hits".to_vec(),
         rule: Some(read_modify_write_rule::Rule::IncrementAmount(3)),
     };
-    client
-        .read_modify_write_row(ReadModifyWriteRowRequest {
-            table_name: limits.connection().table_path(limits.name()),
-            row_key: b"plain#00000000000000000001".to_vec(),
-            rules: vec![rule],
-            ..ReadModifyWriteRowRequest::default()
-        })
+    RawTable::new(limits.connection(), limits.name())
+        .read_modify_write_row("plain#00000000000000000001", vec![rule])
         .await
         .unwrap();
     let plain_key = ("plain".to_owned(), 1_u64);

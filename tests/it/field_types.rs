@@ -5,9 +5,8 @@
 
 use crate::support;
 
-use bigtable_ttl::proto::{
-    read_modify_write_rule::Rule, ReadModifyWriteRowRequest, ReadModifyWriteRule,
-};
+use bigtable_ttl::data::RawTable;
+use bigtable_ttl::proto::{read_modify_write_rule::Rule, ReadModifyWriteRule};
 use bigtable_ttl::{BigtableRow, CellCodec, Clock, CodecError, Json, RawCell, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -255,19 +254,13 @@ async fn i64_cells_are_bigtable_counters() {
     let table = table().await;
     table.put(&full("counter")).await.unwrap();
 
-    let mut client = table.connection().data_client(table.name()).unwrap();
-    let request = ReadModifyWriteRowRequest {
-        table_name: table.connection().table_path(table.name()),
-        row_key: b"counter".to_vec(),
-        rules: vec![ReadModifyWriteRule {
-            family_name: "f".into(),
-            column_qualifier: b"big".to_vec(),
-            rule: Some(Rule::IncrementAmount(50)),
-        }],
-        ..Default::default()
-    };
-    client
-        .read_modify_write_row(request)
+    let rules = vec![ReadModifyWriteRule {
+        family_name: "f".into(),
+        column_qualifier: b"big".to_vec(),
+        rule: Some(Rule::IncrementAmount(50)),
+    }];
+    RawTable::new(table.connection(), table.name())
+        .read_modify_write_row("counter", rules)
         .await
         .expect("Bigtable increments the cell");
 
@@ -285,25 +278,22 @@ async fn malformed_cells_are_typed_errors_naming_the_column() {
     let table = table().await;
     table.put(&full("bad")).await.unwrap();
     let now = table.clock().now();
-    let mut client = table.connection().data_client(table.name()).unwrap();
     // A 3-byte value where an i64 belongs, written behind the library's back
     // with a timestamp newer than the library's cell.
-    let request = bigtable_ttl::proto::MutateRowRequest {
-        table_name: table.connection().table_path(table.name()),
-        row_key: b"bad".to_vec(),
-        mutations: vec![bigtable_ttl::proto::Mutation {
-            mutation: Some(bigtable_ttl::proto::mutation::Mutation::SetCell(
-                bigtable_ttl::proto::mutation::SetCell {
-                    family_name: "f".into(),
-                    column_qualifier: b"big".to_vec(),
-                    timestamp_micros: (now + TimeDelta::seconds(1)).timestamp_millis() * 1000,
-                    value: vec![1, 2, 3],
-                },
-            )),
-        }],
-        ..Default::default()
+    let short_big = bigtable_ttl::proto::Mutation {
+        mutation: Some(bigtable_ttl::proto::mutation::Mutation::SetCell(
+            bigtable_ttl::proto::mutation::SetCell {
+                family_name: "f".into(),
+                column_qualifier: b"big".to_vec(),
+                timestamp_micros: (now + TimeDelta::seconds(1)).timestamp_millis() * 1000,
+                value: vec![1, 2, 3],
+            },
+        )),
     };
-    client.mutate_row(request).await.unwrap();
+    RawTable::new(table.connection(), table.name())
+        .mutate_row("bad", vec![short_big])
+        .await
+        .unwrap();
     let err = table.get(&"bad".to_owned()).await.unwrap_err();
     let message = err.to_string();
     assert!(
@@ -334,7 +324,7 @@ async fn malformed_cells_are_typed_errors_naming_the_column() {
 async fn a_really_missing_required_column_is_an_error_only_in_a_row_written_whole() {
     let table = table().await;
     let ts = table.clock().now().timestamp_millis() * 1000;
-    let mut client = table.connection().data_client(table.name()).unwrap();
+    let raw = RawTable::new(table.connection(), table.name());
     let set = |qualifier: &[u8], value: &[u8]| bigtable_ttl::proto::Mutation {
         mutation: Some(bigtable_ttl::proto::mutation::Mutation::SetCell(
             bigtable_ttl::proto::mutation::SetCell {
@@ -355,13 +345,7 @@ async fn a_really_missing_required_column_is_an_error_only_in_a_row_written_whol
             ],
         ),
     ] {
-        let request = bigtable_ttl::proto::MutateRowRequest {
-            table_name: table.connection().table_path(table.name()),
-            row_key: key.as_bytes().to_vec(),
-            mutations,
-            ..Default::default()
-        };
-        client.mutate_row(request).await.unwrap();
+        raw.mutate_row(key, mutations).await.unwrap();
     }
     assert_eq!(table.get(&"partial".to_owned()).await.unwrap(), None);
     assert_eq!(table.read_stats().partially_expired, 1);

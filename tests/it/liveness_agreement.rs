@@ -52,9 +52,8 @@ use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use bigtable_ttl::proto::{
-    mutation, CheckAndMutateRowRequest, MutateRowRequest, Mutation, RowFilter,
-};
+use bigtable_ttl::data::RawTable;
+use bigtable_ttl::proto::{mutation, CheckAndMutateRowRequest, Mutation, RowFilter};
 use bigtable_ttl::{
     BigtableRow, CellCodec, Clock, CodecError, Error, Expiring, Insert, Policy, Schema, Table,
     WhenAbsent, ROW_MARKER,
@@ -677,20 +676,11 @@ impl<T: Probe> Bench<T> {
                 })),
             })
             .collect();
-        let request = MutateRowRequest {
-            table_name: self.table.connection().table_path(self.table.name()),
-            row_key: key.as_bytes().to_vec(),
-            mutations,
-            ..MutateRowRequest::default()
-        };
-        self.data_client().mutate_row(request).await.unwrap();
+        self.raw().mutate_row(key, mutations).await.unwrap();
     }
 
-    fn data_client(&self) -> bigtable_ttl::DataClient {
-        self.table
-            .connection()
-            .data_client(self.table.name())
-            .unwrap()
+    fn raw(&self) -> RawTable {
+        RawTable::new(self.table.connection(), self.table.name())
     }
 
     /// The emulator's verdict on `insert_if_absent`'s predicate for row
@@ -705,19 +695,15 @@ impl<T: Probe> Bench<T> {
                 },
             )),
         };
-        let request = CheckAndMutateRowRequest {
-            table_name: self.table.connection().table_path(self.table.name()),
-            row_key: key.as_bytes().to_vec(),
-            predicate_filter: Some(self.predicate.clone()),
-            true_mutations: vec![harmless],
-            ..CheckAndMutateRowRequest::default()
-        };
-        self.data_client()
-            .check_and_mutate_row(request)
+        self.raw()
+            .check_and_mutate_row(
+                key,
+                Some(self.predicate.clone()),
+                vec![harmless],
+                Vec::new(),
+            )
             .await
             .unwrap()
-            .into_inner()
-            .predicate_matched
     }
 
     /// The server's verdict and the reader's must agree with `rule`; the

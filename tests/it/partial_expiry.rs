@@ -184,7 +184,8 @@ struct Token {
 
 #[tokio::test]
 async fn a_partially_expired_row_once_collected_is_left_out_and_counted() {
-    use bigtable_ttl::proto::{mutation, MutateRowRequest, Mutation};
+    use bigtable_ttl::data::RawTable;
+    use bigtable_ttl::proto::{mutation, Mutation};
     let clock = Clock::system();
     let table = support::table::<Token>(&clock).await;
     let now_ms = Utc::now().timestamp_millis() * 1_000;
@@ -196,20 +197,14 @@ async fn a_partially_expired_row_once_collected_is_left_out_and_counted() {
             value: b"x".to_vec(),
         })),
     };
-    let request = MutateRowRequest {
-        table_name: table.connection().table_path("tokens"),
-        row_key: b"aged".to_vec(),
-        mutations: vec![
-            set("owner", now_ms + 2_000_000),
-            set("scope", now_ms + 60_000_000),
-        ],
-        ..MutateRowRequest::default()
-    };
-    table
-        .connection()
-        .data_client("tokens")
-        .unwrap()
-        .mutate_row(request)
+    RawTable::new(table.connection(), "tokens")
+        .mutate_row(
+            "aged",
+            vec![
+                set("owner", now_ms + 2_000_000),
+                set("scope", now_ms + 60_000_000),
+            ],
+        )
         .await
         .unwrap();
     for id in ["a", "b", "c"] {
@@ -268,7 +263,8 @@ async fn a_partially_expired_row_once_collected_is_left_out_and_counted() {
 
 #[tokio::test]
 async fn a_timestamp_near_the_end_of_time_names_table_and_row() {
-    use bigtable_ttl::proto::{mutation, MutateRowRequest, Mutation};
+    use bigtable_ttl::data::RawTable;
+    use bigtable_ttl::proto::{mutation, Mutation};
     let clock = Clock::manual(Utc::now());
     let table = support::table::<Page>(&clock).await;
     let ts = i64::MAX - i64::MAX % 1_000;
@@ -280,17 +276,8 @@ async fn a_timestamp_near_the_end_of_time_names_table_and_row() {
             value: value.as_bytes().to_vec(),
         })),
     };
-    let request = MutateRowRequest {
-        table_name: table.connection().table_path("pages"),
-        row_key: b"far".to_vec(),
-        mutations: vec![set("url", "/x"), set("user", "y")],
-        ..MutateRowRequest::default()
-    };
-    table
-        .connection()
-        .data_client("pages")
-        .unwrap()
-        .mutate_row(request)
+    RawTable::new(table.connection(), "pages")
+        .mutate_row("far", vec![set("url", "/x"), set("user", "y")])
         .await
         .unwrap();
     table

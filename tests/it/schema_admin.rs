@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 use bigtable_ttl::admin::{
     describe_rule, ensure_schema, gc_rule, live_rules, rule_matches, verify_schema, EnsureOptions,
 };
+use bigtable_ttl::data::RawTable;
 use bigtable_ttl::proto::{
     mutation::{Mutation as Kind, SetCell},
-    MutateRowRequest, Mutation,
+    Mutation,
 };
 use bigtable_ttl::{ops, Connection, Error, Policy, Scan, Schema};
 use chrono::{TimeDelta, Utc};
@@ -87,22 +88,16 @@ fn now_millis() -> i64 {
 }
 
 async fn write_raw(conn: &Connection, table: &str, row: &str, family: &str, column: &str, ts: i64) {
-    let request = MutateRowRequest {
-        table_name: conn.table_path(table),
-        row_key: row.as_bytes().to_vec(),
-        mutations: vec![Mutation {
-            mutation: Some(Kind::SetCell(SetCell {
-                family_name: family.to_owned(),
-                column_qualifier: column.as_bytes().to_vec(),
-                timestamp_micros: ts,
-                value: b"v".to_vec(),
-            })),
-        }],
-        ..MutateRowRequest::default()
+    let set = Mutation {
+        mutation: Some(Kind::SetCell(SetCell {
+            family_name: family.to_owned(),
+            column_qualifier: column.as_bytes().to_vec(),
+            timestamp_micros: ts,
+            value: b"v".to_vec(),
+        })),
     };
-    conn.data_client(table)
-        .unwrap()
-        .mutate_row(request)
+    RawTable::new(conn, table)
+        .mutate_row(row, vec![set])
         .await
         .unwrap_or_else(|e| panic!("raw write to {table}/{row}: {e}"));
 }

@@ -340,26 +340,18 @@ async fn invalid_utf8_read_into_a_string_names_table_row_and_column() {
     let expires = clock.now() + TimeDelta::hours(1);
     table.put(&session("s1", expires)).await.unwrap();
     // Invalid UTF-8 in `user`, behind the library's back, at the row's timestamp.
-    let request = bigtable_ttl::proto::MutateRowRequest {
-        table_name: table.connection().table_path(table.name()),
-        row_key: b"s1".to_vec(),
-        mutations: vec![bigtable_ttl::proto::Mutation {
-            mutation: Some(bigtable_ttl::proto::mutation::Mutation::SetCell(
-                bigtable_ttl::proto::mutation::SetCell {
-                    family_name: "s".into(),
-                    column_qualifier: b"user".to_vec(),
-                    timestamp_micros: expires.timestamp_millis() * 1000,
-                    value: vec![b'a', 0xFF, 0xFE],
-                },
-            )),
-        }],
-        ..Default::default()
+    let invalid_user = bigtable_ttl::proto::Mutation {
+        mutation: Some(bigtable_ttl::proto::mutation::Mutation::SetCell(
+            bigtable_ttl::proto::mutation::SetCell {
+                family_name: "s".into(),
+                column_qualifier: b"user".to_vec(),
+                timestamp_micros: expires.timestamp_millis() * 1000,
+                value: vec![b'a', 0xFF, 0xFE],
+            },
+        )),
     };
-    table
-        .connection()
-        .data_client(table.name())
-        .unwrap()
-        .mutate_row(request)
+    bigtable_ttl::data::RawTable::new(table.connection(), table.name())
+        .mutate_row("s1", vec![invalid_user])
         .await
         .unwrap();
     for err in [

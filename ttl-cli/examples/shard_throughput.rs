@@ -23,10 +23,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bigtable_ttl::admin::{ensure_schema, EnsureOptions};
+use bigtable_ttl::data::RawTable;
 use bigtable_ttl::proto::{
     mutate_rows_request::Entry,
     mutation::{Mutation as Kind, SetCell},
-    MutateRowsRequest, Mutation,
+    Mutation,
 };
 use bigtable_ttl::{Connection, Policy, Schema};
 use chrono::TimeDelta;
@@ -116,7 +117,7 @@ async fn load(conn: &Connection, rows: usize) {
         .await
         .unwrap();
     let now = chrono::Utc::now().timestamp_millis() * 1_000;
-    let mut client = conn.data_client("events").unwrap();
+    let events = RawTable::new(conn, "events");
     let keys: Vec<usize> = (0..rows).collect();
     for chunk in keys.chunks(5_000) {
         let entries = chunk
@@ -142,18 +143,8 @@ async fn load(conn: &Connection, rows: usize) {
                 }
             })
             .collect();
-        let request = MutateRowsRequest {
-            table_name: conn.table_path("events"),
-            entries,
-            ..MutateRowsRequest::default()
-        };
-        let mut answers = client.mutate_rows(request).await.unwrap().into_inner();
-        while let Some(answer) = answers.message().await.unwrap() {
-            assert!(answer
-                .entries
-                .iter()
-                .all(|e| e.status.as_ref().map_or(0, |s| s.code) == 0));
-        }
+        let answers = events.mutate_rows(entries).await.unwrap();
+        assert!(answers.iter().all(Result::is_ok), "{answers:?}");
     }
 }
 

@@ -11,9 +11,10 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use bigtable_ttl::admin::{ensure_schema, EnsureOptions};
+use bigtable_ttl::data::RawTable;
 use bigtable_ttl::proto::{
     mutation::{Mutation as Kind, SetCell},
-    MutateRowRequest, Mutation,
+    Mutation,
 };
 use bigtable_ttl::{ops, BigtableRow, CellCodec, Clock, Connection, Policy, Scan, Schema, Table};
 use bigtable_ttl_cli::{exit, run_with};
@@ -78,25 +79,19 @@ async fn table(
 }
 
 async fn write(conn: &Connection, table: &str, row: &str, cells: &[(&str, &str, i64, &[u8])]) {
-    let request = MutateRowRequest {
-        table_name: conn.table_path(table),
-        row_key: row.as_bytes().to_vec(),
-        mutations: cells
-            .iter()
-            .map(|(family, column, ts, value)| Mutation {
-                mutation: Some(Kind::SetCell(SetCell {
-                    family_name: (*family).to_owned(),
-                    column_qualifier: column.as_bytes().to_vec(),
-                    timestamp_micros: *ts,
-                    value: value.to_vec(),
-                })),
-            })
-            .collect(),
-        ..MutateRowRequest::default()
-    };
-    conn.data_client(table)
-        .unwrap()
-        .mutate_row(request)
+    let mutations = cells
+        .iter()
+        .map(|(family, column, ts, value)| Mutation {
+            mutation: Some(Kind::SetCell(SetCell {
+                family_name: (*family).to_owned(),
+                column_qualifier: column.as_bytes().to_vec(),
+                timestamp_micros: *ts,
+                value: value.to_vec(),
+            })),
+        })
+        .collect();
+    RawTable::new(conn, table)
+        .mutate_row(row, mutations)
         .await
         .unwrap_or_else(|e| panic!("raw write of {table}/{row}: {e}"));
 }
@@ -761,41 +756,30 @@ type RowCells = (String, Vec<(&'static str, &'static str, i64, Vec<u8>)>);
 
 /// Many rows, in `MutateRows` requests of 500.
 async fn write_many(conn: &Connection, table: &str, rows: &[RowCells]) {
-    use bigtable_ttl::proto::{mutate_rows_request::Entry, MutateRowsRequest};
+    use bigtable_ttl::proto::mutate_rows_request::Entry;
+    let raw = RawTable::new(conn, table);
     for chunk in rows.chunks(500) {
-        let request = MutateRowsRequest {
-            table_name: conn.table_path(table),
-            entries: chunk
-                .iter()
-                .map(|(key, cells)| Entry {
-                    row_key: key.as_bytes().to_vec(),
-                    mutations: cells
-                        .iter()
-                        .map(|(family, column, ts, value)| Mutation {
-                            mutation: Some(Kind::SetCell(SetCell {
-                                family_name: (*family).to_owned(),
-                                column_qualifier: column.as_bytes().to_vec(),
-                                timestamp_micros: *ts,
-                                value: value.clone(),
-                            })),
-                        })
-                        .collect(),
-                    ..Entry::default()
-                })
-                .collect(),
-            ..MutateRowsRequest::default()
-        };
-        let mut answers = conn
-            .data_client(table)
-            .unwrap()
-            .mutate_rows(request)
-            .await
-            .unwrap()
-            .into_inner();
-        while let Some(answer) = answers.message().await.unwrap() {
-            for entry in answer.entries {
-                let code = entry.status.map_or(0, |s| s.code);
-                assert_eq!(code, 0, "row {} of {table} not written", entry.index);
+        let entries = chunk
+            .iter()
+            .map(|(key, cells)| Entry {
+                row_key: key.as_bytes().to_vec(),
+                mutations: cells
+                    .iter()
+                    .map(|(family, column, ts, value)| Mutation {
+                        mutation: Some(Kind::SetCell(SetCell {
+                            family_name: (*family).to_owned(),
+                            column_qualifier: column.as_bytes().to_vec(),
+                            timestamp_micros: *ts,
+                            value: value.clone(),
+                        })),
+                    })
+                    .collect(),
+                ..Entry::default()
+            })
+            .collect();
+        for answer in raw.mutate_rows(entries).await.unwrap() {
+            if let Err(entry) = answer {
+                panic!("row {} of {table} not written: {entry:?}", entry.index);
             }
         }
     }

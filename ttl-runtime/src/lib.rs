@@ -47,12 +47,6 @@ pub use model::{filter, limits, liveness, telemetry};
 
 pub use client::conditional::Insert;
 pub use client::connection::{Connection, ConnectionBuilder, Credentials};
-/// The generated tonic data client over the library's channel, for tests
-/// and benchmarks that send requests the library does not make. Not a
-/// public API (tonic's types are not part of this library's surface): the
-/// raw data layer ([`data`]) is.
-#[doc(hidden)]
-pub use client::connection::{DataClient, DataService};
 pub use client::table::{Table, Written};
 pub use model::clock::Clock;
 pub use model::codec::CellCodec;

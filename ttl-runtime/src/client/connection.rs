@@ -1,7 +1,6 @@
 //! Connecting to Bigtable: the data calls the library makes (`MutateRow`,
 //! `MutateRows`, `ReadRows`) on a channel of our own (the `wire` layer),
-//! tables and GC rules through the generated admin client, and (hidden, for
-//! tests and benchmarks) a generated data client over the same channel.
+//! tables and GC rules through the generated admin client.
 
 use std::sync::Arc;
 
@@ -12,13 +11,7 @@ pub use crate::client::builder::{ConnectionBuilder, Credentials};
 use crate::client::builder::{Parts, ADMIN_ENDPOINT};
 use crate::client::retry::RetryPolicy;
 use crate::model::error::{Error, Result};
-use crate::proto::bigtable_client::BigtableClient;
 use crate::wire::channel::{DataChannel, DATA_ENDPOINT};
-pub use crate::wire::service::DataService;
-
-/// The generated Bigtable data client over the library's own channel
-/// (`Connection::data_client`).
-pub type DataClient = BigtableClient<DataService>;
 
 /// The generated admin client, on a plain tonic channel.
 pub(crate) type AdminClient = BigtableTableAdminClient<Channel>;
@@ -166,46 +159,6 @@ impl Connection {
     #[must_use]
     pub fn table_path(&self, table: &str) -> String {
         format!("{}/tables/{table}", self.instance_path())
-    }
-
-    /// A generated Bigtable data client for requests on `table` that this
-    /// library does not make, over the library's own channel: each request
-    /// carries the table's routing header and, on Cloud Bigtable, a bearer
-    /// token. Nothing it sends gets this library's guarantees (explicit
-    /// timestamps, filtered reads): it is the escape hatch.
-    ///
-    /// ```no_run
-    /// # async fn run(conn: bigtable_ttl::Connection) -> Result<(), Box<dyn std::error::Error>> {
-    /// use bigtable_ttl::proto::SampleRowKeysRequest;
-    ///
-    /// let mut client = conn.data_client("clicks")?;
-    /// let request = SampleRowKeysRequest {
-    ///     table_name: conn.table_path("clicks"),
-    ///     ..SampleRowKeysRequest::default()
-    /// };
-    /// let mut samples = client.sample_row_keys(request).await?.into_inner();
-    /// while let Some(sample) = samples.message().await? {
-    ///     println!("{:?} at {}", sample.row_key, sample.offset_bytes);
-    /// }
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::Connect`] when `table` makes no valid routing header.
-    ///
-    /// Not a public API: it names tonic's types, which this library keeps
-    /// out of its surface. Programs use the raw data layer
-    /// ([`crate::data::RawTable`]).
-    #[doc(hidden)]
-    pub fn data_client(&self, table: &str) -> Result<DataClient> {
-        let service = self
-            .channel
-            .service(&self.table_path(table))
-            .map_err(|source| Error::Connect {
-                target: self.target.clone(),
-                source,
-            })?;
-        Ok(BigtableClient::new(service))
     }
 
     pub(crate) fn data_channel(&self) -> DataChannel {

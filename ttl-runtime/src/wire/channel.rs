@@ -26,7 +26,6 @@ use crate::wire::cookies::RoutingCookies;
 use crate::wire::headers::{
     routing_header, API_CLIENT, API_CLIENT_KEY, DATA_SCOPE, FEATURES_KEY, FEATURES_REVERSE_SCANS,
 };
-use crate::wire::service::DataService;
 use crate::wire::status::not_sent;
 
 /// Cloud Bigtable's global data endpoint.
@@ -139,17 +138,6 @@ pub(crate) fn pooled(endpoint: &Endpoint, pool_size: usize) -> Result<Channel, B
 }
 
 impl DataChannel {
-    /// A tonic service for requests on `table_name` over this channel (the
-    /// escape hatch's transport).
-    pub(crate) fn service(&self, table_name: &str) -> Result<DataService, BoxError> {
-        DataService::new(
-            self.channel.clone(),
-            self.tokens.clone(),
-            table_name,
-            &self.app_profile,
-        )
-    }
-
     /// The channel `config` describes, connected on first use. Must be
     /// called within a Tokio runtime.
     pub(crate) fn new(config: ChannelConfig) -> Result<Self, BoxError> {

@@ -13,5 +13,4 @@ pub(crate) mod headers;
 pub(crate) mod merge;
 pub(crate) mod protobuf;
 pub(crate) mod read_error;
-pub(crate) mod service;
 pub(crate) mod status;
