@@ -76,7 +76,15 @@ pub use chrono;
 
 /// Bigtable's v2 protobuf types (`Mutation`, `RowFilter`, …), as the pure
 /// core uses them and the raw data layer ([`data`]) takes and returns them.
-pub use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as proto;
+pub mod proto {
+    pub use googleapis_tonic_google_bigtable_v2::google::bigtable::v2::*;
+
+    /// Shadows the generated crate's tonic client, which the glob above
+    /// would re-export: calls go through [`crate::data::RawTable`], and no
+    /// tonic type is part of this crate's API.
+    #[allow(dead_code, hidden_glob_reexports)]
+    mod bigtable_client {}
+}
 
 /// What the derive's expansion calls. Not a public API: no semver promise.
 #[doc(hidden)]
