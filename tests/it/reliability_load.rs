@@ -27,13 +27,16 @@ const READERS: usize = 4;
 const KEYS_PER_WRITER: usize = 20;
 const RUN: Duration = Duration::from_secs(3);
 
-/// Even keys live 10 minutes, odd ones 150 ms to 1.5 s (rewritten each round).
+/// Even keys live 10 minutes, odd ones 0.6 to 1.8 s (rewritten each round).
+/// Not shorter: on a loaded machine a row can wait hundreds of
+/// milliseconds between being made and being sent, and a write whose
+/// expiry has passed is refused (`ExpiryNotInFuture`).
 fn ttl(key: usize, round: i64) -> TimeDelta {
     if key.is_multiple_of(2) {
         TimeDelta::minutes(10)
     } else {
         let spread = i64::try_from(key).unwrap() * 37 + round * 101;
-        TimeDelta::milliseconds(150 + spread % 1_350)
+        TimeDelta::milliseconds(600 + spread % 1_200)
     }
 }
 
@@ -54,10 +57,10 @@ async fn writer(table: Table<Lease>, w: usize, until: Instant) -> (HashMap<Strin
                 version: round,
             })
             .collect();
-        // A key written once, dying 100 to 600 ms later while readers read.
+        // A key written once, dying 0.6 to 1.1 s later while readers read.
         batch.push(Lease {
             id: format!("w{w:02}-once-{round:05}"),
-            expires_at: now + TimeDelta::milliseconds(100 + (round * 53) % 500),
+            expires_at: now + TimeDelta::milliseconds(600 + (round * 53) % 500),
             owner: format!("writer {w}"),
             version: round,
         });

@@ -334,7 +334,7 @@ impl<'a> RowView<'a> {
     }
 
     /// Decode required column `index`, with a small error (what the derived
-    /// `decode` calls; [`crate::row::decode_row`] adds the context).
+    /// `decode` calls; [`crate::model::row::decode_row`] adds the context).
     ///
     /// # Errors
     /// [`FieldError::Column`] when absent or malformed.
