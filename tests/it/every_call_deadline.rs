@@ -427,10 +427,18 @@ fn operations() -> Vec<Operation> {
             call: |f| {
                 async move {
                     let now = f.clock.now();
+                    // A producer that waits between rows (as one fed by a
+                    // channel does): each request's outcome is in before
+                    // the next row comes, which must not restart the
+                    // writer's clock when nothing was answered.
+                    let pause = || tokio::time::sleep(Duration::from_millis(50));
                     let mut writer = f.table.writer();
                     writer.send(&visit("v1", now)).await?;
+                    pause().await;
                     writer.send_with(visit("v2", now).mutation()).await?;
+                    pause().await;
                     writer.send(&visit("v3", now)).await?;
+                    pause().await;
                     writer.finish().await.map(drop)
                 }
                 .boxed()

@@ -13,10 +13,14 @@
 //! retries run out, reported failed (it may or may not be stored).
 //!
 //! Each request retries within the write policy's deadline, and no request
-//! starts later than that deadline after the server's last answer (or after
-//! the writer started sending with nothing in flight): against a server
-//! that stopped answering, a bulk write ends one deadline later, every row
-//! not sent reported failed, however many requests were left.
+//! starts later than that deadline after the server's last answer (or
+//! after the writer started sending with nothing in flight: its first
+//! request, the first after a `flush`): against a server that stopped
+//! answering, a bulk write ends one deadline later, every row not sent
+//! reported failed, however many requests were left and however the rows
+//! were paced. A request that ended without an answer does not make the
+//! writer idle; a `flush` does, so a long-lived writer whose server came
+//! back after such a stall sends again after its next `flush`.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -214,8 +218,9 @@ pub struct BulkWriter<T> {
     /// Set once a request failed with a final error: later rows are not sent.
     stopped: Option<tonic::Status>,
     /// When the server last answered a request of this writer, or the
-    /// writer last started sending with nothing in flight: no request
-    /// starts later than the write policy's deadline after it.
+    /// writer last started sending with nothing in flight since its
+    /// previous send (first, or after a flush): no request starts later
+    /// than the write policy's deadline after it.
     progress_at: Instant,
     counters: Arc<WriteCounters>,
     /// The writer's own operation (span and metrics), from
@@ -361,14 +366,16 @@ impl<T: BigtableRow> BulkWriter<T> {
                 .extend(batch.keys().map(|k| FailedRow::new(k, None, why.clone())));
             return;
         }
-        // What has finished counts now: a writer with nothing in flight
-        // starts its progress clock afresh (the time it sat idle, between
-        // two sends, is not a stall).
-        while let Some(joined) = self.tasks.try_join_next_with_id() {
-            self.take_in(joined);
-        }
+        // A writer that had nothing in flight since its last dispatch
+        // starts its progress clock afresh: the time it sat idle, between
+        // two sends, is not a stall. Requests that ended in the meantime
+        // without an answer are a stall, not idleness: they restart
+        // nothing (an answered one restarts the clock in `take_in`).
         if self.tasks.is_empty() {
             self.progress_at = Instant::now();
+        }
+        while let Some(joined) = self.tasks.try_join_next_with_id() {
+            self.take_in(joined);
         }
         while self.tasks.len() >= self.options.max_in_flight.max(1) {
             self.reap_one().await;
