@@ -420,16 +420,13 @@ pub enum Error {
     },
 }
 
-impl Error {
-    /// The same error, naming table `name`: what a handle renamed with
-    /// [`crate::Table::with_name`] applies to the errors the struct's code
-    /// builds (the derive's key and decode code knows only the struct's
-    /// `#[bigtable(table = ...)]`).
-    #[must_use]
-    pub(crate) fn in_table(mut self, name: &str) -> Self {
-        match &mut self {
-            Error::MissingExpiry { table: Some(table) }
-            | Error::EmptyRowKey { table }
+/// The `table` field of `$error` (a `&Error` or a `&mut Error`), for every
+/// variant whose table is always named (`MissingExpiry`'s is optional):
+/// one list for [`Error::table`] and [`Error::in_table`].
+macro_rules! named_table {
+    ($error:expr) => {
+        match $error {
+            Error::EmptyRowKey { table }
             | Error::RowKeyTooLong { table, .. }
             | Error::BadRowKey { table, .. }
             | Error::TimestampOutOfRange { table, .. }
@@ -445,8 +442,24 @@ impl Error {
             | Error::NoLiveRow { table, .. }
             | Error::RequiredField { table, .. }
             | Error::PartialWrite { table, .. }
-            | Error::Server { table, .. } => name.clone_into(table),
-            _ => {}
+            | Error::Server { table, .. } => Some(table),
+            _ => None,
+        }
+    };
+}
+
+impl Error {
+    /// The same error, naming table `name`: what a handle renamed with
+    /// [`crate::Table::with_name`] applies to the errors the struct's code
+    /// builds (the derive's key and decode code knows only the struct's
+    /// `#[bigtable(table = ...)]`).
+    #[must_use]
+    pub(crate) fn in_table(mut self, name: &str) -> Self {
+        if let Error::MissingExpiry { table: Some(table) } = &mut self {
+            name.clone_into(table);
+        }
+        if let Some(table) = named_table!(&mut self) {
+            name.clone_into(table);
         }
         self
     }
@@ -556,24 +569,7 @@ impl Error {
     pub fn table(&self) -> Option<&str> {
         match self {
             Error::MissingExpiry { table } => table.as_deref(),
-            Error::EmptyRowKey { table }
-            | Error::RowKeyTooLong { table, .. }
-            | Error::BadRowKey { table, .. }
-            | Error::TimestampOutOfRange { table, .. }
-            | Error::Decode { table, .. }
-            | Error::RowTooLarge { table, .. }
-            | Error::SchemaDrift { table, .. }
-            | Error::TableNotFound { table }
-            | Error::WouldDeleteData { table, .. }
-            | Error::Migration { table, .. }
-            | Error::MigrateIntoMap { table, .. }
-            | Error::OutcomeUnknown { table, .. }
-            | Error::Conflict { table, .. }
-            | Error::NoLiveRow { table, .. }
-            | Error::RequiredField { table, .. }
-            | Error::PartialWrite { table, .. }
-            | Error::Server { table, .. } => Some(table),
-            _ => None,
+            _ => named_table!(self).map(String::as_str),
         }
     }
 
