@@ -128,7 +128,7 @@ pub fn hand_row_mutations(e: &Event, ts: i64) -> Vec<Mutation> {
         set(b"user", ts, e.user.as_bytes().to_vec()),
         set(b"url", ts, e.url.as_bytes().to_vec()),
         set(b"clicks", ts, e.clicks.to_be_bytes().to_vec()),
-        set(bigtable_ttl::ROW_MARKER, ts, Vec::new()),
+        set(Event::SCHEMA.marker, ts, Vec::new()),
     ]
 }
 

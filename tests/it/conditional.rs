@@ -87,7 +87,7 @@ async fn an_expired_row_not_yet_collected_counts_as_absent() {
         2,
         "the row marker and the worker, one version each: {stored:?}"
     );
-    assert_eq!(stored[0].qualifier, bigtable_ttl::ROW_MARKER);
+    assert_eq!(stored[0].qualifier, Claim::SCHEMA.marker);
     assert_eq!(stored[1].value, b"new");
 }
 

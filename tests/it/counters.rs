@@ -115,7 +115,7 @@ async fn sixteen_tasks_count_exactly_eight_thousand_then_the_window_expires() {
     let qualifiers: Vec<&[u8]> = cells.iter().map(|c| c.qualifier.as_slice()).collect();
     assert_eq!(
         qualifiers,
-        [&b"\0"[..], b"\0hits", b"hits"],
+        [&b"\0\0RateLimit"[..], b"\0hits", b"hits"],
         "one version each: {cells:?}"
     );
 

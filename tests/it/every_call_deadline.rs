@@ -298,6 +298,21 @@ fn operations() -> Vec<Operation> {
             call: |f| async move { f.table.scan(Scan::all()).await.map(drop) }.boxed(),
         },
         Operation {
+            name: "Table::add_markers",
+            covers: &["ops/markers.rs::add_markers"],
+            bound: Progress,
+            expect: Deadline,
+            call: |f| {
+                async move {
+                    f.table
+                        .add_markers(None, |_| std::ops::ControlFlow::Continue(()))
+                        .await
+                        .map(drop)
+                }
+                .boxed()
+            },
+        },
+        Operation {
             name: "Table::stream",
             covers: &["client/table.rs::stream"],
             bound: Progress,

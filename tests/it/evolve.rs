@@ -112,7 +112,10 @@ async fn rows_written_before_a_field_existed_read_with_its_default() {
         })
         .await
         .unwrap();
-    assert_eq!(qualifiers(&stored(&old, b"ann").await), ["\0", "name"]);
+    assert_eq!(
+        qualifiers(&stored(&old, b"ann").await),
+        ["\0\0Profile", "name"]
+    );
 
     let read = new.get(&"ann".to_owned()).await.unwrap().expect("alive");
     assert_eq!(
@@ -146,7 +149,7 @@ async fn rows_written_before_a_field_existed_read_with_its_default() {
     new.put(&bob).await.unwrap();
     assert_eq!(
         qualifiers(&stored(&new, b"bob").await),
-        ["\0", "locale", "name", "visits"]
+        ["\0\0Profile", "locale", "name", "visits"]
     );
     assert_eq!(
         new.get(&"bob".to_owned()).await.unwrap().unwrap().value,
@@ -210,7 +213,10 @@ async fn a_cleared_default_field_reads_its_default() {
         .unwrap()
         .expect("the row is alive");
     // The columns are gone, not rewritten with the default's bytes.
-    assert_eq!(qualifiers(&stored(&profiles, b"cy").await), ["\0", "name"]);
+    assert_eq!(
+        qualifiers(&stored(&profiles, b"cy").await),
+        ["\0\0Profile", "name"]
+    );
     let read = profiles.get(&key).await.unwrap().expect("alive");
     assert_eq!(
         read.value,
@@ -336,7 +342,10 @@ async fn skipped_fields_are_neither_stored_nor_read() {
         })
         .await
         .unwrap();
-    assert_eq!(qualifiers(&stored(&carts, b"c1").await), ["\0", "items"]);
+    assert_eq!(
+        qualifiers(&stored(&carts, b"c1").await),
+        ["\0\0Cart", "items"]
+    );
     assert_eq!(Cart::SCHEMA.columns.len(), 1);
     let read = carts.get(&"c1".to_owned()).await.unwrap().unwrap();
     assert_eq!(
@@ -375,7 +384,13 @@ async fn rename_all_names_the_columns_and_an_explicit_column_wins() {
     accounts.put(&account).await.unwrap();
     assert_eq!(
         qualifiers(&stored(&accounts, b"a1").await),
-        ["\0", "seen", "userName", "visitCount", "written_at"],
+        [
+            "\0\0Account",
+            "seen",
+            "userName",
+            "visitCount",
+            "written_at"
+        ],
         "key fields and the shadow column keep their names (`\\0`: the row marker)"
     );
     let read = accounts.get(&"a1".to_owned()).await.unwrap().unwrap();

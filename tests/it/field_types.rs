@@ -7,7 +7,8 @@ use crate::support;
 
 use bigtable_ttl::data::RawTable;
 use bigtable_ttl::proto::{read_modify_write_rule::Rule, ReadModifyWriteRule};
-use bigtable_ttl::{BigtableRow, CellCodec, Clock, CodecError, Json, RawCell, Table};
+use bigtable_ttl::read::ReadOptions;
+use bigtable_ttl::{BigtableRow, CellCodec, Clock, CodecError, Json, RawCell, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -316,12 +317,13 @@ async fn malformed_cells_are_typed_errors_naming_the_column() {
 }
 
 /// A row another program wrote column by column, without the required
-/// column `bytes`, is not live: left out and counted, never an error. The
-/// same cells beside a live row marker (so this library wrote the row
-/// whole, with a struct that had no such field) are an error naming the
-/// column, after the reader's re-reads for torn rows give up.
+/// column `bytes` and without a marker, is present but incomplete: nothing
+/// stored proves `bytes` expired, so the read is an error naming the column
+/// (never a silent `None`), or, when asked, skipped and counted as
+/// incomplete. The same cells beside the struct's live marker are the same
+/// error; beside a marker whose row has expired they are proven expired.
 #[tokio::test]
-async fn a_really_missing_required_column_is_an_error_only_in_a_row_written_whole() {
+async fn a_really_missing_required_column_is_an_error_unless_proven_expired() {
     let table = table().await;
     let ts = table.clock().now().timestamp_millis() * 1000;
     let raw = RawTable::new(table.connection(), table.name());
@@ -335,30 +337,48 @@ async fn a_really_missing_required_column_is_an_error_only_in_a_row_written_whol
             },
         )),
     };
+    let marker = Everything::SCHEMA.marker;
+    let expired_marker = bigtable_ttl::proto::Mutation {
+        mutation: Some(bigtable_ttl::proto::mutation::Mutation::SetCell(
+            bigtable_ttl::proto::mutation::SetCell {
+                family_name: "f".into(),
+                column_qualifier: marker.to_vec(),
+                // The row timestamp it carries is two days old: its
+                // required columns have expired under the 1-day default.
+                timestamp_micros: ts,
+                value: (ts - 2 * 86_400_000_000).to_be_bytes().to_vec(),
+            },
+        )),
+    };
     for (key, mutations) in [
         ("partial", vec![set(b"text", b"only this")]),
-        (
-            "marked",
-            vec![
-                set(bigtable_ttl::ROW_MARKER, b""),
-                set(b"text", b"only this"),
-            ],
-        ),
+        ("marked", vec![set(marker, b""), set(b"text", b"only this")]),
+        ("proven", vec![expired_marker, set(b"text", b"only this")]),
     ] {
         raw.mutate_row(key, mutations).await.unwrap();
     }
-    assert_eq!(table.get(&"partial".to_owned()).await.unwrap(), None);
-    assert_eq!(table.read_stats().partially_expired, 1);
-    let err = table.get(&"marked".to_owned()).await.unwrap_err();
-    assert!(
+    let missing_bytes = |err: &bigtable_ttl::Error| {
         matches!(
             err,
             bigtable_ttl::Error::Decode {
                 source: CodecError::Missing,
-                ref column,
+                column,
                 ..
             } if column == "f:bytes"
-        ),
-        "{err}"
-    );
+        )
+    };
+    for key in ["partial", "marked"] {
+        let err = table.get(&key.to_owned()).await.unwrap_err();
+        assert!(missing_bytes(&err), "{key}: {err}");
+        let err = table.scan(Scan::keys([key.as_bytes()])).await.unwrap_err();
+        assert!(missing_bytes(&err), "{key}: {err}");
+    }
+    assert_eq!(table.get(&"proven".to_owned()).await.unwrap(), None);
+    let skipping = table
+        .clone()
+        .with_read_options(ReadOptions::default().with_skip_undecodable(true));
+    assert!(skipping.scan(Scan::all()).await.unwrap().is_empty());
+    let stats = skipping.read_stats();
+    assert_eq!(stats.rows_incomplete, 2, "{stats:?}");
+    assert_eq!(stats.partially_expired, 0, "{stats:?}");
 }

@@ -5,12 +5,15 @@
 //! * **the server**: the predicate `insert_if_absent` sends (recorded on
 //!   its way to the emulator by a proxy, since it is not public), replayed
 //!   in a `CheckAndMutateRow` whose only mutation deletes a column that
-//!   holds nothing; its `predicate_matched`;
-//! * **the reader**: `Table::get` at a manual clock (`Some` is live; `None`,
-//!   or `Error::Decode` for a row whose marker is live while a required
-//!   column holds no cell at all, is not);
+//!   holds nothing; its `predicate_matched` says the row is present (live
+//!   or incomplete);
+//! * **the reader**: `Table::get` at a manual clock (`Some` is live; `None`
+//!   absent; `Error::Decode` naming the column incomplete: a required
+//!   column holds no cell at all, nothing proves the row expired, and some
+//!   required column or the struct's live marker is visible);
 //! * **the writer**: `insert_if_absent` at that clock, `Inserted` exactly
-//!   when the row was not live, and then the row holds only what it wrote;
+//!   when the row was absent, and then the row holds only what it wrote;
+//!   over an incomplete row, nothing written and `Error::Decode`;
 //!
 //! and all three against the rule as the module documents it, computed
 //! here from the generated cells (which cells make a row live, its expiry,
@@ -18,7 +21,8 @@
 //!
 //! Each case writes one row of a test struct through a raw `MutateRow` with
 //! explicit timestamps: every declared column absent or with one or two
-//! versions, the row marker, the shadow column, map entries, a counter's
+//! versions, the struct's row marker, another struct's and the legacy
+//! one-byte marker (neither may count), the shadow column, map entries, a counter's
 //! window mark, and cells of no declared column, each expiring just before,
 //! at, just after "now" or further off (whole milliseconds; "now" itself
 //! has a sub-millisecond part). The structs: required fields, fields all
@@ -32,11 +36,11 @@
 //! rows, waits until the emulator has collected every expired cell, and
 //! judges them again: a collected cell is a cell that is not visible, so no
 //! verdict changes. (What the reader says of one kind of row that is not
-//! live does: a row whose marker is live while a required column's cells
-//! have all expired is left out while they are stored, and is
-//! `Error::Decode` once they are collected and the column holds no cell at
-//! all, as the rule says of a struct that does not match its table. The
-//! property accepts both and counts the rows that moved.)
+//! live does: a row whose required column's cells have all expired is
+//! absent while they are stored, as they prove it expired, and incomplete
+//! (`Error::Decode`) once they are collected and nothing proves it, unless
+//! the struct's marker does. The property accepts both and counts the rows
+//! that moved.)
 //!
 //! `PROPTEST_CASES` sets the number of cases (128 per struct by default;
 //! a thirty-second of that, at least 2, for the collection property, whose
@@ -56,7 +60,7 @@ use bigtable_ttl::data::RawTable;
 use bigtable_ttl::proto::{mutation, CheckAndMutateRowRequest, Mutation, RowFilter};
 use bigtable_ttl::{
     BigtableRow, CellCodec, Clock, CodecError, Error, Expiring, Insert, Policy, Schema, Table,
-    WhenAbsent, ROW_MARKER,
+    WhenAbsent, LEGACY_ROW_MARKER,
 };
 use chrono::{DateTime, TimeDelta, Utc};
 use proptest::prelude::*;
@@ -330,8 +334,9 @@ fn versions(
         .boxed()
 }
 
-/// The cells of one row of `schema`: each declared column, the row marker,
-/// the shadow column, a counter's window mark, map entries, and cells of
+/// The cells of one row of `schema`: each declared column, the row marker
+/// (the struct's, another struct's and the legacy one), the shadow column,
+/// a counter's window mark, map entries, and cells of
 /// columns the struct does not declare (one named like a declared column
 /// with a byte more, so that a column is known to be selected exactly).
 ///
@@ -374,9 +379,24 @@ fn row_cells(
             parts.push(versions(column.family, qualifier, 0..=2, expiry, text));
         }
     }
-    parts.push(versions(main, ROW_MARKER.to_vec(), 0..=2, expiry, || {
-        Just(Vec::new()).boxed()
-    }));
+    parts.push(versions(
+        main,
+        schema.marker.to_vec(),
+        0..=2,
+        expiry,
+        || Just(Vec::new()).boxed(),
+    ));
+    // Markers no struct here owns: another struct's sharing the family and
+    // the row, and the one-byte marker of earlier versions (which counts
+    // only for a struct owning its family). Neither may change a verdict.
+    for foreign in [
+        bigtable_ttl::row_marker("Other"),
+        LEGACY_ROW_MARKER.to_vec(),
+    ] {
+        parts.push(versions(main, foreign, 0..=1, expiry, || {
+            Just(Vec::new()).boxed()
+        }));
+    }
     if let Some(shadow) = schema.written_at {
         parts.push(versions(
             shadow.family,
@@ -425,18 +445,25 @@ enum Rule {
         expires_at: DateTime<Utc>,
         written_at: Option<DateTime<Utc>>,
     },
-    NotLive {
-        /// The required columns without a visible cell, `family:qualifier`,
-        /// and whether any cell of theirs is stored.
-        missing: Vec<(String, bool)>,
-        /// Whether the row marker is visible.
-        marked: bool,
-    },
+    /// Not live, and nothing proves there is a row: absent to reads and
+    /// conditions alike.
+    Absent,
+    /// Not live, yet present: some required column (or the struct's marker
+    /// with a row that has not expired) is visible while required column
+    /// `column` (`family:qualifier`, the first in declaration order) holds
+    /// no cell at all, and no stored cell proves the row expired. Reads
+    /// say `Decode` naming the column; `insert_if_absent` never overwrites.
+    Incomplete { column: String },
 }
 
 impl Rule {
     fn is_live(&self) -> bool {
         matches!(self, Rule::Live { .. })
+    }
+
+    /// Live or incomplete: what `insert_if_absent`'s predicate matches.
+    fn is_present(&self) -> bool {
+        !matches!(self, Rule::Absent)
     }
 
     fn judge(schema: &Schema, cells: &[StoredCell], now_ms: i64) -> Rule {
@@ -457,7 +484,7 @@ impl Rule {
             .iter()
             .map(|c| newest(c.family, c.qualifier.as_bytes()))
             .collect();
-        let marker = newest(schema.families[0], ROW_MARKER);
+        let marker = newest(schema.families[0], schema.marker);
         let shadow = schema
             .written_at
             .and_then(|s| newest(s.family, s.qualifier.as_bytes()));
@@ -502,30 +529,18 @@ impl Rule {
                 .filter(|_| all_options);
             own.or(by_entries)
         } else {
-            let missing: Vec<(String, bool)> = required
+            let missing: Vec<usize> = required
                 .iter()
-                .filter(|&&i| columns[i].is_none())
-                .map(|&i| {
-                    let c = &schema.columns[i];
-                    (
-                        format!("{}:{}", c.family, c.qualifier),
-                        stored(c.family, c.qualifier.as_bytes()),
-                    )
-                })
+                .copied()
+                .filter(|&i| columns[i].is_none())
                 .collect();
             if !missing.is_empty() {
-                return Rule::NotLive {
-                    missing,
-                    marked: marker.is_some(),
-                };
+                return Rule::not_live(schema, &missing, &columns, marker, &stored);
             }
             required.iter().map(|&i| expiry(columns[i].unwrap())).min()
         };
         let Some(expires_micros) = expires_micros else {
-            return Rule::NotLive {
-                missing: Vec::new(),
-                marked: marker.is_some(),
-            };
+            return Rule::Absent;
         };
 
         let mut read = BTreeSet::new();
@@ -550,6 +565,43 @@ impl Rule {
             cells: read,
             expires_at: DateTime::from_timestamp_micros(expires_micros).unwrap(),
             written_at: shadow.map(|c| DateTime::<Utc>::decode(&c.value).unwrap()),
+        }
+    }
+}
+
+impl Rule {
+    /// A row of a struct with required fields, `missing` of them without
+    /// a visible cell: absent when a stored cell proves it expired (the
+    /// marker's row timestamp, or a missing column's expired cell),
+    /// incomplete when something of the row's own is visible, else absent.
+    fn not_live(
+        schema: &Schema,
+        missing: &[usize],
+        columns: &[Option<&StoredCell>],
+        marker: Option<&StoredCell>,
+        stored: &dyn Fn(&str, &[u8]) -> bool,
+    ) -> Rule {
+        let name = |i: usize| {
+            let c = &schema.columns[i];
+            (c.family, c.qualifier.as_bytes())
+        };
+        // The generated markers carry no value: their own timestamp is the
+        // row's, and `newest` yields only visible cells.
+        let proven_expired = missing.iter().any(|&i| {
+            let (family, qualifier) = name(i);
+            stored(family, qualifier)
+        });
+        let any_required_visible = schema
+            .columns
+            .iter()
+            .zip(columns)
+            .any(|(c, cell)| c.when_absent == WhenAbsent::Required && cell.is_some());
+        if proven_expired || (marker.is_none() && !any_required_visible) {
+            return Rule::Absent;
+        }
+        let (family, qualifier) = name(missing[0]);
+        Rule::Incomplete {
+            column: format!("{family}:{}", String::from_utf8_lossy(qualifier)),
         }
     }
 }
@@ -597,9 +649,10 @@ struct Bench<T: Probe> {
     _recorder: Recorder,
     predicate: RowFilter,
     next: AtomicUsize,
-    /// Rows judged live, not live, not live with a `Decode` error; rows
-    /// of the collection property read as absent before collection and as
-    /// a `Decode` error after.
+    /// Rows judged live, absent, incomplete (a `Decode` error); rows of
+    /// the collection property read as absent before collection and as a
+    /// `Decode` error after (a required column's expired cell, the proof,
+    /// collected).
     tally: [AtomicUsize; 4],
 }
 
@@ -651,7 +704,7 @@ impl<T: Probe> Bench<T> {
     fn tally(&self) -> String {
         let [live, not, decode, became] = self.tally.each_ref().map(|t| t.load(Ordering::Relaxed));
         format!(
-            "{live} live, {not} not live, {decode} not live with a Decode error; \
+            "{live} live, {not} absent, {decode} incomplete (a Decode error); \
              {became} absent before collection, a Decode error after"
         )
     }
@@ -684,8 +737,9 @@ impl<T: Probe> Bench<T> {
     }
 
     /// The emulator's verdict on `insert_if_absent`'s predicate for row
-    /// `key`; the mutation deletes a column that holds nothing.
-    async fn server_says_live(&self, key: &str) -> bool {
+    /// `key` (a row live or incomplete is present); the mutation deletes a
+    /// column that holds nothing.
+    async fn server_says_present(&self, key: &str) -> bool {
         let harmless = Mutation {
             mutation: Some(mutation::Mutation::DeleteFromColumn(
                 mutation::DeleteFromColumn {
@@ -714,10 +768,10 @@ impl<T: Probe> Bench<T> {
         rule: &Rule,
         context: &str,
     ) -> Result<Option<Expiring<T>>, TestCaseError> {
-        let server = self.server_says_live(key).await;
+        let server = self.server_says_present(key).await;
         prop_assert_eq!(
             server,
-            rule.is_live(),
+            rule.is_present(),
             "the server's predicate ({}); rule: {:?}",
             context,
             rule
@@ -742,21 +796,18 @@ impl<T: Probe> Bench<T> {
                 self.tally[0].fetch_add(1, Ordering::Relaxed);
                 Ok(Some(row))
             }
-            (Rule::NotLive { .. }, Ok(None)) => {
+            (Rule::Absent, Ok(None)) => {
                 self.tally[1].fetch_add(1, Ordering::Relaxed);
                 Ok(None)
             }
             (
-                Rule::NotLive {
-                    missing,
-                    marked: true,
-                },
+                Rule::Incomplete { column: missing },
                 Err(Error::Decode {
                     column,
                     source: CodecError::Missing,
                     ..
                 }),
-            ) if missing.iter().any(|(c, stored)| *c == column && !stored) => {
+            ) if *missing == column => {
                 self.tally[2].fetch_add(1, Ordering::Relaxed);
                 Ok(None)
             }
@@ -766,8 +817,9 @@ impl<T: Probe> Bench<T> {
         }
     }
 
-    /// `insert_if_absent` at "now" wins exactly when the row is not live,
-    /// and then the row is what it wrote, nothing older.
+    /// `insert_if_absent` at "now" wins exactly when the row is absent,
+    /// and then the row is what it wrote, nothing older; over an
+    /// incomplete row it writes nothing and says `Decode`, as a read does.
     async fn insert(
         &self,
         key: &str,
@@ -790,14 +842,26 @@ impl<T: Probe> Bench<T> {
             }
             Ok(Insert::Inserted(written)) => {
                 prop_assert!(
-                    !rule.is_live(),
-                    "insert_if_absent won over a live row; rule: {:?}",
+                    !rule.is_present(),
+                    "insert_if_absent won over a live or incomplete row; rule: {:?}",
                     rule
                 );
                 let back = self.table.get(&key.to_owned()).await.unwrap();
                 let back = back.expect("the inserted row reads back");
                 prop_assert_eq!(&back.value, &fresh, "only what the insert wrote");
                 prop_assert_eq!(back.expires_at, written.expires_at);
+            }
+            Err(Error::Decode {
+                column,
+                source: CodecError::Missing,
+                ..
+            }) if matches!(rule, Rule::Incomplete { column: c } if *c == column) => {
+                let after = self.table.get(&key.to_owned()).await;
+                prop_assert!(
+                    matches!(after, Err(Error::Decode { .. })),
+                    "an insert over an incomplete row changed it: {:?}",
+                    after
+                );
             }
             Err(e) => prop_assert!(false, "insert_if_absent failed: {e}; rule: {:?}", rule),
         }
@@ -858,21 +922,18 @@ impl<T: Probe> Bench<T> {
             // Only what the rule says of cells no longer stored may change
             // (a required column may now hold no cell at all).
             match (before, &after) {
-                (Rule::NotLive { .. }, Rule::NotLive { .. }) => {}
+                (
+                    Rule::Absent | Rule::Incomplete { .. },
+                    Rule::Absent | Rule::Incomplete { .. },
+                ) => {}
                 (before, after) => prop_assert_eq!(before, after, "the rule on the cells left"),
             }
             let errors = self.tally[2].load(Ordering::Relaxed);
             let again = self.judge(key, &after, "after collection").await?;
             if !*was_error && self.tally[2].load(Ordering::Relaxed) > errors {
-                // A marked row whose required column's only cells expired:
-                // partially expired while they were stored, a struct that
-                // does not match the table once they are not.
-                self.tally[3].fetch_add(1, Ordering::Relaxed);
-            }
-            if !was_error && self.tally[2].load(Ordering::Relaxed) > errors {
-                // A marked row whose required column's only cells expired:
-                // partially expired while they were stored, a struct that
-                // does not match the table once they are not.
+                // A row whose required column's only cells expired: proven
+                // expired while they were stored, incomplete once they are
+                // not (nothing left proves it).
                 self.tally[3].fetch_add(1, Ordering::Relaxed);
             }
             prop_assert_eq!(&again, read, "read before and after collection");

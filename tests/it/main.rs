@@ -51,6 +51,7 @@ mod reliability_faults;
 mod reliability_load;
 mod scans;
 mod schema_admin;
+mod shared_rows;
 mod shopping;
 mod story;
 mod table_errors;

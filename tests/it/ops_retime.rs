@@ -93,7 +93,7 @@ async fn extending_rewrites_every_cell_once_and_keeps_the_write_time() {
     assert_eq!(
         cells,
         vec![
-            ("\0".to_owned(), m.timestamp_micros),
+            ("\0\0Click".to_owned(), m.timestamp_micros),
             ("hot".to_owned(), hot_ts),
             ("referrer".to_owned(), m.timestamp_micros),
             ("url".to_owned(), m.timestamp_micros),
@@ -167,7 +167,7 @@ async fn one_second_rows_are_retimed_by_their_expiry() {
     assert_eq!(
         stored(&table, "s1").await,
         vec![
-            ("\0".to_owned(), ms(later).timestamp_micros()),
+            ("\0\0Session".to_owned(), ms(later).timestamp_micros()),
             ("user".to_owned(), ms(later).timestamp_micros())
         ]
     );

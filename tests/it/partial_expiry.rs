@@ -121,17 +121,35 @@ struct PageWithLang {
 }
 
 #[tokio::test]
-async fn a_required_column_never_written_is_left_out_unless_the_row_was_written_whole() {
+async fn a_required_column_never_written_makes_an_incomplete_row_never_a_silent_none() {
     let clock = Clock::manual(Utc::now());
     let table = support::table::<Page>(&clock).await;
     let conn = table.connection().clone();
-    // Another program's rows: `half` never had `url`. Whether it never had
-    // it or had it and it was collected cannot be told apart: not live.
+    // Another program's rows: `half` never had `url`. Nothing stored says
+    // it had one that expired: present but incomplete, an error naming the
+    // column, never read as absent (an insert would overwrite it).
     cbt(&conn, &["set", "pages", "half", "p:user=ann"]);
     cbt(&conn, &["set", "pages", "whole", "p:url=/a", "p:user=bob"]);
-    assert_eq!(table.get(&"half".to_owned()).await.unwrap(), None);
-    assert_eq!(ids(&table).await, ["whole"]);
-    assert_eq!(table.read_stats().partially_expired, 3);
+    for err in [
+        table.get(&"half".to_owned()).await.unwrap_err(),
+        table.scan(Scan::all()).await.unwrap_err(),
+    ] {
+        assert!(
+            matches!(
+                &err,
+                Error::Decode { row_key, column, source: CodecError::Missing, .. }
+                    if row_key == b"half" && column == "p:url"
+            ),
+            "{err:?}"
+        );
+    }
+    let skipping = table
+        .clone()
+        .with_read_options(ReadOptions::default().with_skip_undecodable(true));
+    assert_eq!(ids(&skipping).await, ["whole"]);
+    let stats = table.read_stats();
+    assert_eq!(stats.rows_incomplete, 2, "scan and stream: {stats:?}");
+    assert_eq!(stats.partially_expired, 0, "{stats:?}");
 
     // A row this library wrote whole carries a live row marker: read by a
     // struct with a required field the row never had, the struct and the
@@ -147,7 +165,7 @@ async fn a_required_column_never_written_is_left_out_unless_the_row_was_written_
     let with_lang = Table::<PageWithLang>::new(conn.clone()).with_clock(clock.clone());
     let errors = [
         with_lang.get(&"mine".to_owned()).await.unwrap_err(),
-        with_lang.scan(Scan::all()).await.unwrap_err(),
+        with_lang.scan(Scan::keys(["mine"])).await.unwrap_err(),
     ];
     for err in errors {
         assert!(
@@ -160,17 +178,24 @@ async fn a_required_column_never_written_is_left_out_unless_the_row_was_written_
         );
     }
 
-    // Skipping undecodable rows: the rest of the scan comes through.
+    // Skipping undecodable rows: the rest of the scan comes through (none
+    // here: `whole` lacks `lang` too, and `half` `url`), counted as
+    // incomplete.
     let skipping = with_lang.with_read_options(ReadOptions::default().with_skip_undecodable(true));
     let rows = skipping.scan(Scan::all()).await.unwrap();
     assert!(rows.is_empty(), "{rows:?}");
-    assert_eq!(skipping.read_stats().rows_skipped, 1);
+    assert_eq!(skipping.read_stats().rows_skipped, 3);
+    assert_eq!(skipping.read_stats().rows_incomplete, 3);
 }
 
-/// One-second expiration, another program's row written with two expiries
-/// (`owner` 2 s, `scope` a minute): once the emulator's garbage collection
-/// has removed `owner`, the row is left out of `get`, `scan`, `stream` and
-/// `scan_parallel`, each time counted, and the rest of the table reads on.
+/// One-second expiration, another program's rows written with two
+/// expiries (`owner` 2 s, `scope` a minute), one of them given its marker
+/// by `Table::add_markers` while both are live. While the expired `owner`
+/// is stored it proves the row expired: left out. Once the emulator's
+/// garbage collection has removed it, only the marker proves it: the
+/// marked row stays left out of `get`, `scan`, `stream` and
+/// `scan_parallel`; the unmarked one is incomplete (an error naming the
+/// column, or skipped and counted), never silently absent.
 #[derive(Debug, Clone, PartialEq, BigtableRow)]
 #[bigtable(table = "tokens", family = "t")]
 struct Token {
@@ -182,10 +207,38 @@ struct Token {
     scope: String,
 }
 
+async fn token_ids(table: &Table<Token>) -> Vec<String> {
+    let scanned: Vec<String> = table
+        .scan(Scan::all())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.value.id)
+        .collect();
+    let streamed: Vec<String> = table
+        .stream(Scan::all())
+        .map_ok(|t| t.value.id)
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(scanned, streamed);
+    let mut parallel: Vec<String> = table
+        .scan_parallel(Scan::all(), 2)
+        .map_ok(|t| t.value.id)
+        .try_collect()
+        .await
+        .unwrap();
+    parallel.sort();
+    assert_eq!(scanned, parallel);
+    scanned
+}
+
 #[tokio::test]
-async fn a_partially_expired_row_once_collected_is_left_out_and_counted() {
+async fn an_expired_required_column_once_collected_is_proven_expired_only_by_a_marker() {
     use bigtable_ttl::data::RawTable;
+    use bigtable_ttl::ops::MarkStatus;
     use bigtable_ttl::proto::{mutation, Mutation};
+    use std::ops::ControlFlow;
     let clock = Clock::system();
     let table = support::table::<Token>(&clock).await;
     let now_ms = Utc::now().timestamp_millis() * 1_000;
@@ -197,16 +250,14 @@ async fn a_partially_expired_row_once_collected_is_left_out_and_counted() {
             value: b"x".to_vec(),
         })),
     };
-    RawTable::new(table.connection(), "tokens")
-        .mutate_row(
-            "aged",
-            vec![
-                set("owner", now_ms + 2_000_000),
-                set("scope", now_ms + 60_000_000),
-            ],
-        )
-        .await
-        .unwrap();
+    let owner_ts = now_ms + 3_000_000;
+    let scope_ts = now_ms + 60_000_000;
+    for key in ["aged", "aged-marked"] {
+        RawTable::new(table.connection(), "tokens")
+            .mutate_row(key, vec![set("owner", owner_ts), set("scope", scope_ts)])
+            .await
+            .unwrap();
+    }
     for id in ["a", "b", "c"] {
         table
             .put(&Token {
@@ -218,47 +269,78 @@ async fn a_partially_expired_row_once_collected_is_left_out_and_counted() {
             .await
             .unwrap();
     }
-    // Wait (bounded) for the emulator to collect the expired `owner`.
+    // The upgrade path, over `aged-marked` only, while both columns live.
+    let only = bigtable_ttl::ops::Part::new(
+        0,
+        1,
+        b"aged-marked".to_vec(),
+        Some(b"aged-marked\0".to_vec()),
+    );
+    let status = table
+        .add_markers(
+            Some(bigtable_ttl::ops::MarkProgress::for_part(only)),
+            |_| ControlFlow::Continue(()),
+        )
+        .await
+        .unwrap();
+    let MarkStatus::Done(progress) = status else {
+        panic!("{status:?}")
+    };
+    assert_eq!(
+        (progress.rows_read, progress.rows_marked),
+        (1, 1),
+        "{progress:?}"
+    );
+    let marker: Vec<_> = support::stored_cells(&table, "aged-marked")
+        .await
+        .into_iter()
+        .filter(|c| c.qualifier == Token::SCHEMA.marker)
+        .collect();
+    assert_eq!(marker.len(), 1, "{marker:?}");
+    // At the newest required timestamp, carrying the row's (the earliest).
+    assert_eq!(marker[0].timestamp_micros, scope_ts);
+    assert_eq!(marker[0].value, owner_ts.to_be_bytes());
+    assert_eq!(
+        token_ids(&table).await,
+        ["a", "aged", "aged-marked", "b", "c"]
+    );
+
+    // Wait (bounded) for the emulator to collect the expired `owner`s.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let cells = support::stored_cells(&table, "aged").await;
-        if !cells.iter().any(|c| c.qualifier == b"owner") {
-            assert!(cells.iter().any(|c| c.qualifier == b"scope"), "{cells:?}");
-            break;
+    for key in ["aged", "aged-marked"] {
+        loop {
+            let cells = support::stored_cells(&table, key).await;
+            if !cells.iter().any(|c| c.qualifier == b"owner") {
+                assert!(cells.iter().any(|c| c.qualifier == b"scope"), "{cells:?}");
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the expired `owner` was not collected in 30 s: {cells:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(250)).await;
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the expired `owner` was not collected in 30 s: {cells:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
     }
 
-    let want = ["a", "b", "c"];
-    assert_eq!(table.get(&"aged".to_owned()).await.unwrap(), None);
-    let scanned: Vec<String> = table
-        .scan(Scan::all())
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.value.id)
-        .collect();
-    assert_eq!(scanned, want);
-    let streamed: Vec<String> = table
-        .stream(Scan::all())
-        .map_ok(|t| t.value.id)
-        .try_collect()
-        .await
-        .unwrap();
-    assert_eq!(streamed, want);
-    let mut parallel: Vec<String> = table
-        .scan_parallel(Scan::all(), 2)
-        .map_ok(|t| t.value.id)
-        .try_collect()
-        .await
-        .unwrap();
-    parallel.sort();
-    assert_eq!(parallel, want);
-    assert_eq!(table.read_stats().partially_expired, 4);
+    assert_eq!(table.get(&"aged-marked".to_owned()).await.unwrap(), None);
+    let err = table.get(&"aged".to_owned()).await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::Decode { row_key, column, source: CodecError::Missing, .. }
+                if row_key == b"aged" && column == "t:owner"
+        ),
+        "{err:?}"
+    );
+    let skipping = table
+        .clone()
+        .with_read_options(ReadOptions::default().with_skip_undecodable(true));
+    assert_eq!(token_ids(&skipping).await, ["a", "b", "c"]);
+    let stats = table.read_stats();
+    assert_eq!(
+        stats.rows_incomplete, 3,
+        "scan, stream, parallel: {stats:?}"
+    );
 }
 
 #[tokio::test]

@@ -27,6 +27,7 @@ static ONE_SECOND: Schema = Schema {
     columns: &[],
     maps: &[],
     written_at: None,
+    marker: b"\0\0Row",
     key_fields: &["id"],
     key_separator: "",
 };
@@ -42,6 +43,7 @@ static TWO_DAYS: Schema = Schema {
     columns: &[],
     maps: &[],
     written_at: None,
+    marker: b"\0\0Row",
     key_fields: &["id"],
     key_separator: "",
 };

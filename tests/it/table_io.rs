@@ -261,7 +261,7 @@ async fn a_write_replaces_whatever_the_ttls() {
     // Every written column holds one version: the older 3-day cells are gone.
     let raw = table.raw_rows(Scan::all()).await.unwrap();
     assert_eq!(raw.len(), 1);
-    for q in ["url", "hot", "written_at", "\0"] {
+    for q in ["url", "hot", "written_at", "\0\0Click"] {
         assert_eq!(cells_of(&raw[0].1, "c", q).len(), 1, "{q}: {raw:?}");
     }
     assert_eq!(raw[0].1.len(), 4, "{raw:?}");
@@ -729,7 +729,11 @@ async fn a_struct_owning_its_family_replaces_the_whole_family() {
         .collect();
     stored.sort_unstable();
     let ts = written.timestamp_micros;
-    assert_eq!(stored, [(&b"\0"[..], ts), (&b"value"[..], ts)], "{cells:?}");
+    assert_eq!(
+        stored,
+        [(&b"\0\0Reading"[..], ts), (&b"value"[..], ts)],
+        "{cells:?}"
+    );
 }
 
 /// The bulk writer, which encodes each row straight into its request's
@@ -774,5 +778,5 @@ async fn the_bulk_writer_replaces_an_owned_family_whole() {
     let cells = support::stored_cells(&readings, "r1").await;
     let mut stored: Vec<&[u8]> = cells.iter().map(|c| c.qualifier.as_slice()).collect();
     stored.sort_unstable();
-    assert_eq!(stored, [&b"\0"[..], &b"value"[..]], "{cells:?}");
+    assert_eq!(stored, [&b"\0\0Reading"[..], &b"value"[..]], "{cells:?}");
 }

@@ -110,6 +110,7 @@ async fn load(conn: &Connection, rows: usize) {
         columns: &[],
         maps: &[],
         written_at: None,
+        marker: b"\0\0Row",
         key_fields: &["id"],
         key_separator: "",
     }));

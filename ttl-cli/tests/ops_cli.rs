@@ -70,6 +70,7 @@ async fn table(
         columns: &[],
         maps: &[],
         written_at: None,
+        marker: b"\0\0Row",
         key_fields: &["id"],
         key_separator: "",
     }));

@@ -130,6 +130,16 @@ impl<'a> Container<'a> {
         self.attrs.owns_family.is_some()
     }
 
+    /// The qualifier of the struct's row marker: two NUL bytes, then the
+    /// name given by `#[bigtable(marker = "...")]` or the struct's own.
+    pub fn marker(&self) -> String {
+        let name = self.attrs.marker.as_ref().map_or_else(
+            || syn::ext::IdentExt::unraw(self.ident).to_string(),
+            |m| m.value.value(),
+        );
+        format!("\0\0{name}")
+    }
+
     pub fn family(&self) -> String {
         self.attrs
             .family

@@ -138,6 +138,9 @@ pub struct Container {
     pub rename_all: Option<Keyed<RenameAll>>,
     /// `owns_family`: no other struct stores cells in the struct's family.
     pub owns_family: Option<Keyed<()>>,
+    /// `marker = "..."`: the name in the struct's row marker, instead of
+    /// the struct's own.
+    pub marker: Option<Keyed<LitStr>>,
     pub default_ttl: Option<Keyed<Duration>>,
     /// The `written_at` key and its qualifier (the literal, when one is given).
     pub written_at: Option<Keyed<Option<LitStr>>>,
@@ -189,6 +192,9 @@ impl Container {
         } else if *p == symbol::OWNS_FAMILY {
             no_value(meta, symbol::OWNS_FAMILY)?;
             set_once(cx, &mut self.owns_family, symbol::OWNS_FAMILY, p, ());
+        } else if *p == symbol::MARKER {
+            let v = parse_str(meta, symbol::MARKER)?;
+            set_once(cx, &mut self.marker, symbol::MARKER, p, v);
         } else {
             self.bigtable_garbled = true;
             unknown(

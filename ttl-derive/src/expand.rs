@@ -175,6 +175,7 @@ impl<'a> Gen<'a> {
         };
         let key_names: Vec<String> = self.keys.iter().map(|k| k.name()).collect();
         let owns_family = cont.owns_family();
+        let marker = Literal::byte_string(cont.marker().as_bytes());
         quote! {
             #p::Schema {
                 table: #table,
@@ -184,6 +185,7 @@ impl<'a> Gen<'a> {
                 columns: &[#(#column_defs),*],
                 maps: &[#(#map_defs),*],
                 written_at: #written_at,
+                marker: #marker,
                 key_fields: &[#(#key_names),*],
                 key_separator: #separator,
             }
@@ -543,9 +545,13 @@ fn column_of(
     if let Some(qualifier) = cont.written_at_qualifier() {
         arm(cont.family(), qualifier, quote!(#p::ColumnOf::WrittenAt));
     }
-    // The row marker: one NUL byte, which the validation keeps from being a
-    // column's name.
-    arm(cont.family(), "\0".to_owned(), quote!(#p::ColumnOf::Marker));
+    // The row marker: two NUL bytes and a name, which the validation keeps
+    // from being a column's name; in a family the struct owns, the one-byte
+    // marker of earlier versions too (see `liveness`).
+    arm(cont.family(), cont.marker(), quote!(#p::ColumnOf::Marker));
+    if cont.owns_family() {
+        arm(cont.family(), "\0".to_owned(), quote!(#p::ColumnOf::Marker));
+    }
     let families = families.into_iter().map(|(family, arms)| {
         let arms = arms.into_iter().map(|(qualifier, answer)| {
             let qualifier = Literal::byte_string(qualifier.as_bytes());
@@ -601,6 +607,7 @@ fn fallback(input: &DeriveInput, cont: Option<&Container>) -> TokenStream {
                     columns: &[],
                     maps: &[],
                     written_at: ::core::option::Option::None,
+                    marker: b"",
                     key_fields: &[],
                     key_separator: "",
                 };

@@ -20,6 +20,7 @@ pub const KEY_SEPARATOR: Symbol = Symbol("key_separator");
 pub const CRATE: Symbol = Symbol("crate");
 pub const RENAME_ALL: Symbol = Symbol("rename_all");
 pub const OWNS_FAMILY: Symbol = Symbol("owns_family");
+pub const MARKER: Symbol = Symbol("marker");
 
 // `#[ttl(...)]` on the struct.
 pub const DEFAULT: Symbol = Symbol("default");
@@ -43,8 +44,15 @@ pub const EXPIRE_AT: Symbol = Symbol("expire_at");
 pub const FOR: Symbol = Symbol("for");
 
 /// The keys each attribute accepts at each position, for "unknown key" messages.
-pub const STRUCT_BIGTABLE_KEYS: &[Symbol] =
-    &[TABLE, FAMILY, KEY_SEPARATOR, RENAME_ALL, OWNS_FAMILY, CRATE];
+pub const STRUCT_BIGTABLE_KEYS: &[Symbol] = &[
+    TABLE,
+    FAMILY,
+    KEY_SEPARATOR,
+    RENAME_ALL,
+    OWNS_FAMILY,
+    MARKER,
+    CRATE,
+];
 pub const STRUCT_TTL_KEYS: &[Symbol] = &[DEFAULT, WRITTEN_AT];
 pub const FIELD_BIGTABLE_KEYS: &[Symbol] = &[KEY, COLUMN, FAMILY, COUNTER, MAP, DEFAULT, SKIP];
 pub const ENUM_BIGTABLE_KEYS: &[Symbol] = &[BY_NAME, BY_NUMBER, RENAME_ALL, CRATE];

@@ -273,8 +273,25 @@ fn check_family_name(cx: &Ctxt, lit: &LitStr) {
     }
 }
 
+/// The longest marker name: its qualifier (two bytes more) stays far below
+/// Bigtable's 16 KiB qualifier limit and costs little in every row.
+const MARKER_NAME_MAX: usize = 256;
+
 fn check_names(cx: &Ctxt, cont: &Container) {
     let attrs = &cont.attrs;
+    if let Some(marker) = &attrs.marker {
+        let name = marker.value.value();
+        if name.is_empty() || name.len() > MARKER_NAME_MAX || name.contains('\0') {
+            cx.error_spanned_by(
+                &marker.value,
+                format!(
+                    "invalid marker name {name:?}: the row marker's qualifier is two NUL \
+                     bytes and this name, which must be non-empty, without NUL bytes and at \
+                     most {MARKER_NAME_MAX} bytes; leave `marker` out to use the struct's name"
+                ),
+            );
+        }
+    }
     match &attrs.table {
         None if attrs.bigtable_garbled => {}
         None => cx.error_spanned_by(

@@ -66,7 +66,10 @@ pub use model::mutation::RowMutation;
 pub use model::policy::{Expiry, Policy};
 pub use model::row::{BigtableRow, KeyPrefix, MutationBuilder};
 pub use model::scan::{RawCell, Scan};
-pub use model::schema::{Column, MapColumn, Schema, ShadowColumn, WhenAbsent, ROW_MARKER};
+pub use model::schema::{
+    row_marker, Column, MapColumn, Schema, ShadowColumn, WhenAbsent, LEGACY_ROW_MARKER,
+    ROW_MARKER_PREFIX,
+};
 pub use model::view::Expiring;
 
 /// The `chrono` this library is built on: its `DateTime<Utc>` fields,

@@ -35,6 +35,7 @@ static SCHEMA: Schema = Schema {
     ],
     maps: &[],
     written_at: None,
+    marker: b"\0\0Row",
     key_fields: &["id"],
     key_separator: "",
 };

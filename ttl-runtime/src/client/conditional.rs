@@ -19,7 +19,7 @@ use chrono::{DateTime, Utc};
 use crate::client::failure::status_error;
 use crate::client::table::{Table, Written};
 use crate::client::telemetry;
-use crate::model::condition::{live_row, Condition};
+use crate::model::condition::{present_row, Condition};
 use crate::model::error::{Error, Result};
 use crate::model::key::AsKey;
 use crate::model::mutation::{delete_row, RowMutation};
@@ -103,7 +103,8 @@ impl<T: BigtableRow> Table<T> {
         for _ in 0..INSERT_ROUNDS {
             let now = self.clock().now();
             let m = builder.build_checked(self.name(), now)?;
-            let predicate = live_row(T::SCHEMA, now);
+            // An incomplete row exists too: never overwritten.
+            let predicate = present_row(T::SCHEMA, now);
             let checked = self
                 .check_and_mutate(&m.row_key, predicate, Vec::new(), m.mutations.clone())
                 .await?;
@@ -325,8 +326,15 @@ impl<T: BigtableRow> Table<T> {
     }
 
     /// The live row under `row_key`, read now.
+    /// The live row at `row_key`; an incomplete one is
+    /// [`Error::Decode`] whatever the read options say: it must not pass
+    /// for an absent row.
     async fn live_row(&self, row_key: &[u8]) -> Result<Option<Expiring<T>>> {
-        Ok(self.scan(Scan::keys([row_key]).limit(1)).await?.pop())
+        Ok(self
+            .strict()
+            .scan(Scan::keys([row_key]).limit(1))
+            .await?
+            .pop())
     }
 
     /// [`Error::OutcomeUnknown`] for the row `row_key`, the answer lost

@@ -118,8 +118,12 @@ pub struct ReadStats {
     /// other cells are still live (see [`crate::Table::stream`]).
     pub partially_expired: u64,
     /// Rows left out because they did not decode, with
-    /// [`ReadOptions::skip_undecodable`].
+    /// [`ReadOptions::skip_undecodable`] (incomplete ones included).
     pub rows_skipped: u64,
+    /// Of [`ReadStats::rows_skipped`], the rows left out because they are
+    /// incomplete: a required column holds no cell, and nothing stored
+    /// proves it expired (see the guide's "Rows and liveness").
+    pub rows_incomplete: u64,
 }
 
 /// The counters behind [`ReadStats`], shared by a handle's clones.
@@ -128,6 +132,7 @@ pub(crate) struct ReadCounters {
     pub(crate) resumes: AtomicU64,
     pub(crate) partially_expired: AtomicU64,
     pub(crate) rows_skipped: AtomicU64,
+    pub(crate) rows_incomplete: AtomicU64,
 }
 
 impl ReadCounters {
@@ -137,6 +142,7 @@ impl ReadCounters {
             resumes: get(&self.resumes),
             partially_expired: get(&self.partially_expired),
             rows_skipped: get(&self.rows_skipped),
+            rows_incomplete: get(&self.rows_incomplete),
         }
     }
 }

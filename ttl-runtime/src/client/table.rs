@@ -25,8 +25,8 @@ use crate::client::read::{ReadCounters, ReadOptions, ReadStats};
 use crate::client::telemetry;
 use crate::client::writer::{BulkWriter, WriteOptions};
 use crate::model::clock::Clock;
-use crate::model::error::{Error, Result};
-use crate::model::filter::column_newest_stripped;
+use crate::model::error::{CodecError, Error, Result};
+use crate::model::filter::required_newest_stripped;
 use crate::model::filter::{row_filter, row_filter_sole_families};
 use crate::model::key::AsKey;
 use crate::model::mutation::{delete_row, RowMutation};
@@ -680,13 +680,13 @@ impl<T: BigtableRow> Table<T> {
             match decoded {
                 Ok(Decoded::Row(row)) => Either::Left(futures_util::future::ready(Some(Ok(row)))),
                 Ok(Decoded::Absent) => Either::Left(futures_util::future::ready(None)),
-                Ok(Decoded::Partial { missing, marked }) => {
+                Ok(Decoded::Partial { missing, .. }) => {
                     let this = this.clone();
                     // Boxed: the stream holds room for its pending future,
                     // and a read's state would make every row's ready
                     // result that large to move.
                     Either::Right(Box::pin(async move {
-                        let settled = this.settle_partial(key, now, missing, marked).await;
+                        let settled = this.settle_partial(key, now, missing).await;
                         this.skip_undecodable(settled).transpose()
                     }))
                 }
@@ -705,62 +705,82 @@ impl<T: BigtableRow> Table<T> {
                 self.read_counters
                     .rows_skipped
                     .fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(table = %self.name, error = %e, "skipping a row that does not decode");
+                if is_incomplete(&e) {
+                    self.read_counters
+                        .rows_incomplete
+                        .fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(table = %self.name, error = %e, "skipping an incomplete row: a required column holds no cell and nothing shows it expired");
+                } else {
+                    tracing::warn!(table = %self.name, error = %e, "skipping a row that does not decode");
+                }
                 Ok(None)
             }
             other => other,
         }
     }
 
+    /// This handle, reporting rows that do not decode instead of skipping
+    /// them: for a write deciding whether a row exists, an incomplete row
+    /// exists.
+    pub(crate) fn strict(&self) -> Self {
+        let mut strict = self.clone();
+        strict.read.skip_undecodable = false;
+        strict
+    }
+
     /// What a row read at `now` that is not live, while some of its own
-    /// cells are, really is ([`Decoded::Partial`]): required column
-    /// `missing` has no visible cell.
+    /// required cells (or its live marker) are, really is
+    /// ([`Decoded::Partial`]): a required column has no visible cell. One
+    /// unfiltered look at the required columns (the newest cell of each,
+    /// value stripped) tells:
     ///
-    /// * **Torn**: the emulator's `ReadRows` is not row-atomic, and a read
-    ///   concurrent with a write of the row can miss some of its cells
-    ///   (Cloud Bigtable's reads are row-atomic). The row is read again.
-    /// * **Partially expired**: the row was written column by column (by
-    ///   other code, or by `migrate`), and its older required column has
-    ///   expired or was garbage-collected while other cells live on. It is
-    ///   not live: left out, as a row whose cells have all expired is, and
-    ///   counted in [`ReadStats::partially_expired`]. Never an error.
-    /// * **A struct that does not match the table**: the row marker is
-    ///   live, so this library wrote the row whole, and yet the required
-    ///   column holds no cell at all: the stored row never had the field
-    ///   (one added to the struct without `#[bigtable(default)]`).
-    ///   [`Error::Decode`] naming the table, row and column.
-    ///
-    /// An unmarked row is read once more; a marked one is told apart by one
-    /// unfiltered look at the missing column (its newest cell, value
-    /// stripped), and read again when that cell is live.
+    /// * **Partially expired**: a missing column's newest cell is stored
+    ///   and has expired (a row written column by column whose older
+    ///   required column expired before garbage collection removed it).
+    ///   The stored cells prove it: the row is not live, left out as a row
+    ///   whose cells have all expired is, and counted in
+    ///   [`ReadStats::partially_expired`].
+    /// * **Torn**: every required column is live. The emulator's
+    ///   `ReadRows` is not row-atomic, and a read concurrent with a write of
+    ///   the row can miss some of its cells (Cloud Bigtable's reads are
+    ///   row-atomic). The row is read again.
+    /// * **Incomplete**: a required column holds no cell at all, and nothing
+    ///   proves it expired: a struct that gained a required field without
+    ///   `#[bigtable(default)]`, a row another program wrote without it, or
+    ///   one whose expired column was collected before markers existed.
+    ///   [`Error::Decode`] naming the table, row and column (skipped and
+    ///   counted in [`ReadStats::rows_incomplete`] with
+    ///   [`ReadOptions::skip_undecodable`]). `insert_if_absent`'s condition
+    ///   follows the same three answers (`model::condition::present_row`).
     async fn settle_partial(
         &self,
         key: Vec<u8>,
         now: DateTime<Utc>,
         mut missing: usize,
-        mut marked: bool,
     ) -> Result<Option<Expiring<T>>> {
         const REREADS: usize = 3;
+        let schema = T::SCHEMA;
         for reread in 0..=REREADS {
-            if marked {
-                let column = &T::SCHEMA.columns[missing];
-                let newest = self
-                    .newest_timestamp(&key, column.family, column.qualifier)
-                    .await?;
-                match newest {
-                    None => {
-                        return Err(missing_column(T::SCHEMA, &key, missing).in_table(&self.name))
-                    }
-                    Some(ts) if !T::SCHEMA.policy.is_visible(ts, now) => {
-                        return Ok(self.partially_expired(&key));
-                    }
-                    // Live: the read was torn.
-                    Some(_) => {}
+            let stored = self.required_newest(&key).await?;
+            let mut none = None;
+            for (i, c) in schema.columns.iter().enumerate() {
+                if !c.is_required() {
+                    continue;
                 }
-            } else if reread > 0 {
-                // Read twice, not live both times.
-                return Ok(self.partially_expired(&key));
+                match stored.iter().find(|(q, _)| {
+                    (q.0.as_str(), q.1.as_slice()) == (c.family, c.qualifier.as_bytes())
+                }) {
+                    Some((_, ts)) if schema.policy.is_visible(*ts, now) => {}
+                    Some(_) => return Ok(self.partially_expired(&key)),
+                    None => {
+                        none.get_or_insert(i);
+                    }
+                }
             }
+            if let Some(column) = none {
+                return Err(missing_column(schema, &key, column).in_table(&self.name));
+            }
+            // Every required column live: the read was torn.
             if reread == REREADS {
                 break;
             }
@@ -768,13 +788,31 @@ impl<T: BigtableRow> Table<T> {
             match self.read_row_at(&key, now).await? {
                 Decoded::Row(row) => return Ok(Some(row)),
                 Decoded::Absent => return Ok(None),
-                Decoded::Partial {
-                    missing: m,
-                    marked: k,
-                } => (missing, marked) = (m, k),
+                Decoded::Partial { missing: m, .. } => missing = m,
             }
         }
-        Err(missing_column(T::SCHEMA, &key, missing).in_table(&self.name))
+        Err(missing_column(schema, &key, missing).in_table(&self.name))
+    }
+
+    /// The newest stored timestamp of each required column of row `key`
+    /// that holds a cell, expired or not, by `(family, qualifier)`.
+    async fn required_newest(&self, key: &[u8]) -> Result<Vec<((String, Vec<u8>), i64)>> {
+        let Some(filter) = required_newest_stripped(T::SCHEMA) else {
+            return Ok(Vec::new());
+        };
+        let request = self.read_request(Scan::keys([key]).limit(1), Some(filter));
+        let rows: Vec<MergedRow> = self.raw_stream(request).try_collect().await?;
+        Ok(rows
+            .into_iter()
+            .flat_map(|(_, cells)| cells)
+            .map(|c| {
+                let cell = c.as_cell_ref();
+                (
+                    (cell.family.to_owned(), cell.qualifier.to_vec()),
+                    cell.timestamp_micros,
+                )
+            })
+            .collect())
     }
 
     /// Count and log a row left out because it is partially expired.
@@ -795,24 +833,6 @@ impl<T: BigtableRow> Table<T> {
         };
         classify_row::<T>(&row_key, cells.iter().map(Cell::as_cell_ref), now)
             .map_err(|e| e.in_table(&self.name))
-    }
-
-    /// The timestamp of the newest stored cell of `family:qualifier` in row
-    /// `key`, expired or not; `None` when the column holds no cell.
-    async fn newest_timestamp(
-        &self,
-        key: &[u8],
-        family: &str,
-        qualifier: &str,
-    ) -> Result<Option<i64>> {
-        let filter = column_newest_stripped(family, qualifier.as_bytes());
-        let request = self.read_request(Scan::keys([key]).limit(1), Some(filter));
-        let rows: Vec<MergedRow> = self.raw_stream(request).try_collect().await?;
-        Ok(rows
-            .into_iter()
-            .flat_map(|(_, cells)| cells)
-            .map(|c| c.timestamp_micros)
-            .max())
     }
 
     /// Every stored cell of the rows `scan` covers, **unfiltered**: all
@@ -839,6 +859,17 @@ impl<T: BigtableRow> Table<T> {
             Ok(request) => self.data().merged_rows(request).right_stream(),
         }
     }
+}
+
+/// Whether `e` reports an incomplete row: a required column without a cell.
+fn is_incomplete(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Decode {
+            source: CodecError::Missing,
+            ..
+        }
+    )
 }
 
 /// A row that does not decode into the struct (not a read that failed).

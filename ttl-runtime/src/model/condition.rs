@@ -14,7 +14,7 @@ use crate::model::error::{CodecError, Error, Result};
 use crate::model::filter::{chain, filter, one_column, only_family};
 use crate::model::row::BigtableRow;
 use crate::model::row_cells::RowCells;
-use crate::model::schema::{Column, Schema, ROW_MARKER};
+use crate::model::schema::{Column, Schema, LEGACY_ROW_MARKER};
 use crate::proto::{
     row_filter::{Condition as Branch, Filter, Interleave},
     value_range::{EndValue, StartValue},
@@ -188,7 +188,7 @@ pub(crate) fn live_row(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
         any.push(live(shadow.family, shadow.qualifier.as_bytes()));
     }
     if schema.all_fields_optional() {
-        any.push(live(schema.marker_family(), ROW_MARKER));
+        any.push(live(schema.marker_family(), schema.marker));
         any.extend(
             schema
                 .maps
@@ -197,6 +197,85 @@ pub(crate) fn live_row(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
         );
     }
     or(any)
+}
+
+/// Matches when a row of `schema` exists at `now`, live or incomplete (see
+/// [the rule](crate::liveness)): what a write that must never overwrite an
+/// existing row (`insert_if_absent`) checks, the same three answers the
+/// typed reader gives. Without required fields, the same as [`live_row`].
+/// With them: the row is live; or no required column's newest stored cell
+/// has expired (which proves the row expired) and its newest visible
+/// marker carries a row timestamp that has not expired, or, with no
+/// visible marker, one of its required columns has a visible cell.
+#[must_use]
+pub(crate) fn present_row(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
+    let required: Vec<&Column> = schema.columns.iter().filter(|c| c.is_required()).collect();
+    if required.is_empty() {
+        return live_row(schema, now);
+    }
+    let family = schema.marker_family();
+    let marker = chain(vec![
+        one_column(family, schema.marker),
+        visible(schema, now),
+        filter(Filter::CellsPerColumnLimitFilter(1)),
+    ]);
+    // The marker's value is empty (its own timestamp carries the row's
+    // expiry, and it is visible) or that timestamp, 8 bytes big-endian,
+    // which orders as the number does for the non-negative timestamps
+    // Bigtable accepts.
+    let first_visible = schema.policy.visible_from(now);
+    let row_not_expired = or(vec![
+        exactly(Vec::new()),
+        filter(Filter::ValueRangeFilter(ValueRange {
+            start_value: Some(StartValue::StartValueClosed(
+                first_visible.to_be_bytes().to_vec(),
+            )),
+            end_value: None,
+        })),
+    ]);
+    let marked = chain(vec![marker.clone(), row_not_expired]);
+    let any_required = or(required
+        .iter()
+        .map(|c| live_column(schema, c.family, c.qualifier.as_bytes(), now))
+        .collect());
+    let incomplete = filter(Filter::Condition(Box::new(Branch {
+        predicate_filter: Some(Box::new(marker)),
+        true_filter: Some(Box::new(marked)),
+        false_filter: Some(Box::new(any_required)),
+    })));
+    let incomplete = if first_visible > 0 {
+        let proven_expired = or(required
+            .iter()
+            .map(|c| {
+                chain(vec![
+                    one_column(c.family, c.qualifier.as_bytes()),
+                    filter(Filter::CellsPerColumnLimitFilter(1)),
+                    filter(Filter::TimestampRangeFilter(TimestampRange {
+                        start_timestamp_micros: 0,
+                        end_timestamp_micros: first_visible,
+                    })),
+                ])
+            })
+            .collect());
+        and(vec![not(proven_expired), incomplete])
+    } else {
+        // Nothing has expired at a clock this early.
+        incomplete
+    };
+    or(vec![live_row(schema, now), incomplete])
+}
+
+/// Matches when the newest cell of the legacy one-byte marker
+/// ([`LEGACY_ROW_MARKER`]) in `schema`'s marker family has timestamp `ts`
+/// and the struct's own marker has no visible cell at `now`: a row
+/// `Table::add_markers` may give its marker, unchanged since it was read.
+#[must_use]
+pub(crate) fn legacy_marker_alone(schema: &Schema, ts: i64, now: DateTime<Utc>) -> RowFilter {
+    let family = schema.marker_family();
+    and(vec![
+        exact_timestamp(family, LEGACY_ROW_MARKER, ts),
+        not(live_column(schema, family, schema.marker, now)),
+    ])
 }
 
 /// Matches when the newest cell of column `family:qualifier`, expired or
@@ -280,7 +359,7 @@ pub(crate) fn unchanged(row: &RowCells<'_>, now: DateTime<Utc>, pin: Pin<'_>) ->
         }
     }
     if everything || (!any_required && schema.all_fields_optional()) {
-        pin_column(schema.marker_family(), ROW_MARKER, everything);
+        pin_column(schema.marker_family(), schema.marker, everything);
     }
     and(all)
 }

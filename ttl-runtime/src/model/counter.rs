@@ -345,6 +345,8 @@ pub(crate) fn new_row<T: BigtableRow>(
             })?,
         ));
     }
-    push_marker(&mut mutations, schema, row_ts);
+    // No required field (a struct with a counter has none): the row's
+    // expiry is the marker's own.
+    push_marker(&mut mutations, schema, row_ts, row_ts);
     Ok(mutations)
 }

@@ -98,6 +98,22 @@ pub(crate) fn column_newest_stripped(family: &str, qualifier: &[u8]) -> RowFilte
     ])
 }
 
+/// The newest cell of each required column of `schema`, values stripped,
+/// expired or not; `None` for a struct without required fields.
+pub(crate) fn required_newest_stripped(schema: &Schema) -> Option<RowFilter> {
+    let mut columns: Vec<RowFilter> = schema
+        .columns
+        .iter()
+        .filter(|c| c.is_required())
+        .map(|c| column_newest_stripped(c.family, c.qualifier.as_bytes()))
+        .collect();
+    match columns.len() {
+        0 => None,
+        1 => columns.pop(),
+        _ => Some(filter(Filter::Interleave(Interleave { filters: columns }))),
+    }
+}
+
 /// Exactly one column: its family, its qualifier from and to itself.
 pub(crate) fn one_column(family: &str, qualifier: &[u8]) -> RowFilter {
     filter(Filter::ColumnRangeFilter(ColumnRange {
@@ -144,6 +160,7 @@ mod tests {
         columns: &[],
         maps: &[],
         written_at: None,
+        marker: b"\0\0Row",
         key_fields: &["id"],
         key_separator: "",
     };

@@ -33,35 +33,60 @@
 //!
 //! A live row **expires** when it stops being live: in a struct with
 //! required fields, at the earliest expiry among them (every write of this
-//! library gives them one timestamp, so that is the row's); otherwise at
-//! the latest expiry of its shadow column and columns (and marker), or of
-//! its entries when only entries are left.
+//! library gives them one timestamp, or an earlier one for a field with a
+//! shorter TTL of its own, so that is the row's); otherwise at the latest
+//! expiry of its shadow column and columns (and marker), or of its entries
+//! when only entries are left.
+//!
+//! # Three states: live, absent, incomplete
+//!
+//! A row of a struct with required fields that is not live is one of two
+//! things, and the rule tells them apart only from what is stored, never by
+//! guessing:
+//!
+//! * **absent**: none of its required columns has a visible cell, or its
+//!   marker shows that the row's required columns have expired (below);
+//! * **incomplete** (present but not decodable): some of its required
+//!   columns are visible while another is missing, and nothing stored
+//!   proves that the missing one expired. A struct that gained a required
+//!   field without `#[bigtable(default)]`, a row another program wrote
+//!   column by column, a row written before the marker existed, or, on the
+//!   emulator, whose reads are not row-atomic, a read torn by a concurrent
+//!   write. The typed reader reports it ([`crate::Error::Decode`] naming
+//!   the column) or, when asked, skips and counts it; every condition
+//!   treats it as a row that exists, so `insert_if_absent` never
+//!   overwrites it.
 //!
 //! # The row marker
 //!
-//! Every write of a whole row also stores a **row marker**: an empty cell
-//! with the one-byte qualifier `\0` ([`ROW_MARKER`](crate::model::schema::ROW_MARKER)) in the struct's first
-//! family, at the row's timestamp (Cassandra's row liveness marker plays the
-//! same part). It does two things:
+//! Every write of a whole row also stores the struct's **row marker**: a
+//! cell in the struct's first family whose qualifier is two NUL bytes and
+//! the struct's name ([`Schema::marker`]; `#[bigtable(marker = "...")]`
+//! names it otherwise), at the row's timestamp (Cassandra's row liveness
+//! marker plays the same part). Each struct has its own, so structs sharing
+//! a family or a row key never judge their rows by each other's marker. Its
+//! value is empty, or, when a required field with a shorter TTL of its own
+//! makes the row expire before the row's timestamp says, the timestamp
+//! carrying the row's expiry (8 bytes, big-endian). It does three things:
 //!
 //! * a row of a struct whose fields are all `Option` exists even with every
 //!   field `None` (so `insert_if_absent` of such a value has one winner).
 //!   Only there does the marker make a row: a struct with a default or
-//!   counter field writes that field's cell on every put, and a row of
-//!   another struct sharing the family (whose marker is there too) is not
-//!   turned into a row of defaults;
+//!   counter field writes that field's cell on every put;
+//! * it proves expiry: a visible marker whose row timestamp has expired
+//!   says the row's required columns were written with it and have
+//!   expired, so the row is absent, whatever other cells of it (fields with
+//!   their own TTL, entries, cells of another writer) are still visible;
 //! * it tells a row this library wrote whole from one assembled piece by
-//!   piece. A row with a live marker but a required column that holds no
-//!   cell at all was written by a struct without that field: the struct and
-//!   the table disagree, and the read fails with [`crate::Error::Decode`]
-//!   naming the column (add `#[bigtable(default)]` to the new field). Any
-//!   other row missing a required column (written column by column, by
-//!   another program or by `migrate`, whose older columns expired or were
-//!   garbage-collected) is simply not live: left out of reads and counted,
-//!   never an error.
+//!   piece: a row with a live marker but a required column that holds no
+//!   cell at all was written by a struct without that field (the struct
+//!   and the table disagree: add `#[bigtable(default)]` to the new field).
 //!
-//! Rows written before the marker existed read exactly as before: the rule
-//! above does not need it for structs with required fields.
+//! The one-byte marker `\0` that earlier versions wrote for every struct
+//! of a family ([`crate::model::schema::LEGACY_ROW_MARKER`]) counts only for
+//! a struct that owns its family; other structs ignore it, and
+//! `Table::add_markers` gives rows written before per-struct markers their
+//! struct's marker.
 
 use crate::model::schema::Schema;
 
@@ -69,12 +94,38 @@ use crate::model::schema::Schema;
 /// columns, at one "now".
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Newest {
-    /// The row marker.
-    pub(crate) marker: Option<i64>,
+    /// The struct's row marker.
+    pub(crate) marker: Option<Marker>,
     /// The `written_at` shadow column.
     pub(crate) written_at: Option<i64>,
     /// Any entry of any map field.
     pub(crate) entry: Option<i64>,
+}
+
+/// The newest visible row marker of a row, judged at one "now".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Marker {
+    /// Its timestamp.
+    pub(crate) ts: i64,
+    /// Whether the row timestamp it carries has expired: the required
+    /// columns written with it have, too.
+    pub(crate) row_expired: bool,
+}
+
+/// The value of a row marker at `marker_ts` for a row whose expiry is
+/// carried by `row_ts`: empty when they are the same timestamp, the usual
+/// case, else `row_ts` as 8 bytes big-endian.
+#[must_use]
+pub(crate) fn marker_value(marker_ts: i64, row_ts: i64) -> Option<[u8; 8]> {
+    (row_ts != marker_ts).then(|| row_ts.to_be_bytes())
+}
+
+/// The row timestamp a marker at `ts` with `value` carries (see
+/// [`marker_value`]); a value of any other length (not written by this
+/// library) is read as empty.
+#[must_use]
+pub(crate) fn marker_row_ts(ts: i64, value: &[u8]) -> i64 {
+    <[u8; 8]>::try_from(value).map_or(ts, i64::from_be_bytes)
 }
 
 /// What a row is at one "now", by the rule of this module.
@@ -87,12 +138,12 @@ pub(crate) enum Verdict {
     },
     /// Not live, and nothing of its own columns is visible.
     Absent,
-    /// Not live, though some of its columns (or its marker or shadow) are
-    /// visible: required column `missing` has no visible cell. A row
-    /// written piece by piece whose older columns expired, a row whose
-    /// struct gained a required field (`marked`: its marker is visible), or
+    /// Not live, though some of its required columns, or its marker with a
+    /// row timestamp that has not expired, are visible: required column
+    /// `missing` has no visible cell. Incomplete (see the module doc), or
     /// on the emulator, whose reads are not row-atomic, a read torn by a
-    /// concurrent write.
+    /// concurrent write; a reader that can look at the missing column's
+    /// stored cells tells them apart.
     Partial {
         /// The first required column (an index of `Schema::columns`)
         /// without a visible cell.
@@ -122,6 +173,7 @@ pub(crate) fn verdict(
     column: impl Fn(usize) -> Option<i64>,
 ) -> Verdict {
     let mut any_required = false;
+    let mut any_required_visible = false;
     let mut missing = None;
     let mut earliest_required: Option<i64> = None;
     let mut latest_column: Option<i64> = None;
@@ -131,7 +183,10 @@ pub(crate) fn verdict(
         if c.is_required() {
             any_required = true;
             match ts {
-                Some(ts) => earliest_required = Some(earliest_required.map_or(ts, |e| e.min(ts))),
+                Some(ts) => {
+                    any_required_visible = true;
+                    earliest_required = Some(earliest_required.map_or(ts, |e| e.min(ts)));
+                }
                 None => {
                     missing.get_or_insert(i);
                 }
@@ -139,23 +194,28 @@ pub(crate) fn verdict(
         }
     }
     if any_required {
-        return match (missing, earliest_required) {
-            (None, Some(row_ts)) => Verdict::Live { row_ts },
-            (Some(missing), _)
-                if latest_column.is_some()
-                    || newest.marker.is_some()
-                    || newest.written_at.is_some() =>
-            {
-                Verdict::Partial {
-                    missing,
-                    marked: newest.marker.is_some(),
-                }
-            }
-            _ => Verdict::Absent,
+        let Some(missing) = missing else {
+            return earliest_required.map_or(Verdict::Absent, |row_ts| Verdict::Live { row_ts });
+        };
+        return match newest.marker {
+            // The marker proves the required columns expired with it.
+            Some(marker) if marker.row_expired => Verdict::Absent,
+            Some(_) => Verdict::Partial {
+                missing,
+                marked: true,
+            },
+            None if any_required_visible => Verdict::Partial {
+                missing,
+                marked: false,
+            },
+            // Options, defaults, counters, entries or a shadow alone: no
+            // row of this struct (another struct sharing the family, or
+            // cells outliving a row whose marker was collected).
+            None => Verdict::Absent,
         };
     }
     let all_options = schema.all_fields_optional();
-    let marker = newest.marker.filter(|_| all_options);
+    let marker = newest.marker.map(|m| m.ts).filter(|_| all_options);
     if let Some(row_ts) = marker.max(newest.written_at).max(latest_column) {
         return Verdict::Live { row_ts };
     }
@@ -190,6 +250,7 @@ mod tests {
             columns,
             maps,
             written_at: None,
+            marker: b"\0\0T",
             key_fields: &["id"],
             key_separator: "",
         }
@@ -225,6 +286,71 @@ mod tests {
         move |i| ts[i]
     }
 
+    const fn live_marker(ts: i64) -> Marker {
+        Marker {
+            ts,
+            row_expired: false,
+        }
+    }
+
+    #[test]
+    fn a_marker_whose_row_expired_proves_the_row_absent() {
+        let expired = Newest {
+            marker: Some(Marker {
+                ts: 5,
+                row_expired: true,
+            }),
+            entry: Some(9),
+            ..Newest::default()
+        };
+        // Whatever else is visible: a required column of another writer,
+        // a counter, entries.
+        assert_eq!(
+            verdict(&REQUIRED, expired, cols(&[Some(7), None, Some(9)])),
+            Verdict::Absent
+        );
+        // Every required column visible again (rewritten by someone): live.
+        assert_eq!(
+            verdict(&REQUIRED, expired, cols(&[Some(7), Some(8), None])),
+            Verdict::Live { row_ts: 7 }
+        );
+    }
+
+    #[test]
+    fn without_a_marker_only_a_visible_required_column_makes_a_row_incomplete() {
+        // Defaults, counters, options or entries alone: another struct's
+        // row, or what outlived a row whose marker was collected.
+        assert_eq!(
+            verdict(&REQUIRED, Newest::default(), cols(&[None, None, Some(9)])),
+            Verdict::Absent
+        );
+        let shadow = Newest {
+            written_at: Some(3),
+            ..Newest::default()
+        };
+        assert_eq!(
+            verdict(&REQUIRED, shadow, cols(&[None, None, None])),
+            Verdict::Absent
+        );
+        assert_eq!(
+            verdict(&REQUIRED, Newest::default(), cols(&[None, Some(3), None])),
+            Verdict::Partial {
+                missing: 0,
+                marked: false
+            }
+        );
+    }
+
+    #[test]
+    fn a_marker_value_carries_the_row_timestamp_when_it_differs() {
+        assert_eq!(marker_value(7, 7), None);
+        let value = marker_value(7, 3).unwrap();
+        assert_eq!(marker_row_ts(7, &value), 3);
+        assert_eq!(marker_row_ts(7, b""), 7);
+        // Not this library's: read as empty.
+        assert_eq!(marker_row_ts(7, b"x"), 7);
+    }
+
     #[test]
     fn required_fields_all_live_make_the_row_live_until_the_earliest() {
         let v = verdict(
@@ -253,7 +379,7 @@ mod tests {
             }
         );
         let marked = Newest {
-            marker: Some(5),
+            marker: Some(live_marker(5)),
             ..Newest::default()
         };
         assert_eq!(
@@ -273,7 +399,7 @@ mod tests {
     #[test]
     fn without_required_fields_the_marker_or_any_column_makes_the_row() {
         let marker = Newest {
-            marker: Some(4),
+            marker: Some(live_marker(4)),
             ..Newest::default()
         };
         assert_eq!(
@@ -293,7 +419,7 @@ mod tests {
     #[test]
     fn the_marker_alone_makes_no_row_of_defaults_or_counters() {
         let marker = Newest {
-            marker: Some(4),
+            marker: Some(live_marker(4)),
             ..Newest::default()
         };
         assert_eq!(verdict(&COUNTED, marker, cols(&[None])), Verdict::Absent);

@@ -18,9 +18,10 @@ use crate::model::key::KeyPart;
 use crate::model::limits::{
     MAX_CELL_BYTES, MAX_MUTATIONS_PER_REQUEST, MAX_QUALIFIER_BYTES, MAX_ROW_BYTES,
 };
+use crate::model::liveness::marker_value;
 use crate::model::policy::{from_micros, millis_floor, Expiry, Policy};
 use crate::model::row::{BigtableRow, CellSink, MutationBuilder, MutationOut};
-use crate::model::schema::{window_mark, Column, Schema, WhenAbsent, ROW_MARKER};
+use crate::model::schema::{window_mark, Column, Schema, WhenAbsent};
 use crate::proto::{mutation, mutation::Mutation as M, Mutation};
 
 /// The mutations of one row write, ready to send.
@@ -188,9 +189,23 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
             })?;
             out.set_staged(shadow.family, shadow.qualifier.as_bytes(), row_ts);
         }
-        write_marker(out, schema, row_ts);
+        write_marker(out, schema, row_ts, expiry_ts(schema, now, row_ts));
         Ok(())
     }
+}
+
+/// The timestamp carrying the expiry of a row written whole at `now` with
+/// `row_ts`: the earliest of its required columns' (a required field with a
+/// shorter TTL of its own is stamped earlier; [`CellSink`] clamps every
+/// field to the row's).
+pub(crate) fn expiry_ts(schema: &Schema, now: DateTime<Utc>, row_ts: i64) -> i64 {
+    schema
+        .columns
+        .iter()
+        .filter(|c| c.is_required())
+        .filter_map(|c| c.ttl)
+        .filter_map(|ttl| schema.policy.cell_timestamp(now, Expiry::Ttl(ttl)).ok())
+        .fold(row_ts, i64::min)
 }
 
 /// A row written by [`MutationBuilder::encode_checked`].
@@ -425,18 +440,32 @@ impl<'a> MutationOut<'a> {
     }
 }
 
-/// The row marker of a whole-row write at `row_ts` (see
-/// [`crate::liveness`]), replacing any earlier one.
+/// The struct's row marker of a whole-row write at `row_ts`, its expiry
+/// carried by `expiry_ts` (see [`crate::liveness`]), replacing any earlier
+/// one.
 #[inline]
-pub(crate) fn push_marker(mutations: &mut Vec<Mutation>, schema: &Schema, row_ts: i64) {
-    write_marker(&mut MutationOut::values(mutations), schema, row_ts);
+pub(crate) fn push_marker(
+    mutations: &mut Vec<Mutation>,
+    schema: &Schema,
+    row_ts: i64,
+    expiry_ts: i64,
+) {
+    write_marker(
+        &mut MutationOut::values(mutations),
+        schema,
+        row_ts,
+        expiry_ts,
+    );
 }
 
 #[inline]
-fn write_marker(out: &mut MutationOut<'_>, schema: &Schema, row_ts: i64) {
+fn write_marker(out: &mut MutationOut<'_>, schema: &Schema, row_ts: i64, expiry_ts: i64) {
     let family = schema.marker_family();
-    clear_column(out, schema, family, ROW_MARKER);
-    out.set_cell(family, ROW_MARKER, row_ts, &[]);
+    clear_column(out, schema, family, schema.marker);
+    match marker_value(row_ts, expiry_ts) {
+        None => out.set_cell(family, schema.marker, row_ts, &[]),
+        Some(value) => out.set_cell(family, schema.marker, row_ts, &value),
+    }
 }
 
 /// Clear column `family:qualifier` before it is written again: a

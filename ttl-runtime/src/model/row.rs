@@ -183,8 +183,6 @@ pub(crate) enum Decoded<T> {
         /// The first required column (an index of `Schema::columns`)
         /// without a visible cell.
         missing: usize,
-        /// Whether the row marker is visible.
-        marked: bool,
     },
 }
 
@@ -207,7 +205,7 @@ pub(crate) fn classify_row<'a, T: BigtableRow>(
             Err(e) => Err(e.into_read_error(T::SCHEMA, key)),
         },
         Verdict::Absent => Ok(Decoded::Absent),
-        Verdict::Partial { missing, marked } => Ok(Decoded::Partial { missing, marked }),
+        Verdict::Partial { missing, .. } => Ok(Decoded::Partial { missing }),
     }
 }
 
@@ -215,10 +213,13 @@ pub(crate) fn classify_row<'a, T: BigtableRow>(
 /// is not live at `now` ([the liveness rule](crate::liveness)).
 ///
 /// # Errors
-/// [`crate::Error::Decode`] / [`crate::Error::BadRowKey`]; a row whose marker
-/// is live while a required column is missing is [`crate::Error::Decode`]
-/// naming that column (without the re-read a [`crate::Table`] does to tell a
-/// torn read or an expired column from a field the stored row never had).
+/// [`crate::Error::Decode`] / [`crate::Error::BadRowKey`]; an incomplete row
+/// (some required columns visible, or its marker live, while another
+/// required column is missing: see [`crate::liveness`]) is
+/// [`crate::Error::Decode`] naming the missing column. A [`crate::Table`]
+/// looks at that column's stored cells before it says so (a torn read, or
+/// a column whose expired cell is still stored, is not incomplete); this
+/// function judges `cells` alone.
 pub fn decode_row<'a, T: BigtableRow>(
     key: &'a [u8],
     cells: impl IntoIterator<Item = CellRef<'a>>,
@@ -226,11 +227,8 @@ pub fn decode_row<'a, T: BigtableRow>(
 ) -> Result<Option<Expiring<T>>> {
     match classify_row::<T>(key, cells, now)? {
         Decoded::Row(row) => Ok(Some(row)),
-        Decoded::Absent | Decoded::Partial { marked: false, .. } => Ok(None),
-        Decoded::Partial {
-            missing,
-            marked: true,
-        } => Err(missing_column(T::SCHEMA, key, missing)),
+        Decoded::Absent => Ok(None),
+        Decoded::Partial { missing, .. } => Err(missing_column(T::SCHEMA, key, missing)),
     }
 }
 

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
-use crate::model::liveness::{verdict, Newest, Verdict};
+use crate::model::liveness::{marker_row_ts, verdict, Marker, Newest, Verdict};
 use crate::model::scan::RawCell;
-use crate::model::schema::{Schema, ROW_MARKER};
+use crate::model::schema::Schema;
 
 /// A row as a rewrite (`update`, `touch`, `set_ttl`, an increment's
 /// reset, …) sees it: the newest visible cell of each of its declared
@@ -48,8 +48,16 @@ impl<'a> RowCells<'a> {
         let ts = |family: &str, qualifier: &[u8]| {
             newest.get(&(family, qualifier)).map(|c| c.timestamp_micros)
         };
+        let marker = newest
+            .iter()
+            .filter(|((family, qualifier), _)| schema.is_marker(family, qualifier))
+            .map(|(_, cell)| *cell)
+            .max_by_key(|cell| cell.timestamp_micros);
         let parts = Newest {
-            marker: ts(schema.marker_family(), ROW_MARKER),
+            marker: marker.map(|m| Marker {
+                ts: m.timestamp_micros,
+                row_expired: !visibility.is_visible(marker_row_ts(m.timestamp_micros, &m.value)),
+            }),
             written_at: schema
                 .written_at
                 .and_then(|s| ts(s.family, s.qualifier.as_bytes())),

@@ -4,10 +4,30 @@ use chrono::TimeDelta;
 
 use crate::model::policy::Policy;
 
-/// The qualifier of the row marker every whole-row write stores, in the
-/// struct's first family (see [`crate::liveness`]). One byte no
-/// field name can produce; the derive refuses a column named so.
-pub const ROW_MARKER: &[u8] = b"\0";
+/// How every row marker's qualifier starts: two NUL bytes, then the name of
+/// the struct that wrote it ([`Schema::marker`], see [`crate::liveness`]).
+/// No column can start so (the derive refuses a qualifier starting with a
+/// NUL byte), nor a counter's window mark (a NUL byte, then the counter's
+/// qualifier, which is not NUL).
+pub const ROW_MARKER_PREFIX: &[u8] = b"\0\0";
+
+/// The qualifier of the row marker this library wrote before markers were
+/// per struct: one NUL byte, shared by every struct of a family. Read as
+/// the struct's own marker only by a struct that owns its family
+/// ([`Schema::owns_family`]), where no other struct can have written it;
+/// ignored by every other struct (see [`crate::liveness`]).
+pub const LEGACY_ROW_MARKER: &[u8] = b"\0";
+
+/// The qualifier of the row marker of the struct named `name`:
+/// [`ROW_MARKER_PREFIX`] then the name. For a [`Schema`] built by hand
+/// (`marker: row_marker("Profile").leak()`); the derive writes the bytes.
+#[must_use]
+pub fn row_marker(name: &str) -> Vec<u8> {
+    let mut marker = Vec::with_capacity(ROW_MARKER_PREFIX.len() + name.len());
+    marker.extend_from_slice(ROW_MARKER_PREFIX);
+    marker.extend_from_slice(name.as_bytes());
+    marker
+}
 
 /// The qualifier of the window mark of the counter stored as `qualifier`:
 /// a NUL byte (reserved: no field's column starts with one), then the
@@ -45,6 +65,12 @@ pub struct Schema {
     pub maps: &'static [MapColumn],
     /// The shadow column holding the real write time, if declared.
     pub written_at: Option<ShadowColumn>,
+    /// The qualifier of the struct's row marker, in its first family:
+    /// [`ROW_MARKER_PREFIX`] then the struct's name, or the name given by
+    /// `#[bigtable(marker = "...")]` (see [`row_marker`] and
+    /// [`crate::liveness`]). Structs sharing a family and a row key each
+    /// have their own, so none judges its rows by another's.
+    pub marker: &'static [u8],
     /// The key fields, in key order.
     pub key_fields: &'static [&'static str],
     /// The separator joining several key fields (empty for one).
@@ -149,17 +175,19 @@ impl Schema {
         self.columns.iter().all(Column::is_option)
     }
 
-    /// The family holding the row marker ([`ROW_MARKER`]):
+    /// The family holding the row marker ([`Schema::marker`]):
     /// the struct's own, first family.
     #[must_use]
     pub(crate) fn marker_family(&self) -> &'static str {
         self.families.first().copied().unwrap_or_default()
     }
 
-    /// Whether `(family, qualifier)` is the row marker.
+    /// Whether `(family, qualifier)` is the struct's row marker: its own,
+    /// or, in a family it owns, the [`LEGACY_ROW_MARKER`].
     #[must_use]
     pub(crate) fn is_marker(&self, family: &str, qualifier: &[u8]) -> bool {
-        qualifier == ROW_MARKER && family == self.marker_family()
+        (qualifier == self.marker || (self.owns_family && qualifier == LEGACY_ROW_MARKER))
+            && family == self.marker_family()
     }
 
     /// Whether `(family, qualifier)` is the shadow column.

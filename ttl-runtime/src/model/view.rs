@@ -10,7 +10,7 @@ use crate::model::codec::CellCodec;
 use crate::model::error::{CodecError, Error, Result};
 use crate::model::field::{decode_error, FieldError};
 use crate::model::key::{KeyPart, KeyReader};
-use crate::model::liveness::{verdict, Newest, Verdict};
+use crate::model::liveness::{marker_row_ts, verdict, Marker, Newest, Verdict};
 use crate::model::schema::Schema;
 
 /// A value read back, with its expiry metadata (as Cassandra's `TTL()` and
@@ -253,6 +253,7 @@ impl<'a> RowView<'a> {
         debug_assert!(std::ptr::eq(schema, self.schema));
         let policy = schema.policy;
         let mut shadow: Option<Slot<'a>> = None;
+        let mut marker: Option<Slot<'a>> = None;
         let mut newest = Newest::default();
         let visibility = policy.visibility(now);
         for cell in cells {
@@ -266,10 +267,7 @@ impl<'a> RowView<'a> {
                     None => continue,
                 },
                 ColumnOf::WrittenAt => &mut shadow,
-                ColumnOf::Marker => {
-                    newest.marker = newest.marker.max(Some(ts));
-                    continue;
-                }
+                ColumnOf::Marker => &mut marker,
                 ColumnOf::MapEntry(m) => {
                     if let Some(entries) = self.maps.get_mut(m) {
                         newest.entry = newest.entry.max(Some(ts));
@@ -285,6 +283,10 @@ impl<'a> RowView<'a> {
             }
         }
         newest.written_at = shadow.map(|s| s.timestamp_micros);
+        newest.marker = marker.map(|m| Marker {
+            ts: m.timestamp_micros,
+            row_expired: !visibility.is_visible(marker_row_ts(m.timestamp_micros, m.value)),
+        });
         let columns = &self.columns;
         let verdict = verdict(schema, newest, |i| {
             columns.get(i).map(|s| s.timestamp_micros)

@@ -21,6 +21,9 @@
 //!   a policy, artificial timestamps and shadow column included, resumable
 //!   from a checkpoint;
 //! * [`raw_rows`]: every stored cell of a table, unfiltered;
+//! * `Table::add_markers`: give rows written without their struct's row
+//!   marker (by earlier versions or other programs) that marker, resumable
+//!   and sharded ([`MarkProgress`]);
 //! * [`Retime`]: extend or shorten one row's TTL in place, expire it now
 //!   (methods on [`crate::Table`]);
 //! * [`Update`]: set some fields of a live row, keeping its expiry or
@@ -39,6 +42,7 @@ mod apply;
 mod audit;
 mod expiry;
 mod inspect;
+mod markers;
 mod migrate;
 mod raw;
 mod retime;
@@ -52,6 +56,7 @@ pub use apply::{apply, ApplyOutcome, ApplyRequest};
 pub use audit::{audit, Audit, AuditReport, AuditRequest};
 pub use expiry::{expiries, ExpiryHistogram, ExpiryRequest, FamilyExpiries, MAX_DAYS};
 pub use inspect::{inspect, CellReport, FamilyPolicy, InspectRequest, RowInspection};
+pub use markers::{MarkProgress, MarkStatus};
 pub use migrate::verify_part;
 pub use migrate::{
     migrate, verify, Checkpoint, MigratePlan, MigrateReport, MigrateStatus, RowExpiry, Verification,

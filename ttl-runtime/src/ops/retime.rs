@@ -16,7 +16,7 @@ use crate::model::policy::{Expiry, Policy};
 use crate::model::row::BigtableRow;
 use crate::model::row_cells::RowCells;
 use crate::model::scan::{RawCell, Scan};
-use crate::model::schema::{Schema, WhenAbsent, ROW_MARKER};
+use crate::model::schema::{Column, Schema, WhenAbsent};
 use crate::model::view::Expiring;
 use crate::wire::merge::MergedRow;
 
@@ -110,15 +110,24 @@ pub(crate) fn retime_row(
     }
     let row_ts = policy.cell_timestamp(now, expiry)?;
     let mut mutations = Vec::with_capacity(2 * row.newest.len() + 2);
+    // The earliest timestamp of a required column, carried by the marker.
+    let mut expiry_ts = row_ts;
     for ((family, qualifier), cell) in &row.newest {
-        let own_ttl = schema
+        mutations.push(delete_column(family, qualifier));
+        if schema.is_marker(family, qualifier) {
+            // Written anew below, the marker of a row whole at one timestamp.
+            continue;
+        }
+        let column = schema
             .column_index(family, qualifier)
-            .and_then(|i| schema.columns[i].ttl);
-        let ts = match own_ttl {
+            .map(|i| &schema.columns[i]);
+        let ts = match column.and_then(|c| c.ttl) {
             Some(_) => cell.timestamp_micros.min(row_ts),
             None => row_ts,
         };
-        mutations.push(delete_column(family, qualifier));
+        if column.is_some_and(Column::is_required) {
+            expiry_ts = expiry_ts.min(ts);
+        }
         mutations.push(set_cell(family, qualifier, ts, cell.value.clone()));
     }
     for column in schema.columns {
@@ -131,9 +140,7 @@ pub(crate) fn retime_row(
             mutations.extend(mark_window(column, row_ts));
         }
     }
-    if row.get(schema.marker_family(), ROW_MARKER).is_none() {
-        push_marker(&mut mutations, schema, row_ts);
-    }
+    push_marker(&mut mutations, schema, row_ts, expiry_ts);
     Ok(Some(RowMutation {
         row_key: row_key.to_vec(),
         mutations,
@@ -466,6 +473,7 @@ mod tests {
             family: "c",
             qualifier: "written_at",
         }),
+        marker: b"\0\0Row",
         key_fields: &["id"],
         key_separator: "",
     };
@@ -534,7 +542,7 @@ mod tests {
                 ("written_at".to_owned(), new_ts, written.encode().unwrap()),
                 // A row written before the marker existed gets one: it is
                 // whole at one timestamp now.
-                ("\0".to_owned(), new_ts, Vec::new()),
+                ("\0\0Row".to_owned(), new_ts, Vec::new()),
             ]
         );
     }

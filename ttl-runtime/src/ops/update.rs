@@ -368,6 +368,7 @@ mod tests {
             family: "p",
             qualifier: "written_at",
         }),
+        marker: b"\0\0Row",
         key_fields: &["id"],
         key_separator: "",
     };

@@ -1,0 +1,284 @@
+//! Give rows written without the struct's row marker (by earlier versions,
+//! whose one marker was shared by every struct of a family, or by other
+//! programs) the marker that ends their ambiguity (see
+//! [`crate::liveness`]): [`Table::add_markers`].
+
+use std::ops::{Bound, ControlFlow};
+
+use chrono::{DateTime, Utc};
+use futures_util::TryStreamExt as _;
+
+use crate::client::conditional::Checked;
+use crate::client::table::Table;
+use crate::model::condition::{legacy_marker_alone, Pin};
+use crate::model::error::Result;
+use crate::model::liveness::{marker_value, Verdict};
+use crate::model::mutation::{set_cell, RowMutation};
+use crate::model::row::BigtableRow;
+use crate::model::row_cells::RowCells;
+use crate::model::scan::{RawCell, Scan};
+use crate::model::schema::{Schema, LEGACY_ROW_MARKER};
+
+use super::retime::Round;
+use super::shard::Part;
+
+/// How far [`Table::add_markers`] got: where to resume and what it did so
+/// far (running totals across resumed runs), in which part of the key
+/// space.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MarkProgress {
+    /// The part of the key space this run covers (the whole table unless
+    /// made by [`MarkProgress::for_part`]).
+    pub part: Part,
+    /// The last row done; resume after it. `None`: from the start.
+    pub last_row_key: Option<Vec<u8>>,
+    /// Rows read.
+    pub rows_read: u64,
+    /// Rows given the struct's marker.
+    pub rows_marked: u64,
+    /// Live rows that had the struct's marker already.
+    pub rows_already_marked: u64,
+    /// Incomplete rows (a required column without a cell, nothing showing
+    /// it expired): left as they are, for a person to look at.
+    pub rows_incomplete: u64,
+    /// Rows not live (expired, or of another struct): left alone.
+    pub rows_not_live: u64,
+}
+
+impl MarkProgress {
+    /// The start of a run over `part` only: one shard of a sharded run (see
+    /// [`super::plan_parts`]).
+    #[must_use]
+    pub fn for_part(part: Part) -> Self {
+        Self {
+            part,
+            ..Self::default()
+        }
+    }
+}
+
+/// How a run of [`Table::add_markers`] ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MarkStatus {
+    /// Every row of the part was looked at.
+    Done(MarkProgress),
+    /// Stopped by the callback after a page: resume from this.
+    Stopped(MarkProgress),
+}
+
+/// What one row needs, judged on its stored cells at `now`.
+#[derive(Debug, PartialEq, Eq)]
+enum Need {
+    /// Write the struct's marker, `(timestamp, value)`.
+    Marker(i64, Vec<u8>),
+    /// Write the struct's marker at the timestamp of the legacy one, the
+    /// only cell of a row of a struct whose fields are all `Option`.
+    LegacyMarker(i64),
+    /// Nothing: live and marked already.
+    Marked,
+    /// Nothing: incomplete.
+    Incomplete,
+    /// Nothing: not live.
+    NotLive,
+}
+
+/// Rows per page (and per callback).
+const PAGE_ROWS: usize = 500;
+
+impl<T: BigtableRow> Table<T> {
+    /// Give every live row of `T` that lacks `T`'s row marker that marker:
+    /// rows written before markers were per struct (their one-byte marker
+    /// is ignored by a struct that does not own its family), or by another
+    /// program. A marked row proves its own expiry, so once its required
+    /// columns expire and are collected it stays absent instead of reading
+    /// as incomplete (see the guide's "Rows and liveness").
+    ///
+    /// For each row, at the table clock's now: a live row without a
+    /// visible marker of `T` gets one, at the newest timestamp of its
+    /// required columns, carrying the row's expiry; a row of a struct whose
+    /// fields are all `Option` held only by the legacy marker gets one at
+    /// that marker's timestamp. Each write is conditional on the row's
+    /// liveness being unchanged since it was read (a put in between wrote
+    /// its own marker). Incomplete rows and rows that are not live are
+    /// counted and left alone.
+    ///
+    /// Resumable and sharded as `migrate` is: pass the progress `on_page`
+    /// was last given (or [`MarkProgress::for_part`]) as `resume`;
+    /// `on_page` is called after each page and may stop the run. Running
+    /// it again over marked rows writes nothing.
+    ///
+    /// ```no_run
+    /// # use bigtable_ttl::{BigtableRow, Table};
+    /// # use bigtable_ttl::ops::MarkStatus;
+    /// # use std::ops::ControlFlow;
+    /// # #[derive(BigtableRow)]
+    /// # #[bigtable(table = "people", family = "p")]
+    /// # #[ttl(default = "30d")]
+    /// # struct Person { #[bigtable(key)] id: String, name: String }
+    /// # async fn run(people: Table<Person>) -> bigtable_ttl::Result<()> {
+    /// let status = people.add_markers(None, |p| {
+    ///     println!("{} rows read, {} marked", p.rows_read, p.rows_marked);
+    ///     ControlFlow::Continue(())
+    /// }).await?;
+    /// if let MarkStatus::Done(p) = status {
+    ///     println!("{} incomplete rows to look at", p.rows_incomplete);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`crate::Error::Server`]; [`crate::Error::Conflict`] when a row keeps
+    /// changing under the conditional writes.
+    pub async fn add_markers(
+        &self,
+        resume: Option<MarkProgress>,
+        mut on_page: impl FnMut(&MarkProgress) -> ControlFlow<()>,
+    ) -> Result<MarkStatus> {
+        let mut progress = resume.unwrap_or_default();
+        if progress.part.is_empty() {
+            return Ok(MarkStatus::Done(progress));
+        }
+        let start = match &progress.last_row_key {
+            Some(key) if key.as_slice() >= progress.part.start.as_slice() => {
+                Bound::Excluded(key.clone())
+            }
+            _ => Bound::Included(progress.part.start.clone()),
+        };
+        let end = progress
+            .part
+            .end
+            .clone()
+            .map_or(Bound::Unbounded, Bound::Excluded);
+        let request = self.read_request(Scan::range((start, end)), None);
+        let mut rows = Box::pin(self.raw_stream(request));
+        let mut in_page = 0;
+        while let Some((key, cells)) = rows.try_next().await? {
+            let cells: Vec<RawCell> = cells.into_iter().map(RawCell::from).collect();
+            progress.rows_read += 1;
+            match need(T::SCHEMA, &cells, self.clock().now()) {
+                Need::Marker(..) => {
+                    if self.mark_row(&key).await? {
+                        progress.rows_marked += 1;
+                    }
+                }
+                Need::LegacyMarker(ts) => {
+                    if self.mark_legacy_row(&key, ts).await? {
+                        progress.rows_marked += 1;
+                    }
+                }
+                Need::Marked => progress.rows_already_marked += 1,
+                Need::Incomplete => progress.rows_incomplete += 1,
+                Need::NotLive => progress.rows_not_live += 1,
+            }
+            progress.last_row_key = Some(key);
+            in_page += 1;
+            if in_page == PAGE_ROWS {
+                in_page = 0;
+                if on_page(&progress).is_break() {
+                    return Ok(MarkStatus::Stopped(progress));
+                }
+            }
+        }
+        if in_page > 0 && on_page(&progress).is_break() {
+            return Ok(MarkStatus::Stopped(progress));
+        }
+        Ok(MarkStatus::Done(progress))
+    }
+
+    /// Write `T`'s marker to row `key` if it still needs one; whether it
+    /// was written.
+    async fn mark_row(&self, key: &[u8]) -> Result<bool> {
+        let plan = |row: &RowCells<'_>, now: DateTime<Utc>| {
+            let cells: Vec<RawCell> = row.newest.values().map(|c| (*c).clone()).collect();
+            Ok(match need(T::SCHEMA, &cells, now) {
+                Need::Marker(ts, value) => {
+                    let family = T::SCHEMA.marker_family();
+                    let m = RowMutation {
+                        row_key: key.to_vec(),
+                        mutations: vec![set_cell(family, T::SCHEMA.marker, ts, value)],
+                        timestamp_micros: ts,
+                        expires_at: T::SCHEMA.policy.expiry_of(ts)?,
+                    };
+                    Round::Write(m, Pin::Everything, ())
+                }
+                _ => Round::Done(false),
+            })
+        };
+        self.rewrite_unchanged(key, plan, |_, (), _| Ok(true)).await
+    }
+
+    /// Write `T`'s marker at `ts` to row `key` if its newest legacy marker
+    /// is still at `ts` and it still has no marker of `T`; whether it was
+    /// written. An answer lost is settled by reading the marker back.
+    async fn mark_legacy_row(&self, key: &[u8], ts: i64) -> Result<bool> {
+        let schema = T::SCHEMA;
+        let family = schema.marker_family();
+        let now = self.clock().now();
+        let predicate = legacy_marker_alone(schema, ts, now);
+        let mutation = set_cell(family, schema.marker, ts, Vec::new());
+        match self
+            .check_and_mutate(key, predicate, vec![mutation], Vec::new())
+            .await?
+        {
+            Checked::Answered(matched) => Ok(matched),
+            Checked::Unknown(status) => {
+                let m = RowMutation {
+                    row_key: key.to_vec(),
+                    mutations: vec![set_cell(family, schema.marker, ts, Vec::new())],
+                    timestamp_micros: ts,
+                    expires_at: schema.policy.expiry_of(ts)?,
+                };
+                if self.settle(&m, &status).await? {
+                    Ok(true)
+                } else {
+                    Err(self.outcome_unknown(key.to_vec(), status))
+                }
+            }
+        }
+    }
+}
+
+/// What a row of `schema` stored as `cells` needs at `now`.
+fn need(schema: &Schema, cells: &[RawCell], now: DateTime<Utc>) -> Need {
+    let row = RowCells::of(schema, cells, now);
+    match row.verdict() {
+        Verdict::Live { row_ts } => {
+            if row.newest.keys().any(|(f, q)| schema.is_marker(f, q)) {
+                return Need::Marked;
+            }
+            // The newest required timestamp: the marker must outlive every
+            // required column it vouches for.
+            let ts = schema
+                .columns
+                .iter()
+                .filter(|c| c.is_required())
+                .filter_map(|c| row.get(c.family, c.qualifier.as_bytes()))
+                .map(|c| c.timestamp_micros)
+                .max()
+                .unwrap_or(row_ts);
+            let value = marker_value(ts, row_ts).map(Vec::from).unwrap_or_default();
+            Need::Marker(ts, value)
+        }
+        Verdict::Partial { .. } => Need::Incomplete,
+        Verdict::Absent => legacy_only(schema, cells, now).unwrap_or(Need::NotLive),
+    }
+}
+
+/// A row of a struct whose fields are all `Option` that only the legacy
+/// one-byte marker holds (every field `None` when it was written): its
+/// marker at the legacy one's timestamp.
+fn legacy_only(schema: &Schema, cells: &[RawCell], now: DateTime<Utc>) -> Option<Need> {
+    if !schema.all_fields_optional() || schema.marker == LEGACY_ROW_MARKER {
+        return None;
+    }
+    let legacy = Schema {
+        marker: LEGACY_ROW_MARKER,
+        ..*schema
+    };
+    match RowCells::of(&legacy, cells, now).verdict() {
+        Verdict::Live { row_ts } => Some(Need::LegacyMarker(row_ts)),
+        _ => None,
+    }
+}
