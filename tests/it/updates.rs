@@ -399,3 +399,55 @@ async fn a_lost_answer_to_a_clear_only_update_is_not_taken_for_success() {
     let read = direct.get("n1").await.unwrap().unwrap();
     assert_eq!(read.tag, None, "the update applied after the put it raced");
 }
+
+/// Every field an `Option`: a row of it lives by any of its columns, or by
+/// its marker when every field is `None`.
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "notes", family = "n")]
+#[ttl(default = "1d")]
+struct Note {
+    #[bigtable(key)]
+    id: String,
+    text: Option<String>,
+    tag: Option<String>,
+}
+
+/// Clearing the only live column of a row written without a marker (by
+/// another program) answers what a read right after it sees: the row,
+/// every field `None`, with the expiry the update reported.
+#[tokio::test]
+async fn clearing_the_last_column_of_an_unmarked_row_answers_what_a_read_sees() {
+    use bigtable_ttl::data::RawTable;
+    use bigtable_ttl::proto::{mutation, Mutation};
+    let clock = Clock::system();
+    let notes = support::table::<Note>(&clock).await;
+    let ts = Utc::now().timestamp_millis() * 1_000;
+    RawTable::new(notes.connection(), "notes")
+        .mutate_row(
+            "n1",
+            vec![Mutation {
+                mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
+                    family_name: "n".into(),
+                    column_qualifier: b"text".to_vec(),
+                    timestamp_micros: ts,
+                    value: b"hello".to_vec(),
+                })),
+            }],
+        )
+        .await
+        .unwrap();
+    let written = notes
+        .update(&"n1".to_owned())
+        .clear(Note::TEXT)
+        .apply()
+        .await
+        .unwrap()
+        .expect("the row was live");
+    let read = notes
+        .get(&"n1".to_owned())
+        .await
+        .unwrap()
+        .expect("the update said the row is there");
+    assert_eq!((read.value.text, read.value.tag), (None, None));
+    assert_eq!(read.expires_at, written.expires_at);
+}

@@ -14,7 +14,7 @@ use crate::model::condition::Pin;
 use crate::model::error::{Error, Result};
 use crate::model::key::AsKey;
 use crate::model::limits::MAX_CELL_BYTES;
-use crate::model::mutation::{delete_column, set_cell, RowMutation};
+use crate::model::mutation::{delete_column, push_marker, set_cell, RowMutation};
 use crate::model::policy::{from_micros, millis_floor, Expiry};
 use crate::model::row::BigtableRow;
 use crate::model::row_cells::RowCells;
@@ -170,6 +170,15 @@ pub(crate) fn update_row(
                 cell.timestamp_micros,
                 cell.value.clone(),
             ));
+        }
+        let marked = row.newest.keys().any(|(f, q)| schema.is_marker(f, q));
+        if schema.all_fields_optional() && !marked {
+            // A row of `Option`s without its marker (written by another
+            // program, or before per-struct markers) lives by its columns:
+            // clearing the last of them would leave no row, where the
+            // answer says one is there. The marker keeps it, every field
+            // `None`, as a put of such a value does.
+            push_marker(&mut mutations, schema, row_ts, row_ts);
         }
         RowMutation {
             row_key: row_key.to_vec(),
