@@ -66,45 +66,58 @@ where
     futures_util::stream::unfold(Some(reading), move |reading| async move {
         let mut r = reading?;
         loop {
-            match r.page.next().await {
-                Some(Judged { key, row }) => {
-                    match key {
-                        Some(key) => {
-                            r.sent += 1;
-                            r.last_key = Some(key);
-                        }
-                        None => r.failed = true,
-                    }
-                    if let Some(row) = row {
-                        r.returned += 1;
-                        // The page is dropped with the read once the limit
-                        // is reached: the server may still be sending.
-                        let more = (r.returned < limit).then_some(r);
-                        return Some((row, more));
-                    }
+            let Some(Judged { key, row }) = r.page.next().await else {
+                if r.go_on(limit) {
+                    continue;
                 }
-                None => {
-                    let asked = u64::try_from(r.request.rows_limit).unwrap_or(0);
-                    if r.failed || r.sent < asked {
-                        // The range is read out (or the read failed).
-                        return None;
-                    }
-                    let last_key = r.last_key.take()?;
-                    let mut next = r.request.clone();
-                    let wanted = (limit - r.returned).max(asked.saturating_mul(2));
-                    next.rows_limit = i64::try_from(wanted).unwrap_or(i64::MAX);
-                    r.request = resume_request(next, &last_key, 0)?;
-                    tracing::debug!(
-                        rows_limit = r.request.rows_limit,
-                        after = %last_key.escape_ascii(),
-                        "a limited read goes on: the server's limit counted rows left out"
-                    );
-                    r.page = Box::pin((r.open)(r.request.clone()));
-                    r.sent = 0;
+                return None;
+            };
+            match key {
+                Some(key) => {
+                    r.sent += 1;
+                    r.last_key = Some(key);
                 }
+                None => r.failed = true,
+            }
+            if let Some(row) = row {
+                r.returned += 1;
+                // The page is dropped with the read once the limit is
+                // reached: the server may still be sending.
+                let more = (r.returned < limit).then_some(r);
+                return Some((row, more));
             }
         }
     })
+}
+
+impl<S, F: FnMut(ReadRowsRequest) -> S> Reading<S, F> {
+    /// At the end of a page: open the next one, if the server's limit was
+    /// used up and the range goes on; `false` when the read is over.
+    fn go_on(&mut self, limit: u64) -> bool {
+        let asked = u64::try_from(self.request.rows_limit).unwrap_or(0);
+        // Fewer rows than asked: the range is read out.
+        if self.failed || self.sent < asked {
+            return false;
+        }
+        let Some(last_key) = self.last_key.take() else {
+            return false;
+        };
+        let mut next = self.request.clone();
+        let wanted = (limit - self.returned).max(asked.saturating_mul(2));
+        next.rows_limit = i64::try_from(wanted).unwrap_or(i64::MAX);
+        let Some(next) = resume_request(next, &last_key, 0) else {
+            return false;
+        };
+        tracing::debug!(
+            rows_limit = next.rows_limit,
+            after = %last_key.escape_ascii(),
+            "a limited read goes on: the server's limit counted rows left out"
+        );
+        self.page = Box::pin((self.open)(next.clone()));
+        self.request = next;
+        self.sent = 0;
+        true
+    }
 }
 
 #[cfg(test)]

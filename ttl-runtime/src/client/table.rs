@@ -623,7 +623,8 @@ impl<T: BigtableRow> Table<T> {
 
     /// The rows `scan` covers, as visible now, in key order (descending for
     /// a [`Scan::reversed`] scan); rows whose cells have all expired are
-    /// skipped.
+    /// skipped. With [`Scan::limit`]`(n)`, the first `n` rows this returns
+    /// (the last `n`, reversed): rows left out do not count.
     ///
     /// # Errors
     /// As [`Table::get`].
