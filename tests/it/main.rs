@@ -49,6 +49,7 @@ mod readme;
 mod reliability_emulator_kill;
 mod reliability_faults;
 mod reliability_load;
+mod scan_limits;
 mod scans;
 mod schema_admin;
 mod shared_rows;

@@ -403,9 +403,9 @@ async fn a_lost_answer_to_a_clear_only_update_is_not_taken_for_success() {
 /// Every field an `Option`: a row of it lives by any of its columns, or by
 /// its marker when every field is `None`.
 #[derive(Debug, Clone, PartialEq, BigtableRow)]
-#[bigtable(table = "notes", family = "n")]
+#[bigtable(table = "memos", family = "n")]
 #[ttl(default = "1d")]
-struct Note {
+struct Memo {
     #[bigtable(key)]
     id: String,
     text: Option<String>,
@@ -420,9 +420,9 @@ async fn clearing_the_last_column_of_an_unmarked_row_answers_what_a_read_sees() 
     use bigtable_ttl::data::RawTable;
     use bigtable_ttl::proto::{mutation, Mutation};
     let clock = Clock::system();
-    let notes = support::table::<Note>(&clock).await;
+    let memos = support::table::<Memo>(&clock).await;
     let ts = Utc::now().timestamp_millis() * 1_000;
-    RawTable::new(notes.connection(), "notes")
+    RawTable::new(memos.connection(), "memos")
         .mutate_row(
             "n1",
             vec![Mutation {
@@ -436,14 +436,14 @@ async fn clearing_the_last_column_of_an_unmarked_row_answers_what_a_read_sees() 
         )
         .await
         .unwrap();
-    let written = notes
+    let written = memos
         .update(&"n1".to_owned())
-        .clear(Note::TEXT)
+        .clear(Memo::TEXT)
         .apply()
         .await
         .unwrap()
         .expect("the row was live");
-    let read = notes
+    let read = memos
         .get(&"n1".to_owned())
         .await
         .unwrap()

@@ -21,6 +21,7 @@ use crate::client::admin::{EnsureOptions, SchemaReport};
 use crate::client::connection::Connection;
 use crate::client::data::RawTable;
 use crate::client::failure::status_error;
+use crate::client::limited::{limited, Judged};
 use crate::client::read::{ReadCounters, ReadOptions, ReadStats};
 use crate::client::telemetry;
 use crate::client::writer::{BulkWriter, WriteOptions};
@@ -622,7 +623,8 @@ impl<T: BigtableRow> Table<T> {
 
     /// The rows `scan` covers, as visible now, in key order (descending for
     /// a [`Scan::reversed`] scan); rows whose cells have all expired are
-    /// skipped.
+    /// skipped. With [`Scan::limit`]`(n)`, the first `n` rows this returns
+    /// (the last `n`, reversed): rows left out do not count.
     ///
     /// # Errors
     /// As [`Table::get`].
@@ -659,40 +661,68 @@ impl<T: BigtableRow> Table<T> {
         telemetry::stream(&self.name, "stream", self.stream_at(scan, self.clock.now()))
     }
 
-    /// [`Table::stream`] of the rows as visible at `now`.
+    /// [`Table::stream`] of the rows as visible at `now`. A limited scan
+    /// returns its first rows the reader returns, whatever the server
+    /// counts ([`crate::client::limited`]).
     pub(crate) fn stream_at(
         &self,
         scan: Scan,
         now: DateTime<Utc>,
     ) -> impl Stream<Item = Result<Expiring<T>>> {
-        let request = self.read_request(scan, Some(self.row_filter(now)));
+        let limit = scan.row_limit();
+        match (limit, self.read_request(scan, Some(self.row_filter(now)))) {
+            (Some(limit), Ok(Some(request))) => {
+                let this = self.clone();
+                let pages = move |request| this.judged_rows(Ok(Some(request)), now);
+                limited(request, limit, pages).left_stream()
+            }
+            (_, request) => self
+                .judged_rows(request, now)
+                .filter_map(|judged| futures_util::future::ready(judged.row))
+                .right_stream(),
+        }
+    }
+
+    /// The rows of `request` as the reader judges them at `now`, those it
+    /// leaves out included (as `row: None`).
+    fn judged_rows(
+        &self,
+        request: Result<Option<ReadRowsRequest>>,
+        now: DateTime<Utc>,
+    ) -> impl Stream<Item = Judged<Expiring<T>>> {
         let this = self.clone();
-        self.raw_stream(request).filter_map(move |row| {
+        let ready = |key, row| Either::Left(futures_util::future::ready(Judged { key, row }));
+        self.raw_stream(request).then(move |row| {
             // The common path stays synchronous: only a row that is not live
             // while some of its own cells are (see `settle_partial`) needs a
             // handle and more requests.
             let (key, cells) = match row {
                 Ok(row) => row,
-                Err(e) => return Either::Left(futures_util::future::ready(Some(Err(e)))),
+                Err(e) => return ready(None, Some(Err(e))),
             };
             let decoded = classify_row::<T>(&key, cells.iter().map(Cell::as_cell_ref), now)
                 .map_err(|e| e.in_table(&this.name));
             match decoded {
-                Ok(Decoded::Row(row)) => Either::Left(futures_util::future::ready(Some(Ok(row)))),
-                Ok(Decoded::Absent) => Either::Left(futures_util::future::ready(None)),
+                Ok(Decoded::Row(row)) => ready(Some(key), Some(Ok(row))),
+                Ok(Decoded::Absent) => ready(Some(key), None),
                 Ok(Decoded::Partial { missing, .. }) => {
                     let this = this.clone();
                     // Boxed: the stream holds room for its pending future,
                     // and a read's state would make every row's ready
                     // result that large to move.
                     Either::Right(Box::pin(async move {
-                        let settled = this.settle_partial(key, now, missing).await;
-                        this.skip_undecodable(settled).transpose()
+                        let settled = this.settle_partial(key.clone(), now, missing).await;
+                        let row = this.skip_undecodable(settled).transpose();
+                        Judged {
+                            key: Some(key),
+                            row,
+                        }
                     }))
                 }
-                Err(e) => Either::Left(futures_util::future::ready(
-                    this.skip_undecodable(Err(e)).transpose(),
-                )),
+                Err(e) => {
+                    let row = this.skip_undecodable(Err(e)).transpose();
+                    ready(Some(key), row)
+                }
             }
         })
     }

@@ -26,12 +26,15 @@ use crate::proto::{
 /// ```
 ///
 /// Keys are the encoded row keys (`T::encode_key`), in Bigtable's byte order.
-/// A [`Scan::limit`] counts rows the server returns. The server's timestamp
-/// filter already drops every expired cell, so a row it returns is almost
-/// always one the typed reader shows; the reader hides a returned row only
-/// when none of its visible cells is a declared column (cells of columns the
-/// struct does not know), so a limited scan can then yield fewer rows than
-/// the limit although more exist.
+/// A [`Scan::limit`] counts the rows a typed read returns: `limit(n)` gives
+/// the first `n` live rows (the last `n` with [`Scan::reversed`]), or every
+/// live row when there are fewer. Rows the reader leaves out (a row whose
+/// required column has expired while another cell of it is live, one with
+/// only columns the struct does not know, one skipped as undecodable under
+/// [`crate::read::ReadOptions::with_skip_undecodable`]) do not count; a row
+/// that does not decode, returned as its error, does. ([`crate::Table::raw_rows`]
+/// leaves no row out; the raw data layer's [`crate::data::ReadRows::limit`]
+/// is Bigtable's own: rows the server sends.)
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[must_use]
 pub struct Scan {
@@ -185,8 +188,16 @@ impl Scan {
         }
     }
 
-    /// At most `rows` rows (as counted by the server; see the type's docs).
-    /// A limit of zero means no limit, as in Bigtable's API.
+    /// At most `rows` rows: the first `rows` the typed reader returns, rows
+    /// it leaves out not counted (see the type's docs). A limit of zero
+    /// means no limit, as in Bigtable's API.
+    ///
+    /// The limit is sent to the server, so a read asks for no more rows
+    /// than it needs when every row it meets is live; when the server's
+    /// limit is used up by rows the reader left out, the read goes on after
+    /// the last key the server sent (below it, reversed), in as many more
+    /// requests as it takes (each asking for at least twice as many rows as
+    /// the one before), and stops once it has `rows` rows.
     pub fn limit(mut self, rows: u64) -> Self {
         self.limit = (rows > 0).then_some(rows);
         self
