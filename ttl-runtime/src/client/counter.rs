@@ -306,9 +306,12 @@ impl<T: BigtableRow> Table<T> {
                 return Err(self.no_live_row(row_key));
             }
             Verdict::Absent | Verdict::Partial { .. } => {
-                // The new window's expiry comes from the table's clock, as
-                // every write's does.
-                let written = self.clock().now();
+                // The new window's TTL runs from the later of the server's
+                // clock (the stamp that closed the old window) and the
+                // table's: from the table's alone, a clock behind the
+                // server's by more than the TTL would open windows already
+                // over at the server, each increment landing in none.
+                let written = now.max(self.clock().now());
                 let row_ts = policy.cell_timestamp(written, expiry)?;
                 let mutations = new_row(counter, row_ts, by, written)?;
                 (not_live_row(T::SCHEMA, now), mutations, row_ts)

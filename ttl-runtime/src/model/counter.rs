@@ -228,17 +228,15 @@ pub(crate) fn landed<T: BigtableRow>(
             },
         )
     })?;
-    let client_now = millis_floor(client_now)?;
     if count.timestamp_micros <= mark {
         // Both stamped with the server's now: the window was over.
         return Ok(Landed::Dead {
-            now: mark.max(client_now),
+            now: mark.max(millis_floor(client_now)?),
         });
     }
-    if count.timestamp_micros <= client_now {
-        // Live at the server, over by the table's clock.
-        return Ok(Landed::Dead { now: client_now });
-    }
+    // Counted in the live window, whatever the table's clock says now: the
+    // answer may come after the expiry, the increment did not. Counting it
+    // again would count it twice.
     Ok(Landed::Live {
         counted: Counted {
             value: i64::from_be_bytes(bytes),
