@@ -28,6 +28,7 @@ mod cloud_path;
 mod conditional;
 mod connection_builder;
 mod connection_config;
+mod counter_windows;
 mod counters;
 mod deadlines;
 mod derive_schema;

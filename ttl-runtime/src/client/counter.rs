@@ -35,8 +35,11 @@ impl<T: BigtableRow> Table<T> {
     /// A counter lives and expires with its row (its cell carries the row's
     /// timestamp), and its window is decided by **the server's clock**, not
     /// this table's: an increment the server applies before the expiry
-    /// counts in the window and keeps its expiry; one it applies at or after
-    /// it never continues the old count.
+    /// counts in the window and keeps its expiry (and is returned so, even
+    /// when the answer comes after the expiry: it is never counted twice);
+    /// one it applies at or after it never continues the old count. A
+    /// window this table's clock sees over is replaced before the
+    /// increment is sent.
     ///
     /// * In a **live row**, the counter is incremented (an absent counter,
     ///   as in a row written before the field existed, counts from zero),
@@ -46,8 +49,10 @@ impl<T: BigtableRow> Table<T> {
     ///   even if not yet garbage-collected), in a struct whose other fields
     ///   are all `Option`, default or counters: the increment creates a
     ///   whole new row holding `by`, every other field absent (`None`, its
-    ///   default, zero; maps empty), expiring as `expiry` says, from the
-    ///   server's now. Nothing of the old row comes back.
+    ///   default, zero; maps empty), expiring as `expiry` says, from this
+    ///   table's now (from the server's when that is later, for an
+    ///   increment that found the server had closed the window). Nothing
+    ///   of the old row comes back.
     /// * A row that is not live in a struct with **required fields**:
     ///   [`Error::NoLiveRow`]; an increment has no value for them, so it
     ///   never creates a row a reader could not read. Write the row first.
@@ -306,9 +311,12 @@ impl<T: BigtableRow> Table<T> {
                 return Err(self.no_live_row(row_key));
             }
             Verdict::Absent | Verdict::Partial { .. } => {
-                // The new window's expiry comes from the table's clock, as
-                // every write's does.
-                let written = self.clock().now();
+                // The new window's TTL runs from the later of the server's
+                // clock (the stamp that closed the old window) and the
+                // table's: from the table's alone, a clock behind the
+                // server's by more than the TTL would open windows already
+                // over at the server, each increment landing in none.
+                let written = now.max(self.clock().now());
                 let row_ts = policy.cell_timestamp(written, expiry)?;
                 let mutations = new_row(counter, row_ts, by, written)?;
                 (not_live_row(T::SCHEMA, now), mutations, row_ts)

@@ -39,13 +39,36 @@ use chrono::{DateTime, TimeDelta, Utc};
 #[derive(Debug, Clone, Default)]
 pub struct Clock {
     manual: Option<Arc<AtomicI64>>,
+    /// Added to the system clock (not to a manual one).
+    offset: TimeDelta,
 }
 
 impl Clock {
     /// The system clock.
     #[must_use]
     pub fn system() -> Self {
-        Self { manual: None }
+        Self::default()
+    }
+
+    /// The system clock, `by` ahead of it (behind when `by` is negative):
+    /// what a client whose clock is off sees, to test how this library
+    /// meets a server whose clock is not the client's (see the guide's
+    /// "Time and clocks" and "Counters" pages for the skew each feature
+    /// supports).
+    ///
+    /// ```
+    /// use bigtable_ttl::Clock;
+    /// use chrono::{TimeDelta, Utc};
+    ///
+    /// let ahead = Clock::system_offset(TimeDelta::milliseconds(300));
+    /// assert!(ahead.now() >= Utc::now() + TimeDelta::milliseconds(299));
+    /// ```
+    #[must_use]
+    pub fn system_offset(by: TimeDelta) -> Self {
+        Self {
+            manual: None,
+            offset: by,
+        }
     }
 
     /// A clock that stays at `start` until set or advanced (microsecond precision).
@@ -74,6 +97,7 @@ impl Clock {
     pub fn manual(start: DateTime<Utc>) -> Self {
         Self {
             manual: Some(Arc::new(AtomicI64::new(start.timestamp_micros()))),
+            offset: TimeDelta::zero(),
         }
     }
 
@@ -89,7 +113,13 @@ impl Clock {
     #[must_use]
     pub fn now(&self) -> DateTime<Utc> {
         match &self.manual {
-            None => Utc::now(),
+            None => Utc::now().checked_add_signed(self.offset).unwrap_or(
+                if self.offset < TimeDelta::zero() {
+                    DateTime::<Utc>::MIN_UTC
+                } else {
+                    DateTime::<Utc>::MAX_UTC
+                },
+            ),
             Some(micros) => DateTime::from_timestamp_micros(micros.load(Ordering::SeqCst))
                 .unwrap_or(DateTime::<Utc>::MAX_UTC),
         }
@@ -98,7 +128,8 @@ impl Clock {
     /// Set a manual clock to `t`.
     ///
     /// # Panics
-    /// On the system clock, which cannot be set: that is a programming error.
+    /// On the system clock (offset or not), which cannot be set: that is a
+    /// programming error.
     pub fn set(&self, t: DateTime<Utc>) {
         self.manual
             .as_ref()
@@ -110,7 +141,7 @@ impl Clock {
     /// at the ends of chrono's range instead of wrapping around.
     ///
     /// # Panics
-    /// On the system clock, which cannot be moved.
+    /// On the system clock (offset or not), which cannot be moved.
     pub fn advance(&self, by: TimeDelta) {
         let (min, max) = (
             DateTime::<Utc>::MIN_UTC.timestamp_micros(),

@@ -30,14 +30,31 @@
 //! earlier version) is stamped the same way, which tells the same apart; it
 //! is then written where it belongs, once.
 //!
-//! A window is over for this library when either clock says so: the
-//! server's when it applied the increment, or the table's clock read after
-//! the answer. Then the increment is counted again, by a conditional write
-//! decided at that now, into the live row (at the row's timestamp) or into
-//! a new row; dead stamps never count as a live window there. No count
-//! continues a window the server had closed, and no window's expiry ever
-//! moves. The derive refuses counters under a default TTL, where no
-//! timestamp a counter could carry survives an increment.
+//! An increment the answer shows in the live window was counted there,
+//! once, even when the table's clock has passed the expiry by the time the
+//! answer comes: it is never counted again (that would count it twice and
+//! leave a gap in the window's answers). The table's clock closes windows
+//! *before* an increment instead: the first step replaces a row that is
+//! not live by it. An increment the answer shows on no live window is
+//! counted again, by a conditional write decided at the later of the
+//! server's stamp and the table's now, into the live row (at the row's
+//! timestamp) or into a new row whose TTL runs from that same instant
+//! (from the table's clock alone, a client behind the server by more than
+//! the TTL would open windows already over at the server); dead stamps
+//! never count as a live window there. No count continues a window the
+//! server had closed, no increment is counted in two windows, and no
+//! window's expiry ever moves. The derive refuses counters under a default
+//! TTL, where no timestamp a counter could carry survives an increment.
+//!
+//! The server stamps each rule of a `ReadModifyWriteRow` with its own now
+//! (`bttest/inmem.go` reads the clock per rule), so the counter's and the
+//! mark's may straddle the expiry. The counter's rule comes first: the
+//! counter reads as the later only when both were applied before the
+//! expiry. An increment the server applied in the expiry's own millisecond
+//! adds to the old cell, in place, and is judged dead; it is counted again
+//! in a new window, and the old window's answers stop before it, with no
+//! gap (no later increment can land live in a window the server's clock
+//! has reached).
 
 use std::marker::PhantomData;
 
@@ -146,8 +163,10 @@ pub struct Counted {
     pub expires_at: DateTime<Utc>,
 }
 
-/// The `ReadModifyWriteRow` rules of an increment by `by`: the counter, and
-/// its window mark by zero (one `now` for both, taken once per request).
+/// The `ReadModifyWriteRow` rules of an increment by `by`: the counter, then
+/// its window mark by zero. The server may read its clock once per rule;
+/// in this order a counter stamped later than its mark proves both rules
+/// were applied before the expiry.
 pub(crate) fn increment_rules<T: BigtableRow>(
     counter: CounterField<T>,
     by: i64,
@@ -228,17 +247,15 @@ pub(crate) fn landed<T: BigtableRow>(
             },
         )
     })?;
-    let client_now = millis_floor(client_now)?;
     if count.timestamp_micros <= mark {
         // Both stamped with the server's now: the window was over.
         return Ok(Landed::Dead {
-            now: mark.max(client_now),
+            now: mark.max(millis_floor(client_now)?),
         });
     }
-    if count.timestamp_micros <= client_now {
-        // Live at the server, over by the table's clock.
-        return Ok(Landed::Dead { now: client_now });
-    }
+    // Counted in the live window, whatever the table's clock says now: the
+    // answer may come after the expiry, the increment did not. Counting it
+    // again would count it twice.
     Ok(Landed::Live {
         counted: Counted {
             value: i64::from_be_bytes(bytes),
