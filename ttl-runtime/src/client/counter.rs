@@ -128,9 +128,11 @@ impl<T: BigtableRow> Table<T> {
         for _ in 0..INCREMENT_ROUNDS {
             let now = self.clock().now();
             if has_required {
-                // The increment cannot make a row: only into a live one.
+                // The increment cannot make a row: only into a live one,
+                // judged as the conditional writes of the call judge it.
                 let cells = self.visible_cells(&row_key, now).await?;
-                if RowCells::of(T::SCHEMA, &cells, now)
+                let (_, horizon) = self.horizon();
+                if RowCells::of(T::SCHEMA, &cells, horizon)
                     .verdict()
                     .row_ts()
                     .is_none()
@@ -190,8 +192,9 @@ impl<T: BigtableRow> Table<T> {
     ) -> Result<()> {
         let row_ts = T::SCHEMA.policy.cell_timestamp(now, expiry)?;
         let create = new_row(counter, row_ts, 0, now)?;
-        if let Checked::Unknown(status) = self
-            .check_and_mutate(row_key, live_row(T::SCHEMA, now), Vec::new(), create)
+        let (cut, horizon) = self.horizon();
+        if let Checked::Unknown(status) = cut
+            .check_and_mutate(row_key, live_row(T::SCHEMA, horizon), Vec::new(), create)
             .await?
         {
             tracing::debug!(table = %self.name(), %status, "a counter's new window went unanswered");
@@ -276,7 +279,11 @@ impl<T: BigtableRow> Table<T> {
                 timestamp_micros: now,
             })?;
         let cells = without_dead_stamps(counter, self.visible_cells(row_key, now).await?);
-        let row = RowCells::of(T::SCHEMA, &cells, now);
+        // Judged at the latest instant the write may land (see
+        // `Table::horizon`); the cleanup of a refused increment below
+        // stays at `now`: it only removes cells of a row dead then.
+        let (cut, horizon) = self.horizon();
+        let row = RowCells::of(T::SCHEMA, &cells, horizon);
         let column = counter.column();
         let (predicate, mutations, row_ts): (RowFilter, Vec<Mutation>, i64) = match row.verdict() {
             // Another writer opened a window meanwhile: increment into it.
@@ -288,7 +295,7 @@ impl<T: BigtableRow> Table<T> {
                 return Ok(None);
             }
             Verdict::Live { row_ts } => (
-                unchanged(&row, now, Pin::LivenessAnd(&[counter.index()])),
+                unchanged(&row, horizon, Pin::LivenessAnd(&[counter.index()])),
                 count_in_row(counter, row_ts, by),
                 row_ts,
             ),
@@ -311,7 +318,7 @@ impl<T: BigtableRow> Table<T> {
                 let written = self.clock().now();
                 let row_ts = policy.cell_timestamp(written, expiry)?;
                 let mutations = new_row(counter, row_ts, by, written)?;
-                (not_live_row(T::SCHEMA, now), mutations, row_ts)
+                (not_live_row(T::SCHEMA, horizon), mutations, row_ts)
             }
         };
         let counted = Counted {
@@ -324,7 +331,7 @@ impl<T: BigtableRow> Table<T> {
             timestamp_micros: row_ts,
             expires_at: counted.expires_at,
         };
-        match self
+        match cut
             .check_and_mutate(row_key, predicate, m.mutations.clone(), Vec::new())
             .await?
         {

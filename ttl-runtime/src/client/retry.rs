@@ -199,6 +199,13 @@ impl RetryPolicy {
     }
 }
 
+/// The longest a conditional write that decides on a row's liveness may
+/// be in flight (its attempt is cut there, whatever the policy allows): a
+/// row that expires within this of the write counts as expired to it (see
+/// `Table::horizon`). Short enough for a lease renewed halfway through
+/// a few seconds to be renewed, long enough for a slow answer.
+pub(crate) const MAX_HORIZON: Duration = Duration::from_secs(2);
+
 /// Thirty years: later than any deadline a policy means, and still an
 /// instant (`Duration::MAX` from now is not one).
 const FAR_FUTURE: Duration = Duration::from_secs(30 * 365 * 24 * 60 * 60);
