@@ -107,7 +107,7 @@ impl<T: BigtableRow> Table<T> {
             let m = builder.build_checked(self.name(), now)?;
             // A row that expires before the insert may land counts as
             // absent: the insert replaces it rather than report it.
-            let (cut, horizon) = self.horizon();
+            let (cut, horizon) = self.horizon(now);
             let predicate = live_row(T::SCHEMA, horizon);
             let checked = cut
                 .check_and_mutate(&m.row_key, predicate, Vec::new(), m.mutations.clone())
@@ -196,7 +196,7 @@ impl<T: BigtableRow> Table<T> {
                 let this = self.for_write_call();
                 let now = self.clock().now();
                 let m = builder.build_checked(self.name(), now)?;
-                let (cut, horizon) = this.horizon();
+                let (cut, horizon) = this.horizon(now);
                 let predicate = condition.predicate(horizon)?;
                 let checked = cut
                     .check_and_mutate(&m.row_key, predicate, m.mutations.clone(), Vec::new())
@@ -236,7 +236,7 @@ impl<T: BigtableRow> Table<T> {
             |deleted| u64::from(*deleted),
             async move {
                 let row_key = self.row_key(key)?;
-                let (cut, horizon) = self.for_write_call().horizon();
+                let (cut, horizon) = self.for_write_call().horizon(self.clock().now());
                 let predicate = condition.predicate(horizon)?;
                 match cut
                     .check_and_mutate(&row_key, predicate, vec![delete_row()], Vec::new())

@@ -131,7 +131,7 @@ impl<T: BigtableRow> Table<T> {
                 // The increment cannot make a row: only into a live one,
                 // judged as the conditional writes of the call judge it.
                 let cells = self.visible_cells(&row_key, now).await?;
-                let (_, horizon) = self.horizon();
+                let (_, horizon) = self.horizon(now);
                 if RowCells::of(T::SCHEMA, &cells, horizon)
                     .verdict()
                     .row_ts()
@@ -192,7 +192,7 @@ impl<T: BigtableRow> Table<T> {
     ) -> Result<()> {
         let row_ts = T::SCHEMA.policy.cell_timestamp(now, expiry)?;
         let create = new_row(counter, row_ts, 0, now)?;
-        let (cut, horizon) = self.horizon();
+        let (cut, horizon) = self.horizon(now);
         if let Checked::Unknown(status) = cut
             .check_and_mutate(row_key, live_row(T::SCHEMA, horizon), Vec::new(), create)
             .await?
@@ -282,7 +282,7 @@ impl<T: BigtableRow> Table<T> {
         // Judged at the latest instant the write may land (see
         // `Table::horizon`); the cleanup of a refused increment below
         // stays at `now`: it only removes cells of a row dead then.
-        let (cut, horizon) = self.horizon();
+        let (cut, horizon) = self.horizon(now);
         let row = RowCells::of(T::SCHEMA, &cells, horizon);
         let column = counter.column();
         let (predicate, mutations, row_ts): (RowFilter, Vec<Mutation>, i64) = match row.verdict() {

@@ -112,7 +112,7 @@ impl<T: BigtableRow> Table<T> {
                 // The write and the read that settles a lost answer, within
                 // one deadline.
                 let this = self.for_write_call();
-                let (cut, horizon) = this.horizon();
+                let (cut, horizon) = this.horizon(now);
                 let predicate = live_row(T::SCHEMA, horizon);
                 match cut
                     .check_and_mutate(&m.row_key, predicate, m.mutations.clone(), Vec::new())

@@ -202,9 +202,10 @@ impl RetryPolicy {
 /// The longest a conditional write that decides on a row's liveness may
 /// be in flight (its attempt is cut there, whatever the policy allows): a
 /// row that expires within this of the write counts as expired to it (see
-/// `Table::horizon`). Short enough for a lease renewed halfway through
-/// a few seconds to be renewed, long enough for a slow answer.
-pub(crate) const MAX_HORIZON: Duration = Duration::from_secs(2);
+/// `Table::horizon`). Short, as a lease renewed with a second or two left
+/// is still renewed; far above a conditional write's usual latency (a few
+/// milliseconds).
+pub(crate) const MAX_HORIZON: Duration = Duration::from_secs(1);
 
 /// Thirty years: later than any deadline a policy means, and still an
 /// instant (`Duration::MAX` from now is not one).

@@ -310,9 +310,11 @@ impl<T: BigtableRow> Table<T> {
     /// carries: the server does not apply it later, so a predicate asking
     /// for a row alive at the horizon cannot let the write land on a row
     /// that expired meanwhile (a row that expires sooner counts as
-    /// expired). The read settling a lost answer goes through the uncut
-    /// handle.
-    pub(crate) fn horizon(&self) -> (Self, DateTime<Utc>) {
+    /// expired). Never earlier than `now` plus that time, `now` being the
+    /// instant the caller decides at (a counter's recount decides at the
+    /// server's stamp, which may be ahead of the table's clock). The read
+    /// settling a lost answer goes through the uncut handle.
+    pub(crate) fn horizon(&self, now: DateTime<Utc>) -> (Self, DateTime<Utc>) {
         let span = self
             .write
             .retry
@@ -324,7 +326,7 @@ impl<T: BigtableRow> Table<T> {
         // the instant the attempt is cut at.
         let at = TimeDelta::from_std(span)
             .ok()
-            .and_then(|span| self.clock.now().checked_add_signed(span))
+            .and_then(|span| self.clock.now().max(now).checked_add_signed(span))
             .unwrap_or(DateTime::<Utc>::MAX_UTC);
         (cut, at)
     }

@@ -347,7 +347,7 @@ impl<T: BigtableRow> Table<T> {
             // The row is judged, and pinned, as it will be at the latest
             // instant the write may land: one that expires sooner is not
             // live to it (no write revives a row expiring in flight).
-            let (cut, horizon) = self.horizon();
+            let (cut, horizon) = self.horizon(now);
             let row = RowCells::of(T::SCHEMA, &cells, horizon);
             let (m, pin, context) = match plan(&row, now)? {
                 Round::Done(answer) => return Ok(answer),
