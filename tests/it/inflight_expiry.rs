@@ -151,14 +151,15 @@ async fn round(
     let back = reads
         .iter()
         .find(|r| r.sent >= first_gone.ended && r.seen.is_some())?;
+    let us = |d: TimeDelta| d.num_microseconds().unwrap();
     Some(format!(
-        "{op:?} {key}: expiry {expiry}, sent {} ms before it, answered {} ms after it \
-         (re-timed: {rewritten}); a get at E+{} ms saw no row, one at E+{} ms saw it \
+        "{op:?} {key}: expiry {expiry}, sent {} µs before it, answered {} µs after it \
+         (re-timed: {rewritten}); a get at E+{} µs saw no row, one at E+{} µs saw it \
          expiring at {}",
-        (expiry - sent).num_microseconds().unwrap() as f64 / 1e3,
-        (answered - expiry).num_microseconds().unwrap() as f64 / 1e3,
-        (first_gone.sent - expiry).num_microseconds().unwrap() as f64 / 1e3,
-        (back.sent - expiry).num_microseconds().unwrap() as f64 / 1e3,
+        us(expiry - sent),
+        us(answered - expiry),
+        us(first_gone.sent - expiry),
+        us(back.sent - expiry),
         back.seen.unwrap(),
     ))
 }
@@ -249,7 +250,7 @@ async fn a_conditional_write_is_cut_at_its_horizon() {
     for start in starts {
         let start = DateTime::from_timestamp_micros(start).unwrap();
         assert!(
-            start > after && start <= after + TimeDelta::microseconds(micros as i64 + 1_000),
+            start > after && start <= after + TimeDelta::microseconds(i64::try_from(micros).unwrap() + 1_000),
             "a live-cell filter from {start}, the call ran from {before} to {after}, timeout {timeout}"
         );
     }

@@ -55,7 +55,9 @@ const INSERT_ROUNDS: u32 = 5;
 impl<T: BigtableRow> Table<T> {
     /// Write `row` only if no live row holds its key (an idempotency key, a
     /// dedupe marker, a lock). A row whose cells have all expired counts as
-    /// absent even before garbage collection removes it.
+    /// absent even before garbage collection removes it, and so does one
+    /// that expires before the write may land (within its horizon, at most
+    /// 1 s: see the conditional-writes guide), which the insert replaces.
     ///
     /// ```no_run
     /// # use bigtable_ttl::{BigtableRow, Table, Insert};
