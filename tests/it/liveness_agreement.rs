@@ -15,6 +15,10 @@
 //!   when the row was absent, and then the row holds only what it wrote;
 //!   over an incomplete row, nothing written and `Error::Decode`;
 //!
+//! the server and the writer at the writer's horizon ([`HORIZON_MS`] after
+//! "now": a conditional write treats a row that expires before it may land
+//! as expired), the reader at "now";
+//!
 //! and all three against the rule as the module documents it, computed
 //! here from the generated cells (which cells make a row live, its expiry,
 //! the value read back).
@@ -247,6 +251,14 @@ impl fmt::Debug for StoredCell {
 }
 
 impl StoredCell {
+    /// The cell as seen from `ms` later: its expiry that much nearer.
+    fn later(&self, ms: i64) -> Self {
+        Self {
+            expires_in_ms: self.expires_in_ms - ms,
+            ..self.clone()
+        }
+    }
+
     /// Visible at a "now" whose millisecond is the one expiries count from.
     fn visible(&self) -> bool {
         self.expires_in_ms > 0
@@ -640,6 +652,18 @@ fn cells_of<T: BigtableRow>(value: &T, now: DateTime<Utc>) -> (CellSet, DateTime
     (set, m.expires_at)
 }
 
+/// How far past "now" a conditional write judges the row under the
+/// default write policy: the horizon (its attempt's time, at most 1 s; see
+/// `guide/conditional-writes.md`).
+const HORIZON_MS: i64 = 1_000;
+
+/// The rule on `cells` at the horizon of a conditional write made at
+/// `now_ms`.
+fn at_horizon<T: Probe>(cells: &[StoredCell], now_ms: i64) -> Rule {
+    let later: Vec<StoredCell> = cells.iter().map(|c| c.later(HORIZON_MS)).collect();
+    Rule::judge(T::SCHEMA, &later, now_ms)
+}
+
 /// One struct's table, "now", and the predicate `insert_if_absent` sends
 /// at that "now".
 struct Bench<T: Probe> {
@@ -760,18 +784,18 @@ impl<T: Probe> Bench<T> {
             .unwrap()
     }
 
-    /// The server's verdict and the reader's must agree with `rule`; the
-    /// reader's row is returned.
+    /// The server's verdict must agree with `rule` at the horizon
+    /// (`horizon`), the reader's with `rule`; the reader's row is returned.
     async fn judge(
         &self,
         key: &str,
-        rule: &Rule,
+        (rule, horizon): (&Rule, &Rule),
         context: &str,
     ) -> Result<Option<Expiring<T>>, TestCaseError> {
         let server = self.server_says_present(key).await;
         prop_assert_eq!(
             server,
-            rule.is_present(),
+            horizon.is_present(),
             "the server's predicate ({}); rule: {:?}",
             context,
             rule
@@ -817,9 +841,10 @@ impl<T: Probe> Bench<T> {
         }
     }
 
-    /// `insert_if_absent` at "now" wins exactly when the row is absent,
-    /// and then the row is what it wrote, nothing older; over an
-    /// incomplete row it writes nothing and says `Decode`, as a read does.
+    /// `insert_if_absent` at "now" wins exactly when the row is absent at
+    /// its horizon (`rule` there), and then the row is what it wrote,
+    /// nothing older; over a row incomplete there it writes nothing and
+    /// says `Decode`, as a read does.
     async fn insert(
         &self,
         key: &str,
@@ -873,8 +898,9 @@ impl<T: Probe> Bench<T> {
         let key = self.next_key();
         self.write(&key, cells).await;
         let rule = Rule::judge(T::SCHEMA, cells, self.now_ms());
-        let read = self.judge(&key, &rule, "stored").await?;
-        self.insert(&key, &rule, read).await
+        let horizon = at_horizon::<T>(cells, self.now_ms());
+        let read = self.judge(&key, (&rule, &horizon), "stored").await?;
+        self.insert(&key, &horizon, read).await
     }
 
     /// One case of the collection property: a batch of rows judged, then
@@ -886,8 +912,11 @@ impl<T: Probe> Bench<T> {
             let key = self.next_key();
             self.write(&key, cells).await;
             let rule = Rule::judge(T::SCHEMA, cells, now_ms);
+            let horizon = at_horizon::<T>(cells, now_ms);
             let errors = self.tally[2].load(Ordering::Relaxed);
-            let read = self.judge(&key, &rule, "before collection").await?;
+            let read = self
+                .judge(&key, (&rule, &horizon), "before collection")
+                .await?;
             let was_error = self.tally[2].load(Ordering::Relaxed) > errors;
             judged.push((key, cells, rule, read, was_error));
         }
@@ -928,8 +957,11 @@ impl<T: Probe> Bench<T> {
                 ) => {}
                 (before, after) => prop_assert_eq!(before, after, "the rule on the cells left"),
             }
+            let horizon = at_horizon::<T>(&left, now_ms);
             let errors = self.tally[2].load(Ordering::Relaxed);
-            let again = self.judge(key, &after, "after collection").await?;
+            let again = self
+                .judge(key, (&after, &horizon), "after collection")
+                .await?;
             if !*was_error && self.tally[2].load(Ordering::Relaxed) > errors {
                 // A row whose required column's only cells expired: proven
                 // expired while they were stored, incomplete once they are
@@ -937,7 +969,7 @@ impl<T: Probe> Bench<T> {
                 self.tally[3].fetch_add(1, Ordering::Relaxed);
             }
             prop_assert_eq!(&again, read, "read before and after collection");
-            self.insert(key, &after, again).await?;
+            self.insert(key, &horizon, again).await?;
         }
         Ok(())
     }

@@ -36,6 +36,7 @@ mod every_call_deadline;
 mod evolve;
 mod field_types;
 mod hygiene;
+mod inflight_expiry;
 mod leases;
 mod liveness_agreement;
 mod lost_answers;

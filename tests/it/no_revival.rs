@@ -37,7 +37,11 @@
 //! expiry within that bracket (widened by [`MARGIN_MS`] either side) may go
 //! either way; outside, the outcome must be the model's. Once a call has
 //! shown which way it went, the model follows (a row read as absent is
-//! absent from then on). Expiries reported by the library (`Written`,
+//! absent from then on). A conditional write judges the row at its
+//! horizon, [`HORIZON_MS`] past its "now" (a row that expires before the
+//! write may land counts as expired to it), so its bracket is shifted by
+//! that much; a write that found no live row tells only that the row
+//! expires before its horizon. Expiries reported by the library (`Written`,
 //! `Touched`, `Counted`, a re-time's mutation) must lie within the bracket
 //! their TTL gives; the model then keeps the reported instant, which the
 //! next reads check.
@@ -230,6 +234,12 @@ const LANES: usize = 4;
 /// used (the call answered before its end), so no margin is needed in
 /// principle; this one absorbs a system clock stepped while the test runs.
 const MARGIN_MS: i64 = 250;
+
+/// How far past its "now" a conditional write judges whether the row is
+/// live, under the default write policy: its horizon (a row that expires
+/// before the write may land counts as expired to it; see
+/// `guide/conditional-writes.md`).
+const HORIZON_MS: i64 = 1_000;
 
 /// Waits of one sequence, at most.
 const WAITS_MS: u64 = 8_000;
@@ -519,6 +529,14 @@ impl Bracket {
         }
     }
 
+    /// The horizons of a conditional write made within the bracket.
+    fn horizon(self) -> Self {
+        Self {
+            before: self.before + HORIZON_MS,
+            after: self.after + HORIZON_MS,
+        }
+    }
+
     /// Whether `reported` is an expiry `ttl` after a "now" of the bracket.
     fn holds(self, reported: DateTime<Utc>, ttl: i64) -> bool {
         (self.before + ttl - MARGIN_MS..=self.after + ttl + MARGIN_MS).contains(&ms(reported))
@@ -683,7 +701,7 @@ impl<'t, S: Subject> Run<'t, S> {
                 let before = t();
                 let inserted = table.insert_if_absent(&value).await;
                 let b = Bracket { before, after: t() };
-                let was = self.was(*key, b);
+                let was = self.was(*key, b.horizon());
                 match inserted.map_err(|e| format!("insert_if_absent: {e}"))? {
                     Insert::Inserted(written) => {
                         ensure!(
@@ -743,9 +761,9 @@ impl<'t, S: Subject> Run<'t, S> {
                     .await
                     .map_err(|e| format!("touch: {e}"))?;
                 let b = Bracket { before, after: t() };
-                let was = self.was(*key, b);
+                let was = self.was(*key, b.horizon());
                 let Some(touched) = touched else {
-                    return self.gone(*key, was, "touch");
+                    return self.gone(*key, b, "touch");
                 };
                 ensure!(was != Was::Expired, "touched an expired row: {touched:?}");
                 let current = self.row(*key).expiry;
@@ -786,9 +804,9 @@ impl<'t, S: Subject> Run<'t, S> {
                     .await
                     .map_err(|e| format!("set_ttl: {e}"))?;
                 let b = Bracket { before, after: t() };
-                let was = self.was(*key, b);
+                let was = self.was(*key, b.horizon());
                 let Some(m) = retimed else {
-                    return self.gone(*key, was, "set_ttl");
+                    return self.gone(*key, b, "set_ttl");
                 };
                 ensure!(
                     was != Was::Expired,
@@ -809,7 +827,7 @@ impl<'t, S: Subject> Run<'t, S> {
                     .shift_expiry(self.id(*key).as_str(), TimeDelta::milliseconds(*by))
                     .await;
                 let b = Bracket { before, after: t() };
-                let was = self.was(*key, b);
+                let was = self.was(*key, b.horizon());
                 match shifted {
                     Ok(Some(m)) => {
                         ensure!(
@@ -823,7 +841,7 @@ impl<'t, S: Subject> Run<'t, S> {
                         self.row(*key).expiry = expiry;
                         self.note(format_args!("   expires {}", m.expires_at));
                     }
-                    Ok(None) => return self.gone(*key, was, "shift_expiry"),
+                    Ok(None) => return self.gone(*key, b, "shift_expiry"),
                     Err(Error::ExpiryNotInFuture { .. }) => {
                         ensure!(was != Was::Expired, "an expired row's expiry checked");
                         let expiry = self.row(*key).expiry + by;
@@ -856,7 +874,12 @@ impl<'t, S: Subject> Run<'t, S> {
                             self.row(*key).fields.views += by;
                         } else {
                             ensure!(!S::HAS_OWNER, "counted {c:?} into no live row");
-                            ensure!(was != Was::Live, "counted {c:?} beside the live row");
+                            // A new row replaces one that expires before
+                            // the horizon of the step that opens it.
+                            ensure!(
+                                self.was(*key, b.horizon()) != Was::Live,
+                                "counted {c:?} beside the live row"
+                            );
                             ensure!(c.value == *by && b.holds(c.expires_at, *ttl), "{c:?}");
                             let fields = Fields {
                                 owner: None,
@@ -869,7 +892,7 @@ impl<'t, S: Subject> Run<'t, S> {
                         self.note(format_args!("   {c:?}"));
                     }
                     Err(Error::NoLiveRow { .. }) if S::HAS_OWNER => {
-                        return self.gone(*key, was, "increment");
+                        return self.gone(*key, b, "increment");
                     }
                     Err(e) => return Err(format!("increment: {e}")),
                 }
@@ -892,9 +915,9 @@ impl<'t, S: Subject> Run<'t, S> {
                     .await
                     .map_err(|e| format!("put_entry: {e}"))?;
                 let b = Bracket { before, after: t() };
-                let was = self.was(*key, b);
+                let was = self.was(*key, b.horizon());
                 let Some(w) = written else {
-                    return self.gone(*key, was, "put_entry");
+                    return self.gone(*key, b, "put_entry");
                 };
                 ensure!(
                     was != Was::Expired,
@@ -933,7 +956,7 @@ impl<'t, S: Subject> Run<'t, S> {
                     .await
                     .map_err(|e| format!("delete_if: {e}"))?;
                 let b = Bracket { before, after: t() };
-                let was = self.was(*key, b);
+                let was = self.was(*key, b.horizon());
                 let holds = self.rows[*key]
                     .as_ref()
                     .is_some_and(|r| r.fields.note.as_deref() == Some(*note));
@@ -945,7 +968,7 @@ impl<'t, S: Subject> Run<'t, S> {
                     );
                     self.rows[*key] = None;
                 } else if holds {
-                    return self.gone(*key, was, "delete_if");
+                    return self.gone(*key, b, "delete_if");
                 }
                 self.note(format_args!("   deleted: {deleted}"));
             }
@@ -987,9 +1010,9 @@ impl<'t, S: Subject> Run<'t, S> {
             before,
             after: ms(Utc::now()),
         };
-        let was = self.was(key, b);
+        let was = self.was(key, b.horizon());
         let Some(w) = written else {
-            return self.gone(key, was, "update");
+            return self.gone(key, b, "update");
         };
         ensure!(was != Was::Expired, "updated an expired row: {w:?}");
         let row = self.row(key);
@@ -1001,15 +1024,19 @@ impl<'t, S: Subject> Run<'t, S> {
         Ok(())
     }
 
-    /// A call found no live row `key`: right unless the model's row was
-    /// certainly live; from now on it is absent.
-    fn gone(&mut self, key: usize, was: Was, call: &str) -> Step {
+    /// A conditional write made within `b` found no live row `key`: right
+    /// unless the model's row was certainly live at its horizon. A row that
+    /// may still be live now keeps its expiry (it only expires before the
+    /// horizon); otherwise it is absent from now on.
+    fn gone(&mut self, key: usize, b: Bracket, call: &str) -> Step {
         ensure!(
-            was != Was::Live,
-            "{call} found no live row, the model's is {:?}",
+            self.was(key, b.horizon()) != Was::Live,
+            "{call} found no live row at its horizon, the model's is {:?}",
             self.rows[key]
         );
-        self.rows[key] = None;
+        if self.was(key, b) == Was::Expired {
+            self.rows[key] = None;
+        }
         self.note(format_args!("   {call}: no live row"));
         Ok(())
     }

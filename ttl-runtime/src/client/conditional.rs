@@ -1,9 +1,11 @@
 //! Conditional writes (`CheckAndMutateRow`) on a [`Table`]: insert a row
 //! only if no live row holds its key, put or delete one only if a field's
 //! live value is what the caller expects. Every predicate sees what the
-//! typed reader sees at the table clock's "now" (see
+//! typed reader would see at the write's horizon (the table clock's "now"
+//! plus the time the server may still apply it, see `Table::horizon`;
 //! `crate::model::condition`), so a cell that has expired but is not yet
-//! garbage-collected never counts.
+//! garbage-collected never counts, nor one that expires before the write
+//! may land.
 //!
 //! A conditional write is not idempotent: an attempt whose answer is lost
 //! is never re-sent blindly (Google's clients do not retry it either). When
@@ -53,7 +55,9 @@ const INSERT_ROUNDS: u32 = 5;
 impl<T: BigtableRow> Table<T> {
     /// Write `row` only if no live row holds its key (an idempotency key, a
     /// dedupe marker, a lock). A row whose cells have all expired counts as
-    /// absent even before garbage collection removes it.
+    /// absent even before garbage collection removes it, and so does one
+    /// that expires before the write may land (within its horizon, at most
+    /// 1 s: see the conditional-writes guide), which the insert replaces.
     ///
     /// ```no_run
     /// # use bigtable_ttl::{BigtableRow, Table, Insert};
@@ -103,9 +107,12 @@ impl<T: BigtableRow> Table<T> {
         for _ in 0..INSERT_ROUNDS {
             let now = self.clock().now();
             let m = builder.build_checked(self.name(), now)?;
-            // An incomplete row exists too: never overwritten.
-            let predicate = present_row(T::SCHEMA, now);
-            let checked = self
+            // A row that expires before the insert may land counts as
+            // absent: the insert replaces it rather than report it. An
+            // incomplete row exists: never overwritten.
+            let (cut, horizon) = self.horizon(now);
+            let predicate = present_row(T::SCHEMA, horizon);
+            let checked = cut
                 .check_and_mutate(&m.row_key, predicate, Vec::new(), m.mutations.clone())
                 .await?;
             let lost = match checked {
@@ -192,8 +199,9 @@ impl<T: BigtableRow> Table<T> {
                 let this = self.for_write_call();
                 let now = self.clock().now();
                 let m = builder.build_checked(self.name(), now)?;
-                let predicate = condition.predicate(now)?;
-                let checked = this
+                let (cut, horizon) = this.horizon(now);
+                let predicate = condition.predicate(horizon)?;
+                let checked = cut
                     .check_and_mutate(&m.row_key, predicate, m.mutations.clone(), Vec::new())
                     .await?;
                 match checked {
@@ -231,9 +239,9 @@ impl<T: BigtableRow> Table<T> {
             |deleted| u64::from(*deleted),
             async move {
                 let row_key = self.row_key(key)?;
-                let predicate = condition.predicate(self.clock().now())?;
-                match self
-                    .for_write_call()
+                let (cut, horizon) = self.for_write_call().horizon(self.clock().now());
+                let predicate = condition.predicate(horizon)?;
+                match cut
                     .check_and_mutate(&row_key, predicate, vec![delete_row()], Vec::new())
                     .await?
                 {

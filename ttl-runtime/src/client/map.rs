@@ -109,11 +109,12 @@ impl<T: BigtableRow> Table<T> {
                     self.mutate_row(m.row_key.clone(), m.mutations).await?;
                     return Ok(Some(written));
                 }
-                let predicate = live_row(T::SCHEMA, now);
                 // The write and the read that settles a lost answer, within
                 // one deadline.
                 let this = self.for_write_call();
-                match this
+                let (cut, horizon) = this.horizon(now);
+                let predicate = live_row(T::SCHEMA, horizon);
+                match cut
                     .check_and_mutate(&m.row_key, predicate, m.mutations.clone(), Vec::new())
                     .await?
                 {

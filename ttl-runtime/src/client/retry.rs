@@ -54,6 +54,16 @@
 //! | `ops::inspect` | the connection's policy ([`ConnectionBuilder::retry`](crate::ConnectionBuilder::retry)) | the whole call (its admin request also within the admin policy's) |
 //! | `ops::audit`, `apply`, `expiries`, `migrate`, `verify`, `verify_part`, `raw_rows` | admin requests: the admin policy; reads and writes: the connection's policy | each admin request; each read the time without a row; each batch of `migrate`'s writes |
 //!
+//! A conditional write that decides on the row being live
+//! (`insert_if_absent`, `put_if`, `delete_if`, `put_entry`, `update`, the
+//! re-times, `increment`'s conditional steps; not
+//! `RawTable::check_and_mutate_row`, whose predicate is the caller's) has
+//! its attempt cut at its *horizon*, at most 1 s after it decides,
+//! whatever the attempt timeout: it asks for a row live
+//! until then, so that it cannot land on a row that expired while it was
+//! in flight (a row that expires within that time counts as expired to
+//! it; see the conditional-writes guide).
+//!
 //! A conditional call is never re-sent: when its answer is lost, the row
 //! is read to settle what happened, within the same deadline; when that
 //! read does not show it applied (or fails, or no time is left for it),
@@ -198,6 +208,14 @@ impl RetryPolicy {
         }
     }
 }
+
+/// The longest a conditional write that decides on a row's liveness may
+/// be in flight (its attempt is cut there, whatever the policy allows): a
+/// row that expires within this of the write counts as expired to it (see
+/// `Table::horizon`). Short, as a lease renewed with a second or two left
+/// is still renewed; far above a conditional write's usual latency (a few
+/// milliseconds).
+pub(crate) const MAX_HORIZON: Duration = Duration::from_secs(1);
 
 /// Thirty years: later than any deadline a policy means, and still an
 /// instant (`Duration::MAX` from now is not one).

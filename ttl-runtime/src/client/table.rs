@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::proto::{Mutation, ReadRowsRequest, RowFilter};
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::future::Either;
 use futures_util::{Stream, StreamExt as _, TryStreamExt as _};
 
@@ -23,6 +23,7 @@ use crate::client::data::RawTable;
 use crate::client::failure::status_error;
 use crate::client::limited::{limited, Judged};
 use crate::client::read::{ReadCounters, ReadOptions, ReadStats};
+use crate::client::retry::MAX_HORIZON;
 use crate::client::telemetry;
 use crate::client::writer::{BulkWriter, WriteOptions};
 use crate::model::clock::Clock;
@@ -300,6 +301,35 @@ impl<T: BigtableRow> Table<T> {
     /// (conditional and multi-step writes; see [`crate::retry`]).
     pub(crate) fn for_write_call(&self) -> Self {
         self.until(self.write.retry.deadline_from_now())
+    }
+
+    /// For a conditional write that decides on the row's liveness, about
+    /// to be sent: this handle, its attempt cut at the write's horizon, and
+    /// that horizon on the table's clock. The horizon is now plus the time
+    /// the attempt may take (the write policy's attempt timeout within the
+    /// call's deadline, at most [`MAX_HORIZON`]), the `grpc-timeout` it
+    /// carries: the server does not apply it later, so a predicate asking
+    /// for a row alive at the horizon cannot let the write land on a row
+    /// that expired meanwhile (a row that expires sooner counts as
+    /// expired). Never earlier than `now` plus that time, `now` being the
+    /// instant the caller decides at (a counter's recount decides at the
+    /// server's stamp, which may be ahead of the table's clock). The read
+    /// settling a lost answer goes through the uncut handle.
+    pub(crate) fn horizon(&self, now: DateTime<Utc>) -> (Self, DateTime<Utc>) {
+        let span = self
+            .write
+            .retry
+            .start_within(self.deadline)
+            .attempt_timeout()
+            .min(MAX_HORIZON);
+        let cut = self.until(Instant::now() + span);
+        // Read after the cut is set, so the horizon is never earlier than
+        // the instant the attempt is cut at.
+        let at = TimeDelta::from_std(span)
+            .ok()
+            .and_then(|span| self.clock.now().max(now).checked_add_signed(span))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC);
+        (cut, at)
     }
 
     /// This handle for one call governed by the read options, from now.

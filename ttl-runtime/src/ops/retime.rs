@@ -351,13 +351,17 @@ impl<T: BigtableRow> Table<T> {
         for _ in 0..RETIME_ROUNDS {
             let now = self.clock().now();
             let cells = self.visible_cells(row_key, now).await?;
-            let row = RowCells::of(T::SCHEMA, &cells, now);
+            // The row is judged, and pinned, as it will be at the latest
+            // instant the write may land: one that expires sooner is not
+            // live to it (no write revives a row expiring in flight).
+            let (cut, horizon) = self.horizon(now);
+            let row = RowCells::of(T::SCHEMA, &cells, horizon);
             let (m, pin, context) = match plan(&row, now)? {
                 Round::Done(answer) => return Ok(answer),
                 Round::Write(m, pin, context) => (m, pin, context),
             };
-            let predicate = unchanged(&row, now, pin);
-            let written = match self
+            let predicate = unchanged(&row, horizon, pin);
+            let written = match cut
                 .check_and_mutate(row_key, predicate, m.mutations.clone(), Vec::new())
                 .await?
             {
