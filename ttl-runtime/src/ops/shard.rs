@@ -102,6 +102,14 @@ pub struct CountOverflow {
     pub what: &'static str,
 }
 
+impl CountOverflow {
+    /// The count `what` overflowed (for callers summing counts of their own).
+    #[must_use]
+    pub fn new(what: &'static str) -> Self {
+        Self { what }
+    }
+}
+
 impl std::fmt::Display for CountOverflow {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -450,7 +458,11 @@ pub fn check_cover(parts: &[Part]) -> std::result::Result<(), String> {
     for part in by_index.into_values().filter(|p| !p.is_empty()) {
         if next != Some(part.start.as_slice()) {
             let after = before.map_or("the start of the table".to_owned(), |b| {
-                format!("where part {} ends ({})", b.label(), key_text(b.end.as_deref()))
+                format!(
+                    "where part {} ends ({})",
+                    b.label(),
+                    key_text(b.end.as_deref())
+                )
             });
             return Err(format!(
                 "part {} starts at {}, not {after}: the parts overlap or leave a gap \
