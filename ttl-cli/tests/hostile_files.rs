@@ -266,7 +266,7 @@ fn count_in(text: &str, pointer: &str) -> Option<u128> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(96))]
+    #![proptest_config(ProptestConfig::with_cases(256))]
 
     /// `audit --merge` of a broken report and a valid one (or both broken
     /// by scaling): a merged total is the sum of the reports', or the
@@ -373,7 +373,7 @@ fn checkpoint() -> Value {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
+    #![proptest_config(ProptestConfig::with_cases(64))]
 
     /// `--cut FILE` with a broken cut: refused with a message (a cut that
     /// is still valid reaches the server, where the table is missing).
