@@ -48,6 +48,8 @@ pub(crate) enum FileError {
 
 impl FileError {
     /// `problem` with the file `path` holding `what`.
+    // Called from `map_err`, which hands over the error it owns.
+    #[allow(clippy::needless_pass_by_value)]
     pub(crate) fn invalid(what: &'static str, path: &Path, problem: impl ToString) -> Self {
         Self::Invalid {
             what,

@@ -111,9 +111,9 @@ fn unshare_gives_pid_1() {
 /// whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eight_shards_in_their_own_pid_namespaces_share_one_cut_checkpoints_and_reports() {
-    unshare_gives_pid_1();
     const ROWS: usize = 240;
     const SHARDS: usize = 8;
+    unshare_gives_pid_1();
     let conn = connection();
     events(&conn, ROWS).await;
     let migrate = [
@@ -316,7 +316,7 @@ async fn a_cut_file_listed_backwards_gives_each_shard_its_own_part() {
     let part_json = |p: &bigtable_ttl::ops::Part| {
         serde_json::json!({
             "index": p.index, "count": p.count,
-            "start_hex": hex(&p.start), "end_hex": p.end.as_deref().map(hex),
+            "start_hex": hex::encode(&p.start), "end_hex": p.end.as_deref().map(hex::encode),
         })
     };
     let listed: Vec<Value> = parts.iter().rev().map(part_json).collect();
@@ -345,13 +345,9 @@ async fn a_cut_file_listed_backwards_gives_each_shard_its_own_part() {
         assert_eq!(code, exit::OK, "{err}");
         let report: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(report["shard"]["index"], i, "{report:#}");
-        assert_eq!(report["shard"]["start_hex"], hex(&part.start));
+        assert_eq!(report["shard"]["start_hex"], hex::encode(&part.start));
         assert_eq!(report["rows"], [10, 20, 20, 10][i], "{report:#}");
         rows += report["rows"].as_u64().unwrap();
     }
     assert_eq!(rows, 60);
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -87,7 +87,10 @@ fn the_indexed_job_runs_one_shard_per_completion_index() {
             "{flag} is per pod"
         );
     }
-    assert!(!value(&args, "--cut").contains('$'), "one cut for every pod");
+    assert!(
+        !value(&args, "--cut").contains('$'),
+        "one cut for every pod"
+    );
     let mut checkpoints = Vec::new();
     for index in 0..shards {
         let argv = expand(&args, index);
