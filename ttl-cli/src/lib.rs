@@ -43,7 +43,8 @@ pub mod exit {
     pub const OK: i32 = 0;
     /// An error: connection, server, bad input, failed verification.
     pub const ERROR: i32 = 1;
-    /// Bad command line (clap's own status).
+    /// Bad command line (clap's own status), a shard that does not exist
+    /// included however it is spelt (`--shard I/N`, `--parts N --part I`).
     pub const USAGE: i32 = 2;
     /// The policy would delete data: `audit` found cells it would delete,
     /// `apply` refused without `--force`.

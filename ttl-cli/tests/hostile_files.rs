@@ -543,4 +543,18 @@ fn the_reported_crashes_are_errors_naming_the_file() {
     let (code, err, _) = cli(&["audit", "--merge", big.to_str().unwrap(), &b]);
     assert_eq!(code, exit::ERROR, "{err}");
     assert!(err.contains("is over 1048576 bytes"), "{err}");
+    let (code, err, _) = cli(&[
+        "audit",
+        "t",
+        "-f",
+        "raw",
+        "-p",
+        "one-second",
+        "--shard",
+        "1/2",
+        "--cut",
+        big.to_str().unwrap(),
+    ]);
+    assert_eq!(code, exit::ERROR, "{err}");
+    assert!(err.contains("is over 67108864 bytes"), "{err}");
 }
