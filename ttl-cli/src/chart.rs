@@ -121,7 +121,10 @@ pub(crate) fn print_text(out: &mut dyn Write, charts: &[Labeled<'_>]) -> Fallibl
         let lines: Vec<(String, u64)> = if days.len() > MAX_DAY_LINES {
             days.chunks(7)
                 .zip(counts.chunks(7))
-                .map(|(d, n)| (span_label(d[0], d[d.len() - 1]), n.iter().sum()))
+                .map(|(d, n)| {
+                    let week = n.iter().fold(0u64, |sum, n| sum.saturating_add(*n));
+                    (span_label(d[0], d[d.len() - 1]), week)
+                })
                 .collect()
         } else {
             collapse_empty(&days, &counts)
@@ -224,16 +227,17 @@ impl ExpiryJson {
         }
     }
 
-    /// The histogram back, judged at `now`.
+    /// The histogram back, judged at `now`; a day listed twice is refused.
     pub(crate) fn to_histogram(
         &self,
         now: chrono::DateTime<chrono::Utc>,
-    ) -> Fallible<ExpiryHistogram> {
+    ) -> Result<ExpiryHistogram, String> {
         let policy = self
             .policy
             .as_deref()
             .map(bigtable_ttl_runtime::ops::parse_policy)
-            .transpose()?;
+            .transpose()
+            .map_err(|e| e.to_string())?;
         let mut h = ExpiryHistogram::new(policy, now);
         let b = &self.buckets;
         h.expired = b.expired;
@@ -242,12 +246,12 @@ impl ExpiryJson {
         h.within_week = b.within_week;
         h.later = b.later;
         h.never = b.never;
-        h.days = self
-            .days
-            .iter()
-            .filter(|d| d.cells > 0)
-            .map(|d| (d.date, d.cells))
-            .collect();
+        for d in &self.days {
+            if h.days.insert(d.date, d.cells).is_some() {
+                return Err(format!("day {} is listed twice", d.date));
+            }
+        }
+        h.days.retain(|_, n| *n > 0);
         Ok(h)
     }
 }
@@ -330,8 +334,10 @@ fn bars(
     y_desc: &str,
 ) -> DrawResult {
     let n = u32::try_from(labels.len().max(1))?;
-    let top = values.iter().copied().max().unwrap_or(0).max(1);
-    let top = top + top / 8 + 1;
+    // An eighth above the tallest bar, for its count; at u64::MAX (a
+    // crafted report's) the axis ends there.
+    let tallest = values.iter().copied().max().unwrap_or(0).max(1);
+    let top = tallest.saturating_add(tallest / 8).saturating_add(1);
     let mut chart = ChartBuilder::on(area)
         .caption(caption, ("sans-serif", 17).into_font())
         .margin(12)
@@ -393,6 +399,31 @@ mod tests {
         assert_eq!(bar(10, 10).chars().count(), BAR_COLUMNS);
         assert_eq!(bar(5, 10), "█".repeat(BAR_COLUMNS / 2));
         assert_eq!(bar(1, 1_000_000), "▏");
+    }
+
+    /// Counts as large as a u64 holds draw without overflow.
+    #[test]
+    fn the_largest_counts_draw_as_text_and_svg() {
+        let now = DateTime::<Utc>::from_timestamp_millis(1_700_000_000_000).unwrap();
+        let mut h = ExpiryHistogram::new(Some(Policy::default_ttl(TimeDelta::days(60))), now);
+        h.within_week = u64::MAX;
+        for day in 1..60 {
+            h.days
+                .insert((now + TimeDelta::days(day)).date_naive(), u64::MAX);
+        }
+        let charts = [Labeled {
+            what: "proposed policy",
+            histogram: &h,
+        }];
+        let mut out = Vec::new();
+        print_text(&mut out, &charts).unwrap();
+        assert!(String::from_utf8(out)
+            .unwrap()
+            .contains(&u64::MAX.to_string()));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chart.svg");
+        write_svg(&path, "title", &charts).unwrap();
+        assert!(std::fs::read_to_string(&path).unwrap().contains("<svg"));
     }
 
     #[test]

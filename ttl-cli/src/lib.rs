@@ -20,6 +20,7 @@
 
 mod chart;
 mod commands;
+mod files;
 mod output;
 mod shard;
 mod target;
@@ -42,7 +43,8 @@ pub mod exit {
     pub const OK: i32 = 0;
     /// An error: connection, server, bad input, failed verification.
     pub const ERROR: i32 = 1;
-    /// Bad command line (clap's own status).
+    /// Bad command line (clap's own status), a shard that does not exist
+    /// included however it is spelt (`--shard I/N`, `--parts N --part I`).
     pub const USAGE: i32 = 2;
     /// The policy would delete data: `audit` found cells it would delete,
     /// `apply` refused without `--force`.
@@ -126,7 +128,7 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match Cli::try_parse_from(args).and_then(Cli::checked) {
         Ok(cli) => cli,
         Err(e) => {
             let text = e.render().to_string();
@@ -155,6 +157,24 @@ fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(": ")
+}
+
+impl Cli {
+    /// The command line once the checks that span several options pass,
+    /// as usage errors (exit status 2) like clap's own: a bad shard is the
+    /// same mistake however it is spelt.
+    fn checked(self) -> Result<Self, clap::Error> {
+        let shard = match &self.command {
+            Command::Audit(args) => Some(args.shard()),
+            Command::Migrate(args) => Some(args.shard()),
+            Command::Apply(_) | Command::Inspect(_) => None,
+        };
+        if let Some(Err(problem)) = shard.map(shard::ShardArgs::usage) {
+            use clap::CommandFactory as _;
+            return Err(Cli::command().error(clap::error::ErrorKind::ValueValidation, problem));
+        }
+        Ok(self)
+    }
 }
 
 async fn execute(cli: Cli, out: &mut dyn Write) -> Fallible<i32> {

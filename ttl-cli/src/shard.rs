@@ -3,35 +3,37 @@
 //! (`--cut FILE`), parts as they are written into checkpoints and reports,
 //! and reading the reports back for `--merge`.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use bigtable_ttl_runtime::ops::{self, Part};
+use bigtable_ttl_runtime::ops::{self, check_shard, Part};
 use bigtable_ttl_runtime::Connection;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
+use crate::files::{self, FileError, CUT_MAX_BYTES, REPORT_MAX_BYTES};
 use crate::output::Fallible;
 
 /// Which shard of a sharded run this process is.
 #[derive(Debug, Args, Default)]
 pub(crate) struct ShardArgs {
-    /// Work on shard I of N (from 0): the table's key space is cut at the
-    /// keys Bigtable samples (SampleRowKeys) into N contiguous parts, the
-    /// same cut for the same samples. Each shard needs its own
-    /// --checkpoint; combine the shards' --json reports with --merge.
+    /// Work on shard I of N (from 0; N at most 1024): the table's key
+    /// space is cut at the keys Bigtable samples (SampleRowKeys) into N
+    /// contiguous parts, the same cut for the same samples. Each shard
+    /// needs its own --checkpoint; combine the shards' --json reports with
+    /// --merge.
     #[arg(long, value_name = "I/N", value_parser = parse_shard, conflicts_with_all = ["parts", "part"])]
     shard: Option<(usize, usize)>,
-    /// How many parts the key space is cut into (with --part).
+    /// How many parts the key space is cut into (with --part; at most 1024).
     #[arg(long, value_name = "N", requires = "part")]
     parts: Option<usize>,
     /// Which part this process works on, from 0 (with --parts).
     #[arg(long, value_name = "I", requires = "parts")]
     part: Option<usize>,
     /// The cut shared by every shard: read from FILE when it exists, else
-    /// taken from the samples and written there (the first shard to write
-    /// it wins; the others read it). Needed where samples differ from call
-    /// to call (Google's emulator picks them at random).
+    /// taken from the samples and created there at once unless another
+    /// shard created it first (then that one is read): the first complete
+    /// cut wins. Needed where samples differ from call to call (Google's
+    /// emulator picks them at random).
     #[arg(long, value_name = "FILE")]
     cut: Option<PathBuf>,
 }
@@ -46,62 +48,58 @@ fn parse_shard(text: &str) -> Result<(usize, usize), String> {
             .map_err(|e| format!("`{text}`: {e}"))
     };
     let (i, n) = (parse(i)?, parse(n)?);
-    check_index(i, n)?;
+    check_shard(i, n).map_err(|e| e.to_string())?;
     Ok((i, n))
 }
 
-fn check_index(i: usize, n: usize) -> Result<(), String> {
-    if n == 0 {
-        return Err("the number of shards must be at least 1".to_owned());
-    }
-    if i >= n {
-        return Err(format!(
-            "shard {i} of {n} does not exist: shards are numbered 0 to {}",
-            n - 1
-        ));
-    }
-    Ok(())
-}
-
 impl ShardArgs {
+    /// What is wrong with the shard options, as a usage error (exit
+    /// status 2, like a bad `--shard`): `--parts N --part I` is checked as
+    /// `--shard I/N` is.
+    pub(crate) fn usage(&self) -> Result<(), String> {
+        if let (Some(n), Some(i)) = (self.parts, self.part) {
+            check_shard(i, n).map_err(|e| format!("--parts {n} --part {i}: {e}"))?;
+        }
+        if self.cut.is_some() && self.shard.is_none() && self.parts.is_none() {
+            return Err("--cut shares the cut between shards: pass --shard I/N with it".to_owned());
+        }
+        Ok(())
+    }
+
     /// `(index, count)` when a shard was asked for.
     pub(crate) fn shard(&self) -> Fallible<Option<(usize, usize)>> {
-        match (self.shard, self.parts, self.part) {
-            (Some(s), _, _) => Ok(Some(s)),
-            (None, Some(n), Some(i)) => {
-                check_index(i, n)?;
-                Ok(Some((i, n)))
-            }
-            _ if self.cut.is_some() => {
-                Err("--cut shares the cut between shards: pass --shard I/N with it".into())
-            }
-            _ => Ok(None),
-        }
+        self.usage()?;
+        Ok(match (self.shard, self.parts, self.part) {
+            (Some(s), _, _) => Some(s),
+            (None, Some(n), Some(i)) => Some((i, n)),
+            _ => None,
+        })
     }
 
     /// The part this process works on: the whole table without a shard;
-    /// else part I of the shared cut (`--cut`) or of a fresh one.
+    /// else part I of the shared cut (`--cut`) or of a fresh one (only
+    /// that part computed).
     pub(crate) async fn resolve(&self, conn: &Connection, table: &str) -> Fallible<Part> {
         let Some((index, count)) = self.shard()? else {
             return Ok(Part::whole());
         };
-        let parts = match &self.cut {
-            Some(path) => shared_cut(conn, table, count, path).await?,
-            None => ops::plan_parts(conn, table, count).await?,
-        };
-        Ok(parts[index].clone())
+        if let Some(path) = &self.cut {
+            return shared_cut(conn, table, count, path)
+                .await?
+                .part(path, index);
+        }
+        let samples = ops::key_samples(conn, table).await?;
+        let keys: Vec<Vec<u8>> = samples.into_iter().map(|s| s.key).collect();
+        Ok(ops::part_of(&keys, index, count)?)
     }
 }
 
-/// The cut in `path`, or a fresh one written there when there is none.
-async fn shared_cut(
-    conn: &Connection,
-    table: &str,
-    count: usize,
-    path: &Path,
-) -> Fallible<Vec<Part>> {
+/// The cut in `path`, or a fresh one created there when there is none (of
+/// shards racing here, the first complete one wins and every shard reads
+/// that one).
+async fn shared_cut(conn: &Connection, table: &str, count: usize, path: &Path) -> Fallible<Cut> {
     if path.exists() {
-        return CutFile::read(path, table, count);
+        return Ok(CutFile::read(path, table, count)?);
     }
     let parts = ops::plan_parts(conn, table, count).await?;
     let file = CutFile {
@@ -110,21 +108,27 @@ async fn shared_cut(
         parts: parts.iter().map(PartJson::from).collect(),
     };
     let text = serde_json::to_string_pretty(&file)? + "\n";
-    // Written aside, then linked into place: `hard_link` fails when the
-    // file exists, so of shards racing here exactly one cut wins and every
-    // shard reads that one.
-    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
-    std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|()| f.sync_all()))
-        .map_err(|e| format!("writing cut {}: {e}", tmp.display()))?;
-    let linked = std::fs::hard_link(&tmp, path);
-    let _ = std::fs::remove_file(&tmp);
-    match linked {
-        Ok(()) => Ok(parts),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            CutFile::read(path, table, count)
-        }
-        Err(e) => Err(format!("writing cut {}: {e}", path.display()).into()),
+    if files::create_or_keep("cut", path, &text)? {
+        Ok(Cut { parts })
+    } else {
+        Ok(CutFile::read(path, table, count)?)
+    }
+}
+
+/// A cut checked to cover the table, its parts in any order.
+#[derive(Debug)]
+struct Cut {
+    parts: Vec<Part>,
+}
+
+impl Cut {
+    /// Part `index`, found by its own index.
+    fn part(&self, path: &Path, index: usize) -> Fallible<Part> {
+        self.parts
+            .iter()
+            .find(|p| p.index == index)
+            .cloned()
+            .ok_or_else(|| FileError::invalid("cut", path, format!("no part {index}")).into())
     }
 }
 
@@ -137,27 +141,28 @@ struct CutFile {
 }
 
 impl CutFile {
-    fn read(path: &Path, table: &str, count: usize) -> Fallible<Vec<Part>> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("reading cut {}: {e}", path.display()))?;
-        let file: CutFile = serde_json::from_str(&text)
-            .map_err(|e| format!("cut {} is not valid: {e}", path.display()))?;
+    fn read(path: &Path, table: &str, count: usize) -> Result<Cut, FileError> {
+        let text = files::read_capped("cut", path, CUT_MAX_BYTES)?;
+        let file: CutFile =
+            serde_json::from_str(&text).map_err(|e| FileError::invalid("cut", path, e))?;
         if file.table != table || file.count != count {
-            return Err(format!(
-                "cut {} is for {} parts of table `{}`, not {count} parts of `{table}`",
-                path.display(),
-                file.count,
-                file.table
-            )
-            .into());
+            return Err(FileError::invalid(
+                "cut",
+                path,
+                format!(
+                    "it is for {} parts of table `{}`, not {count} parts of `{table}`",
+                    file.count, file.table
+                ),
+            ));
         }
         let parts = file
             .parts
             .iter()
             .map(PartJson::to_part)
-            .collect::<Fallible<Vec<Part>>>()?;
-        ops::check_cover(&parts).map_err(|e| format!("cut {}: {e}", path.display()))?;
-        Ok(parts)
+            .collect::<Result<Vec<Part>, String>>()
+            .map_err(|e| FileError::invalid("cut", path, e))?;
+        ops::check_cover(&parts).map_err(|e| FileError::invalid("cut", path, e))?;
+        Ok(Cut { parts })
     }
 }
 
@@ -192,9 +197,10 @@ impl From<&Part> for PartJson {
 }
 
 impl PartJson {
-    pub(crate) fn to_part(&self) -> Fallible<Part> {
+    pub(crate) fn to_part(&self) -> Result<Part, String> {
         let key = |h: &str| hex::decode(h).map_err(|e| format!("part key `{h}` is not hex: {e}"));
-        check_index(self.index, self.count)?;
+        check_shard(self.index, self.count)
+            .map_err(|e| format!("part {}/{}: {e}", self.index, self.count))?;
         Ok(Part::new(
             self.index,
             self.count,
@@ -204,30 +210,30 @@ impl PartJson {
     }
 }
 
-/// The JSON reports in `paths`, parsed as `T`.
-pub(crate) fn read_reports<T: for<'de> Deserialize<'de>>(paths: &[PathBuf]) -> Fallible<Vec<T>> {
+/// The JSON reports in `paths`, each read with a size cap and parsed as
+/// `T`.
+pub(crate) fn read_reports<T: for<'de> Deserialize<'de>>(
+    paths: &[PathBuf],
+) -> Result<Vec<T>, FileError> {
     paths
         .iter()
         .map(|path| {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("reading report {}: {e}", path.display()))?;
+            let text = files::read_capped("report", path, REPORT_MAX_BYTES)?;
             serde_json::from_str(&text).map_err(|e| {
-                format!("report {} is not a --json report: {e}", path.display()).into()
+                FileError::invalid("report", path, format!("not a --json report: {e}"))
             })
         })
         .collect()
 }
 
-/// Check that the reports' parts are the shards of one cut, every one
-/// present once.
-pub(crate) fn check_shards(parts: &[Option<PartJson>]) -> Fallible<()> {
-    let parts = parts
-        .iter()
-        .map(|p| {
-            p.as_ref()
-                .map_or_else(|| Ok(Part::whole()), PartJson::to_part)
-        })
-        .collect::<Fallible<Vec<Part>>>()?;
+/// Check that the reports' parts (`None`: the whole table) are the shards
+/// of one cut, every one present once, in any order.
+pub(crate) fn check_shards(reports: &[(&Path, Option<&PartJson>)]) -> Fallible<()> {
+    let mut parts = Vec::with_capacity(reports.len());
+    for (path, part) in reports {
+        let part = part.map_or_else(|| Ok(Part::whole()), PartJson::to_part);
+        parts.push(part.map_err(|e| FileError::invalid("report", path, e))?);
+    }
     ops::check_cover(&parts).map_err(|e| format!("the reports do not cover the table: {e}"))?;
     Ok(())
 }
@@ -235,6 +241,7 @@ pub(crate) fn check_shards(parts: &[Option<PartJson>]) -> Fallible<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bigtable_ttl_runtime::ops::MAX_PARTS;
 
     #[test]
     fn shards_parse_as_i_of_n() {
@@ -242,17 +249,57 @@ mod tests {
         assert!(parse_shard("4/4").unwrap_err().contains("0 to 3"));
         assert!(parse_shard("0/0").unwrap_err().contains("at least 1"));
         assert!(parse_shard("2").unwrap_err().contains("I/N"));
+        let err = parse_shard("1/999999999").unwrap_err();
+        assert!(err.contains(&format!("limit of {MAX_PARTS}")), "{err}");
     }
 
     #[test]
-    fn parts_round_trip_through_json() {
+    fn parts_round_trip_through_json_and_cover_in_any_order() {
         let parts = ops::cut(&[b"m\xff".to_vec(), b"t".to_vec()], 3);
         for part in &parts {
             assert_eq!(&PartJson::from(part).to_part().unwrap(), part);
         }
-        let json: Vec<Option<PartJson>> = parts.iter().map(|p| Some(p.into())).collect();
-        check_shards(&json).unwrap();
-        let err = check_shards(&json[..2]).unwrap_err().to_string();
+        let json: Vec<PartJson> = parts.iter().rev().map(PartJson::from).collect();
+        let path = Path::new("r.json");
+        let reports: Vec<(&Path, Option<&PartJson>)> =
+            json.iter().map(|p| (path, Some(p))).collect();
+        check_shards(&reports).unwrap();
+        let err = check_shards(&reports[1..]).unwrap_err().to_string();
         assert!(err.contains("missing part 2/3"), "{err}");
+    }
+
+    fn cut_file(parts: &[Part]) -> String {
+        let file = CutFile {
+            table: "t".to_owned(),
+            count: parts[0].count,
+            parts: parts.iter().map(PartJson::from).collect(),
+        };
+        serde_json::to_string(&file).unwrap()
+    }
+
+    /// A cut listing its parts in another order still gives each shard
+    /// its own part.
+    #[test]
+    fn a_cut_file_in_any_order_gives_each_shard_its_own_part() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cut.json");
+        let parts = ops::cut(&[b"c".to_vec(), b"m".to_vec(), b"t".to_vec()], 4);
+        let mut reversed = parts.clone();
+        reversed.reverse();
+        std::fs::write(&path, cut_file(&reversed)).unwrap();
+        let cut = CutFile::read(&path, "t", 4).unwrap();
+        for (index, part) in parts.iter().enumerate() {
+            assert_eq!(&cut.part(&path, index).unwrap(), part);
+        }
+        let twice = [
+            parts[0].clone(),
+            parts[1].clone(),
+            parts[1].clone(),
+            parts[3].clone(),
+        ];
+        std::fs::write(&path, cut_file(&twice)).unwrap();
+        let err = CutFile::read(&path, "t", 4).unwrap_err().to_string();
+        assert!(err.contains("part 1/4 appears twice"), "{err}");
+        assert!(err.contains("cut.json"), "{err}");
     }
 }

@@ -73,7 +73,24 @@ fn the_indexed_job_runs_one_shard_per_completion_index() {
         volume["persistentVolumeClaim"]["claimName"].as_str(),
         claim["metadata"]["name"].as_str()
     );
+    let image = container["image"].as_str().expect("an image");
+    assert!(
+        image.starts_with("bigtable-ttl:") && image.len() > "bigtable-ttl:".len(),
+        "a tagged bigtable-ttl image: {image}"
+    );
     let args = strings(&container["args"]);
+    // Every pod's own shard, checkpoint and report come from the index
+    // the Job controller sets; the cut is the one file they all share.
+    for flag in ["--shard", "--checkpoint", "--report"] {
+        assert!(
+            value(&args, flag).contains("$(JOB_COMPLETION_INDEX)"),
+            "{flag} is per pod"
+        );
+    }
+    assert!(
+        !value(&args, "--cut").contains('$'),
+        "one cut for every pod"
+    );
     let mut checkpoints = Vec::new();
     for index in 0..shards {
         let argv = expand(&args, index);
@@ -109,9 +126,27 @@ fn the_merge_job_reads_every_shards_report() {
     let reports: Vec<String> = (0..shards)
         .map(|i| value(&expand(&shard_args, i), "--report").to_owned())
         .collect();
+    let migrate = documents(MIGRATE_JOB);
+    let shard_pod = &kind(&migrate, "Job")["spec"]["template"]["spec"];
     let docs = documents(MERGE_JOB);
     let job = kind(&docs, "Job");
-    let args = strings(&job["spec"]["template"]["spec"]["containers"][0]["args"]);
+    let pod = &job["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    assert_eq!(
+        container["image"].as_str(),
+        shard_pod["containers"][0]["image"].as_str(),
+        "the merge runs the shards' version"
+    );
+    // The reports are read from the volume the shards wrote them to.
+    assert_eq!(
+        pod["volumes"][0]["persistentVolumeClaim"]["claimName"].as_str(),
+        shard_pod["volumes"][0]["persistentVolumeClaim"]["claimName"].as_str()
+    );
+    assert_eq!(
+        container["volumeMounts"][0]["mountPath"].as_str(),
+        shard_pod["containers"][0]["volumeMounts"][0]["mountPath"].as_str()
+    );
+    let args = strings(&container["args"]);
     let at = args.iter().position(|a| a == "--merge").unwrap();
     assert_eq!(args[at + 1..], reports[..]);
     // The same migration as the shards'.

@@ -8,12 +8,13 @@ use std::path::PathBuf;
 use bigtable_ttl_runtime::ops::{
     self, parse_policy, policy_spec, Audit, AuditReport, AuditRequest,
 };
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::chart::{self, ExpiryJson, Labeled};
 use crate::exit;
+use crate::files::FileError;
 use crate::output::{instant, print_json, rule_of, shows_progress, span, Fallible, PartProgress};
 use crate::shard::{check_shards, read_reports, PartJson, ShardArgs};
 use crate::target::Target;
@@ -45,6 +46,13 @@ pub(crate) struct AuditArgs {
     /// Machine-readable output.
     #[arg(long)]
     json: bool,
+}
+
+impl AuditArgs {
+    /// The shard options, for the checks of the whole command line.
+    pub(crate) fn shard(&self) -> &ShardArgs {
+        &self.shard
+    }
 }
 
 pub(crate) async fn exec(target: &Target, args: AuditArgs, out: &mut dyn Write) -> Fallible<i32> {
@@ -136,10 +144,14 @@ fn charts(report: &AuditReport) -> Vec<Labeled<'_>> {
     charts
 }
 
-/// The shards' reports in `paths`, merged into the whole table's.
-fn merge(paths: &[PathBuf]) -> Fallible<AuditReport> {
+/// The shards' reports in `paths`, merged into the whole table's: each
+/// report checked on its own, the counts summed with checked arithmetic
+/// (an overflow names the report).
+pub(crate) fn merge(paths: &[PathBuf]) -> Fallible<AuditReport> {
     let reports: Vec<AuditJson> = read_reports(paths)?;
-    let first = &reports[0];
+    let Some(first) = reports.first() else {
+        return Err("no reports to merge".into());
+    };
     for (r, path) in reports.iter().zip(paths) {
         if (&r.table, &r.family, &r.policy) != (&first.table, &first.family, &first.policy) {
             return Err(format!(
@@ -155,13 +167,23 @@ fn merge(paths: &[PathBuf]) -> Fallible<AuditReport> {
             .into());
         }
     }
-    check_shards(&reports.iter().map(|r| r.shard.clone()).collect::<Vec<_>>())?;
+    check_shards(
+        &paths
+            .iter()
+            .zip(&reports)
+            .map(|(p, r)| (p.as_path(), r.shard.as_ref()))
+            .collect::<Vec<_>>(),
+    )?;
     let mut whole: Option<AuditReport> = None;
-    for r in &reports {
-        let report = r.to_report()?;
+    for (r, path) in reports.iter().zip(paths) {
+        let report = r
+            .to_report()
+            .map_err(|e| FileError::invalid("report", path, e))?;
         match &mut whole {
             None => whole = Some(report),
-            Some(w) => w.merge(&report),
+            Some(w) => w
+                .try_merge(&report)
+                .map_err(|e| FileError::invalid("report", path, e))?,
         }
     }
     let mut whole = whole.ok_or("no reports to merge")?;
@@ -254,11 +276,17 @@ impl AuditJson {
         }
     }
 
-    /// The report back, to merge it with others.
-    fn to_report(&self) -> Fallible<AuditReport> {
+    /// The report back, to merge it with others, once its counts are
+    /// seen to agree with one another (as an audit writes them): a corrupt
+    /// or crafted report is refused rather than summed into a wrong total.
+    fn to_report(&self) -> Result<AuditReport, String> {
         let now = DateTime::<Utc>::from_timestamp_micros(self.now_micros)
-            .ok_or("a report's now_micros is out of range")?;
-        let policy = parse_policy(&self.policy)?;
+            .filter(|now| {
+                now.checked_add_signed(TimeDelta::days(ops::MAX_DAYS))
+                    .is_some()
+            })
+            .ok_or_else(|| format!("now_micros {} is out of range", self.now_micros))?;
+        let policy = parse_policy(&self.policy).map_err(|e| e.to_string())?;
         let mut r = Audit::new(&self.table, &self.family, policy, now).finish();
         r.part = self.shard.as_ref().map_or_else(
             || Ok(bigtable_ttl_runtime::ops::Part::whole()),
@@ -282,6 +310,51 @@ impl AuditJson {
             .map(|c| c.to_histogram(now))
             .transpose()?;
         r.expiry_proposed = self.expiry.proposed.to_histogram(now)?;
+        consistent(&r)?;
         Ok(r)
     }
+}
+
+/// Whether the counts of `r` agree with one another as an audit makes
+/// them: every cell real or artificial, in each histogram once, no more
+/// deleted than there are.
+fn consistent(r: &AuditReport) -> Result<(), String> {
+    let split = r.real_cells.checked_add(r.artificial_cells);
+    if split != Some(r.cells) {
+        return Err(format!(
+            "real_cells {} and artificial_cells {} do not add up to cells {}",
+            r.real_cells, r.artificial_cells, r.cells
+        ));
+    }
+    for (what, h) in std::iter::once(("proposed", &r.expiry_proposed))
+        .chain(r.expiry_current.as_ref().map(|h| ("current", h)))
+    {
+        if h.checked_cells() != Some(r.cells) {
+            return Err(format!(
+                "the {what} expiry buckets do not add up to cells {}",
+                r.cells
+            ));
+        }
+    }
+    let ordered = [
+        ("cells_deleted", r.cells_deleted, "cells", r.cells),
+        ("rows", r.rows, "cells", r.cells),
+        ("rows_losing_cells", r.rows_losing_cells, "rows", r.rows),
+        (
+            "rows_deleted",
+            r.rows_deleted,
+            "rows_losing_cells",
+            r.rows_losing_cells,
+        ),
+        ("rows_mixed_expiry", r.rows_mixed_expiry, "rows", r.rows),
+    ];
+    for (small, a, large, b) in ordered {
+        if a > b {
+            return Err(format!("{small} {a} is more than {large} {b}"));
+        }
+    }
+    if r.widest_expiry_spread_micros < 0 {
+        return Err("widest_expiry_spread_micros is negative".to_owned());
+    }
+    Ok(())
 }

@@ -8,8 +8,8 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use bigtable_ttl_runtime::ops::{
-    self, parse_duration, parse_policy, policy_spec, Checkpoint, MigratePlan, MigrateReport,
-    MigrateStatus, Part, RowExpiry, Verification,
+    self, parse_duration, parse_policy, policy_spec, Checkpoint, CountOverflow, MigratePlan,
+    MigrateReport, MigrateStatus, Part, RowExpiry, Verification,
 };
 use bigtable_ttl_runtime::Clock;
 use clap::Args;
@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::audit::part_text;
 use crate::exit;
+use crate::files::{self, FileError, REPORT_MAX_BYTES};
 use crate::output::{print_json, rule_of, shows_progress, span, Fallible, PartProgress};
 use crate::shard::{check_shards, read_reports, PartJson, ShardArgs};
 use crate::target::Target;
@@ -176,22 +177,20 @@ impl CheckpointFile {
         ]
     }
 
+    /// Written aside under a random name and renamed over `path`: a
+    /// reader (or a resumed run) sees the last checkpoint whole, even if
+    /// two processes of one shard write at once.
     fn write(&self, path: &Path) -> Fallible<()> {
-        let tmp = path.with_extension("tmp");
         let text = serde_json::to_string_pretty(self)? + "\n";
-        std::fs::write(&tmp, text)
-            .map_err(|e| format!("writing checkpoint {}: {e}", tmp.display()))?;
-        std::fs::rename(&tmp, path)
-            .map_err(|e| format!("writing checkpoint {}: {e}", path.display()))?;
+        files::replace("checkpoint", path, &text)?;
         Ok(())
     }
 
     /// The checkpoint saved at `path` for `plan`.
     fn read(path: &Path, plan: &MigratePlan) -> Fallible<Checkpoint> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("reading checkpoint {}: {e}", path.display()))?;
-        let saved: CheckpointFile = serde_json::from_str(&text)
-            .map_err(|e| format!("checkpoint {} is not valid: {e}", path.display()))?;
+        let text = files::read_capped("checkpoint", path, REPORT_MAX_BYTES)?;
+        let saved: CheckpointFile =
+            serde_json::from_str(&text).map_err(|e| FileError::invalid("checkpoint", path, e))?;
         let expected = Self::new(plan, &Checkpoint::default(), false);
         for ((field, theirs), (_, ours)) in
             saved.plan_fields().into_iter().zip(expected.plan_fields())
@@ -207,7 +206,8 @@ impl CheckpointFile {
         let part = saved
             .shard
             .as_ref()
-            .map_or_else(|| Ok(Part::whole()), PartJson::to_part)?;
+            .map_or_else(|| Ok(Part::whole()), PartJson::to_part)
+            .map_err(|e| FileError::invalid("checkpoint", path, e))?;
         let mut cp = Checkpoint::for_part(part);
         cp.last_row_key = match &saved.last_row_key_hex {
             None => None,
@@ -224,6 +224,27 @@ impl CheckpointFile {
         cp.cells_skipped_expired = saved.cells_skipped_expired;
         cp.rows_skipped_expired = saved.rows_skipped_expired;
         Ok(cp)
+    }
+}
+
+impl CheckpointFile {
+    /// Add the counts of `other` (another shard's), checked.
+    fn add(&mut self, other: &Self) -> Result<(), CountOverflow> {
+        let sum = |a: u64, b: u64, what| a.checked_add(b).ok_or(CountOverflow::new(what));
+        self.rows_read = sum(self.rows_read, other.rows_read, "rows_read")?;
+        self.rows_copied = sum(self.rows_copied, other.rows_copied, "rows_copied")?;
+        self.cells_copied = sum(self.cells_copied, other.cells_copied, "cells_copied")?;
+        self.cells_skipped_expired = sum(
+            self.cells_skipped_expired,
+            other.cells_skipped_expired,
+            "cells_skipped_expired",
+        )?;
+        self.rows_skipped_expired = sum(
+            self.rows_skipped_expired,
+            other.rows_skipped_expired,
+            "rows_skipped_expired",
+        )?;
+        Ok(())
     }
 }
 
@@ -287,6 +308,13 @@ impl From<&Verification> for VerificationJson {
             target_cells: v.target_cells,
             matches: v.matches(),
         }
+    }
+}
+
+impl MigrateArgs {
+    /// The shard options, for the checks of the whole command line.
+    pub(crate) fn shard(&self) -> &ShardArgs {
+        &self.shard
     }
 }
 
@@ -425,13 +453,14 @@ fn same_shard(args: &ShardArgs, part: &Part) -> Fallible<()> {
     Ok(())
 }
 
-/// Write `report` as JSON to `path`, when one was given (`--report`).
+/// Write `report` as JSON to `path`, when one was given (`--report`),
+/// at once: a merge reading it meanwhile sees the old report or the new.
 fn write_report(path: Option<&Path>, report: &MigrateJson) -> Fallible<()> {
     let Some(path) = path else {
         return Ok(());
     };
     let text = serde_json::to_string_pretty(report)? + "\n";
-    std::fs::write(path, text).map_err(|e| format!("writing report {}: {e}", path.display()))?;
+    files::replace("report", path, &text)?;
     Ok(())
 }
 
@@ -488,18 +517,17 @@ fn merge_verifications(
             )
             .into());
         };
-        total.merge(&v.to_verification());
-        sums.rows_read += r.checkpoint.rows_read;
-        sums.rows_copied += r.checkpoint.rows_copied;
-        sums.cells_copied += r.checkpoint.cells_copied;
-        sums.cells_skipped_expired += r.checkpoint.cells_skipped_expired;
-        sums.rows_skipped_expired += r.checkpoint.rows_skipped_expired;
+        let overflow = |e: CountOverflow| FileError::invalid("report", path, e);
+        total.try_merge(&v.to_verification()).map_err(overflow)?;
+        sums.add(&r.checkpoint).map_err(overflow)?;
         sums.done &= r.status == "done";
     }
     check_shards(
-        &reports
+        &args
+            .merge
             .iter()
-            .map(|r| r.checkpoint.shard.clone())
+            .zip(&reports)
+            .map(|(p, r)| (p.as_path(), r.checkpoint.shard.as_ref()))
             .collect::<Vec<_>>(),
     )?;
     let report = MigrateJson {

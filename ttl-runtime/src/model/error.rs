@@ -257,6 +257,24 @@ pub enum Error {
         /// The table.
         table: String,
     },
+    /// The table has no family of that name. The message lists the
+    /// families it has.
+    #[error("table `{table}` has no family `{family}`; its families are: {}", if families.is_empty() { "none".to_owned() } else { families.join(", ") })]
+    FamilyNotFound {
+        /// The table.
+        table: String,
+        /// The family asked for.
+        family: String,
+        /// The families the table has, in name order.
+        families: Vec<String>,
+    },
+    /// A shard (`index/count`) that does not exist, or more parts than
+    /// [`crate::ops::MAX_PARTS`]: refused before anything is sent.
+    #[error("{problem}")]
+    InvalidShard {
+        /// What is wrong with it.
+        problem: crate::ops::ShardProblem,
+    },
     /// Switching a family that holds cells to `max_age = 1s` would delete them.
     #[error("refusing to set family `{family}` of table `{table}` to max_age = 1s: it holds cells with ordinary timestamps that would all be deleted at the next compaction; migrate them first, or pass force to accept the loss")]
     WouldDeleteData {
@@ -434,6 +452,7 @@ macro_rules! named_table {
             | Error::RowTooLarge { table, .. }
             | Error::SchemaDrift { table, .. }
             | Error::TableNotFound { table }
+            | Error::FamilyNotFound { table, .. }
             | Error::WouldDeleteData { table, .. }
             | Error::Migration { table, .. }
             | Error::MigrateIntoMap { table, .. }

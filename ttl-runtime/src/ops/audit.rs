@@ -15,14 +15,14 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::client::admin::live_rules;
 use crate::client::connection::Connection;
-use crate::model::error::Result;
+use crate::model::error::{Error, Result};
 use crate::model::gc_rule::policy_from_rule;
 use crate::model::policy::{from_micros, Policy};
 use crate::model::scan::RawCell;
 
 use super::expiry::ExpiryHistogram;
 use super::scan::{FamilyPages, ScanProgress};
-use super::shard::Part;
+use super::shard::{add, CountOverflow, Part};
 
 /// What to audit: a family of a table under a policy, judged at a "now".
 ///
@@ -129,33 +129,68 @@ impl AuditReport {
     /// same policy (another part of a sharded audit), to this one: counts
     /// summed, oldest and newest widened, histograms added, the earlier
     /// "now" kept. Whether the parts together cover the table is the
-    /// caller's to check ([`super::check_cover`]).
+    /// caller's to check ([`super::check_cover`]). A count that would pass
+    /// `u64::MAX` stays at `u64::MAX`; [`AuditReport::try_merge`] refuses
+    /// it instead (reports read from files).
     pub fn merge(&mut self, other: &AuditReport) {
+        let _ = self.merge_by(other, |a, b, _| Ok(a.saturating_add(b)));
+    }
+
+    /// [`AuditReport::merge`], or which count would pass `u64::MAX` (a
+    /// corrupt or crafted report: no table holds that many cells); `self`
+    /// is unchanged then.
+    ///
+    /// # Errors
+    /// [`CountOverflow`] naming the count.
+    pub fn try_merge(&mut self, other: &AuditReport) -> std::result::Result<(), CountOverflow> {
+        let mut sum = self.clone();
+        sum.merge_by(other, add)?;
+        *self = sum;
+        Ok(())
+    }
+
+    fn merge_by(
+        &mut self,
+        other: &AuditReport,
+        add: impl Fn(u64, u64, &'static str) -> std::result::Result<u64, CountOverflow> + Copy,
+    ) -> std::result::Result<(), CountOverflow> {
         self.now = self.now.min(other.now);
-        self.rows += other.rows;
-        self.cells += other.cells;
-        self.cells_deleted += other.cells_deleted;
-        self.rows_losing_cells += other.rows_losing_cells;
-        self.rows_deleted += other.rows_deleted;
-        self.real_cells += other.real_cells;
-        self.artificial_cells += other.artificial_cells;
+        self.rows = add(self.rows, other.rows, "rows")?;
+        self.cells = add(self.cells, other.cells, "cells")?;
+        self.cells_deleted = add(self.cells_deleted, other.cells_deleted, "cells_deleted")?;
+        self.rows_losing_cells = add(
+            self.rows_losing_cells,
+            other.rows_losing_cells,
+            "rows_losing_cells",
+        )?;
+        self.rows_deleted = add(self.rows_deleted, other.rows_deleted, "rows_deleted")?;
+        self.real_cells = add(self.real_cells, other.real_cells, "real_cells")?;
+        self.artificial_cells = add(
+            self.artificial_cells,
+            other.artificial_cells,
+            "artificial_cells",
+        )?;
         self.oldest_micros = match (self.oldest_micros, other.oldest_micros) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         self.newest_micros = self.newest_micros.max(other.newest_micros);
-        self.rows_mixed_expiry += other.rows_mixed_expiry;
+        self.rows_mixed_expiry = add(
+            self.rows_mixed_expiry,
+            other.rows_mixed_expiry,
+            "rows_mixed_expiry",
+        )?;
         self.widest_expiry_spread_micros = self
             .widest_expiry_spread_micros
             .max(other.widest_expiry_spread_micros);
         self.expiry_current = match (self.expiry_current.take(), &other.expiry_current) {
             (Some(mut a), Some(b)) => {
-                a.merge(b);
+                a.merge_by(b, add)?;
                 Some(a)
             }
             (a, b) => a.or_else(|| b.clone()),
         };
-        self.expiry_proposed.merge(&other.expiry_proposed);
+        self.expiry_proposed.merge_by(&other.expiry_proposed, add)
     }
 
     /// Whether applying the policy would delete any cell.
@@ -381,6 +416,7 @@ impl Audit {
 /// ```
 ///
 /// # Errors
+/// [`crate::Error::FamilyNotFound`] (listing the table's families);
 /// [`crate::Error::Server`] when a read fails (a missing table included).
 pub async fn audit(
     conn: &Connection,
@@ -394,10 +430,7 @@ pub async fn audit(
         now,
         part,
     } = request;
-    let live = live_rules(conn, table)
-        .await?
-        .get(family)
-        .and_then(policy_from_rule);
+    let live = family_policy(conn, table, family).await?;
     let mut tally = Audit::new(table, family, *policy, *now).with_live_policy(live);
     tally.report.part = part.clone();
     let mut pages = FamilyPages::new(conn, table, family)
@@ -410,6 +443,26 @@ pub async fn audit(
         progress(tally.progress());
     }
     Ok(tally.finish())
+}
+
+/// The policy of `family`'s live rule (`None`: no age rule), or
+/// [`Error::FamilyNotFound`] listing the table's families: an audit of a
+/// misspelt family would otherwise count no cells and find nothing to
+/// delete.
+pub(crate) async fn family_policy(
+    conn: &Connection,
+    table: &str,
+    family: &str,
+) -> Result<Option<Policy>> {
+    let rules = live_rules(conn, table).await?;
+    match rules.get(family) {
+        Some(rule) => Ok(policy_from_rule(rule)),
+        None => Err(Error::FamilyNotFound {
+            table: table.to_owned(),
+            family: family.to_owned(),
+            families: rules.into_keys().collect(),
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -491,6 +544,24 @@ mod tests {
         assert_eq!(r.cells_deleted, 1);
         assert_eq!((r.rows_losing_cells, r.rows_deleted), (1, 0));
         assert_eq!((r.real_cells, r.artificial_cells), (3, 0));
+    }
+
+    #[test]
+    fn merging_counts_that_pass_u64_max_is_refused_and_changes_nothing() {
+        let mut a = Audit::new("t", "c", Policy::CellExpiry, now());
+        a.observe_row(&[cell(at(-TimeDelta::hours(1)))]);
+        let mut a = a.finish();
+        let mut b = a.clone();
+        b.rows = u64::MAX;
+        let before = a.clone();
+        let err = a.try_merge(&b).unwrap_err();
+        assert_eq!(err.what, "rows");
+        assert_eq!(a, before);
+        let mut c = before.clone();
+        c.expiry_proposed.expired = u64::MAX;
+        assert_eq!(a.try_merge(&c).unwrap_err().what, "expired");
+        a.merge(&b);
+        assert_eq!(a.rows, u64::MAX, "merge saturates");
     }
 
     #[test]

@@ -7,14 +7,12 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 
-use crate::client::admin::live_rules;
 use crate::client::connection::Connection;
 use crate::model::error::Result;
-use crate::model::gc_rule::policy_from_rule;
 use crate::model::policy::Policy;
 
 use super::scan::{FamilyPages, ScanProgress};
-use super::shard::Part;
+use super::shard::{add, CountOverflow, Part};
 
 /// Days ahead the per-day counts go; cells expiring later are in
 /// [`ExpiryHistogram::later`] only.
@@ -112,28 +110,57 @@ impl ExpiryHistogram {
 
     /// Add `other`'s counts (a histogram of other cells under the same
     /// rule, e.g. another shard's); the buckets of each stay relative to
-    /// its own "now", the days are the same calendar days.
+    /// its own "now", the days are the same calendar days. A count that
+    /// would pass `u64::MAX` stays there; [`ExpiryHistogram::try_merge`]
+    /// refuses it instead.
     pub fn merge(&mut self, other: &Self) {
-        self.expired += other.expired;
-        self.within_hour += other.within_hour;
-        self.within_day += other.within_day;
-        self.within_week += other.within_week;
-        self.later += other.later;
-        self.never += other.never;
-        for (day, n) in &other.days {
-            *self.days.entry(*day).or_default() += n;
-        }
+        let _ = self.merge_by(other, |a, b, _| Ok(a.saturating_add(b)));
     }
 
-    /// Every cell counted.
+    /// [`ExpiryHistogram::merge`], or which count would pass `u64::MAX`;
+    /// `self` is unchanged then.
+    ///
+    /// # Errors
+    /// [`CountOverflow`] naming the bucket (or `cells per day`).
+    pub fn try_merge(&mut self, other: &Self) -> std::result::Result<(), CountOverflow> {
+        let mut sum = self.clone();
+        sum.merge_by(other, add)?;
+        *self = sum;
+        Ok(())
+    }
+
+    pub(crate) fn merge_by(
+        &mut self,
+        other: &Self,
+        add: impl Fn(u64, u64, &'static str) -> std::result::Result<u64, CountOverflow>,
+    ) -> std::result::Result<(), CountOverflow> {
+        self.expired = add(self.expired, other.expired, "expired")?;
+        self.within_hour = add(self.within_hour, other.within_hour, "within_hour")?;
+        self.within_day = add(self.within_day, other.within_day, "within_day")?;
+        self.within_week = add(self.within_week, other.within_week, "within_week")?;
+        self.later = add(self.later, other.later, "later")?;
+        self.never = add(self.never, other.never, "never")?;
+        for (day, n) in &other.days {
+            let sum = self.days.entry(*day).or_default();
+            *sum = add(*sum, *n, "cells per day")?;
+        }
+        Ok(())
+    }
+
+    /// Every cell counted (`u64::MAX` if the buckets add up past it; see
+    /// [`ExpiryHistogram::checked_cells`]).
     #[must_use]
     pub fn cells(&self) -> u64 {
-        self.expired
-            + self.within_hour
-            + self.within_day
-            + self.within_week
-            + self.later
-            + self.never
+        self.checked_cells().unwrap_or(u64::MAX)
+    }
+
+    /// Every cell counted, or `None` when the buckets add up past
+    /// `u64::MAX` (a corrupt report's).
+    #[must_use]
+    pub fn checked_cells(&self) -> Option<u64> {
+        self.buckets()
+            .iter()
+            .try_fold(0u64, |sum, (_, n)| sum.checked_add(*n))
     }
 
     /// The buckets in order, with their names as reports print them.
@@ -149,9 +176,12 @@ impl ExpiryHistogram {
         ]
     }
 
-    /// The last day the per-day counts go to.
+    /// The last day the per-day counts go to (chrono's last day when
+    /// `now` is within a year of it).
     fn last_day(&self) -> NaiveDate {
-        (self.now + TimeDelta::days(MAX_DAYS)).date_naive()
+        self.now
+            .checked_add_signed(TimeDelta::days(MAX_DAYS))
+            .map_or(NaiveDate::MAX, |t| t.date_naive())
     }
 
     /// How far ahead the rule lets a cell written now live: the default
@@ -179,8 +209,10 @@ impl ExpiryHistogram {
     #[must_use]
     pub fn daily(&self, horizon: TimeDelta) -> Vec<(NaiveDate, u64)> {
         let first = self.now.date_naive();
-        let last =
-            (self.now + horizon.clamp(TimeDelta::zero(), TimeDelta::days(MAX_DAYS))).date_naive();
+        let last = self
+            .now
+            .checked_add_signed(horizon.clamp(TimeDelta::zero(), TimeDelta::days(MAX_DAYS)))
+            .map_or(NaiveDate::MAX, |t| t.date_naive());
         first
             .iter_days()
             .take_while(|d| *d <= last)
@@ -280,16 +312,14 @@ pub struct FamilyExpiries {
 /// ```
 ///
 /// # Errors
-/// [`crate::Error::TableNotFound`]; [`crate::Error::Server`].
+/// [`crate::Error::TableNotFound`]; [`crate::Error::FamilyNotFound`]
+/// (listing the table's families); [`crate::Error::Server`].
 pub async fn expiries(
     conn: &Connection,
     request: &ExpiryRequest,
     mut progress: impl FnMut(ScanProgress),
 ) -> Result<FamilyExpiries> {
-    let live = live_rules(conn, &request.table)
-        .await?
-        .get(&request.family)
-        .and_then(policy_from_rule);
+    let live = super::audit::family_policy(conn, &request.table, &request.family).await?;
     let mut out = FamilyExpiries {
         table: request.table.clone(),
         family: request.family.clone(),
@@ -382,6 +412,29 @@ mod tests {
         );
         let horizon = h.horizon().unwrap();
         assert_eq!(h.daily(horizon).len(), 4);
+    }
+
+    #[test]
+    fn a_now_at_the_end_of_time_draws_no_panic() {
+        let end = DateTime::<Utc>::MAX_UTC - TimeDelta::days(1);
+        let mut h = ExpiryHistogram::new(Some(Policy::default_ttl(TimeDelta::days(2))), end);
+        h.observe(end.timestamp_micros());
+        let daily = h.daily(TimeDelta::days(MAX_DAYS));
+        assert!(daily.first().is_some_and(|d| d.0 == end.date_naive()));
+        assert!(h.horizon().is_some());
+    }
+
+    #[test]
+    fn merging_past_u64_max_is_refused_and_changes_nothing() {
+        let mut a = ExpiryHistogram::new(None, now());
+        a.observe(0);
+        let mut b = a.clone();
+        b.never = u64::MAX;
+        assert_eq!(a.try_merge(&b).unwrap_err().what, "never");
+        assert_eq!(a.never, 1);
+        assert_eq!(b.checked_cells(), Some(u64::MAX));
+        b.expired = 1;
+        assert_eq!((b.checked_cells(), b.cells()), (None, u64::MAX));
     }
 
     #[test]

@@ -20,7 +20,7 @@ use crate::model::scan::RawCell;
 use crate::model::schema::Schema;
 
 use super::scan::{FamilyPages, DEFAULT_PAGE_ROWS};
-use super::shard::Part;
+use super::shard::{CountOverflow, Part};
 
 /// What to migrate and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -258,14 +258,36 @@ impl Verification {
     }
 
     /// Add `other`, the verification of other rows (another part of a
-    /// sharded migration): every count summed.
+    /// sharded migration): every count summed. A count that would pass
+    /// `u64::MAX` stays there; [`Verification::try_merge`] refuses it.
     pub fn merge(&mut self, other: &Verification) {
-        self.source_rows += other.source_rows;
-        self.source_cells += other.source_cells;
-        self.expected_rows += other.expected_rows;
-        self.expected_cells += other.expected_cells;
-        self.target_rows += other.target_rows;
-        self.target_cells += other.target_cells;
+        let _ = self.merge_by(other, |a, b, _| Ok(a.saturating_add(b)));
+    }
+
+    /// [`Verification::merge`], or which count would pass `u64::MAX` (a
+    /// corrupt or crafted report); `self` is unchanged then.
+    ///
+    /// # Errors
+    /// [`CountOverflow`] naming the count.
+    pub fn try_merge(&mut self, other: &Verification) -> std::result::Result<(), CountOverflow> {
+        let mut sum = *self;
+        sum.merge_by(other, super::shard::add)?;
+        *self = sum;
+        Ok(())
+    }
+
+    fn merge_by(
+        &mut self,
+        other: &Verification,
+        add: impl Fn(u64, u64, &'static str) -> std::result::Result<u64, CountOverflow>,
+    ) -> std::result::Result<(), CountOverflow> {
+        self.source_rows = add(self.source_rows, other.source_rows, "source_rows")?;
+        self.source_cells = add(self.source_cells, other.source_cells, "source_cells")?;
+        self.expected_rows = add(self.expected_rows, other.expected_rows, "expected_rows")?;
+        self.expected_cells = add(self.expected_cells, other.expected_cells, "expected_cells")?;
+        self.target_rows = add(self.target_rows, other.target_rows, "target_rows")?;
+        self.target_cells = add(self.target_cells, other.target_cells, "target_cells")?;
+        Ok(())
     }
 }
 

@@ -9,6 +9,7 @@
 //! each call, so shards that must agree there share one cut ([`Part`]s
 //! serialise to a few keys) instead of each sampling on its own.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 
 use crate::client::connection::Connection;
@@ -17,6 +18,115 @@ use crate::client::read::ReadOptions;
 use crate::model::error::Result;
 use crate::model::scan::Scan;
 use crate::model::split::split;
+
+/// The most parts a key space is cut into. A part is a process of its
+/// own, each streaming its range from the cluster: a thousand of them is
+/// more than one table's fleet runs, and past the table's sample keys
+/// (about one per tablet) extra parts are empty anyway. The cap also
+/// bounds what a shared cut holds: 1,024 parts whose keys are at most
+/// Bigtable's 4 KiB fit in a few tens of MiB, so a reader can refuse a
+/// larger file before parsing it, and a count read from a file (or typed
+/// as `--shard 1/999999999`) never sizes an allocation.
+pub const MAX_PARTS: usize = 1024;
+
+/// Why a shard `index/count` does not exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ShardProblem {
+    /// `count` is 0.
+    NoParts,
+    /// `count` is over [`MAX_PARTS`].
+    TooManyParts {
+        /// The count asked for.
+        count: usize,
+    },
+    /// `index` is not below `count`.
+    NoSuchIndex {
+        /// The index asked for.
+        index: usize,
+        /// Of how many.
+        count: usize,
+    },
+}
+
+impl std::fmt::Display for ShardProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Self::NoParts => f.write_str("the number of shards must be at least 1"),
+            Self::TooManyParts { count } => write!(
+                f,
+                "{count} shards is over the limit of {MAX_PARTS}: a table is cut at its sample keys, about one per tablet, and a fleet runs far fewer processes"
+            ),
+            Self::NoSuchIndex { index, count } => write!(
+                f,
+                "shard {index} of {count} does not exist: shards are numbered 0 to {}",
+                count.saturating_sub(1)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ShardProblem {}
+
+/// Check that shard `index` of `count` exists and `count` is at most
+/// [`MAX_PARTS`].
+///
+/// ```
+/// use bigtable_ttl::ops::check_shard;
+///
+/// assert!(check_shard(3, 4).is_ok());
+/// assert!(check_shard(1, 999_999_999).is_err());
+/// ```
+///
+/// # Errors
+/// The [`ShardProblem`].
+pub fn check_shard(index: usize, count: usize) -> std::result::Result<(), ShardProblem> {
+    if count == 0 {
+        return Err(ShardProblem::NoParts);
+    }
+    if count > MAX_PARTS {
+        return Err(ShardProblem::TooManyParts { count });
+    }
+    if index >= count {
+        return Err(ShardProblem::NoSuchIndex { index, count });
+    }
+    Ok(())
+}
+
+/// Counts of shards' reports that add up past `u64::MAX`: no table holds
+/// that much, so one of the reports is corrupt or crafted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CountOverflow {
+    /// The count that overflowed (`rows`, `cells`, a bucket's name…).
+    pub what: &'static str,
+}
+
+impl CountOverflow {
+    /// The count `what` overflowed (for callers summing counts of their own).
+    #[must_use]
+    pub fn new(what: &'static str) -> Self {
+        Self { what }
+    }
+}
+
+impl std::fmt::Display for CountOverflow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the {} add up to more than {} (a report is corrupt)",
+            self.what,
+            u64::MAX
+        )
+    }
+}
+
+impl std::error::Error for CountOverflow {}
+
+/// `a + b`, or which count overflowed.
+pub(crate) fn add(a: u64, b: u64, what: &'static str) -> std::result::Result<u64, CountOverflow> {
+    a.checked_add(b).ok_or(CountOverflow { what })
+}
 
 /// One contiguous part of a table's key space: the keys from `start`
 /// (inclusive; empty: from the first key) to `end` (exclusive; `None`: to
@@ -148,6 +258,61 @@ pub fn cut(samples: &[Vec<u8>], count: usize) -> Vec<Part> {
     parts
 }
 
+/// Part `index` of the [`cut`] of the key space into `count` parts at
+/// `samples`: the same part as `cut(samples, count)[index]`, computed
+/// without the other `count - 1` parts.
+///
+/// ```
+/// use bigtable_ttl::ops::{cut, part_of};
+///
+/// let samples: Vec<Vec<u8>> = ["b", "d", "f"].iter().map(|k| k.as_bytes().to_vec()).collect();
+/// assert_eq!(part_of(&samples, 1, 2).unwrap(), cut(&samples, 2)[1]);
+/// assert!(part_of(&samples, 1, 999_999_999).is_err());
+/// ```
+///
+/// # Errors
+/// [`ShardProblem`] when the shard does not exist ([`check_shard`]).
+pub fn part_of(
+    samples: &[Vec<u8>],
+    index: usize,
+    count: usize,
+) -> std::result::Result<Part, ShardProblem> {
+    check_shard(index, count)?;
+    let keys: Vec<&[u8]> = samples
+        .iter()
+        .map(Vec::as_slice)
+        .filter(|k| !k.is_empty())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    // The cuts as `split` picks them: every key when there are no more of
+    // them than cuts, else `count - 1` spread evenly.
+    let m = keys.len();
+    let cuts = if m < count { m } else { count - 1 };
+    let cut_at = |k: usize| -> Vec<u8> {
+        // Cut `k` (from 1); in u128 so that no product overflows.
+        let at = if m < count {
+            k - 1
+        } else {
+            let spread = (k as u128) * (m as u128 + 1) / count as u128 - 1;
+            usize::try_from(spread).unwrap_or(m - 1)
+        };
+        keys[at].to_vec()
+    };
+    let start = if index == 0 || cuts == 0 {
+        Vec::new()
+    } else {
+        cut_at(index.min(cuts))
+    };
+    let end = match index.cmp(&cuts) {
+        std::cmp::Ordering::Less => Some(cut_at(index + 1)),
+        std::cmp::Ordering::Equal => None,
+        // Left over: empty, at the last cut.
+        std::cmp::Ordering::Greater => Some(start.clone()),
+    };
+    Ok(Part::new(index, count, start, end))
+}
+
 /// Ask Bigtable for `table`'s sample row keys and [`cut`] the key space into
 /// `count` parts: the plan of a sharded run. Each part can then be audited
 /// ([`super::AuditRequest::with_part`]), migrated
@@ -173,9 +338,12 @@ pub fn cut(samples: &[Vec<u8>], count: usize) -> Vec<Part> {
 /// ```
 ///
 /// # Errors
-/// [`crate::Error::Server`] when `SampleRowKeys` fails (transient failures
-/// are retried under the connection's policy), a missing table included.
+/// [`crate::Error::InvalidShard`] when `count` is 0 or over [`MAX_PARTS`]
+/// (before anything is sent); [`crate::Error::Server`] when
+/// `SampleRowKeys` fails (transient failures are retried under the
+/// connection's policy), a missing table included.
 pub async fn plan_parts(conn: &Connection, table: &str, count: usize) -> Result<Vec<Part>> {
+    check_shard(0, count).map_err(|problem| crate::Error::InvalidShard { problem })?;
     let samples = key_samples(conn, table).await?;
     let keys: Vec<Vec<u8>> = samples.into_iter().map(|s| s.key).collect();
     Ok(cut(&keys, count))
@@ -238,15 +406,19 @@ pub fn fraction_done(samples: &[KeySample], part: &Part, last_key: &[u8]) -> Opt
     Some(done.clamp(0.0, 1.0))
 }
 
-/// Check that `parts` are the parts of one cut: `count` of them, each
-/// index once, together covering every key exactly once. What merging the
-/// reports of a sharded run needs; the message says what is wrong.
+/// Check that `parts` are the parts of one cut, in any order: `count` of
+/// them (at most [`MAX_PARTS`]), each index once, together covering every
+/// key exactly once. What merging the reports of a sharded run, or reading
+/// a shared cut, needs; the message names the missing, repeated,
+/// overlapping or mismatched part. Nothing is allocated by `count`: a
+/// count read from a file cannot exhaust memory.
 ///
 /// ```
 /// use bigtable_ttl::ops::{check_cover, cut};
 ///
 /// let parts = cut(&[b"m".to_vec()], 2);
 /// assert!(check_cover(&parts).is_ok());
+/// assert!(check_cover(&[parts[1].clone(), parts[0].clone()]).is_ok());
 /// assert!(check_cover(&parts[..1]).unwrap_err().contains("missing part 1/2"));
 /// ```
 ///
@@ -264,37 +436,58 @@ pub fn check_cover(parts: &[Part]) -> std::result::Result<(), String> {
             other.label()
         ));
     }
-    let mut seen = vec![None; count];
+    let mut by_index: BTreeMap<usize, &Part> = BTreeMap::new();
     for part in parts {
-        match seen.get_mut(part.index) {
-            None => return Err(format!("part {} is out of range", part.label())),
-            Some(Some(_)) => return Err(format!("part {} appears twice", part.label())),
-            Some(slot) => *slot = Some(part),
+        check_shard(part.index, part.count).map_err(|e| format!("part {}: {e}", part.label()))?;
+        if by_index.insert(part.index, part).is_some() {
+            return Err(format!("part {} appears twice", part.label()));
         }
     }
-    if let Some(missing) = seen.iter().position(Option::is_none) {
+    // Indexes are distinct and below `count`: as many as `count` iff all.
+    if by_index.len() != count {
+        let missing = by_index
+            .keys()
+            .zip(0..)
+            .find(|(have, want)| **have != *want)
+            .map_or(by_index.len(), |(_, want)| want);
         return Err(format!("missing part {missing}/{count}"));
     }
     // In index order the non-empty parts must tile the key space.
     let mut next: Option<&[u8]> = Some(&[]);
-    for part in seen.into_iter().flatten().filter(|p| !p.is_empty()) {
-        match next {
-            Some(expected) if part.start.as_slice() == expected => {}
-            _ => {
-                return Err(format!(
-                    "part {} starts at {:?}, where the part before it did not end: \
-                     the shards were cut differently (share one cut between them)",
-                    part.label(),
-                    String::from_utf8_lossy(&part.start)
-                ))
-            }
+    let mut before: Option<&Part> = None;
+    for part in by_index.into_values().filter(|p| !p.is_empty()) {
+        if next != Some(part.start.as_slice()) {
+            let after = before.map_or("the start of the table".to_owned(), |b| {
+                format!(
+                    "where part {} ends ({})",
+                    b.label(),
+                    key_text(b.end.as_deref())
+                )
+            });
+            return Err(format!(
+                "part {} starts at {}, not {after}: the parts overlap or leave a gap \
+                 (the shards were cut differently: share one cut between them)",
+                part.label(),
+                key_text(Some(&part.start)),
+            ));
         }
         next = part.end.as_deref();
+        before = Some(part);
     }
     if next.is_some() {
-        return Err("the last part does not reach the end of the table".to_owned());
+        let last = before.map_or_else(|| first.label(), Part::label);
+        return Err(format!(
+            "the last part ({last}) does not reach the end of the table"
+        ));
     }
     Ok(())
+}
+
+/// A key in a message: quoted text, or the table's end.
+fn key_text(key: Option<&[u8]>) -> String {
+    key.map_or("the end of the table".to_owned(), |k| {
+        format!("{:?}", String::from_utf8_lossy(k))
+    })
 }
 
 #[cfg(test)]
@@ -360,7 +553,50 @@ mod tests {
         assert_eq!(fraction_done(&[], &whole, b"x"), None);
     }
 
+    #[test]
+    fn a_cover_is_checked_by_each_parts_own_index_in_any_order() {
+        let parts = cut(&keys(&["c", "m", "t"]), 4);
+        let mut reversed = parts.clone();
+        reversed.reverse();
+        check_cover(&reversed).unwrap();
+        let gap = [parts[0].clone(), parts[2].clone(), parts[3].clone()];
+        assert!(check_cover(&gap).unwrap_err().contains("missing part 1/4"));
+        let mut overlap = parts.clone();
+        overlap[2].start = b"d".to_vec();
+        let err = check_cover(&overlap).unwrap_err();
+        assert!(err.contains("part 2/4 starts at \"d\""), "{err}");
+        assert!(err.contains("where part 1/4 ends (\"m\")"), "{err}");
+    }
+
+    #[test]
+    fn a_count_read_from_anywhere_sizes_nothing() {
+        let huge = Part::new(0, usize::MAX, Vec::new(), None);
+        let err = check_cover(&[huge]).unwrap_err();
+        assert!(err.contains("over the limit of 1024"), "{err}");
+        let one_of_many = Part::new(5, 4_000_000_000, Vec::new(), None);
+        assert!(check_cover(&[one_of_many]).is_err());
+        assert_eq!(
+            part_of(&keys(&["m"]), 1, 999_999_999),
+            Err(ShardProblem::TooManyParts { count: 999_999_999 })
+        );
+        assert!(part_of(&keys(&["m"]), 4, 4).is_err());
+        assert!(part_of(&keys(&["m"]), 0, 0).is_err());
+    }
+
     proptest! {
+        /// One part computed alone is that part of the whole cut.
+        #[test]
+        fn a_part_alone_is_that_part_of_the_cut(
+            samples in prop::collection::vec("[a-d]{0,3}", 0..40),
+            count in 1usize..40,
+        ) {
+            let samples: Vec<Vec<u8>> = samples.into_iter().map(String::into_bytes).collect();
+            let parts = cut(&samples, count);
+            for (index, part) in parts.iter().enumerate() {
+                prop_assert_eq!(&part_of(&samples, index, count).unwrap(), part);
+            }
+        }
+
         /// Every key is in exactly one part, whatever the samples and count.
         #[test]
         fn every_key_is_in_exactly_one_part(
