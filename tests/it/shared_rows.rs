@@ -272,3 +272,80 @@ async fn an_incomplete_row_is_reported_by_reads_and_never_overwritten_by_inserts
     let read = new.get(&"marked".to_owned()).await.unwrap().unwrap();
     assert_eq!(read.value.email, "ann@example.com");
 }
+
+/// Rows written without the struct's marker get it from `add_markers`,
+/// which resumes after the last row it reports and writes nothing twice.
+#[tokio::test]
+async fn add_markers_resumes_where_it_stopped_and_marks_each_row_once() {
+    use bigtable_ttl::ops::{MarkProgress, MarkStatus};
+    use std::ops::ControlFlow;
+    let clock = Clock::system();
+    let people = support::table::<v1::Person>(&clock).await;
+    let ts = Utc::now().timestamp_millis() * 1_000;
+    for key in ["k1", "k2", "k3"] {
+        RawTable::new(people.connection(), "people")
+            .mutate_row(
+                key,
+                vec![Mutation {
+                    mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
+                        family_name: "p".into(),
+                        column_qualifier: b"name".to_vec(),
+                        timestamp_micros: ts,
+                        value: key.as_bytes().to_vec(),
+                    })),
+                }],
+            )
+            .await
+            .unwrap();
+    }
+    let marked = |cells: &[bigtable_ttl::RawCell]| {
+        cells
+            .iter()
+            .filter(|c| c.qualifier == v1::Person::SCHEMA.marker)
+            .count()
+    };
+    // A run that had done `k1` and stopped: the rest.
+    let mut resume = MarkProgress::default();
+    resume.last_row_key = Some(b"k1".to_vec());
+    let mut pages = 0;
+    let status = people
+        .add_markers(Some(resume), |_| {
+            pages += 1;
+            ControlFlow::Continue(())
+        })
+        .await
+        .unwrap();
+    let MarkStatus::Done(done) = status else {
+        panic!("{status:?}")
+    };
+    assert_eq!((done.rows_read, done.rows_marked), (2, 2), "{done:?}");
+    assert_eq!(done.last_row_key.as_deref(), Some(&b"k3"[..]));
+    assert_eq!(pages, 1);
+    assert_eq!(marked(&support::stored_cells(&people, "k1").await), 0);
+    for key in ["k2", "k3"] {
+        let cells = support::stored_cells(&people, key).await;
+        assert_eq!(marked(&cells), 1, "{key}: {cells:?}");
+        let marker = cells
+            .iter()
+            .find(|c| c.qualifier == v1::Person::SCHEMA.marker)
+            .unwrap();
+        // At the row's timestamp, carrying nothing more.
+        assert_eq!((marker.timestamp_micros, marker.value.len()), (ts, 0));
+    }
+    // From the start: only `k1` is left to mark.
+    let status = people
+        .add_markers(None, |_| ControlFlow::Break(()))
+        .await
+        .unwrap();
+    let MarkStatus::Stopped(all) = status else {
+        panic!("{status:?}")
+    };
+    assert_eq!(
+        (all.rows_read, all.rows_marked, all.rows_already_marked),
+        (3, 1, 2),
+        "{all:?}"
+    );
+    for key in ["k1", "k2", "k3"] {
+        assert_eq!(marked(&support::stored_cells(&people, key).await), 1);
+    }
+}

@@ -54,11 +54,15 @@ pub struct MigratePlan {
 ///
 /// A row built by several writes has cells with different write times. Each
 /// cell living `ttl` from its own write time (`PerCell`) keeps the most of
-/// the source's meaning, but such a row then expires column by column, and
-/// a struct with a required column reads it as absent from the first
-/// column's expiry on (a partially expired row). `PerRow` gives every
-/// column of a row the expiry of its newest write, so the row reads back
-/// whole until it expires as one, as a row this library writes does.
+/// the source's meaning, but such a row then expires column by column: a
+/// struct with a required column reads it as absent while the expired
+/// column's cell is stored, and as incomplete (`Error::Decode` naming the
+/// column) once it is collected, or when it had expired before the
+/// migration and was not copied, since nothing then shows it existed
+/// (`Table::add_markers` after the migration gives each row the marker
+/// that proves its expiry). `PerRow` gives every column of a row the
+/// expiry of its newest write, so the row reads back whole until it
+/// expires as one, as a row this library writes does.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RowExpiry {
