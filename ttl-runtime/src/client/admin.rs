@@ -434,6 +434,26 @@ fn undeclared<V>(live: &HashMap<String, V>, schema: &Schema) -> Vec<String> {
     others
 }
 
+/// The policy of `family`'s live rule (`None`: no age rule), or
+/// [`Error::FamilyNotFound`] listing the table's families: an audit of a
+/// misspelt family would otherwise count no cells and find nothing to
+/// delete.
+pub(crate) async fn family_policy(
+    conn: &Connection,
+    table: &str,
+    family: &str,
+) -> Result<Option<crate::model::policy::Policy>> {
+    let rules = live_rules(conn, table).await?;
+    match rules.get(family) {
+        Some(rule) => Ok(crate::model::gc_rule::policy_from_rule(rule)),
+        None => Err(Error::FamilyNotFound {
+            table: table.to_owned(),
+            family: family.to_owned(),
+            families: rules.into_keys().collect(),
+        }),
+    }
+}
+
 /// Every family of the live table with its GC rule (the empty rule, `none`,
 /// for a family without one). For operators: print them with
 /// [`describe_rule`].

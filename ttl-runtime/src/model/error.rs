@@ -273,7 +273,7 @@ pub enum Error {
     #[error("{problem}")]
     InvalidShard {
         /// What is wrong with it.
-        problem: crate::ops::ShardProblem,
+        problem: crate::model::shards::ShardProblem,
     },
     /// Switching a family that holds cells to `max_age = 1s` would delete them.
     #[error("refusing to set family `{family}` of table `{table}` to max_age = 1s: it holds cells with ordinary timestamps that would all be deleted at the next compaction; migrate them first, or pass force to accept the loss")]

@@ -27,6 +27,7 @@ pub mod row;
 pub(crate) mod row_cells;
 pub mod scan;
 pub mod schema;
+pub(crate) mod shards;
 pub(crate) mod split;
 pub mod telemetry;
 pub(crate) mod view;

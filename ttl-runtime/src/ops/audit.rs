@@ -13,10 +13,9 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use crate::client::admin::live_rules;
+use crate::client::admin::family_policy;
 use crate::client::connection::Connection;
-use crate::model::error::{Error, Result};
-use crate::model::gc_rule::policy_from_rule;
+use crate::model::error::Result;
 use crate::model::policy::{from_micros, Policy};
 use crate::model::scan::RawCell;
 
@@ -443,26 +442,6 @@ pub async fn audit(
         progress(tally.progress());
     }
     Ok(tally.finish())
-}
-
-/// The policy of `family`'s live rule (`None`: no age rule), or
-/// [`Error::FamilyNotFound`] listing the table's families: an audit of a
-/// misspelt family would otherwise count no cells and find nothing to
-/// delete.
-pub(crate) async fn family_policy(
-    conn: &Connection,
-    table: &str,
-    family: &str,
-) -> Result<Option<Policy>> {
-    let rules = live_rules(conn, table).await?;
-    match rules.get(family) {
-        Some(rule) => Ok(policy_from_rule(rule)),
-        None => Err(Error::FamilyNotFound {
-            table: table.to_owned(),
-            family: family.to_owned(),
-            families: rules.into_keys().collect(),
-        }),
-    }
 }
 
 #[cfg(test)]

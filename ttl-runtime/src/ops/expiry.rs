@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 
+use crate::client::admin::family_policy;
 use crate::client::connection::Connection;
 use crate::model::error::Result;
 use crate::model::policy::Policy;
@@ -319,7 +320,7 @@ pub async fn expiries(
     request: &ExpiryRequest,
     mut progress: impl FnMut(ScanProgress),
 ) -> Result<FamilyExpiries> {
-    let live = super::audit::family_policy(conn, &request.table, &request.family).await?;
+    let live = family_policy(conn, &request.table, &request.family).await?;
     let mut out = FamilyExpiries {
         table: request.table.clone(),
         family: request.family.clone(),

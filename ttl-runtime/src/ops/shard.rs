@@ -19,54 +19,7 @@ use crate::model::error::Result;
 use crate::model::scan::Scan;
 use crate::model::split::split;
 
-/// The most parts a key space is cut into. A part is a process of its
-/// own, each streaming its range from the cluster: a thousand of them is
-/// more than one table's fleet runs, and past the table's sample keys
-/// (about one per tablet) extra parts are empty anyway. The cap also
-/// bounds what a shared cut holds: 1,024 parts whose keys are at most
-/// Bigtable's 4 KiB fit in a few tens of MiB, so a reader can refuse a
-/// larger file before parsing it, and a count read from a file (or typed
-/// as `--shard 1/999999999`) never sizes an allocation.
-pub const MAX_PARTS: usize = 1024;
-
-/// Why a shard `index/count` does not exist.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ShardProblem {
-    /// `count` is 0.
-    NoParts,
-    /// `count` is over [`MAX_PARTS`].
-    TooManyParts {
-        /// The count asked for.
-        count: usize,
-    },
-    /// `index` is not below `count`.
-    NoSuchIndex {
-        /// The index asked for.
-        index: usize,
-        /// Of how many.
-        count: usize,
-    },
-}
-
-impl std::fmt::Display for ShardProblem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match *self {
-            Self::NoParts => f.write_str("the number of shards must be at least 1"),
-            Self::TooManyParts { count } => write!(
-                f,
-                "{count} shards is over the limit of {MAX_PARTS}: a table is cut at its sample keys, about one per tablet, and a fleet runs far fewer processes"
-            ),
-            Self::NoSuchIndex { index, count } => write!(
-                f,
-                "shard {index} of {count} does not exist: shards are numbered 0 to {}",
-                count.saturating_sub(1)
-            ),
-        }
-    }
-}
-
-impl std::error::Error for ShardProblem {}
+pub use crate::model::shards::{ShardProblem, MAX_PARTS};
 
 /// Check that shard `index` of `count` exists and `count` is at most
 /// [`MAX_PARTS`].
@@ -338,12 +291,13 @@ pub fn part_of(
 /// ```
 ///
 /// # Errors
-/// [`crate::Error::InvalidShard`] when `count` is 0 or over [`MAX_PARTS`]
-/// (before anything is sent); [`crate::Error::Server`] when
+/// [`crate::model::error::Error::InvalidShard`] when `count` is 0 or over [`MAX_PARTS`]
+/// (before anything is sent); [`crate::model::error::Error::Server`] when
 /// `SampleRowKeys` fails (transient failures are retried under the
 /// connection's policy), a missing table included.
 pub async fn plan_parts(conn: &Connection, table: &str, count: usize) -> Result<Vec<Part>> {
-    check_shard(0, count).map_err(|problem| crate::Error::InvalidShard { problem })?;
+    check_shard(0, count)
+        .map_err(|problem| crate::model::error::Error::InvalidShard { problem })?;
     let samples = key_samples(conn, table).await?;
     let keys: Vec<Vec<u8>> = samples.into_iter().map(|s| s.key).collect();
     Ok(cut(&keys, count))
@@ -363,7 +317,7 @@ pub struct KeySample {
 /// `table`'s sample row keys, in key order, with their byte offsets.
 ///
 /// # Errors
-/// [`crate::Error::Server`].
+/// [`crate::model::error::Error::Server`].
 pub async fn key_samples(conn: &Connection, table: &str) -> Result<Vec<KeySample>> {
     let read = ReadOptions::default().with_retry(conn.retry());
     let samples = RawTable::new(conn, table)
