@@ -280,6 +280,13 @@ enum Seen {
     },
 }
 
+/// What a whole-row write stores per column (`None`: deletes it), and
+/// the map's entries.
+type WholeRow = (
+    Vec<(&'static str, Option<Vec<u8>>)>,
+    Option<BTreeMap<String, String>>,
+);
+
 /// What the test needs of each struct.
 trait Subject: BigtableRow<Key = String> + Clone + fmt::Debug + Send + Sync + 'static {
     const WHO: Who;
@@ -289,12 +296,7 @@ trait Subject: BigtableRow<Key = String> + Clone + fmt::Debug + Send + Sync + 's
     fn fields(&self) -> Vec<(&'static str, String)>;
     /// What a whole-row write stores per column (`None`: deletes it), and
     /// the map's entries.
-    fn cells(
-        &self,
-    ) -> (
-        Vec<(&'static str, Option<Vec<u8>>)>,
-        Option<BTreeMap<String, String>>,
-    );
+    fn cells(&self) -> WholeRow;
     /// The update `Set { seed }` makes, and the column and bytes it sets.
     fn set(
         u: bigtable_ttl::ops::Update<'_, Self>,
@@ -326,8 +328,8 @@ impl Subject for Core {
             expires_at,
             name: NAMES[usize::from(seed % 2)].to_owned(),
             level: i64::from(seed % 3),
-            note: (seed % 2 == 0).then(|| "hi".to_owned()),
-            tags: (seed % 3 != 0)
+            note: seed.is_multiple_of(2).then(|| "hi".to_owned()),
+            tags: (!seed.is_multiple_of(3))
                 .then(|| ("t".to_owned(), format!("v{seed}")))
                 .into_iter()
                 .collect(),
@@ -347,12 +349,7 @@ impl Subject for Core {
         ]
     }
 
-    fn cells(
-        &self,
-    ) -> (
-        Vec<(&'static str, Option<Vec<u8>>)>,
-        Option<BTreeMap<String, String>>,
-    ) {
+    fn cells(&self) -> WholeRow {
         (
             vec![
                 ("name", Some(s(&self.name))),
@@ -402,12 +399,7 @@ impl Subject for Stats {
         ]
     }
 
-    fn cells(
-        &self,
-    ) -> (
-        Vec<(&'static str, Option<Vec<u8>>)>,
-        Option<BTreeMap<String, String>>,
-    ) {
+    fn cells(&self) -> WholeRow {
         (
             vec![
                 ("visits", Some(n(self.visits))),
@@ -452,12 +444,7 @@ impl Subject for v1::Person {
         vec![("full", format!("{:?}", self.full))]
     }
 
-    fn cells(
-        &self,
-    ) -> (
-        Vec<(&'static str, Option<Vec<u8>>)>,
-        Option<BTreeMap<String, String>>,
-    ) {
+    fn cells(&self) -> WholeRow {
         (vec![("full", Some(s(&self.full)))], None)
     }
 
@@ -503,12 +490,7 @@ macro_rules! person_v2 {
                 ]
             }
 
-            fn cells(
-                &self,
-            ) -> (
-                Vec<(&'static str, Option<Vec<u8>>)>,
-                Option<BTreeMap<String, String>>,
-            ) {
+            fn cells(&self) -> WholeRow {
                 (
                     vec![
                         ("full", Some(s(&self.full))),
@@ -1266,9 +1248,11 @@ impl<'t> Run<'t> {
                         self.incomplete += 1;
                         self.note("   refused: incomplete");
                     }
-                    (got, expected) => return Err(format!(
+                    (got, expected) => {
+                        return Err(format!(
                         "insert_if_absent: {got:?}, the model's row at the horizon: {expected:?}"
-                    )),
+                    ))
+                    }
                 }
             }
             Op::Set { seed, .. } => {
@@ -1333,7 +1317,7 @@ impl<'t> Run<'t> {
                         self.note(format_args!("   {touched:?}"));
                     }
                     (Ok(None), Seen::Absent | Seen::Incomplete(_), _) => {
-                        self.note("   no live row")
+                        self.note("   no live row");
                     }
                     (got, expected, _) => {
                         return Err(format!(
@@ -1494,7 +1478,7 @@ impl<'t> Run<'t> {
                 match (&one, &other) {
                     (Seen::Incomplete(_), Seen::Incomplete(_)) => surely_incomplete.push(key),
                     (Seen::Incomplete(_), _) | (_, Seen::Incomplete(_)) => {
-                        maybe_incomplete.push(key)
+                        maybe_incomplete.push(key);
                     }
                     _ => {}
                 }
