@@ -673,7 +673,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => who_key().prop_map(|(who, key)| Op::Delete { who, key }),
         2 => (0usize..2, prop::sample::select(&["t", "u"][..]), seed(), 500i64..=6_000)
             .prop_map(|(key, tag, seed, ttl)| Op::PutEntry { key, tag, seed, ttl }),
-        4 => (0usize..4, 0usize..4, ttl(), seed()).prop_map(|(key, c, ttl, seed)| {
+        4 => (0usize..4, 0usize..4, 200i64..=4_000, seed()).prop_map(|(key, c, ttl, seed)| {
             let column = if key < 2 {
                 ["name", "level", "badge", "visits"][c]
             } else {
