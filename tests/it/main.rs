@@ -55,6 +55,7 @@ mod scan_limits;
 mod scans;
 mod schema_admin;
 mod shared_rows;
+mod shared_state_machine;
 mod shopping;
 mod story;
 mod table_errors;
