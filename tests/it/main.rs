@@ -47,6 +47,7 @@ mod partial_expiry;
 mod properties;
 mod public_api;
 mod raw_data;
+mod raw_idempotence;
 mod readme;
 mod reliability_emulator_kill;
 mod reliability_faults;

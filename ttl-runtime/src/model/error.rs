@@ -351,11 +351,13 @@ pub enum Error {
         /// The `http://` endpoint.
         endpoint: String,
     },
-    /// A conditional write's answer was lost (a timeout, a broken
-    /// connection): it may or may not have been applied, and it is not
-    /// re-sent blindly (it is not idempotent). Read the row to find out.
+    /// The answer to a write that is not idempotent was lost (a timeout, a
+    /// broken connection): a conditional write, a read-modify-write, or a
+    /// raw write holding a `SetCell` at the server's time, an `AddToCell`
+    /// or a `MergeToCell`. It may or may not have been applied, and it is
+    /// not re-sent blindly. Read the row to find out.
     #[non_exhaustive]
-    #[error("the conditional write to row \"{}\" of table `{table}` may or may not have been applied (its answer was lost); read the row to find out", row_key.escape_ascii())]
+    #[error("the write to row \"{}\" of table `{table}` may or may not have been applied (its answer was lost); read the row to find out", row_key.escape_ascii())]
     OutcomeUnknown {
         /// The table.
         table: String,
