@@ -238,6 +238,15 @@ pub enum Error {
         /// The range's end key.
         end: Vec<u8>,
     },
+    /// A read's row limit that is not a number of rows: zero (which
+    /// Bigtable's API would take as no limit at all) or negative. Refused
+    /// before anything is sent.
+    #[non_exhaustive]
+    #[error("row limit {limit} is not a number of rows: give a limit of at least 1, or none to read every row")]
+    InvalidRowLimit {
+        /// The limit given.
+        limit: i64,
+    },
     /// The live table's schema differs from the struct's.
     #[non_exhaustive]
     #[error("schema drift in table `{table}`, family `{family}`: expected {expected}, live {live}; run ensure_schema or fix the struct")]

@@ -201,10 +201,18 @@ impl RawTable {
     /// that breaks, stalls or does not start in time is resumed after the
     /// last row it delivered (or the last key the server said it scanned),
     /// with what is left of the row limit, as the read options say; rows
-    /// come once each, in key order (descending for a reversed read).
+    /// come once each, in key order (descending for a reversed read), never
+    /// more than the limit. A read of no row (an empty key list) sends
+    /// nothing.
+    ///
+    /// # Errors
+    /// As the stream's item: [`Error::InvalidRowLimit`] before anything is
+    /// sent; [`Error::Server`].
     pub fn read_rows(&self, read: ReadRows) -> impl Stream<Item = Result<Row>> + Send + 'static {
-        let request = read.into_request(self.path.to_string());
-        self.merged_rows(request).map_ok(Row::from)
+        match read.into_request(self.path.to_string()) {
+            Ok(request) => self.merged_rows(request).map_ok(Row::from).left_stream(),
+            Err(refused) => futures_util::stream::once(async move { Err(refused) }).right_stream(),
+        }
     }
 
     /// The row `key`, as `filter` (if any) lets it through; `None` when no
