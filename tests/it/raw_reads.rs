@@ -152,3 +152,26 @@ async fn a_split_cell_longer_than_announced_is_refused() {
     assert_eq!(err.code(), Some(Code::Internal), "{err}");
     assert!(format!("{err:?}").contains("announced size"), "{err:?}");
 }
+
+#[tokio::test]
+async fn an_answer_cut_short_inside_a_message_is_an_error() {
+    let fake = FakeBigtable::start().await;
+    // A frame header announcing 1000 bytes, 10 of them sent, then OK.
+    let mut cut = vec![0];
+    cut.extend_from_slice(&1000u32.to_be_bytes());
+    cut.extend_from_slice(&[0; 10]);
+    fake.script(
+        "ReadRows",
+        [Answer::ok(vec![message(vec![cell("a", b"v")])]).then_raw(cut)],
+    );
+    let t = table(&fake).await;
+    let mut rows = std::pin::pin!(t.read_rows(ReadRows::all()));
+    let first = rows.try_next().await.unwrap().unwrap();
+    assert_eq!(first.key, b"a");
+    let err = match rows.try_next().await {
+        Ok(row) => panic!("the read ended with {:?}, not an error", row.map(|r| r.key)),
+        Err(e) => e,
+    };
+    assert_eq!(err.code(), Some(Code::Internal), "{err}");
+    assert!(format!("{err:?}").contains("cut short"), "{err:?}");
+}
