@@ -10,6 +10,8 @@ pub(crate) mod chunk;
 pub(crate) mod codec;
 pub(crate) mod cookies;
 pub(crate) mod framing;
+#[cfg(test)]
+mod fuzz;
 pub(crate) mod headers;
 pub(crate) mod merge;
 pub(crate) mod protobuf;
