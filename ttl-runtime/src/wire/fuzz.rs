@@ -103,7 +103,7 @@ proptest! {
         let _ = merger.finish();
         prop_assert!(in_order(&rows, reversed));
         if limit > 0 {
-            prop_assert!(rows.len() as i64 <= limit);
+            prop_assert!(i64::try_from(rows.len()).unwrap() <= limit);
         }
         // Keys may repeat the input's (a key is given once per row, its
         // cells reuse it), values never: each value byte came once.

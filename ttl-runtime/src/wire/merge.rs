@@ -158,7 +158,7 @@ impl RowMerger {
         }
         let commit = chunk.status == ChunkStatus::Commit;
         if let Some(split) = self.partial.take() {
-            self.continue_cell(split, chunk)?;
+            self.continue_cell(split, &chunk)?;
         } else {
             self.new_cell(chunk)?;
         }
@@ -305,7 +305,7 @@ impl RowMerger {
 
     /// The next part of a split value: a value alone, `value_size` the
     /// same announced size until the last part, which carries zero.
-    fn continue_cell(&mut self, mut split: SplitCell, chunk: Chunk) -> Result<(), ReadError> {
+    fn continue_cell(&mut self, mut split: SplitCell, chunk: &Chunk) -> Result<(), ReadError> {
         if !chunk.row_key.is_empty()
             || chunk.family.is_some()
             || chunk.qualifier.is_some()
