@@ -47,6 +47,8 @@ mod partial_expiry;
 mod properties;
 mod public_api;
 mod raw_data;
+mod raw_idempotence;
+mod raw_reads;
 mod readme;
 mod reliability_emulator_kill;
 mod reliability_faults;

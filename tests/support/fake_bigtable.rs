@@ -55,6 +55,9 @@ pub struct Answer {
     pub retry_delay: Option<Duration>,
     /// Trailers besides the status (routing cookies, say).
     pub trailers: Vec<(&'static str, String)>,
+    /// Bytes sent as they are after the messages, before the status: a
+    /// frame cut short, say.
+    pub raw: Vec<u8>,
 }
 
 impl Answer {
@@ -106,6 +109,12 @@ impl Answer {
     /// With a routing cookie `x-goog-cbt-cookie-{name}: value` in its trailers.
     pub fn cookie(mut self, name: &'static str, value: &str) -> Self {
         self.trailers.push((name, value.to_owned()));
+        self
+    }
+
+    /// With `bytes` sent unframed after the messages.
+    pub fn then_raw(mut self, bytes: Vec<u8>) -> Self {
+        self.raw = bytes;
         self
     }
 
@@ -276,6 +285,9 @@ async fn answer(shared: &Shared, request: Request<Incoming>) -> Response<Body> {
         frame.extend_from_slice(&u32::try_from(message.len()).unwrap().to_be_bytes());
         frame.extend_from_slice(message);
         frames.push(Ok(Frame::data(frame.freeze())));
+    }
+    if !scripted.raw.is_empty() {
+        frames.push(Ok(Frame::data(Bytes::from(scripted.raw.clone()))));
     }
     let mut trailers = hyper::HeaderMap::new();
     trailers.insert("grpc-status", scripted.code.to_string().parse().unwrap());

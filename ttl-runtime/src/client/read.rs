@@ -366,7 +366,7 @@ pub(crate) fn read_rows_with(
 ) -> impl Stream<Item = Result<MergedRow, ReadFailure>> + Send + 'static {
     let state = ReadState {
         channel,
-        merger: RowMerger::new(request.reversed),
+        merger: RowMerger::new(request.reversed).with_limit(request.rows_limit),
         base: request.clone(),
         request: Some(request),
         response: None,

@@ -238,6 +238,15 @@ pub enum Error {
         /// The range's end key.
         end: Vec<u8>,
     },
+    /// A read's row limit that is not a number of rows: zero (which
+    /// Bigtable's API would take as no limit at all) or negative. Refused
+    /// before anything is sent.
+    #[non_exhaustive]
+    #[error("row limit {limit} is not a number of rows: give a limit of at least 1, or none to read every row")]
+    InvalidRowLimit {
+        /// The limit given.
+        limit: i64,
+    },
     /// The live table's schema differs from the struct's.
     #[non_exhaustive]
     #[error("schema drift in table `{table}`, family `{family}`: expected {expected}, live {live}; run ensure_schema or fix the struct")]
@@ -351,11 +360,13 @@ pub enum Error {
         /// The `http://` endpoint.
         endpoint: String,
     },
-    /// A conditional write's answer was lost (a timeout, a broken
-    /// connection): it may or may not have been applied, and it is not
-    /// re-sent blindly (it is not idempotent). Read the row to find out.
+    /// The answer to a write that is not idempotent was lost (a timeout, a
+    /// broken connection): a conditional write, a read-modify-write, or a
+    /// raw write holding a `SetCell` at the server's time, an `AddToCell`
+    /// or a `MergeToCell`. It may or may not have been applied, and it is
+    /// not re-sent blindly. Read the row to find out.
     #[non_exhaustive]
-    #[error("the conditional write to row \"{}\" of table `{table}` may or may not have been applied (its answer was lost); read the row to find out", row_key.escape_ascii())]
+    #[error("the write to row \"{}\" of table `{table}` may or may not have been applied (its answer was lost); read the row to find out", row_key.escape_ascii())]
     OutcomeUnknown {
         /// The table.
         table: String,

@@ -16,6 +16,7 @@ pub mod error;
 pub(crate) mod field;
 pub mod filter;
 pub mod gc_rule;
+pub(crate) mod idempotent;
 pub mod key;
 pub mod limits;
 pub mod liveness;

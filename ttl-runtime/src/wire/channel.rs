@@ -23,6 +23,7 @@ use tonic_prost::ProstCodec;
 
 use crate::wire::codec::{EncodedBatch, MutateRowsBody, MutateRowsCodec};
 use crate::wire::cookies::RoutingCookies;
+use crate::wire::framing::Checked;
 use crate::wire::headers::{
     routing_header, API_CLIENT, API_CLIENT_KEY, DATA_SCOPE, FEATURES_KEY, FEATURES_REVERSE_SCANS,
 };
@@ -216,9 +217,10 @@ impl DataChannel {
         })
     }
 
-    /// A tonic client on the channel, once it can take a request.
-    async fn ready(&self) -> Result<tonic::client::Grpc<Channel>, tonic::Status> {
-        let mut grpc = tonic::client::Grpc::new(self.channel.clone());
+    /// A tonic client on the channel, once it can take a request; its
+    /// answers cut short inside a message are errors (see [`Checked`]).
+    async fn ready(&self) -> Result<tonic::client::Grpc<Checked<Channel>>, tonic::Status> {
+        let mut grpc = tonic::client::Grpc::new(Checked(self.channel.clone()));
         grpc.ready()
             .await
             .map_err(|e| tonic::Status::unavailable(format!("data channel not ready: {e}")))?;

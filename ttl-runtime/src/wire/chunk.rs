@@ -31,7 +31,8 @@ pub(crate) enum ChunkStatus {
 }
 
 /// One `ReadRowsResponse.CellChunk`, its byte fields sharing the message's
-/// buffer. Labels are not kept: no reader uses them.
+/// buffer. Labels are not kept (no reader uses them), only whether there
+/// were any: where the contract allows none.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct Chunk {
     /// Empty when not set.
@@ -43,6 +44,7 @@ pub(crate) struct Chunk {
     pub(crate) timestamp_micros: i64,
     pub(crate) value: Bytes,
     pub(crate) value_size: i32,
+    pub(crate) labels: bool,
     pub(crate) status: ChunkStatus,
 }
 
@@ -57,6 +59,7 @@ impl From<CellChunk> for Chunk {
             timestamp_micros: chunk.timestamp_micros,
             value: chunk.value.into(),
             value_size: chunk.value_size,
+            labels: !chunk.labels.is_empty(),
             status: match chunk.row_status {
                 Some(RowStatus::ResetRow(true)) => ChunkStatus::Reset,
                 Some(RowStatus::CommitRow(true)) => ChunkStatus::Commit,
@@ -152,6 +155,7 @@ fn decode_chunk(message: &Bytes, body: Range<usize>) -> Result<Chunk, ReadError>
             }
             cell_chunk::LABELS => {
                 fields.delimited(wire_type)?;
+                chunk.labels = true;
             }
             cell_chunk::VALUE => chunk.value = fields.bytes(wire_type)?,
             cell_chunk::VALUE_SIZE => chunk.value_size = int32(fields.varint(wire_type)?),
@@ -589,6 +593,7 @@ mod tests {
             prop_assert_eq!(ours.timestamp_micros, theirs.timestamp_micros);
             prop_assert_eq!(&ours.value, &theirs.value);
             prop_assert_eq!(ours.value_size, theirs.value_size);
+            prop_assert_eq!(ours.labels, !theirs.labels.is_empty());
             let status = match theirs.row_status {
                 Some(RowStatus::ResetRow(true)) => ChunkStatus::Reset,
                 Some(RowStatus::CommitRow(true)) => ChunkStatus::Commit,

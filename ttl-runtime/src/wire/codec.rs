@@ -13,6 +13,7 @@ use std::sync::Arc;
 use tonic::codec::{Codec, EncodeBuf, Encoder};
 use tonic_prost::ProstDecoder;
 
+use crate::model::idempotent::idempotent;
 use crate::proto::{mutate_rows_request::Entry, MutateRowsResponse};
 use crate::wire::protobuf::{
     decode_varint, encode_key, encode_message, encode_varint, encoded_len_varint, key_len,
@@ -27,6 +28,9 @@ pub(crate) struct EncodedBatch {
     bytes: Vec<u8>,
     /// Where each entry ends in `bytes`.
     ends: Vec<usize>,
+    /// The entries, in order, that must not be sent twice (see
+    /// [`idempotent`]): a retry leaves them out.
+    once: Vec<usize>,
 }
 
 /// `MutateRowsRequest.entries`.
@@ -39,21 +43,31 @@ impl EncodedBatch {
         Self {
             bytes: Vec::with_capacity(bytes),
             ends: Vec::with_capacity(entries),
+            once: Vec::new(),
         }
     }
 
     /// Append `entry`; its encoded size (with its field header) comes back.
     pub(crate) fn push(&mut self, entry: &Entry) -> usize {
+        if !idempotent(&entry.mutations) {
+            self.once.push(self.ends.len());
+        }
         let start = self.bytes.len();
         encode_message(ENTRIES_FIELD, entry, &mut self.bytes);
         self.ends.push(self.bytes.len());
         self.bytes.len() - start
     }
 
+    /// Whether entry `i` may be sent again after an attempt that carried
+    /// it got no answer for it.
+    pub(crate) fn repeatable(&self, i: usize) -> bool {
+        self.once.binary_search(&i).is_err()
+    }
+
     /// Append the entry `write` appends to the bytes (its whole field,
     /// header and length prefix included; the library's rows are written
-    /// so, by `MutationBuilder::encode_checked`), with what `write` says
-    /// of it; nothing is appended when `write` fails (it leaves the bytes
+    /// so, by `MutationBuilder::encode_checked`, every cell at an explicit
+    /// timestamp: idempotent), with what `write` says of it; nothing is appended when `write` fails (it leaves the bytes
     /// as they were).
     pub(crate) fn push_with<R, E>(
         &mut self,
@@ -75,6 +89,10 @@ impl EncodedBatch {
     pub(crate) fn split_last(&mut self, entries: usize, bytes: usize) -> EncodedBatch {
         let mut next = EncodedBatch::with_capacity(entries, bytes);
         if let Some(last) = self.ends.pop() {
+            if self.once.last() == Some(&self.ends.len()) {
+                self.once.pop();
+                next.once.push(0);
+            }
             let start = self.ends.last().copied().unwrap_or(0);
             next.bytes.extend_from_slice(&self.bytes[start..last]);
             next.ends.push(next.bytes.len());

@@ -75,6 +75,8 @@ pub(crate) struct RowMerger {
     pub(crate) committed: u64,
     /// Rows come in descending key order (a reversed read).
     reversed: bool,
+    /// The most rows the read asked for (zero: no limit).
+    limit: u64,
 }
 
 /// A cell whose value arrives in several chunks: its parts are
@@ -83,6 +85,8 @@ pub(crate) struct RowMerger {
 struct SplitCell {
     cell: Cell,
     value: BytesMut,
+    /// The value's size, as its first chunk announced it.
+    announced: usize,
 }
 
 fn protocol<T>(msg: &str) -> Result<T, ReadError> {
@@ -97,6 +101,13 @@ impl RowMerger {
             reversed,
             ..Self::default()
         }
+    }
+
+    /// The same merger refusing a row past `rows_limit`
+    /// (`ReadRowsRequest.rows_limit`; zero or less: no limit).
+    pub(crate) fn with_limit(mut self, rows_limit: i64) -> Self {
+        self.limit = u64::try_from(rows_limit).unwrap_or(0);
+        self
     }
 
     /// Whether `key` may follow the last committed row: after it, or
@@ -137,8 +148,64 @@ impl RowMerger {
         Ok(())
     }
 
-    /// Feed one chunk; a committed row comes out.
+    /// Feed one chunk; a committed row comes out. Every sequence the
+    /// `ReadRows` contract forbids is an error, as Google's readers hold
+    /// it (Java's `StateMachine`, Go's `chunkReader`).
     pub(crate) fn push(&mut self, chunk: Chunk) -> Result<Option<MergedRow>, ReadError> {
+        if chunk.status == ChunkStatus::Reset {
+            self.reset_row(&chunk)?;
+            return Ok(None);
+        }
+        let commit = chunk.status == ChunkStatus::Commit;
+        if let Some(split) = self.partial.take() {
+            self.continue_cell(split, &chunk)?;
+        } else {
+            self.new_cell(chunk)?;
+        }
+        if !commit {
+            return Ok(None);
+        }
+        if self.partial.is_some() {
+            return protocol("row committed inside a split cell value");
+        }
+        if self.limit > 0 && self.committed >= self.limit {
+            return protocol(&format!(
+                "more rows than the read's limit of {}",
+                self.limit
+            ));
+        }
+        let key = self.key.take().unwrap_or_default();
+        let cells = std::mem::take(&mut self.cells);
+        self.reset();
+        let row = (key.to_vec(), cells);
+        self.last_key = Some(key);
+        self.committed += 1;
+        Ok(Some(row))
+    }
+
+    /// A `reset_row` chunk: only inside a row, and carrying nothing else.
+    fn reset_row(&mut self, chunk: &Chunk) -> Result<(), ReadError> {
+        if self.key.is_none() {
+            return protocol("a reset outside a row");
+        }
+        if !chunk.row_key.is_empty()
+            || chunk.family.is_some()
+            || chunk.qualifier.is_some()
+            || chunk.timestamp_micros != 0
+            || chunk.labels
+            || chunk.value_size != 0
+            || !chunk.value.is_empty()
+        {
+            return protocol(
+                "a reset chunk carrying a key, a column, a timestamp, labels or a value",
+            );
+        }
+        self.reset();
+        Ok(())
+    }
+
+    /// A chunk starting a cell: the first of a row, or the next one.
+    fn new_cell(&mut self, chunk: Chunk) -> Result<(), ReadError> {
         let Chunk {
             row_key,
             family,
@@ -146,12 +213,8 @@ impl RowMerger {
             timestamp_micros,
             value,
             value_size,
-            status,
+            ..
         } = chunk;
-        if status == ChunkStatus::Reset {
-            self.reset();
-            return Ok(None);
-        }
         if !row_key.is_empty() {
             match &self.key {
                 Some(key) if *key != row_key => {
@@ -168,49 +231,29 @@ impl RowMerger {
         } else if self.key.is_none() {
             return protocol("a chunk without a row key outside a row");
         }
-        if let Some(split) = self.partial.take() {
-            if family.is_some() || qualifier.is_some() {
-                return protocol("a new column inside a split cell value");
+        if let Some(family) = family {
+            if qualifier.is_none() {
+                return protocol("a new family without a qualifier");
             }
-            self.continue_cell(split, &value, value_size);
-        } else {
-            if let Some(family) = family {
-                if qualifier.is_none() {
-                    return protocol("a new family without a qualifier");
-                }
-                self.enter_family(&family)?;
-            }
-            let Some(family) = &self.family else {
-                return protocol("a cell without a family or qualifier");
-            };
-            // A chunk without a qualifier is another version of the previous
-            // cell's column.
-            let qualifier = match (qualifier, self.cells.last()) {
-                (Some(qualifier), _) => qualifier,
-                (None, Some(previous)) => previous.qualifier.clone(),
-                (None, None) => return protocol("a cell without a family or qualifier"),
-            };
-            let cell = Cell {
-                family: family.clone(),
-                qualifier,
-                value,
-                timestamp_micros,
-            };
-            self.start_cell(cell, value_size)?;
+            self.enter_family(&family)?;
         }
-        if status == ChunkStatus::Commit {
-            if self.partial.is_some() {
-                return protocol("row committed inside a split cell value");
-            }
-            let key = self.key.take().unwrap_or_default();
-            let cells = std::mem::take(&mut self.cells);
-            self.reset();
-            let row = (key.to_vec(), cells);
-            self.last_key = Some(key);
-            self.committed += 1;
-            return Ok(Some(row));
-        }
-        Ok(None)
+        let Some(family) = &self.family else {
+            return protocol("a cell without a family or qualifier");
+        };
+        // A chunk without a qualifier is another version of the previous
+        // cell's column.
+        let qualifier = match (qualifier, self.cells.last()) {
+            (Some(qualifier), _) => qualifier,
+            (None, Some(previous)) => previous.qualifier.clone(),
+            (None, None) => return protocol("a cell without a family or qualifier"),
+        };
+        let cell = Cell {
+            family: family.clone(),
+            qualifier,
+            value,
+            timestamp_micros,
+        };
+        self.start_cell(cell, value_size)
     }
 
     /// Make `name` the current family, unless it already is.
@@ -227,36 +270,78 @@ impl RowMerger {
 
     /// A new cell: complete, or the first part of a split value.
     fn start_cell(&mut self, mut cell: Cell, value_size: i32) -> Result<(), ReadError> {
-        match usize::try_from(value_size) {
-            Ok(size) if size > MAX_CELL_BYTES => protocol(&format!(
-                "a cell value of {size} bytes announced, over Bigtable's limit of {MAX_CELL_BYTES}"
-            )),
-            Ok(size) if size > 0 => {
-                let first = std::mem::take(&mut cell.value);
-                // The announced size is the server's word: reserve no more
-                // than a bounded part of it up front, grow as parts arrive.
-                let reserve = size.min(MAX_RESERVED_BYTES).max(first.len());
-                let mut value = BytesMut::with_capacity(reserve);
-                value.extend_from_slice(&first);
-                self.partial = Some(SplitCell { cell, value });
-                Ok(())
-            }
-            _ => {
-                self.cells.push(cell);
-                Ok(())
-            }
+        let Ok(size) = usize::try_from(value_size) else {
+            return protocol(&format!("a negative value_size, {value_size}"));
+        };
+        if size.max(cell.value.len()) > MAX_CELL_BYTES {
+            return protocol(&format!(
+                "a cell value of {} bytes, over Bigtable's limit of {MAX_CELL_BYTES}",
+                size.max(cell.value.len())
+            ));
         }
+        if size == 0 {
+            self.cells.push(cell);
+            return Ok(());
+        }
+        let first = std::mem::take(&mut cell.value);
+        if first.len() > size {
+            return protocol(&format!(
+                "a split cell value of {size} bytes announced, {} in its first chunk",
+                first.len()
+            ));
+        }
+        // The announced size is the server's word: reserve no more than a
+        // bounded part of it up front, grow as parts arrive.
+        let reserve = size.min(MAX_RESERVED_BYTES).max(first.len());
+        let mut value = BytesMut::with_capacity(reserve);
+        value.extend_from_slice(&first);
+        self.partial = Some(SplitCell {
+            cell,
+            value,
+            announced: size,
+        });
+        Ok(())
     }
 
-    /// The next part of a split value; `value_size` is zero on the last.
-    fn continue_cell(&mut self, mut split: SplitCell, part: &[u8], value_size: i32) {
-        split.value.extend_from_slice(part);
-        if value_size > 0 {
-            self.partial = Some(split);
-        } else {
+    /// The next part of a split value: a value alone, `value_size` the
+    /// same announced size until the last part, which carries zero.
+    fn continue_cell(&mut self, mut split: SplitCell, chunk: &Chunk) -> Result<(), ReadError> {
+        if !chunk.row_key.is_empty()
+            || chunk.family.is_some()
+            || chunk.qualifier.is_some()
+            || chunk.timestamp_micros != 0
+            || chunk.labels
+        {
+            return protocol(
+                "a split cell value continued by a chunk with a key, a column, a timestamp or labels",
+            );
+        }
+        let total = split.value.len() + chunk.value.len();
+        if total > split.announced {
+            return protocol(&format!(
+                "a split cell value over its announced size: {total} bytes of {}",
+                split.announced
+            ));
+        }
+        split.value.extend_from_slice(&chunk.value);
+        if chunk.value_size == 0 {
+            if total != split.announced {
+                return protocol(&format!(
+                    "a split cell value of {total} bytes, {} announced",
+                    split.announced
+                ));
+            }
             split.cell.value = split.value.freeze();
             self.cells.push(split.cell);
+        } else if usize::try_from(chunk.value_size).ok() != Some(split.announced) {
+            return protocol(&format!(
+                "the value_size of a split cell changed from {} to {}",
+                split.announced, chunk.value_size
+            ));
+        } else {
+            self.partial = Some(split);
         }
+        Ok(())
     }
 
     pub(crate) fn reset(&mut self) {
@@ -465,11 +550,208 @@ mod tests {
         assert!(m.push(split).unwrap().is_none());
         let reserved = m.partial.as_ref().map(|p| p.value.capacity()).unwrap();
         assert!(reserved <= MAX_RESERVED_BYTES, "{reserved}");
-        let (_, cells) = m
-            .push(commit(chunk("", None, None, 0, "b")))
-            .unwrap()
-            .unwrap();
-        assert_eq!(cells[0].value, "ab");
+        // The rest never comes: the last part must make the size announced.
+        let err = m.push(commit(chunk("", None, None, 0, "b"))).unwrap_err();
+        assert!(err.to_string().contains("announced"), "{err}");
+    }
+
+    /// The error `chunks` end with, fed to a fresh merger in order (every
+    /// chunk before the last must be accepted).
+    fn refused(chunks: Vec<Chunk>) -> String {
+        let mut m = RowMerger::default();
+        let last = chunks.len() - 1;
+        for (i, c) in chunks.into_iter().enumerate() {
+            match m.push(c) {
+                Err(e) if i == last => return e.to_string(),
+                Err(e) => panic!("chunk {i} refused: {e}"),
+                Ok(_) => {}
+            }
+        }
+        panic!("the last chunk was accepted")
+    }
+
+    fn reset_chunk() -> Chunk {
+        Chunk {
+            status: ChunkStatus::Reset,
+            ..Chunk::default()
+        }
+    }
+
+    fn split(c: Chunk, value_size: i32) -> Chunk {
+        Chunk { value_size, ..c }
+    }
+
+    #[test]
+    fn every_sequence_the_contract_forbids_is_refused() {
+        let open = || chunk("r", Some("c"), Some("q"), 1000, "v");
+        let part = |v: &str| chunk("", None, None, 0, v);
+        let cases: Vec<(&str, Vec<Chunk>)> = vec![
+            ("reset outside a row", vec![reset_chunk()]),
+            ("reset after a commit", vec![commit(open()), reset_chunk()]),
+            (
+                "reset with a key",
+                vec![
+                    open(),
+                    Chunk {
+                        row_key: Bytes::from_static(b"r"),
+                        ..reset_chunk()
+                    },
+                ],
+            ),
+            (
+                "reset with a value",
+                vec![
+                    open(),
+                    Chunk {
+                        value: Bytes::from_static(b"x"),
+                        ..reset_chunk()
+                    },
+                ],
+            ),
+            (
+                "reset with a timestamp",
+                vec![
+                    open(),
+                    Chunk {
+                        timestamp_micros: 5,
+                        ..reset_chunk()
+                    },
+                ],
+            ),
+            (
+                "reset with a family",
+                vec![
+                    open(),
+                    Chunk {
+                        family: Some(Bytes::from_static(b"c")),
+                        ..reset_chunk()
+                    },
+                ],
+            ),
+            (
+                "reset with labels",
+                vec![
+                    open(),
+                    Chunk {
+                        labels: true,
+                        ..reset_chunk()
+                    },
+                ],
+            ),
+            (
+                "continuation with a timestamp",
+                vec![split(open(), 3), chunk("", None, None, 7, "ab")],
+            ),
+            (
+                "continuation with a family",
+                vec![split(open(), 3), chunk("", Some("c"), Some("q"), 0, "ab")],
+            ),
+            (
+                "continuation with a qualifier",
+                vec![split(open(), 3), chunk("", None, Some("q"), 0, "ab")],
+            ),
+            (
+                "continuation with a key",
+                vec![split(open(), 3), chunk("r", None, None, 0, "ab")],
+            ),
+            (
+                "continuation with labels",
+                vec![
+                    split(open(), 3),
+                    Chunk {
+                        labels: true,
+                        ..part("ab")
+                    },
+                ],
+            ),
+            (
+                "key going backwards",
+                vec![
+                    commit(chunk("b", Some("c"), Some("q"), 0, "")),
+                    commit(chunk("a", Some("c"), Some("q"), 0, "")),
+                ],
+            ),
+            ("commit without a row", vec![commit(part(""))]),
+            (
+                "new key inside a row",
+                vec![open(), chunk("s", Some("c"), Some("q"), 0, "")],
+            ),
+            (
+                "new row without a family",
+                vec![chunk("r", None, Some("q"), 0, "")],
+            ),
+            (
+                "family without a qualifier",
+                vec![chunk("r", Some("c"), None, 0, "")],
+            ),
+            ("negative value_size", vec![split(open(), -1)]),
+            (
+                "first part over value_size",
+                vec![split(chunk("r", Some("c"), Some("q"), 0, "abcd"), 2)],
+            ),
+            (
+                "parts over value_size",
+                vec![split(open(), 5), split(part("abcdef"), 5)],
+            ),
+            (
+                "last part short of value_size",
+                vec![split(open(), 5), part("ab")],
+            ),
+            (
+                "value_size changing",
+                vec![split(open(), 5), split(part("a"), 6)],
+            ),
+            (
+                "commit inside a split value",
+                vec![split(commit(open()), 5)],
+            ),
+            (
+                "commit on a part that is not the last",
+                vec![split(open(), 5), split(commit(part("a")), 5)],
+            ),
+        ];
+        for (what, chunks) in cases {
+            let err = std::panic::catch_unwind(|| refused(chunks))
+                .unwrap_or_else(|_| panic!("{what}: not refused as the last chunk"));
+            assert!(!err.is_empty(), "{what}");
+        }
+    }
+
+    #[test]
+    fn cell_sizes_are_bounded_across_continuations() {
+        let mut big = chunk("r", Some("c"), Some("q"), 0, "");
+        big.value = Bytes::from(vec![0u8; MAX_CELL_BYTES + 1]);
+        let err = RowMerger::default().push(big).unwrap_err();
+        assert!(err.to_string().contains("over Bigtable's limit"), "{err}");
+        // A value_size of 5 followed by a mebibyte.
+        let mut m = RowMerger::default();
+        let mut first = chunk("r", Some("c"), Some("q"), 0, "ab");
+        first.value_size = 5;
+        m.push(first).unwrap();
+        let mut rest = chunk("", None, None, 0, "");
+        rest.value = Bytes::from(vec![0u8; 1 << 20]);
+        let err = m.push(commit(rest)).unwrap_err();
+        assert!(err.to_string().contains("announced size"), "{err}");
+    }
+
+    #[test]
+    fn rows_past_the_limit_are_refused() {
+        let mut m = RowMerger::new(false).with_limit(2);
+        let mut rows = VecDeque::new();
+        let five: Vec<Chunk> = ["a", "b", "c", "d", "e"]
+            .iter()
+            .map(|k| commit(chunk(k, Some("c"), Some("q"), 0, "")))
+            .collect();
+        let err = m.feed(five, &mut rows).unwrap_err();
+        assert!(err.to_string().contains("limit of 2"), "{err}");
+        assert_eq!(rows.len(), 2);
+        // No limit, or a zero one: as many rows as come.
+        let mut m = RowMerger::new(false).with_limit(0);
+        for k in ["a", "b", "c"] {
+            m.push(commit(chunk(k, Some("c"), Some("q"), 0, "")))
+                .unwrap()
+                .unwrap();
+        }
     }
 
     #[test]

@@ -9,6 +9,9 @@ pub(crate) mod channel;
 pub(crate) mod chunk;
 pub(crate) mod codec;
 pub(crate) mod cookies;
+pub(crate) mod framing;
+#[cfg(test)]
+mod fuzz;
 pub(crate) mod headers;
 pub(crate) mod merge;
 pub(crate) mod protobuf;

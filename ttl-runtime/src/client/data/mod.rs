@@ -22,10 +22,14 @@
 //! | call | retried | on |
 //! |---|---|---|
 //! | [`RawTable::read_rows`], [`RawTable::read_row`] | yes, resumed after the last row delivered or the server's last scanned key, the row limit reduced | `UNAVAILABLE`, `DEADLINE_EXCEEDED`, `ABORTED`, `RESOURCE_EXHAUSTED`, transport failures, timeouts, any status with `RetryInfo` |
-//! | [`RawTable::mutate_row`] | yes, whole | the same |
-//! | [`RawTable::mutate_rows`] | yes, only the entries not written | the same, per entry and per request |
+//! | [`RawTable::mutate_row`] | yes, whole, when idempotent; otherwise sent once, a lost answer [`Error::OutcomeUnknown`] | the same |
+//! | [`RawTable::mutate_rows`] | yes, only the idempotent entries not written; the others reported with `answered: false` | the same, per entry and per request |
 //! | [`RawTable::sample_row_keys`] | yes, whole | the same |
 //! | [`RawTable::check_and_mutate_row`], [`RawTable::read_modify_write_row`] | **never** (not idempotent) | a lost answer is [`Error::OutcomeUnknown`] |
+//!
+//! Idempotent, as Google's clients judge it: a row none of whose mutations
+//! is a `SetCell` at the server's time (`-1`), an `AddToCell` or a
+//! `MergeToCell` (each would apply again).
 //!
 //! Every retry sends back the routing cookies (`x-goog-cbt-cookie-*`) the
 //! server set on earlier attempts and waits the delay a `RetryInfo` asks
@@ -197,10 +201,18 @@ impl RawTable {
     /// that breaks, stalls or does not start in time is resumed after the
     /// last row it delivered (or the last key the server said it scanned),
     /// with what is left of the row limit, as the read options say; rows
-    /// come once each, in key order (descending for a reversed read).
+    /// come once each, in key order (descending for a reversed read), never
+    /// more than the limit. A read of no row (an empty key list) sends
+    /// nothing.
+    ///
+    /// # Errors
+    /// As the stream's item: [`Error::InvalidRowLimit`] before anything is
+    /// sent; [`Error::Server`].
     pub fn read_rows(&self, read: ReadRows) -> impl Stream<Item = Result<Row>> + Send + 'static {
-        let request = read.into_request(self.path.to_string());
-        self.merged_rows(request).map_ok(Row::from)
+        match read.into_request(self.path.to_string()) {
+            Ok(request) => self.merged_rows(request).map_ok(Row::from).left_stream(),
+            Err(refused) => futures_util::stream::once(async move { Err(refused) }).right_stream(),
+        }
     }
 
     /// The row `key`, as `filter` (if any) lets it through; `None` when no
@@ -250,10 +262,13 @@ impl RawTable {
     // ----- writes --------------------------------------------------------
 
     /// Apply `mutations` to the row `key`, atomically (`MutateRow`),
-    /// retried within the write policy.
+    /// retried within the write policy when they are idempotent; sent once
+    /// when one is a `SetCell` at the server's time (`-1`), an `AddToCell`
+    /// or a `MergeToCell`.
     ///
     /// # Errors
-    /// [`Error::Server`].
+    /// [`Error::Server`]; [`Error::OutcomeUnknown`] when mutations sent
+    /// once lost their answer (they may have been applied).
     pub async fn mutate_row(
         &self,
         key: impl Into<Vec<u8>>,
@@ -272,7 +287,10 @@ impl RawTable {
 
     /// Apply each entry's mutations to its row (`MutateRows`, one request;
     /// each row atomic, the batch not), retrying the entries that failed
-    /// with a retryable status or got no answer, never those written.
+    /// with a retryable status or got no answer, never those written, nor
+    /// those that are not idempotent (see [`RawTable::mutate_row`]): such
+    /// an entry is reported with its status, or `answered: false` when its
+    /// answer was lost.
     ///
     /// Returns one result per entry, in input order.
     ///
@@ -304,7 +322,14 @@ impl RawTable {
         )
         .await;
         let mut results: Vec<std::result::Result<(), EntryError>> = vec![Ok(()); entries.len()];
-        if report.written == 0 && report.failed.iter().all(|f| f.code.is_none()) {
+        // An entry sent once whose answer was lost is reported on its own:
+        // it may have been applied.
+        let unknown_once = report.fatal.is_none()
+            && report
+                .failed
+                .iter()
+                .any(|f| f.code.is_none() && !batch.repeatable(f.index));
+        if report.written == 0 && !unknown_once && report.failed.iter().all(|f| f.code.is_none()) {
             if let Some(first) = report.failed.first() {
                 let retries_exhausted = report.fatal.is_none();
                 let source: crate::model::error::BoxError = match report.fatal {

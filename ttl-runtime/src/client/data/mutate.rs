@@ -3,20 +3,22 @@
 //! written re-sent. The bulk writer ([`crate::writer`]) sends its batches
 //! through [`send_batch`] here.
 //!
-//! A `MutateRow` or `MutateRows` entry is retried: Bigtable applies a row's
-//! mutations atomically, and the library's own writes are idempotent (every
-//! cell carries an explicit timestamp). A mutation that is not idempotent
-//! (a `SetCell` with the server's timestamp, `-1`) written through the raw
-//! layer may be applied twice when an answer is lost, as in Google's clients.
+//! Only what may be applied twice is sent twice, as Google's clients decide
+//! it: a row whose mutations are all idempotent (the library's own writes:
+//! every cell at an explicit timestamp) is retried; one holding a `SetCell`
+//! at the server's time (`-1`), an `AddToCell` or a `MergeToCell` is sent
+//! once, and when its answer is lost its outcome is reported unknown.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::outcome_unknown;
 use crate::client::failure::status_error;
 use crate::client::retry::{retryable_code, retryable_status, status_text, Budget};
 use crate::client::telemetry;
-use crate::model::error::{Code, Result};
+use crate::model::error::{Code, Error, Result};
+use crate::model::idempotent::idempotent;
 use crate::proto::{MutateRowRequest, Mutation};
 use crate::wire::channel::{at_deadline, DataChannel};
 use crate::wire::codec::EncodedBatch;
@@ -315,8 +317,24 @@ fn sort_entries(
         }
     }
     telemetry::written(telemetry::table_id(table_name), rows_written, bytes_written);
+    // What may not be applied twice is reported as it stands, never re-sent.
+    let (retry, once): (Vec<Retry>, Vec<Retry>) =
+        retry.into_iter().partition(|r| batch.repeatable(r.0));
+    report.failed.extend(
+        once.into_iter()
+            .map(|(index, code, request_code, why)| Unwritten {
+                index,
+                code,
+                request_code,
+                why: format!("{why}; not sent again: {NOT_IDEMPOTENT}"),
+            }),
+    );
     retry
 }
+
+/// Why an entry or a row's mutations are sent at most once.
+pub(crate) const NOT_IDEMPOTENT: &str = "its mutations are not idempotent (a SetCell at the \
+     server's time, -1, an AddToCell or a MergeToCell would apply again)";
 
 /// One `MutateRows` attempt with `batch`'s entries `selected` (all when
 /// `None`; `sent` of them): each entry's status where the server gave one,
@@ -404,6 +422,7 @@ pub(crate) async fn mutate_row(
         ..MutateRowRequest::default()
     };
     let mut cookies = RoutingCookies::default();
+    let repeatable = idempotent(&request.mutations);
     loop {
         if budget.expired() {
             let status =
@@ -430,9 +449,24 @@ pub(crate) async fn mutate_row(
             }
             return Ok(());
         };
+        if !repeatable && outcome_unknown(&status) {
+            return Err(once_error(table, request.row_key, status, &budget));
+        }
         if !(retryable_status(&status) && budget.wait_after(&status).await) {
             let key = Some(request.row_key);
             return Err(status_error(table, key, status, Some(&budget)));
         }
+    }
+}
+
+/// The error of a `MutateRow` sent once for want of idempotence whose
+/// answer was lost: it may have been applied.
+fn once_error(table: &str, row_key: Vec<u8>, status: tonic::Status, budget: &Budget) -> Error {
+    tracing::debug!(%status, "MutateRow not sent again: {NOT_IDEMPOTENT}");
+    let lost = status_error(table, Some(row_key.clone()), status, Some(budget));
+    Error::OutcomeUnknown {
+        table: table.to_owned(),
+        row_key,
+        source: Box::new(lost),
     }
 }

@@ -25,12 +25,22 @@ use crate::wire::merge::MergedRow;
 #[derive(Debug, Clone, PartialEq, Default)]
 #[must_use]
 pub struct ReadRows {
-    /// No row can match (an empty key list of a typed scan).
-    none: bool,
-    rows: RowSet,
+    /// `None`: every row; a set: only its keys and ranges, none when empty.
+    rows: Option<RowSet>,
     filter: Option<RowFilter>,
-    limit: u64,
+    limit: Limit,
     reversed: bool,
+}
+
+/// A read's row limit, as asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Limit {
+    #[default]
+    None,
+    Rows(u64),
+    /// Not a number of rows (zero from [`ReadRows::limit`], a negative
+    /// `rows_limit`): refused when the read is made.
+    Invalid(i64),
 }
 
 impl ReadRows {
@@ -39,37 +49,43 @@ impl ReadRows {
         Self::default()
     }
 
-    /// The rows of `set` (Bigtable's own row set: keys and ranges; an empty
-    /// set means every row).
+    /// The rows of `set` (Bigtable's own row set: keys and ranges). An
+    /// empty set reads no row, and nothing is sent (on the wire an empty
+    /// set would read every row).
     pub fn rows(set: RowSet) -> Self {
         Self {
-            rows: set,
+            rows: Some(set),
             ..Self::default()
         }
     }
 
-    /// Exactly these row keys (those that exist), in key order.
+    /// Exactly these row keys (those that exist), in key order. No key:
+    /// no row, and nothing is sent.
     pub fn keys<K: AsRef<[u8]>>(keys: impl IntoIterator<Item = K>) -> Self {
-        Self::all().and_keys(keys)
+        Self::rows(RowSet::default()).and_keys(keys)
     }
 
     /// The rows whose key lies in `range` (`"a".."m"`, `start..=end`,
     /// `start..`, `..end`: open or closed ends).
     pub fn range<K: AsRef<[u8]>>(range: impl RangeBounds<K>) -> Self {
-        Self::all().and_range(range)
+        Self::rows(RowSet::default()).and_range(range)
     }
 
-    /// These keys too.
+    /// These keys too (on [`ReadRows::all`], which already reads every
+    /// row, they change nothing).
     pub fn and_keys<K: AsRef<[u8]>>(mut self, keys: impl IntoIterator<Item = K>) -> Self {
-        self.rows
-            .row_keys
-            .extend(keys.into_iter().map(|k| k.as_ref().to_vec()));
+        if let Some(rows) = &mut self.rows {
+            rows.row_keys
+                .extend(keys.into_iter().map(|k| k.as_ref().to_vec()));
+        }
         self
     }
 
-    /// This range too.
+    /// This range too (on [`ReadRows::all`], nothing changes).
     pub fn and_range<K: AsRef<[u8]>>(mut self, range: impl RangeBounds<K>) -> Self {
-        self.rows.row_ranges.push(row_range(&range));
+        if let Some(rows) = &mut self.rows {
+            rows.row_ranges.push(row_range(&range));
+        }
         self
     }
 
@@ -79,9 +95,14 @@ impl ReadRows {
         self
     }
 
-    /// At most `rows` rows (zero: no limit, as in Bigtable's API).
+    /// At most `rows` rows, however many the server sends. Zero is not a
+    /// limit: the read fails with [`Error::InvalidRowLimit`] (leave the
+    /// limit out to read every row).
     pub fn limit(mut self, rows: u64) -> Self {
-        self.limit = rows;
+        self.limit = match rows {
+            0 => Limit::Invalid(0),
+            rows => Limit::Rows(rows),
+        };
         self
     }
 
@@ -93,31 +114,49 @@ impl ReadRows {
     }
 
     /// The request for the table `table_name` (`projects/…/tables/…`);
-    /// `None` when no row can match.
-    pub(crate) fn into_request(self, table_name: String) -> Option<ReadRowsRequest> {
-        if self.none {
-            return None;
+    /// `None` when no row can match (nothing to send).
+    ///
+    /// # Errors
+    /// [`Error::InvalidRowLimit`].
+    pub(crate) fn into_request(self, table_name: String) -> Result<Option<ReadRowsRequest>> {
+        let rows_limit = match self.limit {
+            Limit::None => 0,
+            Limit::Rows(rows) => i64::try_from(rows).unwrap_or(i64::MAX),
+            Limit::Invalid(limit) => return Err(Error::InvalidRowLimit { limit }),
+        };
+        if self
+            .rows
+            .as_ref()
+            .is_some_and(|r| r.row_keys.is_empty() && r.row_ranges.is_empty())
+        {
+            return Ok(None);
         }
-        let rows = (!self.rows.row_keys.is_empty() || !self.rows.row_ranges.is_empty())
-            .then_some(self.rows);
-        Some(ReadRowsRequest {
+        Ok(Some(ReadRowsRequest {
             table_name,
-            rows,
+            rows: self.rows,
             filter: self.filter,
-            rows_limit: i64::try_from(self.limit).unwrap_or(i64::MAX),
+            rows_limit,
             reversed: self.reversed,
             ..ReadRowsRequest::default()
-        })
+        }))
     }
 
     /// The read a `google.bigtable.v2.ReadRowsRequest` describes (its table
-    /// name and app profile are not kept: the table handle sets them).
+    /// name and app profile are not kept: the table handle sets them), as
+    /// Bigtable reads it: no row set, or an empty one, is every row; a
+    /// `rows_limit` of zero, no limit; a negative one is refused when the
+    /// read is made ([`Error::InvalidRowLimit`]).
     pub fn from_proto(request: ReadRowsRequest) -> Self {
         Self {
-            none: false,
-            rows: request.rows.unwrap_or_default(),
+            rows: request
+                .rows
+                .filter(|r| !r.row_keys.is_empty() || !r.row_ranges.is_empty()),
             filter: request.filter,
-            limit: u64::try_from(request.rows_limit).unwrap_or(0),
+            limit: match u64::try_from(request.rows_limit) {
+                Ok(0) => Limit::None,
+                Ok(rows) => Limit::Rows(rows),
+                Err(_) => Limit::Invalid(request.rows_limit),
+            },
             reversed: request.reversed,
         }
     }
@@ -134,10 +173,7 @@ impl TryFrom<Scan> for ReadRows {
     fn try_from(scan: Scan) -> Result<Self> {
         Ok(match scan.into_request(String::new())? {
             Some(request) => Self::from_proto(request),
-            None => Self {
-                none: true,
-                ..Self::default()
-            },
+            None => Self::rows(RowSet::default()),
         })
     }
 }
@@ -301,6 +337,7 @@ mod tests {
             .limit(3)
             .reversed()
             .into_request("t".into())
+            .unwrap()
             .unwrap();
         let rows = request.rows.clone().unwrap();
         assert_eq!(rows.row_keys, vec![b"k".to_vec()]);
@@ -315,9 +352,12 @@ mod tests {
         );
         assert_eq!((request.rows_limit, request.reversed), (3, true));
         assert!(request.filter.is_some());
-        assert_eq!(ReadRows::all().into_request("t".into()).unwrap().rows, None);
+        let all = ReadRows::all().into_request("t".into()).unwrap().unwrap();
+        assert_eq!(all.rows, None);
         assert_eq!(
-            ReadRows::from_proto(request.clone()).into_request("t".into()),
+            ReadRows::from_proto(request.clone())
+                .into_request("t".into())
+                .unwrap(),
             Some(request)
         );
     }
@@ -327,6 +367,7 @@ mod tests {
         let request = ReadRows::try_from(Scan::prefix("c3#").limit(5).reversed())
             .unwrap()
             .into_request("t".into())
+            .unwrap()
             .unwrap();
         assert_eq!(request.rows_limit, 5);
         assert!(request.reversed);
@@ -336,7 +377,35 @@ mod tests {
         );
         // No key: no row, not every row.
         let none = ReadRows::try_from(Scan::keys(Vec::<Vec<u8>>::new())).unwrap();
-        assert_eq!(none.into_request("t".into()), None);
+        assert_eq!(none.into_request("t".into()).unwrap(), None);
         assert!(ReadRows::try_from(Scan::range("b".."a")).is_err());
+    }
+
+    #[test]
+    fn no_key_reads_nothing_and_a_limit_is_a_number_of_rows() {
+        let nothing = |read: ReadRows| read.into_request("t".into()).unwrap();
+        assert_eq!(nothing(ReadRows::keys(Vec::<Vec<u8>>::new())), None);
+        assert_eq!(nothing(ReadRows::rows(RowSet::default())), None);
+        assert_eq!(nothing(ReadRows::keys([b"k"; 0]).limit(3).reversed()), None);
+        // Proto semantics for a request made elsewhere: no set is every row.
+        let whole = ReadRowsRequest {
+            rows: Some(RowSet::default()),
+            ..ReadRowsRequest::default()
+        };
+        assert_eq!(nothing(ReadRows::from_proto(whole)).unwrap().rows, None);
+
+        let refused = |read: ReadRows| read.into_request("t".into()).unwrap_err();
+        assert!(matches!(
+            refused(ReadRows::all().limit(0)),
+            Error::InvalidRowLimit { limit: 0 }
+        ));
+        let negative = ReadRowsRequest {
+            rows_limit: -1,
+            ..ReadRowsRequest::default()
+        };
+        let err = refused(ReadRows::from_proto(negative));
+        assert!(matches!(err, Error::InvalidRowLimit { limit: -1 }), "{err}");
+        assert!(err.to_string().contains("-1"), "{err}");
+        assert_eq!(nothing(ReadRows::all().limit(2)).unwrap().rows_limit, 2);
     }
 }

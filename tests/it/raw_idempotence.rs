@@ -1,0 +1,180 @@
+//! The raw layer sends twice only what may be applied twice, as Google's
+//! clients decide it: a fake Bigtable (`support/fake_bigtable.rs`) counts
+//! the attempts of `MutateRow` and `MutateRows` holding a `SetCell` at the
+//! server's time (`-1`), an `AddToCell` or a `MergeToCell`, next to
+//! idempotent writes that are retried.
+
+use crate::fake_bigtable;
+
+use std::time::Duration;
+
+use bigtable_ttl::data::RawTable;
+use bigtable_ttl::proto::{
+    mutate_rows_request, mutate_rows_response, mutation, MutateRowsRequest, MutateRowsResponse,
+    Mutation,
+};
+use bigtable_ttl::read::ReadOptions;
+use bigtable_ttl::retry::RetryPolicy;
+use bigtable_ttl::{Code, Connection, Error};
+use fake_bigtable::{Answer, FakeBigtable};
+use prost::Message as _;
+
+const UNAVAILABLE: i32 = 14;
+
+/// Four attempts, quick delays: the tests count attempts, not time.
+fn four_attempts() -> RetryPolicy {
+    RetryPolicy::default()
+        .with_max_attempts(4)
+        .with_initial_delay(Duration::from_millis(1))
+        .with_max_delay(Duration::from_millis(2))
+        .with_attempt_timeout(Duration::from_secs(10))
+        .with_deadline(Duration::from_secs(20))
+}
+
+async fn table(fake: &FakeBigtable) -> RawTable {
+    let policy = four_attempts();
+    let conn = Connection::builder("p", "i")
+        .emulator(fake.host())
+        .retry(policy)
+        .connect()
+        .await
+        .unwrap();
+    RawTable::new(&conn, "t")
+        .with_read_options(ReadOptions::default().with_retry(policy))
+        .with_write_retry(policy)
+}
+
+fn set_at(timestamp_micros: i64) -> Mutation {
+    Mutation {
+        mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
+            family_name: "f".into(),
+            column_qualifier: b"col".to_vec(),
+            timestamp_micros,
+            value: b"v".to_vec(),
+        })),
+    }
+}
+
+fn add_to_cell() -> Mutation {
+    Mutation {
+        mutation: Some(mutation::Mutation::AddToCell(mutation::AddToCell::default())),
+    }
+}
+
+fn merge_to_cell() -> Mutation {
+    Mutation {
+        mutation: Some(mutation::Mutation::MergeToCell(
+            mutation::MergeToCell::default(),
+        )),
+    }
+}
+
+fn entry(key: &str, mutations: Vec<Mutation>) -> mutate_rows_request::Entry {
+    mutate_rows_request::Entry {
+        row_key: key.as_bytes().to_vec(),
+        mutations,
+        ..mutate_rows_request::Entry::default()
+    }
+}
+
+/// A `MutateRows` answer giving the entries at `indices` an `UNAVAILABLE`.
+fn unavailable_for(indices: &[i64]) -> Vec<u8> {
+    MutateRowsResponse {
+        entries: indices
+            .iter()
+            .map(|&index| mutate_rows_response::Entry {
+                index,
+                status: Some(googleapis_tonic_google_rpc::google::rpc::Status {
+                    code: UNAVAILABLE,
+                    ..Default::default()
+                }),
+            })
+            .collect(),
+        ..MutateRowsResponse::default()
+    }
+    .encode_to_vec()
+}
+
+#[tokio::test]
+async fn a_mutate_row_that_is_not_idempotent_is_sent_once_and_its_outcome_is_unknown() {
+    for (what, mutations) in [
+        ("server time", vec![set_at(1000), set_at(-1)]),
+        ("AddToCell", vec![add_to_cell()]),
+        ("MergeToCell", vec![merge_to_cell()]),
+    ] {
+        let fake = FakeBigtable::start().await;
+        fake.script("MutateRow", vec![Answer::status(UNAVAILABLE); 4]);
+        let err = table(&fake)
+            .await
+            .mutate_row("k", mutations)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::OutcomeUnknown { ref row_key, .. } if row_key == b"k"),
+            "{what}: {err:?}"
+        );
+        assert_eq!(err.code(), Some(Code::Unavailable), "{what}");
+        assert_eq!(fake.received_of("MutateRow").len(), 1, "{what}");
+    }
+
+    // The same failures, an idempotent row: retried until written.
+    let fake = FakeBigtable::start().await;
+    fake.script("MutateRow", vec![Answer::status(UNAVAILABLE); 3]);
+    table(&fake)
+        .await
+        .mutate_row("k", vec![set_at(1000)])
+        .await
+        .unwrap();
+    assert_eq!(fake.received_of("MutateRow").len(), 4);
+}
+
+#[tokio::test]
+async fn mutate_rows_retries_the_idempotent_entries_of_a_mixed_batch_only() {
+    let fake = FakeBigtable::start().await;
+    // Entries 0 and 1 answered UNAVAILABLE, 2 and 3 no answer at all.
+    fake.script(
+        "MutateRows",
+        [Answer::ok(vec![unavailable_for(&[0, 1])]).status_of(UNAVAILABLE)],
+    );
+    let t = table(&fake).await;
+    let results = t
+        .mutate_rows(vec![
+            entry("a", vec![set_at(1000)]),
+            entry("b", vec![set_at(-1)]),
+            entry("c", vec![set_at(2000)]),
+            entry("d", vec![add_to_cell()]),
+        ])
+        .await
+        .unwrap();
+    let sent: Vec<Vec<String>> = fake
+        .received_of("MutateRows")
+        .iter()
+        .map(|r| {
+            r.decode::<MutateRowsRequest>()
+                .entries
+                .iter()
+                .map(|e| String::from_utf8_lossy(&e.row_key).into_owned())
+                .collect()
+        })
+        .collect();
+    assert_eq!(sent, [vec!["a", "b", "c", "d"], vec!["a", "c"]]);
+    assert!(results[0].is_ok() && results[2].is_ok(), "{results:?}");
+    let b = results[1].as_ref().unwrap_err();
+    assert_eq!((b.code, b.answered), (Code::Unavailable, true), "{b:?}");
+    let d = results[3].as_ref().unwrap_err();
+    assert_eq!((d.code, d.answered), (Code::Unavailable, false), "{d:?}");
+    assert!(d.message.contains("not idempotent"), "{}", d.message);
+
+    // Alone and unanswered, such an entry is still reported as one whose
+    // outcome is unknown, not as a request that failed as a whole.
+    let fake = FakeBigtable::start().await;
+    fake.script("MutateRows", vec![Answer::status(UNAVAILABLE); 4]);
+    let results = table(&fake)
+        .await
+        .mutate_rows(vec![entry("e", vec![merge_to_cell()])])
+        .await
+        .unwrap();
+    let e = results[0].as_ref().unwrap_err();
+    assert!(!e.answered, "{e:?}");
+    assert_eq!(fake.received_of("MutateRows").len(), 1);
+}

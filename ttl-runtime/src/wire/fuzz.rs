@@ -1,0 +1,177 @@
+//! Bounded fuzzing of what a server sends, run with the unit tests: arbitrary
+//! chunk sequences fed to the [`RowMerger`], arbitrary bytes fed to the
+//! `ReadRows` decoder and then to the merger. Whatever comes, nothing
+//! panics, rows come out in key order and within the limit, and what comes
+//! out is never more than what came in (no amplification, so memory stays
+//! bounded by the input). Cases per property: `PROPTEST_CASES`, 256 by
+//! default, which keeps the run to seconds on a loaded machine.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+use proptest::collection::vec;
+use proptest::prelude::*;
+use prost::Message as _;
+
+use crate::proto::read_rows_response::{cell_chunk::RowStatus, CellChunk};
+use crate::proto::ReadRowsResponse;
+use crate::wire::chunk::{decode_response_into, Chunk, ChunkStatus, Response};
+use crate::wire::merge::{MergedRow, RowMerger};
+
+fn small_bytes(max: usize) -> impl Strategy<Value = Bytes> {
+    vec(
+        prop_oneof![Just(b'a'), Just(b'b'), Just(b'c'), any::<u8>()],
+        0..max,
+    )
+    .prop_map(Bytes::from)
+}
+
+/// Chunks drawn near the contract's edges: few keys and names, so that
+/// rows, columns and split values do form, alongside every kind of breach.
+fn chunk() -> impl Strategy<Value = Chunk> {
+    (
+        prop_oneof![3 => Just(Bytes::new()), 2 => small_bytes(2)],
+        proptest::option::of(small_bytes(2)),
+        proptest::option::of(small_bytes(2)),
+        prop_oneof![4 => Just(0i64), 1 => any::<i64>()],
+        small_bytes(8),
+        prop_oneof![4 => Just(0i32), 2 => 0i32..12, 1 => any::<i32>()],
+        any::<bool>(),
+        prop_oneof![
+            Just(ChunkStatus::None),
+            Just(ChunkStatus::Commit),
+            Just(ChunkStatus::Reset)
+        ],
+    )
+        .prop_map(
+            |(row_key, family, qualifier, timestamp_micros, value, value_size, labels, status)| {
+                Chunk {
+                    row_key,
+                    family,
+                    qualifier,
+                    timestamp_micros,
+                    value,
+                    value_size,
+                    labels,
+                    status,
+                }
+            },
+        )
+}
+
+/// What `rows` hold, in key and value bytes.
+fn bytes_of(rows: &VecDeque<MergedRow>) -> usize {
+    rows.iter()
+        .map(|(key, cells)| key.len() + cells.iter().map(|c| c.value.len()).sum::<usize>())
+        .sum()
+}
+
+/// Rows come in strictly increasing key order (decreasing when reversed).
+fn in_order(rows: &VecDeque<MergedRow>, reversed: bool) -> bool {
+    rows.iter().zip(rows.iter().skip(1)).all(
+        |((a, _), (b, _))| {
+            if reversed {
+                b < a
+            } else {
+                b > a
+            }
+        },
+    )
+}
+
+proptest! {
+    #[test]
+    fn any_chunk_sequence_merges_or_fails_without_harm(
+        messages in vec(vec(chunk(), 0..8), 0..6),
+        scanned in vec(proptest::option::of(small_bytes(2)), 0..6),
+        reversed in any::<bool>(),
+        limit in 0i64..4,
+    ) {
+        let mut merger = RowMerger::new(reversed).with_limit(limit);
+        let mut rows = VecDeque::new();
+        let mut input = 0;
+        for (i, chunks) in messages.into_iter().enumerate() {
+            input += chunks.iter().map(|c| c.row_key.len() + c.value.len()).sum::<usize>();
+            let response = Response {
+                chunks,
+                last_scanned_row_key: scanned.get(i).cloned().flatten().unwrap_or_default(),
+            };
+            if merger.feed_response(response, &mut rows).is_err() {
+                break;
+            }
+        }
+        let _ = merger.finish();
+        prop_assert!(in_order(&rows, reversed));
+        if limit > 0 {
+            prop_assert!(i64::try_from(rows.len()).unwrap() <= limit);
+        }
+        // Keys may repeat the input's (a key is given once per row, its
+        // cells reuse it), values never: each value byte came once.
+        let values: usize = rows.iter().flat_map(|(_, c)| c.iter().map(|c| c.value.len())).sum();
+        prop_assert!(values <= input);
+    }
+
+    #[test]
+    fn any_bytes_decode_and_merge_or_fail_without_harm(
+        messages in vec(vec(any::<u8>(), 0..200), 0..6),
+    ) {
+        let mut merger = RowMerger::new(false);
+        let mut rows = VecDeque::new();
+        let total: usize = messages.iter().map(Vec::len).sum();
+        for message in messages {
+            let message = Bytes::from(message);
+            let mut response = Response::default();
+            let decoded = decode_response_into(
+                &message,
+                &mut response.chunks,
+                &mut response.last_scanned_row_key,
+            );
+            if decoded.is_err() || merger.feed_response(response, &mut rows).is_err() {
+                break;
+            }
+        }
+        prop_assert!(in_order(&rows, false));
+        prop_assert!(bytes_of(&rows) <= total * 2);
+    }
+
+    #[test]
+    fn damaged_valid_responses_decode_and_merge_or_fail_without_harm(
+        keys in vec(small_bytes(3), 1..5),
+        split in 0usize..6,
+        flips in vec((any::<prop::sample::Index>(), 1..=u8::MAX), 1..4),
+    ) {
+        let chunks: Vec<CellChunk> = keys
+            .iter()
+            .filter(|k| !k.is_empty())
+            .map(|k| CellChunk {
+                row_key: k.to_vec(),
+                family_name: Some("f".into()),
+                qualifier: Some(b"q".to_vec()),
+                value: b"value".to_vec(),
+                row_status: Some(RowStatus::CommitRow(true)),
+                ..CellChunk::default()
+            })
+            .collect();
+        let mut message = ReadRowsResponse { chunks, ..ReadRowsResponse::default() }.encode_to_vec();
+        if !message.is_empty() {
+            for (at, xor) in &flips {
+                let at = at.index(message.len());
+                message[at] ^= xor;
+            }
+        }
+        let cut = split.min(message.len());
+        let mut merger = RowMerger::new(false);
+        let mut rows = VecDeque::new();
+        for part in [&message[..cut], &message[cut..]] {
+            let part = Bytes::copy_from_slice(part);
+            let mut response = Response::default();
+            let ok = decode_response_into(&part, &mut response.chunks, &mut response.last_scanned_row_key).is_ok()
+                && merger.feed_response(response, &mut rows).is_ok();
+            if !ok {
+                break;
+            }
+        }
+        prop_assert!(in_order(&rows, false));
+        prop_assert!(bytes_of(&rows) <= message.len() * 2);
+    }
+}
