@@ -183,3 +183,38 @@ async fn a_deadline_of_duration_max_is_no_deadline() {
         );
     }
 }
+
+/// A refused connection sends nothing: no call is an unknown outcome
+/// (nothing can have been applied), and each may be sent again.
+#[tokio::test]
+async fn a_refused_connection_sent_nothing_and_is_safe_to_retry() {
+    let conn = Connection::emulator(&closed_port(), "p", "i")
+        .expect("a well-formed host")
+        .with_admin_retry(three_attempts());
+    let table = Table::<Click>::new(conn)
+        .with_read_options(ReadOptions::default().with_retry(three_attempts()))
+        .with_write_options(WriteOptions::default().with_retry(three_attempts()));
+    let condition = Click::URL.equals(&"/".to_owned());
+    let errors = [
+        (
+            "insert_if_absent",
+            table.insert_if_absent(&click("k1", "/")).await.unwrap_err(),
+        ),
+        (
+            "put_if",
+            table
+                .put_if(&click("k1", "/"), condition)
+                .await
+                .unwrap_err(),
+        ),
+        ("put", table.put(&click("k1", "/")).await.unwrap_err()),
+        (
+            "put_all",
+            table.put_all(&[click("k1", "/")]).await.unwrap_err(),
+        ),
+    ];
+    for (what, err) in &errors {
+        assert!(!err.is_outcome_unknown(), "{what}: {err}");
+        assert!(err.is_retryable(), "{what}: {err:?}");
+    }
+}

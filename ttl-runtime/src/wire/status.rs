@@ -88,11 +88,27 @@ pub(crate) fn not_sent(why: impl Into<String>) -> tonic::Status {
     status
 }
 
-/// Whether `status` says its request was never sent ([`not_sent`]).
+/// Whether `status` says its request was never sent: [`not_sent`], or a
+/// connection that could not be opened (refused, or no such address): no
+/// byte of the request left, so the call is safe to send again, never an
+/// unknown outcome.
 pub(crate) fn was_not_sent(status: &tonic::Status) -> bool {
-    status
-        .source()
-        .is_some_and(|source| source.downcast_ref::<NotSent>().is_some())
+    let mut cause = status.source();
+    while let Some(error) = cause {
+        if error.downcast_ref::<NotSent>().is_some() {
+            return true;
+        }
+        if error.downcast_ref::<std::io::Error>().is_some_and(|io| {
+            matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::AddrNotAvailable
+            )
+        }) {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
 }
 
 #[cfg(test)]
