@@ -178,3 +178,33 @@ async fn mutate_rows_retries_the_idempotent_entries_of_a_mixed_batch_only() {
     assert!(!e.answered, "{e:?}");
     assert_eq!(fake.received_of("MutateRows").len(), 1);
 }
+
+/// A conditional write or an increment whose answer arrived but does not
+/// decode was applied by the server: an unknown outcome (never re-sent),
+/// not an error the server decided on.
+#[tokio::test]
+async fn an_answer_that_does_not_decode_is_an_unknown_outcome() {
+    // Field 1 as a varint whose continuation bit never ends.
+    let garbage = vec![0x08, 0xff, 0xff, 0xff];
+    for method in ["CheckAndMutateRow", "ReadModifyWriteRow"] {
+        let fake = FakeBigtable::start().await;
+        fake.script(method, vec![Answer::ok(vec![garbage.clone()])]);
+        let raw = table(&fake).await;
+        let err = if method == "CheckAndMutateRow" {
+            raw.check_and_mutate_row("k", None, vec![set_at(1000)], Vec::new())
+                .await
+                .unwrap_err()
+        } else {
+            let rule = bigtable_ttl::proto::ReadModifyWriteRule {
+                family_name: "f".into(),
+                column_qualifier: b"n".to_vec(),
+                rule: Some(bigtable_ttl::proto::read_modify_write_rule::Rule::IncrementAmount(1)),
+            };
+            raw.read_modify_write_row("k", vec![rule])
+                .await
+                .unwrap_err()
+        };
+        assert!(err.is_outcome_unknown(), "{method}: {err:?}");
+        assert_eq!(fake.received_of(method).len(), 1, "{method}: sent once");
+    }
+}

@@ -18,6 +18,7 @@ use crate::proto::{
     MutateRowsResponse, ReadModifyWriteRowRequest, ReadModifyWriteRowResponse, ReadRowsRequest,
     SampleRowKeysRequest, SampleRowKeysResponse,
 };
+use crate::wire::answer::AnswerCodec;
 use crate::wire::chunk::{ReadRowsCodec, Response};
 use tonic_prost::ProstCodec;
 
@@ -339,7 +340,7 @@ impl DataChannel {
             let call = async {
                 self.ready()
                     .await?
-                    .unary(request, path.clone(), ProstCodec::default())
+                    .unary(request, path.clone(), AnswerCodec::default())
                     .await
             };
             let Ok(response) = tokio::time::timeout_at(until, call).await else {

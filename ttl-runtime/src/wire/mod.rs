@@ -5,6 +5,7 @@
 //! It may use the pure core ([`crate::model`]), never the client or the
 //! operations above it. Nothing here retries: that is the client's.
 
+pub(crate) mod answer;
 pub(crate) mod channel;
 pub(crate) mod chunk;
 pub(crate) mod codec;

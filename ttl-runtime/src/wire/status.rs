@@ -88,6 +88,34 @@ pub(crate) fn not_sent(why: impl Into<String>) -> tonic::Status {
     status
 }
 
+/// An answer that arrived and did not decode: the server applied the call.
+#[derive(Debug)]
+struct Undecodable;
+
+impl std::fmt::Display for Undecodable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the answer arrived but does not decode")
+    }
+}
+
+impl std::error::Error for Undecodable {}
+
+/// `status` (a decoding failure) marked as an answer that arrived and did
+/// not decode: see [`was_undecodable`].
+pub(crate) fn undecodable(status: tonic::Status) -> tonic::Status {
+    let mut marked = tonic::Status::new(status.code(), status.message().to_owned());
+    marked.set_source(std::sync::Arc::new(Undecodable));
+    marked
+}
+
+/// Whether `status` is an answer that arrived and did not decode
+/// ([`undecodable`]): the call was applied, its result is unknown.
+pub(crate) fn was_undecodable(status: &tonic::Status) -> bool {
+    status
+        .source()
+        .is_some_and(|source| source.downcast_ref::<Undecodable>().is_some())
+}
+
 /// Whether `status` says its request was never sent: [`not_sent`], or a
 /// connection that could not be opened (refused, or no such address): no
 /// byte of the request left, so the call is safe to send again, never an

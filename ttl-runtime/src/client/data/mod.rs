@@ -80,7 +80,7 @@ use crate::wire::channel::DataChannel;
 use crate::wire::codec::EncodedBatch;
 use crate::wire::cookies::RoutingCookies;
 use crate::wire::merge::MergedRow;
-use crate::wire::status::{code_of, not_sent, was_not_sent};
+use crate::wire::status::{code_of, not_sent, was_not_sent, was_undecodable};
 
 pub use crate::model::read_filter::ReadFilter;
 pub use messages::{into_entry, mutations_of};
@@ -517,6 +517,9 @@ impl RawTable {
 pub(crate) fn outcome_unknown(status: &tonic::Status) -> bool {
     if was_not_sent(status) {
         return false;
+    }
+    if was_undecodable(status) {
+        return true;
     }
     matches!(
         code_of(status),
