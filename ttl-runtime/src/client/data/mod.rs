@@ -54,7 +54,7 @@
 //! ```
 
 mod messages;
-mod mutate;
+pub(crate) mod mutate;
 mod rows;
 
 use std::sync::Arc;
@@ -80,7 +80,6 @@ use crate::wire::status::{code_of, not_sent, was_not_sent};
 
 pub use crate::model::read_filter::ReadFilter;
 pub use messages::{into_entry, mutations_of};
-pub use mutate::WriteStats;
 pub(crate) use mutate::{bump, send_batch, BatchReport, Unwritten, WriteCounters};
 pub use rows::{Cell, ReadRows, Row};
 
@@ -200,7 +199,7 @@ impl RawTable {
     /// come once each, in key order (descending for a reversed read).
     pub fn read_rows(&self, read: ReadRows) -> impl Stream<Item = Result<Row>> + Send + 'static {
         let request = read.into_request(self.path.to_string());
-        self.merged_rows(request).map_ok(Row::from)
+        self.merged_rows(request).map_ok(Row::from_merged)
     }
 
     /// The row `key`, as `filter` (if any) lets it through; `None` when no
