@@ -32,7 +32,7 @@ pub struct Credentials(Source);
 enum Source {
     ApplicationDefault,
     KeyFile(PathBuf),
-    Source(Arc<dyn TokenSource>),
+    Tokens(Arc<dyn TokenSource>),
     None,
 }
 
@@ -41,7 +41,7 @@ impl std::fmt::Debug for Credentials {
         match &self.0 {
             Source::ApplicationDefault => f.write_str("Credentials::application_default()"),
             Source::KeyFile(path) => write!(f, "Credentials::key_file({path:?})"),
-            Source::Source(_) => f.write_str("Credentials::token_source(..)"),
+            Source::Tokens(_) => f.write_str("Credentials::token_source(..)"),
             Source::None => f.write_str("Credentials::none()"),
         }
     }
@@ -69,7 +69,7 @@ impl Credentials {
     /// the few lines that turn a `gcp_auth` provider into one.
     #[must_use]
     pub fn token_source(source: Arc<dyn TokenSource>) -> Self {
-        Self(Source::Source(source))
+        Self(Source::Tokens(source))
     }
 
     /// No credentials: requests carry no `authorization` header (an
@@ -94,7 +94,7 @@ impl Credentials {
                     target: format!("service-account key file {}", path.display()),
                     source: Box::new(Cause::of(&e)),
                 }),
-            Source::Source(source) => Ok(Some(Tokens::new(source.clone()))),
+            Source::Tokens(source) => Ok(Some(Tokens::new(source.clone()))),
             Source::None => Ok(None),
         }
     }
