@@ -6,7 +6,7 @@
 
 use std::hint::black_box;
 
-use bigtable_ttl::__private::decode_row;
+use bigtable_ttl::__private::{cell_ref, decode_row};
 use bigtable_ttl::RawCell;
 use chrono::Utc;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -60,8 +60,7 @@ fn decode(c: &mut Criterion) {
             black_box(&lib_rows)
                 .iter()
                 .map(|(key, cells)| {
-                    decode_row::<Event>(key, cells.iter().map(RawCell::as_cell_ref), now)
-                        .map(Option::unwrap)
+                    decode_row::<Event>(key, cells.iter().map(cell_ref), now).map(Option::unwrap)
                 })
                 .collect::<Result<Vec<_>, _>>()
                 .unwrap()

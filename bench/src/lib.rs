@@ -392,7 +392,7 @@ pub fn peak_rss_kib() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bigtable_ttl::__private::decode_row;
+    use bigtable_ttl::__private::{cell_ref, decode_row};
     use prost::Message;
 
     #[test]
@@ -437,7 +437,7 @@ mod tests {
         let now = Utc::now();
         for e in events(50, now) {
             let (key, cells) = raw_row(&e);
-            let a = decode_row::<Event>(&key, cells.iter().map(RawCell::as_cell_ref), now)
+            let a = decode_row::<Event>(&key, cells.iter().map(cell_ref), now)
                 .unwrap()
                 .unwrap();
             let (key, cells) = rs_row(&e);

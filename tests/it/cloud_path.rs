@@ -44,7 +44,7 @@ async fn data_and_admin_calls_go_over_tls_with_the_bearer_token() {
         .data_endpoint(proxy.https_uri())
         .admin_endpoint(proxy.https_uri())
         .tls_root_certificate(ca.ca_pem.clone())
-        .credentials(Credentials::provider(tokens.clone()))
+        .credentials(Credentials::token_source(tokens.clone()))
         .connect()
         .await
         .unwrap();
@@ -98,7 +98,7 @@ async fn a_server_certificate_from_an_unknown_ca_is_refused() {
     let conn = Connection::builder(support::PROJECT, &instance())
         .data_endpoint(proxy.https_uri())
         .admin_endpoint(proxy.https_uri())
-        .credentials(Credentials::provider(FixedToken::new(TOKEN)))
+        .credentials(Credentials::token_source(FixedToken::new(TOKEN)))
         .retry(once)
         .admin_retry(once)
         .connect()
@@ -131,7 +131,7 @@ async fn a_token_service_that_never_answers_cannot_hang_a_call() {
         .data_endpoint(proxy.https_uri())
         .admin_endpoint(proxy.https_uri())
         .tls_root_certificate(ca.ca_pem.clone())
-        .credentials(Credentials::provider(Arc::new(NeverToken)))
+        .credentials(Credentials::token_source(Arc::new(NeverToken)))
         .retry(policy)
         .admin_retry(policy)
         .connect()
@@ -257,7 +257,7 @@ async fn timed(
 
 #[tokio::test]
 async fn credentials_over_plaintext_are_refused() {
-    let tokens = || Credentials::provider(FixedToken::new(TOKEN));
+    let tokens = || Credentials::token_source(FixedToken::new(TOKEN));
     let refused = [
         Connection::builder("p", "i")
             .emulator("127.0.0.1:8086")
@@ -278,7 +278,7 @@ async fn credentials_over_plaintext_are_refused() {
     ];
     for result in refused {
         match result {
-            Err(Error::PlaintextWithCredentials { endpoint }) => {
+            Err(Error::PlaintextWithCredentials { endpoint, .. }) => {
                 assert_eq!(endpoint, "http://127.0.0.1:8086");
             }
             other => panic!("expected PlaintextWithCredentials, got {other:?}"),

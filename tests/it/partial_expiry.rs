@@ -171,7 +171,7 @@ async fn a_required_column_never_written_makes_an_incomplete_row_never_a_silent_
         assert!(
             matches!(
                 &err,
-                Error::Decode { table, row_key, column, source: CodecError::Missing }
+                Error::Decode { table, row_key, column, source: CodecError::Missing , .. }
                     if table == "pages" && row_key == b"mine" && column == "p:lang"
             ),
             "{err:?}"
@@ -374,7 +374,7 @@ async fn a_timestamp_near_the_end_of_time_names_table_and_row() {
     assert!(
         matches!(
             &err,
-            Error::TimestampOutOfRange { table, row_key, timestamp_micros }
+            Error::TimestampOutOfRange { table, row_key, timestamp_micros , .. }
                 if table == "pages" && row_key == b"far" && *timestamp_micros == ts
         ),
         "{err:?}"

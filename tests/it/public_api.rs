@@ -11,7 +11,7 @@
 //! (the raw data layer, `data`, and the `proto` re-export), and the
 //! derive's helper types anywhere.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// The public API of `package`, one item a line, as `public_api` prints it.
@@ -74,9 +74,12 @@ fn the_public_api_matches_its_snapshot() {
 const PROTO_NAMES: &[&str] = &["prost::", "prost_types", "googleapis_tonic"];
 
 /// Names that must not appear in any public item, the raw data layer
-/// included: the transport (tonic, http, tower, hyper), and the types only
-/// the derive's expansion uses (hidden like serde's helpers).
+/// included: the transport (tonic, http, tower, hyper), the auth crate the
+/// built-in credentials use (`TokenSource` is the library's own, so a new
+/// `gcp_auth` is not a breaking change), and the types only the derive's
+/// expansion uses (hidden like serde's helpers).
 const NEVER_NAMES: &[&str] = &[
+    "gcp_auth",
     "tonic::",
     "http::",
     "tower",
@@ -130,11 +133,9 @@ fn foreign_lines(listing: &str) -> Vec<&str> {
     listing
         .lines()
         .filter(|line| {
-            // `gcp_auth` is named once: the token provider `Credentials` takes.
-            let gcp_auth = mentions(line, "gcp_auth") && !line.contains("Credentials::provider(");
             let never = NEVER_NAMES.iter().any(|name| mentions(line, name));
             let proto = !in_the_door(line) && PROTO_NAMES.iter().any(|name| mentions(line, name));
-            gcp_auth || never || proto
+            never || proto
         })
         .collect()
 }
@@ -167,6 +168,7 @@ fn no_foreign_types_outside_the_data_door() {
 fn the_foreign_type_check_sees_what_it_must() {
     let flagged = [
         "pub use bigtable_ttl_runtime::gcp_auth",
+        "pub fn bigtable_ttl_runtime::Credentials::provider(alloc::sync::Arc<dyn gcp_auth::TokenProvider>) -> Self",
         "pub fn bigtable_ttl_runtime::filter::read_filter(&bigtable_ttl_runtime::Schema) -> googleapis_tonic_google_bigtable_v2::v2::RowFilter",
         "impl tower_service::Service<http::request::Request<tonic::body::Body>> for bigtable_ttl_runtime::data::DataService",
         "pub fn bigtable_ttl_runtime::BigtableRow::column_of(&str, &[u8]) -> bigtable_ttl_runtime::model::view::ColumnOf",
@@ -174,7 +176,7 @@ fn the_foreign_type_check_sees_what_it_must() {
         "impl core::convert::From<bigtable_ttl_runtime::data::Row> for prost_types::Any",
     ];
     let clean = [
-        "pub fn bigtable_ttl_runtime::Credentials::provider(alloc::sync::Arc<dyn gcp_auth::TokenProvider>) -> Self",
+        "pub fn bigtable_ttl_runtime::Credentials::token_source(alloc::sync::Arc<dyn bigtable_ttl_runtime::TokenSource>) -> Self",
         "pub fn bigtable_ttl_runtime::data::Row::into_proto(self) -> googleapis_tonic_google_bigtable_v2::v2::Row",
         "impl core::convert::TryFrom<bigtable_ttl_runtime::Scan> for bigtable_ttl_runtime::data::ReadRows",
         "pub use bigtable_ttl_runtime::proto",
@@ -186,4 +188,237 @@ fn the_foreign_type_check_sees_what_it_must() {
     for line in clean {
         assert!(foreign_lines(line).is_empty(), "{line}");
     }
+}
+
+/// The runtime's root in the listing; the facade re-exports it whole.
+const ROOT: &str = "bigtable_ttl_runtime";
+
+/// The runtime's snapshot, which the sealing checks below read.
+fn runtime_listing() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("api/bigtable-ttl-runtime.txt");
+    std::fs::read_to_string(path).expect("the snapshot is read")
+}
+
+/// Kinds of item a user names as a type; their members (methods,
+/// fields, variants, associated types) are public with them.
+const TYPE_KINDS: &[&str] = &["struct", "enum", "union", "trait", "type"];
+
+/// The paths of the crate a line names, each cut where the path ends
+/// (`bigtable_ttl_runtime::Table<T>::get` gives `bigtable_ttl_runtime::Table`).
+fn crate_paths(line: &str) -> Vec<&str> {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    line.match_indices(ROOT)
+        .filter(|(at, _)| !line[..*at].chars().next_back().is_some_and(ident))
+        .map(|(at, _)| {
+            let rest = &line[at..];
+            let mut end = 0;
+            loop {
+                end += rest[end..]
+                    .find(|c: char| !ident(c))
+                    .unwrap_or(rest.len() - end);
+                let more = rest[end..].strip_prefix("::").is_some_and(|next| {
+                    next.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                });
+                if !more {
+                    break &rest[..end];
+                }
+                end += 2;
+            }
+        })
+        .collect()
+}
+
+/// What a listing declares: each item's path and kind (`struct`, `fn`,
+/// `mod`, `use`, …; `member` for a field or a variant).
+fn declarations(listing: &str) -> BTreeMap<&str, &str> {
+    let mut declared = BTreeMap::new();
+    for line in listing.lines() {
+        let mut words = line.split(' ').skip_while(|w| w.starts_with("#["));
+        if words.next() != Some("pub") {
+            continue;
+        }
+        let mut kind = "member";
+        for word in words {
+            if let Some(path) = crate_paths(word).first().filter(|_| word.starts_with(ROOT)) {
+                declared.entry(*path).or_insert(kind);
+                break;
+            }
+            kind = word;
+        }
+    }
+    declared
+}
+
+/// Whether `path` is public: declared, or a member of a declared type.
+/// (A private item under a public module is neither.)
+fn is_public(declared: &BTreeMap<&str, &str>, path: &str) -> bool {
+    if declared.contains_key(path) {
+        return true;
+    }
+    let mut prefix = path;
+    while let Some(at) = prefix.rfind("::") {
+        prefix = &prefix[..at];
+        if let Some(kind) = declared.get(prefix) {
+            return TYPE_KINDS.contains(kind);
+        }
+    }
+    false
+}
+
+/// Type names a line gives without any path: rustdoc prints a type so when
+/// it finds no public path to it. Generic parameters (one capital letter,
+/// by this crate's convention), `Self` and associated-type bindings
+/// (`Item = …`) are not such names.
+fn bare_names(line: &str) -> Vec<&str> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    line.match_indices(|c: char| c.is_ascii_uppercase())
+        .filter(|(at, _)| {
+            !line[..*at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| ident(c) || c == ':' || c == '\'')
+        })
+        .filter_map(|(at, _)| {
+            let len = line[at..]
+                .find(|c: char| !ident(c))
+                .unwrap_or(line.len() - at);
+            let name = &line[at..at + len];
+            let binding = line[at + len..].starts_with(" =");
+            (name.len() > 1 && name != "Self" && !binding).then_some(name)
+        })
+        .collect()
+}
+
+/// The lines of `listing` whose public item names a type users cannot
+/// name: one of the crate's private paths, or a type without a path.
+fn private_names(listing: &str) -> Vec<&str> {
+    let declared = declarations(listing);
+    listing
+        .lines()
+        .filter(|line| {
+            crate_paths(line)
+                .iter()
+                .any(|path| !is_public(&declared, path))
+                || !bare_names(line).is_empty()
+        })
+        .collect()
+}
+
+/// Types declared under more than one path, as `a and b`: one type
+/// re-exported twice, or two types of one name a reader would confuse.
+fn second_paths(listing: &str) -> Vec<String> {
+    let declared = declarations(listing);
+    let mut by_name: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (path, kind) in &declared {
+        let Some((parent, name)) = path.rsplit_once("::") else {
+            continue;
+        };
+        // An associated type (`ReadRows::Error`) is its type's member.
+        let in_a_module = parent == ROOT || matches!(declared.get(parent), Some(&"mod" | &"use"));
+        if TYPE_KINDS.contains(kind) && in_a_module {
+            by_name.entry(name).or_default().push(path);
+        }
+    }
+    by_name
+        .into_values()
+        .filter(|paths| paths.len() > 1)
+        .map(|paths| paths.join(" and "))
+        .collect()
+}
+
+/// The variants of the crate's `Error` a user's code could construct or
+/// match field by field, so that a new field would break it.
+fn exhaustive_error_variants(listing: &str) -> Vec<&str> {
+    listing
+        .lines()
+        .filter(|line| {
+            line.strip_prefix("pub bigtable_ttl_runtime::Error::")
+                .is_some_and(|variant| {
+                    // A variant, not one of its fields (`Error::Decode::table: …`).
+                    !variant.split('(').next().unwrap_or(variant).contains("::")
+                })
+        })
+        .collect()
+}
+
+#[test]
+fn no_public_item_names_a_private_type() {
+    let listing = runtime_listing();
+    let private = private_names(&listing);
+    assert!(
+        private.is_empty(),
+        "public items of bigtable-ttl-runtime name types users cannot name \
+         (make the type public at one path, or keep the item crate-private):\n{private:#?}"
+    );
+}
+
+#[test]
+fn every_type_has_one_path() {
+    let listing = runtime_listing();
+    let twice = second_paths(&listing);
+    assert!(
+        twice.is_empty(),
+        "types of bigtable-ttl-runtime public under more than one path:\n{twice:#?}"
+    );
+}
+
+#[test]
+fn every_error_variant_is_non_exhaustive() {
+    let listing = runtime_listing();
+    let open = exhaustive_error_variants(&listing);
+    assert!(
+        open.is_empty(),
+        "variants of `Error` without #[non_exhaustive] (a field added to one \
+         would break code that builds or matches it):\n{open:#?}"
+    );
+}
+
+#[test]
+fn the_sealing_checks_see_what_they_must() {
+    let listing = "\
+pub mod bigtable_ttl_runtime
+pub mod bigtable_ttl_runtime::data
+pub use bigtable_ttl_runtime::proto
+pub struct bigtable_ttl_runtime::data::Row
+impl core::convert::From<(alloc::vec::Vec<u8>, alloc::vec::Vec<Cell>)> for bigtable_ttl_runtime::data::Row
+pub fn bigtable_ttl_runtime::data::Row::cells(&self) -> &[bigtable_ttl_runtime::data::Cell]
+pub struct bigtable_ttl_runtime::data::ReadRows
+pub type bigtable_ttl_runtime::data::ReadRows::Error = bigtable_ttl_runtime::Error
+pub fn bigtable_ttl_runtime::data::ReadRows::and_keys<K: core::convert::AsRef<[u8]>>(self, impl core::iter::traits::collect::IntoIterator<Item = K>) -> Self
+pub struct bigtable_ttl_runtime::RawCell
+pub bigtable_ttl_runtime::RawCell::family: alloc::string::String
+pub fn bigtable_ttl_runtime::RawCell::as_cell_ref(&self) -> bigtable_ttl_runtime::model::view::CellRef<'_>
+pub fn bigtable_ttl_runtime::RawCell::fmt(&self, &mut core::fmt::Formatter<'_>) -> core::fmt::Result
+#[non_exhaustive] pub struct bigtable_ttl_runtime::data::WriteStats
+#[non_exhaustive] pub struct bigtable_ttl_runtime::writer::WriteStats
+pub mod bigtable_ttl_runtime::writer
+pub fn bigtable_ttl_runtime::writer::BulkWriter<T>::stats(&self) -> bigtable_ttl_runtime::writer::WriteStats
+pub struct bigtable_ttl_runtime::writer::BulkWriter<T>
+#[non_exhaustive] pub enum bigtable_ttl_runtime::Error
+pub bigtable_ttl_runtime::Error::EmptyRowKey
+pub bigtable_ttl_runtime::Error::EmptyRowKey::table: alloc::string::String
+#[non_exhaustive] pub bigtable_ttl_runtime::Error::Conflict
+pub bigtable_ttl_runtime::Error::Conflict::attempts: u32
+pub bigtable_ttl_runtime::Error::Io(alloc::string::String)
+#[non_exhaustive] pub bigtable_ttl_runtime::Error::Other(alloc::string::String)
+";
+    assert_eq!(
+        private_names(listing),
+        [
+            "impl core::convert::From<(alloc::vec::Vec<u8>, alloc::vec::Vec<Cell>)> for bigtable_ttl_runtime::data::Row",
+            "pub fn bigtable_ttl_runtime::data::Row::cells(&self) -> &[bigtable_ttl_runtime::data::Cell]",
+            "pub fn bigtable_ttl_runtime::RawCell::as_cell_ref(&self) -> bigtable_ttl_runtime::model::view::CellRef<'_>",
+        ]
+    );
+    assert_eq!(
+        second_paths(listing),
+        ["bigtable_ttl_runtime::data::WriteStats and bigtable_ttl_runtime::writer::WriteStats"]
+    );
+    assert_eq!(
+        exhaustive_error_variants(listing),
+        [
+            "pub bigtable_ttl_runtime::Error::EmptyRowKey",
+            "pub bigtable_ttl_runtime::Error::Io(alloc::string::String)",
+        ]
+    );
 }

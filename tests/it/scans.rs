@@ -116,7 +116,7 @@ async fn a_range_starting_after_its_end_is_a_typed_error_before_anything_is_sent
     let is_invalid_range = |err: &bigtable_ttl::Error| {
         matches!(
             err,
-            bigtable_ttl::Error::InvalidRange { start, end }
+            bigtable_ttl::Error::InvalidRange { start, end , .. }
                 if *start == high.as_bytes() && *end == low.as_bytes()
         ) && err.to_string().contains(".reversed()")
     };

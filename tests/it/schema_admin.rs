@@ -294,7 +294,7 @@ async fn a_missing_table_is_table_not_found() {
     let conn = connection();
     let err = verify_schema(&conn, "clicks", &TWO_DAYS).await.unwrap_err();
     assert!(
-        matches!(&err, Error::TableNotFound { table } if table == "clicks"),
+        matches!(&err, Error::TableNotFound { table , .. } if table == "clicks"),
         "{err:?}"
     );
     let err = live_rules(&conn, "clicks").await.unwrap_err();
@@ -323,7 +323,7 @@ async fn switching_a_family_with_cells_to_one_second_is_refused_unless_forced() 
     .await
     .unwrap_err();
     assert!(
-        matches!(&err, Error::WouldDeleteData { table, family } if table == "sessions" && family == "s"),
+        matches!(&err, Error::WouldDeleteData { table, family , .. } if table == "sessions" && family == "s"),
         "{err:?}"
     );
     // Nothing changed: not the rule, and the missing family was not created.

@@ -277,7 +277,8 @@ async fn a_separator_inside_a_key_part_is_refused_by_every_write_path() {
                 err,
                 Error::KeySeparatorInPart {
                     field: "customer",
-                    separator: "#"
+                    separator: "#",
+                    ..
                 }
             ),
             "{err}"
@@ -306,7 +307,7 @@ async fn oversized_values_and_rows_are_refused_before_sending() {
     };
     let err = table.put(&cell).await.unwrap_err();
     assert!(
-        matches!(err, Error::ValueTooLarge { field: "a", len, max } if len == 100 * MIB + 1 && max == 100 * MIB),
+        matches!(err, Error::ValueTooLarge { field: "a", len, max , .. } if len == 100 * MIB + 1 && max == 100 * MIB),
         "{err}"
     );
     drop(cell);
@@ -362,7 +363,7 @@ async fn invalid_utf8_read_into_a_string_names_table_row_and_column() {
         assert!(
             matches!(
                 &err,
-                Error::Decode { table, row_key, column, source: bigtable_ttl::CodecError::InvalidUtf8(_) }
+                Error::Decode { table, row_key, column, source: bigtable_ttl::CodecError::InvalidUtf8(_) , .. }
                     if table == "sessions" && row_key == b"s1" && column == "s:user"
             ),
             "{message}"
@@ -421,7 +422,7 @@ async fn errors_from_a_renamed_handle_name_the_handle_s_table() {
     // Key errors, on reads and on writes.
     let err = staging.get("").await.unwrap_err();
     assert!(
-        matches!(&err, Error::EmptyRowKey { table } if table == "staging"),
+        matches!(&err, Error::EmptyRowKey { table , .. } if table == "staging"),
         "{err:?}"
     );
     names_staging("empty key", &err);
@@ -500,7 +501,7 @@ async fn typed_scans_on_a_renamed_handle_name_the_handle_s_table() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::EmptyRowKey { table } if table == "clicks_staging"),
+        matches!(&err, Error::EmptyRowKey { table , .. } if table == "clicks_staging"),
         "{err:?}"
     );
     // Errors that name no table are still raised at once.
@@ -520,7 +521,7 @@ async fn a_ttl_under_a_millisecond_is_an_error_about_the_ttl() {
             .await
             .unwrap_err();
         assert!(
-            matches!(err, Error::TtlUnderMillisecond { ttl: t } if t == ttl),
+            matches!(err, Error::TtlUnderMillisecond { ttl: t , .. } if t == ttl),
             "{err}"
         );
         assert!(err.to_string().contains("millisecond"), "{err}");

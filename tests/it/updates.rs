@@ -226,7 +226,7 @@ async fn optional_fields_clear_and_required_ones_refuse() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::RequiredField { field: "url", table } if table == "clicks"),
+        matches!(&err, Error::RequiredField { field: "url", table , .. } if table == "clicks"),
         "{err:?}"
     );
     assert_eq!(stored(&clicks, "u4").await, before, "nothing written");

@@ -1,9 +1,21 @@
 //! Stand-ins for Google's token service: one that hands out one fixed
 //! access token and counts the scopes asked for, so a test can check that
-//! the bearer token a connection sends is the provider's; one that never
+//! the bearer token a connection sends is the source's; one that never
 //! answers.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+
+use bigtable_ttl::{AccessToken, TokenSource};
+
+type TokenFuture<'a> = Pin<
+    Box<
+        dyn Future<Output = Result<AccessToken, Box<dyn std::error::Error + Send + Sync>>>
+            + Send
+            + 'a,
+    >,
+>;
 
 /// Always the token `token`.
 pub struct FixedToken {
@@ -21,35 +33,24 @@ impl FixedToken {
     }
 }
 
-#[async_trait::async_trait]
-impl gcp_auth::TokenProvider for FixedToken {
-    async fn token(&self, scopes: &[&str]) -> Result<Arc<gcp_auth::Token>, gcp_auth::Error> {
+impl TokenSource for FixedToken {
+    fn token<'a>(&'a self, scopes: &'a [&'a str]) -> TokenFuture<'a> {
         self.scopes
             .lock()
             .unwrap()
             .extend(scopes.iter().map(|s| (*s).to_owned()));
-        // gcp_auth builds a Token only by deserializing one.
-        let token = serde_json::json!({ "access_token": self.token, "expires_in": 3600 });
-        Ok(Arc::new(
-            serde_json::from_value(token).expect("a token from JSON"),
-        ))
-    }
-
-    async fn project_id(&self) -> Result<Arc<str>, gcp_auth::Error> {
-        Ok("test-project".into())
+        // No expiry: the connection asks again for every request, so each
+        // side's scope is seen whatever order the calls come in.
+        let token = AccessToken::new(self.token.clone());
+        Box::pin(async move { Ok(token) })
     }
 }
 
 /// A token service that takes every request and never answers.
 pub struct NeverToken;
 
-#[async_trait::async_trait]
-impl gcp_auth::TokenProvider for NeverToken {
-    async fn token(&self, _scopes: &[&str]) -> Result<Arc<gcp_auth::Token>, gcp_auth::Error> {
-        std::future::pending().await
-    }
-
-    async fn project_id(&self) -> Result<Arc<str>, gcp_auth::Error> {
-        std::future::pending().await
+impl TokenSource for NeverToken {
+    fn token<'a>(&'a self, _scopes: &'a [&'a str]) -> TokenFuture<'a> {
+        Box::pin(std::future::pending())
     }
 }

@@ -1280,6 +1280,7 @@ async fn migrate_refuses_a_maps_family_as_target() {
             table,
             family,
             field,
+            ..
         } => {
             assert_eq!(
                 (table.as_str(), family.as_str(), field.as_str()),

@@ -71,6 +71,7 @@ pub use model::schema::{
     ROW_MARKER_PREFIX,
 };
 pub use model::view::Expiring;
+pub use wire::tokens::{AccessToken, TokenSource};
 
 /// The `chrono` this library is built on: its `DateTime<Utc>` fields,
 /// `TimeDelta` TTLs and clock, without a `chrono` line of your own
@@ -103,6 +104,7 @@ pub mod __private {
     pub use crate::model::row::{
         decode_row, expiry_at, expiry_at_opt, BigtableRow, CellSink, KeyPrefix,
     };
+    pub use crate::model::scan::cell_ref;
     pub use crate::model::schema::{Column, MapColumn, Schema, ShadowColumn, WhenAbsent};
     pub use crate::model::view::{CellRef, ColumnOf, RowView};
     pub use chrono::{DateTime, TimeDelta, Utc};

@@ -14,6 +14,7 @@ use tonic::transport::Channel;
 use crate::wire::channel::{
     endpoint, ChannelConfig, DataChannel, KeepAlive, CLOUD_CONNECTIONS, DATA_ENDPOINT,
 };
+use crate::wire::tokens::{GcpAuth, TokenSource, Tokens};
 
 /// Where a connection's access tokens come from.
 ///
@@ -31,7 +32,7 @@ pub struct Credentials(Source);
 enum Source {
     ApplicationDefault,
     KeyFile(PathBuf),
-    Provider(Arc<dyn gcp_auth::TokenProvider>),
+    Tokens(Arc<dyn TokenSource>),
     None,
 }
 
@@ -40,7 +41,7 @@ impl std::fmt::Debug for Credentials {
         match &self.0 {
             Source::ApplicationDefault => f.write_str("Credentials::application_default()"),
             Source::KeyFile(path) => write!(f, "Credentials::key_file({path:?})"),
-            Source::Provider(_) => f.write_str("Credentials::provider(..)"),
+            Source::Tokens(_) => f.write_str("Credentials::token_source(..)"),
             Source::None => f.write_str("Credentials::none()"),
         }
     }
@@ -62,17 +63,13 @@ impl Credentials {
         Self(Source::KeyFile(path.into()))
     }
 
-    /// Tokens from `provider` (workload identity federation, a token
-    /// broker, a test stand-in): any [`gcp_auth::TokenProvider`] of
-    /// **`gcp_auth` 0.12** (`gcp_auth = "0.12"` in your `Cargo.toml`; this
-    /// library is built with 0.12.7).
-    ///
-    /// This is the one place the API names another crate's auth types: the
-    /// library follows the 0.12 line of `gcp_auth`, and moving to a later one is a
-    /// breaking change of this library, listed in its changelog.
+    /// Tokens from `source` (workload identity federation, a token
+    /// broker, a test stand-in): any [`TokenSource`]. Its tokens are kept
+    /// while more than a minute of them is left; [`TokenSource`] shows
+    /// the few lines that turn a `gcp_auth` provider into one.
     #[must_use]
-    pub fn provider(provider: Arc<dyn gcp_auth::TokenProvider>) -> Self {
-        Self(Source::Provider(provider))
+    pub fn token_source(source: Arc<dyn TokenSource>) -> Self {
+        Self(Source::Tokens(source))
     }
 
     /// No credentials: requests carry no `authorization` header (an
@@ -82,24 +79,22 @@ impl Credentials {
         Self(Source::None)
     }
 
-    async fn resolve(&self) -> Result<Option<Arc<dyn gcp_auth::TokenProvider>>> {
+    async fn resolve(&self) -> Result<Option<Tokens>> {
         match &self.0 {
-            Source::ApplicationDefault => {
-                gcp_auth::provider()
-                    .await
-                    .map(Some)
-                    .map_err(|e| Error::Connect {
-                        target: "application default credentials".to_owned(),
-                        source: Box::new(Cause::of(&e)),
-                    })
-            }
+            Source::ApplicationDefault => gcp_auth::provider()
+                .await
+                .map(|provider| Some(Tokens::new(Arc::new(GcpAuth(provider)))))
+                .map_err(|e| Error::Connect {
+                    target: "application default credentials".to_owned(),
+                    source: Box::new(Cause::of(&e)),
+                }),
             Source::KeyFile(path) => gcp_auth::CustomServiceAccount::from_file(path)
-                .map(|account| Some(Arc::new(account) as Arc<dyn gcp_auth::TokenProvider>))
+                .map(|account| Some(Tokens::new(Arc::new(GcpAuth(Arc::new(account))))))
                 .map_err(|e| Error::Connect {
                     target: format!("service-account key file {}", path.display()),
                     source: Box::new(Cause::of(&e)),
                 }),
-            Source::Provider(provider) => Ok(Some(provider.clone())),
+            Source::Tokens(source) => Ok(Some(Tokens::new(source.clone()))),
             Source::None => Ok(None),
         }
     }
@@ -161,7 +156,7 @@ pub(crate) const ADMIN_ENDPOINT: &str = "https://bigtableadmin.googleapis.com";
 pub(crate) struct Parts {
     pub(crate) channel: DataChannel,
     pub(crate) admin: Channel,
-    pub(crate) tokens: Option<Arc<dyn gcp_auth::TokenProvider>>,
+    pub(crate) tokens: Option<Tokens>,
     pub(crate) project: String,
     pub(crate) instance: String,
     pub(crate) target: String,
@@ -440,11 +435,7 @@ impl ConnectionBuilder {
         Ok(target)
     }
 
-    fn assemble(
-        self,
-        target: &Target,
-        tokens: Option<Arc<dyn gcp_auth::TokenProvider>>,
-    ) -> Result<Parts> {
+    fn assemble(self, target: &Target, tokens: Option<Tokens>) -> Result<Parts> {
         let description = match target {
             Target::Emulator(host) => format!("emulator at {host}"),
             Target::Endpoints { data, .. } if data == DATA_ENDPOINT => "Cloud Bigtable".to_owned(),

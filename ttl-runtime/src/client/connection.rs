@@ -2,8 +2,6 @@
 //! `MutateRows`, `ReadRows`) on a channel of our own (the `wire` layer),
 //! tables and GC rules through the generated admin client.
 
-use std::sync::Arc;
-
 use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2::bigtable_table_admin_client::BigtableTableAdminClient;
 use tonic::transport::Channel;
 
@@ -12,6 +10,7 @@ use crate::client::builder::{Parts, ADMIN_ENDPOINT};
 use crate::client::retry::RetryPolicy;
 use crate::model::error::{Error, Result};
 use crate::wire::channel::{DataChannel, DATA_ENDPOINT};
+use crate::wire::tokens::Tokens;
 
 /// The generated admin client, on a plain tonic channel.
 pub(crate) type AdminClient = BigtableTableAdminClient<Channel>;
@@ -37,7 +36,7 @@ pub struct Connection {
     admin_retry: RetryPolicy,
     /// Timeouts and retries tables start with for reads and writes.
     retry: RetryPolicy,
-    tokens: Option<Arc<dyn gcp_auth::TokenProvider>>,
+    tokens: Option<Tokens>,
     project: String,
     instance: String,
     target: String,
@@ -190,19 +189,18 @@ impl Connection {
         let mut request = tonic::Request::new(message);
         if let Some(tokens) = &self.tokens {
             let token = tokens
-                .token(&[ADMIN_SCOPE])
+                .secret(ADMIN_SCOPE)
                 .await
+                .map_err(|source| Error::Connect {
+                    target: self.target.clone(),
+                    source,
+                })?;
+            let value = format!("Bearer {token}")
+                .parse()
                 .map_err(|e| Error::Connect {
                     target: self.target.clone(),
-                    source: e.into(),
+                    source: format!("the access token is not a valid header: {e}").into(),
                 })?;
-            let value =
-                format!("Bearer {}", token.as_str())
-                    .parse()
-                    .map_err(|e| Error::Connect {
-                        target: self.target.clone(),
-                        source: format!("the access token is not a valid header: {e}").into(),
-                    })?;
             request.metadata_mut().insert("authorization", value);
         }
         Ok(request)

@@ -31,7 +31,7 @@ use crate::proto::mutate_rows_request::Entry;
 use tokio::task::JoinSet;
 
 use crate::client::connection::Connection;
-pub use crate::client::data::WriteStats;
+pub use crate::client::data::mutate::WriteStats;
 use crate::client::data::{bump, send_batch, BatchReport, Unwritten, WriteCounters};
 use crate::client::retry::{deadline_after, status_text, RetryPolicy};
 use crate::client::telemetry;

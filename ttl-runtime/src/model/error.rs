@@ -92,6 +92,7 @@ impl std::error::Error for Cause {
 pub enum Error {
     /// A one-second (or explicit) expiry that is not after the clock's "now":
     /// the cell would be dead on arrival. Pick an expiry in the future.
+    #[non_exhaustive]
     #[error("expiry {expire_at} is not after now ({now}): the cell would be dead on arrival; choose a later expiry")]
     ExpiryNotInFuture {
         /// The requested expiry, truncated to the millisecond.
@@ -101,6 +102,7 @@ pub enum Error {
     },
     /// A TTL of zero or less was requested. Use a positive duration, or
     /// [`crate::Table::delete`] to remove a row now.
+    #[non_exhaustive]
     #[error("TTL must be positive, got {ttl}; use a positive duration, or delete the row instead")]
     NonPositiveTtl {
         /// The requested TTL.
@@ -109,6 +111,7 @@ pub enum Error {
     /// A TTL shorter than a millisecond: Bigtable's cell timestamps have
     /// millisecond granularity, so the cell could not outlive the write.
     /// Use at least one millisecond.
+    #[non_exhaustive]
     #[error("TTL {ttl} is shorter than a millisecond, the granularity of Bigtable's cell timestamps; use a TTL of at least 1ms")]
     TtlUnderMillisecond {
         /// The requested TTL.
@@ -116,18 +119,21 @@ pub enum Error {
     },
     /// The expiry or the cell timestamp it implies cannot be represented as a
     /// Bigtable timestamp (microseconds since the epoch, in an `i64`).
+    #[non_exhaustive]
     #[error("expiry is outside the range Bigtable timestamps can represent: {overflow}")]
     ExpiryOutOfRange {
         /// What overflowed.
         overflow: Overflow,
     },
     /// The cell timestamp would fall before 1970-01-01, which Bigtable rejects.
+    #[non_exhaustive]
     #[error("cell timestamp {timestamp_micros} µs is before the Unix epoch, which Bigtable rejects; choose a later expiry or a shorter default")]
     TimestampBeforeEpoch {
         /// The offending timestamp in microseconds.
         timestamp_micros: i64,
     },
     /// Under the one-second strategy every write needs an expiry.
+    #[non_exhaustive]
     #[error("{}uses the one-second strategy: this write has no expiry; set the expire_at field or call .expire_at()/.ttl() on the builder", table.as_deref().map_or_else(|| "the policy ".to_owned(), |t| format!("table `{t}` ")))]
     MissingExpiry {
         /// The table the write was for; `None` when the policy was used on
@@ -135,12 +141,14 @@ pub enum Error {
         table: Option<String>,
     },
     /// The row key encodes to zero bytes, which Bigtable rejects.
+    #[non_exhaustive]
     #[error("row key for table `{table}` is empty; Bigtable requires a non-empty key")]
     EmptyRowKey {
         /// The table the key was for.
         table: String,
     },
     /// The row key is longer than Bigtable's 4 KiB limit.
+    #[non_exhaustive]
     #[error("row key for table `{table}` is {len} bytes, over Bigtable's limit of {max} bytes; shorten the key fields")]
     RowKeyTooLong {
         /// The table the key was for.
@@ -154,6 +162,7 @@ pub enum Error {
     /// key could not be split back into its fields one way only (and another
     /// key tuple could share its row). Choose another separator or clean the
     /// value.
+    #[non_exhaustive]
     #[error("key field `{field}` contains a byte of the key separator {separator:?}; the key could not be split back one way only; pick a separator none of whose characters can appear in it")]
     KeySeparatorInPart {
         /// The key field at fault.
@@ -162,6 +171,7 @@ pub enum Error {
         separator: &'static str,
     },
     /// A row key read back from Bigtable does not have the declared shape.
+    #[non_exhaustive]
     #[error("row key \"{}\" of table `{table}` does not decode: {problem}", row_key.escape_ascii())]
     BadRowKey {
         /// The table.
@@ -174,6 +184,7 @@ pub enum Error {
     /// A row read back holds a cell timestamp whose expiry cannot be
     /// represented (near `i64::MAX`): written by other code, not this
     /// library. Skip such rows with `ReadOptions::with_skip_undecodable`.
+    #[non_exhaustive]
     #[error("row \"{}\" of table `{table}` holds a cell timestamp of {timestamp_micros} µs whose expiry is out of range", row_key.escape_ascii())]
     TimestampOutOfRange {
         /// The table.
@@ -184,6 +195,7 @@ pub enum Error {
         timestamp_micros: i64,
     },
     /// A field value could not be encoded.
+    #[non_exhaustive]
     #[error("field `{field}` could not be encoded")]
     Encode {
         /// The field at fault.
@@ -193,6 +205,7 @@ pub enum Error {
         source: CodecError,
     },
     /// A cell read back could not be decoded into its field.
+    #[non_exhaustive]
     #[error("table `{table}`, row \"{}\", column `{column}` does not decode", row_key.escape_ascii())]
     Decode {
         /// The table.
@@ -206,6 +219,7 @@ pub enum Error {
         source: CodecError,
     },
     /// A value is larger than Bigtable accepts for one cell.
+    #[non_exhaustive]
     #[error("field `{field}` is {len} bytes, over Bigtable's cell limit of {max} bytes")]
     ValueTooLarge {
         /// The field at fault.
@@ -218,6 +232,7 @@ pub enum Error {
     /// One row's write is over Bigtable's per-row limits (256 MiB of data,
     /// 100,000 mutations); refused before anything is sent. Split the data
     /// over several rows.
+    #[non_exhaustive]
     #[error("row \"{}\" of table `{table}` is over Bigtable's limits: {limit}; split the data over several rows", row_key.escape_ascii())]
     RowTooLarge {
         /// The table.
@@ -231,6 +246,7 @@ pub enum Error {
     /// is sent (Bigtable would answer `INVALID_ARGUMENT`). Give ranges in
     /// ascending key order, reverse scans included: `Scan::range(a..b)`
     /// with `a <= b`, then `.reversed()` for descending order.
+    #[non_exhaustive]
     #[error("scan range starts at \"{}\", after its end \"{}\"; give the range as start..end with start <= end (for rows in descending order, keep the range ascending and call .reversed())", start.escape_ascii(), end.escape_ascii())]
     InvalidRange {
         /// The range's start key.
@@ -261,6 +277,7 @@ pub enum Error {
         live: String,
     },
     /// The table does not exist.
+    #[non_exhaustive]
     #[error("table `{table}` does not exist; call ensure_schema to create it")]
     TableNotFound {
         /// The table.
@@ -268,6 +285,7 @@ pub enum Error {
     },
     /// The table has no family of that name. The message lists the
     /// families it has.
+    #[non_exhaustive]
     #[error("table `{table}` has no family `{family}`; its families are: {}", if families.is_empty() { "none".to_owned() } else { families.join(", ") })]
     FamilyNotFound {
         /// The table.
@@ -279,12 +297,14 @@ pub enum Error {
     },
     /// A shard (`index/count`) that does not exist, or more parts than
     /// [`crate::ops::MAX_PARTS`]: refused before anything is sent.
+    #[non_exhaustive]
     #[error("{problem}")]
     InvalidShard {
         /// What is wrong with it.
         problem: crate::model::shards::ShardProblem,
     },
     /// Switching a family that holds cells to `max_age = 1s` would delete them.
+    #[non_exhaustive]
     #[error("refusing to set family `{family}` of table `{table}` to max_age = 1s: it holds cells with ordinary timestamps that would all be deleted at the next compaction; migrate them first, or pass force to accept the loss")]
     WouldDeleteData {
         /// The table.
@@ -293,6 +313,7 @@ pub enum Error {
         family: String,
     },
     /// A TTL policy written as text (`one-second`, `default=2d`) did not parse.
+    #[non_exhaustive]
     #[error("invalid policy `{spec}`: {problem}")]
     InvalidPolicy {
         /// The text given.
@@ -314,6 +335,7 @@ pub enum Error {
     /// A migration's target family is a map field's: a map's family holds
     /// one cell per entry and nothing else, so copied columns (and their
     /// shadow column) would read back as entries. Nothing was written.
+    #[non_exhaustive]
     #[error("migration in table `{table}`: target family `{family}` holds the entries of map field `{field}`, where copied columns would read back as entries; migrate into the struct's own family, and write entries with put_entry")]
     MigrateIntoMap {
         /// The table.
@@ -355,6 +377,7 @@ pub enum Error {
     /// (an `http://` endpoint): bearer tokens would travel in the clear.
     /// Use an `https://` endpoint, or drop the credentials when the endpoint
     /// is an emulator.
+    #[non_exhaustive]
     #[error("refusing to send credentials to {endpoint} in plaintext: use an https:// endpoint, or no credentials for an emulator")]
     PlaintextWithCredentials {
         /// The `http://` endpoint.
@@ -391,6 +414,7 @@ pub enum Error {
     /// An increment of a counter in a row that is not live, in a struct with
     /// required fields: the increment cannot make a whole row (it has no
     /// value for them), and a counter alone would be a row no read shows.
+    #[non_exhaustive]
     #[error("row \"{}\" of table `{table}` is not live: a counter counts only in a live row of a struct with required fields; write the row first (put or insert_if_absent)", row_key.escape_ascii())]
     NoLiveRow {
         /// The table.
@@ -400,6 +424,7 @@ pub enum Error {
     },
     /// A partial update tried to clear a field that is neither an `Option`
     /// nor `#[bigtable(default)]`: a row without it would no longer decode.
+    #[non_exhaustive]
     #[error("field `{field}` of table `{table}` is required: only an `Option` or `#[bigtable(default)]` field can be cleared; set it instead")]
     RequiredField {
         /// The table.

@@ -29,6 +29,7 @@ use crate::wire::headers::{
     routing_header, API_CLIENT, API_CLIENT_KEY, DATA_SCOPE, FEATURES_KEY, FEATURES_REVERSE_SCANS,
 };
 use crate::wire::status::not_sent;
+use crate::wire::tokens::Tokens;
 
 /// Cloud Bigtable's global data endpoint.
 pub(crate) const DATA_ENDPOINT: &str = "https://bigtable.googleapis.com";
@@ -54,7 +55,7 @@ const CONNECTION_WINDOW_BYTES: u32 = 8 << 20;
 #[derive(Clone)]
 pub(crate) struct DataChannel {
     channel: Channel,
-    tokens: Option<Arc<dyn gcp_auth::TokenProvider>>,
+    tokens: Option<Tokens>,
     /// Sent in every request body and routing header; empty: the
     /// instance's default profile.
     app_profile: Arc<str>,
@@ -90,7 +91,7 @@ pub(crate) struct ChannelConfig {
     /// HTTP/2 connections, requests spread over them.
     pub(crate) pool_size: usize,
     pub(crate) keep_alive: KeepAlive,
-    pub(crate) tokens: Option<Arc<dyn gcp_auth::TokenProvider>>,
+    pub(crate) tokens: Option<Tokens>,
     pub(crate) app_profile: String,
 }
 
@@ -182,10 +183,10 @@ impl DataChannel {
         );
         cookies.apply(request.metadata_mut());
         if let Some(tokens) = &self.tokens {
-            let token = tokens.token(&[DATA_SCOPE]).await.map_err(|e| {
+            let token = tokens.secret(DATA_SCOPE).await.map_err(|e| {
                 tonic::Status::unauthenticated(format!("no access token for Cloud Bigtable: {e}"))
             })?;
-            let value = format!("Bearer {}", token.as_str())
+            let value = format!("Bearer {token}")
                 .parse()
                 .map_err(|_| tonic::Status::unauthenticated("the access token is not a header"))?;
             request.metadata_mut().insert("authorization", value);
@@ -495,19 +496,26 @@ mod tests {
     #[derive(Default)]
     struct FixedToken(std::sync::Mutex<Vec<String>>);
 
-    #[async_trait::async_trait]
-    impl gcp_auth::TokenProvider for FixedToken {
-        async fn token(&self, scopes: &[&str]) -> Result<Arc<gcp_auth::Token>, gcp_auth::Error> {
+    impl crate::wire::tokens::TokenSource for FixedToken {
+        fn token<'a>(
+            &'a self,
+            scopes: &'a [&'a str],
+        ) -> std::pin::Pin<
+            Box<
+                dyn std::future::Future<
+                        Output = Result<
+                            crate::wire::tokens::AccessToken,
+                            Box<dyn std::error::Error + Send + Sync>,
+                        >,
+                    > + Send
+                    + 'a,
+            >,
+        > {
             self.0
                 .lock()
                 .unwrap()
                 .extend(scopes.iter().map(|s| (*s).to_owned()));
-            let token = r#"{"access_token": "t0ken", "expires_in": 3600}"#;
-            Ok(Arc::new(serde_json::from_str(token).unwrap()))
-        }
-
-        async fn project_id(&self) -> Result<Arc<str>, gcp_auth::Error> {
-            Ok("p".into())
+            Box::pin(async { Ok(crate::wire::tokens::AccessToken::new("t0ken")) })
         }
     }
 
@@ -535,7 +543,7 @@ mod tests {
         let tokens = Arc::new(FixedToken::default());
         let channel = DataChannel {
             channel: Endpoint::from_static("http://127.0.0.1:9").connect_lazy(),
-            tokens: Some(tokens.clone()),
+            tokens: Some(Tokens::new(tokens.clone())),
             app_profile: "batch".into(),
         };
         let table = "projects/p/instances/i/tables/t";

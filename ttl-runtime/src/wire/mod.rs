@@ -18,3 +18,4 @@ pub(crate) mod merge;
 pub(crate) mod protobuf;
 pub(crate) mod read_error;
 pub(crate) mod status;
+pub(crate) mod tokens;

@@ -58,7 +58,7 @@
 //! ```
 
 mod messages;
-mod mutate;
+pub(crate) mod mutate;
 mod rows;
 
 use std::sync::Arc;
@@ -84,7 +84,6 @@ use crate::wire::status::{code_of, not_sent, was_not_sent, was_undecodable};
 
 pub use crate::model::read_filter::ReadFilter;
 pub use messages::{into_entry, mutations_of};
-pub use mutate::WriteStats;
 pub(crate) use mutate::{bump, send_batch, BatchReport, Unwritten, WriteCounters};
 pub use rows::{Cell, ReadRows, Row};
 
@@ -210,7 +209,10 @@ impl RawTable {
     /// sent; [`Error::Server`].
     pub fn read_rows(&self, read: ReadRows) -> impl Stream<Item = Result<Row>> + Send + 'static {
         match read.into_request(self.path.to_string()) {
-            Ok(request) => self.merged_rows(request).map_ok(Row::from).left_stream(),
+            Ok(request) => self
+                .merged_rows(request)
+                .map_ok(Row::from_merged)
+                .left_stream(),
             Err(refused) => futures_util::stream::once(async move { Err(refused) }).right_stream(),
         }
     }

@@ -280,8 +280,10 @@ impl Row {
     }
 }
 
-impl From<MergedRow> for Row {
-    fn from((key, cells): MergedRow) -> Self {
+impl Row {
+    /// The row as the merger put it together. Not a `From` impl: that
+    /// would be public and name the merger's private cell type.
+    pub(crate) fn from_merged((key, cells): MergedRow) -> Self {
         Self {
             key,
             cells: cells
