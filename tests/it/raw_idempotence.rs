@@ -208,3 +208,30 @@ async fn an_answer_that_does_not_decode_is_an_unknown_outcome() {
         assert_eq!(fake.received_of(method).len(), 1, "{method}: sent once");
     }
 }
+
+/// An insert whose every answer is lost, while every read shows its cells
+/// are not there and no row holds the key, ends with what went wrong (a
+/// retryable server error), not `Conflict`: nothing kept changing the row.
+#[tokio::test]
+async fn an_insert_whose_answers_are_all_lost_is_not_a_conflict() {
+    use crate::support::rows::{click, Click};
+    let fake = FakeBigtable::start().await;
+    fake.script("CheckAndMutateRow", vec![Answer::status(UNAVAILABLE); 8]);
+    // Every read: no row.
+    fake.otherwise(Answer::ok(Vec::new()));
+    let policy = four_attempts();
+    let conn = Connection::builder("p", "i")
+        .emulator(fake.host())
+        .retry(policy)
+        .connect()
+        .await
+        .unwrap();
+    let table = bigtable_ttl::Table::<Click>::new(conn)
+        .with_read_options(ReadOptions::default().with_retry(policy))
+        .with_write_options(bigtable_ttl::writer::WriteOptions::default().with_retry(policy));
+    let err = table.insert_if_absent(&click("k", "/")).await.unwrap_err();
+    assert!(!matches!(err, Error::Conflict { .. }), "{err:?}");
+    assert!(!err.is_outcome_unknown(), "{err:?}");
+    assert_eq!(err.code(), Some(Code::Unavailable), "{err:?}");
+    assert!(err.is_retryable(), "{err:?}");
+}

@@ -104,6 +104,10 @@ impl<T: BigtableRow> Table<T> {
         &self,
         builder: MutationBuilder<'_, T>,
     ) -> Result<Insert<T>> {
+        // The last round's answer, when it was lost and the read showed the
+        // insert was not applied: then nothing kept changing the row, and
+        // the call ends with what went wrong, not `Conflict`.
+        let mut last_lost = None;
         for _ in 0..INSERT_ROUNDS {
             let now = self.clock().now();
             let m = builder.build_checked(self.name(), now)?;
@@ -130,7 +134,10 @@ impl<T: BigtableRow> Table<T> {
             // that row, unless it has expired or gone since. After a lost
             // answer, only this read can show the insert was not applied.
             let live = match (self.live_row(&m.row_key).await, lost) {
-                (Ok(live), _) => live,
+                (Ok(live), lost) => {
+                    last_lost = lost;
+                    live
+                }
                 (Err(e), None) => return Err(e),
                 (Err(e), Some(status)) => {
                     tracing::debug!(table = %self.name(), error = %e, "the read settling a lost insert failed");
@@ -141,9 +148,13 @@ impl<T: BigtableRow> Table<T> {
                 return Ok(Insert::Exists(live));
             }
         }
+        let row_key = builder.row().row_key()?;
+        if let Some(status) = last_lost {
+            return Err(status_error(self.name(), Some(row_key), status, None));
+        }
         Err(Error::Conflict {
             table: self.name().to_owned(),
-            row_key: builder.row().row_key()?,
+            row_key,
             attempts: INSERT_ROUNDS,
         })
     }
