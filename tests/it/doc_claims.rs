@@ -122,7 +122,10 @@ fn importable() -> Vec<String> {
     let mut crates: Vec<String> = block
         .lines()
         .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.split_once('=').map(|(name, _)| name.trim().replace('-', "_")))
+        .filter_map(|l| {
+            l.split_once('=')
+                .map(|(name, _)| name.trim().replace('-', "_"))
+        })
         .collect();
     assert!(crates.iter().any(|c| c == "bigtable_ttl"), "{crates:?}");
     crates.extend(["std", "core", "crate", "self", "super"].map(String::from));
