@@ -13,9 +13,9 @@ fn documents() -> Vec<(String, String)> {
     let mut names = vec!["README.md".to_owned(), "BENCHMARKS.md".to_owned()];
     let mut pages: Vec<String> = std::fs::read_dir(Path::new(ROOT).join("guide"))
         .expect("the guide directory")
-        .map(|entry| entry.expect("a guide entry").file_name())
-        .map(|name| format!("guide/{}", name.to_string_lossy()))
-        .filter(|name| name.ends_with(".md"))
+        .map(|entry| entry.expect("a guide entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
+        .map(|path| format!("guide/{}", path.file_name().unwrap().to_string_lossy()))
         .collect();
     pages.sort();
     names.extend(pages);

@@ -966,6 +966,7 @@ fn first_failures(failed: &[FailedRow]) -> String {
 }
 
 /// "1 attempt" / "10 attempts over 23.1s, retries exhausted".
+#[derive(Clone, Copy)]
 struct Attempts {
     count: u32,
     elapsed: Duration,
@@ -1284,7 +1285,7 @@ mod tests {
             row_key: Some(b"c1".to_vec()),
             code: Code::Unavailable,
             attempts: 10,
-            elapsed: Duration::from_millis(28_000),
+            elapsed: Duration::from_secs(28),
             retries_exhausted: true,
             source,
         };
