@@ -17,6 +17,15 @@ fn connect_error(host: &str) -> String {
     }
 }
 
+/// The message alone, as a caller printing `{err}` sees it.
+fn connect_message(host: &str) -> String {
+    match Connection::emulator(host, "p", "i") {
+        Err(err @ Error::Connect { .. }) => err.to_string(),
+        Err(other) => panic!("{host:?}: expected Error::Connect, got {other:?}"),
+        Ok(_) => panic!("{host:?}: accepted"),
+    }
+}
+
 #[tokio::test]
 async fn bad_emulator_hosts_are_connect_errors_saying_why() {
     for (host, why) in [
@@ -32,6 +41,12 @@ async fn bad_emulator_hosts_are_connect_errors_saying_why() {
         let message = connect_error(host);
         assert!(message.contains(why), "{host:?}: {message}");
         assert!(message.contains("HOST:PORT"), "{host:?}: {message}");
+        // Nothing was tried: the message says the address is wrong, and how.
+        let alone = connect_message(host);
+        assert!(
+            alone.starts_with("malformed Bigtable address") && alone.contains(why),
+            "{host:?}: {alone}"
+        );
     }
     for good in [
         "127.0.0.1:8086",

@@ -32,6 +32,7 @@ mod counter_windows;
 mod counters;
 mod deadlines;
 mod derive_schema;
+mod doc_claims;
 mod every_call_deadline;
 mod evolve;
 mod field_types;

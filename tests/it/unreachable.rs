@@ -63,6 +63,13 @@ fn assert_exhausted(what: &str, err: &Error) {
         message.contains("3 attempts over ") && message.contains("retries exhausted"),
         "{what}: the message should say the attempts and their time: {message}"
     );
+    // Nothing listens: the message says nothing answered, and why, rather
+    // than that Bigtable answered UNAVAILABLE.
+    assert!(
+        message.starts_with("no answer from Bigtable")
+            && message.contains(": connection refused ("),
+        "{what}: {message}"
+    );
     // The elapsed time is printed as a duration (`1.2s`, `350.0ms`).
     let over = message.split("attempts over ").nth(1).unwrap_or_default();
     assert!(

@@ -236,7 +236,10 @@ mod tests {
         let code = run_with(args, &mut out, &mut err).await;
         assert_eq!(code, exit::ERROR);
         let err = String::from_utf8(err).unwrap();
-        assert!(err.contains("could not connect to Bigtable"), "{err}");
+        assert!(
+            err.contains("malformed Bigtable address") && err.matches("white space").count() == 1,
+            "{err}"
+        );
     }
 
     /// A connection that is refused: the message says so, not only that

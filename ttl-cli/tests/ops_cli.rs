@@ -435,6 +435,44 @@ async fn inspect_shows_what_cbt_shows_with_expiry_and_write_time() {
     assert!(text.contains("no cells"), "{text}");
 }
 
+/// `cbt` prints a marker's qualifier as raw NUL bytes, which a terminal
+/// does not show: `inspect` escapes them and says which marker it is.
+#[tokio::test]
+async fn inspect_labels_the_row_markers() {
+    let conn = connection();
+    table(&conn, "memos", &["m"], TimeDelta::days(2)).await;
+    let ts = now_ms();
+    write(
+        &conn,
+        "memos",
+        "r1",
+        &[
+            ("m", "\0\0Memo", ts, b""),
+            ("m", "\0", ts, b""),
+            ("m", "body", ts, b"hi"),
+        ],
+    )
+    .await;
+    let (code, text, err) = cli(&conn, &["inspect", "memos", "r1"]).await;
+    assert_eq!(code, exit::OK, "{text}{err}");
+    assert!(
+        text.contains("m:\\x00\\x00Memo (row marker of `Memo`)"),
+        "{text}"
+    );
+    assert!(text.contains("m:\\x00 (row marker, legacy)"), "{text}");
+    assert!(!text.contains('\0'), "{text:?}");
+    let (code, out, _) = cli(&conn, &["inspect", "memos", "r1", "--json"]).await;
+    assert_eq!(code, exit::OK);
+    let report = json(&out);
+    let markers: Vec<bool> = report["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["marker"].as_bool().unwrap())
+        .collect();
+    assert_eq!(markers.iter().filter(|m| **m).count(), 2, "{report:#}");
+}
+
 fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
     bytes.iter().fold(String::new(), |mut out, b| {

@@ -12,6 +12,7 @@ use bigtable_ttl_runtime::ops::{
     self, parse_policy, policy_spec, ExpiryRequest, FamilyExpiries, InspectRequest, Part,
     RowInspection,
 };
+use bigtable_ttl_runtime::{LEGACY_ROW_MARKER, ROW_MARKER_PREFIX};
 use clap::Args;
 use serde::Serialize;
 
@@ -99,6 +100,8 @@ struct CellJson {
     timestamp_micros: i64,
     timestamp: Option<String>,
     shadow: bool,
+    /// A row marker (`\0\0` and a struct's name, or the legacy `\0`).
+    marker: bool,
     alive: bool,
     expires_at: Option<String>,
     time_left_ms: Option<i64>,
@@ -134,6 +137,8 @@ impl InspectJson {
                     timestamp_micros: c.timestamp_micros,
                     timestamp: instant_micros(c.timestamp_micros),
                     shadow: c.is_shadow,
+                    marker: c.qualifier == LEGACY_ROW_MARKER
+                        || c.qualifier.starts_with(ROW_MARKER_PREFIX),
                     alive: c.alive,
                     expires_at: c.expires_at.map(instant),
                     time_left_ms: c.time_left.map(|d| d.num_milliseconds()),
@@ -184,12 +189,7 @@ fn print_inspection(out: &mut dyn Write, i: &RowInspection) -> Fallible<()> {
         .cells
         .iter()
         .map(|c| {
-            let column = format!(
-                "{}:{}{}",
-                c.family,
-                String::from_utf8_lossy(&c.qualifier),
-                if c.is_shadow { " (shadow)" } else { "" }
-            );
+            let column = column_label(&c.family, &c.qualifier, c.is_shadow);
             [
                 column,
                 instant_micros(c.timestamp_micros)
@@ -203,6 +203,23 @@ fn print_inspection(out: &mut dyn Write, i: &RowInspection) -> Fallible<()> {
         })
         .collect();
     print_table(out, header, &rows)
+}
+
+/// How the readable table names a column: the shadow column and the row
+/// markers labelled, a marker's NUL bytes escaped (a terminal shows none).
+fn column_label(family: &str, qualifier: &[u8], is_shadow: bool) -> String {
+    if qualifier == LEGACY_ROW_MARKER {
+        return format!("{family}:{} (row marker, legacy)", qualifier.escape_ascii());
+    }
+    if let Some(name) = qualifier.strip_prefix(ROW_MARKER_PREFIX) {
+        return format!(
+            "{family}:{} (row marker of `{}`)",
+            qualifier.escape_ascii(),
+            String::from_utf8_lossy(name)
+        );
+    }
+    let shadow = if is_shadow { " (shadow)" } else { "" };
+    format!("{family}:{}{shadow}", String::from_utf8_lossy(qualifier))
 }
 
 /// `inspect TABLE --family F [--policy P]`: when the family's cells expire.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::retry::RetryPolicy;
-use crate::model::error::{BoxError, Cause, Error, Result};
+use crate::model::error::{BadAddress, BoxError, Cause, Error, Result};
 use tonic::transport::Channel;
 
 use crate::wire::channel::{
@@ -506,13 +506,13 @@ fn check_target(target: &Target) -> Result<()> {
     match target {
         Target::Emulator(host) => check_emulator_host(host).map_err(|why| Error::Connect {
             target: format!("emulator at {host:?}"),
-            source: why.into(),
+            source: Box::new(why),
         }),
         Target::Endpoints { data, admin } => {
             for uri in [data, admin] {
                 check_endpoint(uri).map_err(|why| Error::Connect {
                     target: format!("endpoint {uri:?}"),
-                    source: why.into(),
+                    source: Box::new(why),
                 })?;
             }
             Ok(())
@@ -521,54 +521,64 @@ fn check_target(target: &Target) -> Result<()> {
 }
 
 /// Why `uri` is not `https://HOST[:PORT]` or `http://HOST:PORT`, in words.
-fn check_endpoint(uri: &str) -> std::result::Result<(), String> {
+fn check_endpoint(uri: &str) -> std::result::Result<(), BadAddress> {
     const EXPECTED: &str =
         "expected https://HOST[:PORT] (TLS) or http://HOST:PORT (plaintext, an emulator)";
     let Some(rest) = uri
         .strip_prefix("https://")
         .or_else(|| uri.strip_prefix("http://"))
     else {
-        return Err(format!("no https:// or http:// scheme; {EXPECTED}"));
+        return Err(bad("no https:// or http:// scheme", EXPECTED));
     };
     let authority = rest.strip_suffix('/').unwrap_or(rest);
     if authority.is_empty() || authority.contains('/') {
-        return Err(format!("{authority:?} is not HOST[:PORT]; {EXPECTED}"));
+        return Err(bad(format!("{authority:?} is not HOST[:PORT]"), EXPECTED));
     }
     uri.parse::<http::Uri>()
-        .map_err(|e| format!("{e}; {EXPECTED}"))?;
+        .map_err(|e| bad(e.to_string(), EXPECTED))?;
     Ok(())
 }
 
 /// Why `host` is not `HOST:PORT`, in words.
-pub(crate) fn check_emulator_host(host: &str) -> std::result::Result<(), String> {
+pub(crate) fn check_emulator_host(host: &str) -> std::result::Result<(), BadAddress> {
     const EXPECTED: &str = "expected HOST:PORT, as in 127.0.0.1:8086 or [::1]:8086";
     if host.trim().is_empty() {
-        return Err(format!("the emulator host is empty; {EXPECTED}"));
+        return Err(bad("the emulator host is empty", EXPECTED));
     }
     if host.contains("://") {
-        return Err(format!("write the host without a scheme; {EXPECTED}"));
+        return Err(bad("write the host without a scheme", EXPECTED));
     }
     if host.chars().any(char::is_whitespace) {
-        return Err(format!("the host contains white space; {EXPECTED}"));
+        return Err(bad("the host contains white space", EXPECTED));
     }
     let Some((name, port)) = host.rsplit_once(':') else {
-        return Err(format!("no port; {EXPECTED}"));
+        return Err(bad("no port", EXPECTED));
     };
     match port.parse::<u16>() {
         Ok(p) if p > 0 => {}
         _ => {
-            return Err(format!(
-                "port {port:?} is not a number from 1 to 65535; {EXPECTED}"
+            return Err(bad(
+                format!("port {port:?} is not a number from 1 to 65535"),
+                EXPECTED,
             ))
         }
     }
     let bracketed = name.starts_with('[') && name.ends_with(']') && name.len() > 2;
     if name.is_empty() || (name.contains(':') && !bracketed) {
-        return Err(format!(
-            "{name:?} is not a host name or address (an IPv6 address goes in brackets); {EXPECTED}"
+        return Err(bad(
+            format!("{name:?} is not a host name or address (an IPv6 address goes in brackets)"),
+            EXPECTED,
         ));
     }
     Ok(())
+}
+
+/// A [`BadAddress`]: `problem`, with the form `expected`.
+fn bad(problem: impl Into<String>, expected: &'static str) -> BadAddress {
+    BadAddress {
+        problem: problem.into(),
+        expected,
+    }
 }
 
 /// The channels spawn their connection tasks on the current Tokio runtime.
@@ -628,7 +638,7 @@ mod tests {
             "https://localhost:8443/",
             "http://bigtable:8086",
         ] {
-            assert_eq!(check_endpoint(good), Ok(()), "{good}");
+            assert!(check_endpoint(good).is_ok(), "{good}");
         }
         for bad in [
             "bigtable.googleapis.com",
@@ -637,7 +647,10 @@ mod tests {
             "https://x/v2",
         ] {
             let why = check_endpoint(bad).unwrap_err();
-            assert!(why.contains("expected https://HOST"), "{bad}: {why}");
+            assert!(
+                why.expected.contains("expected https://HOST"),
+                "{bad}: {why}"
+            );
         }
     }
 }

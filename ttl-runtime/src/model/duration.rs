@@ -8,8 +8,8 @@ use std::fmt;
 use chrono::TimeDelta;
 
 /// `d` printed for people, to the second: `29m 59s`, `1day 23h`, `500ms`
-/// under a second (humantime's format, the one the duration grammar
-/// parses). What to print a [`crate::Expiring::time_left`] with, rather
+/// under a second, `500us` under a millisecond (humantime's format, the
+/// one the duration grammar parses). What to print a [`crate::Expiring::time_left`] with, rather
 /// than chrono's ISO 8601 `PT1799.996S`.
 ///
 /// ```
@@ -39,8 +39,11 @@ impl fmt::Display for HumanDuration {
         // `abs` of the minimum `TimeDelta` overflows: clamp it first.
         let d = d.max(-TimeDelta::MAX).abs().to_std().unwrap_or_default();
         // Whole seconds: sub-second digits are noise at a glance, except
-        // for what lasts under a second.
-        let shown = if d.as_secs() == 0 {
+        // for what lasts under a second, and under a millisecond (a TTL
+        // refused for it) rounding down to "0s" would hide the value.
+        let shown = if d.as_millis() == 0 {
+            std::time::Duration::from_nanos(u64::try_from(d.as_nanos()).unwrap_or(0))
+        } else if d.as_secs() == 0 {
             std::time::Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(0))
         } else {
             std::time::Duration::from_secs(d.as_secs())
@@ -92,6 +95,8 @@ mod tests {
         );
         assert_eq!(h(TimeDelta::zero()), "0s");
         assert_eq!(h(TimeDelta::microseconds(1_500)), "1ms");
+        assert_eq!(h(TimeDelta::microseconds(500)), "500us");
+        assert_eq!(h(-TimeDelta::nanoseconds(7)), "-7ns");
         assert_eq!(h(TimeDelta::MIN), h(-TimeDelta::MAX));
     }
 

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
+use crate::model::duration::human;
+
 /// A cause of an error, kept as the error's `source()`.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
@@ -22,6 +24,9 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 pub(crate) struct Cause {
     text: String,
     source: Option<Box<Cause>>,
+    /// Why nothing answered ("connection refused"), when the chain said
+    /// so in its types before it became text.
+    no_answer: Option<String>,
 }
 
 impl Cause {
@@ -40,15 +45,19 @@ impl Cause {
             cause = Some(Box::new(Cause {
                 text,
                 source: cause,
+                no_answer: None,
             }));
         }
-        cause.map_or_else(
+        let mut cause = cause.map_or_else(
             || Cause {
                 text: String::new(),
                 source: None,
+                no_answer: None,
             },
             |c| *c,
-        )
+        );
+        cause.no_answer = source.and_then(no_answer);
+        cause
     }
 
     /// `error`'s chain, each cause once.
@@ -67,6 +76,92 @@ impl Cause {
         }
         text
     }
+}
+
+/// Why nothing answered, when `error`'s chain shows a connection that
+/// was never made (refused, no route): a failure of the network, not an
+/// answer from Bigtable. A cause already flattened to text ([`Cause`])
+/// keeps what it found; a bare message is read for the one such failure
+/// it can name surely, the operating system's "Connection refused".
+pub(crate) fn no_answer(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    use std::io::ErrorKind;
+    for level in std::iter::successors(Some(error), |e| e.source()) {
+        if let Some(cause) = level.downcast_ref::<Cause>() {
+            if cause.no_answer.is_some() {
+                return cause.no_answer.clone();
+            }
+        }
+        if let Some(io) = level.downcast_ref::<std::io::Error>() {
+            if matches!(
+                io.kind(),
+                ErrorKind::ConnectionRefused
+                    | ErrorKind::HostUnreachable
+                    | ErrorKind::NetworkUnreachable
+                    | ErrorKind::AddrNotAvailable
+            ) {
+                return Some(io.kind().to_string());
+            }
+        }
+    }
+    let last = std::iter::successors(Some(error), |e| e.source()).last()?;
+    (last.source().is_none()
+        && last.downcast_ref::<Cause>().is_none()
+        && last.to_string().contains("Connection refused (os error"))
+    .then(|| ErrorKind::ConnectionRefused.to_string())
+}
+
+/// Why a host or endpoint is not an address to connect to, found before
+/// anything was tried: the cause of an [`Error::Connect`]. The problem is
+/// the error's message, the form expected its cause, so that a reporter
+/// printing every level says each once.
+#[derive(Debug)]
+pub(crate) struct BadAddress {
+    /// What is wrong ("the host contains white space").
+    pub(crate) problem: String,
+    /// The form expected.
+    pub(crate) expected: &'static str,
+}
+
+impl fmt::Display for BadAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.expected)
+    }
+}
+
+impl std::error::Error for BadAddress {}
+
+/// The message of an [`Error::Connect`]: what was tried, or for a
+/// malformed address that nothing was, and why.
+fn connect_message(target: &str, source: &(dyn std::error::Error + 'static)) -> String {
+    match source.downcast_ref::<BadAddress>() {
+        Some(bad) => format!("malformed Bigtable address ({target}): {}", bad.problem),
+        None => format!("could not connect to Bigtable ({target})"),
+    }
+}
+
+/// The message of an [`Error::Server`]: "no answer from Bigtable" when
+/// the connection was never made, "Bigtable answered CODE" otherwise.
+fn server_message(
+    table: &str,
+    row_key: Option<&[u8]>,
+    code: Code,
+    attempts: Attempts,
+    source: &(dyn std::error::Error + 'static),
+) -> String {
+    let row = row_key
+        .map(|k| format!(", row \"{}\"", k.escape_ascii()))
+        .unwrap_or_default();
+    if let Some(why) = no_answer(source) {
+        return format!(
+            "no answer from Bigtable for table `{table}`{row}: {why} ({code}, {attempts})"
+        );
+    }
+    let hint = if code == Code::NotFound {
+        "; does the table exist? ensure_schema creates it"
+    } else {
+        ""
+    };
+    format!("Bigtable answered {code} for table `{table}`{row} ({attempts}){hint}")
 }
 
 impl fmt::Display for Cause {
@@ -103,7 +198,7 @@ pub enum Error {
     /// A TTL of zero or less was requested. Use a positive duration, or
     /// [`crate::Table::delete`] to remove a row now.
     #[non_exhaustive]
-    #[error("TTL must be positive, got {ttl}; use a positive duration, or delete the row instead")]
+    #[error("TTL must be positive, got {}; use a positive duration, or delete the row instead", human(*ttl))]
     NonPositiveTtl {
         /// The requested TTL.
         ttl: TimeDelta,
@@ -112,7 +207,7 @@ pub enum Error {
     /// millisecond granularity, so the cell could not outlive the write.
     /// Use at least one millisecond.
     #[non_exhaustive]
-    #[error("TTL {ttl} is shorter than a millisecond, the granularity of Bigtable's cell timestamps; use a TTL of at least 1ms")]
+    #[error("TTL {} is shorter than a millisecond, the granularity of Bigtable's cell timestamps; use a TTL of at least 1ms", human(*ttl))]
     TtlUnderMillisecond {
         /// The requested TTL.
         ttl: TimeDelta,
@@ -346,9 +441,12 @@ pub enum Error {
         field: String,
     },
     /// Connecting to Bigtable failed, or the connection is misconfigured
-    /// (the cause says which).
+    /// (the cause says which). A malformed host or endpoint, where nothing
+    /// was tried, says so and what is wrong (`malformed Bigtable address
+    /// (emulator at "a b:1"): the host contains white space`), the form
+    /// expected being the cause.
     #[non_exhaustive]
-    #[error("could not connect to Bigtable ({target})")]
+    #[error("{}", connect_message(target, &**source))]
     Connect {
         /// Where we tried to connect.
         target: String,
@@ -449,11 +547,14 @@ pub enum Error {
     /// Bigtable answered with an error, or could not be reached, and the
     /// call ended. `code` is what to branch on; the last attempt's status
     /// message, and the transport failure under it if any, are the
-    /// `source()` chain, each cause once. The message says how many attempts were made over
-    /// how long, and for [`Code::NotFound`] (a table that does not exist,
-    /// most often) that `ensure_schema` creates the table.
+    /// `source()` chain, each cause once. The message says whether Bigtable
+    /// answered (`Bigtable answered UNAVAILABLE …`) or the connection was
+    /// never made (`no answer from Bigtable …: connection refused`), how
+    /// many attempts were made over how long, and for [`Code::NotFound`] (a
+    /// table that does not exist, most often) that `ensure_schema` creates
+    /// the table.
     #[non_exhaustive]
-    #[error("Bigtable answered {code} for table `{table}`{} ({}){}", row_key.as_deref().map(|k| format!(", row \"{}\"", k.escape_ascii())).unwrap_or_default(), Attempts { count: *attempts, elapsed: *elapsed, retries_exhausted: *retries_exhausted }, if *code == Code::NotFound { "; does the table exist? ensure_schema creates it" } else { "" })]
+    #[error("{}", server_message(table, row_key.as_deref(), *code, Attempts { count: *attempts, elapsed: *elapsed, retries_exhausted: *retries_exhausted }, &**source))]
     Server {
         /// The table.
         table: String,
@@ -674,9 +775,11 @@ impl fmt::Display for Overflow {
         match self {
             Overflow::Timestamp { micros } => write!(f, "{micros} µs since the epoch"),
             Overflow::Duration { duration } => {
-                write!(f, "duration {duration} overflows microseconds")
+                write!(f, "duration {} overflows microseconds", human(*duration))
             }
-            Overflow::Sum { micros, by } => write!(f, "{micros} µs + {by} overflows"),
+            Overflow::Sum { micros, by } => {
+                write!(f, "{micros} µs + {} overflows", human(*by))
+            }
         }
     }
 }
@@ -899,6 +1002,7 @@ fn first_failures(failed: &[FailedRow]) -> String {
 }
 
 /// "1 attempt" / "10 attempts over 23.1s, retries exhausted".
+#[derive(Clone, Copy)]
 struct Attempts {
     count: u32,
     elapsed: Duration,
@@ -1184,6 +1288,81 @@ mod tests {
             errors[1].to_string().contains(r#""c\xff1""#),
             "{}",
             errors[1]
+        );
+    }
+
+    #[test]
+    fn durations_in_messages_read_as_people_write_them() {
+        let text = |ttl| Error::NonPositiveTtl { ttl }.to_string();
+        assert!(
+            text(-TimeDelta::hours(1)).contains("got -1h;"),
+            "{}",
+            text(-TimeDelta::hours(1))
+        );
+        assert!(text(TimeDelta::zero()).contains("got 0s;"));
+        let short = Error::TtlUnderMillisecond {
+            ttl: TimeDelta::microseconds(500),
+        };
+        assert!(
+            short.to_string().starts_with("TTL 500us is shorter"),
+            "{short}"
+        );
+        let sum = Overflow::Sum {
+            micros: 1,
+            by: TimeDelta::days(3),
+        };
+        assert_eq!(sum.to_string(), "1 µs + 3days overflows");
+    }
+
+    #[test]
+    fn a_refused_connection_is_no_answer_and_a_status_is_an_answer() {
+        let server = |source: BoxError| Error::Server {
+            table: "clicks".into(),
+            row_key: Some(b"c1".to_vec()),
+            code: Code::Unavailable,
+            attempts: 10,
+            elapsed: Duration::from_secs(28),
+            retries_exhausted: true,
+            source,
+        };
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let transport = Cause::new("UNAVAILABLE: tcp connect error".into(), Some(&refused));
+        let err = server(Box::new(transport));
+        assert_eq!(
+            err.to_string(),
+            "no answer from Bigtable for table `clicks`, row \"c1\": connection refused \
+             (UNAVAILABLE, 10 attempts over 28.0s, retries exhausted)"
+        );
+        // The raw layer's bulk write keeps only its rows' reasons, as text.
+        let err = server("outcome unknown: Connection refused (os error 111)".into());
+        assert!(
+            err.to_string().starts_with("no answer from Bigtable"),
+            "{err}"
+        );
+        let answered = server(Box::new(Cause::new("UNAVAILABLE: overloaded".into(), None)));
+        assert!(
+            answered
+                .to_string()
+                .starts_with("Bigtable answered UNAVAILABLE for table `clicks`"),
+            "{answered}"
+        );
+    }
+
+    #[test]
+    fn a_malformed_address_says_why_and_that_nothing_was_tried() {
+        let err = Error::Connect {
+            target: "emulator at \"not a host\"".into(),
+            source: Box::new(BadAddress {
+                problem: "the host contains white space".into(),
+                expected: "expected HOST:PORT",
+            }),
+        };
+        assert_eq!(
+            chain(&err),
+            [
+                "malformed Bigtable address (emulator at \"not a host\"): the host contains white space",
+                "expected HOST:PORT"
+            ]
         );
     }
 

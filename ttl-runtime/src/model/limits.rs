@@ -20,6 +20,7 @@ pub const MAX_MUTATIONS_PER_REQUEST: usize = 100_000;
 
 /// The request size a batch aims to stay under. Bigtable's limit is 256 MiB
 /// per request, but it recommends batches far smaller, and gRPC channels
-/// often cap messages lower; 16 MiB is what Google's clients use. A single
-/// row larger than this goes in a request of its own.
+/// often cap messages lower; 16 MiB keeps a batch below the 20 MiB that
+/// Google's Java client allows a batch (`guide/reliability.md` compares
+/// the two). A single row larger than this goes in a request of its own.
 pub const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;

@@ -1,7 +1,8 @@
 //! When a family's cells expire, as a histogram: already expired, within
 //! an hour, a day, a week, later (or never, without an age rule), and cells
 //! per UTC day over the rule's horizon. What `audit` and `inspect` of a
-//! family draw for the family's live rule and for a proposed policy. Pure.
+//! family draw for the family's live rule and for a proposed policy. The
+//! histogram is pure; [`expiries`] reads the family to fill it.
 
 use std::collections::BTreeMap;
 
