@@ -235,3 +235,35 @@ async fn an_insert_whose_answers_are_all_lost_is_not_a_conflict() {
     assert_eq!(err.code(), Some(Code::Unavailable), "{err:?}");
     assert!(err.is_retryable(), "{err:?}");
 }
+
+/// A call sent once that ends without an answer says how long it took,
+/// not "1 attempt over 0ns".
+#[tokio::test]
+async fn a_call_sent_once_reports_the_time_it_took() {
+    let fake = FakeBigtable::start().await;
+    fake.script("CheckAndMutateRow", vec![Answer::hang()]);
+    let policy = four_attempts().with_attempt_timeout(Duration::from_millis(300));
+    let conn = Connection::builder("p", "i")
+        .emulator(fake.host())
+        .retry(policy)
+        .connect()
+        .await
+        .unwrap();
+    let raw = RawTable::new(&conn, "t").with_write_retry(policy);
+    let err = raw
+        .check_and_mutate_row("k", None, vec![set_at(1000)], Vec::new())
+        .await
+        .unwrap_err();
+    let Error::OutcomeUnknown { source, .. } = &err else {
+        panic!("{err:?}")
+    };
+    let Some(Error::Server {
+        elapsed, attempts, ..
+    }) = source.downcast_ref::<Error>()
+    else {
+        panic!("{source:?}")
+    };
+    assert_eq!(*attempts, 1, "{err:?}");
+    assert!(*elapsed >= Duration::from_millis(250), "{err:?}");
+    assert!(!source.to_string().contains("over 0ns"), "{source}");
+}

@@ -27,6 +27,21 @@ pub(crate) fn server_error(
     }
 }
 
+/// [`status_error`] of a call sent once, begun at `started`: its one
+/// attempt and the time it really took.
+pub(crate) fn one_attempt_error(
+    table: &str,
+    row_key: Option<Vec<u8>>,
+    status: tonic::Status,
+    started: std::time::Instant,
+) -> Error {
+    let mut error = status_error(table, row_key, status, None);
+    if let Error::Server { elapsed, .. } = &mut error {
+        *elapsed = started.elapsed();
+    }
+    error
+}
+
 /// [`server_error`] for a tonic status, its message and transport failure
 /// the cause.
 pub(crate) fn status_error(

@@ -55,6 +55,6 @@ impl<Resp: prost::Message + Default> Decoder for AnswerDecoder<Resp> {
     type Error = tonic::Status;
 
     fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Resp>, tonic::Status> {
-        self.0.decode(src).map_err(undecodable)
+        self.0.decode(src).map_err(|status| undecodable(&status))
     }
 }

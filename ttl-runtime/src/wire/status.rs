@@ -102,7 +102,7 @@ impl std::error::Error for Undecodable {}
 
 /// `status` (a decoding failure) marked as an answer that arrived and did
 /// not decode: see [`was_undecodable`].
-pub(crate) fn undecodable(status: tonic::Status) -> tonic::Status {
+pub(crate) fn undecodable(status: &tonic::Status) -> tonic::Status {
     let mut marked = tonic::Status::new(status.code(), status.message().to_owned());
     marked.set_source(std::sync::Arc::new(Undecodable));
     marked

@@ -67,7 +67,7 @@ use std::time::Instant;
 use futures_util::{Stream, StreamExt as _, TryStreamExt as _};
 
 use crate::client::connection::Connection;
-use crate::client::failure::status_error;
+use crate::client::failure::{one_attempt_error, status_error};
 use crate::client::read::{read_rows_with, ReadCounters, ReadOptions};
 use crate::client::retry::{retryable_status, RetryPolicy};
 use crate::model::error::{Code, Error, Result};
@@ -379,6 +379,7 @@ impl RawTable {
         true_mutations: Vec<Mutation>,
         false_mutations: Vec<Mutation>,
     ) -> Result<bool> {
+        let started = std::time::Instant::now();
         let key = key.into();
         let request = CheckAndMutateRowRequest {
             table_name: self.path.to_string(),
@@ -390,7 +391,7 @@ impl RawTable {
         };
         match self.check_and_mutate_once(request).await {
             Ok(matched) => Ok(matched),
-            Err(status) => Err(self.single_attempt_error(key, status)),
+            Err(status) => Err(self.single_attempt_error(key, status, started)),
         }
     }
 
@@ -405,6 +406,7 @@ impl RawTable {
         key: impl Into<Vec<u8>>,
         rules: Vec<ReadModifyWriteRule>,
     ) -> Result<Row> {
+        let started = std::time::Instant::now();
         let key = key.into();
         let request = ReadModifyWriteRowRequest {
             table_name: self.path.to_string(),
@@ -420,15 +422,20 @@ impl RawTable {
                 },
                 Row::from_proto,
             )),
-            Err(status) => Err(self.single_attempt_error(key, status)),
+            Err(status) => Err(self.single_attempt_error(key, status, started)),
         }
     }
 
     /// The error of a call never re-sent: a lost answer is an unknown
     /// outcome, anything else the server's refusal.
-    fn single_attempt_error(&self, key: Vec<u8>, status: tonic::Status) -> Error {
+    fn single_attempt_error(
+        &self,
+        key: Vec<u8>,
+        status: tonic::Status,
+        started: std::time::Instant,
+    ) -> Error {
         let unknown = outcome_unknown(&status);
-        let refused = status_error(&self.name, Some(key.clone()), status, None);
+        let refused = one_attempt_error(&self.name, Some(key.clone()), status, started);
         if unknown {
             Error::OutcomeUnknown {
                 table: self.name.to_string(),
