@@ -1392,7 +1392,10 @@ impl<'t> Run<'t> {
     /// one the model holds and is not stored expired (collected). The
     /// model then holds what is stored.
     fn compare_store(&mut self, stored: &[Vec<RawCell>]) -> Step {
-        let now = self.now();
+        // Collection runs on the emulator's real clock, which a sleep may
+        // have carried past the table's: what either says has expired may
+        // be gone.
+        let now = self.now().max(ms(Utc::now()));
         for (key, stored) in stored.iter().enumerate() {
             let model = &self.cells[key];
             for c in stored {

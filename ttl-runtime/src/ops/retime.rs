@@ -11,6 +11,7 @@ use crate::model::condition::{unchanged, Pin};
 use crate::model::error::{Error, Overflow, Result};
 use crate::model::filter::row_filter;
 use crate::model::key::AsKey;
+use crate::model::liveness::Verdict;
 use crate::model::mutation::{delete_column, mark_window, push_marker, set_cell, RowMutation};
 use crate::model::policy::{Expiry, Policy};
 use crate::model::row::BigtableRow;
@@ -157,6 +158,9 @@ pub(crate) enum Round<'p, R, C> {
     /// keeping `C` for the answer.
     Write(RowMutation, Pin<'p>, C),
 }
+
+/// Reads more of a row that looks torn (see `rewrite_rounds`).
+const TORN_REREADS: usize = 2;
 
 /// Conditional re-time attempts made while other writes keep changing the
 /// row, before [`Error::Conflict`].
@@ -350,11 +354,26 @@ impl<T: BigtableRow> Table<T> {
     ) -> Result<R> {
         for _ in 0..RETIME_ROUNDS {
             let now = self.clock().now();
-            let cells = self.visible_cells(row_key, now).await?;
             // The row is judged, and pinned, as it will be at the latest
             // instant the write may land: one that expires sooner is not
             // live to it (no write revives a row expiring in flight).
             let (cut, horizon) = self.horizon(now);
+            // A row missing a required column while others are there may be
+            // a read torn by a concurrent write (the emulator's reads are
+            // not row-atomic): read it again, as the typed reader does,
+            // before taking it for a row that is not live.
+            let mut rereads = 0;
+            let cells = loop {
+                let cells = self.visible_cells(row_key, now).await?;
+                let partial = matches!(
+                    RowCells::of(T::SCHEMA, &cells, horizon).verdict(),
+                    Verdict::Partial { .. }
+                );
+                if !partial || rereads == TORN_REREADS {
+                    break cells;
+                }
+                rereads += 1;
+            };
             let row = RowCells::of(T::SCHEMA, &cells, horizon);
             let (m, pin, context) = match plan(&row, now)? {
                 Round::Done(answer) => return Ok(answer),
