@@ -31,14 +31,19 @@ fn four_attempts() -> RetryPolicy {
         .with_deadline(Duration::from_secs(20))
 }
 
-async fn table(fake: &FakeBigtable) -> RawTable {
-    let policy = four_attempts();
-    let conn = Connection::builder("p", "i")
+/// A connection to `fake` under `policy`.
+async fn connection(fake: &FakeBigtable, policy: RetryPolicy) -> Connection {
+    Connection::builder("p", "i")
         .emulator(fake.host())
         .retry(policy)
         .connect()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+async fn table(fake: &FakeBigtable) -> RawTable {
+    let policy = four_attempts();
+    let conn = connection(fake, policy).await;
     RawTable::new(&conn, "t")
         .with_read_options(ReadOptions::default().with_retry(policy))
         .with_write_retry(policy)
@@ -220,12 +225,7 @@ async fn an_insert_whose_answers_are_all_lost_is_not_a_conflict() {
     // Every read: no row.
     fake.otherwise(Answer::ok(Vec::new()));
     let policy = four_attempts();
-    let conn = Connection::builder("p", "i")
-        .emulator(fake.host())
-        .retry(policy)
-        .connect()
-        .await
-        .unwrap();
+    let conn = connection(&fake, policy).await;
     let table = bigtable_ttl::Table::<Click>::new(conn)
         .with_read_options(ReadOptions::default().with_retry(policy))
         .with_write_options(bigtable_ttl::writer::WriteOptions::default().with_retry(policy));
@@ -243,12 +243,7 @@ async fn a_call_sent_once_reports_the_time_it_took() {
     let fake = FakeBigtable::start().await;
     fake.script("CheckAndMutateRow", vec![Answer::hang()]);
     let policy = four_attempts().with_attempt_timeout(Duration::from_millis(300));
-    let conn = Connection::builder("p", "i")
-        .emulator(fake.host())
-        .retry(policy)
-        .connect()
-        .await
-        .unwrap();
+    let conn = connection(&fake, policy).await;
     let raw = RawTable::new(&conn, "t").with_write_retry(policy);
     let err = raw
         .check_and_mutate_row("k", None, vec![set_at(1000)], Vec::new())
