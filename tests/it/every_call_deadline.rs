@@ -30,8 +30,8 @@ use bigtable_ttl::ops::{
 };
 use bigtable_ttl::proto::read_rows_response::{cell_chunk::RowStatus, CellChunk};
 use bigtable_ttl::proto::{
-    mutate_rows_request, mutation, MutateRowRequest, Mutation, ReadRowsResponse,
-    SampleRowKeysResponse,
+    mutate_rows_request, mutation, CheckAndMutateRowResponse, MutateRowRequest, Mutation,
+    ReadRowsResponse, SampleRowKeysResponse,
 };
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::retry::RetryPolicy;
@@ -1123,4 +1123,35 @@ fn the_table_lists_every_public_call() {
     // The scan itself sees what it should.
     assert!(found.contains("client/table.rs::get"), "{found:?}");
     assert!(found.contains("client/table.rs::stream"), "{found:?}");
+}
+
+/// A conditional rewrite decides on a row it has just read: a read slower
+/// than the horizon (a large row, a loaded machine) still leaves the write
+/// the time its horizon gives, counted from after the read, within the
+/// call's deadline.
+#[tokio::test]
+async fn a_rewrite_after_a_read_slower_than_the_horizon_is_still_sent() {
+    let now = Utc::now();
+    let stored = stored_visit(now).await;
+    let fake = FakeBigtable::start().await;
+    fake.script(
+        "ReadRows",
+        [Answer::ok(vec![stored]).after(Duration::from_millis(1_200))],
+    );
+    let matched = CheckAndMutateRowResponse {
+        predicate_matched: true,
+    };
+    fake.script(
+        "CheckAndMutateRow",
+        [Answer::ok(vec![matched.encode_to_vec()])],
+    );
+    let fixture = on(fake, now).await;
+    let updated = fixture
+        .table
+        .update(&key())
+        .set(Visit::USER, &"bob".to_owned())
+        .apply()
+        .await;
+    assert!(matches!(updated, Ok(Some(_))), "{updated:?}");
+    assert_eq!(fixture.fake.received_of("CheckAndMutateRow").len(), 1);
 }

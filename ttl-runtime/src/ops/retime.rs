@@ -354,10 +354,6 @@ impl<T: BigtableRow> Table<T> {
     ) -> Result<R> {
         for _ in 0..RETIME_ROUNDS {
             let now = self.clock().now();
-            // The row is judged, and pinned, as it will be at the latest
-            // instant the write may land: one that expires sooner is not
-            // live to it (no write revives a row expiring in flight).
-            let (cut, horizon) = self.horizon(now);
             // A row missing a required column while others are there may be
             // a read torn by a concurrent write (the emulator's reads are
             // not row-atomic): read it again, as the typed reader does,
@@ -366,7 +362,7 @@ impl<T: BigtableRow> Table<T> {
             let cells = loop {
                 let cells = self.visible_cells(row_key, now).await?;
                 let partial = matches!(
-                    RowCells::of(T::SCHEMA, &cells, horizon).verdict(),
+                    RowCells::of(T::SCHEMA, &cells, self.horizon(now).1).verdict(),
                     Verdict::Partial { .. }
                 );
                 if !partial || rereads == TORN_REREADS {
@@ -374,6 +370,12 @@ impl<T: BigtableRow> Table<T> {
                 }
                 rereads += 1;
             };
+            // The row is judged, and pinned, as it will be at the latest
+            // instant the write may land: one that expires sooner is not
+            // live to it (no write revives a row expiring in flight). The
+            // write's time starts after the read, which may take longer
+            // than the horizon on a large row or a loaded machine.
+            let (cut, horizon) = self.horizon(now);
             let row = RowCells::of(T::SCHEMA, &cells, horizon);
             let (m, pin, context) = match plan(&row, now)? {
                 Round::Done(answer) => return Ok(answer),
