@@ -43,7 +43,7 @@ pub mod ops;
 mod wire;
 
 pub use client::{admin, data, read, retry, writer};
-pub use model::{filter, limits, liveness, telemetry};
+pub use model::{filter, limits, liveness, proto, telemetry};
 
 pub use client::conditional::Insert;
 pub use client::connection::{Connection, ConnectionBuilder, Credentials};
@@ -77,18 +77,6 @@ pub use wire::tokens::{AccessToken, TokenSource};
 /// `TimeDelta` TTLs and clock, without a `chrono` line of your own
 /// (`use bigtable_ttl::chrono::{DateTime, TimeDelta, Utc};`).
 pub use chrono;
-
-/// Bigtable's v2 protobuf types (`Mutation`, `RowFilter`, …), as the pure
-/// core uses them and the raw data layer ([`data`]) takes and returns them.
-pub mod proto {
-    pub use googleapis_tonic_google_bigtable_v2::google::bigtable::v2::*;
-
-    /// Shadows the generated crate's tonic client, which the glob above
-    /// would re-export: calls go through [`crate::data::RawTable`], and no
-    /// tonic type is part of this crate's API.
-    #[allow(dead_code, hidden_glob_reexports)]
-    mod bigtable_client {}
-}
 
 /// What the derive's expansion calls. Not a public API: no semver promise.
 #[doc(hidden)]

@@ -17,10 +17,6 @@ use std::path::{Path, PathBuf};
 /// The layers, lowest first.
 const LAYERS: [&str; 4] = ["model", "wire", "client", "ops"];
 
-/// Crate-root items a layer may name: the protobuf re-export (a dependency's
-/// types, not a module of ours).
-const ROOT_ITEMS: [&str; 1] = ["proto"];
-
 /// A source file: its path under `src/` (`model/row.rs`) and its text.
 struct Source {
     path: String,
@@ -123,9 +119,6 @@ fn check(sources: &[Source]) -> Vec<String> {
         for name in crate_paths(&code, path) {
             let shown = format!("crate::{}", name.join("::"));
             let first = name[0].as_str();
-            if ROOT_ITEMS.contains(&first) {
-                continue;
-            }
             let Some(target_layer) = LAYERS.iter().position(|l| *l == first) else {
                 problems.push(format!(
                     "{path} names {shown}: name modules by their layer path (crate::model::…, crate::wire::…, crate::client::…, crate::ops::…)"

@@ -33,7 +33,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::time::Instant;
 
-use crate::proto::{row_filter::Filter, ReadRowsRequest};
+use crate::model::proto::{row_filter::Filter, ReadRowsRequest};
 use chrono::TimeDelta;
 use futures_util::TryStreamExt as _;
 

@@ -29,7 +29,7 @@ use crate::model::policy::{from_micros, millis_floor};
 use crate::model::row::{BigtableRow, MutationBuilder};
 use crate::model::scan::Scan;
 use crate::model::view::Expiring;
-use crate::proto::{mutation, CheckAndMutateRowRequest, Mutation, RowFilter};
+use crate::model::proto::{mutation, CheckAndMutateRowRequest, Mutation, RowFilter};
 
 /// What [`Table::insert_if_absent`] did.
 #[derive(Debug, Clone, PartialEq)]

@@ -22,7 +22,7 @@ use crate::model::policy::{Expiry, Policy};
 use crate::model::row::BigtableRow;
 use crate::model::row_cells::RowCells;
 use crate::model::schema::{window_mark, Column};
-use crate::proto::{Mutation, ReadModifyWriteRowRequest, RowFilter};
+use crate::model::proto::{Mutation, ReadModifyWriteRowRequest, RowFilter};
 
 /// Increments that landed on a counter whose window was over and lost the
 /// race to count again to other writers, before [`Error::Conflict`].

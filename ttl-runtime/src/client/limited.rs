@@ -17,7 +17,7 @@ use futures_util::{Stream, StreamExt as _};
 
 use crate::model::error::Result;
 use crate::model::scan::resume_request;
-use crate::proto::ReadRowsRequest;
+use crate::model::proto::ReadRowsRequest;
 
 /// One row the server sent, as the reader judged it.
 pub(crate) struct Judged<R> {
@@ -126,7 +126,7 @@ mod tests {
 
     use crate::model::error::Error;
     use crate::model::scan::Scan;
-    use crate::proto::row_range::StartKey;
+    use crate::model::proto::row_range::StartKey;
     use futures_util::TryStreamExt as _;
 
     /// Pages served from `rows` (key, returned?) in key order, honouring

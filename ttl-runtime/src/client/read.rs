@@ -15,7 +15,7 @@ use crate::client::retry::{retryable_status, Budget, RetryPolicy};
 use crate::client::telemetry;
 use crate::model::error::{Code, Error};
 use crate::model::scan::{resume_request, RawCell, RawRow};
-use crate::proto::ReadRowsRequest;
+use crate::model::proto::ReadRowsRequest;
 use crate::wire::channel::DataChannel;
 use crate::wire::chunk::Response;
 use crate::wire::cookies::RoutingCookies;

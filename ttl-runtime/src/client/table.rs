@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::proto::{Mutation, ReadRowsRequest, RowFilter};
+use crate::model::proto::{Mutation, ReadRowsRequest, RowFilter};
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::future::Either;
 use futures_util::{Stream, StreamExt as _, TryStreamExt as _};

@@ -27,7 +27,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::proto::mutate_rows_request::Entry;
+use crate::model::proto::mutate_rows_request::Entry;
 use tokio::task::JoinSet;
 
 use crate::client::connection::Connection;

@@ -15,7 +15,7 @@ use crate::model::filter::{chain, filter, one_column, only_family};
 use crate::model::row::BigtableRow;
 use crate::model::row_cells::RowCells;
 use crate::model::schema::{Column, Schema, LEGACY_ROW_MARKER};
-use crate::proto::{
+use crate::model::proto::{
     row_filter::{Condition as Branch, Filter, Interleave},
     value_range::{EndValue, StartValue},
     RowFilter, TimestampRange, ValueRange,

@@ -7,7 +7,7 @@ use std::ops::{Bound, RangeBounds};
 use crate::model::error::{Error, Result};
 use crate::model::row::{BigtableRow, KeyPrefix};
 use crate::model::view::CellRef;
-use crate::proto::{
+use crate::model::proto::{
     row_range::{EndKey, StartKey},
     ReadRowsRequest, RowRange, RowSet,
 };

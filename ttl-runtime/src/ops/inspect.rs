@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::proto::{ReadRowsRequest, RowSet};
+use crate::model::proto::{ReadRowsRequest, RowSet};
 
 use crate::model::filter::only_family;
 use chrono::{DateTime, TimeDelta, Utc};

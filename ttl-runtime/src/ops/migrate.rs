@@ -4,7 +4,7 @@
 
 use std::ops::ControlFlow;
 
-use crate::proto::{mutate_rows_request::Entry, Mutation};
+use crate::model::proto::{mutate_rows_request::Entry, Mutation};
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::client::admin::live_rules;
@@ -682,7 +682,7 @@ fn expected_cells(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::mutation;
+    use crate::model::proto::mutation;
 
     fn now() -> DateTime<Utc> {
         DateTime::from_timestamp_millis(1_700_000_000_000).unwrap()

@@ -466,7 +466,7 @@ mod tests {
     use crate::model::codec::CellCodec;
     use crate::model::policy::Policy;
     use crate::model::schema::{Column, ShadowColumn, WhenAbsent};
-    use crate::proto::mutation;
+    use crate::model::proto::mutation;
 
     static SCHEMA: Schema = Schema {
         table: "clicks",

@@ -2,7 +2,7 @@
 //! order, a page of rows at a time, within one part of the key space, so
 //! long scans show progress and a migration can checkpoint between pages.
 
-use crate::proto::{
+use crate::model::proto::{
     row_filter::Filter,
     row_range::{EndKey, StartKey},
     ReadRowsRequest, RowRange, RowSet,

@@ -347,7 +347,7 @@ mod tests {
     use super::*;
     use crate::model::policy::Policy;
     use crate::model::schema::{Column, ShadowColumn, WhenAbsent};
-    use crate::proto::mutation;
+    use crate::model::proto::mutation;
 
     static SCHEMA: Schema = Schema {
         table: "profiles",

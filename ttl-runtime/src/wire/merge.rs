@@ -395,8 +395,8 @@ impl RowMerger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::read_rows_response::{cell_chunk::RowStatus, CellChunk};
-    use crate::proto::ReadRowsResponse;
+    use crate::model::proto::read_rows_response::{cell_chunk::RowStatus, CellChunk};
+    use crate::model::proto::ReadRowsResponse;
 
     fn chunk(key: &str, fam: Option<&str>, q: Option<&str>, ts: i64, v: &str) -> Chunk {
         CellChunk {

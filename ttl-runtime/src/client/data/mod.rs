@@ -71,8 +71,8 @@ use crate::client::failure::{one_attempt_error, status_error};
 use crate::client::read::{read_rows_with, ReadCounters, ReadOptions};
 use crate::client::retry::{retryable_status, RetryPolicy};
 use crate::model::error::{Code, Error, Result};
-use crate::proto::mutate_rows_request::Entry;
-use crate::proto::{
+use crate::model::proto::mutate_rows_request::Entry;
+use crate::model::proto::{
     CheckAndMutateRowRequest, Mutation, ReadModifyWriteRowRequest, ReadModifyWriteRowResponse,
     ReadModifyWriteRule, ReadRowsRequest, RowFilter, SampleRowKeysResponse,
 };

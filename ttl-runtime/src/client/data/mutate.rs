@@ -19,7 +19,7 @@ use crate::client::retry::{retryable_code, retryable_status, status_text, Budget
 use crate::client::telemetry;
 use crate::model::error::{Code, Error, Result};
 use crate::model::idempotent::idempotent;
-use crate::proto::{MutateRowRequest, Mutation};
+use crate::model::proto::{MutateRowRequest, Mutation};
 use crate::wire::channel::{at_deadline, DataChannel};
 use crate::wire::codec::EncodedBatch;
 use crate::wire::cookies::RoutingCookies;

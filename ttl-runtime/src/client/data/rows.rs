@@ -5,8 +5,8 @@ use std::ops::{Bound, RangeBounds};
 
 use crate::model::error::{Error, Result};
 use crate::model::scan::Scan;
-use crate::proto::row_range::{EndKey, StartKey};
-use crate::proto::{self, ReadRowsRequest, RowFilter, RowRange, RowSet};
+use crate::model::proto::row_range::{EndKey, StartKey};
+use crate::model::proto::{self, ReadRowsRequest, RowFilter, RowRange, RowSet};
 use crate::wire::merge::MergedRow;
 
 /// Which rows a raw read covers and how: a row set of keys and ranges,
