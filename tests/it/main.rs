@@ -11,6 +11,9 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+#[path = "../support/raw_rows.rs"]
+mod raw_rows;
+
 #[path = "../support/recorder.rs"]
 #[allow(dead_code)]
 mod recorder;

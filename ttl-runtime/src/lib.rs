@@ -65,7 +65,7 @@ pub use model::map::{MapEntry, MapField};
 pub use model::mutation::RowMutation;
 pub use model::policy::{Expiry, Policy};
 pub use model::row::{BigtableRow, KeyPrefix, MutationBuilder};
-pub use model::scan::{RawCell, Scan};
+pub use model::scan::Scan;
 pub use model::schema::{
     row_marker, Column, MapColumn, Schema, ShadowColumn, WhenAbsent, LEGACY_ROW_MARKER,
     ROW_MARKER_PREFIX,
@@ -81,6 +81,7 @@ pub use chrono;
 /// What the derive's expansion calls. Not a public API: no semver promise.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::model::cell::cell_ref;
     pub use crate::model::codec::{fixed as fixed_width, unknown_name, unknown_number, CellCodec};
     pub use crate::model::condition::Field;
     pub use crate::model::counter::CounterField;
@@ -92,7 +93,6 @@ pub mod __private {
     pub use crate::model::row::{
         decode_row, expiry_at, expiry_at_opt, BigtableRow, CellSink, KeyPrefix,
     };
-    pub use crate::model::scan::cell_ref;
     pub use crate::model::schema::{Column, MapColumn, Schema, ShadowColumn, WhenAbsent};
     pub use crate::model::view::{CellRef, ColumnOf, RowView};
     pub use chrono::{DateTime, TimeDelta, Utc};

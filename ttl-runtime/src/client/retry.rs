@@ -189,7 +189,8 @@ impl RetryPolicy {
     }
 
     /// A fresh retry budget, starting now, its first attempt under way.
-    pub(crate) fn start(&self) -> Budget {
+    #[cfg(test)]
+    fn start(&self) -> Budget {
         self.start_within(None)
     }
 

@@ -6,6 +6,7 @@
 //! It uses nothing from the layers above it (`wire`, [`crate::client`],
 //! [`crate::ops`]).
 
+pub mod cell;
 pub mod clock;
 pub mod codec;
 pub(crate) mod condition;

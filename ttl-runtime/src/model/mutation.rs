@@ -20,9 +20,9 @@ use crate::model::limits::{
 };
 use crate::model::liveness::marker_value;
 use crate::model::policy::{from_micros, millis_floor, Expiry, Policy};
+use crate::model::proto::{mutation, mutation::Mutation as M, Mutation};
 use crate::model::row::{BigtableRow, CellSink, MutationBuilder, MutationOut};
 use crate::model::schema::{window_mark, Column, Schema, WhenAbsent};
-use crate::model::proto::{mutation, mutation::Mutation as M, Mutation};
 
 /// The mutations of one row write, ready to send.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,16 +1,14 @@
-//! What a read asks for ([`Scan`]), what an unfiltered read returns
-//! ([`RawCell`]), and how a broken read is narrowed to resume after the last
+//! What a read asks for ([`Scan`]) and how a broken read is narrowed to resume after the last
 //! row it delivered (`resume_request`): request building, no I/O.
 
 use std::ops::{Bound, RangeBounds};
 
 use crate::model::error::{Error, Result};
-use crate::model::row::{BigtableRow, KeyPrefix};
-use crate::model::view::CellRef;
 use crate::model::proto::{
     row_range::{EndKey, StartKey},
     ReadRowsRequest, RowRange, RowSet,
 };
+use crate::model::row::{BigtableRow, KeyPrefix};
 
 /// Which rows a read covers, by raw row key, and how many at most.
 ///
@@ -354,36 +352,6 @@ fn prefix_range(prefix: &[u8]) -> RowRange {
         end_key,
     }
 }
-
-/// One stored cell, owned, as an unfiltered read returns it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RawCell {
-    /// Column family.
-    pub family: String,
-    /// Column qualifier.
-    pub qualifier: Vec<u8>,
-    /// Value bytes.
-    pub value: Vec<u8>,
-    /// Cell timestamp (µs since the epoch).
-    pub timestamp_micros: i64,
-}
-
-/// The borrowed form of `cell` the decoder reads, for benchmarks that
-/// decode rows of their own (through the hidden door). Not a method of
-/// `RawCell`: that would be public and name the private `CellRef`.
-#[must_use]
-pub fn cell_ref(cell: &RawCell) -> CellRef<'_> {
-    CellRef {
-        family: &cell.family,
-        qualifier: &cell.qualifier,
-        value: &cell.value,
-        timestamp_micros: cell.timestamp_micros,
-    }
-}
-
-/// One row as read: its key and its cells in the order the server sent them
-/// (family, then qualifier, then newest first).
-pub(crate) type RawRow = (Vec<u8>, Vec<RawCell>);
 
 /// `request` narrowed to the rows it has not delivered yet: those after
 /// `last_key`, or before it for a reversed read (which delivers keys in
