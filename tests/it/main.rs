@@ -46,6 +46,7 @@ mod liveness_agreement;
 mod lost_answers;
 mod maps;
 mod no_revival;
+mod one_road;
 mod ops_retime;
 mod partial_expiry;
 mod properties;

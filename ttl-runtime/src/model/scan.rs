@@ -30,9 +30,9 @@ use crate::model::row::{BigtableRow, KeyPrefix};
 /// required column has expired while another cell of it is live, one with
 /// only columns the struct does not know, one skipped as undecodable under
 /// [`crate::read::ReadOptions::with_skip_undecodable`]) do not count; a row
-/// that does not decode, returned as its error, does. ([`crate::Table::raw_rows`]
-/// leaves no row out; the raw data layer's [`crate::data::ReadRows::limit`]
-/// is Bigtable's own: rows the server sends.)
+/// that does not decode, returned as its error, does. (The raw data
+/// layer's [`crate::data::ReadRows::limit`] is Bigtable's own: rows the
+/// server sends, none left out.)
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[must_use]
 pub struct Scan {
