@@ -82,7 +82,7 @@ fn sent_keys(fake: &FakeBigtable) -> Vec<Vec<Vec<u8>>> {
         .collect()
 }
 
-/// Three rows answered OK, UNAVAILABLE and PERMISSION_DENIED, then the
+/// Three rows answered `OK`, `UNAVAILABLE` and `PERMISSION_DENIED`, then the
 /// one re-sent answered OK.
 fn script_three(fake: &FakeBigtable) {
     fake.script(

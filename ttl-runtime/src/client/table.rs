@@ -153,7 +153,7 @@ impl<T: BigtableRow> Table<T> {
     #[must_use]
     pub fn new(conn: Connection) -> Self {
         Self {
-            raw: RawTable::new(&conn, T::SCHEMA.table),
+            raw: RawTable::on(conn, T::SCHEMA.table),
             clock: Clock::system(),
             sole_families: Arc::default(),
             _row: PhantomData,

@@ -147,11 +147,16 @@ impl RawTable {
     /// the connection's timeouts and retries.
     #[must_use]
     pub fn new(conn: &Connection, table: &str) -> Self {
+        Self::on(conn.clone(), table)
+    }
+
+    /// [`RawTable::new`], keeping `conn` (a typed table's own).
+    pub(crate) fn on(conn: Connection, table: &str) -> Self {
         let retry = conn.retry();
         Self {
-            conn: conn.clone(),
-            name: table.into(),
             path: conn.table_path(table).into(),
+            conn,
+            name: table.into(),
             read: ReadOptions::default().with_retry(retry),
             write: WriteOptions::default().with_retry(retry),
             counters: Arc::default(),
