@@ -10,8 +10,10 @@
 use std::time::Duration;
 
 use bigtable_ttl::chrono::{DateTime, TimeDelta, Utc};
+use bigtable_ttl::data::ReadRows;
 use bigtable_ttl::{human, BigtableRow, Connection, Error, Scan, Table};
 use bigtable_ttl_emulator as emulator;
+use futures_util::TryStreamExt as _;
 
 /// A login session; no expiry, no write.
 #[derive(BigtableRow, Debug)]
@@ -69,11 +71,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map(|s| s.value.id)
             .collect();
         let stored: usize = sessions
-            .raw_rows(Scan::all())
-            .await?
-            .iter()
-            .map(|(_, cells)| cells.len())
-            .sum();
+            .raw()
+            .read_rows(ReadRows::all())
+            .try_fold(0, |n, row| async move { Ok(n + row.cells.len()) })
+            .await?;
         println!("  {second}s   {:<26} {stored}", alive.join(", "));
         tokio::time::sleep(Duration::from_secs(1)).await;
     }

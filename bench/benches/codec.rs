@@ -7,7 +7,7 @@
 use std::hint::black_box;
 
 use bigtable_ttl::__private::{cell_ref, decode_row};
-use bigtable_ttl::RawCell;
+use bigtable_ttl::data::Cell;
 use chrono::Utc;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use prost::Message as _;
@@ -51,7 +51,7 @@ fn build(c: &mut Criterion) {
 fn decode(c: &mut Criterion) {
     let now = Utc::now();
     let rows = events(N, now);
-    let lib_rows: Vec<(Vec<u8>, Vec<RawCell>)> = rows.iter().map(raw_row).collect();
+    let lib_rows: Vec<(Vec<u8>, Vec<Cell>)> = rows.iter().map(raw_row).collect();
     let rs_rows: Vec<_> = rows.iter().map(rs_row).collect();
     let mut g = c.benchmark_group("decode");
     g.throughput(Throughput::Elements(N as u64));

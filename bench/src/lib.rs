@@ -12,7 +12,8 @@ use bigtable_rs::google::bigtable::v2::{
     mutate_rows_request::Entry, mutation, row_filter, CheckAndMutateRowRequest, ColumnRange,
     Mutation, RowFilter, TimestampRange,
 };
-use bigtable_ttl::{BigtableRow, RawCell};
+use bigtable_ttl::data::Cell;
+use bigtable_ttl::BigtableRow;
 use chrono::{DateTime, TimeDelta, Utc};
 
 /// The workload: one-second expiration, every row with its own expiry. It
@@ -214,15 +215,10 @@ pub fn hand_insert(
 /// returns (for the decode benchmark, and what the null server answers
 /// `ReadRows` with). Kept in step with [`hand_row_mutations`].
 #[must_use]
-pub fn raw_row(e: &Event) -> (Vec<u8>, Vec<RawCell>) {
+pub fn raw_row(e: &Event) -> (Vec<u8>, Vec<Cell>) {
     let ts = e.expires_at.timestamp_micros();
     let ts = ts - ts.rem_euclid(1000);
-    let cell = |q: &str, value: Vec<u8>| RawCell {
-        family: FAMILY.to_owned(),
-        qualifier: q.as_bytes().to_vec(),
-        value,
-        timestamp_micros: ts,
-    };
+    let cell = |q: &str, value: Vec<u8>| Cell::new(FAMILY, q.as_bytes(), ts, value);
     // The server's order: by qualifier within the family, the row marker
     // (`\0`) first.
     (

@@ -8,7 +8,8 @@ use crate::support;
 
 use std::time::Duration;
 
-use bigtable_ttl::{BigtableRow, Clock, Connection, Error, Insert, RawCell, Table};
+use bigtable_ttl::data::Cell;
+use bigtable_ttl::{BigtableRow, Clock, Connection, Error, Insert, Table};
 use chrono::TimeDelta;
 use support::proxy::{Faults, Proxy};
 use support::rows::{click, session, Click, Session};
@@ -51,7 +52,7 @@ struct Tag {
     blob: Vec<u8>,
 }
 
-async fn raw<T: BigtableRow>(table: &Table<T>, key: &str) -> Vec<RawCell> {
+async fn raw<T: BigtableRow>(table: &Table<T>, key: &str) -> Vec<Cell> {
     support::stored_cells(table, key).await
 }
 
@@ -232,7 +233,7 @@ async fn a_partially_expired_row_is_absent_to_writes_as_to_reads() {
         support::cbt(&conn, &["set", "pages", row, "p:user=ann"]);
     }
     // Between the two expiries, for both rows.
-    let ts = |cells: &[RawCell], q: &[u8]| {
+    let ts = |cells: &[Cell], q: &[u8]| {
         cells
             .iter()
             .find(|c| c.qualifier == q)
@@ -480,7 +481,7 @@ async fn conditional_writes_store_what_put_stores() {
     assert_eq!(written.timestamp_micros, plain.timestamp_micros);
     assert_eq!(written.timestamp_micros % 1_000, 0, "whole milliseconds");
 
-    let strip = |cells: Vec<RawCell>| {
+    let strip = |cells: Vec<Cell>| {
         let mut cells: Vec<_> = cells
             .into_iter()
             .map(|c| (c.qualifier, c.timestamp_micros, c.value))

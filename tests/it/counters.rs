@@ -6,14 +6,16 @@
 //! typed errors before anything is sent, and a lost answer reported as
 //! "outcome unknown".
 
+use crate::raw_rows::RawRows as _;
 use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
+use bigtable_ttl::data::Cell;
 use bigtable_ttl::data::RawTable;
 use bigtable_ttl::proto::{read_modify_write_rule, ReadModifyWriteRule};
-use bigtable_ttl::{BigtableRow, Clock, Connection, Error, Expiry, Insert, RawCell, Scan, Table};
+use bigtable_ttl::{BigtableRow, Clock, Connection, Error, Expiry, Insert, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 use support::proxy::{Faults, Proxy};
 
@@ -59,7 +61,7 @@ fn ms(t: DateTime<Utc>) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(t.timestamp_millis()).unwrap()
 }
 
-async fn raw<T: BigtableRow>(table: &Table<T>) -> Vec<RawCell> {
+async fn raw<T: BigtableRow>(table: &Table<T>) -> Vec<Cell> {
     table
         .raw_rows(Scan::all())
         .await
@@ -169,7 +171,7 @@ async fn a_counter_survives_real_garbage_collection_until_its_expiry() {
     let plain_key = ("plain".to_owned(), 1_u64);
     assert_eq!(limits.get(&plain_key).await.unwrap(), None, "dead at once");
 
-    let stored = |rows: &[(Vec<u8>, Vec<RawCell>)], prefix: &[u8]| {
+    let stored = |rows: &[(Vec<u8>, Vec<Cell>)], prefix: &[u8]| {
         rows.iter().any(|(key, _)| key.starts_with(prefix))
     };
     let started = Instant::now();

@@ -5,6 +5,7 @@
 //! forever. A loopback proxy in front of the real emulator stops forwarding
 //! the emulator's answers while keeping the connection open.
 
+use crate::raw_rows::RawRows as _;
 use crate::support;
 
 use std::future::Future;

@@ -329,13 +329,6 @@ fn operations() -> Vec<Operation> {
             },
         },
         Operation {
-            name: "Table::raw_rows",
-            covers: &["client/table.rs::raw_rows"],
-            bound: Progress,
-            expect: Deadline,
-            call: |f| async move { f.table.raw_rows(Scan::all()).await.map(drop) }.boxed(),
-        },
-        Operation {
             name: "Table::scan_parallel",
             covers: &["client/parallel.rs::scan_parallel"],
             bound: Progress,
@@ -799,20 +792,6 @@ fn operations() -> Vec<Operation> {
             call: |f| async move { admin::live_rules(&f.conn, "visits").await.map(drop) }.boxed(),
         },
         // ----- ops
-        Operation {
-            name: "ops::raw_rows",
-            covers: &["ops/raw.rs::raw_rows"],
-            bound: Progress,
-            expect: Deadline,
-            call: |f| {
-                async move {
-                    ops::raw_rows(&f.conn, "visits", Scan::all())
-                        .await
-                        .map(drop)
-                }
-                .boxed()
-            },
-        },
         Operation {
             name: "ops::inspect",
             covers: &["ops/inspect.rs::inspect"],

@@ -4,10 +4,12 @@
 //! newtypes and C-like enums as values and key parts, each checked byte by
 //! byte in what is really stored.
 
+use crate::raw_rows::RawRows as _;
 use crate::support;
 
+use bigtable_ttl::data::Cell;
 use bigtable_ttl::{
-    BigtableRow, CellCodec, Clock, CodecError, Connection, Error, KeyPart, RawCell, Scan, Table,
+    BigtableRow, CellCodec, Clock, CodecError, Connection, Error, KeyPart, Scan, Table,
 };
 use chrono::{TimeDelta, Utc};
 
@@ -18,18 +20,18 @@ async fn open<T: BigtableRow>(conn: &Connection, clock: &Clock) -> Table<T> {
     table
 }
 
-async fn stored<T: BigtableRow>(table: &Table<T>, key: &[u8]) -> Vec<RawCell> {
+async fn stored<T: BigtableRow>(table: &Table<T>, key: &[u8]) -> Vec<Cell> {
     support::stored_cells(table, key).await
 }
 
-fn value<'a>(cells: &'a [RawCell], qualifier: &str) -> Option<&'a [u8]> {
+fn value<'a>(cells: &'a [Cell], qualifier: &str) -> Option<&'a [u8]> {
     cells
         .iter()
         .find(|c| c.qualifier == qualifier.as_bytes())
         .map(|c| c.value.as_slice())
 }
 
-fn qualifiers(cells: &[RawCell]) -> Vec<String> {
+fn qualifiers(cells: &[Cell]) -> Vec<String> {
     let mut q: Vec<String> = cells
         .iter()
         .map(|c| String::from_utf8_lossy(&c.qualifier).into_owned())

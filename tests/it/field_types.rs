@@ -5,10 +5,11 @@
 
 use crate::support;
 
+use bigtable_ttl::data::Cell;
 use bigtable_ttl::data::RawTable;
 use bigtable_ttl::proto::{read_modify_write_rule::Rule, ReadModifyWriteRule};
 use bigtable_ttl::read::ReadOptions;
-use bigtable_ttl::{BigtableRow, CellCodec, Clock, CodecError, Json, RawCell, Scan, Table};
+use bigtable_ttl::{BigtableRow, CellCodec, Clock, CodecError, Json, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -120,11 +121,11 @@ async fn table() -> Table<Everything> {
     table
 }
 
-async fn stored(table: &Table<Everything>, id: &str) -> Vec<RawCell> {
+async fn stored(table: &Table<Everything>, id: &str) -> Vec<Cell> {
     support::stored_cells(table, id).await
 }
 
-fn value<'a>(cells: &'a [RawCell], qualifier: &str) -> Option<&'a [u8]> {
+fn value<'a>(cells: &'a [Cell], qualifier: &str) -> Option<&'a [u8]> {
     cells
         .iter()
         .find(|c| c.qualifier == qualifier.as_bytes())

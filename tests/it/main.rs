@@ -11,6 +11,9 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+#[path = "../support/raw_rows.rs"]
+mod raw_rows;
+
 #[path = "../support/recorder.rs"]
 #[allow(dead_code)]
 mod recorder;
@@ -43,6 +46,7 @@ mod liveness_agreement;
 mod lost_answers;
 mod maps;
 mod no_revival;
+mod one_road;
 mod ops_retime;
 mod partial_expiry;
 mod properties;

@@ -7,7 +7,8 @@ use crate::support;
 
 use std::collections::{BTreeMap, HashMap};
 
-use bigtable_ttl::{BigtableRow, Clock, Error, Expiry, RawCell, Table};
+use bigtable_ttl::data::Cell;
+use bigtable_ttl::{BigtableRow, Clock, Error, Expiry, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 
 /// A cart: a required column, and items reserved each for its own time.
@@ -46,7 +47,7 @@ fn ms(t: DateTime<Utc>) -> DateTime<Utc> {
 }
 
 /// The stored cells of row `key` in `family`, expired or not.
-async fn stored<T: BigtableRow>(table: &Table<T>, key: &str, family: &str) -> Vec<RawCell> {
+async fn stored<T: BigtableRow>(table: &Table<T>, key: &str, family: &str) -> Vec<Cell> {
     let mut cells = support::stored_cells(table, key).await;
     cells.retain(|c| c.family == family);
     cells

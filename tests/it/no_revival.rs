@@ -70,9 +70,9 @@ use std::fmt::{self, Write as _};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use bigtable_ttl::data::Cell;
 use bigtable_ttl::{
-    BigtableRow, Clock, CounterField, Error, Expiring, Expiry, Field, Insert, MapField, RawCell,
-    Scan, Table,
+    BigtableRow, Clock, CounterField, Error, Expiring, Expiry, Field, Insert, MapField, Scan, Table,
 };
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::future::join_all;
@@ -574,7 +574,7 @@ struct Run<'t, S: Subject> {
     log: String,
     started: Instant,
     /// Cells stored after the previous step, per key.
-    stored: Vec<Vec<RawCell>>,
+    stored: Vec<Vec<Cell>>,
     /// Cells the emulator collected between steps (gone without a write).
     collected: usize,
     /// What the sequence's waits have slept so far (ms).

@@ -11,8 +11,9 @@ use std::sync::Arc;
 
 use tokio::sync::Barrier;
 
+use bigtable_ttl::data::Cell;
 use bigtable_ttl::ops::Retime;
-use bigtable_ttl::{BigtableRow, Clock, Error, RawCell, Table};
+use bigtable_ttl::{BigtableRow, Clock, Error, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 use support::rows::Session;
 
@@ -52,7 +53,7 @@ async fn stored<T: BigtableRow>(table: &Table<T>, id: &str) -> Vec<(String, i64)
     support::stored_cells(table, id)
         .await
         .into_iter()
-        .map(|c: RawCell| (String::from_utf8(c.qualifier).unwrap(), c.timestamp_micros))
+        .map(|c: Cell| (String::from_utf8(c.qualifier).unwrap(), c.timestamp_micros))
         .collect()
 }
 

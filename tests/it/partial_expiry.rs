@@ -8,6 +8,7 @@
 //! client writes them: `cbt set`, with the server's timestamps, a second
 //! and more apart, or one `MutateRow` with two expiries.
 
+use crate::raw_rows::RawRows as _;
 use crate::support;
 
 use std::time::Duration;

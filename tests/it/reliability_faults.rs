@@ -5,15 +5,17 @@
 //! The fault points come from a seeded RNG; the seed is printed, and
 //! `RELIABILITY_SEED=<seed>` replays a run.
 
+use crate::raw_rows::RawRows as _;
 use crate::support;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use bigtable_ttl::data::Cell;
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::writer::WriteOptions;
-use bigtable_ttl::{Clock, Connection, RawCell, Scan, Table};
+use bigtable_ttl::{Clock, Connection, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::TryStreamExt as _;
 use support::connection;
@@ -73,12 +75,12 @@ fn patient() -> WriteOptions {
 
 /// Every row holds exactly one cell per column (and one row marker), with
 /// the value of `event(i)` and timestamp `ts`.
-fn assert_exactly(raw: &[(Vec<u8>, Vec<RawCell>)], rows: usize, ts: i64) {
+fn assert_exactly(raw: &[(Vec<u8>, Vec<Cell>)], rows: usize, ts: i64) {
     assert_eq!(raw.len(), rows, "row count");
     for (i, (key, cells)) in raw.iter().enumerate() {
         let want = event(i);
         assert_eq!(key, want.id.as_bytes());
-        let mut by_column: BTreeMap<&[u8], Vec<&RawCell>> = BTreeMap::new();
+        let mut by_column: BTreeMap<&[u8], Vec<&Cell>> = BTreeMap::new();
         for c in cells {
             assert_eq!(c.family, "e");
             by_column.entry(&c.qualifier).or_default().push(c);

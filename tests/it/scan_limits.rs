@@ -6,6 +6,7 @@
 //! for every scan shape and every way of reading; the unlimited read must
 //! agree with `get` key by key.
 
+use crate::raw_rows::RawRows as _;
 use crate::support;
 
 use std::collections::BTreeMap;

@@ -8,6 +8,7 @@
 //! The fault points come from a seeded RNG; the seed is printed, and
 //! `RELIABILITY_SEED=<seed>` replays a run.
 
+use crate::raw_rows::RawRows as _;
 use crate::support;
 
 use std::time::{Duration, Instant};

@@ -14,7 +14,7 @@ use bigtable_ttl::proto::{
     mutation::{Mutation as Kind, SetCell},
     Mutation,
 };
-use bigtable_ttl::{ops, Connection, Error, Policy, Scan, Schema};
+use bigtable_ttl::{Connection, Error, Policy, Schema};
 use chrono::{TimeDelta, Utc};
 use support::{cbt, connection};
 
@@ -106,11 +106,13 @@ async fn write_raw(conn: &Connection, table: &str, row: &str, family: &str, colu
 
 /// Every stored cell of `row` as `(family:qualifier, timestamp)`, unfiltered.
 async fn raw_cells(conn: &Connection, table: &str, row: &str) -> Vec<(String, i64)> {
-    ops::raw_rows(conn, table, Scan::keys([row]))
+    RawTable::new(conn, table)
+        .read_row(row, None)
         .await
         .unwrap_or_else(|e| panic!("raw read of {table}/{row}: {e}"))
+        .map(|row| row.cells)
+        .unwrap_or_default()
         .into_iter()
-        .flat_map(|(_, cells)| cells)
         .map(|c| {
             (
                 format!("{}:{}", c.family, String::from_utf8_lossy(&c.qualifier)),

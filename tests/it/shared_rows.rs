@@ -298,7 +298,7 @@ async fn add_markers_resumes_where_it_stopped_and_marks_each_row_once() {
             .await
             .unwrap();
     }
-    let marked = |cells: &[bigtable_ttl::RawCell]| {
+    let marked = |cells: &[bigtable_ttl::data::Cell]| {
         cells
             .iter()
             .filter(|c| c.qualifier == v1::Person::SCHEMA.marker)

@@ -50,6 +50,7 @@
 //! are no preconditions to keep while shrinking. `PROPTEST_CASES` sets the
 //! number of cases, without the minute's budget.
 
+use crate::raw_rows::RawRows as _;
 use crate::support;
 
 use std::collections::BTreeMap;
@@ -60,9 +61,7 @@ use std::time::{Duration, Instant};
 use bigtable_ttl::data::RawTable;
 use bigtable_ttl::proto::{mutation, Mutation};
 use bigtable_ttl::read::ReadOptions;
-use bigtable_ttl::{
-    BigtableRow, Clock, CodecError, Error, Expiring, Expiry, Insert, RawCell, Scan, Table,
-};
+use bigtable_ttl::{BigtableRow, Clock, CodecError, Error, Expiring, Expiry, Insert, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -1404,7 +1403,7 @@ impl<'t> Run<'t> {
     }
 
     /// What is stored, by key.
-    async fn stored(&self) -> Result<Vec<Vec<RawCell>>, String> {
+    async fn stored(&self) -> Result<Vec<Vec<bigtable_ttl::data::Cell>>, String> {
         let rows = self
             .tables
             .core
@@ -1421,7 +1420,7 @@ impl<'t> Run<'t> {
     /// The stored cells against the model: each one the model holds, each
     /// one the model holds and is not stored expired (collected). The
     /// model then holds what is stored.
-    fn compare_store(&mut self, stored: &[Vec<RawCell>]) -> Step {
+    fn compare_store(&mut self, stored: &[Vec<bigtable_ttl::data::Cell>]) -> Step {
         // Collection runs on the emulator's real clock, which a sleep may
         // have carried past the table's: what either says has expired may
         // be gone.

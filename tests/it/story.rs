@@ -2,6 +2,7 @@
 //! ten customers, most clicks living 2 days, customer 3's 1 hour, customer
 //! 7's 3 days; the clock moved to +90 minutes and +2.5 days.
 
+use crate::raw_rows::RawRows as _;
 use crate::support;
 
 use std::collections::BTreeSet;

@@ -5,6 +5,7 @@
 //! column. Each refusal is checked through `put`, and where it can differ,
 //! through `put_all` and the bulk writer too.
 
+use crate::raw_rows::RawRows as _;
 use crate::support;
 
 use bigtable_ttl::{BigtableRow, Clock, Code, Error, Scan, Table};

@@ -4,11 +4,13 @@
 //! garbage collection, and a cross-check with `cbt`. Each test runs on its
 //! own instance of the shared emulator, most on a manual clock.
 
+use crate::raw_rows::RawRows as _;
 use crate::support;
 
 use std::time::{Duration, Instant};
 
-use bigtable_ttl::{BigtableRow, Clock, RawCell, Scan, Table};
+use bigtable_ttl::data::Cell;
+use bigtable_ttl::{BigtableRow, Clock, Scan, Table};
 use chrono::{DateTime, Local, TimeDelta, Utc};
 use futures_util::TryStreamExt as _;
 use support::rows::Click;
@@ -83,7 +85,7 @@ fn key(id: &str) -> String {
 }
 
 /// The cells of `row` in column `family:qualifier`.
-fn cells_of<'a>(row: &'a [RawCell], family: &str, qualifier: &str) -> Vec<&'a RawCell> {
+fn cells_of<'a>(row: &'a [Cell], family: &str, qualifier: &str) -> Vec<&'a Cell> {
     row.iter()
         .filter(|c| c.family == family && c.qualifier == qualifier.as_bytes())
         .collect()

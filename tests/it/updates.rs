@@ -8,7 +8,8 @@ use crate::support;
 
 use std::sync::Arc;
 
-use bigtable_ttl::{BigtableRow, CellCodec, Clock, Error, RawCell, Table};
+use bigtable_ttl::data::Cell;
+use bigtable_ttl::{BigtableRow, CellCodec, Clock, Error, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 use support::rows::{click, session, Click, Session};
 use tokio::sync::Barrier;
@@ -22,7 +23,7 @@ async fn stored<T: BigtableRow>(table: &Table<T>, id: &str) -> Vec<(String, i64,
     let mut cells: Vec<_> = support::stored_cells(table, id)
         .await
         .into_iter()
-        .map(|c: RawCell| {
+        .map(|c: Cell| {
             (
                 String::from_utf8(c.qualifier).unwrap(),
                 c.timestamp_micros,

@@ -101,12 +101,12 @@ pub async fn table<T: BigtableRow>(clock: &Clock) -> Table<T> {
 pub async fn stored_cells<T: BigtableRow>(
     table: &Table<T>,
     key: impl AsRef<[u8]>,
-) -> Vec<bigtable_ttl::RawCell> {
+) -> Vec<bigtable_ttl::data::Cell> {
     table
-        .raw_rows(bigtable_ttl::Scan::keys([key]))
+        .raw()
+        .read_row(key, None)
         .await
         .unwrap()
-        .into_iter()
-        .flat_map(|(_, cells)| cells)
-        .collect()
+        .map(|row| row.cells)
+        .unwrap_or_default()
 }

@@ -11,14 +11,15 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use bigtable_ttl::admin::{ensure_schema, EnsureOptions};
-use bigtable_ttl::data::RawTable;
+use bigtable_ttl::data::{RawTable, ReadRows, Row};
 use bigtable_ttl::proto::{
     mutation::{Mutation as Kind, SetCell},
     Mutation,
 };
-use bigtable_ttl::{ops, BigtableRow, CellCodec, Clock, Connection, Policy, Scan, Schema, Table};
+use bigtable_ttl::{ops, BigtableRow, CellCodec, Clock, Connection, Policy, Schema, Table};
 use bigtable_ttl_cli::{exit, run_with};
 use chrono::{DateTime, Local, TimeDelta, Utc};
+use futures_util::TryStreamExt as _;
 use serde_json::Value;
 use support::rows::Click;
 use support::{cbt, connection, emulator_host};
@@ -101,11 +102,13 @@ async fn write(conn: &Connection, table: &str, row: &str, cells: &[(&str, &str, 
 type Cells = BTreeMap<String, Vec<(String, i64, Vec<u8>)>>;
 
 async fn raw(conn: &Connection, table: &str) -> Cells {
-    ops::raw_rows(conn, table, Scan::all())
+    let rows: Vec<_> = RawTable::new(conn, table)
+        .read_rows(ReadRows::all())
+        .try_collect()
         .await
-        .unwrap_or_else(|e| panic!("raw read of {table}: {e}"))
-        .into_iter()
-        .map(|(key, cells)| {
+        .unwrap_or_else(|e| panic!("raw read of {table}: {e}"));
+    rows.into_iter()
+        .map(|Row { key, cells, .. }| {
             (
                 String::from_utf8(key).unwrap(),
                 cells

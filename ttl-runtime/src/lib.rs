@@ -43,7 +43,7 @@ pub mod ops;
 mod wire;
 
 pub use client::{admin, data, read, retry, writer};
-pub use model::{filter, limits, liveness, telemetry};
+pub use model::{filter, limits, liveness, proto, telemetry};
 
 pub use client::conditional::Insert;
 pub use client::connection::{Connection, ConnectionBuilder, Credentials};
@@ -65,7 +65,7 @@ pub use model::map::{MapEntry, MapField};
 pub use model::mutation::RowMutation;
 pub use model::policy::{Expiry, Policy};
 pub use model::row::{BigtableRow, KeyPrefix, MutationBuilder};
-pub use model::scan::{RawCell, Scan};
+pub use model::scan::Scan;
 pub use model::schema::{
     row_marker, Column, MapColumn, Schema, ShadowColumn, WhenAbsent, LEGACY_ROW_MARKER,
     ROW_MARKER_PREFIX,
@@ -78,21 +78,10 @@ pub use wire::tokens::{AccessToken, TokenSource};
 /// (`use bigtable_ttl::chrono::{DateTime, TimeDelta, Utc};`).
 pub use chrono;
 
-/// Bigtable's v2 protobuf types (`Mutation`, `RowFilter`, …), as the pure
-/// core uses them and the raw data layer ([`data`]) takes and returns them.
-pub mod proto {
-    pub use googleapis_tonic_google_bigtable_v2::google::bigtable::v2::*;
-
-    /// Shadows the generated crate's tonic client, which the glob above
-    /// would re-export: calls go through [`crate::data::RawTable`], and no
-    /// tonic type is part of this crate's API.
-    #[allow(dead_code, hidden_glob_reexports)]
-    mod bigtable_client {}
-}
-
 /// What the derive's expansion calls. Not a public API: no semver promise.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::model::cell::cell_ref;
     pub use crate::model::codec::{fixed as fixed_width, unknown_name, unknown_number, CellCodec};
     pub use crate::model::condition::Field;
     pub use crate::model::counter::CounterField;
@@ -104,7 +93,6 @@ pub mod __private {
     pub use crate::model::row::{
         decode_row, expiry_at, expiry_at_opt, BigtableRow, CellSink, KeyPrefix,
     };
-    pub use crate::model::scan::cell_ref;
     pub use crate::model::schema::{Column, MapColumn, Schema, ShadowColumn, WhenAbsent};
     pub use crate::model::view::{CellRef, ColumnOf, RowView};
     pub use chrono::{DateTime, TimeDelta, Utc};

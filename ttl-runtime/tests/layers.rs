@@ -10,6 +10,13 @@
 //!
 //! The check reads the source as text: every `crate::…` and `super::…` path
 //! outside comments, `use` trees with braces expanded.
+//!
+//! It also keeps one road to Bigtable's data API: only the raw data layer
+//! (`client/data/`, `RawTable`) sends data RPCs, so that Google's client
+//! conformance suite, which drives that layer through the test proxy, vouches
+//! for every byte the library sends. The typed table, the bulk writer, the
+//! operations and the schema checks call `RawTable`'s operations; none takes
+//! the data channel or the raw layer's machinery for itself.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -17,9 +24,30 @@ use std::path::{Path, PathBuf};
 /// The layers, lowest first.
 const LAYERS: [&str; 4] = ["model", "wire", "client", "ops"];
 
-/// Crate-root items a layer may name: the protobuf re-export (a dependency's
-/// types, not a module of ours).
-const ROOT_ITEMS: [&str; 1] = ["proto"];
+/// The raw data layer: the one road to Bigtable's data API.
+const RAW_LAYER: &str = "client/data/";
+
+/// What only the raw layer may call: the data channel, its `MutateRows`
+/// batches (per-entry retries and idempotence) and its resumed `ReadRows`
+/// stream. A definition (`fn send_batch`) is not a call.
+const RAW_ONLY: [(&str, &str); 3] = [
+    ("data_channel", "the data channel"),
+    ("send_batch", "the raw layer's MutateRows batches"),
+    ("read_rows_with", "the raw layer's resumed ReadRows stream"),
+];
+
+/// Where the data channel's type may be named besides the raw layer: the
+/// gRPC layer that defines it, the connection and its builder that open it,
+/// and the read engine the raw layer hands it to.
+const CHANNEL_HOLDERS: [&str; 4] = [
+    "wire/",
+    "client/builder.rs",
+    "client/connection.rs",
+    "client/read.rs",
+];
+
+/// Names of the side roads this issue closed, which must not come back.
+const GONE: [&str; 1] = ["write_entries"];
 
 /// A source file: its path under `src/` (`model/row.rs`) and its text.
 struct Source {
@@ -42,6 +70,123 @@ fn no_file_names_a_higher_layer_or_a_file_that_names_it_back() {
         "the runtime's layers are broken:\n  {}",
         problems.join("\n  ")
     );
+}
+
+#[test]
+fn only_the_raw_layer_sends_data_rpcs() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let sources = read_tree(&src);
+    assert!(
+        sources.iter().any(|s| s.path == "client/data/mod.rs"),
+        "expected the raw layer under {}",
+        src.display()
+    );
+    let problems = side_roads(&sources);
+    assert!(
+        problems.is_empty(),
+        "data RPCs sent around the raw layer:\n  {}",
+        problems.join("\n  ")
+    );
+}
+
+#[test]
+fn the_road_check_catches_every_side_road() {
+    let file = |path: &str, text: &str| Source {
+        path: path.to_owned(),
+        text: text.to_owned(),
+    };
+    let sources = [
+        file(
+            "client/data/mod.rs",
+            "fn f(c: &Connection) { send_batch(c.data_channel(), b); read_rows_with(ch, r); }\n",
+        ),
+        file("client/data/mutate.rs", "pub(super) async fn send_batch() {}\n"),
+        file(
+            "client/read.rs",
+            "use crate::wire::channel::DataChannel;\npub(crate) fn read_rows_with(channel: DataChannel) {}\n",
+        ),
+        file(
+            "client/writer.rs",
+            "async fn w(conn: &Connection) { send_batch(conn.data_channel(), batch).await; }\n",
+        ),
+        file(
+            "client/admin.rs",
+            "fn r(c: &Connection) { read_rows_with(c.data_channel(), request); }\n// send_batch in a comment is fine\n",
+        ),
+        file("ops/scan.rs", "struct Pages { channel: crate::wire::channel::DataChannel }\n"),
+        file("ops/migrate.rs", "pub(crate) async fn write_entries() {}\n"),
+    ];
+    let problems = side_roads(&sources).join("\n");
+    for expected in [
+        "client/writer.rs calls send_batch (the raw layer's MutateRows batches)",
+        "client/writer.rs calls data_channel (the data channel)",
+        "client/admin.rs calls read_rows_with (the raw layer's resumed ReadRows stream)",
+        "ops/scan.rs names DataChannel",
+        "ops/migrate.rs has write_entries",
+    ] {
+        assert!(
+            problems.contains(expected),
+            "missing {expected:?} in:\n{problems}"
+        );
+    }
+    for fine in ["client/data/", "client/read.rs"] {
+        assert!(
+            !problems.lines().any(|line| line.starts_with(fine)),
+            "{fine}: {problems}"
+        );
+    }
+    assert!(!problems.contains("comment"), "{problems}");
+}
+
+/// Every file that reaches Bigtable's data API around the raw layer, one
+/// line each.
+fn side_roads(sources: &[Source]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for source in sources {
+        let path = source.path.as_str();
+        let code = strip_comments(&source.text);
+        for gone in GONE {
+            if !identifier_at(&code, gone).is_empty() {
+                problems.push(format!(
+                    "{path} has {gone}: write through RawTable's operations"
+                ));
+            }
+        }
+        if path.starts_with(RAW_LAYER) {
+            continue;
+        }
+        for (name, what) in RAW_ONLY {
+            let calls = identifier_at(&code, name)
+                .into_iter()
+                .any(|i| !code[..i].trim_end().ends_with("fn"));
+            if calls {
+                problems.push(format!(
+                    "{path} calls {name} ({what}): data RPCs go through RawTable ({RAW_LAYER})"
+                ));
+            }
+        }
+        let holder = CHANNEL_HOLDERS.iter().any(|h| path.starts_with(h));
+        if !holder && !identifier_at(&code, "DataChannel").is_empty() {
+            problems.push(format!(
+                "{path} names DataChannel: only the raw layer ({RAW_LAYER}) holds the data channel"
+            ));
+        }
+    }
+    problems
+}
+
+/// Where `name` occurs in `code` as a whole identifier (no identifier
+/// character on either side).
+fn identifier_at(code: &str, name: &str) -> Vec<usize> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    code.match_indices(name)
+        .filter(|(i, _)| {
+            let before = code[..*i].chars().next_back();
+            let after = code[i + name.len()..].chars().next();
+            !before.is_some_and(ident) && !after.is_some_and(ident)
+        })
+        .map(|(i, _)| i)
+        .collect()
 }
 
 #[test]
@@ -123,9 +268,6 @@ fn check(sources: &[Source]) -> Vec<String> {
         for name in crate_paths(&code, path) {
             let shown = format!("crate::{}", name.join("::"));
             let first = name[0].as_str();
-            if ROOT_ITEMS.contains(&first) {
-                continue;
-            }
             let Some(target_layer) = LAYERS.iter().position(|l| *l == first) else {
                 problems.push(format!(
                     "{path} names {shown}: name modules by their layer path (crate::model::…, crate::wire::…, crate::client::…, crate::ops::…)"

@@ -6,9 +6,10 @@
 
 use bigtable_ttl_runtime::__private::update_mutation;
 use bigtable_ttl_runtime::data::mutations_of;
+use bigtable_ttl_runtime::data::Cell;
 use bigtable_ttl_runtime::ops::Change;
 use bigtable_ttl_runtime::proto::{mutation, Mutation};
-use bigtable_ttl_runtime::{Column, Error, Policy, RawCell, Schema, WhenAbsent};
+use bigtable_ttl_runtime::{Column, Error, Policy, Schema, WhenAbsent};
 use chrono::{DateTime, TimeDelta, Utc};
 
 const fn column(qualifier: &'static str, when_absent: WhenAbsent) -> Column {
@@ -44,16 +45,11 @@ fn now() -> DateTime<Utc> {
     DateTime::from_timestamp_millis(1_700_000_000_000).unwrap()
 }
 
-fn cells() -> Vec<RawCell> {
+fn cells() -> Vec<Cell> {
     let ts = now().timestamp_micros();
     ["name", "status", "visits"]
         .into_iter()
-        .map(|q| RawCell {
-            family: "p".into(),
-            qualifier: q.as_bytes().to_vec(),
-            value: b"x".to_vec(),
-            timestamp_micros: ts,
-        })
+        .map(|q| Cell::new("p", q.as_bytes(), ts, b"x".to_vec()))
         .collect()
 }
 

@@ -33,18 +33,18 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::time::Instant;
 
-use crate::proto::{row_filter::Filter, ReadRowsRequest};
+use crate::model::proto::row_filter::Filter;
 use chrono::TimeDelta;
 use futures_util::TryStreamExt as _;
 
 use crate::client::connection::AdminClient;
 use crate::client::connection::Connection;
+use crate::client::data::{RawTable, ReadRows, Row};
 use crate::client::failure::status_error;
-use crate::client::read::{read_rows, ReadOptions};
+use crate::client::read::ReadOptions;
 use crate::client::retry::retryable_status;
 use crate::model::error::{Code as ErrorCode, Error, Result};
 use crate::model::filter::{chain, filter, only_family};
-use crate::model::scan::RawRow;
 use crate::model::schema::Schema;
 
 /// GC rules and the pure functions on them ([`gc_rule`], [`describe_rule`],
@@ -614,22 +614,18 @@ async fn holds_cells(
     family: &str,
     deadline: Instant,
 ) -> Result<bool> {
-    let request = ReadRowsRequest {
-        table_name: conn.table_path(table),
-        rows_limit: 1,
-        filter: Some(chain(vec![
-            only_family(family),
-            filter(Filter::CellsPerRowLimitFilter(1)),
-            filter(Filter::StripValueTransformer(true)),
-        ])),
-        ..ReadRowsRequest::default()
-    };
-    let options = ReadOptions::default().with_retry(conn.admin_retry());
-    let rows: Vec<RawRow> = read_rows(conn.data_channel(), request, options, Some(deadline))
-        .map_err(|e| e.into_error(table, None))
+    let read = ReadRows::all().limit(1).filter(chain(vec![
+        only_family(family),
+        filter(Filter::CellsPerRowLimitFilter(1)),
+        filter(Filter::StripValueTransformer(true)),
+    ]));
+    let rows: Vec<Row> = RawTable::new(conn, table)
+        .with_read_options(ReadOptions::default().with_retry(conn.admin_retry()))
+        .within(Some(deadline))
+        .read_rows(read)
         .try_collect()
         .await?;
-    Ok(rows.iter().any(|(_, cells)| !cells.is_empty()))
+    Ok(rows.iter().any(|row| !row.cells.is_empty()))
 }
 
 #[cfg(test)]

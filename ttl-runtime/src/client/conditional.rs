@@ -26,10 +26,10 @@ use crate::model::error::{Error, Result};
 use crate::model::key::AsKey;
 use crate::model::mutation::{delete_row, RowMutation};
 use crate::model::policy::{from_micros, millis_floor};
+use crate::model::proto::{mutation, CheckAndMutateRowRequest, Mutation, RowFilter};
 use crate::model::row::{BigtableRow, MutationBuilder};
 use crate::model::scan::Scan;
 use crate::model::view::Expiring;
-use crate::proto::{mutation, CheckAndMutateRowRequest, Mutation, RowFilter};
 
 /// What [`Table::insert_if_absent`] did.
 #[derive(Debug, Clone, PartialEq)]
@@ -282,7 +282,7 @@ impl<T: BigtableRow> Table<T> {
             false_mutations,
             ..CheckAndMutateRowRequest::default()
         };
-        let status = match self.data().check_and_mutate_once(request).await {
+        let status = match self.raw().check_and_mutate_once(request).await {
             Ok(matched) => return Ok(Checked::Answered(matched)),
             Err(status) => status,
         };
@@ -302,10 +302,12 @@ impl<T: BigtableRow> Table<T> {
     /// value, and no cell in a column `m` only deletes: the write was
     /// applied (and not replaced since).
     pub(crate) async fn holds(&self, m: &RowMutation) -> Result<bool> {
-        let rows = self
-            .raw_rows(Scan::keys([m.row_key.as_slice()]).limit(1))
-            .await?;
-        let cells: Vec<_> = rows.into_iter().flat_map(|(_, cells)| cells).collect();
+        let cells = self
+            .raw()
+            .read_row(m.row_key.as_slice(), None)
+            .await?
+            .map(|row| row.cells)
+            .unwrap_or_default();
         let sets = |family: &str, qualifier: &[u8]| {
             m.mutations.iter().any(|other| {
                 matches!(&other.mutation, Some(mutation::Mutation::SetCell(set))

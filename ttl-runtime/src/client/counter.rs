@@ -19,10 +19,10 @@ use crate::model::key::AsKey;
 use crate::model::liveness::Verdict;
 use crate::model::mutation::{delete_column, mark_window};
 use crate::model::policy::{Expiry, Policy};
+use crate::model::proto::{Mutation, ReadModifyWriteRowRequest, RowFilter};
 use crate::model::row::BigtableRow;
 use crate::model::row_cells::RowCells;
 use crate::model::schema::{window_mark, Column};
-use crate::proto::{Mutation, ReadModifyWriteRowRequest, RowFilter};
 
 /// Increments that landed on a counter whose window was over and lost the
 /// race to count again to other writers, before [`Error::Conflict`].
@@ -217,7 +217,7 @@ impl<T: BigtableRow> Table<T> {
             rules: increment_rules(counter, by),
             ..ReadModifyWriteRowRequest::default()
         };
-        match self.data().read_modify_write_once(request).await {
+        match self.raw().read_modify_write_once(request).await {
             Ok(response) => landed(
                 counter,
                 self.name(),

@@ -16,8 +16,8 @@ use std::pin::Pin;
 use futures_util::{Stream, StreamExt as _};
 
 use crate::model::error::Result;
+use crate::model::proto::ReadRowsRequest;
 use crate::model::scan::resume_request;
-use crate::proto::ReadRowsRequest;
 
 /// One row the server sent, as the reader judged it.
 pub(crate) struct Judged<R> {
@@ -125,8 +125,8 @@ mod tests {
     use super::*;
 
     use crate::model::error::Error;
+    use crate::model::proto::row_range::StartKey;
     use crate::model::scan::Scan;
-    use crate::proto::row_range::StartKey;
     use futures_util::TryStreamExt as _;
 
     /// Pages served from `rows` (key, returned?) in key order, honouring

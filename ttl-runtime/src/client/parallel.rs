@@ -158,7 +158,7 @@ impl<T: BigtableRow> Table<T> {
     /// failures retried within its budget (the call only reads), through
     /// the raw layer.
     async fn sample_row_keys(&self) -> Result<Vec<Vec<u8>>> {
-        let samples = self.data().sample_row_keys().await?;
+        let samples = self.raw().sample_row_keys().await?;
         Ok(samples.into_iter().map(|s| s.row_key).collect())
     }
 }

@@ -14,8 +14,8 @@ use futures_util::Stream;
 use crate::client::retry::{retryable_status, Budget, RetryPolicy};
 use crate::client::telemetry;
 use crate::model::error::{Code, Error};
-use crate::model::scan::{resume_request, RawCell, RawRow};
-use crate::proto::ReadRowsRequest;
+use crate::model::proto::ReadRowsRequest;
+use crate::model::scan::resume_request;
 use crate::wire::channel::DataChannel;
 use crate::wire::chunk::Response;
 use crate::wire::cookies::RoutingCookies;
@@ -336,19 +336,6 @@ impl ReadState {
             }
         }
     }
-}
-
-/// The rows `request` reads, merged, as a stream; lazily sent on first poll;
-/// resumed after a break under `options` (see [`read_rows_with`]).
-pub(crate) fn read_rows(
-    channel: DataChannel,
-    request: ReadRowsRequest,
-    options: ReadOptions,
-    cap: Option<Instant>,
-) -> impl Stream<Item = Result<RawRow, ReadFailure>> + Send + 'static {
-    use futures_util::TryStreamExt as _;
-    read_rows_with(channel, request, options, Arc::default(), cap)
-        .map_ok(|(key, cells)| (key, cells.into_iter().map(RawCell::from).collect()))
 }
 
 /// The rows `request` reads, merged, as a stream; lazily sent on first poll.

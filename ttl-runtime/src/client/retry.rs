@@ -46,13 +46,13 @@
 //! | calls | policy | its deadline bounds |
 //! |---|---|---|
 //! | `Table::get`, `entries`; `RawTable::read_row`; `split_scan`, `sample_row_keys`, `ops::key_samples`, `ops::plan_parts` | the read options' ([`Table::with_read_options`](crate::Table::with_read_options), [`RawTable::with_read_options`](crate::data::RawTable::with_read_options)) | the whole call |
-//! | `Table::scan`, `stream`, `raw_rows`, `scan_parallel`; `RawTable::read_rows` | the read options' | the time without a row: every row received renews it (each part of a parallel scan on its own) |
+//! | `Table::scan`, `stream`, `scan_parallel`; `RawTable::read_rows` | the read options' | the time without a row: every row received renews it (each part of a parallel scan on its own) |
 //! | `Table::put`, `put_with`, `delete`, `remove_entry`, `put_entry` in a struct without required fields; `RawTable::mutate_row`, `mutate_rows` | the write policy ([`Table::with_write_options`](crate::Table::with_write_options), [`RawTable::with_write_retry`](crate::data::RawTable::with_write_retry)) | the whole call |
 //! | `Table::put_all`, `put_all_with`, `writer()` | the write policy | each request, and the time the write goes without an answer: a request that would start later than the deadline after the last answer (or after the write got busy) is not sent, its rows reported failed |
 //! | conditional and multi-step calls: `insert_if_absent`, `put_if`, `delete_if`, `put_entry` (in a struct with a required field), `increment`, `update().apply()`, `retime`, `touch`, `set_ttl`, `shift_expiry`; `RawTable::check_and_mutate_row`, `read_modify_write_row` | the write policy | **the whole call, every step together**: its reads (each attempt within the read options' attempt timeout), its conditional writes and increments (each within the write policy's attempt timeout), the read that settles a lost answer, every round |
 //! | `Table::ensure_schema`, `verify_schema`; `admin::ensure_schema`, `verify_schema`, `live_rules` | the connection's admin policy ([`ConnectionBuilder::admin_retry`](crate::ConnectionBuilder::admin_retry)) | the whole call, every request of it together (the read `ensure_schema` makes to see whether a family holds data included) |
 //! | `ops::inspect` | the connection's policy ([`ConnectionBuilder::retry`](crate::ConnectionBuilder::retry)) | the whole call (its admin request also within the admin policy's) |
-//! | `ops::audit`, `apply`, `expiries`, `migrate`, `verify`, `verify_part`, `raw_rows` | admin requests: the admin policy; reads and writes: the connection's policy | each admin request; each read the time without a row; each batch of `migrate`'s writes |
+//! | `ops::audit`, `apply`, `expiries`, `migrate`, `verify`, `verify_part` | admin requests: the admin policy; reads and writes: the connection's policy | each admin request; each read the time without a row; each batch of `migrate`'s writes |
 //!
 //! A conditional write that decides on the row being live
 //! (`insert_if_absent`, `put_if`, `delete_if`, `put_entry`, `update`, the
@@ -189,7 +189,8 @@ impl RetryPolicy {
     }
 
     /// A fresh retry budget, starting now, its first attempt under way.
-    pub(crate) fn start(&self) -> Budget {
+    #[cfg(test)]
+    fn start(&self) -> Budget {
         self.start_within(None)
     }
 

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::proto::{Mutation, ReadRowsRequest, RowFilter};
+use crate::model::proto::{Mutation, ReadRowsRequest, RowFilter};
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::future::Either;
 use futures_util::{Stream, StreamExt as _, TryStreamExt as _};
@@ -22,7 +22,7 @@ use crate::client::connection::Connection;
 use crate::client::data::RawTable;
 use crate::client::failure::status_error;
 use crate::client::limited::{limited, Judged};
-use crate::client::read::{ReadCounters, ReadOptions, ReadStats};
+use crate::client::read::{ReadOptions, ReadStats};
 use crate::client::retry::MAX_HORIZON;
 use crate::client::telemetry;
 use crate::client::writer::{BulkWriter, WriteOptions};
@@ -36,7 +36,7 @@ use crate::model::policy::{from_micros, millis_floor};
 use crate::model::read_filter::ReadFilter;
 use crate::model::row::MutationBuilder;
 use crate::model::row::{classify_row, missing_column, BigtableRow, Decoded};
-use crate::model::scan::{RawCell, Scan};
+use crate::model::scan::Scan;
 use crate::model::view::Expiring;
 use crate::wire::merge::{Cell, MergedRow};
 
@@ -83,34 +83,24 @@ use crate::wire::merge::{Cell, MergedRow};
 /// # Ok(()) }
 /// ```
 pub struct Table<T> {
-    conn: Connection,
-    name: String,
+    /// The raw data layer on this table: its name, timeouts and retries,
+    /// read statistics and call deadline. Every read and write goes through
+    /// it.
+    raw: RawTable,
     clock: Clock,
-    write: WriteOptions,
-    read: ReadOptions,
-    /// What reads through this handle and its clones met.
-    read_counters: Arc<ReadCounters>,
     /// The live table was seen (by `ensure_schema` or `verify_schema` on this
     /// handle or a clone) to hold no family but `T`'s: reads need not select
     /// families ([`crate::model::filter::read_filter_sole_families`]).
     sole_families: Arc<AtomicBool>,
-    /// The deadline of the call whose steps this handle makes (one made by
-    /// [`Table::until`]); `None` on every handle a user holds.
-    deadline: Option<Instant>,
     _row: PhantomData<fn() -> T>,
 }
 
 impl<T> Clone for Table<T> {
     fn clone(&self) -> Self {
         Self {
-            conn: self.conn.clone(),
-            name: self.name.clone(),
+            raw: self.raw.clone(),
             clock: self.clock.clone(),
-            write: self.write,
-            read: self.read,
-            read_counters: self.read_counters.clone(),
             sole_families: self.sole_families.clone(),
-            deadline: self.deadline,
             _row: PhantomData,
         }
     }
@@ -119,12 +109,12 @@ impl<T> Clone for Table<T> {
 impl<T> std::fmt::Debug for Table<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Table")
-            .field("name", &self.name)
+            .field("name", &self.raw.name())
             .field("row", &std::any::type_name::<T>())
             .field("clock", &self.clock)
-            .field("conn", &self.conn)
-            .field("write", &self.write)
-            .field("read", &self.read)
+            .field("conn", self.raw.connection())
+            .field("write", self.raw.write_options())
+            .field("read", self.raw.read_options())
             .finish_non_exhaustive()
     }
 }
@@ -162,16 +152,10 @@ impl<T: BigtableRow> Table<T> {
     /// ([`Connection::retry`]).
     #[must_use]
     pub fn new(conn: Connection) -> Self {
-        let retry = conn.retry();
         Self {
-            conn,
-            name: T::SCHEMA.table.to_owned(),
+            raw: RawTable::on(conn, T::SCHEMA.table),
             clock: Clock::system(),
-            write: WriteOptions::default().with_retry(retry),
-            read: ReadOptions::default().with_retry(retry),
-            read_counters: Arc::default(),
             sole_families: Arc::default(),
-            deadline: None,
             _row: PhantomData,
         }
     }
@@ -183,7 +167,7 @@ impl<T: BigtableRow> Table<T> {
     /// `put_if`, `update`, `increment`, …: see [`crate::retry`]).
     #[must_use]
     pub fn with_write_options(mut self, options: WriteOptions) -> Self {
-        self.write = options;
+        self.raw = self.raw.with_write_options(options);
         self
     }
 
@@ -194,21 +178,21 @@ impl<T: BigtableRow> Table<T> {
     /// policy's deadline without a row (see [`ReadOptions`]).
     #[must_use]
     pub fn with_read_options(mut self, options: ReadOptions) -> Self {
-        self.read = options;
+        self.raw = self.raw.with_read_options(options);
         self
     }
 
     /// The write settings.
     #[must_use]
     pub fn write_options(&self) -> &WriteOptions {
-        &self.write
+        self.raw.write_options()
     }
 
     /// What reads through this handle (and its clones) met so far: resumes,
     /// partially expired rows left out, undecodable rows skipped.
     #[must_use]
     pub fn read_stats(&self) -> ReadStats {
-        self.read_counters.snapshot()
+        self.raw.counters().snapshot()
     }
 
     /// A streaming bulk writer on this table, with its write options: one
@@ -232,15 +216,15 @@ impl<T: BigtableRow> Table<T> {
     /// ```
     #[must_use]
     pub fn writer(&self) -> BulkWriter<T> {
-        BulkWriter::new(&self.conn, &self.name, self.clock.clone(), self.write)
-            .in_operation(telemetry::Operation::start(&self.name, "writer"))
+        BulkWriter::new(self.raw.clone(), self.clock.clone())
+            .in_operation(telemetry::Operation::start(self.name(), "writer"))
     }
 
     /// The same handle on the table `name` instead (per test, per
     /// environment: `clicks_staging`). The schema is still `T::SCHEMA`.
     #[must_use]
     pub fn with_name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
+        self.raw = self.raw.renamed(&name.into());
         // What was learnt of the other table's families says nothing of this one.
         self.sole_families = Arc::default();
         self
@@ -263,28 +247,28 @@ impl<T: BigtableRow> Table<T> {
     /// The table's id.
     #[must_use]
     pub fn name(&self) -> &str {
-        &self.name
+        self.raw.name()
     }
 
     /// The connection.
     #[must_use]
     pub fn connection(&self) -> &Connection {
-        &self.conn
+        self.raw.connection()
     }
 
     /// The row key for `key`, its errors naming this handle's table.
     pub(crate) fn row_key<Q: ?Sized + AsKey<T::Key>>(&self, key: &Q) -> Result<Vec<u8>> {
         key.with_key(T::encode_key)
-            .map_err(|e| e.in_table(&self.name))
+            .map_err(|e| e.in_table(self.name()))
     }
 
     pub(crate) fn path(&self) -> String {
-        self.conn.table_path(&self.name)
+        self.raw.path().to_owned()
     }
 
     /// The timeouts and retries of reads.
     pub(crate) fn read_options(&self) -> &ReadOptions {
-        &self.read
+        self.raw.read_options()
     }
 
     /// This handle for the steps of one call that must all end by
@@ -293,14 +277,15 @@ impl<T: BigtableRow> Table<T> {
     /// cut there.
     pub(crate) fn until(&self, deadline: Instant) -> Self {
         let mut call = self.clone();
-        call.deadline = Some(self.deadline.map_or(deadline, |d| d.min(deadline)));
+        let earliest = self.raw.deadline().map_or(deadline, |d| d.min(deadline));
+        call.raw = call.raw.within(Some(earliest));
         call
     }
 
     /// This handle for one call governed by the write policy, from now
     /// (conditional and multi-step writes; see [`crate::retry`]).
     pub(crate) fn for_write_call(&self) -> Self {
-        self.until(self.write.retry.deadline_from_now())
+        self.until(self.write_options().retry.deadline_from_now())
     }
 
     /// For a conditional write that decides on the row's liveness, about
@@ -317,9 +302,9 @@ impl<T: BigtableRow> Table<T> {
     /// settling a lost answer goes through the uncut handle.
     pub(crate) fn horizon(&self, now: DateTime<Utc>) -> (Self, DateTime<Utc>) {
         let span = self
-            .write
+            .write_options()
             .retry
-            .start_within(self.deadline)
+            .start_within(self.raw.deadline())
             .attempt_timeout()
             .min(MAX_HORIZON);
         let cut = self.until(Instant::now() + span);
@@ -334,7 +319,7 @@ impl<T: BigtableRow> Table<T> {
 
     /// This handle for one call governed by the read options, from now.
     pub(crate) fn for_read_call(&self) -> Self {
-        self.until(self.read.retry.deadline_from_now())
+        self.until(self.read_options().retry.deadline_from_now())
     }
 
     // ----- writes -------------------------------------------------------
@@ -392,9 +377,9 @@ impl<T: BigtableRow> Table<T> {
     /// # Errors
     /// As [`Table::put`].
     pub async fn put_with(&self, builder: MutationBuilder<'_, T>) -> Result<Written> {
-        telemetry::operation(&self.name, "put", |_| 1, async {
+        telemetry::operation(self.name(), "put", |_| 1, async {
             let now = self.clock.now();
-            let mut m = builder.build_checked(&self.name, now)?;
+            let mut m = builder.build_checked(self.name(), now)?;
             let written_at = from_micros(millis_floor(now)?)?;
             let mutations = std::mem::take(&mut m.mutations);
             self.mutate_row(m.row_key.clone(), mutations).await?;
@@ -457,7 +442,7 @@ impl<T: BigtableRow> Table<T> {
         T: 'a,
     {
         telemetry::operation(
-            &self.name,
+            self.name(),
             "put_all",
             |written: &Vec<Written>| written.len() as u64,
             self.put_all_inner(builders),
@@ -475,8 +460,7 @@ impl<T: BigtableRow> Table<T> {
         // Every row is built, checked and encoded before anything is sent:
         // bad input leaves nothing written. The encoded batches (about the
         // size of the rows' data) are all that is held.
-        let mut writer =
-            BulkWriter::<T>::new(&self.conn, &self.name, self.clock.clone(), self.write);
+        let mut writer = BulkWriter::<T>::new(self.raw.clone(), self.clock.clone());
         let mut batches = Vec::new();
         let mut written = Vec::new();
         for b in builders {
@@ -498,7 +482,7 @@ impl<T: BigtableRow> Table<T> {
             // Nothing got through (missing table, bad request…): the plain
             // server error says it best.
             Err(e @ Error::PartialWrite { written: 0, .. }) => match writer.stopped_status() {
-                Some(status) => Err(status_error(&self.name, None, status.clone(), None)),
+                Some(status) => Err(status_error(self.name(), None, status.clone(), None)),
                 None => Err(e),
             },
             Err(e) => Err(e),
@@ -511,7 +495,7 @@ impl<T: BigtableRow> Table<T> {
     /// # Errors
     /// Key errors; [`Error::Server`].
     pub async fn delete<Q: ?Sized + AsKey<T::Key>>(&self, key: &Q) -> Result<()> {
-        telemetry::operation(&self.name, "delete", |()| 1, async {
+        telemetry::operation(self.name(), "delete", |()| 1, async {
             let row_key = self.row_key(key)?;
             self.mutate_row(row_key, vec![delete_row()]).await
         })
@@ -525,18 +509,33 @@ impl<T: BigtableRow> Table<T> {
         row_key: Vec<u8>,
         mutations: Vec<Mutation>,
     ) -> Result<()> {
-        self.data().mutate_row(row_key, mutations).await
+        self.raw().mutate_row(row_key, mutations).await
     }
 
-    /// This table as the raw data layer sees it: the same name, timeouts,
-    /// retries and read statistics. Every call of the typed handle goes
-    /// through it.
-    pub(crate) fn data(&self) -> RawTable {
-        RawTable::new(&self.conn, &self.name)
-            .with_read_options(*self.read_options())
-            .with_write_retry(self.write.retry)
-            .with_counters(self.read_counters.clone())
-            .within(self.deadline)
+    /// This table as the raw data layer sees it, the handle every call of
+    /// this one goes through: the same name, connection, timeouts and
+    /// retries. For what is really stored (every version, expired or not,
+    /// unfiltered) and what the typed layer does not express:
+    ///
+    /// ```no_run
+    /// # use bigtable_ttl::{BigtableRow, Table};
+    /// # #[derive(BigtableRow)]
+    /// # #[bigtable(table = "clicks", family = "c")]
+    /// # #[ttl(default = "2d")]
+    /// # struct Click { #[bigtable(key)] id: String, url: String }
+    /// # async fn run(clicks: Table<Click>) -> bigtable_ttl::Result<()> {
+    /// use bigtable_ttl::data::ReadRows;
+    /// use futures_util::TryStreamExt as _;
+    ///
+    /// let rows: Vec<_> = clicks.raw().read_rows(ReadRows::keys(["c1"])).try_collect().await?;
+    /// for cell in rows.iter().flat_map(|row| &row.cells) {
+    ///     println!("{}:{} at {}", cell.family, cell.qualifier.escape_ascii(), cell.timestamp_micros);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn raw(&self) -> &RawTable {
+        &self.raw
     }
 
     // ----- schema --------------------------------------------------------
@@ -558,7 +557,8 @@ impl<T: BigtableRow> Table<T> {
     /// As [`crate::client::admin::ensure_schema`].
     pub async fn ensure_schema_with(&self, options: EnsureOptions) -> Result<SchemaReport> {
         let report =
-            crate::client::admin::ensure_schema(&self.conn, &self.name, T::SCHEMA, options).await?;
+            crate::client::admin::ensure_schema(self.connection(), self.name(), T::SCHEMA, options)
+                .await?;
         self.sole_families
             .store(report.other_families.is_empty(), Ordering::Relaxed);
         Ok(report)
@@ -571,7 +571,8 @@ impl<T: BigtableRow> Table<T> {
     /// As [`crate::client::admin::verify_schema`].
     pub async fn verify_schema(&self) -> Result<()> {
         let others =
-            crate::client::admin::verify_schema_families(&self.conn, &self.name, T::SCHEMA).await?;
+            crate::client::admin::verify_schema_families(self.connection(), self.name(), T::SCHEMA)
+                .await?;
         self.sole_families
             .store(others.is_empty(), Ordering::Relaxed);
         Ok(())
@@ -633,7 +634,7 @@ impl<T: BigtableRow> Table<T> {
     /// does not decode into its field.
     pub async fn get<Q: ?Sized + AsKey<T::Key>>(&self, key: &Q) -> Result<Option<Expiring<T>>> {
         telemetry::operation(
-            &self.name,
+            self.name(),
             "get",
             |row: &Option<_>| u64::from(row.is_some()),
             async {
@@ -660,7 +661,7 @@ impl<T: BigtableRow> Table<T> {
     /// As [`Table::get`].
     pub async fn scan(&self, scan: Scan) -> Result<Vec<Expiring<T>>> {
         telemetry::operation(
-            &self.name,
+            self.name(),
             "scan",
             |rows: &Vec<_>| rows.len() as u64,
             self.stream_at(scan, self.clock.now()).try_collect(),
@@ -688,7 +689,11 @@ impl<T: BigtableRow> Table<T> {
     /// # Ok(()) }
     /// ```
     pub fn stream(&self, scan: Scan) -> impl Stream<Item = Result<Expiring<T>>> {
-        telemetry::stream(&self.name, "stream", self.stream_at(scan, self.clock.now()))
+        telemetry::stream(
+            self.name(),
+            "stream",
+            self.stream_at(scan, self.clock.now()),
+        )
     }
 
     /// [`Table::stream`] of the rows as visible at `now`. A limited scan
@@ -731,7 +736,7 @@ impl<T: BigtableRow> Table<T> {
                 Err(e) => return ready(None, Some(Err(e))),
             };
             let decoded = classify_row::<T>(&key, cells.iter().map(Cell::as_cell_ref), now)
-                .map_err(|e| e.in_table(&this.name));
+                .map_err(|e| e.in_table(this.name()));
             match decoded {
                 Ok(Decoded::Row(row)) => ready(Some(key), Some(Ok(row))),
                 Ok(Decoded::Absent) => ready(Some(key), None),
@@ -761,17 +766,19 @@ impl<T: BigtableRow> Table<T> {
     /// becomes no row (counted and logged); otherwise the result as it is.
     fn skip_undecodable(&self, row: Result<Option<Expiring<T>>>) -> Result<Option<Expiring<T>>> {
         match row {
-            Err(e) if self.read.skip_undecodable && is_undecodable(&e) => {
-                self.read_counters
+            Err(e) if self.read_options().skip_undecodable && is_undecodable(&e) => {
+                self.raw
+                    .counters()
                     .rows_skipped
                     .fetch_add(1, Ordering::Relaxed);
                 if is_incomplete(&e) {
-                    self.read_counters
+                    self.raw
+                        .counters()
                         .rows_incomplete
                         .fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(table = %self.name, error = %e, "skipping an incomplete row: a required column holds no cell and nothing shows it expired");
+                    tracing::warn!(table = %self.name(), error = %e, "skipping an incomplete row: a required column holds no cell and nothing shows it expired");
                 } else {
-                    tracing::warn!(table = %self.name, error = %e, "skipping a row that does not decode");
+                    tracing::warn!(table = %self.name(), error = %e, "skipping a row that does not decode");
                 }
                 Ok(None)
             }
@@ -784,7 +791,9 @@ impl<T: BigtableRow> Table<T> {
     /// exists.
     pub(crate) fn strict(&self) -> Self {
         let mut strict = self.clone();
-        strict.read.skip_undecodable = false;
+        let mut read = *self.read_options();
+        read.skip_undecodable = false;
+        strict.raw = strict.raw.with_read_options(read);
         strict
     }
 
@@ -838,20 +847,20 @@ impl<T: BigtableRow> Table<T> {
                 }
             }
             if let Some(column) = none {
-                return Err(missing_column(schema, &key, column).in_table(&self.name));
+                return Err(missing_column(schema, &key, column).in_table(self.name()));
             }
             // Every required column live: the read was torn.
             if reread == REREADS {
                 break;
             }
-            tracing::debug!(table = %self.name, row = %key.escape_ascii(), "reading a row again that was not live while some of its cells were");
+            tracing::debug!(table = %self.name(), row = %key.escape_ascii(), "reading a row again that was not live while some of its cells were");
             match self.read_row_at(&key, now).await? {
                 Decoded::Row(row) => return Ok(Some(row)),
                 Decoded::Absent => return Ok(None),
                 Decoded::Partial { missing: m, .. } => missing = m,
             }
         }
-        Err(missing_column(schema, &key, missing).in_table(&self.name))
+        Err(missing_column(schema, &key, missing).in_table(self.name()))
     }
 
     /// The newest stored timestamp of each required column of row `key`
@@ -877,10 +886,11 @@ impl<T: BigtableRow> Table<T> {
 
     /// Count and log a row left out because it is partially expired.
     fn partially_expired(&self, key: &[u8]) -> Option<Expiring<T>> {
-        self.read_counters
+        self.raw
+            .counters()
             .partially_expired
             .fetch_add(1, Ordering::Relaxed);
-        tracing::debug!(table = %self.name, row = %key.escape_ascii(), "leaving out a row that is not live: a required column has expired while other cells of it have not");
+        tracing::debug!(table = %self.name(), row = %key.escape_ascii(), "leaving out a row that is not live: a required column has expired while other cells of it have not");
         None
     }
 
@@ -892,22 +902,7 @@ impl<T: BigtableRow> Table<T> {
             return Ok(Decoded::Absent);
         };
         classify_row::<T>(&row_key, cells.iter().map(Cell::as_cell_ref), now)
-            .map_err(|e| e.in_table(&self.name))
-    }
-
-    /// Every stored cell of the rows `scan` covers, **unfiltered**: all
-    /// versions, expired or not, until garbage collection removes them. For
-    /// tests and operators who need to see what is really stored; typed
-    /// reads never return expired cells.
-    ///
-    /// # Errors
-    /// [`Error::Server`].
-    pub async fn raw_rows(&self, scan: Scan) -> Result<Vec<(Vec<u8>, Vec<RawCell>)>> {
-        let request = self.read_request(scan, None);
-        self.raw_stream(request)
-            .map_ok(|(key, cells)| (key, cells.into_iter().map(RawCell::from).collect()))
-            .try_collect()
-            .await
+            .map_err(|e| e.in_table(self.name()))
     }
 
     pub(crate) fn raw_stream(
@@ -916,7 +911,7 @@ impl<T: BigtableRow> Table<T> {
     ) -> impl Stream<Item = Result<MergedRow>> + Send + 'static {
         match request {
             Err(e) => futures_util::stream::iter([Err(e)]).left_stream(),
-            Ok(request) => self.data().merged_rows(request).right_stream(),
+            Ok(request) => self.raw().merged_rows(request).right_stream(),
         }
     }
 }

@@ -27,139 +27,18 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::proto::mutate_rows_request::Entry;
 use tokio::task::JoinSet;
 
-use crate::client::connection::Connection;
-pub use crate::client::data::mutate::WriteStats;
-use crate::client::data::{bump, send_batch, BatchReport, Unwritten, WriteCounters};
-use crate::client::retry::{deadline_after, status_text, RetryPolicy};
+pub use crate::client::data::mutate::{WriteOptions, WriteStats};
+use crate::client::data::{bump, BatchReport, RawTable, Unwritten, WriteCounters};
+use crate::client::retry::{deadline_after, status_text};
 use crate::client::telemetry;
 use crate::model::clock::Clock;
 use crate::model::error::{Error, FailedRow, Result};
 use crate::model::mutation::EncodedRow;
 use crate::model::row::BigtableRow;
 use crate::model::row::MutationBuilder;
-use crate::wire::channel::DataChannel;
 use crate::wire::codec::EncodedBatch;
-
-use crate::model::limits::{MAX_MUTATIONS_PER_REQUEST, MAX_REQUEST_BYTES};
-
-/// How a bulk write batches and retries.
-///
-/// ```
-/// use bigtable_ttl::writer::WriteOptions;
-///
-/// let options = WriteOptions::default().with_max_in_flight(8);
-/// # let _ = options;
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct WriteOptions {
-    /// Rows per `MutateRows` request, at most.
-    pub max_rows_per_request: usize,
-    /// Mutations per request, at most (Bigtable's limit is 100,000).
-    pub max_mutations_per_request: usize,
-    /// Bytes per request, about (an estimate from above of the encoding).
-    pub max_request_bytes: usize,
-    /// Requests sent and not yet answered, at most.
-    pub max_in_flight: usize,
-    /// Retries of each request's failed entries.
-    pub retry: RetryPolicy,
-}
-
-impl Default for WriteOptions {
-    /// 10,000 rows, 100,000 mutations or 16 MiB per request, 4 in flight,
-    /// [`RetryPolicy::default`].
-    fn default() -> Self {
-        Self {
-            max_rows_per_request: 10_000,
-            max_mutations_per_request: MAX_MUTATIONS_PER_REQUEST,
-            max_request_bytes: MAX_REQUEST_BYTES,
-            max_in_flight: 4,
-            retry: RetryPolicy::default(),
-        }
-    }
-}
-
-impl WriteOptions {
-    /// At most `rows` rows per `MutateRows` request.
-    #[must_use]
-    pub fn with_max_rows_per_request(mut self, rows: usize) -> Self {
-        self.max_rows_per_request = rows;
-        self
-    }
-
-    /// At most `mutations` mutations per request (Bigtable's limit is
-    /// 100,000).
-    #[must_use]
-    pub fn with_max_mutations_per_request(mut self, mutations: usize) -> Self {
-        self.max_mutations_per_request = mutations;
-        self
-    }
-
-    /// About `bytes` per request at most.
-    #[must_use]
-    pub fn with_max_request_bytes(mut self, bytes: usize) -> Self {
-        self.max_request_bytes = bytes;
-        self
-    }
-
-    /// At most `requests` requests sent and not yet answered.
-    #[must_use]
-    pub fn with_max_in_flight(mut self, requests: usize) -> Self {
-        self.max_in_flight = requests;
-        self
-    }
-
-    /// Retries of each request's failed entries under `retry`.
-    #[must_use]
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
-        self
-    }
-}
-
-/// Write `entries` to `table` as one batch, with the bulk writer's per-entry
-/// statuses and retries, for callers that build raw entries (migrations).
-///
-/// # Errors
-/// [`Error::PartialWrite`] naming every row not written.
-pub(crate) async fn write_entries(
-    conn: &Connection,
-    table: &str,
-    entries: Vec<Entry>,
-    policy: RetryPolicy,
-) -> Result<()> {
-    if entries.is_empty() {
-        return Ok(());
-    }
-    let mut batch = EncodedBatch::with_capacity(
-        entries.len(),
-        entries.iter().map(EncodedBatch::size_of).sum(),
-    );
-    for entry in &entries {
-        batch.push(entry);
-    }
-    let batch = Arc::new(batch);
-    let report = send_batch(
-        conn.data_channel(),
-        conn.table_path(table).into(),
-        batch.clone(),
-        policy.start(),
-        Arc::default(),
-    )
-    .await;
-    if report.failed.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::PartialWrite {
-            table: table.to_owned(),
-            written: report.written,
-            failed: failed_rows(&batch, report.failed),
-        })
-    }
-}
 
 /// The rows of `batch` a report left unwritten, by key.
 fn failed_rows(batch: &EncodedBatch, failed: Vec<Unwritten>) -> Vec<FailedRow> {
@@ -197,12 +76,10 @@ fn failed_rows(batch: &EncodedBatch, failed: Vec<Unwritten>) -> Vec<FailedRow> {
 /// cancels the requests in flight (their outcome is then unknown).
 pub struct BulkWriter<T> {
     row: std::marker::PhantomData<fn(&T)>,
-    /// The table's id, for errors.
-    table_name: String,
+    /// Where every request goes: the raw layer's `MutateRows`, its
+    /// per-entry retry decisions included.
+    table: RawTable,
     clock: Clock,
-    channel: DataChannel,
-    table_path: Arc<str>,
-    options: WriteOptions,
     /// The rows queued, encoded as the next request will carry them.
     batch: EncodedBatch,
     /// Where each cell's value is encoded before it is written into the
@@ -232,8 +109,8 @@ pub struct BulkWriter<T> {
 impl<T> std::fmt::Debug for BulkWriter<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BulkWriter")
-            .field("table", &self.table_path)
-            .field("options", &self.options)
+            .field("table", &self.table.path())
+            .field("options", self.table.write_options())
             .field("queued", &self.batch.len())
             .field("in_flight", &self.tasks.len())
             .field("stats", &self.counters.snapshot())
@@ -242,16 +119,12 @@ impl<T> std::fmt::Debug for BulkWriter<T> {
 }
 
 impl<T: BigtableRow> BulkWriter<T> {
-    pub(crate) fn new(conn: &Connection, table: &str, clock: Clock, options: WriteOptions) -> Self {
-        let channel = conn.data_channel();
-        let table_path = conn.table_path(table).into();
+    /// A writer on `table`, under its write options.
+    pub(crate) fn new(table: RawTable, clock: Clock) -> Self {
         Self {
             row: std::marker::PhantomData,
-            table_name: table.to_owned(),
+            table,
             clock,
-            channel,
-            table_path,
-            options,
             batch: EncodedBatch::default(),
             staged: Vec::new(),
             buffer_mutations: 0,
@@ -306,7 +179,7 @@ impl<T: BigtableRow> BulkWriter<T> {
         builder: &MutationBuilder<'_, T>,
         now: chrono::DateTime<chrono::Utc>,
     ) -> Result<(EncodedRow, Option<EncodedBatch>)> {
-        let (table, staged) = (&self.table_name, &mut self.staged);
+        let (table, staged) = (self.table.name(), &mut self.staged);
         // Written straight into the request's bytes: no `Mutation` values.
         let row = self
             .batch
@@ -317,16 +190,17 @@ impl<T: BigtableRow> BulkWriter<T> {
         }
         let (mutations, bytes) = (row.entry.mutations, row.entry.len);
         let before = self.batch.len() - 1;
+        let options = *self.table.write_options();
         // Room for a full request of rows like this one at once: no
         // regrowing (the rows limit is usually what ends a batch).
-        let rows = self.options.max_rows_per_request.clamp(1, 16_384);
+        let rows = options.max_rows_per_request.clamp(1, 16_384);
         let capacity = bytes
             .saturating_mul(rows)
-            .min(self.options.max_request_bytes.saturating_add(bytes));
+            .min(options.max_request_bytes.saturating_add(bytes));
         let full = before > 0
-            && (before >= self.options.max_rows_per_request.max(1)
-                || self.buffer_mutations + mutations > self.options.max_mutations_per_request
-                || self.buffer_bytes + bytes > self.options.max_request_bytes);
+            && (before >= options.max_rows_per_request.max(1)
+                || self.buffer_mutations + mutations > options.max_mutations_per_request
+                || self.buffer_bytes + bytes > options.max_request_bytes);
         let full = full.then(|| {
             let next = self.batch.split_last(rows, capacity);
             self.take_batch_and_start(next)
@@ -377,26 +251,21 @@ impl<T: BigtableRow> BulkWriter<T> {
         while let Some(joined) = self.tasks.try_join_next_with_id() {
             self.take_in(joined);
         }
-        while self.tasks.len() >= self.options.max_in_flight.max(1) {
+        while self.tasks.len() >= self.table.write_options().max_in_flight.max(1) {
             self.reap_one().await;
         }
         // No request starts later than the policy's deadline after the
         // last answer: against a server that stopped answering, the write
         // ends one deadline after it did, however many requests are left.
-        let deadline = deadline_after(self.progress_at, self.options.retry.deadline);
-        let budget = self.options.retry.start_within(Some(deadline));
+        let retry = self.table.write_options().retry;
+        let budget = retry.start_within(Some(deadline_after(self.progress_at, retry.deadline)));
         let batch = Arc::new(batch);
         // The request counts in the writer's operation, or in the one
         // (and span) that sent it.
         let handle = self.tasks.spawn(telemetry::in_operation_of(
             self.operation.as_ref(),
-            send_batch(
-                self.channel.clone(),
-                self.table_path.clone(),
-                batch.clone(),
-                budget,
-                self.counters.clone(),
-            ),
+            self.table
+                .mutate_encoded(batch.clone(), budget, self.counters.clone()),
         ));
         self.in_flight.insert(handle.id(), batch);
     }
@@ -462,7 +331,7 @@ impl<T: BigtableRow> BulkWriter<T> {
             Ok(())
         } else {
             Err(Error::PartialWrite {
-                table: self.table_name.clone(),
+                table: self.table.name().to_owned(),
                 written,
                 failed,
             })

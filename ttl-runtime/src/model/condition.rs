@@ -12,14 +12,14 @@ use chrono::{DateTime, Utc};
 use crate::model::codec::CellCodec;
 use crate::model::error::{CodecError, Error, Result};
 use crate::model::filter::{chain, filter, one_column, only_family};
-use crate::model::row::BigtableRow;
-use crate::model::row_cells::RowCells;
-use crate::model::schema::{Column, Schema, LEGACY_ROW_MARKER};
-use crate::proto::{
+use crate::model::proto::{
     row_filter::{Condition as Branch, Filter, Interleave},
     value_range::{EndValue, StartValue},
     RowFilter, TimestampRange, ValueRange,
 };
+use crate::model::row::BigtableRow;
+use crate::model::row_cells::RowCells;
+use crate::model::schema::{Column, Schema, LEGACY_ROW_MARKER};
 
 /// A typed handle on one stored field of `T`: what a condition is built
 /// from. `#[derive(BigtableRow)]` generates one per stored field as an

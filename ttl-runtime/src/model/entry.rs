@@ -260,7 +260,7 @@ fn put_set_cell(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::{mutate_rows_request::Entry, mutation, MutateRowsRequest, Mutation};
+    use crate::model::proto::{mutate_rows_request::Entry, mutation, MutateRowsRequest, Mutation};
     use prost::Message as _;
 
     fn m(m: mutation::Mutation) -> Mutation {

@@ -10,7 +10,7 @@
 //! a regular expression evaluated per cell (on the emulator, a full-table
 //! typed scan ran at a third of the speed with the regex; see BENCHMARKS.md).
 
-use crate::proto::{
+use crate::model::proto::{
     column_range::{EndQualifier, StartQualifier},
     row_filter::{Chain, Filter, Interleave},
     ColumnRange, RowFilter, TimestampRange,

@@ -3,7 +3,7 @@
 //! `isRetryable`), so that a write whose answer was lost is re-sent only
 //! when a second application leaves the row as one would.
 
-use crate::proto::{mutation::Mutation as M, Mutation};
+use crate::model::proto::{mutation::Mutation as M, Mutation};
 
 /// The cell timestamp that asks the server to stamp the cell itself.
 const SERVER_TIME: i64 = -1;
@@ -24,7 +24,7 @@ pub(crate) fn idempotent(mutations: &[Mutation]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::mutation::{AddToCell, DeleteFromRow, MergeToCell, SetCell};
+    use crate::model::proto::mutation::{AddToCell, DeleteFromRow, MergeToCell, SetCell};
 
     fn set(ts: i64) -> Mutation {
         Mutation {

@@ -6,6 +6,7 @@
 //! It uses nothing from the layers above it (`wire`, [`crate::client`],
 //! [`crate::ops`]).
 
+pub mod cell;
 pub mod clock;
 pub mod codec;
 pub(crate) mod condition;
@@ -23,6 +24,7 @@ pub mod liveness;
 pub(crate) mod map;
 pub mod mutation;
 pub mod policy;
+pub mod proto;
 pub(crate) mod read_filter;
 pub mod row;
 pub(crate) mod row_cells;

@@ -20,9 +20,9 @@ use crate::model::limits::{
 };
 use crate::model::liveness::marker_value;
 use crate::model::policy::{from_micros, millis_floor, Expiry, Policy};
+use crate::model::proto::{mutation, mutation::Mutation as M, Mutation};
 use crate::model::row::{BigtableRow, CellSink, MutationBuilder, MutationOut};
 use crate::model::schema::{window_mark, Column, Schema, WhenAbsent};
-use crate::proto::{mutation, mutation::Mutation as M, Mutation};
 
 /// The mutations of one row write, ready to send.
 #[derive(Debug, Clone, PartialEq)]
@@ -607,7 +607,7 @@ fn check_row_size(table: &str, row_key: &[u8], mutations: usize, bytes: usize) -
 mod tests {
     use super::*;
     use crate::model::error::Error;
-    use crate::proto::{mutate_rows_request::Entry, mutation, Mutation};
+    use crate::model::proto::{mutate_rows_request::Entry, mutation, Mutation};
 
     fn entry(key: &str, cells: usize, value: usize) -> Entry {
         Entry {
@@ -659,7 +659,7 @@ mod wire_tests {
 
     use super::*;
     use crate::model::codec::Json;
-    use crate::proto::{mutate_rows_request::Entry, MutateRowsRequest};
+    use crate::model::proto::{mutate_rows_request::Entry, MutateRowsRequest};
 
     #[derive(bigtable_ttl::CellCodec, Debug, Clone, PartialEq)]
     #[bigtable(crate = crate)]

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use crate::proto::{row_filter::Filter, ColumnRange, RowFilter, TimestampRange};
+use crate::model::proto::{row_filter::Filter, ColumnRange, RowFilter, TimestampRange};
 
 /// The filter a typed read sends: per family, the cells visible at a given
 /// "now", the newest per column ([`crate::filter::read_filter`],

@@ -11,9 +11,9 @@ use crate::model::error::{CodecError, Error};
 use crate::model::field::{decode_error, FieldError};
 use crate::model::liveness::Verdict;
 use crate::model::policy::Expiry;
+use crate::model::proto::Mutation;
 use crate::model::schema::Schema;
 use crate::model::view::{CellRef, ColumnOf, Expiring, RowView};
-use crate::proto::Mutation;
 
 /// A struct stored as one Bigtable row. Implemented by `#[derive(BigtableRow)]`;
 /// implementing it by hand is possible but not the intended use.

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
+use crate::model::cell::Cell;
 use crate::model::liveness::{marker_row_ts, verdict, Marker, Newest, Verdict};
-use crate::model::scan::RawCell;
 use crate::model::schema::Schema;
 
 /// A row as a rewrite (`update`, `touch`, `set_ttl`, an increment's
@@ -23,15 +23,15 @@ use crate::model::schema::Schema;
 pub(crate) struct RowCells<'a> {
     schema: &'a Schema,
     /// By `(family, qualifier)`.
-    pub(crate) newest: BTreeMap<(&'a str, &'a [u8]), &'a RawCell>,
+    pub(crate) newest: BTreeMap<(&'a str, &'a [u8]), &'a Cell>,
     verdict: Verdict,
 }
 
 impl<'a> RowCells<'a> {
     /// The row of `schema` stored as `cells`, at `now`.
-    pub(crate) fn of(schema: &'a Schema, cells: &'a [RawCell], now: DateTime<Utc>) -> Self {
+    pub(crate) fn of(schema: &'a Schema, cells: &'a [Cell], now: DateTime<Utc>) -> Self {
         let visibility = schema.policy.visibility(now);
-        let mut newest: BTreeMap<(&str, &[u8]), &RawCell> = BTreeMap::new();
+        let mut newest: BTreeMap<(&str, &[u8]), &Cell> = BTreeMap::new();
         for cell in cells {
             let (family, qualifier) = (cell.family.as_str(), cell.qualifier.as_slice());
             let own = schema.column_index(family, qualifier).is_some()
@@ -80,7 +80,7 @@ impl<'a> RowCells<'a> {
     }
 
     /// The newest visible cell of `(family, qualifier)`.
-    pub(crate) fn get(&self, family: &str, qualifier: &[u8]) -> Option<&'a RawCell> {
+    pub(crate) fn get(&self, family: &str, qualifier: &[u8]) -> Option<&'a Cell> {
         self.newest.get(&(family, qualifier)).copied()
     }
 

@@ -1,16 +1,14 @@
-//! What a read asks for ([`Scan`]), what an unfiltered read returns
-//! ([`RawCell`]), and how a broken read is narrowed to resume after the last
+//! What a read asks for ([`Scan`]) and how a broken read is narrowed to resume after the last
 //! row it delivered (`resume_request`): request building, no I/O.
 
 use std::ops::{Bound, RangeBounds};
 
 use crate::model::error::{Error, Result};
-use crate::model::row::{BigtableRow, KeyPrefix};
-use crate::model::view::CellRef;
-use crate::proto::{
+use crate::model::proto::{
     row_range::{EndKey, StartKey},
     ReadRowsRequest, RowRange, RowSet,
 };
+use crate::model::row::{BigtableRow, KeyPrefix};
 
 /// Which rows a read covers, by raw row key, and how many at most.
 ///
@@ -32,9 +30,9 @@ use crate::proto::{
 /// required column has expired while another cell of it is live, one with
 /// only columns the struct does not know, one skipped as undecodable under
 /// [`crate::read::ReadOptions::with_skip_undecodable`]) do not count; a row
-/// that does not decode, returned as its error, does. ([`crate::Table::raw_rows`]
-/// leaves no row out; the raw data layer's [`crate::data::ReadRows::limit`]
-/// is Bigtable's own: rows the server sends.)
+/// that does not decode, returned as its error, does. (The raw data
+/// layer's [`crate::data::ReadRows::limit`] is Bigtable's own: rows the
+/// server sends, none left out.)
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[must_use]
 pub struct Scan {
@@ -354,36 +352,6 @@ fn prefix_range(prefix: &[u8]) -> RowRange {
         end_key,
     }
 }
-
-/// One stored cell, owned, as an unfiltered read returns it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RawCell {
-    /// Column family.
-    pub family: String,
-    /// Column qualifier.
-    pub qualifier: Vec<u8>,
-    /// Value bytes.
-    pub value: Vec<u8>,
-    /// Cell timestamp (µs since the epoch).
-    pub timestamp_micros: i64,
-}
-
-/// The borrowed form of `cell` the decoder reads, for benchmarks that
-/// decode rows of their own (through the hidden door). Not a method of
-/// `RawCell`: that would be public and name the private `CellRef`.
-#[must_use]
-pub fn cell_ref(cell: &RawCell) -> CellRef<'_> {
-    CellRef {
-        family: &cell.family,
-        qualifier: &cell.qualifier,
-        value: &cell.value,
-        timestamp_micros: cell.timestamp_micros,
-    }
-}
-
-/// One row as read: its key and its cells in the order the server sent them
-/// (family, then qualifier, then newest first).
-pub(crate) type RawRow = (Vec<u8>, Vec<RawCell>);
 
 /// `request` narrowed to the rows it has not delivered yet: those after
 /// `last_key`, or before it for a reversed read (which delivers keys in

@@ -15,9 +15,9 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::client::admin::family_policy;
 use crate::client::connection::Connection;
+use crate::model::cell::Cell;
 use crate::model::error::Result;
 use crate::model::policy::{from_micros, Policy};
-use crate::model::scan::RawCell;
 
 use super::expiry::ExpiryHistogram;
 use super::scan::{FamilyPages, ScanProgress};
@@ -266,11 +266,11 @@ impl std::fmt::Display for AuditReport {
 ///
 /// ```
 /// use bigtable_ttl::ops::Audit;
-/// use bigtable_ttl::{Policy, RawCell};
+/// use bigtable_ttl::{data::Cell, Policy};
 /// use chrono::{TimeDelta, Utc};
 ///
 /// let now = Utc::now();
-/// let cell = |ts: i64| RawCell { family: "s".into(), qualifier: b"q".to_vec(), value: vec![], timestamp_micros: ts };
+/// let cell = |ts: i64| Cell::new("s", b"q".to_vec(), ts, vec![]);
 /// let mut audit = Audit::new("t", "s", Policy::CellExpiry, now);
 /// let past = (now - TimeDelta::hours(1)).timestamp_micros();
 /// let future = (now + TimeDelta::hours(1)).timestamp_micros();
@@ -323,14 +323,14 @@ impl Audit {
     }
 
     /// Count one row of the family, with its key (for progress).
-    pub fn observe_keyed_row(&mut self, key: &[u8], cells: &[RawCell]) {
+    pub fn observe_keyed_row(&mut self, key: &[u8], cells: &[Cell]) {
         self.observe_row(cells);
         self.last_row_key = Some(key.to_vec());
     }
 
     /// Count one row's cells of the family (cells of other families must
     /// not be passed; a row without cells is ignored).
-    pub fn observe_row(&mut self, cells: &[RawCell]) {
+    pub fn observe_row(&mut self, cells: &[Cell]) {
         if cells.is_empty() {
             return;
         }
@@ -448,8 +448,8 @@ pub async fn audit(
 mod tests {
     use super::*;
 
-    fn cell(ts: i64) -> RawCell {
-        RawCell {
+    fn cell(ts: i64) -> Cell {
+        Cell {
             family: "c".into(),
             qualifier: b"q".to_vec(),
             value: vec![],
@@ -467,7 +467,7 @@ mod tests {
 
     #[test]
     fn rows_whose_columns_expire_at_different_times_are_counted_with_the_widest_spread() {
-        let column = |q: &str, d: TimeDelta| RawCell {
+        let column = |q: &str, d: TimeDelta| Cell {
             qualifier: q.as_bytes().to_vec(),
             ..cell(at(d))
         };

@@ -3,20 +3,17 @@
 
 use std::collections::BTreeMap;
 
-use crate::proto::{ReadRowsRequest, RowSet};
-
 use crate::model::filter::only_family;
 use chrono::{DateTime, TimeDelta, Utc};
-use futures_util::TryStreamExt as _;
 
 use crate::client::admin::live_rules_by;
 use crate::client::connection::Connection;
-use crate::client::read::{read_rows, ReadOptions};
+use crate::client::data::RawTable;
+use crate::model::cell::Cell;
 use crate::model::codec::CellCodec;
 use crate::model::error::Result;
 use crate::model::gc_rule::{policy_from_rule, GcRule};
 use crate::model::policy::Policy;
-use crate::model::scan::RawCell;
 
 use super::spec::DEFAULT_WRITTEN_AT;
 
@@ -145,11 +142,11 @@ fn shadow_time(value: &[u8]) -> Option<DateTime<Utc>> {
 #[must_use]
 pub(crate) fn explain_cells(
     families: &BTreeMap<String, FamilyPolicy>,
-    cells: &[RawCell],
+    cells: &[Cell],
     written_at: &str,
     now: DateTime<Utc>,
 ) -> Vec<CellReport> {
-    let is_shadow = |c: &RawCell| c.qualifier == written_at.as_bytes();
+    let is_shadow = |c: &Cell| c.qualifier == written_at.as_bytes();
     // Shadow versions per family: timestamp -> real time, and the newest.
     let mut shadows: BTreeMap<&str, BTreeMap<i64, DateTime<Utc>>> = BTreeMap::new();
     for cell in cells.iter().filter(|c| is_shadow(c)) {
@@ -226,23 +223,11 @@ pub async fn inspect(conn: &Connection, request: &InspectRequest) -> Result<RowI
             (name, FamilyPolicy { rule, policy })
         })
         .collect();
-    let request = ReadRowsRequest {
-        table_name: conn.table_path(table),
-        rows: Some(RowSet {
-            row_keys: vec![row_key.clone()],
-            row_ranges: vec![],
-        }),
-        filter: family.map(only_family),
-        rows_limit: 1,
-        ..ReadRowsRequest::default()
-    };
-    let options = ReadOptions::default().with_retry(conn.retry());
-    let rows: Vec<(Vec<u8>, Vec<RawCell>)> =
-        read_rows(conn.data_channel(), request, options, Some(deadline))
-            .map_err(|e| e.into_error(table, Some(row_key.clone())))
-            .try_collect()
-            .await?;
-    let cells = rows.into_iter().next().map(|(_, c)| c).unwrap_or_default();
+    let row = RawTable::new(conn, table)
+        .within(Some(deadline))
+        .read_row(row_key, family.map(only_family))
+        .await?;
+    let cells = row.map(|row| row.cells).unwrap_or_default();
     Ok(RowInspection {
         table: table.to_owned(),
         row_key: row_key.clone(),
@@ -261,8 +246,8 @@ mod tests {
         DateTime::from_timestamp_millis(1_700_000_000_000).unwrap()
     }
 
-    fn cell(family: &str, q: &str, ts: DateTime<Utc>, value: Vec<u8>) -> RawCell {
-        RawCell {
+    fn cell(family: &str, q: &str, ts: DateTime<Utc>, value: Vec<u8>) -> Cell {
+        Cell {
             family: family.into(),
             qualifier: q.as_bytes().to_vec(),
             value,

@@ -10,13 +10,14 @@ use futures_util::TryStreamExt as _;
 
 use crate::client::conditional::Checked;
 use crate::client::table::Table;
+use crate::model::cell::Cell;
 use crate::model::condition::{legacy_marker_alone, Pin};
 use crate::model::error::Result;
 use crate::model::liveness::{marker_value, Verdict};
 use crate::model::mutation::{set_cell, RowMutation};
 use crate::model::row::BigtableRow;
 use crate::model::row_cells::RowCells;
-use crate::model::scan::{RawCell, Scan};
+use crate::model::scan::Scan;
 use crate::model::schema::{Schema, LEGACY_ROW_MARKER};
 
 use super::retime::Round;
@@ -155,7 +156,7 @@ impl<T: BigtableRow> Table<T> {
         let mut rows = Box::pin(self.raw_stream(request));
         let mut in_page = 0;
         while let Some((key, cells)) = rows.try_next().await? {
-            let cells: Vec<RawCell> = cells.into_iter().map(RawCell::from).collect();
+            let cells: Vec<Cell> = cells.into_iter().map(Cell::from).collect();
             progress.rows_read += 1;
             match need(T::SCHEMA, &cells, self.clock().now()) {
                 Need::Marker(..) => {
@@ -191,7 +192,7 @@ impl<T: BigtableRow> Table<T> {
     /// was written.
     async fn mark_row(&self, key: &[u8]) -> Result<bool> {
         let plan = |row: &RowCells<'_>, now: DateTime<Utc>| {
-            let cells: Vec<RawCell> = row.newest.values().map(|c| (*c).clone()).collect();
+            let cells: Vec<Cell> = row.newest.values().map(|c| (*c).clone()).collect();
             Ok(match need(T::SCHEMA, &cells, now) {
                 Need::Marker(ts, value) => {
                     let family = T::SCHEMA.marker_family();
@@ -241,7 +242,7 @@ impl<T: BigtableRow> Table<T> {
 }
 
 /// What a row of `schema` stored as `cells` needs at `now`.
-fn need(schema: &Schema, cells: &[RawCell], now: DateTime<Utc>) -> Need {
+fn need(schema: &Schema, cells: &[Cell], now: DateTime<Utc>) -> Need {
     let row = RowCells::of(schema, cells, now);
     match row.verdict() {
         Verdict::Live { row_ts } => {
@@ -269,7 +270,7 @@ fn need(schema: &Schema, cells: &[RawCell], now: DateTime<Utc>) -> Need {
 /// A row of a struct whose fields are all `Option` that only the legacy
 /// one-byte marker holds (every field `None` when it was written): its
 /// marker at the legacy one's timestamp.
-fn legacy_only(schema: &Schema, cells: &[RawCell], now: DateTime<Utc>) -> Option<Need> {
+fn legacy_only(schema: &Schema, cells: &[Cell], now: DateTime<Utc>) -> Option<Need> {
     if !schema.all_fields_optional() || schema.marker == LEGACY_ROW_MARKER {
         return None;
     }

@@ -4,19 +4,19 @@
 
 use std::ops::ControlFlow;
 
-use crate::proto::{mutate_rows_request::Entry, Mutation};
+use crate::model::proto::{mutate_rows_request::Entry, Mutation};
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::client::admin::live_rules;
 use crate::client::connection::Connection;
-use crate::client::writer::write_entries;
+use crate::client::data::RawTable;
+use crate::model::cell::Cell;
 use crate::model::clock::Clock;
 use crate::model::codec::CellCodec;
-use crate::model::error::{Code, Error, MigrationProblem, Overflow, Result};
+use crate::model::error::{Code, Error, FailedRow, MigrationProblem, Overflow, Result};
 use crate::model::gc_rule::{describe_rule, gc_rule, rule_matches, GcRule};
 use crate::model::mutation::set_cell;
 use crate::model::policy::{from_micros, millis_floor, Expiry, Policy};
-use crate::model::scan::RawCell;
 use crate::model::schema::Schema;
 
 use super::scan::{FamilyPages, DEFAULT_PAGE_ROWS};
@@ -335,10 +335,10 @@ pub(crate) struct RowPlan {
 pub(crate) fn plan_row(
     plan: &MigratePlan,
     ttl: TimeDelta,
-    cells: &[RawCell],
+    cells: &[Cell],
     now: DateTime<Utc>,
 ) -> Result<RowPlan> {
-    let source: Vec<&RawCell> = cells.iter().filter(|c| c.family == plan.from).collect();
+    let source: Vec<&Cell> = cells.iter().filter(|c| c.family == plan.from).collect();
     if source
         .iter()
         .any(|c| c.qualifier == plan.written_at.as_bytes())
@@ -397,8 +397,8 @@ pub(crate) fn plan_row(
 }
 
 /// The newest version of each column of `cells`, in column order.
-fn newest_per_column<'c>(cells: &[&'c RawCell]) -> Vec<&'c RawCell> {
-    let mut newest: std::collections::BTreeMap<&[u8], &RawCell> = std::collections::BTreeMap::new();
+fn newest_per_column<'c>(cells: &[&'c Cell]) -> Vec<&'c Cell> {
+    let mut newest: std::collections::BTreeMap<&[u8], &Cell> = std::collections::BTreeMap::new();
     for cell in cells {
         newest
             .entry(cell.qualifier.as_slice())
@@ -546,6 +546,7 @@ pub async fn migrate(
     let ttl = plan.effective_ttl()?;
     prepare(conn, plan).await?;
     let mut checkpoint = resume.unwrap_or_default();
+    let target = RawTable::new(conn, &plan.table);
     let mut pages = FamilyPages::new(conn, &plan.table, &plan.from)
         .part(&checkpoint.part)
         .after(checkpoint.last_row_key.clone())
@@ -571,7 +572,7 @@ pub async fn migrate(
             }
             last = Some(key);
         }
-        write_entries(conn, &plan.table, entries, conn.retry()).await?;
+        write_all(&target, entries).await?;
         checkpoint.last_row_key = last;
         if on_batch(&checkpoint).is_break() {
             return Ok(MigrateStatus::Stopped(checkpoint));
@@ -590,6 +591,30 @@ pub async fn migrate(
         checkpoint,
         verification,
     }))
+}
+
+/// Write `entries` through the raw layer's `MutateRows` (each entry retried
+/// only when idempotent), every row not surely written named.
+///
+/// # Errors
+/// [`Error::PartialWrite`]; [`Error::Server`] when the request failed as a
+/// whole and no entry was answered.
+async fn write_all(table: &RawTable, entries: Vec<Entry>) -> Result<()> {
+    let results = table.mutate_rows(entries).await?;
+    let written = results.iter().filter(|r| r.is_ok()).count();
+    let failed: Vec<FailedRow> = results
+        .into_iter()
+        .filter_map(std::result::Result::err)
+        .map(|e| FailedRow::new(e.row_key, e.answered.then_some(e.code), e.message))
+        .collect();
+    if failed.is_empty() {
+        return Ok(());
+    }
+    Err(Error::PartialWrite {
+        table: table.name().to_owned(),
+        written,
+        failed,
+    })
 }
 
 /// Count, at `now`, the source cells (and rows) alive under the plan's
@@ -656,10 +681,10 @@ pub async fn verify_part(
 fn expected_cells(
     plan: &MigratePlan,
     ttl: TimeDelta,
-    cells: &[RawCell],
+    cells: &[Cell],
     now: DateTime<Utc>,
 ) -> Result<u64> {
-    let source: Vec<&RawCell> = cells.iter().filter(|c| c.family == plan.from).collect();
+    let source: Vec<&Cell> = cells.iter().filter(|c| c.family == plan.from).collect();
     let alive = |timestamp_micros: i64| -> Result<bool> {
         let written = real_time(timestamp_micros)?;
         Ok(target_timestamp(plan.policy, written, ttl, now)?.is_some())
@@ -682,14 +707,14 @@ fn expected_cells(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::mutation;
+    use crate::model::proto::mutation;
 
     fn now() -> DateTime<Utc> {
         DateTime::from_timestamp_millis(1_700_000_000_000).unwrap()
     }
 
-    fn cell(q: &str, t: DateTime<Utc>) -> RawCell {
-        RawCell {
+    fn cell(q: &str, t: DateTime<Utc>) -> Cell {
+        Cell {
             family: "raw".into(),
             qualifier: q.as_bytes().to_vec(),
             value: q.as_bytes().to_vec(),

@@ -20,7 +20,6 @@
 //! * [`migrate()`]: copy a family with real timestamps into a family managed by
 //!   a policy, artificial timestamps and shadow column included, resumable
 //!   from a checkpoint;
-//! * [`raw_rows`]: every stored cell of a table, unfiltered;
 //! * `Table::add_markers`: give rows written without their struct's row
 //!   marker (by earlier versions or other programs) that marker, resumable
 //!   and sharded ([`MarkProgress`]);
@@ -44,7 +43,6 @@ mod expiry;
 mod inspect;
 mod markers;
 mod migrate;
-mod raw;
 mod retime;
 mod scan;
 mod shard;
@@ -61,7 +59,6 @@ pub use migrate::verify_part;
 pub use migrate::{
     migrate, verify, Checkpoint, MigratePlan, MigrateReport, MigrateStatus, RowExpiry, Verification,
 };
-pub use raw::raw_rows;
 pub use retime::{Retime, Touched, RETIME_ROUNDS};
 pub use scan::ScanProgress;
 pub use shard::{

@@ -7,6 +7,7 @@ use futures_util::TryStreamExt as _;
 use crate::client::conditional::Checked;
 use crate::client::table::Table;
 use crate::client::telemetry;
+use crate::model::cell::Cell;
 use crate::model::condition::{unchanged, Pin};
 use crate::model::error::{Error, Overflow, Result};
 use crate::model::filter::row_filter;
@@ -16,7 +17,7 @@ use crate::model::mutation::{delete_column, mark_window, push_marker, set_cell, 
 use crate::model::policy::{Expiry, Policy};
 use crate::model::row::BigtableRow;
 use crate::model::row_cells::RowCells;
-use crate::model::scan::{RawCell, Scan};
+use crate::model::scan::Scan;
 use crate::model::schema::{Column, Schema, WhenAbsent};
 use crate::model::view::Expiring;
 use crate::wire::merge::MergedRow;
@@ -70,7 +71,7 @@ pub enum Retime {
 pub(crate) fn retime_mutation(
     schema: &Schema,
     row_key: &[u8],
-    cells: &[RawCell],
+    cells: &[Cell],
     now: DateTime<Utc>,
     how: Retime,
 ) -> Result<Option<RowMutation>> {
@@ -412,7 +413,7 @@ impl<T: BigtableRow> Table<T> {
         &self,
         row_key: &[u8],
         now: DateTime<Utc>,
-    ) -> Result<Vec<RawCell>> {
+    ) -> Result<Vec<Cell>> {
         let request = self.read_request(
             Scan::keys([row_key]).limit(1),
             Some(row_filter(T::SCHEMA, now)),
@@ -421,7 +422,7 @@ impl<T: BigtableRow> Table<T> {
         Ok(rows
             .into_iter()
             .next()
-            .map(|(_, cells)| cells.into_iter().map(RawCell::from).collect())
+            .map(|(_, cells)| cells.into_iter().map(Cell::from).collect())
             .unwrap_or_default())
     }
 
@@ -467,8 +468,8 @@ mod tests {
     use super::*;
     use crate::model::codec::CellCodec;
     use crate::model::policy::Policy;
+    use crate::model::proto::mutation;
     use crate::model::schema::{Column, ShadowColumn, WhenAbsent};
-    use crate::proto::mutation;
 
     static SCHEMA: Schema = Schema {
         table: "clicks",
@@ -507,8 +508,8 @@ mod tests {
         DateTime::from_timestamp_millis(1_700_000_000_000).unwrap()
     }
 
-    fn cell(q: &str, ts: DateTime<Utc>, value: &[u8]) -> RawCell {
-        RawCell {
+    fn cell(q: &str, ts: DateTime<Utc>, value: &[u8]) -> Cell {
+        Cell {
             family: "c".into(),
             qualifier: q.as_bytes().to_vec(),
             value: value.to_vec(),

@@ -2,20 +2,20 @@
 //! order, a page of rows at a time, within one part of the key space, so
 //! long scans show progress and a migration can checkpoint between pages.
 
-use crate::proto::{
+use crate::model::proto::{
     row_filter::Filter,
     row_range::{EndKey, StartKey},
-    ReadRowsRequest, RowRange, RowSet,
+    RowRange, RowSet,
 };
 use std::pin::Pin;
 
 use futures_util::{Stream, TryStreamExt as _};
 
 use crate::client::connection::Connection;
-use crate::client::read::{read_rows, ReadOptions};
+use crate::client::data::{RawTable, ReadRows};
+use crate::model::cell::Cell;
 use crate::model::error::Result;
 use crate::model::filter::{chain, filter, only_family};
-use crate::model::scan::RawCell;
 
 use super::shard::Part;
 
@@ -37,8 +37,7 @@ pub struct ScanProgress {
 
 /// Reads the rows holding cells of `family`, page by page.
 pub(crate) struct FamilyPages {
-    conn: Connection,
-    table: String,
+    table: RawTable,
     family: String,
     after: Option<Vec<u8>>,
     part: Part,
@@ -50,13 +49,12 @@ pub(crate) struct FamilyPages {
 }
 
 /// One `ReadRows` stream of raw rows.
-type RowStream = Pin<Box<dyn Stream<Item = Result<(Vec<u8>, Vec<RawCell>)>> + Send>>;
+type RowStream = Pin<Box<dyn Stream<Item = Result<(Vec<u8>, Vec<Cell>)>> + Send>>;
 
 impl FamilyPages {
     pub(crate) fn new(conn: &Connection, table: &str, family: &str) -> Self {
         Self {
-            conn: conn.clone(),
-            table: table.to_owned(),
+            table: RawTable::new(conn, table),
             family: family.to_owned(),
             after: None,
             part: Part::whole(),
@@ -100,7 +98,7 @@ impl FamilyPages {
     /// one request each: a server that gathers a request's whole range
     /// before applying its row limit, as Google's emulator does, would
     /// otherwise go over the rest of the part once per page.
-    pub(crate) async fn next_page(&mut self) -> Result<Option<Vec<(Vec<u8>, Vec<RawCell>)>>> {
+    pub(crate) async fn next_page(&mut self) -> Result<Option<Vec<(Vec<u8>, Vec<Cell>)>>> {
         if self.done {
             return Ok(None);
         }
@@ -109,21 +107,14 @@ impl FamilyPages {
             if self.strip_values {
                 filters.push(filter(Filter::StripValueTransformer(true)));
             }
-            let request = ReadRowsRequest {
-                table_name: self.conn.table_path(&self.table),
-                rows: self.row_set(),
-                filter: Some(chain(filters)),
-                ..ReadRowsRequest::default()
+            let rows = match self.row_set() {
+                Some(set) => ReadRows::rows(set),
+                None => ReadRows::all(),
             };
-            let table = self.table.clone();
             self.rows = Some(Box::pin(
-                read_rows(
-                    self.conn.data_channel(),
-                    request,
-                    ReadOptions::default().with_retry(self.conn.retry()),
-                    None,
-                )
-                .map_err(move |e| e.into_error(&table, None)),
+                self.table
+                    .read_rows(rows.filter(chain(filters)))
+                    .map_ok(|row| (row.key, row.cells)),
             ));
         }
         let Some(rows) = self.rows.as_mut() else {

@@ -8,6 +8,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::client::table::{Table, Written};
 use crate::client::telemetry;
+use crate::model::cell::Cell;
 use crate::model::codec::CellCodec;
 use crate::model::condition::Field;
 use crate::model::condition::Pin;
@@ -18,7 +19,6 @@ use crate::model::mutation::{delete_column, push_marker, set_cell, RowMutation};
 use crate::model::policy::{from_micros, millis_floor, Expiry};
 use crate::model::row::BigtableRow;
 use crate::model::row_cells::RowCells;
-use crate::model::scan::RawCell;
 use crate::model::schema::Schema;
 use crate::ops::retime::{retime_mutation, Retime, Round};
 
@@ -61,7 +61,7 @@ pub enum Change {
 pub fn update_mutation(
     schema: &Schema,
     row_key: &[u8],
-    cells: &[RawCell],
+    cells: &[Cell],
     now: DateTime<Utc>,
     changes: &[Change],
     retime: Option<Retime>,
@@ -88,7 +88,7 @@ pub(crate) fn update_row(
     let Some(row_ts) = row.verdict().row_ts() else {
         return Ok(None);
     };
-    let mut next: Vec<RawCell> = row.newest.values().map(|c| (*c).clone()).collect();
+    let mut next: Vec<Cell> = row.newest.values().map(|c| (*c).clone()).collect();
     let mut cleared = Vec::new();
     let mut written = Vec::new();
     for change in changes {
@@ -125,7 +125,7 @@ pub(crate) fn update_row(
             Some(ttl) => policy.cell_timestamp(now, Expiry::Ttl(ttl))?.min(row_ts),
             None => row_ts,
         };
-        next.push(RawCell {
+        next.push(Cell {
             family: column.family.to_owned(),
             qualifier: qualifier.to_vec(),
             value: value.clone(),
@@ -141,7 +141,7 @@ pub(crate) fn update_row(
             source,
         })?;
         next.retain(|c| !(c.family == shadow.family && c.qualifier == qualifier));
-        next.push(RawCell {
+        next.push(Cell {
             family: shadow.family.to_owned(),
             qualifier: qualifier.to_vec(),
             value,
@@ -346,8 +346,8 @@ impl<T: BigtableRow> Table<T> {
 mod tests {
     use super::*;
     use crate::model::policy::Policy;
+    use crate::model::proto::mutation;
     use crate::model::schema::{Column, ShadowColumn, WhenAbsent};
-    use crate::proto::mutation;
 
     static SCHEMA: Schema = Schema {
         table: "profiles",
@@ -382,8 +382,8 @@ mod tests {
         key_separator: "",
     };
 
-    fn cell(q: &str, ts: i64, value: &[u8]) -> RawCell {
-        RawCell {
+    fn cell(q: &str, ts: i64, value: &[u8]) -> Cell {
+        Cell {
             family: "p".into(),
             qualifier: q.as_bytes().to_vec(),
             value: value.to_vec(),

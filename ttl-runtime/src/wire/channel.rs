@@ -13,7 +13,7 @@ use std::time::Duration;
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
 use crate::model::error::BoxError;
-use crate::proto::{
+use crate::model::proto::{
     CheckAndMutateRowRequest, CheckAndMutateRowResponse, MutateRowRequest, MutateRowResponse,
     MutateRowsResponse, ReadModifyWriteRowRequest, ReadModifyWriteRowResponse, ReadRowsRequest,
     SampleRowKeysRequest, SampleRowKeysResponse,

@@ -8,7 +8,7 @@
 
 use std::ops::Range;
 
-use crate::proto::{
+use crate::model::proto::{
     read_rows_response::{cell_chunk::RowStatus, CellChunk},
     ReadRowsRequest,
 };
@@ -327,7 +327,7 @@ impl Decoder for ChunkDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::{ReadRowsResponse, RequestStats};
+    use crate::model::proto::{ReadRowsResponse, RequestStats};
     use crate::wire::protobuf::{encode_key, encode_message, encode_varint};
     use proptest::collection::vec;
     use proptest::prelude::*;

@@ -14,7 +14,7 @@ use tonic::codec::{Codec, EncodeBuf, Encoder};
 use tonic_prost::ProstDecoder;
 
 use crate::model::idempotent::idempotent;
-use crate::proto::{mutate_rows_request::Entry, MutateRowsResponse};
+use crate::model::proto::{mutate_rows_request::Entry, MutateRowsResponse};
 use crate::wire::protobuf::{
     decode_varint, encode_key, encode_message, encode_varint, encoded_len_varint, key_len,
     message_len, WireType,
@@ -249,7 +249,7 @@ impl Encoder for BodyEncoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::{mutation, MutateRowsRequest, Mutation};
+    use crate::model::proto::{mutation, MutateRowsRequest, Mutation};
     use prost::Message as _;
 
     fn entry(key: &str, value: &[u8]) -> Entry {

@@ -13,8 +13,8 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 use prost::Message as _;
 
-use crate::proto::read_rows_response::{cell_chunk::RowStatus, CellChunk};
-use crate::proto::ReadRowsResponse;
+use crate::model::proto::read_rows_response::{cell_chunk::RowStatus, CellChunk};
+use crate::model::proto::ReadRowsResponse;
 use crate::wire::chunk::{decode_response_into, Chunk, ChunkStatus, Response};
 use crate::wire::merge::{MergedRow, RowMerger};
 

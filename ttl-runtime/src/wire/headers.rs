@@ -98,9 +98,9 @@ mod tests {
     #[test]
     fn the_feature_header_announces_reverse_scans() {
         use prost::Message as _;
-        let flags = crate::proto::FeatureFlags {
+        let flags = crate::model::proto::FeatureFlags {
             reverse_scans: true,
-            ..crate::proto::FeatureFlags::default()
+            ..crate::model::proto::FeatureFlags::default()
         };
         assert_eq!(
             websafe_base64(&flags.encode_to_vec()),

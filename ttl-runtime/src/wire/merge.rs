@@ -13,12 +13,11 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 
 use crate::model::limits::MAX_CELL_BYTES;
-use crate::model::scan::RawCell;
 use crate::model::view::CellRef;
 use crate::wire::chunk::{Chunk, ChunkStatus, Response};
 use crate::wire::read_error::ReadError;
 
-impl From<Cell> for RawCell {
+impl From<Cell> for crate::model::cell::Cell {
     fn from(cell: Cell) -> Self {
         Self {
             family: cell.family.as_ref().to_owned(),
@@ -29,7 +28,7 @@ impl From<Cell> for RawCell {
     }
 }
 
-/// One cell as merged: a [`RawCell`] whose family name is shared by every
+/// One cell as merged: a [`crate::model::cell::Cell`] whose family name is shared by every
 /// cell of the family (families are few; no allocation per cell) and whose
 /// qualifier and value share the response's buffers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -395,8 +394,8 @@ impl RowMerger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::read_rows_response::{cell_chunk::RowStatus, CellChunk};
-    use crate::proto::ReadRowsResponse;
+    use crate::model::proto::read_rows_response::{cell_chunk::RowStatus, CellChunk};
+    use crate::model::proto::ReadRowsResponse;
 
     fn chunk(key: &str, fam: Option<&str>, q: Option<&str>, ts: i64, v: &str) -> Chunk {
         CellChunk {

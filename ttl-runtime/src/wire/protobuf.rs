@@ -170,7 +170,7 @@ pub(crate) fn message_len(tag: u32, message: &impl prost::Message) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::{read_rows_response::CellChunk, ReadRowsResponse};
+    use crate::model::proto::{read_rows_response::CellChunk, ReadRowsResponse};
     use proptest::prelude::*;
     use prost::Message as _;
 

@@ -3,7 +3,7 @@
 //! typed API's signatures name none of Bigtable's generated types.
 
 use crate::model::mutation::RowMutation;
-use crate::proto::{mutate_rows_request::Entry, Mutation};
+use crate::model::proto::{mutate_rows_request::Entry, Mutation};
 
 /// The mutations of `write`, in order, as Bigtable's v2 messages.
 ///

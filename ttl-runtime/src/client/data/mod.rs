@@ -69,36 +69,43 @@ use futures_util::{Stream, StreamExt as _, TryStreamExt as _};
 use crate::client::connection::Connection;
 use crate::client::failure::{one_attempt_error, status_error};
 use crate::client::read::{read_rows_with, ReadCounters, ReadOptions};
-use crate::client::retry::{retryable_status, RetryPolicy};
+use crate::client::retry::{retryable_status, Budget, RetryPolicy};
 use crate::model::error::{Code, Error, Result};
-use crate::proto::mutate_rows_request::Entry;
-use crate::proto::{
+use crate::model::proto::mutate_rows_request::Entry;
+use crate::model::proto::{
     CheckAndMutateRowRequest, Mutation, ReadModifyWriteRowRequest, ReadModifyWriteRowResponse,
     ReadModifyWriteRule, ReadRowsRequest, RowFilter, SampleRowKeysResponse,
 };
-use crate::wire::channel::DataChannel;
 use crate::wire::codec::EncodedBatch;
 use crate::wire::cookies::RoutingCookies;
 use crate::wire::merge::MergedRow;
 use crate::wire::status::{code_of, not_sent, was_not_sent, was_undecodable};
 
+pub use crate::model::cell::Cell;
 pub use crate::model::read_filter::ReadFilter;
 pub use messages::{into_entry, mutations_of};
-pub(crate) use mutate::{bump, send_batch, BatchReport, Unwritten, WriteCounters};
-pub use rows::{Cell, ReadRows, Row};
+pub(crate) use mutate::{bump, BatchReport, Unwritten, WriteCounters};
+use mutate::{send_batch, WriteOptions};
+pub use rows::{ReadRows, Row};
 
 /// A handle on one table for raw data calls: rows by key, cells by family
 /// and qualifier, Bigtable's own mutations and filters. Cheap to clone.
 ///
 /// Reads follow its [`ReadOptions`], writes its write [`RetryPolicy`];
 /// both start as the connection's ([`Connection::retry`]).
+///
+/// Every data call the library makes goes through this type: the typed
+/// [`Table`](crate::Table) holds one, and the bulk writer, the
+/// [`ops`](crate::ops) and the schema checks read and write through it.
 #[derive(Clone)]
 pub struct RawTable {
-    channel: DataChannel,
+    conn: Connection,
     name: Arc<str>,
     path: Arc<str>,
     read: ReadOptions,
-    write: RetryPolicy,
+    /// The write policy ([`RawTable::with_write_retry`]) and, for the bulk
+    /// writer of a typed table, how it batches.
+    write: WriteOptions,
     counters: Arc<ReadCounters>,
     /// The deadline of the call whose steps this handle makes (a typed
     /// table's conditional write, its re-read, …): every request through
@@ -111,7 +118,7 @@ impl std::fmt::Debug for RawTable {
         f.debug_struct("RawTable")
             .field("table", &self.path)
             .field("read", &self.read)
-            .field("write", &self.write)
+            .field("write", &self.write.retry)
             .finish_non_exhaustive()
     }
 }
@@ -140,13 +147,18 @@ impl RawTable {
     /// the connection's timeouts and retries.
     #[must_use]
     pub fn new(conn: &Connection, table: &str) -> Self {
+        Self::on(conn.clone(), table)
+    }
+
+    /// [`RawTable::new`], keeping `conn` (a typed table's own).
+    pub(crate) fn on(conn: Connection, table: &str) -> Self {
         let retry = conn.retry();
         Self {
-            channel: conn.data_channel(),
-            name: table.into(),
             path: conn.table_path(table).into(),
+            conn,
+            name: table.into(),
             read: ReadOptions::default().with_retry(retry),
-            write: retry,
+            write: WriteOptions::default().with_retry(retry),
             counters: Arc::default(),
             deadline: None,
         }
@@ -164,14 +176,48 @@ impl RawTable {
     /// never retried.
     #[must_use]
     pub fn with_write_retry(mut self, policy: RetryPolicy) -> Self {
-        self.write = policy;
+        self.write.retry = policy;
         self
     }
 
-    /// The same handle counting its reads' resumes in `counters` (a typed
-    /// table's statistics).
-    pub(crate) fn with_counters(mut self, counters: Arc<ReadCounters>) -> Self {
-        self.counters = counters;
+    /// The same handle with these write settings: its write policy and
+    /// how a bulk writer on it batches.
+    pub(crate) fn with_write_options(mut self, options: WriteOptions) -> Self {
+        self.write = options;
+        self
+    }
+
+    /// The write settings.
+    pub(crate) fn write_options(&self) -> &WriteOptions {
+        &self.write
+    }
+
+    /// The timeouts and retries of reads.
+    pub(crate) fn read_options(&self) -> &ReadOptions {
+        &self.read
+    }
+
+    /// What reads through this handle (and the handles sharing its
+    /// counters) met.
+    pub(crate) fn counters(&self) -> &Arc<ReadCounters> {
+        &self.counters
+    }
+
+    /// The deadline of the call this handle makes the steps of, if any.
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// The connection.
+    pub(crate) fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The same handle on the table `name` of the same instance, with the
+    /// same settings and counters.
+    pub(crate) fn renamed(mut self, name: &str) -> Self {
+        self.path = self.conn.table_path(name).into();
+        self.name = name.into();
         self
     }
 
@@ -251,7 +297,7 @@ impl RawTable {
             .map(|r| r.row_keys[0].clone());
         let table = self.name.clone();
         read_rows_with(
-            self.channel.clone(),
+            self.conn.data_channel(),
             request,
             self.read,
             self.counters.clone(),
@@ -277,12 +323,12 @@ impl RawTable {
         mutations: Vec<Mutation>,
     ) -> Result<()> {
         mutate::mutate_row(
-            &self.channel,
+            &self.conn.data_channel(),
             &self.name,
             self.path.to_string(),
             key.into(),
             mutations,
-            self.write.start_within(self.deadline),
+            self.write.retry.start_within(self.deadline),
         )
         .await
     }
@@ -315,14 +361,10 @@ impl RawTable {
             batch.push(entry);
         }
         let batch = Arc::new(batch);
-        let report = send_batch(
-            self.channel.clone(),
-            self.path.clone(),
-            batch.clone(),
-            self.write.start_within(self.deadline),
-            Arc::default(),
-        )
-        .await;
+        let budget = self.write.retry.start_within(self.deadline);
+        let report = self
+            .mutate_encoded(batch.clone(), budget, Arc::default())
+            .await;
         let mut results: Vec<std::result::Result<(), EntryError>> = vec![Ok(()); entries.len()];
         // An entry sent once whose answer was lost is reported on its own:
         // it may have been applied.
@@ -361,6 +403,26 @@ impl RawTable {
             }
         }
         Ok(results)
+    }
+
+    /// `MutateRows` of entries already encoded (the bulk writer's batches,
+    /// [`RawTable::mutate_rows`]'s), within `budget`, counted in
+    /// `counters`: only the entries not yet written are re-sent, and of
+    /// those only the idempotent ones. Owns what it needs, so that it can
+    /// be spawned.
+    pub(crate) fn mutate_encoded(
+        &self,
+        batch: Arc<EncodedBatch>,
+        budget: Budget,
+        counters: Arc<WriteCounters>,
+    ) -> impl std::future::Future<Output = BatchReport> + Send + 'static {
+        send_batch(
+            self.conn.data_channel(),
+            self.path.clone(),
+            batch,
+            budget,
+            counters,
+        )
     }
 
     /// Apply `true_mutations` to the row `key` if `predicate` matches any
@@ -451,7 +513,7 @@ impl RawTable {
     /// policy's attempt timeout, within its deadline and the call's; `None`
     /// when the call's deadline has passed (nothing may be sent).
     fn single_attempt_timeout(&self) -> Option<std::time::Duration> {
-        let budget = self.write.start_within(self.deadline);
+        let budget = self.write.retry.start_within(self.deadline);
         (!budget.expired()).then(|| budget.attempt_timeout())
     }
 
@@ -469,7 +531,8 @@ impl RawTable {
                 "no time left for CheckAndMutateRow before the deadline",
             ));
         };
-        self.channel
+        self.conn
+            .data_channel()
             .check_and_mutate_row(request, timeout)
             .await
             .map(|response| response.predicate_matched)
@@ -485,7 +548,10 @@ impl RawTable {
                 "no time left for ReadModifyWriteRow before the deadline",
             ));
         };
-        self.channel.read_modify_write_row(request, timeout).await
+        self.conn
+            .data_channel()
+            .read_modify_write_row(request, timeout)
+            .await
     }
 
     /// The row keys `SampleRowKeys` returns for the table, in key order,
@@ -504,7 +570,8 @@ impl RawTable {
                 return Err(status_error(&self.name, None, status, Some(&budget)));
             }
             let status = match self
-                .channel
+                .conn
+                .data_channel()
                 .sample_row_keys(&self.path, budget.attempt_timeout(), &mut cookies)
                 .await
             {

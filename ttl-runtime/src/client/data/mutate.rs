@@ -15,15 +15,91 @@ use std::time::Duration;
 
 use super::outcome_unknown;
 use crate::client::failure::status_error;
-use crate::client::retry::{retryable_code, retryable_status, status_text, Budget};
+use crate::client::retry::{retryable_code, retryable_status, status_text, Budget, RetryPolicy};
 use crate::client::telemetry;
 use crate::model::error::{Code, Error, Result};
 use crate::model::idempotent::idempotent;
-use crate::proto::{MutateRowRequest, Mutation};
+use crate::model::limits::{MAX_MUTATIONS_PER_REQUEST, MAX_REQUEST_BYTES};
+use crate::model::proto::{MutateRowRequest, Mutation};
 use crate::wire::channel::{at_deadline, DataChannel};
 use crate::wire::codec::EncodedBatch;
 use crate::wire::cookies::RoutingCookies;
 use crate::wire::status::code_of;
+
+/// How a bulk write batches and retries.
+///
+/// ```
+/// use bigtable_ttl::writer::WriteOptions;
+///
+/// let options = WriteOptions::default().with_max_in_flight(8);
+/// # let _ = options;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WriteOptions {
+    /// Rows per `MutateRows` request, at most.
+    pub max_rows_per_request: usize,
+    /// Mutations per request, at most (Bigtable's limit is 100,000).
+    pub max_mutations_per_request: usize,
+    /// Bytes per request, about (an estimate from above of the encoding).
+    pub max_request_bytes: usize,
+    /// Requests sent and not yet answered, at most.
+    pub max_in_flight: usize,
+    /// Retries of each request's failed entries.
+    pub retry: RetryPolicy,
+}
+
+impl Default for WriteOptions {
+    /// 10,000 rows, 100,000 mutations or 16 MiB per request, 4 in flight,
+    /// [`RetryPolicy::default`].
+    fn default() -> Self {
+        Self {
+            max_rows_per_request: 10_000,
+            max_mutations_per_request: MAX_MUTATIONS_PER_REQUEST,
+            max_request_bytes: MAX_REQUEST_BYTES,
+            max_in_flight: 4,
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+impl WriteOptions {
+    /// At most `rows` rows per `MutateRows` request.
+    #[must_use]
+    pub fn with_max_rows_per_request(mut self, rows: usize) -> Self {
+        self.max_rows_per_request = rows;
+        self
+    }
+
+    /// At most `mutations` mutations per request (Bigtable's limit is
+    /// 100,000).
+    #[must_use]
+    pub fn with_max_mutations_per_request(mut self, mutations: usize) -> Self {
+        self.max_mutations_per_request = mutations;
+        self
+    }
+
+    /// About `bytes` per request at most.
+    #[must_use]
+    pub fn with_max_request_bytes(mut self, bytes: usize) -> Self {
+        self.max_request_bytes = bytes;
+        self
+    }
+
+    /// At most `requests` requests sent and not yet answered.
+    #[must_use]
+    pub fn with_max_in_flight(mut self, requests: usize) -> Self {
+        self.max_in_flight = requests;
+        self
+    }
+
+    /// Retries of each request's failed entries under `retry`.
+    #[must_use]
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+}
 
 /// What a bulk write did, counted as it goes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -139,7 +215,7 @@ type Retry = (usize, Option<Code>, Code, String);
 /// with the routing cookies and retry delays the server gave earlier
 /// attempts. A budget already spent sends nothing: every entry is
 /// reported not written.
-pub(crate) async fn send_batch(
+pub(super) async fn send_batch(
     channel: DataChannel,
     table_name: Arc<str>,
     batch: Arc<EncodedBatch>,

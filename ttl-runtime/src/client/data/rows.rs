@@ -1,12 +1,13 @@
 //! What the raw layer reads: [`ReadRows`], a request for rows by any row set,
-//! filter, limit and direction, and the [`Row`]s and [`Cell`]s it returns.
+//! filter, limit and direction, and the [`Row`]s it returns.
 
 use std::ops::{Bound, RangeBounds};
 
+use crate::model::cell::Cell;
 use crate::model::error::{Error, Result};
+use crate::model::proto::row_range::{EndKey, StartKey};
+use crate::model::proto::{self, ReadRowsRequest, RowFilter, RowRange, RowSet};
 use crate::model::scan::Scan;
-use crate::proto::row_range::{EndKey, StartKey};
-use crate::proto::{self, ReadRowsRequest, RowFilter, RowRange, RowSet};
 use crate::wire::merge::MergedRow;
 
 /// Which rows a raw read covers and how: a row set of keys and ranges,
@@ -202,20 +203,6 @@ pub struct Row {
     pub key: Vec<u8>,
     /// Its cells, as the filter let them through.
     pub cells: Vec<Cell>,
-}
-
-/// One cell of a [`Row`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Cell {
-    /// Column family.
-    pub family: String,
-    /// Column qualifier.
-    pub qualifier: Vec<u8>,
-    /// Cell timestamp (µs since the epoch).
-    pub timestamp_micros: i64,
-    /// Value bytes.
-    pub value: Vec<u8>,
 }
 
 impl Row {
