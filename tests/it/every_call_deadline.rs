@@ -1107,15 +1107,16 @@ fn the_table_lists_every_public_call() {
 /// A conditional rewrite decides on a row it has just read: a read slower
 /// than the horizon (a large row, a loaded machine) still leaves the write
 /// the time its horizon gives, counted from after the read, within the
-/// call's deadline.
+/// call's deadline (here far off).
 #[tokio::test]
 async fn a_rewrite_after_a_read_slower_than_the_horizon_is_still_sent() {
     let now = Utc::now();
     let stored = stored_visit(now).await;
     let fake = FakeBigtable::start().await;
+    // Longer than the horizon's longest (one second).
     fake.script(
         "ReadRows",
-        [Answer::ok(vec![stored]).after(Duration::from_millis(1_200))],
+        [Answer::ok(vec![stored]).after(Duration::from_millis(1_500))],
     );
     let matched = CheckAndMutateRowResponse {
         predicate_matched: true,
@@ -1124,13 +1125,24 @@ async fn a_rewrite_after_a_read_slower_than_the_horizon_is_still_sent() {
         "CheckAndMutateRow",
         [Answer::ok(vec![matched.encode_to_vec()])],
     );
-    let fixture = on(fake, now).await;
-    let updated = fixture
-        .table
+    let patient = RetryPolicy::default()
+        .with_attempt_timeout(Duration::from_secs(20))
+        .with_deadline(Duration::from_secs(30));
+    let conn = Connection::builder("p", "i")
+        .emulator(fake.host())
+        .retry(patient.clone())
+        .connect()
+        .await
+        .unwrap();
+    let table = Table::<Visit>::new(conn)
+        .with_clock(Clock::manual(now))
+        .with_read_options(ReadOptions::default().with_retry(patient.clone()))
+        .with_write_options(WriteOptions::default().with_retry(patient));
+    let updated = table
         .update(&key())
         .set(Visit::USER, &"bob".to_owned())
         .apply()
         .await;
     assert!(matches!(updated, Ok(Some(_))), "{updated:?}");
-    assert_eq!(fixture.fake.received_of("CheckAndMutateRow").len(), 1);
+    assert_eq!(fake.received_of("CheckAndMutateRow").len(), 1);
 }
