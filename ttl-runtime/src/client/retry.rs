@@ -290,6 +290,11 @@ impl Budget {
         true
     }
 
+    /// The time left before the deadline.
+    pub(crate) fn remaining(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+
     /// Whether the deadline has passed: nothing more may be sent.
     pub(crate) fn expired(&self) -> bool {
         Instant::now() >= self.deadline

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use googleapis_tonic_google_bigtable_v2::google::rpc::{RetryInfo, Status as RpcStatus};
+use googleapis_tonic_google_bigtable_v2::google::rpc::{
+    PreconditionFailure, RetryInfo, Status as RpcStatus,
+};
 use prost::Message as _;
 
 use std::borrow::Borrow;
@@ -30,6 +32,32 @@ pub(crate) fn retry_delay(status: &tonic::Status) -> Option<Duration> {
     let secs = u64::try_from(delay.seconds).ok()?;
     let nanos = u32::try_from(delay.nanos).ok()?;
     Some(Duration::new(secs, nanos))
+}
+
+/// The `type_url` of a `google.rpc.PreconditionFailure` detail.
+const PRECONDITION_FAILURE_TYPE: &str = "type.googleapis.com/google.rpc.PreconditionFailure";
+
+/// Whether `status` says a prepared GoogleSQL query's plan expired:
+/// `FAILED_PRECONDITION` with a `google.rpc.PreconditionFailure` whose
+/// violation is of type `PREPARED_QUERY_EXPIRED`.
+pub(crate) fn plan_expired(status: &tonic::Status) -> bool {
+    if code_of(status) != Code::FailedPrecondition || status.details().is_empty() {
+        return false;
+    }
+    let Ok(details) = RpcStatus::decode(status.details()) else {
+        return false;
+    };
+    details
+        .details
+        .iter()
+        .filter(|any| any.type_url == PRECONDITION_FAILURE_TYPE)
+        .filter_map(|any| PreconditionFailure::decode(any.value.as_slice()).ok())
+        .any(|failure| {
+            failure
+                .violations
+                .iter()
+                .any(|v| v.r#type == "PREPARED_QUERY_EXPIRED")
+        })
 }
 
 /// The [`Code`] of a tonic status. A request timeout that tonic enforces on

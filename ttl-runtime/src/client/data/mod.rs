@@ -60,6 +60,7 @@
 mod messages;
 pub(crate) mod mutate;
 mod rows;
+mod sql;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -86,6 +87,10 @@ pub use crate::model::read_filter::ReadFilter;
 pub use messages::{into_entry, mutations_of};
 pub(crate) use mutate::{bump, send_batch, BatchReport, Unwritten, WriteCounters};
 pub use rows::{Cell, ReadRows, Row};
+pub use sql::{
+    BoundQuery, Column, FromSql, PreparedQuery, Query, QueryResult, QueryRows, Sql, SqlRow,
+    SqlType, SqlValue, StructField,
+};
 
 /// A handle on one table for raw data calls: rows by key, cells by family
 /// and qualifier, Bigtable's own mutations and filters. Cheap to clone.
