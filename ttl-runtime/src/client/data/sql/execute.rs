@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::client::failure::status_error;
 use crate::client::read::ReadOptions;
@@ -18,7 +18,7 @@ use crate::model::sql_row::{malformed, rows_of, Column, SqlRow};
 use crate::proto::{
     execute_query_response::Response, ExecuteQueryRequest, ExecuteQueryResponse, Value,
 };
-use crate::wire::channel::DataChannel;
+use crate::wire::channel::{at_deadline, DataChannel};
 use crate::wire::cookies::RoutingCookies;
 use crate::wire::status::{not_sent, plan_expired};
 
@@ -46,6 +46,9 @@ pub(crate) struct Execution {
     pub(crate) merger: BatchMerger,
     pub(crate) stream: Option<tonic::Streaming<ExecuteQueryResponse>>,
     pub(crate) cookies: RoutingCookies,
+    /// When the current attempt's stream was opened, and the time it was
+    /// given: a `CANCELLED` after that is the deadline (see [`at_deadline`]).
+    pub(crate) attempt: (Instant, Duration),
     pub(crate) ready: VecDeque<SqlRow>,
     pub(crate) delivered: usize,
     pub(crate) done: bool,
@@ -186,6 +189,7 @@ impl Execution {
             ..ExecuteQueryRequest::default()
         };
         let timeout = self.budget.remaining().max(Duration::from_millis(1));
+        self.attempt = (Instant::now(), timeout);
         match self
             .channel
             .execute_query(request, timeout, &mut self.cookies)
@@ -201,6 +205,7 @@ impl Execution {
 
     /// An attempt ended with `status`: prepare again, resume, or give up.
     async fn attempt_failed(&mut self, status: tonic::Status) -> Result<()> {
+        let status = at_deadline(status, self.attempt.0, self.attempt.1);
         self.stream = None;
         self.merger.restart();
         if plan_expired(&status) {

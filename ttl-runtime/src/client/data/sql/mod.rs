@@ -268,6 +268,7 @@ impl Sql {
             merger: BatchMerger::default(),
             stream: None,
             cookies: RoutingCookies::default(),
+            attempt: (std::time::Instant::now(), std::time::Duration::MAX),
             ready: VecDeque::new(),
             delivered: 0,
             done: false,
