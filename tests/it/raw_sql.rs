@@ -1,6 +1,6 @@
 //! GoogleSQL through the raw layer (`data::Sql`), against a fake Bigtable
 //! (`support/fake_bigtable.rs`): Google's emulator answers `PrepareQuery`
-//! with "the emulator does not currently support PrepareQuery", so the
+//! with "the emulator does not currently support `PrepareQuery`", so the
 //! scripted server is what shows the typed rows, the resumption after a
 //! break, the plan made again, and the refusals of bad input and of
 //! malformed answers. (Google's conformance suite checks the same through
@@ -190,7 +190,7 @@ async fn a_query_with_parameters_returns_typed_rows_each_once_across_a_break() {
     let executes: Vec<ExecuteQueryRequest> = fake
         .received_of("ExecuteQuery")
         .iter()
-        .map(|r| r.decode())
+        .map(fake_bigtable::Received::decode)
         .collect();
     assert_eq!(executes.len(), 2);
     assert!(executes[0].resume_token.is_empty());
@@ -372,7 +372,7 @@ async fn an_expired_plan_is_made_again_before_the_first_token_and_refused_after(
     let executes: Vec<ExecuteQueryRequest> = fake
         .received_of("ExecuteQuery")
         .iter()
-        .map(|r| r.decode())
+        .map(fake_bigtable::Received::decode)
         .collect();
     assert_eq!(executes[0].prepared_query, b"old");
     assert_eq!(executes[1].prepared_query, b"new");

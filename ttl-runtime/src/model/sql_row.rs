@@ -145,7 +145,7 @@ impl SqlRow {
 /// of rows.
 pub(crate) fn rows_of(values: Vec<Value>, columns: &Arc<[Column]>) -> Result<Vec<SqlRow>> {
     let width = columns.len();
-    if width == 0 || values.len() % width != 0 {
+    if width == 0 || !values.len().is_multiple_of(width) {
         return Err(malformed(format!(
             "Incomplete row received: {} values for {width} columns",
             values.len()

@@ -51,8 +51,8 @@ impl SqlValue {
     ///
     /// # Errors
     /// Why it does not fit `ty`, in the words of Google's clients where
-    /// they have some ("Value kind must be STRING_VALUE for columns of
-    /// type: STRING", "Unexpected malformed struct data").
+    /// they have some (`Value kind must be STRING_VALUE for columns of
+    /// type: STRING`, `Unexpected malformed struct data`).
     pub fn from_proto(value: &Value, ty: &SqlType) -> Result<Self, String> {
         let Some(kind) = &value.kind else {
             return Ok(Self::Null);
@@ -330,7 +330,12 @@ impl<T: FromSql> FromSql for Vec<T> {
     }
 }
 
-impl<K: FromSql + Eq + Hash, V: FromSql> FromSql for HashMap<K, V> {
+impl<K, V, S> FromSql for HashMap<K, V, S>
+where
+    K: FromSql + Eq + Hash,
+    V: FromSql,
+    S: std::hash::BuildHasher + Default,
+{
     fn from_sql(value: &SqlValue) -> Result<Self, String> {
         match value {
             SqlValue::Map(entries) => entries

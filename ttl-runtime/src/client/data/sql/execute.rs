@@ -144,8 +144,15 @@ impl Execution {
         match prepare_once(&self.channel, &self.text, timeout).await {
             Ok(plan) => {
                 let plan = plan?;
-                *self.columns.lock().expect("no panic holds the lock") = Some(plan.columns.clone());
-                *self.shared.lock().expect("no panic holds the lock") = Some(plan.clone());
+                *self
+                    .columns
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    Some(plan.columns.clone());
+                *self
+                    .shared
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(plan.clone());
                 self.plan = Some(plan);
                 self.refresh = false;
                 Ok(())

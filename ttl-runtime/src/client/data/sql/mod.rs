@@ -186,7 +186,7 @@ impl Sql {
             .query
             .plan
             .lock()
-            .expect("no panic holds the lock")
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
         let missing = bound
             .query
@@ -311,7 +311,7 @@ impl PreparedQuery {
     pub fn columns(&self) -> Vec<Column> {
         self.plan
             .lock()
-            .expect("no panic holds the lock")
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .as_ref()
             .map(|p| p.columns.to_vec())
             .unwrap_or_default()
@@ -486,7 +486,7 @@ impl QueryRows {
     pub fn columns(&self) -> Option<Vec<Column>> {
         self.columns
             .lock()
-            .expect("no panic holds the lock")
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .as_ref()
             .map(|c| c.to_vec())
     }
