@@ -696,7 +696,9 @@ impl Error {
     /// The gRPC code of the answer that ended the call, where Bigtable (or
     /// the transport) gave one: an [`Error::Server`]'s code, and that of
     /// the lost attempt behind an [`Error::OutcomeUnknown`] raised by the
-    /// raw layer ([`crate::data`]). `None` for errors the library raises
+    /// raw layer ([`crate::data`]); [`Code::Internal`] for an
+    /// [`Error::QueryResponse`], as Google's clients report an answer they
+    /// cannot read. `None` for errors the library raises
     /// itself (bad input, decoding, schema drift, …).
     #[must_use]
     pub fn code(&self) -> Option<Code> {

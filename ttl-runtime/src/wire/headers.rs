@@ -62,6 +62,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_table_routes_by_table_name_and_an_instance_by_name() {
+        assert_eq!(
+            routing_header("projects/p/instances/i/tables/t", "ap"),
+            "table_name=projects%2Fp%2Finstances%2Fi%2Ftables%2Ft&app_profile_id=ap"
+        );
+        assert_eq!(
+            routing_header("projects/p/instances/i", ""),
+            "name=projects%2Fp%2Finstances%2Fi&app_profile_id="
+        );
+    }
+
+    #[test]
     fn the_api_client_header_names_the_library_version() {
         assert!(API_CLIENT.contains(&format!("gccl/{}", env!("CARGO_PKG_VERSION"))));
         assert!(API_CLIENT

@@ -171,6 +171,50 @@ pub(crate) fn was_not_sent(status: &tonic::Status) -> bool {
 pub(crate) mod tests {
     use super::*;
 
+    fn with_details(code: tonic::Code, details: &RpcStatus) -> tonic::Status {
+        tonic::Status::with_details(code, "scripted", details.encode_to_vec().into())
+    }
+
+    fn precondition(violation: &str) -> RpcStatus {
+        use googleapis_tonic_google_bigtable_v2::google::rpc::precondition_failure::Violation;
+        let failure = PreconditionFailure {
+            violations: vec![Violation {
+                r#type: violation.to_owned(),
+                ..Violation::default()
+            }],
+        };
+        RpcStatus {
+            code: 9,
+            message: "failed precondition".into(),
+            details: vec![prost_types::Any {
+                type_url: PRECONDITION_FAILURE_TYPE.into(),
+                value: failure.encode_to_vec(),
+            }],
+        }
+    }
+
+    #[test]
+    fn an_expired_plan_is_told_from_other_failed_preconditions() {
+        let expired = precondition("PREPARED_QUERY_EXPIRED");
+        assert!(plan_expired(&with_details(
+            tonic::Code::FailedPrecondition,
+            &expired
+        )));
+        // The same detail under another code, another violation, no detail.
+        assert!(!plan_expired(&with_details(
+            tonic::Code::Unavailable,
+            &expired
+        )));
+        let other = precondition("SOMETHING_ELSE");
+        assert!(!plan_expired(&with_details(
+            tonic::Code::FailedPrecondition,
+            &other
+        )));
+        assert!(!plan_expired(&tonic::Status::failed_precondition(
+            "no details"
+        )));
+    }
+
     /// A status whose details carry `RetryInfo { retry_delay }`.
     pub(crate) fn with_retry_info(code: tonic::Code, delay: Duration) -> tonic::Status {
         let info = RetryInfo {
