@@ -59,7 +59,9 @@ fn plan(id: &str, columns: &[(&str, SqlType)]) -> Answer {
             schema: Some(Schema::ProtoSchema(ProtoSchema {
                 columns: columns
                     .iter()
-                    .map(|(name, ty)| bigtable_ttl::data::Column::new(*name, ty.clone()).to_proto())
+                    .map(|(name, ty)| {
+                        bigtable_ttl::data::SqlColumn::new(*name, ty.clone()).to_proto()
+                    })
                     .collect(),
             })),
         }),
@@ -366,7 +368,7 @@ async fn an_expired_plan_is_made_again_before_the_first_token_and_refused_after(
         .unwrap();
     assert_eq!(
         result.columns,
-        vec![bigtable_ttl::data::Column::new("k", SqlType::Bytes)]
+        vec![bigtable_ttl::data::SqlColumn::new("k", SqlType::Bytes)]
     );
     assert_eq!(result.rows.len(), 1);
     let executes: Vec<ExecuteQueryRequest> = fake

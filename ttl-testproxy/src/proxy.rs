@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use bigtable_ttl::data::{Column, Query, RawTable, ReadRows, Sql, SqlType, SqlValue};
+use bigtable_ttl::data::{Query, RawTable, ReadRows, Sql, SqlColumn, SqlType, SqlValue};
 use bigtable_ttl::proto::mutate_rows_response::Entry as EntryResult;
 use bigtable_ttl::proto::{CheckAndMutateRowResponse, Value as ProtoValue};
 use bigtable_ttl::read::ReadOptions;
@@ -420,7 +420,7 @@ impl CloudBigtableV2TestProxy for Proxy {
             Ok(result) => pb::ExecuteQueryResult {
                 status: Some(status::ok()),
                 metadata: Some(pb::ResultSetMetadata {
-                    columns: result.columns.iter().map(Column::to_proto).collect(),
+                    columns: result.columns.iter().map(SqlColumn::to_proto).collect(),
                 }),
                 rows: result
                     .rows

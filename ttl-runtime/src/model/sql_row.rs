@@ -12,14 +12,14 @@ use crate::proto::{result_set_metadata::Schema, ResultSetMetadata, Value};
 /// One column of a query's result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Column {
+pub struct SqlColumn {
     /// Its name (as the query's `AS` gave it); not unique.
     pub name: String,
     /// Its type.
     pub ty: SqlType,
 }
 
-impl Column {
+impl SqlColumn {
     /// A column `name` of type `ty`.
     #[must_use]
     pub fn new(name: impl Into<String>, ty: SqlType) -> Self {
@@ -44,7 +44,7 @@ impl Column {
 /// # Errors
 /// [`Error::QueryResponse`] for metadata without columns, or with a column
 /// whose type is missing or not one this library reads.
-pub(crate) fn columns_of(metadata: Option<&ResultSetMetadata>) -> Result<Arc<[Column]>> {
+pub(crate) fn columns_of(metadata: Option<&ResultSetMetadata>) -> Result<Arc<[SqlColumn]>> {
     let columns = match metadata.and_then(|m| m.schema.as_ref()) {
         Some(Schema::ProtoSchema(schema)) => &schema.columns,
         None => &Vec::new(),
@@ -59,9 +59,9 @@ pub(crate) fn columns_of(metadata: Option<&ResultSetMetadata>) -> Result<Arc<[Co
         .map(|c| {
             let ty = match &c.r#type {
                 Some(t) => SqlType::from_proto(t),
-                None => Err("Column type cannot be empty".to_owned()),
+                None => Err("SqlColumn type cannot be empty".to_owned()),
             };
-            ty.map(|ty| Column::new(c.name.clone(), ty))
+            ty.map(|ty| SqlColumn::new(c.name.clone(), ty))
                 .map_err(|e| malformed(format!("column `{}`: {e}", c.name)))
         })
         .collect()
@@ -70,14 +70,14 @@ pub(crate) fn columns_of(metadata: Option<&ResultSetMetadata>) -> Result<Arc<[Co
 /// One row of a query's result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SqlRow {
-    columns: Arc<[Column]>,
+    columns: Arc<[SqlColumn]>,
     values: Vec<SqlValue>,
 }
 
 impl SqlRow {
     /// The columns of the query, in order.
     #[must_use]
-    pub fn columns(&self) -> &[Column] {
+    pub fn columns(&self) -> &[SqlColumn] {
         &self.columns
     }
 
@@ -143,7 +143,7 @@ impl SqlRow {
 /// [`Error::QueryResponse`], naming the column and row, for a value that
 /// does not fit its column's type, or values that are not a whole number
 /// of rows.
-pub(crate) fn rows_of(values: Vec<Value>, columns: &Arc<[Column]>) -> Result<Vec<SqlRow>> {
+pub(crate) fn rows_of(values: Vec<Value>, columns: &Arc<[SqlColumn]>) -> Result<Vec<SqlRow>> {
     let width = columns.len();
     if width == 0 || !values.len().is_multiple_of(width) {
         return Err(malformed(format!(
@@ -184,10 +184,10 @@ mod tests {
     use super::*;
     use crate::proto::ProtoSchema;
 
-    fn metadata(columns: &[Column]) -> ResultSetMetadata {
+    fn metadata(columns: &[SqlColumn]) -> ResultSetMetadata {
         ResultSetMetadata {
             schema: Some(Schema::ProtoSchema(ProtoSchema {
-                columns: columns.iter().map(Column::to_proto).collect(),
+                columns: columns.iter().map(SqlColumn::to_proto).collect(),
             })),
         }
     }
@@ -199,7 +199,7 @@ mod tests {
             empty.to_string().contains("columns cannot be empty"),
             "{empty}"
         );
-        let mut bad = metadata(&[Column::new("test", SqlType::Bytes)]);
+        let mut bad = metadata(&[SqlColumn::new("test", SqlType::Bytes)]);
         if let Some(Schema::ProtoSchema(s)) = &mut bad.schema {
             s.columns.push(crate::proto::ColumnMetadata {
                 name: "invalid".into(),
@@ -210,7 +210,7 @@ mod tests {
         assert!(
             error
                 .to_string()
-                .contains("column `invalid`: Column type cannot be empty"),
+                .contains("column `invalid`: SqlColumn type cannot be empty"),
             "{error}"
         );
         assert_eq!(error.code(), Some(crate::model::error::Code::Internal));
@@ -218,9 +218,9 @@ mod tests {
 
     #[test]
     fn a_batch_is_cut_into_rows_and_refused_whole_when_one_value_is_wrong() {
-        let columns: Arc<[Column]> = vec![
-            Column::new("foo", SqlType::Bytes),
-            Column::new("bar", SqlType::String),
+        let columns: Arc<[SqlColumn]> = vec![
+            SqlColumn::new("foo", SqlType::Bytes),
+            SqlColumn::new("bar", SqlType::String),
         ]
         .into();
         let v = |x: SqlValue| x.to_proto();

@@ -90,7 +90,7 @@ pub use messages::{into_entry, mutations_of};
 pub(crate) use mutate::{bump, send_batch, BatchReport, Unwritten, WriteCounters};
 pub use rows::{Cell, ReadRows, Row};
 pub use sql::{
-    BoundQuery, Column, FromSql, PreparedQuery, Query, QueryResult, QueryRows, Sql, SqlRow,
+    BoundQuery, FromSql, PreparedQuery, Query, QueryResult, QueryRows, Sql, SqlColumn, SqlRow,
     SqlType, SqlValue, StructField,
 };
 

@@ -14,7 +14,7 @@ use crate::client::read::ReadOptions;
 use crate::client::retry::{retryable_status, Budget};
 use crate::model::error::{Error, Result};
 use crate::model::sql_batch::BatchMerger;
-use crate::model::sql_row::{malformed, rows_of, Column, SqlRow};
+use crate::model::sql_row::{malformed, rows_of, SqlColumn, SqlRow};
 use crate::proto::{
     execute_query_response::Response, ExecuteQueryRequest, ExecuteQueryResponse, Value,
 };
@@ -39,7 +39,7 @@ pub(crate) struct Execution {
     pub(crate) budget: Budget,
     pub(crate) max_rows: Option<usize>,
     /// The columns of the plan the rows come from, for the caller.
-    pub(crate) columns: Arc<Mutex<Option<Arc<[Column]>>>>,
+    pub(crate) columns: Arc<Mutex<Option<Arc<[SqlColumn]>>>>,
     /// Whether the plan must be made again before the next attempt (it
     /// expired), as opposed to made for the first time.
     pub(crate) refresh: bool,

@@ -52,7 +52,7 @@ use crate::model::sql_batch::BatchMerger;
 use crate::wire::channel::DataChannel;
 use crate::wire::cookies::RoutingCookies;
 
-pub use crate::model::sql_row::{Column, SqlRow};
+pub use crate::model::sql_row::{SqlColumn, SqlRow};
 pub use crate::model::sql_type::{SqlType, StructField};
 pub use crate::model::sql_value::{FromSql, SqlValue};
 
@@ -308,7 +308,7 @@ impl PreparedQuery {
 
     /// The columns of its result, as its current plan has them.
     #[must_use]
-    pub fn columns(&self) -> Vec<Column> {
+    pub fn columns(&self) -> Vec<SqlColumn> {
         self.plan
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -467,7 +467,7 @@ impl Query {
 /// The rows of a query, in the order Bigtable returns them, as a stream;
 /// [`QueryRows::collect`] gathers them with the result's columns.
 pub struct QueryRows {
-    columns: Arc<Mutex<Option<Arc<[Column]>>>>,
+    columns: Arc<Mutex<Option<Arc<[SqlColumn]>>>>,
     rows: BoxStream<'static, Result<SqlRow>>,
 }
 
@@ -483,7 +483,7 @@ impl QueryRows {
     /// The columns of the result, once the query is prepared (`None`
     /// before). A plan made again before the first row may change them.
     #[must_use]
-    pub fn columns(&self) -> Option<Vec<Column>> {
+    pub fn columns(&self) -> Option<Vec<SqlColumn>> {
         self.columns
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -520,7 +520,7 @@ impl Stream for QueryRows {
 #[non_exhaustive]
 pub struct QueryResult {
     /// The result's columns.
-    pub columns: Vec<Column>,
+    pub columns: Vec<SqlColumn>,
     /// Its rows, in order.
     pub rows: Vec<SqlRow>,
 }

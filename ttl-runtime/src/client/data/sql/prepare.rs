@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::model::error::Result;
-use crate::model::sql_row::{columns_of, Column};
+use crate::model::sql_row::{columns_of, SqlColumn};
 use crate::model::sql_type::SqlType;
 use crate::proto::{prepare_query_request::DataFormat, PrepareQueryRequest, ProtoFormat};
 use crate::wire::channel::DataChannel;
@@ -17,7 +17,7 @@ pub(crate) struct Plan {
     /// What `ExecuteQuery` names the plan by.
     pub(crate) id: Vec<u8>,
     /// The columns of its result.
-    pub(crate) columns: Arc<[Column]>,
+    pub(crate) columns: Arc<[SqlColumn]>,
     /// When Bigtable stops taking it (`None`: it did not say).
     pub(crate) valid_until: Option<SystemTime>,
 }
