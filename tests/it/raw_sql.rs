@@ -464,3 +464,24 @@ async fn a_query_that_gets_no_answer_ends_at_its_deadline() {
     // attempt timeout, though.
     assert!(took < Duration::from_secs(8), "{took:?}");
 }
+
+#[tokio::test]
+async fn the_emulator_has_no_sql_and_says_so_once() {
+    // Google's emulator refuses PrepareQuery: the call fails at once with
+    // the emulator's own words, not after a round of retries.
+    let sql = Sql::new(&crate::support::connection());
+    let error = sql
+        .prepare("SELECT * FROM t", std::iter::empty::<(String, SqlType)>())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, Error::Server { attempts: 1, .. }),
+        "{error:?}"
+    );
+    assert!(!error.is_retryable(), "{error}");
+    let text = format!(
+        "{error}: {:?}",
+        std::error::Error::source(&error).map(ToString::to_string)
+    );
+    assert!(text.contains("PrepareQuery"), "{text}");
+}
