@@ -1,6 +1,8 @@
 //! The `CloudBigtableV2TestProxy` service: clients by id, each a
 //! [`Connection`] to the suite's fake server, and every data RPC answered by
-//! the matching call of [`RawTable`].
+//! the matching call of [`RawTable`]; `ExecuteQuery` by [`Sql::query`],
+//! which prepares the suite's query with its parameters' types, as
+//! Google's proxies do.
 //!
 //! Results always carry the library's outcome as a status; a gRPC error of
 //! the proxy itself means the suite asked for something the proxy cannot do
