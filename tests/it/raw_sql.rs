@@ -25,6 +25,7 @@ use prost::Message as _;
 
 const FAILED_PRECONDITION: i32 = 9;
 const INTERNAL: i32 = 13;
+const RESOURCE_EXHAUSTED: i32 = 8;
 const UNAVAILABLE: i32 = 14;
 
 /// Four attempts, quick delays: the tests count attempts, not time.
@@ -439,6 +440,18 @@ async fn only_what_googles_clients_retry_is_retried() {
     assert_eq!(error.code(), Some(Code::Internal), "{error}");
     assert_eq!(fake.received_of("PrepareQuery").len(), 2);
     assert_eq!(fake.received_of("ExecuteQuery").len(), 2);
+
+    // RESOURCE_EXHAUSTED alone: the library's reads retry it, Google's
+    // clients do not retry a query on it.
+    fake.script("PrepareQuery", [plan("p", &columns())]);
+    fake.script("ExecuteQuery", [Answer::status(RESOURCE_EXHAUSTED)]);
+    let error = sql
+        .query(Query::new("SELECT * FROM t"))
+        .collect()
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), Some(Code::ResourceExhausted), "{error}");
+    assert_eq!(fake.received_of("ExecuteQuery").len(), 3, "sent once");
 }
 
 #[tokio::test]

@@ -27,7 +27,7 @@
 //! | [`RawTable::mutate_rows`] | yes, only the idempotent entries not written; the others reported with `answered: false` | the same, per entry and per request |
 //! | [`RawTable::sample_row_keys`] | yes, whole | the same |
 //! | [`RawTable::check_and_mutate_row`], [`RawTable::read_modify_write_row`] | **never** (not idempotent) | a lost answer is [`Error::OutcomeUnknown`] |
-//! | [`Sql::prepare`], [`Sql::execute`], [`Sql::query`] (GoogleSQL) | yes, a broken stream resumed from the last resume token; an expired plan prepared again before the first token | the read codes above; see [`Sql`] |
+//! | [`Sql::prepare`], [`Sql::execute`], [`Sql::query`] (GoogleSQL) | yes, a broken stream resumed from the last resume token; an expired plan prepared again before the first token | `UNAVAILABLE`, `DEADLINE_EXCEEDED`, `ABORTED`, transport failures, timeouts, `RetryInfo` (not `RESOURCE_EXHAUSTED` alone, as Google's clients); see [`Sql`] |
 //!
 //! Idempotent, as Google's clients judge it: a row none of whose mutations
 //! is a `SetCell` at the server's time (`-1`), an `AddToCell` or a

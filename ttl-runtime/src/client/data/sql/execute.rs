@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use crate::client::failure::status_error;
 use crate::client::read::ReadOptions;
 use crate::client::retry::{retryable_status, Budget};
-use crate::model::error::{Error, Result};
+use crate::model::error::{Code, Error, Result};
 use crate::model::sql_batch::BatchMerger;
 use crate::model::sql_row::{malformed, rows_of, SqlColumn, SqlRow};
 use crate::proto::{
@@ -20,7 +20,7 @@ use crate::proto::{
 };
 use crate::wire::channel::{at_deadline, DataChannel};
 use crate::wire::cookies::RoutingCookies;
-use crate::wire::status::{not_sent, plan_expired};
+use crate::wire::status::{code_of, not_sent, plan_expired, retry_delay};
 
 use super::prepare::{prepare_once, Plan, QueryText};
 
@@ -36,7 +36,10 @@ pub(crate) struct Execution {
     pub(crate) plan: Option<Plan>,
     /// The parameters, each with its type.
     pub(crate) params: HashMap<String, Value>,
+    /// The query's attempts and deadline, from its first poll.
     pub(crate) budget: Budget,
+    /// Whether the stream was polled yet (the budget starts then).
+    pub(crate) started: bool,
     pub(crate) max_rows: Option<usize>,
     /// The columns of the plan the rows come from, for the caller.
     pub(crate) columns: Arc<Mutex<Option<Arc<[SqlColumn]>>>>,
@@ -57,6 +60,10 @@ pub(crate) struct Execution {
 impl Execution {
     /// The next row, `None` at the end; after an error, nothing more.
     pub(crate) async fn next_row(&mut self) -> Option<Result<SqlRow>> {
+        if !self.started {
+            self.started = true;
+            self.budget = self.read.retry.start();
+        }
         loop {
             if let Some(row) = self.ready.pop_front() {
                 return Some(Ok(row));
@@ -160,7 +167,7 @@ impl Execution {
             // A plan made again after it expired is retried whatever went
             // wrong, as Google's clients do: the query was fine a moment
             // ago. The first one only on what is worth retrying.
-            Err(status) if self.refresh || retryable_status(&status) => {
+            Err(status) if self.refresh || query_retryable(&status) => {
                 if self.budget.wait_after(&status).await {
                     Ok(())
                 } else {
@@ -233,7 +240,7 @@ impl Execution {
                 Err(self.error(status))
             };
         }
-        if retryable_status(&status) && self.budget.wait_after(&status).await {
+        if query_retryable(&status) && self.budget.wait_after(&status).await {
             tracing::debug!(%status, "resuming ExecuteQuery");
             return Ok(());
         }
@@ -243,4 +250,15 @@ impl Execution {
     fn error(&self, status: tonic::Status) -> Error {
         status_error(&self.text.instance, None, status, Some(&self.budget))
     }
+}
+
+/// Whether a failed `PrepareQuery` or `ExecuteQuery` attempt is retried:
+/// on the codes Google's Java client retries for queries (`UNAVAILABLE`,
+/// `DEADLINE_EXCEEDED`, `ABORTED`: the server's word for a client too slow
+/// to read), a transport failure, or a status asking for a retry
+/// (`RetryInfo`); not on `RESOURCE_EXHAUSTED` alone, which the library's
+/// reads retry but Google's clients do not retry for queries.
+pub(crate) fn query_retryable(status: &tonic::Status) -> bool {
+    retryable_status(status)
+        && (code_of(status) != Code::ResourceExhausted || retry_delay(status).is_some())
 }

@@ -10,10 +10,10 @@
 //!
 //! What happens when something fails:
 //!
-//! * `PrepareQuery` is retried on the codes [`RawTable::read_rows`]
-//!   retries (`UNAVAILABLE`, `DEADLINE_EXCEEDED`, `ABORTED`,
-//!   `RESOURCE_EXHAUSTED`, transport failures, any status with
-//!   `RetryInfo`).
+//! * `PrepareQuery` is retried on the codes Google's Java client retries
+//!   for queries (`UNAVAILABLE`, `DEADLINE_EXCEEDED`, `ABORTED`), transport
+//!   failures and any status with `RetryInfo`; not on `RESOURCE_EXHAUSTED`
+//!   alone, which [`RawTable::read_rows`] retries.
 //! * `ExecuteQuery` is retried on the same, resumed from the last resume
 //!   token: rows come once each, none lost. What the server sent after
 //!   that token is dropped (it sends it again).
@@ -164,9 +164,7 @@ impl Sql {
                     })
                 }
                 Err(status) => {
-                    if !(crate::client::retry::retryable_status(&status)
-                        && budget.wait_after(&status).await)
-                    {
+                    if !(execute::query_retryable(&status) && budget.wait_after(&status).await) {
                         return Err(crate::client::failure::status_error(
                             &self.instance,
                             None,
@@ -262,6 +260,7 @@ impl Sql {
             plan,
             params,
             budget: self.read.retry.start(),
+            started: false,
             max_rows,
             columns: columns.clone(),
             refresh: false,
