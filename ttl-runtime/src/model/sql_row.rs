@@ -59,7 +59,7 @@ pub(crate) fn columns_of(metadata: Option<&ResultSetMetadata>) -> Result<Arc<[Sq
         .map(|c| {
             let ty = match &c.r#type {
                 Some(t) => SqlType::from_proto(t),
-                None => Err("SqlColumn type cannot be empty".to_owned()),
+                None => Err("Column type cannot be empty".to_owned()),
             };
             ty.map(|ty| SqlColumn::new(c.name.clone(), ty))
                 .map_err(|e| malformed(format!("column `{}`: {e}", c.name)))
@@ -210,7 +210,7 @@ mod tests {
         assert!(
             error
                 .to_string()
-                .contains("column `invalid`: SqlColumn type cannot be empty"),
+                .contains("column `invalid`: Column type cannot be empty"),
             "{error}"
         );
         assert_eq!(error.code(), Some(crate::model::error::Code::Internal));
