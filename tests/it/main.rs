@@ -54,6 +54,7 @@ mod public_api;
 mod raw_data;
 mod raw_idempotence;
 mod raw_reads;
+mod raw_sql;
 mod readme;
 mod reliability_emulator_kill;
 mod reliability_faults;

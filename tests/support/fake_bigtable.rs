@@ -58,6 +58,9 @@ pub struct Answer {
     /// Bytes sent as they are after the messages, before the status: a
     /// frame cut short, say.
     pub raw: Vec<u8>,
+    /// A `google.rpc.Status`, encoded, sent as the status details
+    /// (`grpc-status-details-bin`) in place of a `RetryInfo` one.
+    pub details: Vec<u8>,
 }
 
 impl Answer {
@@ -115,6 +118,12 @@ impl Answer {
     /// With `bytes` sent unframed after the messages.
     pub fn then_raw(mut self, bytes: Vec<u8>) -> Self {
         self.raw = bytes;
+        self
+    }
+
+    /// With `status` (a `google.rpc.Status`, encoded) as its details.
+    pub fn details(mut self, status: Vec<u8>) -> Self {
+        self.details = status;
         self
     }
 
@@ -294,7 +303,12 @@ async fn answer(shared: &Shared, request: Request<Incoming>) -> Response<Body> {
     if !scripted.message.is_empty() {
         trailers.insert("grpc-message", scripted.message.parse().unwrap());
     }
-    if let Some(delay) = scripted.retry_delay {
+    if !scripted.details.is_empty() {
+        trailers.insert(
+            "grpc-status-details-bin",
+            STANDARD_NO_PAD.encode(&scripted.details).parse().unwrap(),
+        );
+    } else if let Some(delay) = scripted.retry_delay {
         trailers.insert(
             "grpc-status-details-bin",
             STANDARD_NO_PAD

@@ -1,6 +1,8 @@
 //! The `CloudBigtableV2TestProxy` service: clients by id, each a
 //! [`Connection`] to the suite's fake server, and every data RPC answered by
-//! the matching call of [`RawTable`].
+//! the matching call of [`RawTable`]; `ExecuteQuery` by [`Sql::query`],
+//! which prepares the suite's query with its parameters' types, as
+//! Google's proxies do.
 //!
 //! Results always carry the library's outcome as a status; a gRPC error of
 //! the proxy itself means the suite asked for something the proxy cannot do
@@ -10,9 +12,9 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use bigtable_ttl::data::{RawTable, ReadRows};
+use bigtable_ttl::data::{Query, RawTable, ReadRows, Sql, SqlColumn, SqlType, SqlValue};
 use bigtable_ttl::proto::mutate_rows_response::Entry as EntryResult;
-use bigtable_ttl::proto::CheckAndMutateRowResponse;
+use bigtable_ttl::proto::{CheckAndMutateRowResponse, Value as ProtoValue};
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::{Code, Connection};
@@ -389,15 +391,65 @@ impl CloudBigtableV2TestProxy for Proxy {
 
     async fn execute_query(
         &self,
-        _request: Request<pb::ExecuteQueryRequest>,
+        request: Request<pb::ExecuteQueryRequest>,
     ) -> Result<Response<pb::ExecuteQueryResult>, Status> {
-        Ok(Response::new(pb::ExecuteQueryResult {
-            status: Some(status::with(
-                Code::Unimplemented,
-                "bigtable-ttl does not run SQL queries (ExecuteQuery)",
-            )),
+        let request = request.into_inner();
+        let client = self.client(&request.client_id)?;
+        let failed = |status| pb::ExecuteQueryResult {
+            status: Some(status),
             metadata: None,
             rows: Vec::new(),
-        }))
+        };
+        if client.closed {
+            return Ok(Response::new(failed(closed())));
+        }
+        let execute = inner(request.request)?;
+        // The suite sends the query's text in the field Bigtable deprecated
+        // for the prepared form: the proxy prepares it, as Google's do.
+        #[allow(deprecated)]
+        let text = execute.query;
+        let query = match query_of(text, execute.params) {
+            Ok(query) => query,
+            Err(problem) => {
+                return Ok(Response::new(failed(status::with(
+                    Code::InvalidArgument,
+                    problem,
+                ))))
+            }
+        };
+        let sql = Sql::new(&client.conn).with_read_options(client.read);
+        let result = match sql.query(query).collect().await {
+            Ok(result) => pb::ExecuteQueryResult {
+                status: Some(status::ok()),
+                metadata: Some(pb::ResultSetMetadata {
+                    columns: result.columns.iter().map(SqlColumn::to_proto).collect(),
+                }),
+                rows: result
+                    .rows
+                    .iter()
+                    .map(|row| pb::SqlRow {
+                        values: row.values().iter().map(SqlValue::to_proto).collect(),
+                    })
+                    .collect(),
+            },
+            Err(e) => failed(status::of(&e)),
+        };
+        Ok(Response::new(result))
     }
+}
+
+/// The suite's query and parameters (each `Value` carrying its type) as a
+/// [`Query`], or why a parameter cannot be one.
+fn query_of(sql: String, params: HashMap<String, ProtoValue>) -> Result<Query, String> {
+    let mut query = Query::new(sql);
+    for (name, value) in params {
+        let Some(ty) = &value.r#type else {
+            return Err(format!("parameter @{name} has no type"));
+        };
+        let ty = SqlType::from_proto(ty).map_err(|e| format!("parameter @{name}: {e}"))?;
+        let value =
+            SqlValue::from_proto(&value, &ty).map_err(|e| format!("parameter @{name}: {e}"))?;
+        query = query.typed_param(&name, ty, value);
+    }
+    Ok(query)
 }

@@ -189,8 +189,7 @@ impl RetryPolicy {
     }
 
     /// A fresh retry budget, starting now, its first attempt under way.
-    #[cfg(test)]
-    fn start(&self) -> Budget {
+    pub(crate) fn start(&self) -> Budget {
         self.start_within(None)
     }
 
@@ -289,6 +288,11 @@ impl Budget {
         telemetry::attempt_started();
         self.attempts += 1;
         true
+    }
+
+    /// The time left before the deadline.
+    pub(crate) fn remaining(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
     }
 
     /// Whether the deadline has passed: nothing more may be sent.

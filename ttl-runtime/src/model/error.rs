@@ -544,6 +544,49 @@ pub enum Error {
         /// Each row not written, with its key as sent and why.
         failed: Vec<FailedRow>,
     },
+    /// A parameter of a GoogleSQL query that the prepared query cannot
+    /// take: a name it did not declare, a value of another type, or one
+    /// it declared and was given no value. Raised before anything is sent.
+    #[non_exhaustive]
+    #[error("query parameter `@{name}`: {problem}")]
+    QueryParam {
+        /// The parameter, without its `@`.
+        name: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// Bigtable's answer to a GoogleSQL query cannot be read: metadata
+    /// without columns or with a type this library does not know, a batch
+    /// whose checksum does not match, values that do not fit their
+    /// column's type, an incomplete row, a stream that ended without
+    /// making its last values final. No row of the batch at fault is
+    /// handed out; [`Error::code`] is [`Code::Internal`], as in Google's
+    /// clients, and it is not retried.
+    #[non_exhaustive]
+    #[error("Bigtable's answer to the query cannot be read: {problem}")]
+    QueryResponse {
+        /// What is wrong, naming the column where one is at fault.
+        problem: String,
+    },
+    /// A value of a query's row read as a Rust type it is not
+    /// ([`crate::data::SqlRow::get`]), or a column the query does not have.
+    #[non_exhaustive]
+    #[error("column `{column}` of the query: {problem}")]
+    QueryColumn {
+        /// The column's name (`#index` for a position past the last).
+        column: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A query returned more rows than the limit it was run with
+    /// ([`crate::data::BoundQuery::max_rows`]): the rows of the batch that
+    /// passed it are not handed out.
+    #[non_exhaustive]
+    #[error("the query returned more than its limit of {limit} rows; narrow it (a LIMIT clause, a key range) or raise the limit")]
+    QueryRowLimit {
+        /// The limit.
+        limit: usize,
+    },
     /// Bigtable answered with an error, or could not be reached, and the
     /// call ended. `code` is what to branch on; the last attempt's status
     /// message, and the transport failure under it if any, are the
@@ -653,12 +696,15 @@ impl Error {
     /// The gRPC code of the answer that ended the call, where Bigtable (or
     /// the transport) gave one: an [`Error::Server`]'s code, and that of
     /// the lost attempt behind an [`Error::OutcomeUnknown`] raised by the
-    /// raw layer ([`crate::data`]). `None` for errors the library raises
+    /// raw layer ([`crate::data`]); [`Code::Internal`] for an
+    /// [`Error::QueryResponse`], as Google's clients report an answer they
+    /// cannot read. `None` for errors the library raises
     /// itself (bad input, decoding, schema drift, …).
     #[must_use]
     pub fn code(&self) -> Option<Code> {
         match self {
             Error::Server { code, .. } => Some(*code),
+            Error::QueryResponse { .. } => Some(Code::Internal),
             Error::OutcomeUnknown { source, .. } => {
                 source.downcast_ref::<Error>().and_then(Error::code)
             }

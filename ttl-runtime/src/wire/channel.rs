@@ -14,8 +14,9 @@ use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
 use crate::model::error::BoxError;
 use crate::model::proto::{
-    CheckAndMutateRowRequest, CheckAndMutateRowResponse, MutateRowRequest, MutateRowResponse,
-    MutateRowsResponse, ReadModifyWriteRowRequest, ReadModifyWriteRowResponse, ReadRowsRequest,
+    CheckAndMutateRowRequest, CheckAndMutateRowResponse, ExecuteQueryRequest, ExecuteQueryResponse,
+    MutateRowRequest, MutateRowResponse, MutateRowsResponse, PrepareQueryRequest,
+    PrepareQueryResponse, ReadModifyWriteRowRequest, ReadModifyWriteRowResponse, ReadRowsRequest,
     SampleRowKeysRequest, SampleRowKeysResponse,
 };
 use crate::wire::answer::AnswerCodec;
@@ -39,6 +40,8 @@ const CHECK_AND_MUTATE_ROW: &str = "/google.bigtable.v2.Bigtable/CheckAndMutateR
 const READ_MODIFY_WRITE_ROW: &str = "/google.bigtable.v2.Bigtable/ReadModifyWriteRow";
 const READ_ROWS: &str = "/google.bigtable.v2.Bigtable/ReadRows";
 const SAMPLE_ROW_KEYS: &str = "/google.bigtable.v2.Bigtable/SampleRowKeys";
+const PREPARE_QUERY: &str = "/google.bigtable.v2.Bigtable/PrepareQuery";
+const EXECUTE_QUERY: &str = "/google.bigtable.v2.Bigtable/ExecuteQuery";
 /// The largest `ReadRowsResponse` message accepted: a bit over Bigtable's
 /// 256 MiB row limit (tonic's default cap, 4 MiB, is below its 100 MiB
 /// cells, and the emulator sends a whole row in one message).
@@ -308,6 +311,44 @@ impl DataChannel {
             &mut cookies,
         )
         .await
+    }
+
+    /// One `PrepareQuery` call: a GoogleSQL query planned for its
+    /// instance, within `timeout`.
+    pub(crate) async fn prepare_query(
+        &self,
+        mut request: PrepareQueryRequest,
+        timeout: Duration,
+    ) -> Result<PrepareQueryResponse, tonic::Status> {
+        request.app_profile_id = self.app_profile.to_string();
+        let instance = request.instance_name.clone();
+        let mut cookies = RoutingCookies::default();
+        self.unary(PREPARE_QUERY, request, &instance, timeout, &mut cookies)
+            .await
+    }
+
+    /// One `ExecuteQuery` call, its stream to end within `timeout` (the
+    /// server is told so), with the query's `cookies` (and those of the
+    /// response's headers learnt into them).
+    pub(crate) async fn execute_query(
+        &self,
+        mut request: ExecuteQueryRequest,
+        timeout: Duration,
+        cookies: &mut RoutingCookies,
+    ) -> Result<tonic::Streaming<ExecuteQueryResponse>, tonic::Status> {
+        request.app_profile_id = self.app_profile.to_string();
+        let instance = request.instance_name.clone();
+        let request = self
+            .request(request, &instance, Some(timeout), cookies)
+            .await?;
+        let path = http::uri::PathAndQuery::from_static(EXECUTE_QUERY);
+        let response = self
+            .ready()
+            .await?
+            .max_decoding_message_size(MAX_RESPONSE_MESSAGE_BYTES)
+            .server_streaming(request, path, ProstCodec::default())
+            .await;
+        learnt(response, cookies).map(tonic::Response::into_inner)
     }
 
     /// One unary call to `path` on `table_name`, with the operation's

@@ -29,12 +29,19 @@ pub(crate) const FEATURES_KEY: &str = "bigtable-features";
 /// checked by a test against the generated type.)
 pub(crate) const FEATURES_REVERSE_SCANS: &str = "CAE=";
 
-/// `x-goog-request-params` for a request on `table_name` under the app
+/// `x-goog-request-params` for a request on `resource` under the app
 /// profile `app_profile` (empty: the instance's default), as Google's
-/// clients send it: Cloud Bigtable routes and prioritises by both.
-pub(crate) fn routing_header(table_name: &str, app_profile: &str) -> String {
-    let mut out = String::from("table_name=");
-    percent_encode(&mut out, table_name);
+/// clients send it: Cloud Bigtable routes and prioritises by both. A
+/// table's calls name it as `table_name`; an instance's (the GoogleSQL
+/// calls, `projects/…/instances/…`) as `name`.
+pub(crate) fn routing_header(resource: &str, app_profile: &str) -> String {
+    let key = if resource.contains("/tables/") {
+        "table_name="
+    } else {
+        "name="
+    };
+    let mut out = String::from(key);
+    percent_encode(&mut out, resource);
     out.push_str("&app_profile_id=");
     percent_encode(&mut out, app_profile);
     out
@@ -53,6 +60,18 @@ fn percent_encode(out: &mut String, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_table_routes_by_table_name_and_an_instance_by_name() {
+        assert_eq!(
+            routing_header("projects/p/instances/i/tables/t", "ap"),
+            "table_name=projects%2Fp%2Finstances%2Fi%2Ftables%2Ft&app_profile_id=ap"
+        );
+        assert_eq!(
+            routing_header("projects/p/instances/i", ""),
+            "name=projects%2Fp%2Finstances%2Fi&app_profile_id="
+        );
+    }
 
     #[test]
     fn the_api_client_header_names_the_library_version() {

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use googleapis_tonic_google_bigtable_v2::google::rpc::{RetryInfo, Status as RpcStatus};
+use googleapis_tonic_google_bigtable_v2::google::rpc::{
+    PreconditionFailure, RetryInfo, Status as RpcStatus,
+};
 use prost::Message as _;
 
 use std::borrow::Borrow;
@@ -30,6 +32,32 @@ pub(crate) fn retry_delay(status: &tonic::Status) -> Option<Duration> {
     let secs = u64::try_from(delay.seconds).ok()?;
     let nanos = u32::try_from(delay.nanos).ok()?;
     Some(Duration::new(secs, nanos))
+}
+
+/// The `type_url` of a `google.rpc.PreconditionFailure` detail.
+const PRECONDITION_FAILURE_TYPE: &str = "type.googleapis.com/google.rpc.PreconditionFailure";
+
+/// Whether `status` says a prepared GoogleSQL query's plan expired:
+/// `FAILED_PRECONDITION` with a `google.rpc.PreconditionFailure` whose
+/// violation is of type `PREPARED_QUERY_EXPIRED`.
+pub(crate) fn plan_expired(status: &tonic::Status) -> bool {
+    if code_of(status) != Code::FailedPrecondition || status.details().is_empty() {
+        return false;
+    }
+    let Ok(details) = RpcStatus::decode(status.details()) else {
+        return false;
+    };
+    details
+        .details
+        .iter()
+        .filter(|any| any.type_url == PRECONDITION_FAILURE_TYPE)
+        .filter_map(|any| PreconditionFailure::decode(any.value.as_slice()).ok())
+        .any(|failure| {
+            failure
+                .violations
+                .iter()
+                .any(|v| v.r#type == "PREPARED_QUERY_EXPIRED")
+        })
 }
 
 /// The [`Code`] of a tonic status. A request timeout that tonic enforces on
@@ -142,6 +170,50 @@ pub(crate) fn was_not_sent(status: &tonic::Status) -> bool {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    fn with_details(code: tonic::Code, details: &RpcStatus) -> tonic::Status {
+        tonic::Status::with_details(code, "scripted", details.encode_to_vec().into())
+    }
+
+    fn precondition(violation: &str) -> RpcStatus {
+        use googleapis_tonic_google_bigtable_v2::google::rpc::precondition_failure::Violation;
+        let failure = PreconditionFailure {
+            violations: vec![Violation {
+                r#type: violation.to_owned(),
+                ..Violation::default()
+            }],
+        };
+        RpcStatus {
+            code: 9,
+            message: "failed precondition".into(),
+            details: vec![prost_types::Any {
+                type_url: PRECONDITION_FAILURE_TYPE.into(),
+                value: failure.encode_to_vec(),
+            }],
+        }
+    }
+
+    #[test]
+    fn an_expired_plan_is_told_from_other_failed_preconditions() {
+        let expired = precondition("PREPARED_QUERY_EXPIRED");
+        assert!(plan_expired(&with_details(
+            tonic::Code::FailedPrecondition,
+            &expired
+        )));
+        // The same detail under another code, another violation, no detail.
+        assert!(!plan_expired(&with_details(
+            tonic::Code::Unavailable,
+            &expired
+        )));
+        let other = precondition("SOMETHING_ELSE");
+        assert!(!plan_expired(&with_details(
+            tonic::Code::FailedPrecondition,
+            &other
+        )));
+        assert!(!plan_expired(&tonic::Status::failed_precondition(
+            "no details"
+        )));
+    }
 
     /// A status whose details carry `RetryInfo { retry_delay }`.
     pub(crate) fn with_retry_info(code: tonic::Code, delay: Duration) -> tonic::Status {

@@ -10,7 +10,8 @@
 //! not.
 //!
 //! Its types are this module's ([`RawTable`], [`ReadRows`], [`Row`],
-//! [`Cell`], [`EntryError`]) and Bigtable's own v2 messages from
+//! [`Cell`], [`EntryError`]; for GoogleSQL queries, [`Sql`] and its
+//! [`SqlRow`]s of [`SqlValue`]s) and Bigtable's own v2 messages from
 //! [`crate::proto`] (`Mutation`, `RowFilter`, `RowSet`,
 //! `ReadModifyWriteRule`, `mutate_rows_request::Entry`,
 //! `SampleRowKeysResponse`). It is the one module whose signatures name
@@ -26,6 +27,7 @@
 //! | [`RawTable::mutate_rows`] | yes, only the idempotent entries not written; the others reported with `answered: false` | the same, per entry and per request |
 //! | [`RawTable::sample_row_keys`] | yes, whole | the same |
 //! | [`RawTable::check_and_mutate_row`], [`RawTable::read_modify_write_row`] | **never** (not idempotent) | a lost answer is [`Error::OutcomeUnknown`] |
+//! | [`Sql::prepare`], [`Sql::execute`], [`Sql::query`] (GoogleSQL) | yes, a broken stream resumed from the last resume token; an expired plan prepared again before the first token | `UNAVAILABLE`, `DEADLINE_EXCEEDED`, `ABORTED`, transport failures, timeouts, `RetryInfo` (not `RESOURCE_EXHAUSTED` alone, as Google's clients); see [`Sql`] |
 //!
 //! Idempotent, as Google's clients judge it: a row none of whose mutations
 //! is a `SetCell` at the server's time (`-1`), an `AddToCell` or a
@@ -60,6 +62,7 @@
 mod messages;
 pub(crate) mod mutate;
 mod rows;
+mod sql;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -87,6 +90,10 @@ pub use messages::{into_entry, mutations_of};
 pub(crate) use mutate::{bump, BatchReport, Unwritten, WriteCounters};
 use mutate::{send_batch, WriteOptions};
 pub use rows::{ReadRows, Row};
+pub use sql::{
+    BoundQuery, FromSql, PreparedQuery, Query, QueryResult, QueryRows, Sql, SqlColumn, SqlRow,
+    SqlType, SqlValue, StructField,
+};
 
 /// A handle on one table for raw data calls: rows by key, cells by family
 /// and qualifier, Bigtable's own mutations and filters. Cheap to clone.
