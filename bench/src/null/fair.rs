@@ -565,12 +565,19 @@ pub(crate) fn section(report: &Value) -> String {
             continue;
         };
         let cpu = median(f.cpu_us.clone());
+        // A phase shorter than the spread of the one-row runs' wall time
+        // (the CSV alone) has no rate to speak of.
+        let rate = median(f.rate.clone());
+        let rate = if rate > 0.0 {
+            format!("{rate:.0}")
+        } else {
+            "–".to_owned()
+        };
         let _ = writeln!(
             table,
-            "| {} | {cpu:.2} µs | {:.0} | {:.0} | {:.1} ms | {:.2} |",
+            "| {} | {cpu:.2} µs | {:.0} | {rate} | {:.1} ms | {:.2} |",
             name(key),
             1e6 / cpu,
-            median(f.rate.clone()),
             f.fixed_cpu_ms,
             f.server_cores,
         );
@@ -713,9 +720,11 @@ pub(crate) fn section(report: &Value) -> String {
             t.fixed_cpu_ms
         );
     }
-    if tls_rows == 0 {
-        tls = "Not measured in this run.\n".to_owned();
-    }
+    let tls = if tls_rows == 0 {
+        "Not measured in this run.\n".to_owned()
+    } else {
+        tls
+    };
     let load = match (
         report["load_average"][0].as_f64(),
         report["load_average"][1].as_f64(),

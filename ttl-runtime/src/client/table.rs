@@ -84,7 +84,8 @@ use crate::wire::merge::{Cell, MergedRow};
 /// ```
 pub struct Table<T> {
     conn: Connection,
-    name: String,
+    // Shared, not copied: every call clones its handle (see `Table::until`).
+    name: Arc<str>,
     clock: Clock,
     write: WriteOptions,
     read: ReadOptions,
@@ -165,7 +166,7 @@ impl<T: BigtableRow> Table<T> {
         let retry = conn.retry();
         Self {
             conn,
-            name: T::SCHEMA.table.to_owned(),
+            name: T::SCHEMA.table.into(),
             clock: Clock::system(),
             write: WriteOptions::default().with_retry(retry),
             read: ReadOptions::default().with_retry(retry),
@@ -240,7 +241,7 @@ impl<T: BigtableRow> Table<T> {
     /// environment: `clicks_staging`). The schema is still `T::SCHEMA`.
     #[must_use]
     pub fn with_name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
+        self.name = name.into().into();
         // What was learnt of the other table's families says nothing of this one.
         self.sole_families = Arc::default();
         self
