@@ -13,7 +13,8 @@
 //! * `ttl-bench telemetry --rows N --rounds R [--features metrics]`: the
 //!   cost of the client-side metrics on a write+read workload (see
 //!   [`telemetry_cost`]).
-//! * `ttl-bench latency --ops N [--rounds R] [--against emulator,null] --out FILE [--update BENCHMARKS.md]`:
+//! * `ttl-bench latency --ops N [--rounds R] [--against emulator,null] --out FILE [--update BENCHMARKS.md]`
+//!   (or `--from FILE --update BENCHMARKS.md`):
 //!   p50 and p99 of single-row `get`, `put` and `insert_if_absent` against
 //!   the emulator and the null server, the library against hand-written
 //!   `bigtable_rs` (see [`latency`]).
@@ -208,6 +209,10 @@ async fn async_main(args: Vec<String>) -> Res<()> {
             parallel::run(rows, &concurrency, rounds, &out, update.as_deref()).await
         }
         Some("latency") => {
+            if let Some(from) = arg(&args, "--from") {
+                let measured = read_json(Path::new(&from)).ok_or("--from: no JSON there")?;
+                return update_section(&args, latency::HEADING, &latency::section(&measured));
+            }
             let ops: usize = arg(&args, "--ops").map_or(Ok(1_000), |s| s.parse())?;
             let rounds = arg(&args, "--rounds").map_or(Ok(5), |r| r.parse())?;
             let out = PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?);

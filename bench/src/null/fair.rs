@@ -584,7 +584,7 @@ pub(crate) fn section(report: &Value) -> String {
     }
     let fig = |k: &str| figures(report, k);
     let mut targets = String::from(
-        "| comparison | as measured before (default batching, CSV in) | like for like (quote this) | target |\n|---|---|---|---|\n",
+        "| comparison | as measured before (default batching, CSV in) | like for like (quote the first figure) | target |\n|---|---|---|---|\n",
     );
     let lib_w = fig("lib_write");
     let lib_csv = fig("lib_csv");
@@ -760,7 +760,10 @@ pub(crate) fn section(report: &Value) -> String {
          is not run over TLS.\n\n\
          Run on {date} ({cores} cores, shared: {load}). {notes}\n\n\
          {table}\n\
-         **Targets, on the like-for-like figures** (the column to quote is the third):\n\n\
+         **Targets, on the like-for-like figures** (the column to quote is the third, its \
+         first figure: each peer at its best batching, the CSV off both sides, Go read by \
+         `cbt count`). Rows/s is wall time, which the machine's load moves (see the \
+         quartiles); per client core is CPU time, much steadier:\n\n\
          {targets}\n\
          **TLS and a bearer token** (same run; the per-row cost is the median of the rounds' \
          differences, the per-call cost that times the rows of a call):\n\n\
