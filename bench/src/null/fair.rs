@@ -754,10 +754,13 @@ pub(crate) fn section(report: &Value) -> String {
          * **TLS and a token**: a second null server serves TLS only (a CA made at startup \
          that the clients trust) and refuses calls without its bearer token; the library \
          connects with `tls_root_certificate` and a `TokenSource`, `cbt` with \
-         `-data-endpoint`, `-cert-file` and `-access-token` (inside `unshare --net`, a network \
-         namespace with only loopback: off the emulator setting Google's Go client also \
-         exports metrics to Cloud Monitoring, which must not leave the machine). Node.js \
-         is not run over TLS.\n\n\
+         `-data-endpoint`, `-cert-file` and `-access-token`, inside `unshare --net` (a network \
+         namespace with only loopback: off the emulator setting Google's Go client carries \
+         a Cloud Monitoring exporter, and nothing it might send may leave the machine; \
+         under `strace -e connect` it connected to loopback only) and without `gcloud` on \
+         its PATH (which `cbt` otherwise runs for its configuration, half a second of CPU \
+         an application on Google's Go client does not spend). Node.js is not run over \
+         TLS.\n\n\
          Run on {date} ({cores} cores, shared: {load}). {notes}\n\n\
          {table}\n\
          **Targets, on the like-for-like figures** (the column to quote is the third, its \
