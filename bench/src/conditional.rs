@@ -1,6 +1,7 @@
 //! Conditional inserts (issue 11): `Table::insert_if_absent` against a
 //! hand-written `bigtable_rs` `CheckAndMutateRow` with the same predicate and
-//! mutations (`ttl_bench::hand_insert`, asserted identical in its test), on
+//! mutations (`ttl_bench::hand_insert`, the same bytes on the wire as the
+//! latency bench's test asserts), on
 //! one emulator, in rounds that alternate which goes first. Each insert is
 //! on a fresh key, so each one wins and writes. Two shapes: one call at a
 //! time (latency-bound) and 16 in flight.

@@ -1,7 +1,9 @@
-//! `ttl-bench latency --ops N [--rounds R] --out FILE [--update BENCHMARKS.md]`:
-//! the latency of single-row calls against the emulator, one call at a
+//! `ttl-bench latency --ops N [--rounds R] [--against emulator,null] --out FILE
+//! [--update BENCHMARKS.md]`: the latency of single-row calls, one call at a
 //! time, the library against hand-written `bigtable_rs` sending the same
-//! request (issue 23, item 5):
+//! request (issue 23, item 5; issue 32, item 3), against the emulator and
+//! against the null server (`ttl-bench null-server`, where the clients' own
+//! time is the whole of a call):
 //!
 //! * `get`: `Table::get` of a stored row, against a `ReadRows` of that key
 //!   with the typed reader's filter, decoded by hand;
@@ -9,13 +11,17 @@
 //! * `insert_if_absent`: `Table::insert_if_absent` on a fresh key, against a
 //!   `CheckAndMutateRow` of [`ttl_bench::hand_insert`].
 //!
-//! One emulator; in each round every operation runs `N` calls per
-//! contender, in blocks of 50 calls, the contenders alternating block by
-//! block. Every call's wall time is kept; p50 and p99 are over all rounds'
-//! calls. The
-//! emulator's CPU time (and the client's) over each batch of calls, per
-//! call, stands beside: on this machine most of a call's time is the
-//! emulator's.
+//! `LATENCY_ONLY=lib` (or `raw`) runs one contender's calls alone, for a
+//! profiler (`valgrind --tool=callgrind`).
+//!
+//! The tests below send each call of both contenders to an in-process null
+//! server and compare the request messages it received, byte for byte.
+//!
+//! One server per target; in each round every operation runs `N` calls
+//! per contender, in blocks of 50 calls, the contenders alternating block
+//! by block. Every call's wall time is kept; p50 and p99 are over all
+//! rounds' calls. The server's CPU time (and the client's) over each batch
+//! of calls, per call, stands beside.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -24,14 +30,14 @@ use std::time::Instant;
 use bigtable_rs::bigtable::{BigTable, BigTableConnection};
 use bigtable_rs::google::bigtable::v2::{
     row_filter::{Chain, Filter},
-    MutateRowRequest, ReadRowsRequest, RowFilter, RowSet, TimestampRange,
+    ColumnRange, MutateRowRequest, ReadRowsRequest, RowFilter, RowSet, TimestampRange,
 };
-use bigtable_ttl::{BigtableRow, Connection, Insert, Table};
-use chrono::Utc;
+use bigtable_ttl::{BigtableRow, Clock, Connection, Insert, Table};
+use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use ttl_bench::{
-    cpu_seconds, event, events, hand_decode, hand_entry, hand_insert, pid_listening_on,
-    process_cpu_seconds, Event,
+    cpu_seconds, event, events, hand_decode, hand_entry, hand_insert, load_average,
+    pid_listening_on, process_cpu_seconds, Event, FAMILY,
 };
 
 use crate::{Res, PROJECT};
@@ -39,62 +45,165 @@ use crate::{Res, PROJECT};
 /// The section's heading in `BENCHMARKS.md`.
 pub(crate) const HEADING: &str = "## Single-row latency";
 
-/// Rows stored before the rounds, read by the `get`s in turn.
+/// Rows stored in the emulator before the rounds, read by the `get`s in
+/// turn (the null server answers the first row to any `get`).
 const STORED: usize = 1_000;
 const OPS: [&str; 3] = ["get", "put", "insert_if_absent"];
 const WHO: [&str; 2] = ["lib", "raw"];
 /// Calls in a block: the contenders alternate block by block.
 const BLOCK: usize = 50;
+/// The table the null server answers a one-row read of.
+const NULL_TABLE: &str = "events_1";
 
 /// One contender's calls of one operation in one round.
 struct Batch {
     micros: Vec<f64>,
-    emulator_cpu_s: f64,
+    server_cpu_s: f64,
     client_cpu_s: f64,
 }
 
-/// The two clients on one emulator.
+/// The two clients on one server.
 struct Clients {
     lib: Table<Event>,
     raw: BigTable,
     table_name: String,
+    /// Whether the library's reads select the family: not once
+    /// `verify_schema` has shown the table holds only `Event`'s (the
+    /// emulator's table); the null server serves no admin call.
+    family_selector: bool,
 }
 
-/// Measure, write the JSON to `out`, and with `update` rewrite that file's
-/// section.
-pub(crate) async fn run(ops: usize, rounds: usize, out: &Path, update: Option<&Path>) -> Res<()> {
+impl Clients {
+    /// Both clients of `host`, on `table`; the library's clock `clock`.
+    fn connect(host: &str, instance: &str, table: &str, clock: Clock) -> Res<Self> {
+        let lib = Table::<Event>::new(Connection::emulator(host, PROJECT, instance)?)
+            .with_name(table)
+            .with_clock(clock);
+        let rs = BigTableConnection::new_with_emulator(host, PROJECT, instance, false, 1, None)?;
+        let raw = rs.client();
+        let table_name = raw.get_full_table_name(table);
+        Ok(Self {
+            lib,
+            raw,
+            table_name,
+            family_selector: true,
+        })
+    }
+}
+
+/// Where the calls go.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Target {
+    Emulator,
+    Null,
+}
+
+impl Target {
+    pub(crate) fn parse(name: &str) -> Res<Self> {
+        match name {
+            "emulator" => Ok(Self::Emulator),
+            "null" => Ok(Self::Null),
+            other => Err(format!("--against: no target {other:?} (emulator, null)").into()),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Emulator => "emulator",
+            Self::Null => "null",
+        }
+    }
+}
+
+/// Measure against every target, write the JSON to `out`, and with
+/// `update` rewrite that file's section.
+pub(crate) async fn run(
+    ops: usize,
+    rounds: usize,
+    targets: &[Target],
+    out: &Path,
+    update: Option<&Path>,
+) -> Res<()> {
+    let mut measured = serde_json::Map::new();
+    for &target in targets {
+        let load_start = load_average();
+        let mut results = match target {
+            Target::Emulator => against_emulator(ops, rounds).await?,
+            Target::Null => against_null(ops, rounds).await?,
+        };
+        results["load_average"] = json!([load_start, load_average()]);
+        measured.insert(target.name().to_owned(), results);
+    }
+    let value = json!({
+        "ops": ops,
+        "rounds": rounds.max(1),
+        "cores": std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
+        "date": Utc::now().format("%Y-%m-%d").to_string(),
+        "targets": Value::Object(measured),
+    });
+    std::fs::write(out, serde_json::to_string_pretty(&value)?)?;
+    let text = section(&value);
+    eprintln!("{text}");
+    if let Some(path) = update {
+        ttl_bench::sections::update_file(path, HEADING, &text)?;
+        eprintln!("{} updated", path.display());
+    }
+    Ok(())
+}
+
+async fn against_emulator(ops: usize, rounds: usize) -> Res<Value> {
     let emulator = bigtable_ttl_emulator::Emulator::start()?;
     let pid = pid_listening_on(emulator.port())
         .ok_or("no process found with the emulator's `-port` argument")?;
-    let host = emulator.host().to_owned();
-    let instance = "bench-latency";
-    let lib = Table::<Event>::new(Connection::emulator(&host, PROJECT, instance)?);
-    lib.ensure_schema().await?;
-    let rs = BigTableConnection::new_with_emulator(&host, PROJECT, instance, false, 1, None)?;
-    let raw = rs.client();
-    let table_name = raw.get_full_table_name(Event::SCHEMA.table);
-    let clients = Clients {
-        lib,
-        raw,
-        table_name,
-    };
+    let mut clients = Clients::connect(
+        emulator.host(),
+        "bench-latency",
+        Event::SCHEMA.table,
+        Clock::system(),
+    )?;
+    clients.lib.ensure_schema().await?;
+    clients.family_selector = false;
     clients.lib.put_all(&events(STORED, Utc::now())).await?;
+    measure(&clients, ops, rounds, STORED, pid).await
+}
 
+async fn against_null(ops: usize, rounds: usize) -> Res<Value> {
+    let server = crate::null::NullServer::start(&std::env::current_exe()?, &[1])?;
+    let clients = Clients::connect(&server.host, "null", NULL_TABLE, Clock::system())?;
+    let results = measure(&clients, ops, rounds, 1, server.child.id()).await?;
+    server.stop()?;
+    Ok(results)
+}
+
+/// The rounds against one server (process `pid`), `stored` rows there.
+async fn measure(
+    clients: &Clients,
+    ops: usize,
+    rounds: usize,
+    stored: usize,
+    pid: u32,
+) -> Res<Value> {
     let mut samples: Vec<Vec<Vec<Batch>>> = (0..OPS.len())
         .map(|_| (0..WHO.len()).map(|_| Vec::new()).collect())
         .collect();
     // Fresh keys for the inserts, never reused; the puts overwrite stored rows.
     let mut next_fresh = STORED;
-    // Untimed warm-up: connections, the emulator's first calls.
+    // Untimed warm-up: connections, the server's first calls.
+    // `LATENCY_ONLY=lib` (or `raw`): one contender's calls alone, to run
+    // it under a profiler.
+    let only = std::env::var("LATENCY_ONLY").ok();
+    let skip = |w: usize| only.as_deref().is_some_and(|o| o != WHO[w]);
     for (o, w) in (0..OPS.len()).flat_map(|o| (0..WHO.len()).map(move |w| (o, w))) {
-        batch(&clients, o, w, 50, &mut next_fresh, pid).await?;
+        if !skip(w) {
+            batch(clients, o, w, 50, &mut next_fresh, stored, pid).await?;
+        }
     }
     for round in 0..rounds.max(1) {
         for o in 0..OPS.len() {
             let mut merged: Vec<Batch> = (0..WHO.len())
                 .map(|_| Batch {
                     micros: Vec::with_capacity(ops),
-                    emulator_cpu_s: 0.0,
+                    server_cpu_s: 0.0,
                     client_cpu_s: 0.0,
                 })
                 .collect();
@@ -104,27 +213,29 @@ pub(crate) async fn run(ops: usize, rounds: usize, out: &Path, update: Option<&P
                 let calls = BLOCK.min(ops - block * BLOCK);
                 for k in 0..WHO.len() {
                     let w = (k + block + round) % WHO.len();
-                    let b = batch(&clients, o, w, calls, &mut next_fresh, pid).await?;
+                    if skip(w) {
+                        continue;
+                    }
+                    let b = batch(clients, o, w, calls, &mut next_fresh, stored, pid).await?;
                     let m = &mut merged[w];
                     m.micros.extend(b.micros);
-                    m.emulator_cpu_s += b.emulator_cpu_s;
+                    m.server_cpu_s += b.server_cpu_s;
                     m.client_cpu_s += b.client_cpu_s;
                 }
             }
             for (w, b) in merged.into_iter().enumerate() {
                 eprintln!(
-                    "latency round {round}: {} {}: p50 {:.0} µs, p99 {:.0} µs, emulator {:.0} µs CPU a call",
+                    "latency round {round}: {} {}: p50 {:.0} µs, p99 {:.0} µs, server {:.0} µs CPU a call",
                     OPS[o],
                     WHO[w],
                     percentile(&b.micros, 0.5),
                     percentile(&b.micros, 0.99),
-                    b.emulator_cpu_s / ops as f64 * 1e6
+                    b.server_cpu_s / ops as f64 * 1e6
                 );
                 samples[o][w].push(b);
             }
         }
     }
-    drop(emulator);
 
     let mut results = serde_json::Map::new();
     for (o, op) in OPS.iter().enumerate() {
@@ -139,29 +250,16 @@ pub(crate) async fn run(ops: usize, rounds: usize, out: &Path, update: Option<&P
                     "p50_us": percentile(&all, 0.5),
                     "p99_us": percentile(&all, 0.99),
                     "mean_us": all.iter().sum::<f64>() / calls,
-                    "emulator_cpu_us": batches.iter().map(|b| b.emulator_cpu_s).sum::<f64>() / calls * 1e6,
+                    "server_cpu_us": batches.iter().map(|b| b.server_cpu_s).sum::<f64>() / calls * 1e6,
                     "client_cpu_us": batches.iter().map(|b| b.client_cpu_s).sum::<f64>() / calls * 1e6,
                     "round_p50_us": batches.iter().map(|b| percentile(&b.micros, 0.5)).collect::<Vec<_>>(),
+                    "round_p99_us": batches.iter().map(|b| percentile(&b.micros, 0.99)).collect::<Vec<_>>(),
                 }),
             );
         }
         results.insert((*op).to_owned(), Value::Object(per_op));
     }
-    let value = json!({
-        "ops": ops,
-        "rounds": rounds.max(1),
-        "cores": std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
-        "date": Utc::now().format("%Y-%m-%d").to_string(),
-        "results": Value::Object(results),
-    });
-    std::fs::write(out, serde_json::to_string_pretty(&value)?)?;
-    let text = section(&value);
-    eprintln!("{text}");
-    if let Some(path) = update {
-        ttl_bench::sections::update_file(path, HEADING, &text)?;
-        eprintln!("{} updated", path.display());
-    }
-    Ok(())
+    Ok(json!({ "results": Value::Object(results) }))
 }
 
 /// `n` calls of operation `op` by contender `who`, one at a time.
@@ -171,33 +269,34 @@ async fn batch(
     who: usize,
     n: usize,
     next_fresh: &mut usize,
-    emulator: u32,
+    stored: usize,
+    server: u32,
 ) -> Res<Batch> {
     let mut micros = Vec::with_capacity(n);
-    let (emulator0, client0) = (process_cpu_seconds(emulator), cpu_seconds());
+    let (server0, client0) = (process_cpu_seconds(server), cpu_seconds());
     for i in 0..n {
         let now = Utc::now();
         let row = match OPS[op] {
-            "get" | "put" => event(i % STORED, now),
+            "get" | "put" => event(i % stored, now),
             _ => {
                 *next_fresh += 1;
                 event(*next_fresh, now)
             }
         };
         let start = Instant::now();
-        call(clients, OPS[op], WHO[who], &row).await?;
+        call(clients, OPS[op], WHO[who], &row, Utc::now()).await?;
         micros.push(start.elapsed().as_secs_f64() * 1e6);
     }
     Ok(Batch {
         micros,
-        emulator_cpu_s: process_cpu_seconds(emulator) - emulator0,
+        server_cpu_s: process_cpu_seconds(server) - server0,
         client_cpu_s: cpu_seconds() - client0,
     })
 }
 
-/// One call, its outcome checked.
-async fn call(clients: &Clients, op: &str, who: &str, row: &Event) -> Res<()> {
-    let now = Utc::now();
+/// One call, its outcome checked; the hand-written contender's at `now`
+/// (the library reads its own clock).
+async fn call(clients: &Clients, op: &str, who: &str, row: &Event, now: DateTime<Utc>) -> Res<()> {
     match (op, who) {
         ("get", "lib") => {
             let got = clients
@@ -210,21 +309,28 @@ async fn call(clients: &Clients, op: &str, who: &str, row: &Event) -> Res<()> {
         ("get", "raw") => {
             let now_us = now.timestamp_micros();
             let filter = |f| RowFilter { filter: Some(f) };
+            let mut filters = Vec::with_capacity(3);
+            if clients.family_selector {
+                filters.push(filter(Filter::ColumnRangeFilter(ColumnRange {
+                    family_name: FAMILY.to_owned(),
+                    start_qualifier: None,
+                    end_qualifier: None,
+                })));
+            }
+            filters.extend([
+                filter(Filter::TimestampRangeFilter(TimestampRange {
+                    start_timestamp_micros: now_us - now_us.rem_euclid(1000) + 1000,
+                    end_timestamp_micros: 0,
+                })),
+                filter(Filter::CellsPerColumnLimitFilter(1)),
+            ]);
             let request = ReadRowsRequest {
                 table_name: clients.table_name.clone(),
                 rows: Some(RowSet {
                     row_keys: vec![row.id.as_bytes().to_vec()],
                     row_ranges: Vec::new(),
                 }),
-                filter: Some(filter(Filter::Chain(Chain {
-                    filters: vec![
-                        filter(Filter::TimestampRangeFilter(TimestampRange {
-                            start_timestamp_micros: now_us - now_us.rem_euclid(1000) + 1000,
-                            end_timestamp_micros: 0,
-                        })),
-                        filter(Filter::CellsPerColumnLimitFilter(1)),
-                    ],
-                }))),
+                filter: Some(filter(Filter::Chain(Chain { filters }))),
                 rows_limit: 1,
                 ..ReadRowsRequest::default()
             };
@@ -281,30 +387,35 @@ fn percentile(xs: &[f64], q: f64) -> f64 {
     sorted[((last as f64) * q).round() as usize]
 }
 
-/// The section, from `ttl-bench latency`'s JSON.
-pub(crate) fn section(report: &Value) -> String {
+/// The median of the rounds' ratios `lib / raw` of the per-round figures
+/// under `key`.
+fn round_ratio(r: &Value, key: &str) -> f64 {
+    let rounds = |who: &str| -> Vec<f64> {
+        r[who][key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_f64)
+            .collect()
+    };
+    let mut ratios: Vec<f64> = rounds("lib")
+        .iter()
+        .zip(rounds("raw"))
+        .map(|(l, h)| l / h)
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    ratios.get(ratios.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// One target's table.
+fn target_table(measured: &Value) -> String {
     let num = |v: &Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
     let mut table = String::from(
-        "| call | contender | p50 | p99 | library / hand-written, p50 (median of rounds) | client CPU a call | emulator CPU a call |\n\
+        "| call | contender | p50 | p99 | library / hand-written: p50, p99 (medians of the rounds' ratios) | client CPU a call | server CPU a call |\n\
          |---|---|---|---|---|---|---|\n",
     );
     for op in OPS {
-        let r = &report["results"][op];
-        let rounds = |who: &str| -> Vec<f64> {
-            r[who]["round_p50_us"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_f64)
-                .collect()
-        };
-        let mut ratios: Vec<f64> = rounds("lib")
-            .iter()
-            .zip(rounds("raw"))
-            .map(|(l, h)| l / h)
-            .collect();
-        ratios.sort_by(f64::total_cmp);
-        let ratio = ratios.get(ratios.len() / 2).copied().unwrap_or(f64::NAN);
+        let r = &measured["results"][op];
         for who in WHO {
             let c = &r[who];
             let name = if who == "lib" {
@@ -312,48 +423,105 @@ pub(crate) fn section(report: &Value) -> String {
             } else {
                 "hand-written `bigtable_rs`".to_owned()
             };
+            let ratios = if who == "lib" {
+                format!(
+                    "{:.2}, {:.2}",
+                    round_ratio(r, "round_p50_us"),
+                    round_ratio(r, "round_p99_us")
+                )
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 table,
-                "| `{op}` | {name} | {:.0} µs | {:.0} µs | {} | {:.0} µs | {:.0} µs |",
+                "| `{op}` | {name} | {:.0} µs | {:.0} µs | {ratios} | {:.0} µs | {:.0} µs |",
                 num(c, "p50_us"),
                 num(c, "p99_us"),
-                if who == "lib" {
-                    format!("{ratio:.2}")
-                } else {
-                    String::new()
-                },
                 num(c, "client_cpu_us"),
-                num(c, "emulator_cpu_us"),
+                num(c, "server_cpu_us"),
             );
         }
     }
+    table
+}
+
+/// `[a, b]` of `ttl_bench::load_average` as "a at the start, b at the end".
+fn load(measured: &Value) -> String {
+    match (
+        measured["load_average"][0].as_f64(),
+        measured["load_average"][1].as_f64(),
+    ) {
+        (Some(a), Some(b)) => {
+            format!("a load average of {a:.1} at the start and {b:.1} at the end")
+        }
+        _ => "load average not read".to_owned(),
+    }
+}
+
+/// The section, from `ttl-bench latency`'s JSON.
+pub(crate) fn section(report: &Value) -> String {
+    let mut tables = String::new();
+    for (target, title) in [
+        ("emulator", "Against the emulator"),
+        ("null", "Against the null server"),
+    ] {
+        let measured = &report["targets"][target];
+        if measured.is_null() {
+            continue;
+        }
+        let what = if target == "emulator" {
+            "most of a call's time is the emulator's (its CPU a call beside)"
+        } else {
+            "the server answers from memory, so a call's time is the two clients' own \
+             work, the loopback and the scheduler"
+        };
+        let _ = write!(
+            tables,
+            "**{title}** ({}; {what}):\n\n{}\n",
+            load(measured),
+            target_table(measured)
+        );
+    }
+    let targets: Vec<&str> = ["emulator", "null"]
+        .into_iter()
+        .filter(|t| !report["targets"][*t].is_null())
+        .collect();
     format!(
         "{HEADING}\n\n\
-         Single-row calls one at a time against the emulator (`ttl-bench latency`, \
-         `bench/src/latency.rs`): `get` of a stored row (the typed reader's filter, decoded), \
-         `put` of a whole row, `insert_if_absent` on a fresh key (a `CheckAndMutateRow` \
-         whose predicate is the typed reader's filter); the library against hand-written \
-         `bigtable_rs` sending the same requests (asserted identical in the bench's tests \
-         for the writes). {ops} calls per contender and call per round, {rounds} rounds, in \
-         blocks of {BLOCK} calls, the contenders alternating block by block; p50 and p99 \
-         over every call of every round, the ratio of p50s taken within each round. \
-         **client CPU** and **emulator CPU** are each process's CPU time over a batch of \
-         calls (`/proc/<pid>/task/*/schedstat`), per call: on this machine a call's time is \
-         mostly the emulator's. Run on {date} ({cores} cores).\n\n\
-         {table}\n\
+         Single-row calls one at a time (`ttl-bench latency`, `bench/src/latency.rs`): `get` \
+         of a stored row (the typed reader's filter, decoded), `put` of a whole row, \
+         `insert_if_absent` on a fresh key (a `CheckAndMutateRow` whose predicate is the \
+         library's: the row exists at the horizon, live or incomplete); the library against \
+         hand-written `bigtable_rs` sending the same request messages, byte for byte \
+         (`latency::tests::the_hand_written_calls_send_the_library_s_requests` sends both \
+         to a null server and compares what it received; the hand-written code takes its \
+         clock reading just before the call, the library its own). {ops} calls per \
+         contender and call per round, {rounds} rounds, in blocks of {BLOCK} calls, the \
+         contenders alternating block by block; p50 and p99 over every call of every round, \
+         the ratios taken within each round, their median. **client CPU** and **server CPU** \
+         are each process's CPU time over a batch of calls (`/proc/<pid>/task/*/schedstat`), \
+         per call. Run on {date} ({cores} cores).\n\n\
+         {tables}\
+         Not measured: TLS and tokens (both plaintext, no auth; see the null server's TLS \
+         figures), concurrency (one call at a time), a real network's round trip.\n\n\
          Command: `cargo build --release -p ttl-bench && target/release/ttl-bench latency \
-         --ops {ops} --out bench/target/results/latency.json --update BENCHMARKS.md` (also \
-         run by `bench/run.sh`).\n",
+         --ops {ops} --rounds {rounds} --against {targets} --out \
+         bench/target/results/latency.json --update BENCHMARKS.md` (also run by \
+         `bench/run.sh`).\n",
         ops = report["ops"],
         rounds = report["rounds"],
         date = report["date"].as_str().unwrap_or("?"),
         cores = report["cores"],
+        targets = targets.join(","),
     )
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use crate::null::server::{serve, State};
 
     // The quantiles are elements of the input, compared exactly.
     #[allow(clippy::float_cmp)]
@@ -371,21 +539,59 @@ mod tests {
     fn the_ratio_pairs_rounds() {
         let who = |p50s: &[f64]| {
             json!({"p50_us": 1.0, "p99_us": 2.0, "client_cpu_us": 3.0,
-            "emulator_cpu_us": 4.0, "round_p50_us": p50s})
+            "server_cpu_us": 4.0, "round_p50_us": p50s, "round_p99_us": p50s})
         };
-        let report = json!({
-            "ops": 10, "rounds": 3, "cores": 2, "date": "d",
+        let measured = json!({
+            "load_average": [1.0, 2.0],
             "results": {
                 "get": {"lib": who(&[100.0, 300.0, 110.0]), "raw": who(&[100.0, 100.0, 100.0])},
                 "put": {"lib": who(&[1.0]), "raw": who(&[2.0])},
                 "insert_if_absent": {"lib": who(&[1.0]), "raw": who(&[1.0])},
             }
         });
+        let report = json!({
+            "ops": 10, "rounds": 3, "cores": 2, "date": "d",
+            "targets": {"null": measured},
+        });
         let text = section(&report);
         assert!(
-            text.contains("| `get` | library (`Table::get`) | 1 µs | 2 µs | 1.10 |"),
+            text.contains("| `get` | library (`Table::get`) | 1 µs | 2 µs | 1.10, 1.10 |"),
             "{text}"
         );
-        assert!(text.contains("| 0.50 |") && text.starts_with(HEADING));
+        assert!(text.contains("| 0.50, 0.50 |") && text.starts_with(HEADING));
+        assert!(text.contains("--against null ") && !text.contains("Against the emulator"));
+    }
+
+    /// For every operation compared, the hand-written call sends the request
+    /// message the library sends, byte for byte: both go to a null server
+    /// in this process, which keeps the last request of each method, with
+    /// the library's clock stopped at the hand-written call's `now`.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_hand_written_calls_send_the_library_s_requests() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let host = listener.local_addr().unwrap().to_string();
+        let state = Arc::new(State::new(&[1]));
+        tokio::spawn(serve(listener, state.clone()));
+        let now = Utc::now();
+        let clients = Clients::connect(&host, "null", NULL_TABLE, Clock::manual(now)).unwrap();
+        for (op, method) in [
+            ("get", "ReadRows"),
+            ("put", "MutateRow"),
+            ("insert_if_absent", "CheckAndMutateRow"),
+        ] {
+            let row = event(0, now);
+            let method = format!("/google.bigtable.v2.Bigtable/{method}");
+            let mut sent = Vec::new();
+            for who in WHO {
+                call(&clients, op, who, &row, now).await.unwrap();
+                sent.push(state.last_request(&method).unwrap());
+            }
+            assert!(
+                sent[0] == sent[1],
+                "{op}: the library sent {:?}, the hand-written code {:?}",
+                sent[0],
+                sent[1]
+            );
+        }
     }
 }

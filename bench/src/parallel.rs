@@ -293,6 +293,9 @@ pub(crate) fn section(report: &Value) -> String {
          `SampleRowKeys` returns (about one row in a hundred, at random), at most 4 per \
          stream at once. Rows come in no overall order. Run on {} ({cores} cores).\n\n\
          {table}\n{verdict}\n\n\
+         Machine load: the *other processes* share of **cores busy** above. Not measured: \
+         Cloud Bigtable, where each part is served by its own node (here one emulator on \
+         the client's two cores serves them all), TLS and tokens, a real network.\n\n\
          Command: `cargo build --release -p ttl-bench && target/release/ttl-bench parallel \
          --rows {rows} --out bench/target/parallel.json --update BENCHMARKS.md` (also run by \
          `bench/run.sh`).\n",

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bigtable_ttl::admin::{self, EnsureOptions};
-use bigtable_ttl::data::{RawTable, ReadRows};
+use bigtable_ttl::data::{Query, RawTable, ReadRows, Sql, SqlType};
 use bigtable_ttl::ops::{
     self, ApplyRequest, AuditRequest, ExpiryRequest, InspectRequest, MigratePlan, Part,
 };
@@ -759,6 +759,41 @@ fn operations() -> Vec<Operation> {
             bound: Call,
             expect: Deadline,
             call: |f| async move { f.raw.sample_row_keys().await.map(drop) }.boxed(),
+        },
+        // ----- GoogleSQL
+        Operation {
+            name: "Sql::prepare",
+            covers: &["client/data/sql/mod.rs::prepare"],
+            bound: Call,
+            expect: Deadline,
+            call: |f| {
+                async move {
+                    Sql::new(&f.conn)
+                        .prepare(
+                            "SELECT _key FROM visits",
+                            std::iter::empty::<(String, SqlType)>(),
+                        )
+                        .await
+                        .map(drop)
+                }
+                .boxed()
+            },
+        },
+        Operation {
+            name: "Sql::query(..).collect",
+            covers: &["client/data/sql/mod.rs::collect"],
+            bound: Call,
+            expect: Deadline,
+            call: |f| {
+                async move {
+                    Sql::new(&f.conn)
+                        .query(Query::new("SELECT _key FROM visits"))
+                        .collect()
+                        .await
+                        .map(drop)
+                }
+                .boxed()
+            },
         },
         // ----- admin
         Operation {

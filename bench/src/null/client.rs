@@ -9,16 +9,26 @@
 //! * `raw write` / `raw read`: hand-written `bigtable_rs`, the same batching
 //!   and a hand-written filter and decoder (as the end-to-end bench's `raw`).
 //!
+//! * `lib put`: the same rows, one `Table::put` each, one at a time (a
+//!   call's own cost);
+//! * `lib csv`: the write's reading of the CSV file alone, nothing sent
+//!   (the CSV's cost, shown beside the write's).
+//!
+//! With `--tls CA_FILE --token SECRET` the library connects over TLS,
+//! trusting that CA, and sends that bearer token with every call (from a
+//! token source, as on Cloud Bigtable); `raw` has no such mode here.
+//!
 //! Prints one JSON line: the phase's wall and CPU time (this process's
 //! threads, from `/proc/self/task/*/schedstat`), its allocations, counted
 //! by the bench binary's global allocator, and the process's peak RSS
 //! (`VmHWM`, which, unlike `wait4`'s, counts nothing from before `exec`).
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use bigtable_rs::bigtable::BigTableConnection;
-use bigtable_ttl::{Connection, Scan, Table};
+use bigtable_ttl::{AccessToken, Connection, Credentials, Scan, Table, TokenSource};
 use chrono::Utc;
 use futures_util::TryStreamExt as _;
 use serde_json::{json, Value};
@@ -30,19 +40,72 @@ use crate::{raw_scan, raw_write, Res, GLOBAL, PROJECT};
 /// The instance every contender names (the null server ignores it).
 pub(crate) const INSTANCE: &str = "null";
 
-/// Run `who`'s `phase` of `rows` rows on `table` at `host`; the JSON line.
+/// TLS and a token, as on Cloud Bigtable.
+pub(crate) struct Secure {
+    /// The PEM of the CA the server's certificate is signed by.
+    pub(crate) ca_pem: Vec<u8>,
+    pub(crate) token: String,
+}
+
+/// Where the contender connects.
+pub(crate) struct Target<'a> {
+    pub(crate) host: &'a str,
+    pub(crate) secure: Option<&'a Secure>,
+}
+
+/// One token for every call, good for an hour from each asking: the
+/// library's cache keeps it, as it keeps a real one.
+struct FixedToken(String);
+
+impl TokenSource for FixedToken {
+    fn token<'a>(
+        &'a self,
+        _scopes: &'a [&'a str],
+    ) -> std::pin::Pin<
+        Box<
+            dyn std::future::Future<
+                    Output = Result<AccessToken, Box<dyn std::error::Error + Send + Sync>>,
+                > + Send
+                + 'a,
+        >,
+    > {
+        let token =
+            AccessToken::new(self.0.clone()).expiring_at(Utc::now() + chrono::TimeDelta::hours(1));
+        Box::pin(async move { Ok(token) })
+    }
+}
+
+/// The library's connection to `target`.
+pub(crate) async fn connection(target: &Target<'_>) -> Res<Connection> {
+    let Some(secure) = target.secure else {
+        return Ok(Connection::emulator(target.host, PROJECT, INSTANCE)?);
+    };
+    // The certificate names `localhost`; the port is the server's.
+    let port = target.host.rsplit(':').next().ok_or("--host HOST:PORT")?;
+    Ok(Connection::builder(PROJECT, INSTANCE)
+        .data_endpoint(format!("https://localhost:{port}"))
+        .tls_root_certificate(secure.ca_pem.clone())
+        .credentials(Credentials::token_source(Arc::new(FixedToken(
+            secure.token.clone(),
+        ))))
+        .connect()
+        .await?)
+}
+
+/// Run `who`'s `phase` of `rows` rows on `table` at `target`; the JSON line.
 pub(crate) async fn run(
     who: &str,
     phase: &str,
-    host: &str,
+    target: &Target<'_>,
     table: &str,
     rows: usize,
     csv: Option<&Path>,
 ) -> Res<Value> {
     let now = Utc::now();
+    let host = target.host;
     // Connections are made before the clock starts, as an application
     // makes them once; the first call still pays for the handshake.
-    let lib = Table::<Event>::new(Connection::emulator(host, PROJECT, INSTANCE)?).with_name(table);
+    let lib = Table::<Event>::new(connection(target).await?).with_name(table);
     let rs = BigTableConnection::new_with_emulator(host, PROJECT, INSTANCE, false, 1, None)?;
     let raw = rs.client();
     let raw_table = raw.get_full_table_name(table);
@@ -78,6 +141,26 @@ pub(crate) async fn run(
             (n, None)
         }
         ("raw", "read") => (raw_scan(&raw, &raw_table).await?, None),
+        ("lib", "put") => {
+            let mut source = CsvRows::open(csv.ok_or("--csv FILE")?)?;
+            let mut row = Event::default();
+            let mut n = 0;
+            while source.next_into(&mut row)? {
+                lib.put(&row).await?;
+                n += 1;
+            }
+            (n, None)
+        }
+        ("lib", "csv") => {
+            let mut source = CsvRows::open(csv.ok_or("--csv FILE")?)?;
+            let mut row = Event::default();
+            let (mut n, mut clicks) = (0, 0);
+            while source.next_into(&mut row)? {
+                clicks += std::hint::black_box(&row).clicks;
+                n += 1;
+            }
+            (n, Some(clicks))
+        }
         other => return Err(format!("null-client: no contender {other:?}").into()),
     };
     let wall = start.elapsed().as_secs_f64();

@@ -22,9 +22,11 @@
 //! [`report`] renders the `BENCHMARKS.md` section from the JSON.
 
 pub(crate) mod client;
+pub(crate) mod fair;
 pub(crate) mod profile;
 pub(crate) mod report;
 pub(crate) mod server;
+pub(crate) mod tls;
 pub(crate) mod wire;
 
 use std::collections::BTreeMap;
@@ -88,28 +90,38 @@ struct Tools {
 }
 
 /// One process of one phase, measured from outside.
-struct Run {
-    wall_s: f64,
-    cpu_s: f64,
+pub(crate) struct Run {
+    pub(crate) wall_s: f64,
+    pub(crate) cpu_s: f64,
     peak_rss_kib: u64,
-    server_cpu_s: f64,
+    pub(crate) server_cpu_s: f64,
     /// What the contender printed about itself (Rust and Node), else null.
-    inner: Value,
+    pub(crate) inner: Value,
 }
 
 /// The null server, a child process.
-struct NullServer {
-    child: Child,
+pub(crate) struct NullServer {
+    pub(crate) child: Child,
     stdin: Option<ChildStdin>,
     stdout: BufReader<std::process::ChildStdout>,
-    host: String,
+    pub(crate) host: String,
 }
 
 impl NullServer {
-    fn start(me: &Path, row_counts: &[usize]) -> Res<Self> {
+    pub(crate) fn start(me: &Path, row_counts: &[usize]) -> Res<Self> {
+        Self::start_with(me, row_counts, &[])
+    }
+
+    /// Started with more arguments (`--tls CA_FILE --token SECRET`).
+    pub(crate) fn start_with(
+        me: &Path,
+        row_counts: &[usize],
+        more: &[&std::ffi::OsStr],
+    ) -> Res<Self> {
         let counts: Vec<String> = row_counts.iter().map(ToString::to_string).collect();
         let mut child = Command::new(me)
             .args(["null-server", "--rows", &counts.join(",")])
+            .args(more)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()?;
@@ -131,7 +143,7 @@ impl NullServer {
     }
 
     /// Stop it; what it counted (calls per method, entries per table).
-    fn stop(mut self) -> Res<Value> {
+    pub(crate) fn stop(mut self) -> Res<Value> {
         drop(self.stdin.take());
         let mut line = String::new();
         self.stdout.read_line(&mut line)?;
@@ -208,7 +220,7 @@ fn command(tools: &Tools, who: Who, phase: &str, table: &str, rows: usize, host:
 /// Run `cmd` to its end, its output into files under `work` (with
 /// `printed_rows`, its standard output, the rows `cbt read` prints, to
 /// `/dev/null`); measure it.
-fn measure(
+pub(crate) fn measure(
     mut cmd: Command,
     label: &str,
     work: &Path,

@@ -2,6 +2,8 @@
 //! `MutateRows`, `ReadRows`) on a channel of our own (the `wire` layer),
 //! tables and GC rules through the generated admin client.
 
+use std::sync::Arc;
+
 use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2::bigtable_table_admin_client::BigtableTableAdminClient;
 use tonic::transport::Channel;
 
@@ -37,9 +39,10 @@ pub struct Connection {
     /// Timeouts and retries tables start with for reads and writes.
     retry: RetryPolicy,
     tokens: Option<Tokens>,
-    project: String,
-    instance: String,
-    target: String,
+    // Shared, not copied: every call's handle clones the connection.
+    project: Arc<str>,
+    instance: Arc<str>,
+    target: Arc<str>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -116,9 +119,9 @@ impl Connection {
             admin_retry: parts.admin_retry,
             retry: parts.retry,
             tokens: parts.tokens,
-            project: parts.project,
-            instance: parts.instance,
-            target: parts.target,
+            project: parts.project.into(),
+            instance: parts.instance.into(),
+            target: parts.target.into(),
         }
     }
 
@@ -157,7 +160,21 @@ impl Connection {
     /// `projects/{project}/instances/{instance}/tables/{table}`.
     #[must_use]
     pub fn table_path(&self, table: &str) -> String {
-        format!("{}/tables/{table}", self.instance_path())
+        // Built on every single-row call: pieces pushed into one allocation
+        // of the right size, not two `format!`s.
+        let parts = [
+            "projects/",
+            self.project.as_ref(),
+            "/instances/",
+            self.instance.as_ref(),
+            "/tables/",
+            table,
+        ];
+        let mut path = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+        for part in parts {
+            path.push_str(part);
+        }
+        path
     }
 
     pub(crate) fn data_channel(&self) -> DataChannel {
@@ -192,13 +209,13 @@ impl Connection {
                 .secret(ADMIN_SCOPE)
                 .await
                 .map_err(|source| Error::Connect {
-                    target: self.target.clone(),
+                    target: self.target.to_string(),
                     source,
                 })?;
             let value = format!("Bearer {token}")
                 .parse()
                 .map_err(|e| Error::Connect {
-                    target: self.target.clone(),
+                    target: self.target.to_string(),
                     source: format!("the access token is not a valid header: {e}").into(),
                 })?;
             request.metadata_mut().insert("authorization", value);

@@ -3,11 +3,17 @@
 //! arrived but does not decode was applied by the server: for a call that
 //! is never re-sent (a conditional write, an increment) that is an unknown
 //! outcome, not an error the server decided on.
+//!
+//! The request goes as an `Arc`: a request sent again (see
+//! `DataChannel::unary`) shares the message rather than copying it, and the
+//! first send copies nothing either (a conditional write's predicate is a
+//! tree of boxed filters, whose copy and drop cost more than its encoding).
 
 use std::marker::PhantomData;
+use std::sync::Arc;
 
-use tonic::codec::{Codec, DecodeBuf, Decoder};
-use tonic_prost::{ProstCodec, ProstDecoder, ProstEncoder};
+use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic_prost::{ProstCodec, ProstDecoder};
 
 use crate::wire::status::undecodable;
 
@@ -32,17 +38,32 @@ where
     Req: prost::Message + Send + 'static,
     Resp: prost::Message + Default + Send + 'static,
 {
-    type Encode = Req;
+    type Encode = Arc<Req>;
     type Decode = Resp;
-    type Encoder = ProstEncoder<Req>;
+    type Encoder = SharedEncoder<Req>;
     type Decoder = AnswerDecoder<Resp>;
 
     fn encoder(&mut self) -> Self::Encoder {
-        self.inner.encoder()
+        SharedEncoder(PhantomData)
     }
 
     fn decoder(&mut self) -> Self::Decoder {
         AnswerDecoder(self.inner.decoder())
+    }
+}
+
+/// Encodes a shared request message as prost does.
+#[derive(Debug)]
+pub(crate) struct SharedEncoder<Req>(PhantomData<fn(Req)>);
+
+impl<Req: prost::Message> Encoder for SharedEncoder<Req> {
+    type Item = Arc<Req>;
+    type Error = tonic::Status;
+
+    fn encode(&mut self, item: Arc<Req>, dst: &mut EncodeBuf<'_>) -> Result<(), tonic::Status> {
+        // The buffer grows as it is written: prost fails only on a full one.
+        item.encode(dst)
+            .map_err(|e| tonic::Status::internal(format!("encoding the request: {e}")))
     }
 }
 

@@ -366,18 +366,19 @@ impl DataChannel {
         cookies: &mut RoutingCookies,
     ) -> Result<Resp, tonic::Status>
     where
-        Req: prost::Message + Clone + Send + Sync + 'static,
+        Req: prost::Message + Send + Sync + 'static,
         Resp: prost::Message + Default + Send + Sync + 'static,
     {
         const SENDS: usize = 3;
         let started = std::time::Instant::now();
         let until = tokio::time::Instant::now() + timeout;
         let path = http::uri::PathAndQuery::from_static(path);
+        let message = Arc::new(message);
         let mut sends = 0;
         loop {
             sends += 1;
             let request = self
-                .request_by(message.clone(), table_name, until, cookies)
+                .request_by(Arc::clone(&message), table_name, until, cookies)
                 .await?;
             let call = async {
                 self.ready()
