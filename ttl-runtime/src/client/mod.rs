@@ -8,6 +8,7 @@
 
 pub mod admin;
 pub(crate) mod builder;
+pub(crate) mod builtin_metrics;
 pub(crate) mod conditional;
 pub mod connection;
 pub(crate) mod counter;

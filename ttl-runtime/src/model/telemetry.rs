@@ -26,6 +26,8 @@
 //! `table`, `operation`, `rows`, `attempts` and `outcome`, and each retry
 //! is an event in it with its `attempt`, `delay_ms` and `reason`.
 
+pub mod builtin;
+
 /// Histogram of operation latencies, in seconds.
 pub const OPERATION_LATENCY: &str = "bigtable_ttl.operation_latency";
 /// Histogram of attempt latencies, in seconds.

@@ -59,6 +59,10 @@ pub(crate) struct DataChannel {
     /// Sent in every request body and routing header; empty: the
     /// instance's default profile.
     app_profile: Arc<str>,
+    /// The connection's built-in metrics: they travel with the channel so
+    /// that every call site that sends an RPC has them.
+    #[cfg(feature = "opentelemetry")]
+    pub(crate) metrics: Arc<crate::client::builtin_metrics::Instruments>,
 }
 
 /// HTTP/2 keep-alive of a channel: a PING every `interval`, the connection
@@ -151,7 +155,19 @@ impl DataChannel {
             channel: pooled(&endpoint, config.pool_size)?,
             tokens: config.tokens,
             app_profile: config.app_profile.into(),
+            #[cfg(feature = "opentelemetry")]
+            metrics: crate::client::builtin_metrics::Instruments::new(None),
         })
+    }
+
+    /// The same channel, its built-in metrics going to `provider`.
+    #[cfg(feature = "opentelemetry")]
+    pub(crate) fn with_meter_provider(
+        mut self,
+        provider: Option<&crate::client::builtin_metrics::Provider>,
+    ) -> Self {
+        self.metrics = crate::client::builtin_metrics::Instruments::new(provider);
+        self
     }
 
     /// The app profile every request names (empty: the default).
@@ -226,6 +242,8 @@ impl DataChannel {
         grpc.ready()
             .await
             .map_err(|e| tonic::Status::unavailable(format!("data channel not ready: {e}")))?;
+        #[cfg(feature = "opentelemetry")]
+        crate::wire::server_signals::sending();
         Ok(grpc)
     }
 

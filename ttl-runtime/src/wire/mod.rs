@@ -17,5 +17,7 @@ pub(crate) mod headers;
 pub(crate) mod merge;
 pub(crate) mod protobuf;
 pub(crate) mod read_error;
+#[cfg(feature = "opentelemetry")]
+pub(crate) mod server_signals;
 pub(crate) mod status;
 pub(crate) mod tokens;

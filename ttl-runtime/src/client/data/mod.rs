@@ -66,6 +66,7 @@ use std::time::Instant;
 
 use futures_util::{Stream, StreamExt as _, TryStreamExt as _};
 
+use crate::client::builtin_metrics::{status_of, Method, Rpc};
 use crate::client::connection::Connection;
 use crate::client::failure::{one_attempt_error, status_error};
 use crate::client::read::{read_rows_with, ReadCounters, ReadOptions};
@@ -469,10 +470,17 @@ impl RawTable {
                 "no time left for CheckAndMutateRow before the deadline",
             ));
         };
-        self.channel
-            .check_and_mutate_row(request, timeout)
-            .await
-            .map(|response| response.predicate_matched)
+        let mut rpc = Rpc::start(
+            &self.channel,
+            &request.table_name,
+            Method::CheckAndMutateRow,
+        );
+        rpc.attempt_started();
+        let answer = rpc
+            .within(self.channel.check_and_mutate_row(request, timeout))
+            .await;
+        rpc.ended(status_of(&answer));
+        answer.map(|response| response.predicate_matched)
     }
 
     /// One `ReadModifyWriteRow` attempt, as [`RawTable::check_and_mutate_once`].
@@ -485,7 +493,17 @@ impl RawTable {
                 "no time left for ReadModifyWriteRow before the deadline",
             ));
         };
-        self.channel.read_modify_write_row(request, timeout).await
+        let mut rpc = Rpc::start(
+            &self.channel,
+            &request.table_name,
+            Method::ReadModifyWriteRow,
+        );
+        rpc.attempt_started();
+        let answer = rpc
+            .within(self.channel.read_modify_write_row(request, timeout))
+            .await;
+        rpc.ended(status_of(&answer));
+        answer
     }
 
     /// The row keys `SampleRowKeys` returns for the table, in key order,
@@ -498,20 +516,31 @@ impl RawTable {
     pub async fn sample_row_keys(&self) -> Result<Vec<SampleRowKeysResponse>> {
         let mut budget = self.read.retry.start_within(self.deadline);
         let mut cookies = RoutingCookies::default();
+        let mut rpc = Rpc::start(&self.channel, &self.path, Method::SampleRowKeys);
         loop {
             if budget.expired() {
                 let status = not_sent("no time left for SampleRowKeys before the deadline");
+                rpc.ended(code_of(&status));
                 return Err(status_error(&self.name, None, status, Some(&budget)));
             }
-            let status = match self
-                .channel
-                .sample_row_keys(&self.path, budget.attempt_timeout(), &mut cookies)
-                .await
-            {
-                Ok(samples) => return Ok(samples),
+            rpc.attempt_started();
+            let answer = rpc
+                .within(self.channel.sample_row_keys(
+                    &self.path,
+                    budget.attempt_timeout(),
+                    &mut cookies,
+                ))
+                .await;
+            rpc.attempt_ended(status_of(&answer));
+            let status = match answer {
+                Ok(samples) => {
+                    rpc.ended(Code::Ok);
+                    return Ok(samples);
+                }
                 Err(status) => status,
             };
             if !(retryable_status(&status) && budget.wait_after(&status).await) {
+                rpc.ended(code_of(&status));
                 return Err(status_error(&self.name, None, status, Some(&budget)));
             }
             tracing::debug!(%status, table = %self.name, "retrying SampleRowKeys");

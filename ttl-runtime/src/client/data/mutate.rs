@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::outcome_unknown;
+use crate::client::builtin_metrics::{status_of, Method, Rpc};
 use crate::client::failure::status_error;
 use crate::client::retry::{retryable_code, retryable_status, status_text, Budget};
 use crate::client::telemetry;
@@ -155,23 +156,27 @@ pub(crate) async fn send_batch(
     let mut cookies = RoutingCookies::default();
     // Indices into `batch` of the entries still to write; `None`: all.
     let mut pending: Option<Vec<usize>> = None;
-    loop {
+    let mut rpc = Rpc::start(&channel, &table_name, Method::MutateRows);
+    let report = loop {
         bump(&counters.requests, 1);
         if let Some(pending) = &pending {
             bump(&counters.retries, 1);
             bump(&counters.entries_retried, pending.len());
         }
         let sent = pending.as_ref().map_or(batch.len(), Vec::len);
-        let (statuses, outcome) = attempt_once(
-            &channel,
-            &table_name,
-            &batch,
-            pending.clone(),
-            sent,
-            budget.attempt_timeout(),
-            &mut cookies,
-        )
-        .await;
+        rpc.attempt_started();
+        let (statuses, outcome) = rpc
+            .within(attempt_once(
+                &channel,
+                &table_name,
+                &batch,
+                pending.clone(),
+                sent,
+                budget.attempt_timeout(),
+                &mut cookies,
+            ))
+            .await;
+        rpc.attempt_ended(attempt_status(&statuses, &outcome));
         report.attempts = budget.attempts();
         report.elapsed = budget.elapsed();
         report.answered |= statuses.iter().any(Option::is_some);
@@ -182,7 +187,7 @@ pub(crate) async fn send_batch(
             {
                 report.failed = refused(pending_now, failure);
                 report.fatal = Some(failure.status.clone());
-                return report;
+                break report;
             }
         }
         let retry = sort_entries(
@@ -194,7 +199,7 @@ pub(crate) async fn send_batch(
             &mut report,
         );
         if retry.is_empty() {
-            return report;
+            break report;
         }
         let reason = format!(
             "{} of {} entries not written, first: {}",
@@ -222,10 +227,34 @@ pub(crate) async fn send_batch(
                             why: format!("{why} (gave up after {attempts} attempts)"),
                         }),
                 );
-            return report;
+            break report;
         }
         pending = Some(retry.into_iter().map(|(i, _, _, _)| i).collect());
+    };
+    rpc.ended(
+        report
+            .failed
+            .first()
+            .map_or(Code::Ok, |f| f.code.unwrap_or(f.request_code)),
+    );
+    report
+}
+
+/// The `status` of one `MutateRows` attempt: the request's when it failed
+/// as a whole, else the first failed entry's, else `OK`.
+fn attempt_status(
+    statuses: &[Option<EntryStatus>],
+    outcome: &std::result::Result<(), RequestFailure>,
+) -> Code {
+    if let Err(failure) = outcome {
+        return code_of(&failure.status);
     }
+    statuses
+        .iter()
+        .flatten()
+        .map(|s| s.code)
+        .find(|code| *code != Code::Ok)
+        .unwrap_or(Code::Ok)
 }
 
 /// Every entry of a batch of `len`, reported not written because the
@@ -423,6 +452,7 @@ pub(crate) async fn mutate_row(
     };
     let mut cookies = RoutingCookies::default();
     let repeatable = idempotent(&request.mutations);
+    let mut rpc = Rpc::start(channel, &request.table_name, Method::MutateRow);
     loop {
         if budget.expired() {
             let status =
@@ -435,10 +465,13 @@ pub(crate) async fn mutate_row(
             ));
         }
         let timeout = budget.attempt_timeout();
-        let Err(status) = channel
-            .mutate_row(request.clone(), timeout, &mut cookies)
-            .await
-        else {
+        rpc.attempt_started();
+        let answer = rpc
+            .within(channel.mutate_row(request.clone(), timeout, &mut cookies))
+            .await;
+        rpc.attempt_ended(status_of(&answer));
+        let Err(status) = answer else {
+            rpc.ended(Code::Ok);
             if cfg!(feature = "metrics") {
                 let bytes: usize = request
                     .mutations
@@ -450,9 +483,11 @@ pub(crate) async fn mutate_row(
             return Ok(());
         };
         if !repeatable && outcome_unknown(&status) {
+            rpc.ended(code_of(&status));
             return Err(once_error(table, request.row_key, status, &budget));
         }
         if !(retryable_status(&status) && budget.wait_after(&status).await) {
+            rpc.ended(code_of(&status));
             let key = Some(request.row_key);
             return Err(status_error(table, key, status, Some(&budget)));
         }
