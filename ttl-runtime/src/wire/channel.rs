@@ -59,6 +59,10 @@ pub(crate) struct DataChannel {
     /// Sent in every request body and routing header; empty: the
     /// instance's default profile.
     app_profile: Arc<str>,
+    /// The endpoint's host and port, for the spans' `server.address` and
+    /// `server.port`.
+    host: Arc<str>,
+    port: Option<u16>,
     /// The connection's built-in metrics: they travel with the channel so
     /// that every call site that sends an RPC has them.
     #[cfg(feature = "opentelemetry")]
@@ -151,7 +155,14 @@ impl DataChannel {
         let endpoint = endpoint(&config.endpoint, &config.extra_roots, config.keep_alive)?
             .initial_stream_window_size(STREAM_WINDOW_BYTES)
             .initial_connection_window_size(CONNECTION_WINDOW_BYTES);
+        let uri = endpoint.uri();
         Ok(Self {
+            host: uri.host().unwrap_or_default().into(),
+            port: uri.port_u16().or(match uri.scheme_str() {
+                Some("https") => Some(443),
+                Some("http") => Some(80),
+                _ => None,
+            }),
             channel: pooled(&endpoint, config.pool_size)?,
             tokens: config.tokens,
             app_profile: config.app_profile.into(),
@@ -187,6 +198,11 @@ impl DataChannel {
         cookies: &RoutingCookies,
     ) -> Result<tonic::Request<T>, tonic::Status> {
         let started = std::time::Instant::now();
+        let span = tracing::Span::current();
+        span.record("server.address", &*self.host);
+        if let Some(port) = self.port {
+            span.record("server.port", port);
+        }
         let mut request = tonic::Request::new(message);
         if let Ok(value) = routing_header(table_name, &self.app_profile).parse() {
             request
