@@ -32,10 +32,46 @@ const FAILED_PRECONDITION: i32 = 9;
 /// `BuiltinMetricsConstants` (and google-cloud-go's `bucketBounds`), not
 /// from the library: a drift on either side fails.
 const GOOGLES_BUCKETS: [f64; 40] = [
-    0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 13.0, 16.0, 20.0, 25.0, 30.0, 40.0, 50.0, 65.0,
-    80.0, 100.0, 130.0, 160.0, 200.0, 250.0, 300.0, 400.0, 500.0, 650.0, 800.0, 1000.0, 2000.0,
-    5000.0, 10000.0, 20000.0, 50000.0, 100000.0, 200000.0, 400000.0, 800000.0, 1600000.0,
-    3200000.0,
+    0.0,
+    1.0,
+    2.0,
+    3.0,
+    4.0,
+    5.0,
+    6.0,
+    8.0,
+    10.0,
+    13.0,
+    16.0,
+    20.0,
+    25.0,
+    30.0,
+    40.0,
+    50.0,
+    65.0,
+    80.0,
+    100.0,
+    130.0,
+    160.0,
+    200.0,
+    250.0,
+    300.0,
+    400.0,
+    500.0,
+    650.0,
+    800.0,
+    1000.0,
+    2000.0,
+    5000.0,
+    10_000.0,
+    20_000.0,
+    50_000.0,
+    100_000.0,
+    200_000.0,
+    400_000.0,
+    800_000.0,
+    1_600_000.0,
+    3_200_000.0,
 ];
 
 /// One exported data point.
@@ -229,7 +265,7 @@ async fn a_get_reports_every_metric_with_the_front_ends_headers() {
     let fake = FakeBigtable::start().await;
     fake.script(
         "ReadRows",
-        [Answer::ok(vec![row("r1")]).from_google(7, "c1", "us-east1-b")],
+        [Answer::ok(vec![row("r1")]).with_google_headers(7, "c1", "us-east1-b")],
     );
     let recorded = Recorded::new();
     let table = fake_table(&fake, &recorded).await;
@@ -285,7 +321,13 @@ async fn a_scan_of_several_responses_counts_the_time_the_caller_held_it() {
     let fake = FakeBigtable::start().await;
     fake.script(
         "ReadRows",
-        [Answer::ok(vec![row("a"), row("b"), row("c")]).from_google(12, "c2", "europe-west1-d")],
+        [
+            Answer::ok(vec![row("a"), row("b"), row("c")]).with_google_headers(
+                12,
+                "c2",
+                "europe-west1-d",
+            ),
+        ],
     );
     let recorded = Recorded::new();
     let table = fake_table(&fake, &recorded).await;
@@ -327,8 +369,8 @@ async fn a_retried_write_reports_each_attempt_and_one_retry() {
     fake.script(
         "MutateRow",
         [
-            Answer::status(UNAVAILABLE).from_google(3, "c1", "us-east1-b"),
-            Answer::ok(vec![Vec::new()]).from_google(4, "c1", "us-east1-c"),
+            Answer::status(UNAVAILABLE).with_google_headers(3, "c1", "us-east1-b"),
+            Answer::ok(vec![Vec::new()]).with_google_headers(4, "c1", "us-east1-c"),
         ],
     );
     let recorded = Recorded::new();
@@ -400,7 +442,7 @@ async fn a_failed_conditional_write_reports_its_status() {
     let fake = FakeBigtable::start().await;
     fake.script(
         "CheckAndMutateRow",
-        [Answer::status(FAILED_PRECONDITION).from_google(2, "c3", "asia-east1-a")],
+        [Answer::status(FAILED_PRECONDITION).with_google_headers(2, "c3", "asia-east1-a")],
     );
     let recorded = Recorded::new();
     let table = fake_table(&fake, &recorded).await;
@@ -526,20 +568,23 @@ async fn names_units_and_attributes_are_those_the_guide_lists() {
         attributes.sort();
     }
     assert_eq!(listed, sorted_guide, "BUILTIN_METRICS against the guide");
-    assert_eq!(builtin::LATENCY_BUCKETS_MS, GOOGLES_BUCKETS);
+    assert_eq!(
+        builtin::LATENCY_BUCKETS_MS.map(f64::to_bits),
+        GOOGLES_BUCKETS.map(f64::to_bits)
+    );
 
     // What is really exported: a read, and a write retried once, bring
     // every metric.
     let fake = FakeBigtable::start().await;
     fake.script(
         "ReadRows",
-        [Answer::ok(vec![row("r1")]).from_google(1, "c", "z")],
+        [Answer::ok(vec![row("r1")]).with_google_headers(1, "c", "z")],
     );
     fake.script(
         "MutateRow",
         [
-            Answer::status(UNAVAILABLE).from_google(1, "c", "z"),
-            Answer::ok(vec![Vec::new()]).from_google(1, "c", "z"),
+            Answer::status(UNAVAILABLE).with_google_headers(1, "c", "z"),
+            Answer::ok(vec![Vec::new()]).with_google_headers(1, "c", "z"),
         ],
     );
     let recorded = Recorded::new();

@@ -128,7 +128,7 @@ impl Answer {
     /// With the response headers Google's front end adds: its latency
     /// (`server-timing: gfet4t7; dur={server_ms}`) and where the request
     /// ran (`x-goog-ext-425905942-bin`, a `ResponseParams`).
-    pub fn from_google(mut self, server_ms: u32, cluster: &str, zone: &str) -> Self {
+    pub fn with_google_headers(mut self, server_ms: u32, cluster: &str, zone: &str) -> Self {
         let location = bigtable_ttl::proto::ResponseParams {
             zone_id: Some(zone.to_owned()),
             cluster_id: Some(cluster.to_owned()),

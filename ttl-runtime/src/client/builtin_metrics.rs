@@ -181,9 +181,25 @@ mod enabled {
 
     /// One RPC under way: its attempts, what the front end said of the
     /// last one, and the time the caller held its stream. Records its
-    /// metrics when it ends ([`Rpc::ended`]) or, ended by nobody, when it
-    /// is dropped (`CANCELLED`).
-    pub(crate) struct Rpc {
+    /// metrics when it ends ([`RpcState::ended`]) or, ended by nobody, when
+    /// it is dropped (`CANCELLED`). Boxed: it lives across the awaits of
+    /// every call's future, which would otherwise grow by its size.
+    pub(crate) struct Rpc(Box<RpcState>);
+
+    impl std::ops::Deref for Rpc {
+        type Target = RpcState;
+        fn deref(&self) -> &RpcState {
+            &self.0
+        }
+    }
+
+    impl std::ops::DerefMut for Rpc {
+        fn deref_mut(&mut self) -> &mut RpcState {
+            &mut self.0
+        }
+    }
+
+    pub(crate) struct RpcState {
         instruments: Arc<Instruments>,
         /// `project_id`, `instance`, `table`, `app_profile`, `method`,
         /// `client_name`, `client_uid`.
@@ -210,6 +226,12 @@ mod enabled {
         /// The RPC `method` on `table_name` (`projects/…/tables/…`),
         /// starting now, over `channel`.
         pub(crate) fn start(channel: &DataChannel, table_name: &str, method: Method) -> Self {
+            Rpc(Box::new(RpcState::start(channel, table_name, method)))
+        }
+    }
+
+    impl RpcState {
+        fn start(channel: &DataChannel, table_name: &str, method: Method) -> Self {
             let (project, instance, table) = parts_of(table_name);
             let base = vec![
                 KeyValue::new("project_id", project.to_owned()),
@@ -353,21 +375,20 @@ mod enabled {
         }
     }
 
-    impl Drop for Rpc {
+    impl Drop for RpcState {
         fn drop(&mut self) {
             self.ended(Code::Cancelled);
         }
     }
 
-    /// `call` with `slot` as the attempt under way, when there is one.
-    pub(crate) async fn scoped<F: std::future::Future>(
+    /// `call` with `slot` as the attempt under way (a slot nobody reads
+    /// when there is none). Not an `async fn`: its state would hold `call`
+    /// twice, as the argument and in the scope.
+    pub(crate) fn scoped<F: std::future::Future>(
         slot: Option<Arc<Mutex<ServerSignals>>>,
         call: F,
-    ) -> F::Output {
-        match slot {
-            Some(slot) => ATTEMPT.scope(slot, call).await,
-            None => call.await,
-        }
+    ) -> impl std::future::Future<Output = F::Output> {
+        ATTEMPT.scope(slot.unwrap_or_default(), call)
     }
 
     fn ms(d: Duration) -> f64 {
@@ -420,33 +441,38 @@ mod disabled {
     /// Nothing: the feature is off.
     pub(crate) struct Rpc;
 
+    // The same methods as with the feature, so that call sites need no
+    // `cfg` of their own.
+    #[allow(clippy::unused_self)]
     impl Rpc {
-        #[inline(always)]
+        #[inline]
         pub(crate) fn start(_: &DataChannel, _: &str, _: Method) -> Self {
             Rpc
         }
-        #[inline(always)]
+        #[inline]
         pub(crate) fn attempt_started(&mut self) {}
-        #[inline(always)]
+        #[inline]
         pub(crate) fn within<F: std::future::Future>(&self, call: F) -> F {
             call
         }
-        #[inline(always)]
-        pub(crate) fn slot(&self) {}
-        #[inline(always)]
+        #[inline]
+        pub(crate) fn slot(&self) -> Option<()> {
+            None
+        }
+        #[inline]
         pub(crate) fn first_response(&mut self) {}
-        #[inline(always)]
+        #[inline]
         pub(crate) fn handed_over(&mut self) {}
-        #[inline(always)]
+        #[inline]
         pub(crate) fn asked_again(&mut self) {}
-        #[inline(always)]
+        #[inline]
         pub(crate) fn attempt_ended(&mut self, _: Code) {}
-        #[inline(always)]
+        #[inline]
         pub(crate) fn ended(&mut self, _: Code) {}
     }
 
-    #[inline(always)]
-    pub(crate) fn scoped<F: std::future::Future>(_: (), call: F) -> F {
+    #[inline]
+    pub(crate) fn scoped<F: std::future::Future>(_: Option<()>, call: F) -> F {
         call
     }
 }

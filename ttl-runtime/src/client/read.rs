@@ -425,10 +425,7 @@ pub(crate) fn read_rows_with(
                     st.rpc.ended(Code::Ok);
                     return None;
                 }
-                None => {
-                    let slot = st.rpc.slot();
-                    scoped(slot, st.next_response()).await
-                }
+                None => scoped(st.rpc.slot(), st.next_response()).await,
             };
             if let Err(e) = step {
                 if st.resume(&e).await {

@@ -579,6 +579,10 @@ mod tests {
             channel: Endpoint::from_static("http://127.0.0.1:9").connect_lazy(),
             tokens: Some(Tokens::new(tokens.clone())),
             app_profile: "batch".into(),
+            host: "127.0.0.1".into(),
+            port: Some(9),
+            #[cfg(feature = "opentelemetry")]
+            metrics: crate::client::builtin_metrics::Instruments::new(None),
         };
         let table = "projects/p/instances/i/tables/t";
         let mut cookies = RoutingCookies::default();

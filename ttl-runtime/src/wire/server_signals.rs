@@ -58,7 +58,7 @@ impl ServerSignals {
     }
 
     /// Whether the attempt reached Google's front end: it said how long
-    /// it took, or where it ran (the latter alone on DirectPath).
+    /// it took, or where it ran (the latter alone on Google's direct path).
     pub(crate) fn reached_google(&self) -> bool {
         self.server_latency_ms.is_some_and(|ms| ms > 0.0) || self.location.is_some()
     }
