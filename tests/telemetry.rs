@@ -167,6 +167,28 @@ async fn each_operation_is_a_span_and_each_retry_an_event_with_its_reason() {
             "clicks_traced scan rows=3 attempts=1 outcome=ok",
         ]
     );
+    // OpenTelemetry's database conventions, beside the library's fields.
+    let host = support::emulator_host();
+    let (address, port) = host.rsplit_once(':').unwrap();
+    for span in &ops[..ops.len() - 1] {
+        assert_eq!(
+            (
+                field(span, "db.system.name"),
+                field(span, "db.operation.name"),
+                field(span, "db.collection.name"),
+                field(span, "server.address"),
+                field(span, "server.port"),
+            ),
+            (
+                "gcp.bigtable",
+                field(span, "operation"),
+                TABLE,
+                address,
+                port
+            ),
+            "{span:?}"
+        );
+    }
     let stalled = ops.last().unwrap();
     assert_eq!(field(stalled, "operation"), "get");
     assert_eq!(field(stalled, "outcome"), "DEADLINE_EXCEEDED");

@@ -10,7 +10,7 @@
 //! * `ttl-bench parallel --rows N --out FILE [--update BENCHMARKS.md]`: a
 //!   parallel scan against a single stream of the same rows, with the
 //!   emulator's CPU time (see [`parallel`]).
-//! * `ttl-bench telemetry --rows N --rounds R [--features metrics]`: the
+//! * `ttl-bench telemetry --rows N --rounds R [--features metrics|opentelemetry]`: the
 //!   cost of the client-side metrics on a write+read workload (see
 //!   [`telemetry_cost`]).
 //! * `ttl-bench latency --ops N [--rounds R] [--against emulator,null] --out FILE [--update BENCHMARKS.md]`

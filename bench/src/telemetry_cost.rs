@@ -12,6 +12,11 @@
 //! medians for the cost of the feature itself. Each round writes a fresh
 //! table, and the order of the modes rotates from round to round so
 //! neither always runs on a warmer emulator.
+//!
+//! Built with `--features opentelemetry` instead, the rounds alternate
+//! between a connection recording Google's built-in metrics on the global
+//! meter provider, none installed (OpenTelemetry's no-op meter), and one
+//! recording them on an SDK meter provider exporting to memory.
 
 use std::time::{Duration, Instant};
 
@@ -50,6 +55,7 @@ pub(crate) async fn run(rows: usize, rounds: usize) -> Res<()> {
     // A warm-up round: connections, the emulator's first table.
     round(&conn, "warmup", rows.min(1_000)).await?;
     let modes = modes();
+    let conns = connections(&conn, &host, &modes).await?;
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); modes.len()];
     for r in 0..rounds.max(1) {
         // Rotated from round to round, so no mode always runs first.
@@ -57,7 +63,7 @@ pub(crate) async fn run(rows: usize, rounds: usize) -> Res<()> {
             let m = (k + r) % modes.len();
             let mode = &modes[m];
             switch(mode.recorder);
-            times[m].push(round(&conn, &format!("t{r}_{m}"), rows).await?);
+            times[m].push(round(&conns[m], &format!("t{r}_{m}"), rows).await?);
         }
     }
     switch(false);
@@ -79,29 +85,82 @@ pub(crate) async fn run(rows: usize, rounds: usize) -> Res<()> {
 struct Mode {
     name: &'static str,
     recorder: bool,
+    /// Google's built-in metrics on an SDK meter provider.
+    sdk: bool,
 }
 
-#[cfg(not(feature = "metrics"))]
+/// A connection per mode: `conn`, or one to `host` whose built-in metrics
+/// go to an SDK meter provider (warmed up like `conn`).
+async fn connections(conn: &Connection, host: &str, modes: &[Mode]) -> Res<Vec<Connection>> {
+    let mut conns = Vec::new();
+    for mode in modes {
+        if mode.sdk {
+            let sdk = with_sdk(Connection::builder("bench", "telemetry").emulator(host))
+                .connect()
+                .await?;
+            round(&sdk, "warmup_sdk", 1_000).await?;
+            conns.push(sdk);
+        } else {
+            conns.push(conn.clone());
+        }
+    }
+    Ok(conns)
+}
+
+#[cfg(feature = "opentelemetry")]
+fn with_sdk(builder: bigtable_ttl::ConnectionBuilder) -> bigtable_ttl::ConnectionBuilder {
+    use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
+    let provider = SdkMeterProvider::builder()
+        .with_reader(PeriodicReader::builder(InMemoryMetricExporter::default()).build())
+        .build();
+    builder.meter_provider(std::sync::Arc::new(provider))
+}
+
+#[cfg(not(feature = "opentelemetry"))]
+fn with_sdk(builder: bigtable_ttl::ConnectionBuilder) -> bigtable_ttl::ConnectionBuilder {
+    builder
+}
+
+#[cfg(feature = "opentelemetry")]
+fn modes() -> Vec<Mode> {
+    vec![
+        Mode {
+            name: "otel feature on, no meter provider",
+            recorder: false,
+            sdk: false,
+        },
+        Mode {
+            name: "otel feature on, SDK provider (in memory)",
+            recorder: false,
+            sdk: true,
+        },
+    ]
+}
+
+#[cfg(not(any(feature = "metrics", feature = "opentelemetry")))]
 fn modes() -> Vec<Mode> {
     vec![Mode {
         name: "feature off (compiled out)",
         recorder: false,
+        sdk: false,
     }]
 }
 
 #[cfg(not(feature = "metrics"))]
 fn switch(_: bool) {}
 
-#[cfg(feature = "metrics")]
+#[cfg(all(feature = "metrics", not(feature = "opentelemetry")))]
 fn modes() -> Vec<Mode> {
     vec![
         Mode {
             name: "feature on, no recorder",
             recorder: false,
+            sdk: false,
         },
         Mode {
             name: "feature on, DebuggingRecorder",
             recorder: true,
+            sdk: false,
         },
     ]
 }

@@ -26,6 +26,8 @@ mod tokens;
 #[allow(dead_code)]
 mod fake_bigtable;
 
+#[cfg(feature = "opentelemetry")]
+mod builtin_metrics;
 mod client_behaviour;
 mod cloud_path;
 mod conditional;

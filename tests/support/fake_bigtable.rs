@@ -2,9 +2,10 @@
 //! behaviours a real server shows only when it misbehaves: it answers each
 //! data RPC with what the test queued for that method (a delay, response
 //! messages, a final status with `RetryInfo` details, routing cookies in
-//! headers or trailers) and records every request: its method, headers,
-//! decoded body and arrival time. Speaks plaintext HTTP/2 gRPC through
-//! hyper, as `recorder.rs` does.
+//! headers or trailers, the front end's timing and location headers) and
+//! records every request: its method, headers, decoded body and arrival
+//! time. Speaks plaintext HTTP/2 gRPC through hyper, as `recorder.rs`
+//! does.
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
@@ -130,6 +131,24 @@ impl Answer {
     /// With a `RetryInfo` asking for `delay`.
     pub fn retry_after(mut self, delay: Duration) -> Self {
         self.retry_delay = Some(delay);
+        self
+    }
+
+    /// With the response headers Google's front end adds: its latency
+    /// (`server-timing: gfet4t7; dur={server_ms}`) and where the request
+    /// ran (`x-goog-ext-425905942-bin`, a `ResponseParams`).
+    pub fn with_google_headers(mut self, server_ms: u32, cluster: &str, zone: &str) -> Self {
+        let location = bigtable_ttl::proto::ResponseParams {
+            zone_id: Some(zone.to_owned()),
+            cluster_id: Some(cluster.to_owned()),
+            afe_id: Some(1),
+        };
+        self.headers
+            .push(("server-timing", format!("gfet4t7; dur={server_ms}")));
+        self.headers.push((
+            "x-goog-ext-425905942-bin",
+            STANDARD_NO_PAD.encode(location.encode_to_vec()),
+        ));
         self
     }
 }

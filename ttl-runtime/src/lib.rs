@@ -32,6 +32,8 @@
 //! * `metrics`: client-side metrics through the `metrics` facade
 //!   ([`telemetry`] lists them). Off by default: without it no metric code
 //!   is compiled.
+//! * `opentelemetry`: Google's built-in client-side metrics through
+//!   OpenTelemetry ([`telemetry::builtin`] lists them). Off by default.
 // No function of the library over about 100 lines without a reason
 // stated next to it (the workspace allows long tests and `quote!` impls).
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]

@@ -145,6 +145,8 @@ pub struct ConnectionBuilder {
     keep_alive: KeepAlive,
     retry: RetryPolicy,
     admin_retry: RetryPolicy,
+    #[cfg(feature = "opentelemetry")]
+    meter_provider: Option<crate::wire::builtin_metrics::Provider>,
 }
 
 /// Cloud Bigtable's global admin endpoint.
@@ -186,7 +188,32 @@ impl ConnectionBuilder {
             keep_alive: KeepAlive::default(),
             retry: RetryPolicy::default(),
             admin_retry: RetryPolicy::default(),
+            #[cfg(feature = "opentelemetry")]
+            meter_provider: None,
         }
+    }
+
+    /// Record Google's built-in client-side metrics
+    /// ([`crate::telemetry::builtin`]) on `provider` rather than on the
+    /// global meter provider as it is when the connection is made (feature
+    /// `opentelemetry`).
+    ///
+    /// ```
+    /// # #[cfg(feature = "opentelemetry")]
+    /// # fn build(provider: std::sync::Arc<dyn opentelemetry::metrics::MeterProvider + Send + Sync>) {
+    /// let builder = bigtable_ttl::Connection::builder("my-project", "my-instance")
+    ///     .meter_provider(provider);
+    /// # let _ = builder;
+    /// # }
+    /// ```
+    #[cfg(feature = "opentelemetry")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "opentelemetry")))]
+    pub fn meter_provider(
+        mut self,
+        provider: std::sync::Arc<dyn opentelemetry::metrics::MeterProvider + Send + Sync>,
+    ) -> Self {
+        self.meter_provider = Some(crate::wire::builtin_metrics::Provider(provider));
+        self
     }
 
     /// Send every data request under the app profile `id`: in the request's
@@ -467,6 +494,8 @@ impl ConnectionBuilder {
             app_profile: self.app_profile,
         })
         .map_err(connect_error)?;
+        #[cfg(feature = "opentelemetry")]
+        let channel = channel.with_meter_provider(self.meter_provider.as_ref());
         let admin_channel = endpoint(&admin, &self.extra_roots, self.keep_alive)
             .map_err(connect_error)?
             .connect_lazy();

@@ -16,6 +16,7 @@ use crate::client::telemetry;
 use crate::model::error::{Code, Error};
 use crate::model::proto::ReadRowsRequest;
 use crate::model::scan::resume_request;
+use crate::wire::builtin_metrics::{scoped, Method, Rpc};
 use crate::wire::channel::DataChannel;
 use crate::wire::chunk::Response;
 use crate::wire::cookies::RoutingCookies;
@@ -171,6 +172,8 @@ struct ReadState {
     /// Rows delivered and their bytes, for the metrics when the read ends.
     rows_read: u64,
     bytes_read: u64,
+    /// The read as one RPC of the built-in metrics.
+    rpc: Rpc,
 }
 
 impl Drop for ReadState {
@@ -224,7 +227,11 @@ fn timed_out(what: &str, after: Duration) -> ReadError {
 
 impl ReadState {
     /// `error` ends the read.
-    fn failure(&self, error: ReadError) -> ReadFailure {
+    fn failure(&mut self, error: ReadError) -> ReadFailure {
+        self.rpc.ended(match &error {
+            ReadError::Status(status) => code_of(status),
+            ReadError::Protocol(_) => Code::Internal,
+        });
         ReadFailure {
             error,
             attempts: self.budget.attempts(),
@@ -258,7 +265,11 @@ impl ReadState {
         let ReadError::Status(status) = error else {
             return false;
         };
-        if !retryable_status(status) || !self.budget.wait_after(status).await {
+        if !retryable_status(status) {
+            return false;
+        }
+        self.rpc.attempt_ended(code_of(status));
+        if !self.budget.wait_after(status).await {
             return false;
         }
         tracing::debug!(%status, committed = self.merger.committed, "resuming ReadRows");
@@ -291,9 +302,9 @@ impl ReadState {
         }
         let timeout = self.budget.attempt_timeout();
         self.first_response_by = Some(Instant::now() + timeout);
-        match tokio::time::timeout(timeout, self.channel.read_rows(request, &mut self.cookies))
-            .await
-        {
+        self.rpc.attempt_started();
+        let call = self.channel.read_rows(request, &mut self.cookies);
+        match tokio::time::timeout(timeout, self.rpc.within(call)).await {
             Ok(Ok(response)) => {
                 self.response = Some(response);
                 Ok(())
@@ -319,10 +330,15 @@ impl ReadState {
             }
             Ok(Ok(None)) => {
                 self.done = true;
-                self.merger.finish()
+                let finished = self.merger.finish();
+                if finished.is_ok() {
+                    self.rpc.ended(Code::Ok);
+                }
+                finished
             }
             Ok(Ok(Some(message))) => {
                 self.first_response_by = None;
+                self.rpc.first_response();
                 if self.merger.feed_response(message, &mut self.ready)? {
                     self.progressed();
                 }
@@ -331,6 +347,7 @@ impl ReadState {
                     // still bring (an error, a trailer) changes nothing.
                     self.done = true;
                     self.response = None;
+                    self.rpc.ended(Code::Ok);
                 }
                 Ok(())
             }
@@ -351,7 +368,9 @@ pub(crate) fn read_rows_with(
     counters: Arc<ReadCounters>,
     cap: Option<Instant>,
 ) -> impl Stream<Item = Result<MergedRow, ReadFailure>> + Send + 'static {
+    let rpc = channel.rpc(&request.table_name, Method::of_read(&request));
     let state = ReadState {
+        rpc,
         channel,
         merger: RowMerger::new(request.reversed).with_limit(request.rows_limit),
         base: request.clone(),
@@ -372,8 +391,10 @@ pub(crate) fn read_rows_with(
     // Boxed: the state moves into and out of the stream's future at every
     // row, and a pointer is cheaper to move than the state.
     futures_util::stream::unfold(Box::new(state), |mut st| async move {
+        st.rpc.asked_again();
         loop {
             if let Some(row) = st.ready.pop_front() {
+                st.rpc.handed_over();
                 if cfg!(feature = "metrics") {
                     st.rows_read += 1;
                     st.bytes_read +=
@@ -382,12 +403,16 @@ pub(crate) fn read_rows_with(
                 return Some((Ok(row), st));
             }
             if st.done {
+                st.rpc.ended(Code::Ok);
                 return None;
             }
             let step = match st.request.take() {
                 Some(request) => st.start_attempt(request).await,
-                None if st.response.is_none() => return None,
-                None => st.next_response().await,
+                None if st.response.is_none() => {
+                    st.rpc.ended(Code::Ok);
+                    return None;
+                }
+                None => scoped(st.rpc.slot(), st.next_response()).await,
             };
             if let Err(e) = step {
                 if st.resume(&e).await {

@@ -22,6 +22,10 @@ tokio::task_local! {
     static CURRENT: Arc<OpState>;
 }
 
+/// `db.system.name` of every span: Google Cloud's prefix, as the
+/// conventions name `gcp.spanner`.
+const DB_SYSTEM: &str = "gcp.bigtable";
+
 /// One operation under way.
 struct OpState {
     table: Arc<str>,
@@ -71,6 +75,10 @@ pub(crate) struct Operation {
 impl Operation {
     /// The operation `operation` on `table`, starting now.
     pub(crate) fn start(table: &str, operation: &'static str) -> Self {
+        // Beside the library's own fields, OpenTelemetry's database
+        // conventions (a `tracing-opentelemetry` layer exports them as
+        // they are): the system, the operation, the table, and the
+        // server's address once the first request goes out.
         let span = tracing::info_span!(
             "bigtable_ttl",
             table,
@@ -78,6 +86,11 @@ impl Operation {
             rows = tracing::field::Empty,
             attempts = tracing::field::Empty,
             outcome = tracing::field::Empty,
+            db.system.name = DB_SYSTEM,
+            db.operation.name = operation,
+            db.collection.name = table,
+            server.address = tracing::field::Empty,
+            server.port = tracing::field::Empty,
         );
         let started = Instant::now();
         Self {

@@ -1,5 +1,6 @@
-//! The names of the client-side metrics (feature `metrics`), as the
-//! official Bigtable clients export them: recorded through the
+//! The names of the library's own client-side metrics (feature
+//! `metrics`; Google's built-in client-side metrics, feature
+//! `opentelemetry`, are in [`builtin`]): recorded through the
 //! [`metrics`](https://docs.rs/metrics) facade, so any exporter
 //! (Prometheus, OpenTelemetry, `StatsD`, …) installed as the recorder gets
 //! them. Without the feature nothing is recorded and no code is compiled
@@ -25,6 +26,8 @@
 //! The same operations open a `tracing` span `bigtable_ttl` with the fields
 //! `table`, `operation`, `rows`, `attempts` and `outcome`, and each retry
 //! is an event in it with its `attempt`, `delay_ms` and `reason`.
+
+pub mod builtin;
 
 /// Histogram of operation latencies, in seconds.
 pub const OPERATION_LATENCY: &str = "bigtable_ttl.operation_latency";

@@ -20,6 +20,7 @@ use crate::model::proto::{
     SampleRowKeysRequest, SampleRowKeysResponse,
 };
 use crate::wire::answer::AnswerCodec;
+use crate::wire::builtin_metrics::{Method, Rpc};
 use crate::wire::chunk::{ReadRowsCodec, Response};
 use tonic_prost::ProstCodec;
 
@@ -62,6 +63,14 @@ pub(crate) struct DataChannel {
     /// Sent in every request body and routing header; empty: the
     /// instance's default profile.
     app_profile: Arc<str>,
+    /// The endpoint's host and port, for the spans' `server.address` and
+    /// `server.port`.
+    host: Arc<str>,
+    port: Option<u16>,
+    /// The connection's built-in metrics: they travel with the channel so
+    /// that every call site that sends an RPC has them.
+    #[cfg(feature = "opentelemetry")]
+    pub(crate) metrics: Arc<crate::wire::builtin_metrics::Instruments>,
 }
 
 /// HTTP/2 keep-alive of a channel: a PING every `interval`, the connection
@@ -150,11 +159,40 @@ impl DataChannel {
         let endpoint = endpoint(&config.endpoint, &config.extra_roots, config.keep_alive)?
             .initial_stream_window_size(STREAM_WINDOW_BYTES)
             .initial_connection_window_size(CONNECTION_WINDOW_BYTES);
+        let uri = endpoint.uri();
         Ok(Self {
+            host: uri.host().unwrap_or_default().into(),
+            port: uri.port_u16().or(match uri.scheme_str() {
+                Some("https") => Some(443),
+                Some("http") => Some(80),
+                _ => None,
+            }),
             channel: pooled(&endpoint, config.pool_size)?,
             tokens: config.tokens,
             app_profile: config.app_profile.into(),
+            #[cfg(feature = "opentelemetry")]
+            metrics: crate::wire::builtin_metrics::Instruments::new(None),
         })
+    }
+
+    /// The same channel, its built-in metrics going to `provider`.
+    #[cfg(feature = "opentelemetry")]
+    pub(crate) fn with_meter_provider(
+        mut self,
+        provider: Option<&crate::wire::builtin_metrics::Provider>,
+    ) -> Self {
+        self.metrics = crate::wire::builtin_metrics::Instruments::new(provider);
+        self
+    }
+
+    /// The built-in metrics of one RPC, `method` on `table_name`,
+    /// starting now (nothing without the feature `opentelemetry`).
+    pub(crate) fn rpc(&self, table_name: &str, method: Method) -> Rpc {
+        #[cfg(feature = "opentelemetry")]
+        let rpc = Rpc::start(&self.metrics, &self.app_profile, table_name, method);
+        #[cfg(not(feature = "opentelemetry"))]
+        let rpc = Rpc::start(table_name, method);
+        rpc
     }
 
     /// The app profile every request names (empty: the default).
@@ -174,6 +212,11 @@ impl DataChannel {
         cookies: &RoutingCookies,
     ) -> Result<tonic::Request<T>, tonic::Status> {
         let started = std::time::Instant::now();
+        let span = tracing::Span::current();
+        span.record("server.address", &*self.host);
+        if let Some(port) = self.port {
+            span.record("server.port", port);
+        }
         let mut request = tonic::Request::new(message);
         if let Ok(value) = routing_header(table_name, &self.app_profile).parse() {
             request
@@ -229,6 +272,8 @@ impl DataChannel {
         grpc.ready()
             .await
             .map_err(|e| tonic::Status::unavailable(format!("data channel not ready: {e}")))?;
+        #[cfg(feature = "opentelemetry")]
+        crate::wire::server_signals::sending();
         Ok(grpc)
     }
 
@@ -587,6 +632,10 @@ mod tests {
             channel: Endpoint::from_static("http://127.0.0.1:9").connect_lazy(),
             tokens: Some(Tokens::new(tokens.clone())),
             app_profile: "batch".into(),
+            host: "127.0.0.1".into(),
+            port: Some(9),
+            #[cfg(feature = "opentelemetry")]
+            metrics: crate::wire::builtin_metrics::Instruments::new(None),
         };
         let table = "projects/p/instances/i/tables/t";
         let mut cookies = RoutingCookies::default();

@@ -17,7 +17,11 @@ pub(crate) struct RoutingCookies(Vec<(AsciiMetadataKey, AsciiMetadataValue)>);
 
 impl RoutingCookies {
     /// Keep the cookies `metadata` (response headers or trailers) holds.
+    /// Every answer's metadata passes here, so the built-in metrics read
+    /// the front end's signals (server timing, location) here too.
     pub(crate) fn learn(&mut self, metadata: &MetadataMap) {
+        #[cfg(feature = "opentelemetry")]
+        crate::wire::server_signals::seen(metadata);
         for entry in metadata.iter() {
             let KeyAndValueRef::Ascii(key, value) = entry else {
                 continue;

@@ -6,6 +6,7 @@
 //! operations above it. Nothing here retries: that is the client's.
 
 pub(crate) mod answer;
+pub(crate) mod builtin_metrics;
 pub(crate) mod channel;
 pub(crate) mod chunk;
 pub(crate) mod codec;
@@ -17,5 +18,7 @@ pub(crate) mod headers;
 pub(crate) mod merge;
 pub(crate) mod protobuf;
 pub(crate) mod read_error;
+#[cfg(feature = "opentelemetry")]
+pub(crate) mod server_signals;
 pub(crate) mod status;
 pub(crate) mod tokens;

@@ -79,6 +79,7 @@ use crate::model::proto::{
     CheckAndMutateRowRequest, Mutation, ReadModifyWriteRowRequest, ReadModifyWriteRowResponse,
     ReadModifyWriteRule, ReadRowsRequest, RowFilter, SampleRowKeysResponse,
 };
+use crate::wire::builtin_metrics::{status_of, Method};
 use crate::wire::codec::EncodedBatch;
 use crate::wire::cookies::RoutingCookies;
 use crate::wire::merge::MergedRow;
@@ -538,11 +539,14 @@ impl RawTable {
                 "no time left for CheckAndMutateRow before the deadline",
             ));
         };
-        self.conn
-            .data_channel()
-            .check_and_mutate_row(request, timeout)
-            .await
-            .map(|response| response.predicate_matched)
+        let channel = self.conn.data_channel();
+        let mut rpc = channel.rpc(&request.table_name, Method::CheckAndMutateRow);
+        rpc.attempt_started();
+        let answer = rpc
+            .within(channel.check_and_mutate_row(request, timeout))
+            .await;
+        rpc.ended(status_of(&answer));
+        answer.map(|response| response.predicate_matched)
     }
 
     /// One `ReadModifyWriteRow` attempt, as [`RawTable::check_and_mutate_once`].
@@ -555,10 +559,14 @@ impl RawTable {
                 "no time left for ReadModifyWriteRow before the deadline",
             ));
         };
-        self.conn
-            .data_channel()
-            .read_modify_write_row(request, timeout)
-            .await
+        let channel = self.conn.data_channel();
+        let mut rpc = channel.rpc(&request.table_name, Method::ReadModifyWriteRow);
+        rpc.attempt_started();
+        let answer = rpc
+            .within(channel.read_modify_write_row(request, timeout))
+            .await;
+        rpc.ended(status_of(&answer));
+        answer
     }
 
     /// The row keys `SampleRowKeys` returns for the table, in key order,
@@ -571,21 +579,28 @@ impl RawTable {
     pub async fn sample_row_keys(&self) -> Result<Vec<SampleRowKeysResponse>> {
         let mut budget = self.read.retry.start_within(self.deadline);
         let mut cookies = RoutingCookies::default();
+        let channel = self.conn.data_channel();
+        let mut rpc = channel.rpc(&self.path, Method::SampleRowKeys);
         loop {
             if budget.expired() {
                 let status = not_sent("no time left for SampleRowKeys before the deadline");
+                rpc.ended(code_of(&status));
                 return Err(status_error(&self.name, None, status, Some(&budget)));
             }
-            let status = match self
-                .conn
-                .data_channel()
-                .sample_row_keys(&self.path, budget.attempt_timeout(), &mut cookies)
-                .await
-            {
-                Ok(samples) => return Ok(samples),
+            rpc.attempt_started();
+            let answer = rpc
+                .within(channel.sample_row_keys(&self.path, budget.attempt_timeout(), &mut cookies))
+                .await;
+            rpc.attempt_ended(status_of(&answer));
+            let status = match answer {
+                Ok(samples) => {
+                    rpc.ended(Code::Ok);
+                    return Ok(samples);
+                }
                 Err(status) => status,
             };
             if !(retryable_status(&status) && budget.wait_after(&status).await) {
+                rpc.ended(code_of(&status));
                 return Err(status_error(&self.name, None, status, Some(&budget)));
             }
             tracing::debug!(%status, table = %self.name, "retrying SampleRowKeys");

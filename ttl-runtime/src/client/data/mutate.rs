@@ -21,6 +21,7 @@ use crate::model::error::{Code, Error, Result};
 use crate::model::idempotent::idempotent;
 use crate::model::limits::{MAX_MUTATIONS_PER_REQUEST, MAX_REQUEST_BYTES};
 use crate::model::proto::{MutateRowRequest, Mutation};
+use crate::wire::builtin_metrics::{status_of, Method};
 use crate::wire::channel::{at_deadline, DataChannel};
 use crate::wire::codec::EncodedBatch;
 use crate::wire::cookies::RoutingCookies;
@@ -231,23 +232,27 @@ pub(super) async fn send_batch(
     let mut cookies = RoutingCookies::default();
     // Indices into `batch` of the entries still to write; `None`: all.
     let mut pending: Option<Vec<usize>> = None;
-    loop {
+    let mut rpc = channel.rpc(&table_name, Method::MutateRows);
+    let report = loop {
         bump(&counters.requests, 1);
         if let Some(pending) = &pending {
             bump(&counters.retries, 1);
             bump(&counters.entries_retried, pending.len());
         }
         let sent = pending.as_ref().map_or(batch.len(), Vec::len);
-        let (statuses, outcome) = attempt_once(
-            &channel,
-            &table_name,
-            &batch,
-            pending.clone(),
-            sent,
-            budget.attempt_timeout(),
-            &mut cookies,
-        )
-        .await;
+        rpc.attempt_started();
+        let (statuses, outcome) = rpc
+            .within(attempt_once(
+                &channel,
+                &table_name,
+                &batch,
+                pending.clone(),
+                sent,
+                budget.attempt_timeout(),
+                &mut cookies,
+            ))
+            .await;
+        rpc.attempt_ended(attempt_status(&statuses, &outcome));
         report.attempts = budget.attempts();
         report.elapsed = budget.elapsed();
         report.answered |= statuses.iter().any(Option::is_some);
@@ -258,7 +263,7 @@ pub(super) async fn send_batch(
             {
                 report.failed = refused(pending_now, failure);
                 report.fatal = Some(failure.status.clone());
-                return report;
+                break report;
             }
         }
         let retry = sort_entries(
@@ -270,7 +275,7 @@ pub(super) async fn send_batch(
             &mut report,
         );
         if retry.is_empty() {
-            return report;
+            break report;
         }
         let reason = format!(
             "{} of {} entries not written, first: {}",
@@ -298,10 +303,34 @@ pub(super) async fn send_batch(
                             why: format!("{why} (gave up after {attempts} attempts)"),
                         }),
                 );
-            return report;
+            break report;
         }
         pending = Some(retry.into_iter().map(|(i, _, _, _)| i).collect());
+    };
+    rpc.ended(
+        report
+            .failed
+            .first()
+            .map_or(Code::Ok, |f| f.code.unwrap_or(f.request_code)),
+    );
+    report
+}
+
+/// The `status` of one `MutateRows` attempt: the request's when it failed
+/// as a whole, else the first failed entry's, else `OK`.
+fn attempt_status(
+    statuses: &[Option<EntryStatus>],
+    outcome: &std::result::Result<(), RequestFailure>,
+) -> Code {
+    if let Err(failure) = outcome {
+        return code_of(&failure.status);
     }
+    statuses
+        .iter()
+        .flatten()
+        .map(|s| s.code)
+        .find(|code| *code != Code::Ok)
+        .unwrap_or(Code::Ok)
 }
 
 /// Every entry of a batch of `len`, reported not written because the
@@ -499,6 +528,7 @@ pub(crate) async fn mutate_row(
     };
     let mut cookies = RoutingCookies::default();
     let repeatable = idempotent(&request.mutations);
+    let mut rpc = channel.rpc(&request.table_name, Method::MutateRow);
     loop {
         if budget.expired() {
             let status =
@@ -511,10 +541,13 @@ pub(crate) async fn mutate_row(
             ));
         }
         let timeout = budget.attempt_timeout();
-        let Err(status) = channel
-            .mutate_row(request.clone(), timeout, &mut cookies)
-            .await
-        else {
+        rpc.attempt_started();
+        let answer = rpc
+            .within(channel.mutate_row(request.clone(), timeout, &mut cookies))
+            .await;
+        rpc.attempt_ended(status_of(&answer));
+        let Err(status) = answer else {
+            rpc.ended(Code::Ok);
             if cfg!(feature = "metrics") {
                 let bytes: usize = request
                     .mutations
@@ -526,9 +559,11 @@ pub(crate) async fn mutate_row(
             return Ok(());
         };
         if !repeatable && outcome_unknown(&status) {
+            rpc.ended(code_of(&status));
             return Err(once_error(table, request.row_key, status, &budget));
         }
         if !(retryable_status(&status) && budget.wait_after(&status).await) {
+            rpc.ended(code_of(&status));
             let key = Some(request.row_key);
             return Err(status_error(table, key, status, Some(&budget)));
         }
