@@ -181,3 +181,6 @@ pub const LATENCY_BUCKETS_MS: [f64; 40] = [
 pub const UNSPECIFIED_CLUSTER: &str = "unspecified";
 /// `zone` of an attempt that did not say where it ran.
 pub const UNSPECIFIED_ZONE: &str = "global";
+/// `table` of a call on an instance rather than a table (`PrepareQuery`,
+/// `ExecuteQuery`), as Google's Java client names it.
+pub const UNSPECIFIED_TABLE: &str = "<unspecified>";
