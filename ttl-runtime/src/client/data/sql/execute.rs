@@ -90,10 +90,11 @@ impl Execution {
                 self.done = true;
                 self.stream = None;
                 let code = ended_code(&e);
-                for rpc in [&mut self.preparing, &mut self.executing] {
-                    if let Some(rpc) = rpc {
-                        rpc.ended(code);
-                    }
+                for rpc in [&mut self.preparing, &mut self.executing]
+                    .into_iter()
+                    .flatten()
+                {
+                    rpc.ended(code);
                 }
                 return Some(Err(e));
             }
@@ -109,7 +110,10 @@ impl Execution {
             return self.open().await;
         };
         let wait = self.read.idle_timeout.min(self.budget.remaining());
-        let slot = self.executing.as_ref().and_then(|rpc| rpc.slot());
+        let slot = match &self.executing {
+            Some(rpc) => rpc.slot(),
+            None => None,
+        };
         let message = match tokio::time::timeout(wait, scoped(slot, stream.message())).await {
             Ok(message) => message,
             Err(_) => Err(tonic::Status::deadline_exceeded(format!(
