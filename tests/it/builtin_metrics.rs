@@ -6,15 +6,19 @@
 //! provider, so the tests run side by side.
 
 use crate::fake_bigtable;
+use crate::raw_sql;
 use crate::support;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bigtable_ttl::data::{RawTable, ReadRows};
+use bigtable_ttl::data::{Query, RawTable, ReadRows, Sql, SqlType};
 use bigtable_ttl::proto::read_rows_response::{cell_chunk::RowStatus, CellChunk};
-use bigtable_ttl::proto::{mutation, Mutation, ReadRowsResponse};
+use bigtable_ttl::proto::{
+    mutate_rows_request, mutate_rows_response, mutation, MutateRowsRequest, MutateRowsResponse,
+    Mutation, ReadRowsResponse,
+};
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::telemetry::builtin;
@@ -511,6 +515,394 @@ async fn without_the_front_ends_headers_every_attempt_is_a_connectivity_error() 
         .map(|p| p.count)
         .sum();
     assert_eq!(unreached, attempted);
+}
+
+/// `(attributes without client_uid, count)` of every point of `metric`
+/// of the RPC `method`, sorted.
+fn points_of(points: &[Point], metric: &str, method: &str) -> Vec<(BTreeMap<String, String>, u64)> {
+    let mut found: Vec<_> = of(points, metric)
+        .into_iter()
+        .filter(|p| p.attr("method") == method)
+        .map(|p| (without_uid(p), p.count))
+        .collect();
+    found.sort();
+    found
+}
+
+#[tokio::test]
+async fn a_scan_resumed_after_a_break_reports_both_attempts_and_one_retry() {
+    let fake = FakeBigtable::start().await;
+    fake.script(
+        "ReadRows",
+        [
+            Answer::ok(vec![row("a")])
+                .status_of(UNAVAILABLE)
+                .with_google_headers(5, "c1", "us-east1-b"),
+            Answer::ok(vec![row("b")]).with_google_headers(6, "c1", "us-east1-c"),
+        ],
+    );
+    let recorded = Recorded::new();
+    let table = fake_table(&fake, &recorded).await;
+    let keys: Vec<Vec<u8>> = table
+        .read_rows(ReadRows::range("a".."z"))
+        .map(|r| r.unwrap().key)
+        .collect()
+        .await;
+    assert_eq!(keys, [b"a".to_vec(), b"b".to_vec()], "each row once");
+    assert_eq!(fake.received_of("ReadRows").len(), 2, "resumed once");
+
+    let points = recorded.points();
+    let first = common("Bigtable.ReadRows", "c1", "us-east1-b");
+    let last = common("Bigtable.ReadRows", "c1", "us-east1-c");
+    let mut expected = vec![
+        (
+            with(first, &[("status", "UNAVAILABLE"), ("streaming", "true")]),
+            1,
+        ),
+        (
+            with(last.clone(), &[("status", "OK"), ("streaming", "true")]),
+            1,
+        ),
+    ];
+    expected.sort();
+    assert_eq!(
+        points_of(&points, "attempt_latencies", "Bigtable.ReadRows"),
+        expected
+    );
+    let ok = with(last, &[("status", "OK")]);
+    assert_eq!(
+        points_of(&points, "operation_latencies", "Bigtable.ReadRows"),
+        [(with(ok.clone(), &[("streaming", "true")]), 1)]
+    );
+    assert_eq!(
+        points_of(&points, "retry_count", "Bigtable.ReadRows"),
+        [(ok.clone(), 1)]
+    );
+    assert_eq!(
+        points_of(&points, "first_response_latencies", "Bigtable.ReadRows"),
+        [(ok, 1)],
+        "one per RPC, not per attempt"
+    );
+    assert_eq!(of(&points, "server_latencies").len(), 2, "one per status");
+}
+
+#[tokio::test]
+async fn a_batch_write_partly_failed_then_retried_reports_both_attempts_and_one_retry() {
+    let fake = FakeBigtable::start().await;
+    // Entry 0 written, entry 1 UNAVAILABLE; the retry writes entry 1.
+    let partly = MutateRowsResponse {
+        entries: vec![
+            mutate_rows_response::Entry {
+                index: 0,
+                status: Some(googleapis_tonic_google_rpc::google::rpc::Status::default()),
+            },
+            mutate_rows_response::Entry {
+                index: 1,
+                status: Some(googleapis_tonic_google_rpc::google::rpc::Status {
+                    code: UNAVAILABLE,
+                    ..Default::default()
+                }),
+            },
+        ],
+        ..MutateRowsResponse::default()
+    };
+    let written = MutateRowsResponse {
+        entries: vec![mutate_rows_response::Entry {
+            index: 0,
+            status: Some(googleapis_tonic_google_rpc::google::rpc::Status::default()),
+        }],
+        ..MutateRowsResponse::default()
+    };
+    fake.script(
+        "MutateRows",
+        [
+            Answer::ok(vec![partly.encode_to_vec()]).with_google_headers(3, "c1", "us-east1-b"),
+            Answer::ok(vec![written.encode_to_vec()]).with_google_headers(4, "c1", "us-east1-b"),
+        ],
+    );
+    let recorded = Recorded::new();
+    let table = fake_table(&fake, &recorded).await;
+    let results = table
+        .mutate_rows(vec![
+            mutate_rows_request::Entry {
+                row_key: b"r1".to_vec(),
+                mutations: vec![set_cell()],
+                ..mutate_rows_request::Entry::default()
+            },
+            mutate_rows_request::Entry {
+                row_key: b"r2".to_vec(),
+                mutations: vec![set_cell()],
+                ..mutate_rows_request::Entry::default()
+            },
+        ])
+        .await
+        .unwrap();
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    let sent: Vec<usize> = fake
+        .received_of("MutateRows")
+        .iter()
+        .map(|r| r.decode::<MutateRowsRequest>().entries.len())
+        .collect();
+    assert_eq!(sent, [2, 1], "the failed entry alone sent again");
+
+    let points = recorded.points();
+    let base = common("Bigtable.MutateRows", "c1", "us-east1-b");
+    let mut expected = vec![
+        (
+            with(
+                base.clone(),
+                &[("status", "UNAVAILABLE"), ("streaming", "false")],
+            ),
+            1,
+        ),
+        (
+            with(base.clone(), &[("status", "OK"), ("streaming", "false")]),
+            1,
+        ),
+    ];
+    expected.sort();
+    assert_eq!(
+        points_of(&points, "attempt_latencies", "Bigtable.MutateRows"),
+        expected
+    );
+    let ok = with(base, &[("status", "OK")]);
+    assert_eq!(
+        points_of(&points, "operation_latencies", "Bigtable.MutateRows"),
+        [(with(ok.clone(), &[("streaming", "false")]), 1)]
+    );
+    assert_eq!(
+        points_of(&points, "retry_count", "Bigtable.MutateRows"),
+        [(ok, 1)]
+    );
+}
+
+/// The attributes every metric of a GoogleSQL RPC `method` carries: the
+/// instance's, the table unspecified as Google's Java client has it.
+fn common_sql(method: &str, cluster: &str, zone: &str) -> BTreeMap<String, String> {
+    with(
+        common(method, cluster, zone),
+        &[("table", builtin::UNSPECIFIED_TABLE)],
+    )
+}
+
+async fn fake_sql(fake: &FakeBigtable, recorded: &Recorded) -> Sql {
+    let conn = Connection::builder("p", "i")
+        .emulator(fake.host())
+        .app_profile("serving")
+        .meter_provider(Arc::new(recorded.provider.clone()))
+        .connect()
+        .await
+        .unwrap();
+    Sql::new(&conn).with_read_options(ReadOptions::default().with_retry(policy()))
+}
+
+#[tokio::test]
+async fn a_query_reports_its_prepare_and_its_execute_resumed_once() {
+    const HOLD: Duration = Duration::from_millis(40);
+    let fake = FakeBigtable::start().await;
+    fake.script(
+        "PrepareQuery",
+        [raw_sql::plan("p1", &raw_sql::columns()).with_google_headers(2, "c1", "us-east1-b")],
+    );
+    fake.script(
+        "ExecuteQuery",
+        [
+            // The first batch, then the stream breaks; resumed, the second.
+            Answer::ok(vec![raw_sql::batch(&raw_sql::row("a", 1), "t1")])
+                .status_of(UNAVAILABLE)
+                .with_google_headers(3, "c1", "us-east1-b"),
+            Answer::ok(vec![raw_sql::batch(&raw_sql::row("b", 2), "t2")]).with_google_headers(
+                4,
+                "c1",
+                "us-east1-c",
+            ),
+        ],
+    );
+    let recorded = Recorded::new();
+    let sql = fake_sql(&fake, &recorded).await;
+    let prepared = sql
+        .prepare(
+            "SELECT _key AS key, n FROM t",
+            Vec::<(&str, SqlType)>::new(),
+        )
+        .await
+        .unwrap();
+    let mut rows = std::pin::pin!(sql.execute(prepared.bind()));
+    let mut keys = Vec::new();
+    while let Some(row) = rows.next().await {
+        keys.push(row.unwrap().get::<String>("key").unwrap());
+        tokio::time::sleep(HOLD).await;
+    }
+    assert_eq!(keys, ["a", "b"], "each row once");
+    assert_eq!(fake.received_of("ExecuteQuery").len(), 2, "resumed once");
+
+    let points = recorded.points();
+    // PrepareQuery: one attempt, unary.
+    let prepare = common_sql("Bigtable.PrepareQuery", "c1", "us-east1-b");
+    let prepare_ok = with(prepare.clone(), &[("status", "OK")]);
+    let unary = with(prepare_ok.clone(), &[("streaming", "false")]);
+    assert_eq!(
+        points_of(&points, "operation_latencies", "Bigtable.PrepareQuery"),
+        [(unary.clone(), 1)]
+    );
+    assert_eq!(
+        points_of(&points, "attempt_latencies", "Bigtable.PrepareQuery"),
+        [(unary, 1)]
+    );
+    let server: Vec<f64> = of(&points, "server_latencies")
+        .into_iter()
+        .filter(|p| p.attr("method") == "Bigtable.PrepareQuery")
+        .map(|p| p.sum)
+        .collect();
+    assert_eq!(server, [2.0]);
+    assert_eq!(
+        points_of(&points, "connectivity_error_count", "Bigtable.PrepareQuery"),
+        [(prepare_ok, 0)]
+    );
+    assert_eq!(
+        points_of(&points, "throttling_latencies", "Bigtable.PrepareQuery"),
+        [(prepare.clone(), 1)]
+    );
+    assert_eq!(
+        points_of(&points, "application_latencies", "Bigtable.PrepareQuery"),
+        [(prepare, 1)]
+    );
+    assert!(points_of(&points, "retry_count", "Bigtable.PrepareQuery").is_empty());
+
+    // ExecuteQuery: two attempts, the first broken, streaming.
+    let first = common_sql("Bigtable.ExecuteQuery", "c1", "us-east1-b");
+    let last = common_sql("Bigtable.ExecuteQuery", "c1", "us-east1-c");
+    let mut expected = vec![
+        (
+            with(
+                first.clone(),
+                &[("status", "UNAVAILABLE"), ("streaming", "true")],
+            ),
+            1,
+        ),
+        (
+            with(last.clone(), &[("status", "OK"), ("streaming", "true")]),
+            1,
+        ),
+    ];
+    expected.sort();
+    assert_eq!(
+        points_of(&points, "attempt_latencies", "Bigtable.ExecuteQuery"),
+        expected
+    );
+    let ok = with(last.clone(), &[("status", "OK")]);
+    assert_eq!(
+        points_of(&points, "operation_latencies", "Bigtable.ExecuteQuery"),
+        [(with(ok.clone(), &[("streaming", "true")]), 1)]
+    );
+    assert_eq!(
+        points_of(&points, "retry_count", "Bigtable.ExecuteQuery"),
+        [(ok, 1)]
+    );
+    let mut servers: Vec<(String, f64)> = of(&points, "server_latencies")
+        .into_iter()
+        .filter(|p| p.attr("method") == "Bigtable.ExecuteQuery")
+        .map(|p| (p.attr("status").to_owned(), p.sum))
+        .collect();
+    servers.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        servers,
+        [("OK".to_owned(), 4.0), ("UNAVAILABLE".to_owned(), 3.0)]
+    );
+    let connectivity = of(&points, "connectivity_error_count");
+    assert!(
+        connectivity.iter().all(|p| p.count == 0),
+        "the front end answered every attempt: {connectivity:?}"
+    );
+    // The caller held the stream after the first row at least (the
+    // second may come after the RPC ended, as with ReadRows).
+    let application = points_of(&points, "application_latencies", "Bigtable.ExecuteQuery");
+    assert_eq!(application, [(last, 1)]);
+    let held: f64 = of(&points, "application_latencies")
+        .into_iter()
+        .filter(|p| p.attr("method") == "Bigtable.ExecuteQuery")
+        .map(|p| p.sum)
+        .sum();
+    assert!(held >= HOLD.as_secs_f64() * 1e3, "{held} ms");
+    // As Google's Java client: first_response_latencies is ReadRows'.
+    assert!(
+        of(&points, "first_response_latencies").is_empty(),
+        "{:?}",
+        of(&points, "first_response_latencies")
+    );
+}
+
+#[tokio::test]
+async fn a_one_call_query_reports_its_retried_prepare_then_its_execute() {
+    let fake = FakeBigtable::start().await;
+    fake.script(
+        "PrepareQuery",
+        [
+            Answer::status(UNAVAILABLE).with_google_headers(1, "c1", "us-east1-b"),
+            raw_sql::plan("p1", &raw_sql::columns()).with_google_headers(1, "c1", "us-east1-b"),
+        ],
+    );
+    fake.script(
+        "ExecuteQuery",
+        [
+            Answer::ok(vec![raw_sql::batch(&raw_sql::row("a", 1), "t1")]).with_google_headers(
+                1,
+                "c1",
+                "us-east1-b",
+            ),
+        ],
+    );
+    let recorded = Recorded::new();
+    let sql = fake_sql(&fake, &recorded).await;
+    let result = sql
+        .query(Query::new("SELECT _key AS key, n FROM t"))
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(result.rows.len(), 1);
+
+    let points = recorded.points();
+    let prepare = common_sql("Bigtable.PrepareQuery", "c1", "us-east1-b");
+    let mut expected = vec![
+        (
+            with(
+                prepare.clone(),
+                &[("status", "UNAVAILABLE"), ("streaming", "false")],
+            ),
+            1,
+        ),
+        (
+            with(prepare.clone(), &[("status", "OK"), ("streaming", "false")]),
+            1,
+        ),
+    ];
+    expected.sort();
+    assert_eq!(
+        points_of(&points, "attempt_latencies", "Bigtable.PrepareQuery"),
+        expected
+    );
+    let prepare_ok = with(prepare, &[("status", "OK")]);
+    assert_eq!(
+        points_of(&points, "operation_latencies", "Bigtable.PrepareQuery"),
+        [(with(prepare_ok.clone(), &[("streaming", "false")]), 1)]
+    );
+    assert_eq!(
+        points_of(&points, "retry_count", "Bigtable.PrepareQuery"),
+        [(prepare_ok, 1)]
+    );
+    let execute = with(
+        common_sql("Bigtable.ExecuteQuery", "c1", "us-east1-b"),
+        &[("status", "OK"), ("streaming", "true")],
+    );
+    assert_eq!(
+        points_of(&points, "operation_latencies", "Bigtable.ExecuteQuery"),
+        [(execute.clone(), 1)]
+    );
+    assert_eq!(
+        points_of(&points, "attempt_latencies", "Bigtable.ExecuteQuery"),
+        [(execute, 1)]
+    );
+    assert!(points_of(&points, "retry_count", "Bigtable.ExecuteQuery").is_empty());
 }
 
 /// The metrics table of `guide/observability.md`: name, kind, unit and

@@ -49,7 +49,7 @@ async fn sql(fake: &FakeBigtable, policy: RetryPolicy) -> Sql {
 }
 
 /// `PrepareQuery`'s answer: plan `id`, these columns, valid for an hour.
-fn plan(id: &str, columns: &[(&str, SqlType)]) -> Answer {
+pub(crate) fn plan(id: &str, columns: &[(&str, SqlType)]) -> Answer {
     let valid_until = std::time::SystemTime::now() + Duration::from_secs(3600);
     let seconds = valid_until
         .duration_since(std::time::UNIX_EPOCH)
@@ -102,16 +102,16 @@ fn part(data: &[u8], reset: bool, token: &str, checksum: Option<u32>) -> Vec<u8>
 }
 
 /// `values` as one whole batch, checksummed, closed by `token`.
-fn batch(values: &[SqlValue], token: &str) -> Vec<u8> {
+pub(crate) fn batch(values: &[SqlValue], token: &str) -> Vec<u8> {
     let data = batch_bytes(values);
     part(&data, true, token, Some(crc32c::crc32c(&data)))
 }
 
-fn row(key: &str, n: i64) -> [SqlValue; 2] {
+pub(crate) fn row(key: &str, n: i64) -> [SqlValue; 2] {
     [SqlValue::from(key), SqlValue::Int64(n)]
 }
 
-fn columns() -> [(&'static str, SqlType); 2] {
+pub(crate) fn columns() -> [(&'static str, SqlType); 2] {
     [("key", SqlType::String), ("n", SqlType::Int64)]
 }
 

@@ -17,6 +17,8 @@ pub(crate) enum Method {
     CheckAndMutateRow,
     ReadModifyWriteRow,
     SampleRowKeys,
+    PrepareQuery,
+    ExecuteQuery,
 }
 
 impl Method {
@@ -30,6 +32,8 @@ impl Method {
             Method::CheckAndMutateRow => "Bigtable.CheckAndMutateRow",
             Method::ReadModifyWriteRow => "Bigtable.ReadModifyWriteRow",
             Method::SampleRowKeys => "Bigtable.SampleRowKeys",
+            Method::PrepareQuery => "Bigtable.PrepareQuery",
+            Method::ExecuteQuery => "Bigtable.ExecuteQuery",
         }
     }
 
@@ -222,8 +226,8 @@ mod enabled {
     }
 
     impl Rpc {
-        /// The RPC `method` on `table_name` (`projects/…/tables/…`),
-        /// starting now, on a channel of `app_profile` recording into
+        /// The RPC `method` on `table_name` (`projects/…/tables/…`, or
+        /// `projects/…/instances/…` for a call on the instance), starting now, on a channel of `app_profile` recording into
         /// `instruments`.
         pub(crate) fn start(
             instruments: &Arc<Instruments>,
@@ -260,7 +264,9 @@ mod enabled {
             Self {
                 instruments: instruments.clone(),
                 base,
-                streaming: method == Method::ReadRows,
+                // As Google's Java client says it: the server-streaming
+                // calls, a point read being unary there.
+                streaming: matches!(method, Method::ReadRows | Method::ExecuteQuery),
                 method,
                 started: Instant::now(),
                 attempts: 0,
@@ -410,7 +416,10 @@ mod enabled {
         d.as_secs_f64() * 1000.0
     }
 
-    /// The project, instance and table ids of `projects/{p}/instances/{i}/tables/{t}`.
+    /// The project, instance and table ids of `projects/{p}/instances/{i}/tables/{t}`;
+    /// of `projects/{p}/instances/{i}` (a GoogleSQL call, on no one table),
+    /// [`names::UNSPECIFIED_TABLE`] as the table, as Google's Java client
+    /// names it.
     fn parts_of(table_name: &str) -> (&str, &str, &str) {
         let mut parts = table_name.split('/');
         match (
@@ -424,6 +433,9 @@ mod enabled {
             (Some("projects"), Some(p), Some("instances"), Some(i), Some("tables"), Some(t)) => {
                 (p, i, t)
             }
+            (Some("projects"), Some(p), Some("instances"), Some(i), None, None) => {
+                (p, i, names::UNSPECIFIED_TABLE)
+            }
             _ => ("", "", table_name),
         }
     }
@@ -436,6 +448,10 @@ mod enabled {
         fn ids_from_a_table_name() {
             assert_eq!(parts_of("projects/p/instances/i/tables/t"), ("p", "i", "t"));
             assert_eq!(parts_of("t"), ("", "", "t"));
+            assert_eq!(
+                parts_of("projects/p/instances/i"),
+                ("p", "i", names::UNSPECIFIED_TABLE)
+            );
         }
 
         #[test]

@@ -7,8 +7,9 @@
 //! meter provider given to
 //! [`ConnectionBuilder::meter_provider`](crate::ConnectionBuilder::meter_provider)
 //! (the global one by default), for every RPC the library sends: each
-//! call of the raw layer ([`crate::data::RawTable`]) and every request a
-//! typed table, an operation or the bulk writer makes through it.
+//! call of the raw layer ([`crate::data::RawTable`], [`crate::data::Sql`])
+//! and every request a typed table, an operation or the bulk writer makes
+//! through it.
 //!
 //! | metric | kind, unit | attributes besides the common ones | per |
 //! |---|---|---|---|
@@ -26,10 +27,13 @@
 //! `client_name` and `client_uid`. Their values: `method` is the RPC
 //! (`Bigtable.ReadRows`, `Bigtable.ReadRow` for a read of one row key,
 //! `Bigtable.MutateRow`, `Bigtable.MutateRows`, `Bigtable.CheckAndMutateRow`,
-//! `Bigtable.ReadModifyWriteRow`, `Bigtable.SampleRowKeys`); `status` the
+//! `Bigtable.ReadModifyWriteRow`, `Bigtable.SampleRowKeys`, and GoogleSQL's
+//! `Bigtable.PrepareQuery` and `Bigtable.ExecuteQuery`); `status` the
 //! gRPC code's name (`OK`, `UNAVAILABLE`, …; `CANCELLED` for an RPC whose
 //! caller dropped it); `streaming` is `true` for a `ReadRows` of more than
-//! one row key or of ranges; `cluster` and `zone` come from the last
+//! one row key or of ranges, and for `ExecuteQuery`; `table` is
+//! [`UNSPECIFIED_TABLE`] for the GoogleSQL calls, which name an instance;
+//! `cluster` and `zone` come from the last
 //! attempt's `x-goog-ext-425905942-bin` header (`unspecified` and `global`
 //! without it, as on the emulator); `client_name` is [`CLIENT_NAME`];
 //! `client_uid` is `rust-<random UUID>@<host name>`, one per process.
@@ -181,3 +185,6 @@ pub const LATENCY_BUCKETS_MS: [f64; 40] = [
 pub const UNSPECIFIED_CLUSTER: &str = "unspecified";
 /// `zone` of an attempt that did not say where it ran.
 pub const UNSPECIFIED_ZONE: &str = "global";
+/// `table` of a call on an instance rather than a table (`PrepareQuery`,
+/// `ExecuteQuery`), as Google's Java client names it.
+pub const UNSPECIFIED_TABLE: &str = "<unspecified>";

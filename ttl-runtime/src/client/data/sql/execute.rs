@@ -18,11 +18,13 @@ use crate::model::proto::{
 };
 use crate::model::sql_batch::BatchMerger;
 use crate::model::sql_row::{malformed, rows_of, SqlColumn, SqlRow};
+use crate::wire::builtin_metrics::{scoped, Method, Rpc};
 use crate::wire::channel::{at_deadline, DataChannel};
 use crate::wire::cookies::RoutingCookies;
 use crate::wire::status::{code_of, not_sent, plan_expired, retry_delay};
 
-use super::prepare::{prepare_once, Plan, QueryText};
+use super::ended_code;
+use super::prepare::{prepare_attempt, Plan, QueryText};
 
 /// Where one run of a query is.
 pub(crate) struct Execution {
@@ -55,6 +57,13 @@ pub(crate) struct Execution {
     pub(crate) ready: VecDeque<SqlRow>,
     pub(crate) delivered: usize,
     pub(crate) done: bool,
+    /// The `PrepareQuery` RPC under way (of the built-in metrics): its
+    /// attempts are those a plan took to make.
+    pub(crate) preparing: Option<Rpc>,
+    /// The `ExecuteQuery` RPC, from the first time a stream was to be
+    /// opened: a plan made again after that is a `PrepareQuery` of its own
+    /// within it, as in Google's Java client.
+    pub(crate) executing: Option<Rpc>,
 }
 
 impl Execution {
@@ -64,8 +73,14 @@ impl Execution {
             self.started = true;
             self.budget = self.read.retry.start();
         }
+        if let Some(rpc) = &mut self.executing {
+            rpc.asked_again();
+        }
         loop {
             if let Some(row) = self.ready.pop_front() {
+                if let Some(rpc) = &mut self.executing {
+                    rpc.handed_over();
+                }
                 return Some(Ok(row));
             }
             if self.done {
@@ -74,6 +89,13 @@ impl Execution {
             if let Err(e) = self.step().await {
                 self.done = true;
                 self.stream = None;
+                let code = ended_code(&e);
+                for rpc in [&mut self.preparing, &mut self.executing]
+                    .into_iter()
+                    .flatten()
+                {
+                    rpc.ended(code);
+                }
                 return Some(Err(e));
             }
         }
@@ -88,7 +110,11 @@ impl Execution {
             return self.open().await;
         };
         let wait = self.read.idle_timeout.min(self.budget.remaining());
-        let message = match tokio::time::timeout(wait, stream.message()).await {
+        let slot = match &self.executing {
+            Some(rpc) => rpc.slot(),
+            None => None,
+        };
+        let message = match tokio::time::timeout(wait, scoped(slot, stream.message())).await {
             Ok(message) => message,
             Err(_) => Err(tonic::Status::deadline_exceeded(format!(
                 "no message from ExecuteQuery within {wait:?}"
@@ -98,6 +124,9 @@ impl Execution {
             Ok(Some(ExecuteQueryResponse {
                 response: Some(Response::Results(part)),
             })) => {
+                if let Some(rpc) = &mut self.executing {
+                    rpc.first_response();
+                }
                 let values = self.merger.push(part).map_err(malformed)?;
                 if let Some(values) = values {
                     self.deliver(values)?;
@@ -114,6 +143,9 @@ impl Execution {
                 self.merger.finish().map_err(malformed)?;
                 self.done = true;
                 self.stream = None;
+                if let Some(rpc) = &mut self.executing {
+                    rpc.ended(Code::Ok);
+                }
                 Ok(())
             }
             Err(status) => {
@@ -148,9 +180,16 @@ impl Execution {
             return Err(self.error(status));
         }
         let timeout = self.budget.attempt_timeout();
-        match prepare_once(&self.channel, &self.text, timeout).await {
+        let channel = &self.channel;
+        let rpc = self
+            .preparing
+            .get_or_insert_with(|| channel.rpc(&self.text.instance, Method::PrepareQuery));
+        match prepare_attempt(rpc, channel, &self.text, timeout).await {
             Ok(plan) => {
                 let plan = plan?;
+                if let Some(mut rpc) = self.preparing.take() {
+                    rpc.ended(Code::Ok);
+                }
                 *self
                     .columns
                     .lock()
@@ -180,6 +219,9 @@ impl Execution {
 
     /// Open an attempt's stream, from the last resume token if any.
     async fn open(&mut self) -> Result<()> {
+        if self.executing.is_none() {
+            self.executing = Some(self.channel.rpc(&self.text.instance, Method::ExecuteQuery));
+        }
         if self.budget.expired() {
             let status = not_sent("no time left for ExecuteQuery before the deadline");
             return Err(self.error(status));
@@ -204,10 +246,16 @@ impl Execution {
         };
         let timeout = self.budget.remaining().max(Duration::from_millis(1));
         self.attempt = (Instant::now(), timeout);
-        match self
-            .channel
-            .execute_query(request, timeout, &mut self.cookies)
-            .await
+        let slot = self.executing.as_mut().and_then(|rpc| {
+            rpc.attempt_started();
+            rpc.slot()
+        });
+        match scoped(
+            slot,
+            self.channel
+                .execute_query(request, timeout, &mut self.cookies),
+        )
+        .await
         {
             Ok(stream) => {
                 self.stream = Some(stream);
@@ -220,6 +268,9 @@ impl Execution {
     /// An attempt ended with `status`: prepare again, resume, or give up.
     async fn attempt_failed(&mut self, status: tonic::Status) -> Result<()> {
         let status = at_deadline(status, self.attempt.0, self.attempt.1);
+        if let Some(rpc) = &mut self.executing {
+            rpc.attempt_ended(code_of(&status));
+        }
         self.stream = None;
         self.merger.restart();
         if plan_expired(&status) {

@@ -57,7 +57,18 @@ pub use crate::model::sql_type::{SqlType, StructField};
 pub use crate::model::sql_value::{FromSql, SqlValue};
 
 use execute::Execution;
-use prepare::{prepare_once, Plan, QueryText};
+use prepare::{prepare_attempt, Plan, QueryText};
+
+use crate::model::error::Code;
+use crate::wire::builtin_metrics::Method;
+use crate::wire::status::code_of;
+
+/// The `status` of a query's RPC (of the built-in metrics) that `error`
+/// ended: its gRPC code; `CANCELLED` for an error of the library's own
+/// (a row limit passed), which abandons the stream.
+pub(crate) fn ended_code(error: &Error) -> Code {
+    error.code().unwrap_or(Code::Cancelled)
+}
 
 /// A handle for GoogleSQL queries on a connection's instance. Cheap to
 /// clone.
@@ -144,11 +155,13 @@ impl Sql {
             param_types: params.into_iter().map(|(n, t)| (n.into(), t)).collect(),
         });
         let mut budget = self.read.retry.start();
+        let mut rpc = self.channel.rpc(&self.instance, Method::PrepareQuery);
         loop {
             if budget.expired() {
                 let status = crate::wire::status::not_sent(
                     "no time left for PrepareQuery before the deadline",
                 );
+                rpc.ended(code_of(&status));
                 return Err(crate::client::failure::status_error(
                     &self.instance,
                     None,
@@ -156,15 +169,18 @@ impl Sql {
                     Some(&budget),
                 ));
             }
-            match prepare_once(&self.channel, &text, budget.attempt_timeout()).await {
+            match prepare_attempt(&mut rpc, &self.channel, &text, budget.attempt_timeout()).await {
                 Ok(plan) => {
+                    let plan = plan.inspect_err(|e| rpc.ended(ended_code(e)))?;
+                    rpc.ended(Code::Ok);
                     return Ok(PreparedQuery {
                         text,
-                        plan: Arc::new(Mutex::new(Some(plan?))),
-                    })
+                        plan: Arc::new(Mutex::new(Some(plan))),
+                    });
                 }
                 Err(status) => {
                     if !(execute::query_retryable(&status) && budget.wait_after(&status).await) {
+                        rpc.ended(code_of(&status));
                         return Err(crate::client::failure::status_error(
                             &self.instance,
                             None,
@@ -268,6 +284,8 @@ impl Sql {
             stream: None,
             cookies: RoutingCookies::default(),
             attempt: (std::time::Instant::now(), std::time::Duration::MAX),
+            preparing: None,
+            executing: None,
             ready: VecDeque::new(),
             delivered: 0,
             done: false,

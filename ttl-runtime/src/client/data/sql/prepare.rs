@@ -9,6 +9,7 @@ use crate::model::error::Result;
 use crate::model::proto::{prepare_query_request::DataFormat, PrepareQueryRequest, ProtoFormat};
 use crate::model::sql_row::{columns_of, SqlColumn};
 use crate::model::sql_type::SqlType;
+use crate::wire::builtin_metrics::{status_of, Rpc};
 use crate::wire::channel::DataChannel;
 
 /// A plan Bigtable made for a query.
@@ -66,4 +67,18 @@ pub(crate) async fn prepare_once(
             SystemTime::UNIX_EPOCH.checked_add(Duration::new(secs, nanos))
         }),
     }))
+}
+
+/// [`prepare_once`] as an attempt of `rpc`, the `PrepareQuery` RPC of the
+/// built-in metrics.
+pub(crate) async fn prepare_attempt(
+    rpc: &mut Rpc,
+    channel: &DataChannel,
+    text: &QueryText,
+    timeout: Duration,
+) -> std::result::Result<Result<Plan>, tonic::Status> {
+    rpc.attempt_started();
+    let answer = rpc.within(prepare_once(channel, text, timeout)).await;
+    rpc.attempt_ended(status_of(&answer));
+    answer
 }
