@@ -504,7 +504,7 @@ async fn without_the_front_ends_headers_every_attempt_is_a_connectivity_error() 
     for p in &points {
         assert_eq!(
             (p.attr("cluster"), p.attr("zone"), p.attr("instance")),
-            ("unspecified", "global", instance.as_str()),
+            ("<unspecified>", "global", instance.as_str()),
             "{p:?}"
         );
     }

@@ -181,8 +181,9 @@ pub const LATENCY_BUCKETS_MS: [f64; 40] = [
     3_200_000.0,
 ];
 
-/// `cluster` of an attempt that did not say where it ran.
-pub const UNSPECIFIED_CLUSTER: &str = "unspecified";
+/// `cluster` of an attempt that did not say where it ran, as Google's Go and
+/// Java clients send it.
+pub const UNSPECIFIED_CLUSTER: &str = "<unspecified>";
 /// `zone` of an attempt that did not say where it ran.
 pub const UNSPECIFIED_ZONE: &str = "global";
 /// `table` of a call on an instance rather than a table (`PrepareQuery`,
