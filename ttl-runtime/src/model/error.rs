@@ -27,6 +27,9 @@ pub(crate) struct Cause {
     /// Why nothing answered ("connection refused"), when the chain said
     /// so in its types before it became text.
     no_answer: Option<String>,
+    /// The request never went out (no time left, no token): this level's
+    /// text says why.
+    not_sent: bool,
 }
 
 impl Cause {
@@ -46,6 +49,7 @@ impl Cause {
                 text,
                 source: cause,
                 no_answer: None,
+                not_sent: false,
             }));
         }
         let mut cause = cause.map_or_else(
@@ -53,11 +57,18 @@ impl Cause {
                 text: String::new(),
                 source: None,
                 no_answer: None,
+                not_sent: false,
             },
             |c| *c,
         );
         cause.no_answer = source.and_then(no_answer);
         cause
+    }
+
+    /// This cause, marked as the reason a request was never sent.
+    pub(crate) fn never_sent(mut self) -> Self {
+        self.not_sent = true;
+        self
     }
 
     /// `error`'s chain, each cause once.
@@ -140,7 +151,9 @@ fn connect_message(target: &str, source: &(dyn std::error::Error + 'static)) -> 
 }
 
 /// The message of an [`Error::Server`]: "no answer from Bigtable" when
-/// the connection was never made, "Bigtable answered CODE" otherwise.
+/// the connection was never made, "not sent to Bigtable" when the request
+/// never went out (no time left, no token), "Bigtable answered CODE"
+/// otherwise.
 fn server_message(
     table: &str,
     row_key: Option<&[u8]>,
@@ -154,6 +167,17 @@ fn server_message(
     if let Some(why) = no_answer(source) {
         return format!(
             "no answer from Bigtable for table `{table}`{row}: {why} ({code}, {attempts})"
+        );
+    }
+    // Not sent for want of time or a token (a refused connection is
+    // told above, as no answer).
+    let never_sent = std::iter::successors(Some(source), |e| e.source())
+        .filter_map(|level| level.downcast_ref::<Cause>())
+        .find(|cause| cause.not_sent);
+    if let Some(cause) = never_sent {
+        return format!(
+            "not sent to Bigtable for table `{table}`{row}: {} ({code}, {attempts})",
+            cause.text
         );
     }
     let hint = if code == Code::NotFound {
@@ -1058,11 +1082,12 @@ struct Attempts {
 impl fmt::Display for Attempts {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let plural = if self.count == 1 { "" } else { "s" };
-        write!(
-            f,
-            "{} attempt{plural} over {:.1?}",
-            self.count, self.elapsed
-        )?;
+        write!(f, "{} attempt{plural}", self.count)?;
+        // A call refused before anything went out (no time left, no
+        // token) has no time of its own to tell.
+        if !self.elapsed.is_zero() {
+            write!(f, " over {:.1?}", self.elapsed)?;
+        }
         if self.retries_exhausted {
             f.write_str(", retries exhausted")?;
         }
@@ -1358,6 +1383,46 @@ mod tests {
             by: TimeDelta::days(3),
         };
         assert_eq!(sum.to_string(), "1 µs + 3days overflows");
+    }
+
+    #[test]
+    fn a_call_never_sent_tells_no_time_it_did_not_take() {
+        let err = Error::Server {
+            table: "visits".into(),
+            row_key: Some(b"v1".to_vec()),
+            code: Code::DeadlineExceeded,
+            attempts: 1,
+            elapsed: Duration::ZERO,
+            retries_exhausted: false,
+            source: Box::new(Cause::new(
+                "no time left for CheckAndMutateRow before the deadline".into(),
+                None,
+            )),
+        };
+        assert_eq!(
+            err.to_string(),
+            "Bigtable answered DEADLINE_EXCEEDED for table `visits`, row \"v1\" (1 attempt)"
+        );
+        let err = Error::Server {
+            table: "visits".into(),
+            row_key: Some(b"v1".to_vec()),
+            code: Code::DeadlineExceeded,
+            attempts: 1,
+            elapsed: Duration::ZERO,
+            retries_exhausted: false,
+            source: Box::new(
+                Cause::new(
+                    "no time left for CheckAndMutateRow before the deadline".into(),
+                    None,
+                )
+                .never_sent(),
+            ),
+        };
+        assert_eq!(
+            err.to_string(),
+            "not sent to Bigtable for table `visits`, row \"v1\": no time left for \
+             CheckAndMutateRow before the deadline (DEADLINE_EXCEEDED, 1 attempt)"
+        );
     }
 
     #[test]

@@ -91,7 +91,12 @@ pub(crate) fn cause_under_code(status: impl Borrow<tonic::Status>) -> Cause {
     } else {
         status.message().to_owned()
     };
-    Cause::new(text, status.source())
+    let cause = Cause::new(text, status.source());
+    if was_not_sent(status) {
+        cause.never_sent()
+    } else {
+        cause
+    }
 }
 
 /// Why a request was not sent: its call's deadline had passed, or no access
