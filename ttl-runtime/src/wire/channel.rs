@@ -28,7 +28,7 @@ use crate::wire::codec::{EncodedBatch, MutateRowsBody, MutateRowsCodec};
 use crate::wire::cookies::RoutingCookies;
 use crate::wire::framing::Checked;
 use crate::wire::headers::{
-    routing_header, API_CLIENT, API_CLIENT_KEY, DATA_SCOPE, FEATURES_KEY, FEATURES_REVERSE_SCANS,
+    routing_key, routing_value, API_CLIENT_HEADER, DATA_SCOPE, FEATURES_HEADER,
 };
 use crate::wire::status::not_sent;
 use crate::wire::tokens::Tokens;
@@ -218,15 +218,10 @@ impl DataChannel {
             span.record("server.port", port);
         }
         let mut request = tonic::Request::new(message);
-        if let Ok(value) = routing_header(table_name, &self.app_profile).parse() {
-            request
-                .metadata_mut()
-                .insert("x-goog-request-params", value);
+        if let Some(value) = routing_value(table_name, &self.app_profile) {
+            request.metadata_mut().insert(routing_key(), value);
         }
-        request.metadata_mut().insert(
-            API_CLIENT_KEY,
-            tonic::metadata::MetadataValue::from_static(API_CLIENT),
-        );
+        API_CLIENT_HEADER.insert_into(request.metadata_mut());
         cookies.apply(request.metadata_mut());
         if let Some(tokens) = &self.tokens {
             let token = tokens.secret(DATA_SCOPE).await.map_err(|e| {
@@ -291,10 +286,7 @@ impl DataChannel {
         let mut request = self.request(request, &table_name, None, cookies).await?;
         // Announce reverse scans (the merger takes descending keys): Cloud
         // Bigtable refuses a reversed read from a client that does not.
-        request.metadata_mut().insert(
-            FEATURES_KEY,
-            tonic::metadata::MetadataValue::from_static(FEATURES_REVERSE_SCANS),
-        );
+        FEATURES_HEADER.insert_into(request.metadata_mut());
         let path = http::uri::PathAndQuery::from_static(READ_ROWS);
         let response = self
             .ready()
@@ -579,6 +571,7 @@ fn learnt<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::headers::{routing_header, API_CLIENT, API_CLIENT_KEY, ROUTING_KEY};
 
     #[derive(Default)]
     struct FixedToken(std::sync::Mutex<Vec<String>>);
@@ -649,7 +642,7 @@ mod tests {
         let headers = request.metadata().clone().into_headers();
         assert_eq!(headers["authorization"], "Bearer t0ken");
         assert_eq!(
-            headers["x-goog-request-params"],
+            headers[ROUTING_KEY],
             routing_header(table, "batch").as_str()
         );
         // What is left of 7 s once the token is there.
