@@ -248,6 +248,10 @@ impl DataChannel {
         cookies: &RoutingCookies,
     ) -> Result<tonic::Request<T>, tonic::Status> {
         let timeout = until.saturating_duration_since(tokio::time::Instant::now());
+        if self.tokens.is_none() {
+            // Nothing to wait for: no timer to arm.
+            return self.request(message, table_name, Some(timeout), cookies).await;
+        }
         tokio::time::timeout_at(
             until,
             self.request(message, table_name, Some(timeout), cookies),
