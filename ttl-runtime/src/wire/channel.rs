@@ -301,17 +301,23 @@ impl DataChannel {
         learnt(response, cookies).map(tonic::Response::into_inner)
     }
 
-    /// One `MutateRow` call (one row's mutations, applied atomically).
+    /// One `MutateRow` call (one row's mutations, applied atomically),
+    /// the request naming this channel's app profile: shared, as every
+    /// attempt sends the same.
     pub(crate) async fn mutate_row(
         &self,
-        mut request: MutateRowRequest,
+        request: &Arc<MutateRowRequest>,
         timeout: Duration,
         cookies: &mut RoutingCookies,
     ) -> Result<MutateRowResponse, tonic::Status> {
-        request.app_profile_id = self.app_profile.to_string();
-        let table_name = request.table_name.clone();
-        self.unary(MUTATE_ROW, request, &table_name, timeout, cookies)
-            .await
+        self.unary(
+            MUTATE_ROW,
+            Arc::clone(request),
+            &request.table_name,
+            timeout,
+            cookies,
+        )
+        .await
     }
 
     /// One `CheckAndMutateRow` call: the predicate and the mutations of one
@@ -326,7 +332,7 @@ impl DataChannel {
         let mut cookies = RoutingCookies::default();
         self.unary(
             CHECK_AND_MUTATE_ROW,
-            request,
+            Arc::new(request),
             &table_name,
             timeout,
             &mut cookies,
@@ -346,7 +352,7 @@ impl DataChannel {
         let mut cookies = RoutingCookies::default();
         self.unary(
             READ_MODIFY_WRITE_ROW,
-            request,
+            Arc::new(request),
             &table_name,
             timeout,
             &mut cookies,
@@ -364,7 +370,13 @@ impl DataChannel {
         request.app_profile_id = self.app_profile.to_string();
         let instance = request.instance_name.clone();
         let mut cookies = RoutingCookies::default();
-        self.unary(PREPARE_QUERY, request, &instance, timeout, &mut cookies)
+        self.unary(
+            PREPARE_QUERY,
+            Arc::new(request),
+            &instance,
+            timeout,
+            &mut cookies,
+        )
             .await
     }
 
@@ -401,7 +413,7 @@ impl DataChannel {
     async fn unary<Req, Resp>(
         &self,
         path: &'static str,
-        message: Req,
+        message: Arc<Req>,
         table_name: &str,
         timeout: Duration,
         cookies: &mut RoutingCookies,
@@ -414,7 +426,6 @@ impl DataChannel {
         let started = std::time::Instant::now();
         let until = tokio::time::Instant::now() + timeout;
         let path = http::uri::PathAndQuery::from_static(path);
-        let message = Arc::new(message);
         let mut sends = 0;
         loop {
             sends += 1;
