@@ -351,9 +351,11 @@ fn outcome_of(e: &Error) -> &'static str {
     }
 }
 
-/// The table id of `projects/…/tables/{id}`.
+/// The table id of `projects/…/tables/{id}`. A table id holds no `/`:
+/// the last one ends `…/tables/` (a byte's search, not a substring's: this
+/// runs once per read).
 pub(crate) fn table_id(path: &str) -> &str {
-    path.rsplit_once("/tables/").map_or(path, |(_, id)| id)
+    path.rsplit_once('/').map_or(path, |(_, id)| id)
 }
 
 pub(crate) use record::{read, written};
