@@ -1165,13 +1165,13 @@ async fn a_rewrite_after_a_read_slower_than_the_horizon_is_still_sent() {
         .with_deadline(Duration::from_secs(30));
     let conn = Connection::builder("p", "i")
         .emulator(fake.host())
-        .retry(patient.clone())
+        .retry(patient)
         .connect()
         .await
         .unwrap();
     let table = Table::<Visit>::new(conn)
         .with_clock(Clock::manual(now))
-        .with_read_options(ReadOptions::default().with_retry(patient.clone()))
+        .with_read_options(ReadOptions::default().with_retry(patient))
         .with_write_options(WriteOptions::default().with_retry(patient));
     let updated = table
         .update(&key())

@@ -276,9 +276,7 @@ impl Budget {
         server_delay: Option<Duration>,
     ) -> bool {
         let policy = self.policy;
-        let delays = self
-            .delays
-            .get_or_insert_with(|| Box::new(policy.delays()));
+        let delays = self.delays.get_or_insert_with(|| Box::new(policy.delays()));
         let Some(backoff) = delays.next() else {
             self.exhausted = true;
             return false;
@@ -427,7 +425,10 @@ mod tests {
     async fn a_budget_makes_its_delays_at_its_first_retry() {
         let policy = RetryPolicy::default().with_initial_delay(Duration::from_millis(1));
         let mut budget = policy.start();
-        assert!(budget.delays.is_none(), "made for a call that may never retry");
+        assert!(
+            budget.delays.is_none(),
+            "made for a call that may never retry"
+        );
         assert!(budget.wait(&"a test").await);
         assert!(budget.delays.is_some());
         assert_eq!(budget.attempts(), 2);

@@ -187,6 +187,8 @@ impl DataChannel {
 
     /// The built-in metrics of one RPC, `method` on `table_name`,
     /// starting now (nothing without the feature `opentelemetry`).
+    // Without the feature, `self` is not needed; the call sites stay one.
+    #[cfg_attr(not(feature = "opentelemetry"), allow(clippy::unused_self))]
     pub(crate) fn rpc(&self, table_name: &str, method: Method) -> Rpc {
         #[cfg(feature = "opentelemetry")]
         let rpc = Rpc::start(&self.metrics, &self.app_profile, table_name, method);
@@ -250,7 +252,9 @@ impl DataChannel {
         let timeout = until.saturating_duration_since(tokio::time::Instant::now());
         if self.tokens.is_none() {
             // Nothing to wait for: no timer to arm.
-            return self.request(message, table_name, Some(timeout), cookies).await;
+            return self
+                .request(message, table_name, Some(timeout), cookies)
+                .await;
         }
         tokio::time::timeout_at(
             until,
@@ -377,7 +381,7 @@ impl DataChannel {
             timeout,
             &mut cookies,
         )
-            .await
+        .await
     }
 
     /// One `ExecuteQuery` call, its stream to end within `timeout` (the
