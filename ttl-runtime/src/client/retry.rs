@@ -199,7 +199,8 @@ impl RetryPolicy {
         let started = Instant::now();
         let own = deadline_after(started, self.deadline);
         Budget {
-            delays: Box::new(self.delays()),
+            policy: *self,
+            delays: None,
             deadline: cap.map_or(own, |cap| cap.min(own)),
             attempt_timeout: self.attempt_timeout,
             started,
@@ -232,7 +233,10 @@ pub(crate) fn deadline_after(start: Instant, deadline: Duration) -> Instant {
 /// The attempts left for one request, and what was spent so far (for the
 /// error that ends it).
 pub(crate) struct Budget {
-    delays: Box<dyn Iterator<Item = Duration> + Send>,
+    policy: RetryPolicy,
+    /// Made at the first retry: most calls never retry, and a call of
+    /// several steps makes a budget for each.
+    delays: Option<Box<dyn Iterator<Item = Duration> + Send>>,
     deadline: Instant,
     attempt_timeout: Duration,
     started: Instant,
@@ -271,7 +275,9 @@ impl Budget {
         reason: &(dyn std::fmt::Display + Sync),
         server_delay: Option<Duration>,
     ) -> bool {
-        let Some(backoff) = self.delays.next() else {
+        let policy = self.policy;
+        let delays = self.delays.get_or_insert_with(|| Box::new(policy.delays()));
+        let Some(backoff) = delays.next() else {
             self.exhausted = true;
             return false;
         };
@@ -413,6 +419,19 @@ mod tests {
         );
         assert!(budget.exhausted());
         assert!(before.elapsed() < Duration::from_millis(100));
+    }
+
+    #[tokio::test]
+    async fn a_budget_makes_its_delays_at_its_first_retry() {
+        let policy = RetryPolicy::default().with_initial_delay(Duration::from_millis(1));
+        let mut budget = policy.start();
+        assert!(
+            budget.delays.is_none(),
+            "made for a call that may never retry"
+        );
+        assert!(budget.wait(&"a test").await);
+        assert!(budget.delays.is_some());
+        assert_eq!(budget.attempts(), 2);
     }
 
     #[test]

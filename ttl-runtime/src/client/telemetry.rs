@@ -37,26 +37,83 @@ struct OpState {
 }
 
 /// Run `call`, the operation `operation` on `table`, in its span and with
-/// its metrics; `rows` says how many rows its result holds.
-pub(crate) async fn operation<T, F>(
-    table: &str,
+/// its metrics; `rows` says how many rows its result holds. The operation
+/// starts at the first poll.
+///
+/// Not an `async fn`: `call` is boxed here, where it is made, and what is
+/// returned is a few words. An `async fn` would hold `call` inline in its
+/// own state until its first poll (16 KiB for `get`), and every caller's
+/// future around it, each copied whole whenever it moves.
+pub(crate) fn operation<'a, T, F, R>(
+    table: &'a str,
     operation: &'static str,
-    rows: impl FnOnce(&T) -> u64,
+    rows: R,
     call: F,
-) -> Result<T>
+) -> InOperation<'a, F, R>
 where
     F: std::future::Future<Output = Result<T>>,
+    R: FnOnce(&T) -> u64 + Unpin,
 {
-    let mut op = Operation::start(table, operation);
-    // Boxed: the read's state would otherwise sit inline in every caller's
-    // future (16 KiB for `get`); one allocation per call is nothing beside
-    // the call.
-    let result = op.scope(Box::pin(call)).await;
-    if let Ok(value) = &result {
-        op.set_rows(rows(value));
+    InOperation {
+        call: Some(Box::pin(call)),
+        table,
+        operation,
+        rows: Some(rows),
+        op: None,
     }
-    op.ended(&result);
-    result
+}
+
+/// The future of [`operation`].
+pub(crate) struct InOperation<'a, F, R> {
+    /// Before `op`: dropped first, within the operation (see `Drop`).
+    call: Option<std::pin::Pin<Box<F>>>,
+    table: &'a str,
+    operation: &'static str,
+    rows: Option<R>,
+    op: Option<Operation>,
+}
+
+impl<T, F, R> std::future::Future for InOperation<'_, F, R>
+where
+    F: std::future::Future<Output = Result<T>>,
+    R: FnOnce(&T) -> u64 + Unpin,
+{
+    type Output = Result<T>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<T>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        let Some(call) = this.call.as_mut() else {
+            panic!("an operation's future polled after it ended");
+        };
+        let op = this
+            .op
+            .get_or_insert_with(|| Operation::start(this.table, this.operation));
+        let polled = op.enter(|| call.as_mut().poll(cx));
+        if let Poll::Ready(result) = &polled {
+            if let (Ok(value), Some(rows)) = (result, this.rows.take()) {
+                op.set_rows(rows(value));
+            }
+            op.ended(result);
+            this.call = None;
+            // Recorded now, as the call returns.
+            this.op = None;
+        }
+        polled
+    }
+}
+
+impl<F, R> Drop for InOperation<'_, F, R> {
+    /// A call dropped half-way is dropped in its operation (its span
+    /// entered), as it ran; the operation then ends `CANCELLED`.
+    fn drop(&mut self) {
+        if let (Some(call), Some(op)) = (self.call.take(), self.op.as_ref()) {
+            op.enter(|| drop(call));
+        }
+    }
 }
 
 /// One operation: its span, the state the retry loops below it count
@@ -107,16 +164,7 @@ impl Operation {
         }
     }
 
-    /// `call`, run in this operation: in its span, its retries counted in
-    /// it.
-    pub(crate) fn scope<F: std::future::Future>(
-        &self,
-        call: F,
-    ) -> impl std::future::Future<Output = F::Output> {
-        CURRENT.scope(self.state.clone(), call.instrument(self.span.clone()))
-    }
-
-    /// `poll`, run in this operation (one poll of a stream).
+    /// `poll`, run in this operation (one poll of a call or a stream).
     fn enter<R>(&self, poll: impl FnOnce() -> R) -> R {
         CURRENT.sync_scope(self.state.clone(), || self.span.in_scope(poll))
     }
@@ -303,9 +351,11 @@ fn outcome_of(e: &Error) -> &'static str {
     }
 }
 
-/// The table id of `projects/…/tables/{id}`.
+/// The table id of `projects/…/tables/{id}`. A table id holds no `/`:
+/// the last one ends `…/tables/` (a byte's search, not a substring's: this
+/// runs once per read).
 pub(crate) fn table_id(path: &str) -> &str {
-    path.rsplit_once("/tables/").map_or(path, |(_, id)| id)
+    path.rsplit_once('/').map_or(path, |(_, id)| id)
 }
 
 pub(crate) use record::{read, written};
@@ -376,6 +426,31 @@ mod record {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_operation_s_future_holds_its_call_boxed() {
+        // A call whose state is large, as a read's is.
+        let call = async {
+            let state = [7u8; 4096];
+            tokio::task::yield_now().await;
+            Ok::<u8, Error>(std::hint::black_box(state)[0])
+        };
+        let op = operation("t", "get", |_: &u8| 1, call);
+        assert!(
+            std::mem::size_of_val(&op) <= 512,
+            "{} bytes, copied whole by every caller that moves it",
+            std::mem::size_of_val(&op)
+        );
+    }
+
+    #[tokio::test]
+    async fn an_operation_returns_its_call_s_result() {
+        let call = async {
+            tokio::task::yield_now().await;
+            Ok::<u8, Error>(7)
+        };
+        assert_eq!(operation("t", "get", |_: &u8| 1, call).await.unwrap(), 7);
+    }
 
     #[test]
     fn table_ids_from_paths() {

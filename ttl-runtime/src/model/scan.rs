@@ -285,8 +285,10 @@ impl Scan {
     /// # Errors
     /// As [`Scan::check`], before anything is sent.
     pub(crate) fn into_request(self, table_name: String) -> Result<Option<ReadRowsRequest>> {
+        // A table id holds no `/`: the last one ends `…/tables/`. A byte's
+        // search, not a substring's (made on every read).
         let table = table_name
-            .rsplit_once("/tables/")
+            .rsplit_once('/')
             .map_or(table_name.as_str(), |(_, id)| id);
         self.check(table)?;
         let rows = match self.selection {

@@ -28,7 +28,7 @@ use crate::wire::codec::{EncodedBatch, MutateRowsBody, MutateRowsCodec};
 use crate::wire::cookies::RoutingCookies;
 use crate::wire::framing::Checked;
 use crate::wire::headers::{
-    routing_header, API_CLIENT, API_CLIENT_KEY, DATA_SCOPE, FEATURES_KEY, FEATURES_REVERSE_SCANS,
+    routing_key, routing_value, API_CLIENT_HEADER, DATA_SCOPE, FEATURES_HEADER,
 };
 use crate::wire::status::not_sent;
 use crate::wire::tokens::Tokens;
@@ -221,15 +221,10 @@ impl DataChannel {
             span.record("server.port", port);
         }
         let mut request = tonic::Request::new(message);
-        if let Ok(value) = routing_header(table_name, &self.app_profile).parse() {
-            request
-                .metadata_mut()
-                .insert("x-goog-request-params", value);
+        if let Some(value) = routing_value(table_name, &self.app_profile) {
+            request.metadata_mut().insert(routing_key(), value);
         }
-        request.metadata_mut().insert(
-            API_CLIENT_KEY,
-            tonic::metadata::MetadataValue::from_static(API_CLIENT),
-        );
+        API_CLIENT_HEADER.insert_into(request.metadata_mut());
         cookies.apply(request.metadata_mut());
         if let Some(tokens) = &self.tokens {
             let token = tokens.secret(DATA_SCOPE).await.map_err(|e| {
@@ -256,6 +251,12 @@ impl DataChannel {
         cookies: &RoutingCookies,
     ) -> Result<tonic::Request<T>, tonic::Status> {
         let timeout = until.saturating_duration_since(tokio::time::Instant::now());
+        if self.tokens.is_none() {
+            // Nothing to wait for: no timer to arm.
+            return self
+                .request(message, table_name, Some(timeout), cookies)
+                .await;
+        }
         tokio::time::timeout_at(
             until,
             self.request(message, table_name, Some(timeout), cookies),
@@ -294,10 +295,7 @@ impl DataChannel {
         let mut request = self.request(request, &table_name, None, cookies).await?;
         // Announce reverse scans (the merger takes descending keys): Cloud
         // Bigtable refuses a reversed read from a client that does not.
-        request.metadata_mut().insert(
-            FEATURES_KEY,
-            tonic::metadata::MetadataValue::from_static(FEATURES_REVERSE_SCANS),
-        );
+        FEATURES_HEADER.insert_into(request.metadata_mut());
         let path = http::uri::PathAndQuery::from_static(READ_ROWS);
         let response = self
             .ready()
@@ -308,17 +306,23 @@ impl DataChannel {
         learnt(response, cookies).map(tonic::Response::into_inner)
     }
 
-    /// One `MutateRow` call (one row's mutations, applied atomically).
+    /// One `MutateRow` call (one row's mutations, applied atomically),
+    /// the request naming this channel's app profile: shared, as every
+    /// attempt sends the same.
     pub(crate) async fn mutate_row(
         &self,
-        mut request: MutateRowRequest,
+        request: &Arc<MutateRowRequest>,
         timeout: Duration,
         cookies: &mut RoutingCookies,
     ) -> Result<MutateRowResponse, tonic::Status> {
-        request.app_profile_id = self.app_profile.to_string();
-        let table_name = request.table_name.clone();
-        self.unary(MUTATE_ROW, request, &table_name, timeout, cookies)
-            .await
+        self.unary(
+            MUTATE_ROW,
+            Arc::clone(request),
+            &request.table_name,
+            timeout,
+            cookies,
+        )
+        .await
     }
 
     /// One `CheckAndMutateRow` call: the predicate and the mutations of one
@@ -333,7 +337,7 @@ impl DataChannel {
         let mut cookies = RoutingCookies::default();
         self.unary(
             CHECK_AND_MUTATE_ROW,
-            request,
+            Arc::new(request),
             &table_name,
             timeout,
             &mut cookies,
@@ -353,7 +357,7 @@ impl DataChannel {
         let mut cookies = RoutingCookies::default();
         self.unary(
             READ_MODIFY_WRITE_ROW,
-            request,
+            Arc::new(request),
             &table_name,
             timeout,
             &mut cookies,
@@ -371,8 +375,14 @@ impl DataChannel {
         request.app_profile_id = self.app_profile.to_string();
         let instance = request.instance_name.clone();
         let mut cookies = RoutingCookies::default();
-        self.unary(PREPARE_QUERY, request, &instance, timeout, &mut cookies)
-            .await
+        self.unary(
+            PREPARE_QUERY,
+            Arc::new(request),
+            &instance,
+            timeout,
+            &mut cookies,
+        )
+        .await
     }
 
     /// One `ExecuteQuery` call, its stream to end within `timeout` (the
@@ -408,7 +418,7 @@ impl DataChannel {
     async fn unary<Req, Resp>(
         &self,
         path: &'static str,
-        message: Req,
+        message: Arc<Req>,
         table_name: &str,
         timeout: Duration,
         cookies: &mut RoutingCookies,
@@ -421,7 +431,6 @@ impl DataChannel {
         let started = std::time::Instant::now();
         let until = tokio::time::Instant::now() + timeout;
         let path = http::uri::PathAndQuery::from_static(path);
-        let message = Arc::new(message);
         let mut sends = 0;
         loop {
             sends += 1;
@@ -582,6 +591,7 @@ fn learnt<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::headers::{routing_header, API_CLIENT, API_CLIENT_KEY, ROUTING_KEY};
 
     #[derive(Default)]
     struct FixedToken(std::sync::Mutex<Vec<String>>);
@@ -652,7 +662,7 @@ mod tests {
         let headers = request.metadata().clone().into_headers();
         assert_eq!(headers["authorization"], "Bearer t0ken");
         assert_eq!(
-            headers["x-goog-request-params"],
+            headers[ROUTING_KEY],
             routing_header(table, "batch").as_str()
         );
         // What is left of 7 s once the token is there.

@@ -520,12 +520,13 @@ pub(crate) async fn mutate_row(
     mutations: Vec<Mutation>,
     mut budget: Budget,
 ) -> Result<()> {
-    let request = MutateRowRequest {
+    let request = Arc::new(MutateRowRequest {
         table_name: table_path,
         row_key,
         mutations,
+        app_profile_id: channel.app_profile().to_owned(),
         ..MutateRowRequest::default()
-    };
+    });
     let mut cookies = RoutingCookies::default();
     let repeatable = idempotent(&request.mutations);
     let mut rpc = channel.rpc(&request.table_name, Method::MutateRow);
@@ -535,7 +536,7 @@ pub(crate) async fn mutate_row(
                 crate::wire::status::not_sent("no time left for MutateRow before the deadline");
             return Err(status_error(
                 table,
-                Some(request.row_key),
+                Some(request.row_key.clone()),
                 status,
                 Some(&budget),
             ));
@@ -543,7 +544,7 @@ pub(crate) async fn mutate_row(
         let timeout = budget.attempt_timeout();
         rpc.attempt_started();
         let answer = rpc
-            .within(channel.mutate_row(request.clone(), timeout, &mut cookies))
+            .within(channel.mutate_row(&request, timeout, &mut cookies))
             .await;
         rpc.attempt_ended(status_of(&answer));
         let Err(status) = answer else {
@@ -560,11 +561,11 @@ pub(crate) async fn mutate_row(
         };
         if !repeatable && outcome_unknown(&status) {
             rpc.ended(code_of(&status));
-            return Err(once_error(table, request.row_key, status, &budget));
+            return Err(once_error(table, request.row_key.clone(), status, &budget));
         }
         if !(retryable_status(&status) && budget.wait_after(&status).await) {
             rpc.ended(code_of(&status));
-            let key = Some(request.row_key);
+            let key = Some(request.row_key.clone());
             return Err(status_error(table, key, status, Some(&budget)));
         }
     }
