@@ -529,6 +529,42 @@ fn points_of(points: &[Point], metric: &str, method: &str) -> Vec<(BTreeMap<Stri
     found
 }
 
+/// `method`'s metrics for an RPC of two attempts, the first answered
+/// `UNAVAILABLE` where `first` ran, the second OK where `last` ran: one
+/// point of attempt latency for each, one operation and one retry under
+/// the last attempt's location. The attributes of the OK operation, without
+/// `streaming`.
+fn retried_once(
+    points: &[Point],
+    method: &str,
+    first: &BTreeMap<String, String>,
+    last: &BTreeMap<String, String>,
+    streaming: &str,
+) -> BTreeMap<String, String> {
+    let mut expected = vec![
+        (
+            with(
+                first.clone(),
+                &[("status", "UNAVAILABLE"), ("streaming", streaming)],
+            ),
+            1,
+        ),
+        (
+            with(last.clone(), &[("status", "OK"), ("streaming", streaming)]),
+            1,
+        ),
+    ];
+    expected.sort();
+    assert_eq!(points_of(points, "attempt_latencies", method), expected);
+    let ok = with(last.clone(), &[("status", "OK")]);
+    assert_eq!(
+        points_of(points, "operation_latencies", method),
+        [(with(ok.clone(), &[("streaming", streaming)]), 1)]
+    );
+    assert_eq!(points_of(points, "retry_count", method), [(ok.clone(), 1)]);
+    ok
+}
+
 #[tokio::test]
 async fn a_scan_resumed_after_a_break_reports_both_attempts_and_one_retry() {
     let fake = FakeBigtable::start().await;
@@ -554,30 +590,7 @@ async fn a_scan_resumed_after_a_break_reports_both_attempts_and_one_retry() {
     let points = recorded.points();
     let first = common("Bigtable.ReadRows", "c1", "us-east1-b");
     let last = common("Bigtable.ReadRows", "c1", "us-east1-c");
-    let mut expected = vec![
-        (
-            with(first, &[("status", "UNAVAILABLE"), ("streaming", "true")]),
-            1,
-        ),
-        (
-            with(last.clone(), &[("status", "OK"), ("streaming", "true")]),
-            1,
-        ),
-    ];
-    expected.sort();
-    assert_eq!(
-        points_of(&points, "attempt_latencies", "Bigtable.ReadRows"),
-        expected
-    );
-    let ok = with(last, &[("status", "OK")]);
-    assert_eq!(
-        points_of(&points, "operation_latencies", "Bigtable.ReadRows"),
-        [(with(ok.clone(), &[("streaming", "true")]), 1)]
-    );
-    assert_eq!(
-        points_of(&points, "retry_count", "Bigtable.ReadRows"),
-        [(ok.clone(), 1)]
-    );
+    let ok = retried_once(&points, "Bigtable.ReadRows", &first, &last, "true");
     assert_eq!(
         points_of(&points, "first_response_latencies", "Bigtable.ReadRows"),
         [(ok, 1)],
@@ -647,33 +660,7 @@ async fn a_batch_write_partly_failed_then_retried_reports_both_attempts_and_one_
 
     let points = recorded.points();
     let base = common("Bigtable.MutateRows", "c1", "us-east1-b");
-    let mut expected = vec![
-        (
-            with(
-                base.clone(),
-                &[("status", "UNAVAILABLE"), ("streaming", "false")],
-            ),
-            1,
-        ),
-        (
-            with(base.clone(), &[("status", "OK"), ("streaming", "false")]),
-            1,
-        ),
-    ];
-    expected.sort();
-    assert_eq!(
-        points_of(&points, "attempt_latencies", "Bigtable.MutateRows"),
-        expected
-    );
-    let ok = with(base, &[("status", "OK")]);
-    assert_eq!(
-        points_of(&points, "operation_latencies", "Bigtable.MutateRows"),
-        [(with(ok.clone(), &[("streaming", "false")]), 1)]
-    );
-    assert_eq!(
-        points_of(&points, "retry_count", "Bigtable.MutateRows"),
-        [(ok, 1)]
-    );
+    retried_once(&points, "Bigtable.MutateRows", &base, &base, "false");
 }
 
 /// The attributes every metric of a GoogleSQL RPC `method` carries: the
@@ -772,33 +759,7 @@ async fn a_query_reports_its_prepare_and_its_execute_resumed_once() {
     // ExecuteQuery: two attempts, the first broken, streaming.
     let first = common_sql("Bigtable.ExecuteQuery", "c1", "us-east1-b");
     let last = common_sql("Bigtable.ExecuteQuery", "c1", "us-east1-c");
-    let mut expected = vec![
-        (
-            with(
-                first.clone(),
-                &[("status", "UNAVAILABLE"), ("streaming", "true")],
-            ),
-            1,
-        ),
-        (
-            with(last.clone(), &[("status", "OK"), ("streaming", "true")]),
-            1,
-        ),
-    ];
-    expected.sort();
-    assert_eq!(
-        points_of(&points, "attempt_latencies", "Bigtable.ExecuteQuery"),
-        expected
-    );
-    let ok = with(last.clone(), &[("status", "OK")]);
-    assert_eq!(
-        points_of(&points, "operation_latencies", "Bigtable.ExecuteQuery"),
-        [(with(ok.clone(), &[("streaming", "true")]), 1)]
-    );
-    assert_eq!(
-        points_of(&points, "retry_count", "Bigtable.ExecuteQuery"),
-        [(ok, 1)]
-    );
+    retried_once(&points, "Bigtable.ExecuteQuery", &first, &last, "true");
     let mut servers: Vec<(String, f64)> = of(&points, "server_latencies")
         .into_iter()
         .filter(|p| p.attr("method") == "Bigtable.ExecuteQuery")
@@ -863,32 +824,12 @@ async fn a_one_call_query_reports_its_retried_prepare_then_its_execute() {
 
     let points = recorded.points();
     let prepare = common_sql("Bigtable.PrepareQuery", "c1", "us-east1-b");
-    let mut expected = vec![
-        (
-            with(
-                prepare.clone(),
-                &[("status", "UNAVAILABLE"), ("streaming", "false")],
-            ),
-            1,
-        ),
-        (
-            with(prepare.clone(), &[("status", "OK"), ("streaming", "false")]),
-            1,
-        ),
-    ];
-    expected.sort();
-    assert_eq!(
-        points_of(&points, "attempt_latencies", "Bigtable.PrepareQuery"),
-        expected
-    );
-    let prepare_ok = with(prepare, &[("status", "OK")]);
-    assert_eq!(
-        points_of(&points, "operation_latencies", "Bigtable.PrepareQuery"),
-        [(with(prepare_ok.clone(), &[("streaming", "false")]), 1)]
-    );
-    assert_eq!(
-        points_of(&points, "retry_count", "Bigtable.PrepareQuery"),
-        [(prepare_ok, 1)]
+    retried_once(
+        &points,
+        "Bigtable.PrepareQuery",
+        &prepare,
+        &prepare,
+        "false",
     );
     let execute = with(
         common_sql("Bigtable.ExecuteQuery", "c1", "us-east1-b"),

@@ -83,14 +83,19 @@ fn assert_exhausted(what: &str, err: &Error) {
     );
 }
 
-#[tokio::test]
-async fn reads_writes_and_admin_calls_say_attempts_time_and_cause() {
+/// Clicks on a port nothing listens on, three attempts for every call.
+fn refused_table() -> Table<Click> {
     let conn = Connection::emulator(&closed_port(), "p", "i")
         .expect("a well-formed host")
         .with_admin_retry(three_attempts());
-    let table = Table::<Click>::new(conn)
+    Table::<Click>::new(conn)
         .with_read_options(ReadOptions::default().with_retry(three_attempts()))
-        .with_write_options(WriteOptions::default().with_retry(three_attempts()));
+        .with_write_options(WriteOptions::default().with_retry(three_attempts()))
+}
+
+#[tokio::test]
+async fn reads_writes_and_admin_calls_say_attempts_time_and_cause() {
+    let table = refused_table();
 
     let err = table.get("k1").await.unwrap_err();
     assert_exhausted("get", &err);
@@ -111,12 +116,7 @@ fn levels(err: &Error) -> Vec<String> {
 #[tokio::test]
 async fn an_error_names_each_cause_once() {
     use futures_util::TryStreamExt as _;
-    let conn = Connection::emulator(&closed_port(), "p", "i")
-        .expect("a well-formed host")
-        .with_admin_retry(three_attempts());
-    let table = Table::<Click>::new(conn)
-        .with_read_options(ReadOptions::default().with_retry(three_attempts()))
-        .with_write_options(WriteOptions::default().with_retry(three_attempts()));
+    let table = refused_table();
 
     let errors = [
         ("get", table.get("k1").await.unwrap_err()),
@@ -195,12 +195,7 @@ async fn a_deadline_of_duration_max_is_no_deadline() {
 /// (nothing can have been applied), and each may be sent again.
 #[tokio::test]
 async fn a_refused_connection_sent_nothing_and_is_safe_to_retry() {
-    let conn = Connection::emulator(&closed_port(), "p", "i")
-        .expect("a well-formed host")
-        .with_admin_retry(three_attempts());
-    let table = Table::<Click>::new(conn)
-        .with_read_options(ReadOptions::default().with_retry(three_attempts()))
-        .with_write_options(WriteOptions::default().with_retry(three_attempts()));
+    let table = refused_table();
     let condition = Click::URL.equals(&"/".to_owned());
     let errors = [
         (

@@ -35,6 +35,7 @@ use ttl_bench::csv_rows::write_csv;
 use ttl_bench::load_average;
 
 use super::client::INSTANCE;
+use super::report::{median, spread};
 use super::server::READ_TABLE_PREFIX;
 use super::{measure, NullServer};
 use crate::{Res, PROJECT};
@@ -438,26 +439,6 @@ fn check_writes_whole(
 }
 
 // ----- the report -------------------------------------------------------------
-
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.retain(|x| x.is_finite());
-    xs.sort_by(f64::total_cmp);
-    xs.get(xs.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
-/// Median and quartiles.
-fn spread(mut xs: Vec<f64>) -> (f64, f64, f64) {
-    xs.retain(|x| x.is_finite());
-    xs.sort_by(f64::total_cmp);
-    let q = |f: f64| {
-        let last = xs.len().saturating_sub(1) as f64;
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        xs.get((last * f).round() as usize)
-            .copied()
-            .unwrap_or(f64::NAN)
-    };
-    (q(0.5), q(0.25), q(0.75))
-}
 
 /// One variant's figures per round: CPU µs per row and rows/s, the
 /// one-row runs' median taken off; and that median (the fixed cost).

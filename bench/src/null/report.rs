@@ -17,14 +17,14 @@ const PHASES: [(&str, &str); 2] = [("write", "write"), ("read", "filtered scan +
 /// remains is the allocator's own growth (which levels off).
 const FLAT: f64 = 0.10;
 
-fn median(mut xs: Vec<f64>) -> f64 {
+pub(super) fn median(mut xs: Vec<f64>) -> f64 {
     xs.retain(|x| x.is_finite());
     xs.sort_by(f64::total_cmp);
     xs.get(xs.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// Median and quartiles of `xs`.
-fn spread(mut xs: Vec<f64>) -> (f64, f64, f64) {
+pub(super) fn spread(mut xs: Vec<f64>) -> (f64, f64, f64) {
     xs.retain(|x| x.is_finite());
     xs.sort_by(f64::total_cmp);
     let q = |f: f64| {

@@ -360,10 +360,11 @@ impl<T: BigtableRow> Table<T> {
             // not row-atomic): read it again, as the typed reader does,
             // before taking it for a row that is not live.
             let mut rereads = 0;
+            let judged_at = self.horizon(now).1;
             let cells = loop {
                 let cells = self.visible_cells(row_key, now).await?;
                 let partial = matches!(
-                    RowCells::of(T::SCHEMA, &cells, self.horizon(now).1).verdict(),
+                    RowCells::of(T::SCHEMA, &cells, judged_at).verdict(),
                     Verdict::Partial { .. }
                 );
                 if !partial || rereads == TORN_REREADS {
