@@ -36,6 +36,7 @@ pub struct Leases {
 
 impl Leases {
     /// Leases on `table`, each for `ttl` from its acquisition or renewal.
+    #[must_use]
     pub fn new(table: Table<Lease>, ttl: TimeDelta) -> Self {
         Self { table, ttl }
     }

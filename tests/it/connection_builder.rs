@@ -107,7 +107,7 @@ async fn a_pool_of_three_connections_serves_reads_and_writes() {
     assert!(got.iter().all(Option::is_some));
     assert_eq!(table.scan(Scan::all()).await.unwrap().len(), rows.len());
 
-    // Every connection of the pool is made (the balancer readies them all);
+    // Every connection of the pool is made (requests take them in turn);
     // the admin channel is not in play (no admin call went through).
     let deadline = Instant::now() + Duration::from_secs(20);
     while proxy.connections() < POOL && Instant::now() < deadline {

@@ -264,8 +264,8 @@ impl ConnectionBuilder {
     }
 
     /// Spread data calls over `connections` HTTP/2 connections, from 1 to
-    /// [`ConnectionBuilder::MAX_POOL_SIZE`] (each is opened on the first
-    /// call, so a pool costs its connections at once; out of that range,
+    /// [`ConnectionBuilder::MAX_POOL_SIZE`], taken in turn (each is opened
+    /// at its first turn, so the first calls open them all; out of that range,
     /// [`Error::InvalidSetting`] from `connect`). Default: 4 toward Cloud
     /// Bigtable, 1 toward an emulator.
     pub fn pool_size(mut self, connections: usize) -> Self {

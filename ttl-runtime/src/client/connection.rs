@@ -31,6 +31,13 @@ const ADMIN_SCOPE: &str = "https://www.googleapis.com/auth/bigtable.admin.table"
 /// ```
 #[derive(Clone)]
 pub struct Connection {
+    // One pointer: every call's handle clones the connection, and the
+    // admin client alone is several reference counts.
+    shared: Arc<Shared>,
+}
+
+#[derive(Clone)]
+struct Shared {
     /// Every data call the library makes (see [`crate::wire::channel`]).
     channel: DataChannel,
     admin: AdminClient,
@@ -39,7 +46,6 @@ pub struct Connection {
     /// Timeouts and retries tables start with for reads and writes.
     retry: RetryPolicy,
     tokens: Option<Tokens>,
-    // Shared, not copied: every call's handle clones the connection.
     project: Arc<str>,
     instance: Arc<str>,
     target: Arc<str>,
@@ -48,9 +54,9 @@ pub struct Connection {
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Connection")
-            .field("project", &self.project)
-            .field("instance", &self.instance)
-            .field("target", &self.target)
+            .field("project", &self.shared.project)
+            .field("instance", &self.shared.instance)
+            .field("target", &self.shared.target)
             .finish_non_exhaustive()
     }
 }
@@ -113,7 +119,7 @@ impl Connection {
     }
 
     fn from_parts(parts: Parts) -> Self {
-        Self {
+        let shared = Shared {
             channel: parts.channel,
             admin: AdminClient::new(parts.admin),
             admin_retry: parts.admin_retry,
@@ -122,6 +128,9 @@ impl Connection {
             project: parts.project.into(),
             instance: parts.instance.into(),
             target: parts.target.into(),
+        };
+        Self {
+            shared: Arc::new(shared),
         }
     }
 
@@ -129,32 +138,35 @@ impl Connection {
     /// for reads and writes ([`ConnectionBuilder::retry`]).
     #[must_use]
     pub fn retry(&self) -> RetryPolicy {
-        self.retry
+        self.shared.retry
     }
 
     /// The app profile data requests are sent under (empty: the instance's
     /// default).
     #[must_use]
     pub fn app_profile(&self) -> &str {
-        self.channel.app_profile()
+        self.shared.channel.app_profile()
     }
 
     /// The project id.
     #[must_use]
     pub fn project(&self) -> &str {
-        &self.project
+        &self.shared.project
     }
 
     /// The instance id.
     #[must_use]
     pub fn instance(&self) -> &str {
-        &self.instance
+        &self.shared.instance
     }
 
     /// `projects/{project}/instances/{instance}`.
     #[must_use]
     pub fn instance_path(&self) -> String {
-        format!("projects/{}/instances/{}", self.project, self.instance)
+        format!(
+            "projects/{}/instances/{}",
+            self.shared.project, self.shared.instance
+        )
     }
 
     /// `projects/{project}/instances/{instance}/tables/{table}`.
@@ -164,9 +176,9 @@ impl Connection {
         // of the right size, not two `format!`s.
         let parts = [
             "projects/",
-            self.project.as_ref(),
+            self.shared.project.as_ref(),
             "/instances/",
-            self.instance.as_ref(),
+            self.shared.instance.as_ref(),
             "/tables/",
             table,
         ];
@@ -177,12 +189,12 @@ impl Connection {
         path
     }
 
-    pub(crate) fn data_channel(&self) -> DataChannel {
-        self.channel.clone()
+    pub(crate) fn data_channel(&self) -> &DataChannel {
+        &self.shared.channel
     }
 
     pub(crate) fn admin_client(&self) -> AdminClient {
-        self.admin.clone()
+        self.shared.admin.clone()
     }
 
     /// The same connection with these timeouts and retries for admin calls
@@ -191,31 +203,31 @@ impl Connection {
     /// [`RetryPolicy::deadline`]. The default is [`RetryPolicy::default`].
     #[must_use]
     pub fn with_admin_retry(mut self, policy: RetryPolicy) -> Self {
-        self.admin_retry = policy;
+        Arc::make_mut(&mut self.shared).admin_retry = policy;
         self
     }
 
     /// The timeouts and retries of admin calls.
     #[must_use]
     pub fn admin_retry(&self) -> RetryPolicy {
-        self.admin_retry
+        self.shared.admin_retry
     }
 
     /// Wrap an admin request, with a bearer token on Cloud Bigtable.
     pub(crate) async fn admin_request<T>(&self, message: T) -> Result<tonic::Request<T>> {
         let mut request = tonic::Request::new(message);
-        if let Some(tokens) = &self.tokens {
+        if let Some(tokens) = &self.shared.tokens {
             let token = tokens
                 .secret(ADMIN_SCOPE)
                 .await
                 .map_err(|source| Error::Connect {
-                    target: self.target.to_string(),
+                    target: self.shared.target.to_string(),
                     source,
                 })?;
             let value = format!("Bearer {token}")
                 .parse()
                 .map_err(|e| Error::Connect {
-                    target: self.target.to_string(),
+                    target: self.shared.target.to_string(),
                     source: format!("the access token is not a valid header: {e}").into(),
                 })?;
             request.metadata_mut().insert("authorization", value);

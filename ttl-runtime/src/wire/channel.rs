@@ -3,14 +3,16 @@
 //! every read and write.
 //!
 //! The channel is configured here (HTTP/2 windows sized for bulk reads and
-//! writes, keep-alive as `bigtable_rs` sets it); every request carries the
-//! routing header and, on Cloud Bigtable, a bearer token. The bodies go
-//! through the codecs of [`super::codec`] and [`super::chunk`].
+//! writes, keep-alive as `bigtable_rs` sets it) and its connections are
+//! [`super::transport`]'s; every request carries the routing header, its
+//! deadline (`grpc-timeout`) and, on Cloud Bigtable, a bearer token. The
+//! bodies go through the codecs of [`super::codec`] and [`super::chunk`].
+//! Every call bounds its own wait for the answer: the connections do not.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
+use tonic::transport::{ClientTlsConfig, Endpoint};
 
 use crate::model::error::BoxError;
 use crate::model::proto::{
@@ -28,10 +30,13 @@ use crate::wire::codec::{EncodedBatch, MutateRowsBody, MutateRowsCodec};
 use crate::wire::cookies::RoutingCookies;
 use crate::wire::framing::Checked;
 use crate::wire::headers::{
-    routing_key, routing_value, API_CLIENT_HEADER, DATA_SCOPE, FEATURES_HEADER,
+    grpc_timeout, routing_key, routing_value, API_CLIENT_HEADER, DATA_SCOPE, FEATURES_HEADER,
+    TIMEOUT_KEY,
 };
 use crate::wire::status::not_sent;
 use crate::wire::tokens::Tokens;
+pub(crate) use crate::wire::transport::KeepAlive;
+use crate::wire::transport::{Transport, TransportConfig};
 
 /// Cloud Bigtable's global data endpoint.
 pub(crate) const DATA_ENDPOINT: &str = "https://bigtable.googleapis.com";
@@ -58,7 +63,7 @@ const CONNECTION_WINDOW_BYTES: u32 = 8 << 20;
 /// A cheap-to-clone handle on the data channel.
 #[derive(Clone)]
 pub(crate) struct DataChannel {
-    channel: Channel,
+    channel: Transport,
     tokens: Option<Tokens>,
     /// Sent in every request body and routing header; empty: the
     /// instance's default profile.
@@ -71,27 +76,6 @@ pub(crate) struct DataChannel {
     /// that every call site that sends an RPC has them.
     #[cfg(feature = "opentelemetry")]
     pub(crate) metrics: Arc<crate::wire::builtin_metrics::Instruments>,
-}
-
-/// HTTP/2 keep-alive of a channel: a PING every `interval`, the connection
-/// dropped when one goes unanswered for `timeout`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct KeepAlive {
-    pub(crate) interval: Duration,
-    pub(crate) timeout: Duration,
-    pub(crate) while_idle: bool,
-}
-
-impl Default for KeepAlive {
-    /// What `bigtable_rs` and Google's clients use: a ping every 30 s, 10 s
-    /// to answer, idle connections included.
-    fn default() -> Self {
-        Self {
-            interval: Duration::from_secs(30),
-            timeout: Duration::from_secs(10),
-            while_idle: true,
-        }
-    }
 }
 
 /// How to reach the data endpoint.
@@ -128,46 +112,29 @@ pub(crate) fn endpoint(
     Ok(endpoint)
 }
 
-/// A channel over `pool_size` connections to `endpoint`, connected on first
-/// use. Must be called within a Tokio runtime.
-///
-/// One connection is a plain lazy channel. Several go through tonic's
-/// balancer (power of two choices over the connections that are ready)
-/// rather than a hand-made round robin: a connection that is reconnecting
-/// or has no stream left to give is passed over instead of queued on.
-pub(crate) fn pooled(endpoint: &Endpoint, pool_size: usize) -> Result<Channel, BoxError> {
-    if pool_size <= 1 {
-        return Ok(endpoint.clone().connect_lazy());
-    }
-    let (channel, connections) = Channel::balance_channel(pool_size);
-    for key in 0..pool_size {
-        // Distinct keys: one HTTP/2 connection each.
-        connections
-            .try_send(tonic::transport::channel::Change::Insert(
-                key,
-                endpoint.clone(),
-            ))
-            .map_err(|e| e.to_string())?;
-    }
-    Ok(channel)
-}
-
 impl DataChannel {
     /// The channel `config` describes, connected on first use. Must be
     /// called within a Tokio runtime.
     pub(crate) fn new(config: ChannelConfig) -> Result<Self, BoxError> {
-        let endpoint = endpoint(&config.endpoint, &config.extra_roots, config.keep_alive)?
-            .initial_stream_window_size(STREAM_WINDOW_BYTES)
-            .initial_connection_window_size(CONNECTION_WINDOW_BYTES);
-        let uri = endpoint.uri();
+        let uri: http::Uri = config.endpoint.parse()?;
+        let host = uri.host().unwrap_or_default().into();
+        let port = uri.port_u16().or(match uri.scheme_str() {
+            Some("https") => Some(443),
+            Some("http") => Some(80),
+            _ => None,
+        });
+        let channel = Transport::new(TransportConfig {
+            uri,
+            extra_roots: config.extra_roots,
+            pool_size: config.pool_size,
+            stream_window: STREAM_WINDOW_BYTES,
+            connection_window: CONNECTION_WINDOW_BYTES,
+            keep_alive: config.keep_alive,
+        })?;
         Ok(Self {
-            host: uri.host().unwrap_or_default().into(),
-            port: uri.port_u16().or(match uri.scheme_str() {
-                Some("https") => Some(443),
-                Some("http") => Some(80),
-                _ => None,
-            }),
-            channel: pooled(&endpoint, config.pool_size)?,
+            host,
+            port,
+            channel,
             tokens: config.tokens,
             app_profile: config.app_profile.into(),
             #[cfg(feature = "opentelemetry")]
@@ -236,7 +203,10 @@ impl DataChannel {
             request.metadata_mut().insert("authorization", value);
         }
         if let Some(timeout) = timeout {
-            request.set_timeout(timeout.saturating_sub(started.elapsed()));
+            request.metadata_mut().insert(
+                TIMEOUT_KEY,
+                grpc_timeout(timeout.saturating_sub(started.elapsed())),
+            );
         }
         Ok(request)
     }
@@ -271,7 +241,7 @@ impl DataChannel {
 
     /// A tonic client on the channel, once it can take a request; its
     /// answers cut short inside a message are errors (see [`Checked`]).
-    async fn ready(&self) -> Result<tonic::client::Grpc<Checked<Channel>>, tonic::Status> {
+    async fn ready(&self) -> Result<tonic::client::Grpc<Checked<Transport>>, tonic::Status> {
         let mut grpc = tonic::client::Grpc::new(Checked(self.channel.clone()));
         grpc.ready()
             .await
@@ -400,12 +370,22 @@ impl DataChannel {
             .request(request, &instance, Some(timeout), cookies)
             .await?;
         let path = http::uri::PathAndQuery::from_static(EXECUTE_QUERY);
-        let response = self
-            .ready()
-            .await?
-            .max_decoding_message_size(MAX_RESPONSE_MESSAGE_BYTES)
-            .server_streaming(request, path, ProstCodec::default())
-            .await;
+        let call = async {
+            self.ready()
+                .await?
+                .max_decoding_message_size(MAX_RESPONSE_MESSAGE_BYTES)
+                .server_streaming(request, path, ProstCodec::default())
+                .await
+        };
+        // The answer's head within the timeout too: the stream's messages
+        // are the caller's to bound, the wait before them is this call's.
+        let response = tokio::time::timeout(timeout, call)
+            .await
+            .unwrap_or_else(|_| {
+                Err(tonic::Status::deadline_exceeded(format!(
+                    "no answer to ExecuteQuery within {timeout:?}"
+                )))
+            });
         learnt(response, cookies).map(tonic::Response::into_inner)
     }
 
@@ -619,6 +599,19 @@ mod tests {
         }
     }
 
+    /// Connections to a port nothing listens on, never made.
+    fn nowhere() -> Transport {
+        Transport::new(TransportConfig {
+            uri: http::Uri::from_static("http://127.0.0.1:9"),
+            extra_roots: Vec::new(),
+            pool_size: 1,
+            stream_window: STREAM_WINDOW_BYTES,
+            connection_window: CONNECTION_WINDOW_BYTES,
+            keep_alive: KeepAlive::default(),
+        })
+        .unwrap()
+    }
+
     #[test]
     fn a_cancel_past_the_deadline_is_the_deadline() {
         let long_ago = std::time::Instant::now()
@@ -642,7 +635,7 @@ mod tests {
     async fn a_cloud_request_carries_token_routing_and_deadline() {
         let tokens = Arc::new(FixedToken::default());
         let channel = DataChannel {
-            channel: Endpoint::from_static("http://127.0.0.1:9").connect_lazy(),
+            channel: nowhere(),
             tokens: Some(Tokens::new(tokens.clone())),
             app_profile: "batch".into(),
             host: "127.0.0.1".into(),
@@ -669,11 +662,11 @@ mod tests {
         let timeout: u64 = headers["grpc-timeout"]
             .to_str()
             .unwrap()
-            .strip_suffix('u')
+            .strip_suffix('m')
             .unwrap()
             .parse()
             .unwrap();
-        assert!((6_900_000..=7_000_000).contains(&timeout), "{timeout}");
+        assert!((6_900..7_000).contains(&timeout), "{timeout}");
         assert_eq!(headers[API_CLIENT_KEY], API_CLIENT);
         assert_eq!(headers["x-goog-cbt-cookie-test"], "c1");
         assert_eq!(*tokens.0.lock().unwrap(), [DATA_SCOPE]);

@@ -22,3 +22,4 @@ pub(crate) mod read_error;
 pub(crate) mod server_signals;
 pub(crate) mod status;
 pub(crate) mod tokens;
+pub(crate) mod transport;

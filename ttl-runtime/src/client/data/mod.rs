@@ -305,7 +305,7 @@ impl RawTable {
             .map(|r| r.row_keys[0].clone());
         let table = self.name.clone();
         read_rows_with(
-            self.conn.data_channel(),
+            self.conn.data_channel().clone(),
             request,
             self.read,
             self.counters.clone(),
@@ -331,7 +331,7 @@ impl RawTable {
         mutations: Vec<Mutation>,
     ) -> Result<()> {
         mutate::mutate_row(
-            &self.conn.data_channel(),
+            self.conn.data_channel(),
             &self.name,
             self.path.to_string(),
             key.into(),
@@ -425,7 +425,7 @@ impl RawTable {
         counters: Arc<WriteCounters>,
     ) -> impl std::future::Future<Output = BatchReport> + Send + 'static {
         send_batch(
-            self.conn.data_channel(),
+            self.conn.data_channel().clone(),
             self.path.clone(),
             batch,
             budget,

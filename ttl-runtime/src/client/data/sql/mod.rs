@@ -119,7 +119,7 @@ impl Sql {
     #[must_use]
     pub fn new(conn: &Connection) -> Self {
         Self {
-            channel: conn.data_channel(),
+            channel: conn.data_channel().clone(),
             instance: conn.instance_path().into(),
             read: ReadOptions::default().with_retry(conn.retry()),
         }
