@@ -25,8 +25,9 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use bigtable_rs::bigtable::read_rows::decode_read_rows_response;
 use bigtable_rs::bigtable::{BigTable, BigTableConnection};
 use bigtable_rs::google::bigtable::v2::{
     row_filter::{Chain, Filter},
@@ -49,7 +50,13 @@ pub(crate) const HEADING: &str = "## Single-row latency";
 /// turn (the null server answers the first row to any `get`).
 const STORED: usize = 1_000;
 const OPS: [&str; 3] = ["get", "put", "insert_if_absent"];
-const WHO: [&str; 2] = ["lib", "raw"];
+/// The library; hand-written `bigtable_rs` as its API sends (`raw`: its
+/// routing header only); the same hand-written calls through
+/// `bigtable_rs`'s tonic client with the library's headers
+/// (`raw_headers`: the routing header naming the app profile, the client's
+/// name, the deadline, a read's feature flags): the same request, headers
+/// and all, but `user-agent`.
+const WHO: [&str; 3] = ["lib", "raw", "raw_headers"];
 /// Calls in a block: the contenders alternate block by block.
 const BLOCK: usize = 50;
 /// The table the null server answers a one-row read of.
@@ -67,6 +74,10 @@ struct Clients {
     lib: Table<Event>,
     raw: BigTable,
     table_name: String,
+    /// The library's routing header for the table.
+    routing: tonic::metadata::AsciiMetadataValue,
+    /// The library's write attempt timeout (the default write policy's).
+    write_attempt: Duration,
     /// Whether the library's reads select the family: not once
     /// `verify_schema` has shown the table holds only `Event`'s (the
     /// emulator's table); the null server serves no admin call.
@@ -83,6 +94,8 @@ impl Clients {
         let raw = rs.client();
         let table_name = raw.get_full_table_name(table);
         Ok(Self {
+            routing: routing(&table_name)?,
+            write_attempt: lib.write_options().retry.attempt_timeout,
             lib,
             raw,
             table_name,
@@ -307,33 +320,7 @@ async fn call(clients: &Clients, op: &str, who: &str, row: &Event, now: DateTime
             std::hint::black_box(got);
         }
         ("get", "raw") => {
-            let now_us = now.timestamp_micros();
-            let filter = |f| RowFilter { filter: Some(f) };
-            let mut filters = Vec::with_capacity(3);
-            if clients.family_selector {
-                filters.push(filter(Filter::ColumnRangeFilter(ColumnRange {
-                    family_name: FAMILY.to_owned(),
-                    start_qualifier: None,
-                    end_qualifier: None,
-                })));
-            }
-            filters.extend([
-                filter(Filter::TimestampRangeFilter(TimestampRange {
-                    start_timestamp_micros: now_us - now_us.rem_euclid(1000) + 1000,
-                    end_timestamp_micros: 0,
-                })),
-                filter(Filter::CellsPerColumnLimitFilter(1)),
-            ]);
-            let request = ReadRowsRequest {
-                table_name: clients.table_name.clone(),
-                rows: Some(RowSet {
-                    row_keys: vec![row.id.as_bytes().to_vec()],
-                    row_ranges: Vec::new(),
-                }),
-                filter: Some(filter(Filter::Chain(Chain { filters }))),
-                rows_limit: 1,
-                ..ReadRowsRequest::default()
-            };
+            let request = hand_read(clients, row, now);
             let rows = clients.raw.clone().read_rows(request).await?;
             let (key, cells) = rows.first().ok_or("a stored row is missing")?;
             std::hint::black_box(hand_decode(key, cells)?);
@@ -371,9 +358,126 @@ async fn call(clients: &Clients, op: &str, who: &str, row: &Event, now: DateTime
                 return Err("a fresh key was taken".into());
             }
         }
+        ("get", "raw_headers") => {
+            let request = hand_read(clients, row, now);
+            let mut raw = clients.raw.clone();
+            let request = with_library_headers(clients, request, None, true)?;
+            let stream = raw.get_client().read_rows(request).await?.into_inner();
+            let rows = decode_read_rows_response(&None, stream).await?;
+            let (key, cells) = rows.first().ok_or("a stored row is missing")?;
+            std::hint::black_box(hand_decode(key, cells)?);
+        }
+        ("put", "raw_headers") => {
+            let entry = hand_entry(row, now)?;
+            let request = MutateRowRequest {
+                table_name: clients.table_name.clone(),
+                row_key: entry.row_key,
+                mutations: entry.mutations,
+                ..MutateRowRequest::default()
+            };
+            let timeout = Some(clients.write_attempt);
+            let request = with_library_headers(clients, request, timeout, false)?;
+            let mut raw = clients.raw.clone();
+            raw.get_client().mutate_row(request).await?;
+        }
+        ("insert_if_absent", "raw_headers") => {
+            let request = hand_insert(row, now, &clients.table_name)?;
+            let timeout = Some(clients.write_attempt.min(HORIZON));
+            let request = with_library_headers(clients, request, timeout, false)?;
+            let mut raw = clients.raw.clone();
+            let answer = raw.get_client().check_and_mutate_row(request).await?;
+            if answer.into_inner().predicate_matched {
+                return Err("a fresh key was taken".into());
+            }
+        }
         other => return Err(format!("latency: no call {other:?}").into()),
     }
     Ok(())
+}
+
+/// The `ReadRows` of `row`'s key with the typed reader's filter at `now`.
+fn hand_read(clients: &Clients, row: &Event, now: DateTime<Utc>) -> ReadRowsRequest {
+    let now_us = now.timestamp_micros();
+    let filter = |f| RowFilter { filter: Some(f) };
+    let mut filters = Vec::with_capacity(3);
+    if clients.family_selector {
+        filters.push(filter(Filter::ColumnRangeFilter(ColumnRange {
+            family_name: FAMILY.to_owned(),
+            start_qualifier: None,
+            end_qualifier: None,
+        })));
+    }
+    filters.extend([
+        filter(Filter::TimestampRangeFilter(TimestampRange {
+            start_timestamp_micros: now_us - now_us.rem_euclid(1000) + 1000,
+            end_timestamp_micros: 0,
+        })),
+        filter(Filter::CellsPerColumnLimitFilter(1)),
+    ]);
+    ReadRowsRequest {
+        table_name: clients.table_name.clone(),
+        rows: Some(RowSet {
+            row_keys: vec![row.id.as_bytes().to_vec()],
+            row_ranges: Vec::new(),
+        }),
+        filter: Some(filter(Filter::Chain(Chain { filters }))),
+        rows_limit: 1,
+        ..ReadRowsRequest::default()
+    }
+}
+
+/// A conditional write's attempt is cut at its horizon, at most this
+/// (the library's `MAX_HORIZON`).
+const HORIZON: Duration = Duration::from_secs(1);
+
+/// `message` as a request with the headers the library sends besides
+/// `user-agent`: its routing header (naming the default app profile), its
+/// name, the attempt's deadline in the library's units and, on a read, the
+/// feature flags. `latency::tests::the_hand_written_calls_send_the_library_s_requests`
+/// checks them against what the library sent.
+fn with_library_headers<T>(
+    clients: &Clients,
+    message: T,
+    timeout: Option<Duration>,
+    read: bool,
+) -> Res<tonic::Request<T>> {
+    let mut request = tonic::Request::new(message);
+    let headers = request.metadata_mut();
+    headers.insert("x-goog-request-params", clients.routing.clone());
+    headers.insert(
+        "x-goog-api-client",
+        tonic::metadata::AsciiMetadataValue::from_static(API_CLIENT),
+    );
+    if let Some(timeout) = timeout {
+        // Rounded down to milliseconds (microseconds under 100 ms), as the
+        // library sends it.
+        let value = if timeout < Duration::from_millis(100) {
+            format!("{}u", timeout.as_micros().max(1))
+        } else {
+            format!("{}m", timeout.as_millis())
+        };
+        headers.insert("grpc-timeout", value.parse()?);
+    }
+    if read {
+        headers.insert(
+            "bigtable-features",
+            tonic::metadata::AsciiMetadataValue::from_static("CAE="),
+        );
+    }
+    Ok(request)
+}
+
+/// What the library sends in `x-goog-api-client`.
+const API_CLIENT: &str = concat!("gl-rust/unknown gccl/", env!("CARGO_PKG_VERSION"), " grpc/tonic");
+
+/// The library's routing header for `table_name` under the default app
+/// profile: every `/` percent-encoded.
+fn routing(table_name: &str) -> Res<tonic::metadata::AsciiMetadataValue> {
+    Ok(format!(
+        "table_name={}&app_profile_id=",
+        table_name.replace('/', "%2F")
+    )
+    .parse()?)
 }
 
 /// The `q` quantile of `xs` (nearest rank).
@@ -387,9 +491,9 @@ fn percentile(xs: &[f64], q: f64) -> f64 {
     sorted[((last as f64) * q).round() as usize]
 }
 
-/// The median of the rounds' ratios `lib / raw` of the per-round figures
-/// under `key`.
-fn round_ratio(r: &Value, key: &str) -> f64 {
+/// The median of the rounds' ratios `lib / against` of the per-round
+/// figures under `key`.
+fn round_ratio(r: &Value, key: &str, against: &str) -> f64 {
     let rounds = |who: &str| -> Vec<f64> {
         r[who][key]
             .as_array()
@@ -400,7 +504,7 @@ fn round_ratio(r: &Value, key: &str) -> f64 {
     };
     let mut ratios: Vec<f64> = rounds("lib")
         .iter()
-        .zip(rounds("raw"))
+        .zip(rounds(against))
         .map(|(l, h)| l / h)
         .collect();
     ratios.sort_by(f64::total_cmp);
@@ -411,26 +515,29 @@ fn round_ratio(r: &Value, key: &str) -> f64 {
 fn target_table(measured: &Value) -> String {
     let num = |v: &Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
     let mut table = String::from(
-        "| call | contender | p50 | p99 | library / hand-written: p50, p99 (medians of the rounds' ratios) | client CPU a call | server CPU a call |\n\
+        "| call | contender | p50 | p99 | library / this contender: p50, p99 (medians of the rounds' ratios) | client CPU a call | server CPU a call |\n\
          |---|---|---|---|---|---|---|\n",
     );
     for op in OPS {
         let r = &measured["results"][op];
         for who in WHO {
             let c = &r[who];
-            let name = if who == "lib" {
-                format!("library (`Table::{op}`)")
-            } else {
-                "hand-written `bigtable_rs`".to_owned()
+            if c.is_null() {
+                continue;
+            }
+            let name = match who {
+                "lib" => format!("library (`Table::{op}`)"),
+                "raw" => "hand-written `bigtable_rs`".to_owned(),
+                _ => "hand-written, the library's headers".to_owned(),
             };
             let ratios = if who == "lib" {
+                String::new()
+            } else {
                 format!(
                     "{:.2}, {:.2}",
-                    round_ratio(r, "round_p50_us"),
-                    round_ratio(r, "round_p99_us")
+                    round_ratio(r, "round_p50_us", who),
+                    round_ratio(r, "round_p99_us", who)
                 )
-            } else {
-                String::new()
             };
             let _ = writeln!(
                 table,
@@ -492,10 +599,15 @@ pub(crate) fn section(report: &Value) -> String {
          of a stored row (the typed reader's filter, decoded), `put` of a whole row, \
          `insert_if_absent` on a fresh key (a `CheckAndMutateRow` whose predicate is the \
          library's: the row exists at the horizon, live or incomplete); the library against \
-         hand-written `bigtable_rs` sending the same request messages, byte for byte \
-         (`latency::tests::the_hand_written_calls_send_the_library_s_requests` sends both \
-         to a null server and compares what it received; the hand-written code takes its \
-         clock reading just before the call, the library its own). {ops} calls per \
+         hand-written `bigtable_rs` sending the same request messages, byte for byte, twice: \
+         through `bigtable_rs`'s API, which sends its routing header only, and through its \
+         tonic client with the headers the library sends (the routing header naming the app \
+         profile, `x-goog-api-client`, `grpc-timeout` in the library's units, a read's \
+         `bigtable-features`; all but `user-agent`), the same request on the wire, which is \
+         the comparison to quote (`latency::tests::the_hand_written_calls_send_the_library_s_requests` \
+         sends all three to a null server and compares the messages and headers it \
+         received; the hand-written code takes its clock reading just before the call, the \
+         library its own). {ops} calls per \
          contender and call per round, {rounds} rounds, in blocks of {BLOCK} calls, the \
          contenders alternating block by block; p50 and p99 over every call of every round, \
          the ratios taken within each round, their median. **client CPU** and **server CPU** \
@@ -544,7 +656,8 @@ mod tests {
         let measured = json!({
             "load_average": [1.0, 2.0],
             "results": {
-                "get": {"lib": who(&[100.0, 300.0, 110.0]), "raw": who(&[100.0, 100.0, 100.0])},
+                "get": {"lib": who(&[100.0, 300.0, 110.0]), "raw": who(&[100.0, 100.0, 100.0]),
+                        "raw_headers": who(&[50.0, 100.0, 110.0])},
                 "put": {"lib": who(&[1.0]), "raw": who(&[2.0])},
                 "insert_if_absent": {"lib": who(&[1.0]), "raw": who(&[1.0])},
             }
@@ -555,17 +668,25 @@ mod tests {
         });
         let text = section(&report);
         assert!(
-            text.contains("| `get` | library (`Table::get`) | 1 µs | 2 µs | 1.10, 1.10 |"),
+            text.contains("| `get` | hand-written `bigtable_rs` | 1 µs | 2 µs | 1.10, 1.10 |"),
             "{text}"
         );
+        assert!(
+            text.contains("| `get` | hand-written, the library's headers | 1 µs | 2 µs | 2.00, 2.00 |"),
+            "{text}"
+        );
+        // A contender not measured has no row.
+        assert!(!text.contains("| `put` | hand-written, the library's"), "{text}");
         assert!(text.contains("| 0.50, 0.50 |") && text.starts_with(HEADING));
         assert!(text.contains("--against null ") && !text.contains("Against the emulator"));
     }
 
-    /// For every operation compared, the hand-written call sends the request
-    /// message the library sends, byte for byte: both go to a null server
-    /// in this process, which keeps the last request of each method, with
-    /// the library's clock stopped at the hand-written call's `now`.
+    /// For every operation compared, the hand-written calls send the request
+    /// message the library sends, byte for byte, and the `raw_headers`
+    /// ones its headers too (but `user-agent`; `grpc-timeout` in the same
+    /// unit, as long or shorter): all go to a null server in this process,
+    /// which keeps the last request of each method, with the library's
+    /// clock stopped at the hand-written call's `now`.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_hand_written_calls_send_the_library_s_requests() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -582,16 +703,44 @@ mod tests {
             let row = event(0, now);
             let method = format!("/google.bigtable.v2.Bigtable/{method}");
             let mut sent = Vec::new();
+            let mut headers = Vec::new();
             for who in WHO {
                 call(&clients, op, who, &row, now).await.unwrap();
                 sent.push(state.last_request(&method).unwrap());
+                headers.push(state.last_headers(&method).unwrap());
             }
-            assert!(
-                sent[0] == sent[1],
-                "{op}: the library sent {:?}, the hand-written code {:?}",
-                sent[0],
-                sent[1]
-            );
+            for (who, body) in WHO.iter().zip(&sent).skip(1) {
+                assert!(
+                    sent[0] == body,
+                    "{op}: the library sent {:?}, {who} {body:?}",
+                    sent[0]
+                );
+            }
+            let (lib, hand) = (&headers[0], &headers[2]);
+            let names = |h: &hyper::HeaderMap| {
+                let mut names: Vec<String> = h
+                    .keys()
+                    .map(ToString::to_string)
+                    .filter(|k| k != "user-agent")
+                    .collect();
+                names.sort();
+                names
+            };
+            assert_eq!(names(lib), names(hand), "{op}: {lib:?} against {hand:?}");
+            for (name, value) in lib {
+                match name.as_str() {
+                    "user-agent" => {}
+                    "grpc-timeout" => {
+                        let (l, h) = (value.to_str().unwrap(), hand[name].to_str().unwrap());
+                        let (ld, lu) = l.split_at(l.len() - 1);
+                        let (hd, hu) = h.split_at(h.len() - 1);
+                        assert_eq!(lu, hu, "{op}: grpc-timeout {l} against {h}");
+                        let (ld, hd): (u64, u64) = (ld.parse().unwrap(), hd.parse().unwrap());
+                        assert!(hd >= ld && hd - ld <= 50, "{op}: grpc-timeout {l} against {h}");
+                    }
+                    _ => assert_eq!(value, &hand[name], "{op}: {name}"),
+                }
+            }
         }
     }
 }

@@ -73,6 +73,10 @@ pub(crate) struct State {
     counts: Mutex<Counts>,
     /// The last request message of each method (but `MutateRows`).
     last: Mutex<BTreeMap<String, Bytes>>,
+    /// The headers of the last request of each method (tests only: the
+    /// benchmarks' server does not pay for copying them).
+    #[cfg(test)]
+    last_headers: Mutex<BTreeMap<String, hyper::HeaderMap>>,
     /// The `authorization` header every call must carry, if any.
     bearer: Option<HeaderValue>,
 }
@@ -89,6 +93,8 @@ impl State {
                 .collect(),
             counts: Mutex::default(),
             last: Mutex::default(),
+            #[cfg(test)]
+            last_headers: Mutex::default(),
             bearer: None,
         }
     }
@@ -100,6 +106,16 @@ impl State {
                 .map_err(|e| format!("--token: not a header value: {e}"))?,
         );
         Ok(self)
+    }
+
+    #[cfg(test)]
+    /// The headers of the last request of `method`.
+    pub(crate) fn last_headers(&self, method: &str) -> Option<hyper::HeaderMap> {
+        self.last_headers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(method)
+            .cloned()
     }
 
     #[cfg(test)]
@@ -270,6 +286,12 @@ async fn answer(state: &State, request: Request<Incoming>) -> Response<Body> {
             return error(UNAUTHENTICATED, "no bearer token, or not the server's");
         }
     }
+    #[cfg(test)]
+    state
+        .last_headers
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(method.clone(), request.headers().clone());
     let body = match request.into_body().collect().await {
         Ok(body) => body.to_bytes(),
         Err(e) => return error(INTERNAL, &format!("reading the request: {e}")),
