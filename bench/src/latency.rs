@@ -51,11 +51,12 @@ pub(crate) const HEADING: &str = "## Single-row latency";
 const STORED: usize = 1_000;
 const OPS: [&str; 3] = ["get", "put", "insert_if_absent"];
 /// The library; hand-written `bigtable_rs` as its API sends (`raw`: its
-/// routing header only); the same hand-written calls through
-/// `bigtable_rs`'s tonic client with the library's headers
+/// routing header only, no bound on a call's wait); the same hand-written
+/// calls through `bigtable_rs`'s tonic client with the library's headers
 /// (`raw_headers`: the routing header naming the app profile, the client's
-/// name, the deadline, a read's feature flags): the same request, headers
-/// and all, but `user-agent`.
+/// name, the deadline, a read's feature flags), each call's wait bounded
+/// by the library's attempt timeout (`bigtable_rs`'s `timeout` option): the
+/// same request, headers and all but `user-agent`, and the same bound.
 const WHO: [&str; 3] = ["lib", "raw", "raw_headers"];
 /// Calls in a block: the contenders alternate block by block.
 const BLOCK: usize = 50;
@@ -73,6 +74,9 @@ struct Batch {
 struct Clients {
     lib: Table<Event>,
     raw: BigTable,
+    /// The same, each request's wait bounded by the library's attempt
+    /// timeout (`bigtable_rs`'s own option): the `raw_headers` contender's.
+    raw_bounded: BigTable,
     table_name: String,
     /// The library's routing header for the table.
     routing: tonic::metadata::AsciiMetadataValue,
@@ -90,14 +94,24 @@ impl Clients {
         let lib = Table::<Event>::new(Connection::emulator(host, PROJECT, instance)?)
             .with_name(table)
             .with_clock(clock);
+        let write_attempt = lib.write_options().retry.attempt_timeout;
         let rs = BigTableConnection::new_with_emulator(host, PROJECT, instance, false, 1, None)?;
+        let bounded = BigTableConnection::new_with_emulator(
+            host,
+            PROJECT,
+            instance,
+            false,
+            1,
+            Some(write_attempt),
+        )?;
         let raw = rs.client();
         let table_name = raw.get_full_table_name(table);
         Ok(Self {
             routing: routing(&table_name)?,
-            write_attempt: lib.write_options().retry.attempt_timeout,
+            write_attempt,
             lib,
             raw,
+            raw_bounded: bounded.client(),
             table_name,
             family_selector: true,
         })
@@ -360,7 +374,7 @@ async fn call(clients: &Clients, op: &str, who: &str, row: &Event, now: DateTime
         }
         ("get", "raw_headers") => {
             let request = hand_read(clients, row, now);
-            let mut raw = clients.raw.clone();
+            let mut raw = clients.raw_bounded.clone();
             let request = with_library_headers(clients, request, None, true)?;
             let stream = raw.get_client().read_rows(request).await?.into_inner();
             let rows = decode_read_rows_response(&None, stream).await?;
@@ -377,14 +391,14 @@ async fn call(clients: &Clients, op: &str, who: &str, row: &Event, now: DateTime
             };
             let timeout = Some(clients.write_attempt);
             let request = with_library_headers(clients, request, timeout, false)?;
-            let mut raw = clients.raw.clone();
+            let mut raw = clients.raw_bounded.clone();
             raw.get_client().mutate_row(request).await?;
         }
         ("insert_if_absent", "raw_headers") => {
             let request = hand_insert(row, now, &clients.table_name)?;
             let timeout = Some(clients.write_attempt.min(HORIZON));
             let request = with_library_headers(clients, request, timeout, false)?;
-            let mut raw = clients.raw.clone();
+            let mut raw = clients.raw_bounded.clone();
             let answer = raw.get_client().check_and_mutate_row(request).await?;
             if answer.into_inner().predicate_matched {
                 return Err("a fresh key was taken".into());
@@ -468,7 +482,11 @@ fn with_library_headers<T>(
 }
 
 /// What the library sends in `x-goog-api-client`.
-const API_CLIENT: &str = concat!("gl-rust/unknown gccl/", env!("CARGO_PKG_VERSION"), " grpc/tonic");
+const API_CLIENT: &str = concat!(
+    "gl-rust/unknown gccl/",
+    env!("CARGO_PKG_VERSION"),
+    " grpc/tonic"
+);
 
 /// The library's routing header for `table_name` under the default app
 /// profile: every `/` percent-encoded.
@@ -528,7 +546,7 @@ fn target_table(measured: &Value) -> String {
             let name = match who {
                 "lib" => format!("library (`Table::{op}`)"),
                 "raw" => "hand-written `bigtable_rs`".to_owned(),
-                _ => "hand-written, the library's headers".to_owned(),
+                _ => "hand-written, the library's headers and attempt timeout".to_owned(),
             };
             let ratios = if who == "lib" {
                 String::new()
@@ -603,8 +621,10 @@ pub(crate) fn section(report: &Value) -> String {
          through `bigtable_rs`'s API, which sends its routing header only, and through its \
          tonic client with the headers the library sends (the routing header naming the app \
          profile, `x-goog-api-client`, `grpc-timeout` in the library's units, a read's \
-         `bigtable-features`; all but `user-agent`), the same request on the wire, which is \
-         the comparison to quote (`latency::tests::the_hand_written_calls_send_the_library_s_requests` \
+         `bigtable-features`; all but `user-agent`) and each call's wait bounded by the \
+         library's attempt timeout (`bigtable_rs`'s `timeout` option, as the library bounds \
+         every attempt): the same request on the wire and the same bound, the comparison to \
+         quote (`latency::tests::the_hand_written_calls_send_the_library_s_requests` \
          sends all three to a null server and compares the messages and headers it \
          received; the hand-written code takes its clock reading just before the call, the \
          library its own). {ops} calls per \
@@ -672,11 +692,17 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("| `get` | hand-written, the library's headers | 1 µs | 2 µs | 2.00, 2.00 |"),
+            text.contains(
+                "| `get` | hand-written, the library's headers and attempt timeout | 1 µs | 2 µs | \
+                 2.00, 2.00 |"
+            ),
             "{text}"
         );
         // A contender not measured has no row.
-        assert!(!text.contains("| `put` | hand-written, the library's"), "{text}");
+        assert!(
+            !text.contains("| `put` | hand-written, the library's"),
+            "{text}"
+        );
         assert!(text.contains("| 0.50, 0.50 |") && text.starts_with(HEADING));
         assert!(text.contains("--against null ") && !text.contains("Against the emulator"));
     }
@@ -736,7 +762,10 @@ mod tests {
                         let (hd, hu) = h.split_at(h.len() - 1);
                         assert_eq!(lu, hu, "{op}: grpc-timeout {l} against {h}");
                         let (ld, hd): (u64, u64) = (ld.parse().unwrap(), hd.parse().unwrap());
-                        assert!(hd >= ld && hd - ld <= 50, "{op}: grpc-timeout {l} against {h}");
+                        assert!(
+                            hd >= ld && hd - ld <= 50,
+                            "{op}: grpc-timeout {l} against {h}"
+                        );
                     }
                     _ => assert_eq!(value, &hand[name], "{op}: {name}"),
                 }
