@@ -36,7 +36,7 @@ use crate::wire::headers::{
 use crate::wire::status::not_sent;
 use crate::wire::tokens::Tokens;
 pub(crate) use crate::wire::transport::KeepAlive;
-use crate::wire::transport::{Transport, TransportConfig};
+use crate::wire::transport::{Transport, TransportConfig, CONNECT_TIMEOUT};
 
 /// Cloud Bigtable's global data endpoint.
 pub(crate) const DATA_ENDPOINT: &str = "https://bigtable.googleapis.com";
@@ -130,6 +130,7 @@ impl DataChannel {
             stream_window: STREAM_WINDOW_BYTES,
             connection_window: CONNECTION_WINDOW_BYTES,
             keep_alive: config.keep_alive,
+            connect_timeout: CONNECT_TIMEOUT,
         })?;
         Ok(Self {
             host,
@@ -608,6 +609,7 @@ mod tests {
             stream_window: STREAM_WINDOW_BYTES,
             connection_window: CONNECTION_WINDOW_BYTES,
             keep_alive: KeepAlive::default(),
+            connect_timeout: CONNECT_TIMEOUT,
         })
         .unwrap()
     }

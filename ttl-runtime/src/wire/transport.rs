@@ -30,8 +30,8 @@ use std::time::Duration;
 
 use futures_util::future::{BoxFuture, FutureExt as _, Shared};
 use http::uri::{Authority, Scheme};
-use hyper::body::Incoming;
 use hyper::client::conn::http2;
+use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio_rustls::rustls;
 
@@ -57,6 +57,8 @@ pub(crate) struct TransportConfig {
     pub(crate) stream_window: u32,
     pub(crate) connection_window: u32,
     pub(crate) keep_alive: KeepAlive,
+    /// How long making one connection may take ([`CONNECT_TIMEOUT`]).
+    pub(crate) connect_timeout: Duration,
 }
 
 /// HTTP/2 keep-alive of a connection: a PING every `interval`, the connection
@@ -99,17 +101,19 @@ struct Pool {
     attempts: AtomicUsize,
 }
 
-/// One connection of the pool.
+/// One connection of the pool, numbered by the attempt that made it.
 enum Slot {
     Idle,
-    /// Attempt number, and the attempt.
-    Connecting(usize, Connecting),
-    Live(Sender),
+    /// The attempt, shared by the requests waiting for it, and its task
+    /// (aborted when the pool goes).
+    Connecting(usize, Connecting, tokio::task::AbortHandle),
+    Live(usize, Sender),
 }
 
-/// Where a request goes: a live connection, or one being made.
+/// Where a request goes: a live connection (its slot and attempt, to
+/// forget it by if it turns the request away), or one being made.
 enum Pick {
-    Live(Sender),
+    Live(usize, usize, Sender),
     Wait(Connecting),
 }
 
@@ -117,9 +121,25 @@ enum Pick {
 struct Connector {
     host: String,
     port: u16,
+    /// TCP as tonic's channel made it (hyper-util's connector, already
+    /// built for tonic): no Nagle delay, and when a name has addresses of
+    /// both families, the second tried 300 ms after the first rather than
+    /// after the first's connect gives up (minutes, where packets to one
+    /// family are dropped).
+    tcp: HttpConnector,
+    /// `http://host:port`, what the TCP connector is asked for.
+    tcp_target: http::Uri,
     tls: Option<Tls>,
     http2: http2::Builder<Boxed>,
+    timeout: Duration,
 }
+
+/// How long making one connection may take, TCP, TLS and the HTTP/2
+/// handshake together: an address that drops packets, or a server that
+/// takes the connection and never answers TLS, fails the attempt (and the
+/// requests waiting for it) and leaves the slot to the next request's turn
+/// rather than holding it for good.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 
 struct Tls {
     connector: tokio_rustls::TlsConnector,
@@ -158,6 +178,8 @@ impl Transport {
             .keep_alive_interval(config.keep_alive.interval)
             .keep_alive_timeout(config.keep_alive.timeout)
             .keep_alive_while_idle(config.keep_alive.while_idle);
+        let mut tcp = HttpConnector::new();
+        tcp.set_nodelay(true);
         let connector = Connector {
             host: authority
                 .host()
@@ -165,8 +187,11 @@ impl Transport {
                 .trim_end_matches(']')
                 .to_owned(),
             port,
+            tcp,
+            tcp_target: format!("http://{}:{port}", authority.host()).parse()?,
             tls,
             http2,
+            timeout: config.connect_timeout,
         };
         Ok(Self {
             pool: Arc::new(Pool {
@@ -227,17 +252,42 @@ impl Pool {
         let connecting = {
             let mut slot = lock(&self.slots[turn]);
             match &*slot {
-                Slot::Live(sender) if !sender.is_closed() => return Pick::Live(sender.clone()),
-                Slot::Connecting(_, connecting) => connecting.clone(),
-                Slot::Live(_) | Slot::Idle => self.start(turn, &mut slot),
+                Slot::Live(attempt, sender) if !sender.is_closed() => {
+                    return Pick::Live(turn, *attempt, sender.clone());
+                }
+                Slot::Connecting(_, connecting, _) => connecting.clone(),
+                Slot::Live(..) | Slot::Idle => self.start(turn, &mut slot),
             }
         };
-        (1..n)
-            .find_map(|i| match &*lock(&self.slots[(turn + i) % n]) {
-                Slot::Live(sender) if !sender.is_closed() => Some(Pick::Live(sender.clone())),
+        self.live(Some(turn)).unwrap_or(Pick::Wait(connecting))
+    }
+
+    /// A live connection, not slot `besides`'s, if there is one.
+    fn live(&self, besides: Option<usize>) -> Option<Pick> {
+        let n = self.slots.len();
+        let start = besides.map_or(0, |b| b + 1);
+        (0..n).find_map(|i| {
+            let index = (start + i) % n;
+            if Some(index) == besides {
+                return None;
+            }
+            match &*lock(&self.slots[index]) {
+                Slot::Live(attempt, sender) if !sender.is_closed() => {
+                    Some(Pick::Live(index, *attempt, sender.clone()))
+                }
                 _ => None,
-            })
-            .unwrap_or(Pick::Wait(connecting))
+            }
+        })
+    }
+
+    /// Slot `index`'s connection, made by `attempt`, turned a request away
+    /// unsent (it is closing: a `GOAWAY`, say, that hyper has not yet
+    /// reported as closed): the slot is made again at its next turn.
+    fn forget(&self, index: usize, attempt: usize) {
+        let mut slot = lock(&self.slots[index]);
+        if matches!(&*slot, Slot::Live(a, _) if *a == attempt) {
+            *slot = Slot::Idle;
+        }
     }
 
     /// Start making slot `index`'s connection, spawned: it goes on when
@@ -252,20 +302,35 @@ impl Pool {
             let made = connect(connector).await;
             if let Some(pool) = pool.upgrade() {
                 let mut slot = lock(&pool.slots[index]);
-                if matches!(&*slot, Slot::Connecting(a, _) if *a == attempt) {
+                if matches!(&*slot, Slot::Connecting(a, ..) if *a == attempt) {
                     *slot = match &made {
-                        Ok(sender) => Slot::Live(sender.clone()),
+                        Ok(sender) => Slot::Live(attempt, sender.clone()),
                         Err(_) => Slot::Idle,
                     };
                 }
+            }
+            if let Err(status) = &made {
+                tracing::debug!(%status, "a data connection could not be made");
             }
             made
         }
         .boxed()
         .shared();
-        tokio::spawn(connecting.clone());
-        *slot = Slot::Connecting(attempt, connecting.clone());
+        let task = tokio::spawn(connecting.clone()).abort_handle();
+        *slot = Slot::Connecting(attempt, connecting.clone(), task);
         connecting
+    }
+}
+
+impl Drop for Pool {
+    /// Attempts under way end with the pool: nothing would use what they
+    /// make.
+    fn drop(&mut self) {
+        for slot in &*self.slots {
+            if let Slot::Connecting(_, _, task) = &*lock(slot) {
+                task.abort();
+            }
+        }
     }
 }
 
@@ -276,23 +341,54 @@ fn lock(slot: &Mutex<Slot>) -> std::sync::MutexGuard<'_, Slot> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// One connection, made: TCP (no Nagle delay), TLS where configured, the
-/// HTTP/2 handshake; the connection's task spawned on the runtime.
+/// One connection, made within the connect timeout: TCP, TLS where
+/// configured, the HTTP/2 handshake; the connection's task spawned on the
+/// runtime.
 async fn connect(connector: Arc<Connector>) -> Result<Sender, Arc<tonic::Status>> {
+    let address = if connector.host.contains(':') {
+        format!("[{}]:{}", connector.host, connector.port)
+    } else {
+        format!("{}:{}", connector.host, connector.port)
+    };
     let unavailable = |what: &str, e: BoxError| {
-        let mut status = tonic::Status::unavailable(format!(
-            "{what} {}:{}: {e}",
-            connector.host, connector.port
-        ));
+        let mut status = tonic::Status::unavailable(format!("{what} {address}: {}", chain(&*e)));
         status.set_source(Arc::from(e));
         Arc::new(status)
     };
-    let tcp = tokio::net::TcpStream::connect((connector.host.as_str(), connector.port))
-        .await
-        .map_err(|e| unavailable("cannot connect to", e.into()))?;
-    tcp.set_nodelay(true)
-        .map_err(|e| unavailable("cannot configure the connection to", e.into()))?;
-    let handshake = |e: hyper::Error| unavailable("no HTTP/2 handshake with", e.into());
+    let timeout = connector.timeout;
+    match tokio::time::timeout(timeout, handshakes(&connector)).await {
+        Ok(Ok(sender)) => Ok(sender),
+        Ok(Err((what, e))) => Err(unavailable(what, e)),
+        Err(_) => Err(unavailable(
+            "cannot connect to",
+            format!("no connection within {timeout:?}").into(),
+        )),
+    }
+}
+
+/// `error` and its sources, as one line.
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        let more = e.to_string();
+        if !text.ends_with(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = e.source();
+    }
+    text
+}
+
+/// TCP, TLS and HTTP/2, in turn; a failure names its step.
+async fn handshakes(connector: &Connector) -> Result<Sender, (&'static str, BoxError)> {
+    let tcp =
+        tower_service::Service::call(&mut connector.tcp.clone(), connector.tcp_target.clone())
+            .await
+            .map_err(|e| ("cannot connect to", e.into()))?
+            .into_inner();
+    let handshake = |e: hyper::Error| ("no HTTP/2 handshake with", e.into());
     let Some(tls) = &connector.tls else {
         let (sender, connection) = connector
             .http2
@@ -306,9 +402,9 @@ async fn connect(connector: Arc<Connector>) -> Result<Sender, Arc<tonic::Status>
         .connector
         .connect(tls.name.clone(), tcp)
         .await
-        .map_err(|e| unavailable("no TLS session with", e.into()))?;
+        .map_err(|e| ("no TLS session with", e.into()))?;
     if stream.get_ref().1.alpn_protocol() != Some(ALPN_H2) {
-        return Err(unavailable(
+        return Err((
             "no HTTP/2 over TLS with",
             "the server did not agree to h2 (ALPN)".into(),
         ));
@@ -374,22 +470,66 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for Transport {
             http::HeaderValue::from_static(USER_AGENT),
         );
         let request = http::Request::from_parts(head, body);
-        match self.pool.pick() {
-            Pick::Live(mut sender) => Box::pin(sender.send_request(request).map(answer)),
-            Pick::Wait(connecting) => Box::pin(async move {
-                let mut sender = connecting.await.map_err(|status| (*status).clone())?;
-                answer(sender.send_request(request).await)
-            }),
+        if let Pick::Live(index, attempt, mut sender) = self.pool.pick() {
+            // The common case, its future without the loop's state.
+            let pool = Arc::clone(&self.pool);
+            return Box::pin(async move {
+                match sender.try_send_request(request).await {
+                    Ok(response) => Ok(response.map(tonic::body::Body::new)),
+                    Err(mut refused) => match refused.take_message() {
+                        Some(request) => {
+                            pool.forget(index, attempt);
+                            send(&pool, request).await
+                        }
+                        None => Err(refused.into_error().into()),
+                    },
+                }
+            });
+        }
+        let pool = Arc::clone(&self.pool);
+        Box::pin(async move { send(&pool, request).await })
+    }
+}
+
+/// Send `request` on the connection its turn gives it, waiting for one to
+/// be made when none is live. A request a connection turns away unsent (it
+/// is closing) goes to the next; after [`SENDS`] turns, the last refusal
+/// is the answer (hyper's "cancelled": never written, safe to send again).
+async fn send(
+    pool: &Arc<Pool>,
+    mut request: http::Request<tonic::body::Body>,
+) -> Result<http::Response<tonic::body::Body>, BoxError> {
+    let mut turns = 0;
+    loop {
+        turns += 1;
+        let (mut sender, forget) = match pool.pick() {
+            Pick::Live(index, attempt, sender) => (sender, Some((index, attempt))),
+            Pick::Wait(connecting) => match connecting.await {
+                Ok(sender) => (sender, None),
+                // That attempt failed: a connection made meanwhile serves.
+                Err(status) => match pool.live(None) {
+                    Some(Pick::Live(index, attempt, sender)) => (sender, Some((index, attempt))),
+                    _ => return Err((*status).clone().into()),
+                },
+            },
+        };
+        match sender.try_send_request(request).await {
+            Ok(response) => return Ok(response.map(tonic::body::Body::new)),
+            Err(mut refused) => match refused.take_message() {
+                Some(unsent) if turns < SENDS => {
+                    if let Some((index, attempt)) = forget {
+                        pool.forget(index, attempt);
+                    }
+                    request = unsent;
+                }
+                _ => return Err(refused.into_error().into()),
+            },
         }
     }
 }
 
-/// hyper's answer as tonic's channel hands it on.
-fn answer(
-    response: hyper::Result<http::Response<Incoming>>,
-) -> Result<http::Response<tonic::body::Body>, BoxError> {
-    Ok(response?.map(tonic::body::Body::new))
-}
+/// Connections a request is offered to before a refusal is its answer.
+const SENDS: usize = 3;
 
 impl std::fmt::Debug for Transport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -436,6 +576,7 @@ mod tests {
             stream_window: 1 << 20,
             connection_window: 1 << 20,
             keep_alive: KeepAlive::default(),
+            connect_timeout: CONNECT_TIMEOUT,
         })
         .unwrap()
     }
@@ -492,12 +633,46 @@ mod tests {
                 status.message().contains(&format!("127.0.0.1:{port}")),
                 "{status:?}"
             );
-            let reason = std::error::Error::source(status).map(ToString::to_string);
-            assert!(
-                reason.as_deref().is_some_and(|r| r.contains("refused")),
-                "{reason:?}"
-            );
+            assert!(status.message().contains("refused"), "{status:?}");
+            // The operating system's error is in the chain, for the
+            // library's errors to name (see `model::error`).
+            let mut source = std::error::Error::source(status);
+            let mut io = false;
+            while let Some(e) = source {
+                io |= e.is::<std::io::Error>();
+                source = e.source();
+            }
+            assert!(io, "{status:?}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_server_that_never_answers_tls_fails_the_attempt_at_the_connect_timeout() {
+        const TIMEOUT: Duration = Duration::from_millis(300);
+        let (port, accepted) = listener(true).await;
+        let transport = Transport::new(TransportConfig {
+            uri: format!("https://127.0.0.1:{port}").parse().unwrap(),
+            extra_roots: Vec::new(),
+            pool_size: 1,
+            stream_window: 1 << 20,
+            connection_window: 1 << 20,
+            keep_alive: KeepAlive::default(),
+            connect_timeout: TIMEOUT,
+        })
+        .unwrap();
+        let started = tokio::time::Instant::now();
+        let errors = send(&transport, 1, Duration::from_secs(20)).await;
+        let status = errors[0].as_ref().expect("the attempt fails");
+        assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+        assert!(status.message().contains("within"), "{status:?}");
+        let took = started.elapsed();
+        assert!(
+            took >= TIMEOUT && took < Duration::from_secs(10),
+            "{took:?}"
+        );
+        // The slot is free again: the next request makes a new attempt.
+        send(&transport, 1, Duration::from_millis(10)).await;
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
     }
 
     #[tokio::test]
