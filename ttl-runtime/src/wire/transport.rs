@@ -150,9 +150,10 @@ impl Transport {
     /// The connections `config` describes, none made yet.
     ///
     /// # Errors
-    /// A URI without a scheme, host or port (where the scheme names none),
-    /// a scheme other than `http` and `https`, certificates that are not
-    /// PEM, or a host that is no TLS server name.
+    /// A URI without a scheme or host, a scheme other than `http` and
+    /// `https`, a PEM certificate block that does not parse, no trusted
+    /// root at all, or a host that is no TLS server name. (Bytes holding no
+    /// PEM certificate block add no root and are no error, as with tonic.)
     pub(crate) fn new(config: TransportConfig) -> Result<Self, BoxError> {
         let parts = config.uri.into_parts();
         let scheme = parts.scheme.ok_or("the data endpoint has no scheme")?;
