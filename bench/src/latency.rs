@@ -343,13 +343,7 @@ async fn call(clients: &Clients, op: &str, who: &str, row: &Event, now: DateTime
             clients.lib.put(row).await?;
         }
         ("put", "raw") => {
-            let entry = hand_entry(row, now)?;
-            let request = MutateRowRequest {
-                table_name: clients.table_name.clone(),
-                row_key: entry.row_key,
-                mutations: entry.mutations,
-                ..MutateRowRequest::default()
-            };
+            let request = hand_write(clients, row, now)?;
             clients.raw.clone().mutate_row(request).await?;
         }
         ("insert_if_absent", "lib") => {
@@ -382,13 +376,7 @@ async fn call(clients: &Clients, op: &str, who: &str, row: &Event, now: DateTime
             std::hint::black_box(hand_decode(key, cells)?);
         }
         ("put", "raw_headers") => {
-            let entry = hand_entry(row, now)?;
-            let request = MutateRowRequest {
-                table_name: clients.table_name.clone(),
-                row_key: entry.row_key,
-                mutations: entry.mutations,
-                ..MutateRowRequest::default()
-            };
+            let request = hand_write(clients, row, now)?;
             let timeout = Some(clients.write_attempt);
             let request = with_library_headers(clients, request, timeout, false)?;
             let mut raw = clients.raw_bounded.clone();
@@ -438,6 +426,17 @@ fn hand_read(clients: &Clients, row: &Event, now: DateTime<Utc>) -> ReadRowsRequ
         rows_limit: 1,
         ..ReadRowsRequest::default()
     }
+}
+
+/// The `MutateRow` writing `row` whole at `now`.
+fn hand_write(clients: &Clients, row: &Event, now: DateTime<Utc>) -> Res<MutateRowRequest> {
+    let entry = hand_entry(row, now)?;
+    Ok(MutateRowRequest {
+        table_name: clients.table_name.clone(),
+        row_key: entry.row_key,
+        mutations: entry.mutations,
+        ..MutateRowRequest::default()
+    })
 }
 
 /// A conditional write's attempt is cut at its horizon, at most this

@@ -116,15 +116,8 @@ impl DataChannel {
     /// The channel `config` describes, connected on first use. Must be
     /// called within a Tokio runtime.
     pub(crate) fn new(config: ChannelConfig) -> Result<Self, BoxError> {
-        let uri: http::Uri = config.endpoint.parse()?;
-        let host = uri.host().unwrap_or_default().into();
-        let port = uri.port_u16().or(match uri.scheme_str() {
-            Some("https") => Some(443),
-            Some("http") => Some(80),
-            _ => None,
-        });
         let channel = Transport::new(TransportConfig {
-            uri,
+            uri: config.endpoint.parse()?,
             extra_roots: config.extra_roots,
             pool_size: config.pool_size,
             stream_window: STREAM_WINDOW_BYTES,
@@ -133,8 +126,8 @@ impl DataChannel {
             connect_timeout: CONNECT_TIMEOUT,
         })?;
         Ok(Self {
-            host,
-            port,
+            host: channel.host().into(),
+            port: Some(channel.port()),
             channel,
             tokens: config.tokens,
             app_profile: config.app_profile.into(),

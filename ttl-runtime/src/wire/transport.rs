@@ -35,7 +35,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio_rustls::rustls;
 
-use crate::model::error::BoxError;
+use crate::model::error::{BoxError, Cause};
 
 /// What this library calls itself in `user-agent`, as tonic's channel
 /// named tonic.
@@ -158,9 +158,15 @@ impl Transport {
         let parts = config.uri.into_parts();
         let scheme = parts.scheme.ok_or("the data endpoint has no scheme")?;
         let authority = parts.authority.ok_or("the data endpoint has no host")?;
+        // An IPv6 host without its brackets: as a socket address and a
+        // TLS server name take it.
+        let host = authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']');
         let tls = match scheme.as_str() {
             "http" => None,
-            "https" => Some(tls(authority.host(), &config.extra_roots)?),
+            "https" => Some(tls(host, &config.extra_roots)?),
             other => {
                 return Err(format!(
                     "the data endpoint's scheme {other:?} is neither http nor https"
@@ -182,11 +188,7 @@ impl Transport {
         let mut tcp = HttpConnector::new();
         tcp.set_nodelay(true);
         let connector = Connector {
-            host: authority
-                .host()
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .to_owned(),
+            host: host.to_owned(),
             port,
             tcp,
             tcp_target: format!("http://{}:{port}", authority.host()).parse()?,
@@ -209,7 +211,19 @@ impl Transport {
     }
 }
 
-/// The TLS client for `host`: the system's roots and `extra_roots`, HTTP/2
+impl Transport {
+    /// The endpoint's host, as its URI writes it (an IPv6 one in brackets).
+    pub(crate) fn host(&self) -> &str {
+        self.pool.authority.host()
+    }
+
+    /// The endpoint's port, the scheme's when the URI names none.
+    pub(crate) fn port(&self) -> u16 {
+        self.pool.connector.port
+    }
+}
+
+/// The TLS client for `host` (an IPv6 one without brackets): the system's roots and `extra_roots`, HTTP/2
 /// by ALPN, ring's cryptography (as tonic's `tls-ring`).
 fn tls(host: &str, extra_roots: &[Vec<u8>]) -> Result<Tls, BoxError> {
     use rustls::pki_types::pem::PemObject as _;
@@ -234,10 +248,9 @@ fn tls(host: &str, extra_roots: &[Vec<u8>]) -> Result<Tls, BoxError> {
         .with_root_certificates(roots)
         .with_no_client_auth();
     config.alpn_protocols.push(ALPN_H2.to_vec());
-    let name = host.trim_start_matches('[').trim_end_matches(']');
     Ok(Tls {
         connector: tokio_rustls::TlsConnector::from(Arc::new(config)),
-        name: rustls::pki_types::ServerName::try_from(name.to_owned())?,
+        name: rustls::pki_types::ServerName::try_from(host.to_owned())?,
     })
 }
 
@@ -352,7 +365,8 @@ async fn connect(connector: Arc<Connector>) -> Result<Sender, Arc<tonic::Status>
         format!("{}:{}", connector.host, connector.port)
     };
     let unavailable = |what: &str, e: BoxError| {
-        let mut status = tonic::Status::unavailable(format!("{what} {address}: {}", chain(&*e)));
+        let mut status =
+            tonic::Status::unavailable(format!("{what} {address}: {}", Cause::of(&*e).chain()));
         status.set_source(Arc::from(e));
         Arc::new(status)
     };
@@ -365,21 +379,6 @@ async fn connect(connector: Arc<Connector>) -> Result<Sender, Arc<tonic::Status>
             format!("no connection within {timeout:?}").into(),
         )),
     }
-}
-
-/// `error` and its sources, as one line.
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        let more = e.to_string();
-        if !text.ends_with(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = e.source();
-    }
-    text
 }
 
 /// TCP, TLS and HTTP/2, in turn; a failure names its step.
@@ -471,22 +470,6 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for Transport {
             http::HeaderValue::from_static(USER_AGENT),
         );
         let request = http::Request::from_parts(head, body);
-        if let Pick::Live(index, attempt, mut sender) = self.pool.pick() {
-            // The common case, its future without the loop's state.
-            let pool = Arc::clone(&self.pool);
-            return Box::pin(async move {
-                match sender.try_send_request(request).await {
-                    Ok(response) => Ok(response.map(tonic::body::Body::new)),
-                    Err(mut refused) => match refused.take_message() {
-                        Some(request) => {
-                            pool.forget(index, attempt);
-                            send(&pool, request).await
-                        }
-                        None => Err(refused.into_error().into()),
-                    },
-                }
-            });
-        }
         let pool = Arc::clone(&self.pool);
         Box::pin(async move { send(&pool, request).await })
     }
