@@ -10,7 +10,6 @@ use crate::support::rows::{click, Click};
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
-use std::time::Duration;
 
 use bigtable_ttl::data::{self, RawTable};
 use bigtable_ttl::ops::{self, MigratePlan};
@@ -18,26 +17,15 @@ use bigtable_ttl::proto::read_rows_response::{cell_chunk::RowStatus, CellChunk};
 use bigtable_ttl::proto::{
     mutate_rows_response, MutateRowsRequest, MutateRowsResponse, ReadRowsResponse,
 };
-use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::writer::WriteOptions;
 use bigtable_ttl::{BigtableRow, Clock, Code, Connection, Error, Policy, Table};
 use chrono::{TimeDelta, Utc};
-use fake_bigtable::{Answer, FakeBigtable};
+use fake_bigtable::{four_attempts, Answer, FakeBigtable};
 use prost::Message as _;
 
 const OK: i32 = 0;
 const PERMISSION_DENIED: i32 = 7;
 const UNAVAILABLE: i32 = 14;
-
-/// Four attempts, quick delays: the tests count requests, not time.
-fn four_attempts() -> RetryPolicy {
-    RetryPolicy::default()
-        .with_max_attempts(4)
-        .with_initial_delay(Duration::from_millis(1))
-        .with_max_delay(Duration::from_millis(2))
-        .with_attempt_timeout(Duration::from_secs(10))
-        .with_deadline(Duration::from_secs(20))
-}
 
 async fn connection(fake: &FakeBigtable) -> Connection {
     Connection::builder("p", "i")

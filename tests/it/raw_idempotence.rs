@@ -16,20 +16,10 @@ use bigtable_ttl::proto::{
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::{Code, Connection, Error};
-use fake_bigtable::{Answer, FakeBigtable};
+use fake_bigtable::{four_attempts, Answer, FakeBigtable};
 use prost::Message as _;
 
 const UNAVAILABLE: i32 = 14;
-
-/// Four attempts, quick delays: the tests count attempts, not time.
-fn four_attempts() -> RetryPolicy {
-    RetryPolicy::default()
-        .with_max_attempts(4)
-        .with_initial_delay(Duration::from_millis(1))
-        .with_max_delay(Duration::from_millis(2))
-        .with_attempt_timeout(Duration::from_secs(10))
-        .with_deadline(Duration::from_secs(20))
-}
 
 /// A connection to `fake` under `policy`.
 async fn connection(fake: &FakeBigtable, policy: RetryPolicy) -> Connection {

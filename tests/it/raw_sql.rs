@@ -19,7 +19,7 @@ use bigtable_ttl::proto::{
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::{Code, Connection, Error};
-use fake_bigtable::{Answer, FakeBigtable};
+use fake_bigtable::{four_attempts, Answer, FakeBigtable};
 use futures_util::TryStreamExt as _;
 use prost::Message as _;
 
@@ -27,16 +27,6 @@ const FAILED_PRECONDITION: i32 = 9;
 const INTERNAL: i32 = 13;
 const RESOURCE_EXHAUSTED: i32 = 8;
 const UNAVAILABLE: i32 = 14;
-
-/// Four attempts, quick delays: the tests count attempts, not time.
-fn four_attempts() -> RetryPolicy {
-    RetryPolicy::default()
-        .with_max_attempts(4)
-        .with_initial_delay(Duration::from_millis(1))
-        .with_max_delay(Duration::from_millis(2))
-        .with_attempt_timeout(Duration::from_secs(10))
-        .with_deadline(Duration::from_secs(20))
-}
 
 async fn sql(fake: &FakeBigtable, policy: RetryPolicy) -> Sql {
     let conn = Connection::builder("p", "i")

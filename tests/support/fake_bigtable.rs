@@ -23,6 +23,19 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use prost::Message as _;
 use tokio::net::TcpListener;
 
+use bigtable_ttl::retry::RetryPolicy;
+
+/// Four attempts, quick delays: the tests against the fake count
+/// requests and attempts, not time.
+pub fn four_attempts() -> RetryPolicy {
+    RetryPolicy::default()
+        .with_max_attempts(4)
+        .with_initial_delay(Duration::from_millis(1))
+        .with_max_delay(Duration::from_millis(2))
+        .with_attempt_timeout(Duration::from_secs(10))
+        .with_deadline(Duration::from_secs(20))
+}
+
 /// Where an answer stops for good, the request left open: a server that
 /// never answers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
