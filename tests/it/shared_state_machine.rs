@@ -888,25 +888,28 @@ fn set(cells: &mut Cells, family: &str, q: &[u8], ts: i64, value: Vec<u8>, write
         .insert(ts, Cell { value, writer });
 }
 
-/// The model's effect of a re-time of `who`'s live row to `ts` (µs): each
-/// column's newest visible cell and the marker written anew, entries kept.
-fn write_retimed(cells: &mut Cells, who: Who, now: i64, ts: i64) {
+/// The model's effect of a re-time of `who`'s live row to `ts` (µs), judged
+/// at `judged_at` (ms, the write's horizon): each column's newest cell
+/// visible then and the marker written anew, entries kept. A cell that
+/// expires before the horizon is not carried (the library's rule: no write
+/// revives a cell expiring in flight); it stays as it was, to expire.
+fn write_retimed(cells: &mut Cells, who: Who, judged_at: i64, ts: i64) {
     let visible: Vec<&str> = who
         .shape()
         .columns
         .iter()
-        .filter(|c| newest(cells, F, c.qualifier.as_bytes(), now).is_some_and(|n| n.2))
+        .filter(|c| newest(cells, F, c.qualifier.as_bytes(), judged_at).is_some_and(|n| n.2))
         .map(|c| c.qualifier)
         .collect();
     for c in who.shape().columns {
-        if let Some((_, cell, true)) = newest(cells, F, c.qualifier.as_bytes(), now) {
+        if let Some((_, cell, true)) = newest(cells, F, c.qualifier.as_bytes(), judged_at) {
             let value = cell.value.clone();
             cells.remove(&at(F, c.qualifier.as_bytes()));
             set(cells, F, c.qualifier.as_bytes(), ts, value, None);
         }
     }
     mark_windows(cells, who, ts, |q| visible.contains(&q));
-    if newest(cells, F, who.marker(), now).is_some_and(|m| m.2) {
+    if newest(cells, F, who.marker(), judged_at).is_some_and(|m| m.2) {
         cells.remove(&at(F, who.marker()));
     }
     set(
@@ -1336,7 +1339,12 @@ impl<'t> Run<'t> {
                                 ms(touched.expires_at) == now + ttl,
                                 "touch reported {touched:?}"
                             );
-                            write_retimed(&mut self.cells[key], S::WHO, now, (now + ttl) * 1_000);
+                            write_retimed(
+                                &mut self.cells[key],
+                                S::WHO,
+                                now + HORIZON_MS,
+                                (now + ttl) * 1_000,
+                            );
                         } else {
                             ensure!(
                                 ms(touched.expires_at) == *expiry,
