@@ -5,11 +5,15 @@
 //! ([`ReadOptions`] says how long each wait may take).
 
 use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use futures_util::Stream;
+use tokio::time::Sleep;
 
 use crate::client::retry::{retryable_status, Budget, RetryPolicy};
 use crate::client::telemetry;
@@ -156,8 +160,14 @@ struct ReadState {
     response: Option<tonic::Streaming<Response>>,
     /// Routing cookies the server handed this read, sent on its retries.
     cookies: RoutingCookies,
-    /// When the attempt under way must have brought its first response.
-    first_response_by: Option<Instant>,
+    /// When the attempt under way must have brought its first response
+    /// (the runtime's clock, as the timer's).
+    first_response_by: Option<tokio::time::Instant>,
+    /// The read's one timer, moved from wait to wait: a timer a wait was
+    /// armed and dropped every time (the timer driver's lock twice), where
+    /// moving an armed timer to a later deadline takes no lock. Made at the
+    /// first attempt, inside the runtime.
+    timer: Option<Pin<Box<Sleep>>>,
     merger: RowMerger,
     ready: VecDeque<MergedRow>,
     done: bool,
@@ -245,13 +255,14 @@ impl ReadState {
         self.budget = self.options.retry.start_within(self.cap);
     }
 
-    /// How long the next response may take: the rest of the first-response
-    /// window, or the idle timeout; never past the budget's deadline.
-    fn next_wait(&self) -> Duration {
+    /// How long the next response may take from `now`: the rest of the
+    /// first-response window, or the idle timeout; never past the budget's
+    /// deadline.
+    fn next_wait(&self, now: tokio::time::Instant) -> Duration {
         let left = self.budget.attempt_timeout();
         match self.first_response_by {
             Some(by) => by
-                .saturating_duration_since(Instant::now())
+                .saturating_duration_since(now)
                 .min(left)
                 .max(Duration::from_millis(1)),
             None => self.options.idle_timeout.min(left),
@@ -301,34 +312,39 @@ impl ReadState {
             )));
         }
         let timeout = self.budget.attempt_timeout();
-        self.first_response_by = Some(Instant::now() + timeout);
+        let by = tokio::time::Instant::now() + timeout;
+        self.first_response_by = Some(by);
         self.rpc.attempt_started();
         let call = self.channel.read_rows(request, &mut self.cookies);
-        match tokio::time::timeout(timeout, self.rpc.within(call)).await {
-            Ok(Ok(response)) => {
+        match before(set_timer(&mut self.timer, by), self.rpc.within(call)).await {
+            Some(Ok(response)) => {
                 self.response = Some(response);
                 Ok(())
             }
-            Ok(Err(status)) => Err(status.into()),
-            Err(_) => Err(timed_out("no answer to ReadRows", timeout)),
+            Some(Err(status)) => Err(status.into()),
+            None => Err(timed_out("no answer to ReadRows", timeout)),
         }
     }
 
     /// Receive and merge the next response of the attempt under way.
     async fn next_response(&mut self) -> Result<(), ReadError> {
-        let wait = self.next_wait();
+        let now = tokio::time::Instant::now();
+        let wait = self.next_wait(now);
         let first = self.first_response_by.is_some();
         let Some(response) = self.response.as_mut() else {
             return Ok(());
         };
-        match tokio::time::timeout(wait, response.message()).await {
-            Err(_) if first => Err(timed_out("no first response", wait)),
-            Err(_) => Err(timed_out("the stream stalled: no response", wait)),
-            Ok(Err(status)) => {
+        // The first response's deadline is the one the answer's head had:
+        // the timer stays as it is.
+        let timer = set_timer(&mut self.timer, now + wait);
+        match before(timer, response.message()).await {
+            None if first => Err(timed_out("no first response", wait)),
+            None => Err(timed_out("the stream stalled: no response", wait)),
+            Some(Err(status)) => {
                 self.cookies.learn(status.metadata());
                 Err(status.into())
             }
-            Ok(Ok(None)) => {
+            Some(Ok(None)) => {
                 self.done = true;
                 let finished = self.merger.finish();
                 if finished.is_ok() {
@@ -336,7 +352,7 @@ impl ReadState {
                 }
                 finished
             }
-            Ok(Ok(Some(message))) => {
+            Some(Ok(Some(message))) => {
                 self.first_response_by = None;
                 self.rpc.first_response();
                 if self.merger.feed_response(message, &mut self.ready)? {
@@ -353,6 +369,36 @@ impl ReadState {
             }
         }
     }
+}
+
+/// `timer`, made or moved to go off at `until` (left alone when it is set
+/// for `until` already).
+fn set_timer(timer: &mut Option<Pin<Box<Sleep>>>, until: tokio::time::Instant) -> Pin<&mut Sleep> {
+    match timer {
+        Some(timer) => {
+            if timer.deadline() != until {
+                timer.as_mut().reset(until);
+            }
+            timer.as_mut()
+        }
+        None => timer
+            .insert(Box::pin(tokio::time::sleep_until(until)))
+            .as_mut(),
+    }
+}
+
+/// `future`'s output, or `None` if `timer` goes off first; polled first, a
+/// future that is ready wins over a timer that has gone off (as
+/// `tokio::time::timeout`).
+async fn before<F: Future>(mut timer: Pin<&mut Sleep>, future: F) -> Option<F::Output> {
+    let mut future = pin!(future);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(output) = future.as_mut().poll(cx) {
+            return Poll::Ready(Some(output));
+        }
+        timer.as_mut().poll(cx).map(|()| None)
+    })
+    .await
 }
 
 /// The rows `request` reads, merged, as a stream; lazily sent on first poll.
@@ -378,6 +424,7 @@ pub(crate) fn read_rows_with(
         response: None,
         cookies: RoutingCookies::default(),
         first_response_by: None,
+        timer: None,
         ready: VecDeque::new(),
         done: false,
         options,
