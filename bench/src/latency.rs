@@ -43,6 +43,9 @@ use ttl_bench::{
 
 use crate::{Res, PROJECT};
 
+mod stats;
+use stats::{percentile, ratios, Ratio};
+
 /// The section's heading in `BENCHMARKS.md`.
 pub(crate) const HEADING: &str = "## Single-row latency";
 
@@ -213,6 +216,9 @@ async fn measure(
     let mut samples: Vec<Vec<Vec<Batch>>> = (0..OPS.len())
         .map(|_| (0..WHO.len()).map(|_| Vec::new()).collect())
         .collect();
+    // Every block's calls, `[operation][block][contender]`: the contenders'
+    // blocks side by side, for the ratios' intervals.
+    let mut blocks: Vec<Vec<Vec<Vec<f64>>>> = vec![Vec::new(); OPS.len()];
     // Fresh keys for the inserts, never reused; the puts overwrite stored rows.
     let mut next_fresh = STORED;
     // Untimed warm-up: connections, the server's first calls.
@@ -238,6 +244,7 @@ async fn measure(
             // both see the same machine, however its load moves.
             for block in 0..ops.div_ceil(BLOCK) {
                 let calls = BLOCK.min(ops - block * BLOCK);
+                let mut side_by_side = vec![Vec::new(); WHO.len()];
                 for k in 0..WHO.len() {
                     let w = (k + block + round) % WHO.len();
                     if skip(w) {
@@ -245,10 +252,12 @@ async fn measure(
                     }
                     let b = batch(clients, o, w, calls, &mut next_fresh, stored, pid).await?;
                     let m = &mut merged[w];
-                    m.micros.extend(b.micros);
+                    m.micros.extend_from_slice(&b.micros);
                     m.server_cpu_s += b.server_cpu_s;
                     m.client_cpu_s += b.client_cpu_s;
+                    side_by_side[w] = b.micros;
                 }
+                blocks[o].push(side_by_side);
             }
             for (w, b) in merged.into_iter().enumerate() {
                 eprintln!(
@@ -271,18 +280,28 @@ async fn measure(
             let batches = &samples[o][w];
             let all: Vec<f64> = batches.iter().flat_map(|b| b.micros.clone()).collect();
             let calls = all.len() as f64;
-            per_op.insert(
-                (*who).to_owned(),
-                json!({
-                    "p50_us": percentile(&all, 0.5),
-                    "p99_us": percentile(&all, 0.99),
-                    "mean_us": all.iter().sum::<f64>() / calls,
-                    "server_cpu_us": batches.iter().map(|b| b.server_cpu_s).sum::<f64>() / calls * 1e6,
-                    "client_cpu_us": batches.iter().map(|b| b.client_cpu_s).sum::<f64>() / calls * 1e6,
-                    "round_p50_us": batches.iter().map(|b| percentile(&b.micros, 0.5)).collect::<Vec<_>>(),
-                    "round_p99_us": batches.iter().map(|b| percentile(&b.micros, 0.99)).collect::<Vec<_>>(),
-                }),
-            );
+            let mut figures = json!({
+                "p50_us": percentile(&all, 0.5),
+                "p99_us": percentile(&all, 0.99),
+                "mean_us": all.iter().sum::<f64>() / calls,
+                "server_cpu_us": batches.iter().map(|b| b.server_cpu_s).sum::<f64>() / calls * 1e6,
+                "client_cpu_us": batches.iter().map(|b| b.client_cpu_s).sum::<f64>() / calls * 1e6,
+                "round_p50_us": batches.iter().map(|b| percentile(&b.micros, 0.5)).collect::<Vec<_>>(),
+                "round_p99_us": batches.iter().map(|b| percentile(&b.micros, 0.99)).collect::<Vec<_>>(),
+            });
+            if w != 0 {
+                let pairs: Vec<(&[f64], &[f64])> = blocks[o]
+                    .iter()
+                    .map(|side_by_side| (&side_by_side[0][..], &side_by_side[w][..]))
+                    .collect();
+                let [p50, p99] = ratios(&pairs, &[0.5, 0.99], (o * WHO.len() + w) as u64)[..]
+                else {
+                    unreachable!("two quantiles, two ratios")
+                };
+                let interval = |r: Ratio| json!([r.value, r.low, r.high]);
+                figures["library_ratio"] = json!({ "p50": interval(p50), "p99": interval(p99) });
+            }
+            per_op.insert((*who).to_owned(), figures);
         }
         results.insert((*op).to_owned(), Value::Object(per_op));
     }
@@ -497,42 +516,11 @@ fn routing(table_name: &str) -> Res<tonic::metadata::AsciiMetadataValue> {
     .parse()?)
 }
 
-/// The `q` quantile of `xs` (nearest rank).
-fn percentile(xs: &[f64], q: f64) -> f64 {
-    let mut sorted = xs.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let Some(last) = sorted.len().checked_sub(1) else {
-        return f64::NAN;
-    };
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    sorted[((last as f64) * q).round() as usize]
-}
-
-/// The median of the rounds' ratios `lib / against` of the per-round
-/// figures under `key`.
-fn round_ratio(r: &Value, key: &str, against: &str) -> f64 {
-    let rounds = |who: &str| -> Vec<f64> {
-        r[who][key]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_f64)
-            .collect()
-    };
-    let mut ratios: Vec<f64> = rounds("lib")
-        .iter()
-        .zip(rounds(against))
-        .map(|(l, h)| l / h)
-        .collect();
-    ratios.sort_by(f64::total_cmp);
-    ratios.get(ratios.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
 /// One target's table.
 fn target_table(measured: &Value) -> String {
     let num = |v: &Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
     let mut table = String::from(
-        "| call | contender | p50 | p99 | library / this contender: p50, p99 (medians of the rounds' ratios) | client CPU a call | server CPU a call |\n\
+        "| call | contender | p50 | p99 | library / this contender: p50, p99 (95 % interval) | client CPU a call | server CPU a call |\n\
          |---|---|---|---|---|---|---|\n",
     );
     for op in OPS {
@@ -547,14 +535,14 @@ fn target_table(measured: &Value) -> String {
                 "raw" => "hand-written `bigtable_rs`".to_owned(),
                 _ => "hand-written, the library's headers and attempt timeout".to_owned(),
             };
+            let interval = |q: &str| {
+                let at = |i: usize| c["library_ratio"][q][i].as_f64().unwrap_or(f64::NAN);
+                format!("{:.2} ({:.2}–{:.2})", at(0), at(1), at(2))
+            };
             let ratios = if who == "lib" {
                 String::new()
             } else {
-                format!(
-                    "{:.2}, {:.2}",
-                    round_ratio(r, "round_p50_us", who),
-                    round_ratio(r, "round_p99_us", who)
-                )
+                format!("{}, {}", interval("p50"), interval("p99"))
             };
             let _ = writeln!(
                 table,
@@ -628,8 +616,13 @@ pub(crate) fn section(report: &Value) -> String {
          received; the hand-written code takes its clock reading just before the call, the \
          library its own). {ops} calls per \
          contender and call per round, {rounds} rounds, in blocks of {BLOCK} calls, the \
-         contenders alternating block by block; p50 and p99 over every call of every round, \
-         the ratios taken within each round, their median. **client CPU** and **server CPU** \
+         contenders alternating block by block; p50 and p99 over every call of every round. \
+         The ratio of the library's p50 (p99) to a contender's stands with its 95 % \
+         interval, from a paired block bootstrap: the blocks drawn again with replacement \
+         {draws} times, each block of the library together with the contender's block run \
+         beside it (under the same load), the ratio of each draw's quantiles; the interval \
+         is the 2.5th to 97.5th percentile of those ratios, so a ratio whose interval holds \
+         1.00 is parity within what this run can tell apart. **client CPU** and **server CPU** \
          are each process's CPU time over a batch of calls (`/proc/<pid>/task/*/schedstat`), \
          per call. Run on {date} ({cores} cores).\n\n\
          {tables}\
@@ -644,6 +637,7 @@ pub(crate) fn section(report: &Value) -> String {
         date = report["date"].as_str().unwrap_or("?"),
         cores = report["cores"],
         targets = targets.join(","),
+        draws = stats::DRAWS,
     )
 }
 
@@ -654,31 +648,25 @@ mod tests {
     use super::*;
     use crate::null::server::{serve, State};
 
-    // The quantiles are elements of the input, compared exactly.
-    #[allow(clippy::float_cmp)]
+    /// The table shows each contender's figures and the library's ratios
+    /// to it with their intervals, as `measure` left them in the JSON.
     #[test]
-    fn percentiles_are_nearest_rank() {
-        let xs: Vec<f64> = (1..=100).rev().map(f64::from).collect();
-        assert_eq!(percentile(&xs, 0.5), 51.0);
-        assert_eq!(percentile(&xs, 0.99), 99.0);
-        assert!(percentile(&[], 0.5).is_nan());
-    }
-
-    /// The ratio is the median of the rounds' ratios, not the ratio of the
-    /// pooled p50s.
-    #[test]
-    fn the_ratio_pairs_rounds() {
-        let who = |p50s: &[f64]| {
-            json!({"p50_us": 1.0, "p99_us": 2.0, "client_cpu_us": 3.0,
-            "server_cpu_us": 4.0, "round_p50_us": p50s, "round_p99_us": p50s})
+    fn the_table_shows_ratios_with_their_intervals() {
+        let who = |p50: f64, ratio: Option<[f64; 3]>| {
+            let mut c = json!({"p50_us": p50, "p99_us": 2.0, "client_cpu_us": 3.0,
+                               "server_cpu_us": 4.0});
+            if let Some(r) = ratio {
+                c["library_ratio"] = json!({"p50": r, "p99": [1.5, 1.25, 1.75]});
+            }
+            c
         };
         let measured = json!({
             "load_average": [1.0, 2.0],
             "results": {
-                "get": {"lib": who(&[100.0, 300.0, 110.0]), "raw": who(&[100.0, 100.0, 100.0]),
-                        "raw_headers": who(&[50.0, 100.0, 110.0])},
-                "put": {"lib": who(&[1.0]), "raw": who(&[2.0])},
-                "insert_if_absent": {"lib": who(&[1.0]), "raw": who(&[1.0])},
+                "get": {"lib": who(110.0, None), "raw": who(100.0, Some([1.1, 1.05, 1.12])),
+                        "raw_headers": who(55.0, Some([2.0, 1.9, 2.1]))},
+                "put": {"lib": who(1.0, None), "raw": who(2.0, Some([0.5, 0.45, 0.55]))},
+                "insert_if_absent": {"lib": who(1.0, None), "raw": who(1.0, Some([1.0, 0.99, 1.01]))},
             }
         });
         let report = json!({
@@ -687,14 +675,21 @@ mod tests {
         });
         let text = section(&report);
         assert!(
-            text.contains("| `get` | hand-written `bigtable_rs` | 1 µs | 2 µs | 1.10, 1.10 |"),
+            text.contains(
+                "| `get` | hand-written `bigtable_rs` | 100 µs | 2 µs | 1.10 (1.05–1.12), \
+                 1.50 (1.25–1.75) | 3 µs | 4 µs |"
+            ),
             "{text}"
         );
         assert!(
             text.contains(
-                "| `get` | hand-written, the library's headers and attempt timeout | 1 µs | 2 µs | \
-                 2.00, 2.00 |"
+                "| `get` | hand-written, the library's headers and attempt timeout | 55 µs | 2 µs | \
+                 2.00 (1.90–2.10), 1.50 (1.25–1.75) |"
             ),
+            "{text}"
+        );
+        assert!(
+            text.contains("| `get` | library (`Table::get`) | 110 µs | 2 µs |  |"),
             "{text}"
         );
         // A contender not measured has no row.
@@ -702,8 +697,9 @@ mod tests {
             !text.contains("| `put` | hand-written, the library's"),
             "{text}"
         );
-        assert!(text.contains("| 0.50, 0.50 |") && text.starts_with(HEADING));
+        assert!(text.contains("| 0.50 (0.45–0.55), ") && text.starts_with(HEADING));
         assert!(text.contains("--against null ") && !text.contains("Against the emulator"));
+        assert!(text.contains(&format!("{} times", stats::DRAWS)), "{text}");
     }
 
     /// For every operation compared, the hand-written calls send the request
