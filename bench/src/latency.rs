@@ -19,8 +19,10 @@
 //!
 //! One server per target; in each round every operation runs `N` calls
 //! per contender, in blocks of 50 calls, the contenders alternating block
-//! by block. Every call's wall time is kept; p50 and p99 are over all
-//! rounds' calls. The server's CPU time (and the client's) over each batch
+//! by block, each block after one more call timed apart (the first after
+//! the other contenders' blocks). Every call's wall time is kept; p50 and
+//! p99 are over all rounds' calls, the library's to a contender's with an
+//! interval from a paired block bootstrap (`stats`). The server's CPU time (and the client's) over each batch
 //! of calls, per call, stands beside.
 
 use std::fmt::Write as _;
@@ -69,6 +71,10 @@ const NULL_TABLE: &str = "events_1";
 /// One contender's calls of one operation in one round.
 struct Batch {
     micros: Vec<f64>,
+    /// The first call of each block, timed apart (see [`batch`]).
+    first: Vec<f64>,
+    /// Calls made, the first ones included (the CPU time is theirs).
+    made: usize,
     /// Calls that failed (their time is in `micros`: a caller waited it).
     failed: usize,
     server_cpu_s: f64,
@@ -227,6 +233,8 @@ async fn measure(
     // Every block's calls, `[operation][block][contender]`: the contenders'
     // blocks side by side, for the ratios' intervals.
     let mut blocks: Vec<Vec<Vec<Vec<f64>>>> = vec![Vec::new(); OPS.len()];
+    // The same for the first call of each block, timed apart.
+    let mut first_calls: Vec<Vec<Vec<Vec<f64>>>> = vec![Vec::new(); OPS.len()];
     // Fresh keys for the inserts, never reused; the puts overwrite stored rows.
     let mut next_fresh = STORED;
     // Untimed warm-up: connections, the server's first calls.
@@ -244,6 +252,8 @@ async fn measure(
             let mut merged: Vec<Batch> = (0..WHO.len())
                 .map(|_| Batch {
                     micros: Vec::with_capacity(ops),
+                    first: Vec::new(),
+                    made: 0,
                     failed: 0,
                     server_cpu_s: 0.0,
                     client_cpu_s: 0.0,
@@ -254,6 +264,7 @@ async fn measure(
             for block in 0..ops.div_ceil(BLOCK) {
                 let calls = BLOCK.min(ops - block * BLOCK);
                 let mut side_by_side = vec![Vec::new(); WHO.len()];
+                let mut firsts = vec![Vec::new(); WHO.len()];
                 for k in 0..WHO.len() {
                     let w = (k + block + round) % WHO.len();
                     if skip(w) {
@@ -262,12 +273,16 @@ async fn measure(
                     let b = batch(clients, o, w, calls, &mut next_fresh, stored, pid).await?;
                     let m = &mut merged[w];
                     m.micros.extend_from_slice(&b.micros);
+                    m.first.extend_from_slice(&b.first);
+                    m.made += b.made;
                     m.failed += b.failed;
                     m.server_cpu_s += b.server_cpu_s;
                     m.client_cpu_s += b.client_cpu_s;
                     side_by_side[w] = b.micros;
+                    firsts[w] = b.first;
                 }
                 blocks[o].push(side_by_side);
+                first_calls[o].push(firsts);
             }
             for (w, b) in merged.into_iter().enumerate() {
                 eprintln!(
@@ -276,7 +291,7 @@ async fn measure(
                     WHO[w],
                     percentile(&b.micros, 0.5),
                     percentile(&b.micros, 0.99),
-                    b.server_cpu_s / ops as f64 * 1e6
+                    b.server_cpu_s / b.made as f64 * 1e6
                 );
                 samples[o][w].push(b);
             }
@@ -290,19 +305,25 @@ async fn measure(
             let batches = &samples[o][w];
             let all: Vec<f64> = batches.iter().flat_map(|b| b.micros.clone()).collect();
             let calls = all.len() as f64;
+            let made = batches.iter().map(|b| b.made).sum::<usize>() as f64;
+            let first: Vec<f64> = batches.iter().flat_map(|b| b.first.clone()).collect();
             let failed: usize = batches.iter().map(|b| b.failed).sum();
-            if failed as f64 > calls * FAILED_AT_MOST {
+            if failed as f64 > made * FAILED_AT_MOST {
                 return Err(
-                    format!("latency: {failed} of {calls} {op} calls of {who} failed").into(),
+                    format!("latency: {failed} of {made} {op} calls of {who} failed").into(),
                 );
             }
             let mut figures = json!({
                 "failed": failed,
                 "p50_us": percentile(&all, 0.5),
                 "p99_us": percentile(&all, 0.99),
+                "p90_us": percentile(&all, 0.9),
+                "p95_us": percentile(&all, 0.95),
+                "p999_us": percentile(&all, 0.999),
                 "mean_us": all.iter().sum::<f64>() / calls,
-                "server_cpu_us": batches.iter().map(|b| b.server_cpu_s).sum::<f64>() / calls * 1e6,
-                "client_cpu_us": batches.iter().map(|b| b.client_cpu_s).sum::<f64>() / calls * 1e6,
+                "first_p50_us": percentile(&first, 0.5),
+                "server_cpu_us": batches.iter().map(|b| b.server_cpu_s).sum::<f64>() / made * 1e6,
+                "client_cpu_us": batches.iter().map(|b| b.client_cpu_s).sum::<f64>() / made * 1e6,
                 "round_p50_us": batches.iter().map(|b| percentile(&b.micros, 0.5)).collect::<Vec<_>>(),
                 "round_p99_us": batches.iter().map(|b| percentile(&b.micros, 0.99)).collect::<Vec<_>>(),
             });
@@ -315,8 +336,17 @@ async fn measure(
                 else {
                     unreachable!("two quantiles, two ratios")
                 };
+                let pairs: Vec<(&[f64], &[f64])> = first_calls[o]
+                    .iter()
+                    .map(|firsts| (&firsts[0][..], &firsts[w][..]))
+                    .collect();
+                let [first] = ratios(&pairs, &[0.5], (o * WHO.len() + w) as u64)[..] else {
+                    unreachable!("one quantile, one ratio")
+                };
                 let interval = |r: Ratio| json!([r.value, r.low, r.high]);
-                figures["library_ratio"] = json!({ "p50": interval(p50), "p99": interval(p99) });
+                figures["library_ratio"] = json!({
+                    "p50": interval(p50), "p99": interval(p99), "first_p50": interval(first),
+                });
             }
             per_op.insert((*who).to_owned(), figures);
         }
@@ -325,7 +355,13 @@ async fn measure(
     Ok(json!({ "results": Value::Object(results) }))
 }
 
-/// `n` calls of operation `op` by contender `who`, one at a time.
+/// `n` calls of operation `op` by contender `who`, one at a time, after
+/// one more timed apart (`first`): in a block, the first call after the
+/// other contenders' blocks finds their code and data in the caches and its
+/// own connection idle, and costs more than the calls after it, by as much
+/// as a contender's code differs from the others'. It is a figure of its
+/// own (a program that makes a call now and then among other work pays it),
+/// left out of the steady calls' quantiles.
 async fn batch(
     clients: &Clients,
     op: usize,
@@ -336,9 +372,10 @@ async fn batch(
     server: u32,
 ) -> Res<Batch> {
     let mut micros = Vec::with_capacity(n);
+    let mut first = Vec::with_capacity(1);
     let mut failed = 0;
     let (server0, client0) = (process_cpu_seconds(server), cpu_seconds());
-    for i in 0..n {
+    for i in 0..=n {
         let now = Utc::now();
         let row = match OPS[op] {
             "get" | "put" => event(i % stored, now),
@@ -349,7 +386,12 @@ async fn batch(
         };
         let start = Instant::now();
         let outcome = call(clients, OPS[op], WHO[who], &row, Utc::now()).await;
-        micros.push(start.elapsed().as_secs_f64() * 1e6);
+        let took = start.elapsed().as_secs_f64() * 1e6;
+        if i == 0 {
+            first.push(took);
+        } else {
+            micros.push(took);
+        }
         if let Err(e) = outcome {
             eprintln!("latency: {} {}: a call failed: {e}", OPS[op], WHO[who]);
             failed += 1;
@@ -357,6 +399,8 @@ async fn batch(
     }
     Ok(Batch {
         micros,
+        first,
+        made: n + 1,
         failed,
         server_cpu_s: process_cpu_seconds(server) - server0,
         client_cpu_s: cpu_seconds() - client0,
@@ -543,8 +587,8 @@ fn routing(table_name: &str) -> Res<tonic::metadata::AsciiMetadataValue> {
 fn target_table(measured: &Value) -> String {
     let num = |v: &Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
     let mut table = String::from(
-        "| call | contender | p50 | p99 | library / this contender: p50, p99 (95 % interval) | client CPU a call | server CPU a call |\n\
-         |---|---|---|---|---|---|---|\n",
+        "| call | contender | p50 | p99 | library / this contender: p50, p99 (95 % interval) | a block's first call: p50, library / this contender | client CPU a call | server CPU a call |\n\
+         |---|---|---|---|---|---|---|---|\n",
     );
     for op in OPS {
         let r = &measured["results"][op];
@@ -567,14 +611,21 @@ fn target_table(measured: &Value) -> String {
                 let at = |i: usize| c["library_ratio"][q][i].as_f64().unwrap_or(f64::NAN);
                 format!("{:.2} ({:.2}–{:.2})", at(0), at(1), at(2))
             };
-            let ratios = if who == "lib" {
-                String::new()
+            let (ratios, first) = if who == "lib" {
+                (String::new(), format!("{:.0} µs", num(c, "first_p50_us")))
             } else {
-                format!("{}, {}", interval("p50"), interval("p99"))
+                (
+                    format!("{}, {}", interval("p50"), interval("p99")),
+                    format!(
+                        "{:.0} µs, {}",
+                        num(c, "first_p50_us"),
+                        interval("first_p50")
+                    ),
+                )
             };
             let _ = writeln!(
                 table,
-                "| `{op}` | {name} | {:.0} µs | {:.0} µs | {ratios} | {:.0} µs | {:.0} µs |",
+                "| `{op}` | {name} | {:.0} µs | {:.0} µs | {ratios} | {first} | {:.0} µs | {:.0} µs |",
                 num(c, "p50_us"),
                 num(c, "p99_us"),
                 num(c, "client_cpu_us"),
@@ -645,6 +696,11 @@ pub(crate) fn section(report: &Value) -> String {
          library its own). {ops} calls per \
          contender and call per round, {rounds} rounds, in blocks of {BLOCK} calls, the \
          contenders alternating block by block; p50 and p99 over every call of every round. \
+         Each block starts with one more call, timed apart: the first call after the other \
+         contenders' blocks, which finds their code and data in the caches and its own \
+         connection idle (what a program pays that calls now and then among other work); \
+         its p50 and the ratio of the library's to the contender's stand in their own \
+         column, left out of the steady calls' p50 and p99. \
          The ratio of the library's p50 (p99) to a contender's stands with its 95 % \
          interval, from a paired block bootstrap: the blocks drawn again with replacement \
          {draws} times, each block of the library together with the contender's block run \
@@ -684,9 +740,10 @@ mod tests {
     fn the_table_shows_ratios_with_their_intervals() {
         let who = |p50: f64, ratio: Option<[f64; 3]>| {
             let mut c = json!({"p50_us": p50, "p99_us": 2.0, "client_cpu_us": 3.0,
-                               "server_cpu_us": 4.0});
+                               "server_cpu_us": 4.0, "first_p50_us": 9.0});
             if let Some(r) = ratio {
-                c["library_ratio"] = json!({"p50": r, "p99": [1.5, 1.25, 1.75]});
+                c["library_ratio"] = json!({"p50": r, "p99": [1.5, 1.25, 1.75],
+                                            "first_p50": [1.2, 1.0, 1.4]});
             }
             c
         };
@@ -711,7 +768,7 @@ mod tests {
         assert!(
             text.contains(
                 "| `get` | hand-written `bigtable_rs` | 100 µs | 2 µs | 1.10 (1.05–1.12), \
-                 1.50 (1.25–1.75) | 3 µs | 4 µs |"
+                 1.50 (1.25–1.75) | 9 µs, 1.20 (1.00–1.40) | 3 µs | 4 µs |"
             ),
             "{text}"
         );
@@ -724,7 +781,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("| `get` | library (`Table::get`) | 110 µs | 2 µs |  |"),
+            text.contains("| `get` | library (`Table::get`) | 110 µs | 2 µs |  | 9 µs | 3 µs |"),
             "{text}"
         );
         // A contender not measured has no row.
