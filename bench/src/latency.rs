@@ -12,13 +12,14 @@
 //!   `CheckAndMutateRow` of [`ttl_bench::hand_insert`].
 //!
 //! `LATENCY_ONLY=lib` (or `raw`) runs one contender's calls alone, for a
-//! profiler (`valgrind --tool=callgrind`).
+//! profiler (`valgrind --tool=callgrind`); `LATENCY_DUMP=FILE` writes every
+//! call's time there, block by block.
 //!
 //! The tests below send each call of both contenders to an in-process null
 //! server and compare the request messages it received, byte for byte.
 //!
 //! One server per target; in each round every operation runs `N` calls
-//! per contender, in blocks of 50 calls, the contenders alternating block
+//! per contender, in blocks of 250 calls, the contenders alternating block
 //! by block, each block after one more call timed apart (the first after
 //! the other contenders' blocks). Every call's wall time is kept; p50 and
 //! p99 are over all rounds' calls, the library's to a contender's with an
@@ -63,8 +64,16 @@ const OPS: [&str; 3] = ["get", "put", "insert_if_absent"];
 /// by the library's attempt timeout (`bigtable_rs`'s `timeout` option): the
 /// same request, headers and all but `user-agent`, and the same bound.
 const WHO: [&str; 3] = ["lib", "raw", "raw_headers"];
-/// Calls in a block: the contenders alternate block by block.
-const BLOCK: usize = 50;
+/// Calls in a block: the contenders alternate block by block. Short blocks
+/// pair the contenders' calls under the same load; but after a switch a
+/// contender's calls run slower until its code and data are back in the
+/// caches (a dump of every call: the first call about 1.5 times a steady
+/// one, the next four a few percent over), so at 50 a call those were 10 %
+/// of the calls, and more so for the library, whose code the two
+/// hand-written contenders (both on tonic) do not share. At 250 the first
+/// call is timed apart and the next few are 2 % of the calls; a block is
+/// still 40 to 100 ms, short beside the load's swings.
+const BLOCK: usize = 250;
 /// The table the null server answers a one-row read of.
 const NULL_TABLE: &str = "events_1";
 
@@ -351,6 +360,12 @@ async fn measure(
             per_op.insert((*who).to_owned(), figures);
         }
         results.insert((*op).to_owned(), Value::Object(per_op));
+    }
+    // `LATENCY_DUMP=FILE`: every call's time, `[operation][block][contender]`
+    // and the blocks' first calls alike, to look at where the time went.
+    if let Some(path) = std::env::var_os("LATENCY_DUMP") {
+        let dump = json!({ "operations": OPS, "contenders": WHO, "blocks": blocks, "first_calls": first_calls });
+        std::fs::write(path, dump.to_string())?;
     }
     Ok(json!({ "results": Value::Object(results) }))
 }
