@@ -40,7 +40,14 @@ pub(crate) struct Ratio {
 /// with its interval. `blocks[i]` holds block `i`'s calls of `a` and of
 /// `b`, run side by side. `seed` makes a run's intervals repeatable.
 pub(crate) fn ratios(blocks: &[(&[f64], &[f64])], qs: &[f64], seed: u64) -> Vec<Ratio> {
-    let n = blocks.len();
+    // A contender that did not run (`LATENCY_ONLY`) has no ratio: no draws,
+    // which would only cost a profiled run its time.
+    let n = if blocks.iter().any(|(a, _)| a.is_empty()) || blocks.iter().any(|(_, b)| b.is_empty())
+    {
+        0
+    } else {
+        blocks.len()
+    };
     let (mut a, mut b) = (Vec::new(), Vec::new());
     let mut ratios_of = |picks: &mut dyn Iterator<Item = usize>| -> Vec<f64> {
         a.clear();
@@ -146,5 +153,11 @@ mod tests {
     fn no_blocks_no_ratio() {
         let r = ratios(&[], &[0.5], 1)[0];
         assert!(r.value.is_nan() && r.low.is_nan() && r.high.is_nan());
+        let calls = [1.0, 2.0];
+        let r = ratios(&[(&calls, &[]), (&calls, &[])], &[0.5], 1)[0];
+        assert!(
+            r.value.is_nan() && r.low.is_nan() && r.high.is_nan(),
+            "{r:?}"
+        );
     }
 }

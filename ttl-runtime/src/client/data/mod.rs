@@ -540,10 +540,13 @@ impl RawTable {
             ));
         };
         let channel = self.conn.data_channel();
+        // The call's future boxed (here and in the other single-row calls):
+        // it is most of the operation's state, which is moved whole into
+        // the futures built on it; inline, every move copied it.
         let mut rpc = channel.rpc(&request.table_name, Method::CheckAndMutateRow);
         rpc.attempt_started();
         let answer = rpc
-            .within(channel.check_and_mutate_row(request, timeout))
+            .within(Box::pin(channel.check_and_mutate_row(request, timeout)))
             .await;
         rpc.ended(status_of(&answer));
         answer.map(|response| response.predicate_matched)
@@ -563,7 +566,7 @@ impl RawTable {
         let mut rpc = channel.rpc(&request.table_name, Method::ReadModifyWriteRow);
         rpc.attempt_started();
         let answer = rpc
-            .within(channel.read_modify_write_row(request, timeout))
+            .within(Box::pin(channel.read_modify_write_row(request, timeout)))
             .await;
         rpc.ended(status_of(&answer));
         answer

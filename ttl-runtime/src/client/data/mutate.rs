@@ -544,7 +544,11 @@ pub(crate) async fn mutate_row(
         let timeout = budget.attempt_timeout();
         rpc.attempt_started();
         let answer = rpc
-            .within(channel.mutate_row(&request, timeout, &mut cookies))
+            .within(Box::pin(channel.mutate_row(
+                &request,
+                timeout,
+                &mut cookies,
+            )))
             .await;
         rpc.attempt_ended(status_of(&answer));
         let Err(status) = answer else {
