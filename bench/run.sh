@@ -64,7 +64,7 @@ echo "== client instructions (callgrind): lib vs raw, 20,000 rows" >&2
 "$root/target/release/ttl-bench" instructions --rows 20000 --out "$results/instructions.json"
 
 echo "== single-row latency: get, put, insert_if_absent, library vs hand-written" >&2
-"$root/target/release/ttl-bench" latency --ops 2000 --out "$results/latency.json"
+"$root/target/release/ttl-bench" latency --ops 20000 --rounds 5 --out "$results/latency.json"
 
 echo "== compile cost: 50 structs, BigtableRow vs serde" >&2
 cc=$work/compile

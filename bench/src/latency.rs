@@ -245,10 +245,12 @@ async fn measure(
     // The same for the first call of each block, timed apart.
     let mut first_calls: Vec<Vec<Vec<Vec<f64>>>> = vec![Vec::new(); OPS.len()];
     // Each contender's first calls, `[operation][contender]`, in order, with
-    // the contender whose block ran just before: a switch from one client's
-    // code to another's costs whoever comes next, so first calls compare
-    // like with like only after the same switch (see `switch_ratio`).
-    let mut switches: Vec<Vec<Vec<(usize, f64)>>> = vec![vec![Vec::new(); WHO.len()]; OPS.len()];
+    // the contender whose block ran just before and how many blocks of
+    // others ran since its own last one: a switch from one client's code to
+    // another's costs whoever comes next, the more the longer it was away,
+    // so first calls compare like with like only after the same switch and
+    // the same absence (see `switch_ratio`).
+    let mut switches: Vec<Vec<Vec<Switch>>> = vec![vec![Vec::new(); WHO.len()]; OPS.len()];
     // Fresh keys for the inserts, never reused; the puts overwrite stored rows.
     let mut next_fresh = STORED;
     // Untimed warm-up: connections, the server's first calls.
@@ -276,6 +278,8 @@ async fn measure(
             // Blocks of calls, the contenders alternating block by block:
             // both see the same machine, however its load moves.
             let mut last = None;
+            let mut ran: [Option<usize>; WHO.len()] = [None; WHO.len()];
+            let mut blocks_run = 0;
             for block in 0..ops.div_ceil(BLOCK) {
                 let calls = BLOCK.min(ops - block * BLOCK);
                 let mut side_by_side = vec![Vec::new(); WHO.len()];
@@ -293,10 +297,19 @@ async fn measure(
                     m.failed += b.failed;
                     m.server_cpu_s += b.server_cpu_s;
                     m.client_cpu_s += b.client_cpu_s;
-                    if let (Some(before), Some(&first)) = (last, b.first.first()) {
-                        switches[o][w].push((before, first));
+                    if let (Some(before), Some(own), Some(&micros)) =
+                        (last, ran[w], b.first.first())
+                    {
+                        let away = blocks_run - own - 1;
+                        switches[o][w].push(Switch {
+                            before,
+                            away,
+                            micros,
+                        });
                     }
                     last = Some(w);
+                    ran[w] = Some(blocks_run);
+                    blocks_run += 1;
                     side_by_side[w] = b.micros;
                     firsts[w] = b.first;
                 }
@@ -377,18 +390,29 @@ async fn measure(
     Ok(json!({ "results": Value::Object(results) }))
 }
 
+/// A contender's first call in a block.
+#[derive(Clone, Copy)]
+struct Switch {
+    /// The contender whose block ran just before.
+    before: usize,
+    /// Blocks of other contenders since this contender's last one.
+    away: usize,
+    micros: f64,
+}
+
 /// The library's first calls after contender `w`'s block against `w`'s
-/// first calls after the library's: the ratio of their p50s with its
-/// interval (the `i`-th switch each way paired, as they ran about as close
-/// in time as a block's contenders), and the two p50s. Other first calls
-/// (after the other hand-written contender, whose code is `w`'s own: tonic)
-/// are left out.
-fn switch_ratio(switches: &[Vec<(usize, f64)>], w: usize, seed: u64) -> (Ratio, f64, f64) {
+/// first calls after the library's, each back after one block away (the
+/// rotation brings some back after four, and not as often to each side):
+/// the ratio of their p50s with its interval (the `i`-th switch each way
+/// paired, as they ran about as close in time as a block's contenders),
+/// and the two p50s. Other first calls (after the other hand-written
+/// contender, whose code is `w`'s own: tonic) are left out.
+fn switch_ratio(switches: &[Vec<Switch>], w: usize, seed: u64) -> (Ratio, f64, f64) {
     let after = |who: usize, before: usize| -> Vec<f64> {
         switches[who]
             .iter()
-            .filter(|(b, _)| *b == before)
-            .map(|(_, t)| *t)
+            .filter(|s| s.before == before && s.away == 1)
+            .map(|s| s.micros)
             .collect()
     };
     let (library_after, after_library) = (after(0, w), after(w, 0));
@@ -755,8 +779,9 @@ pub(crate) fn section(report: &Value) -> String {
          and more between different client code (the library's and tonic's) than between the \
          two hand-written contenders, which share tonic's; so that column compares the \
          library's first calls after a contender's block with the contender's first calls \
-         after the library's, the same switch either way (the i-th of each paired, with an \
-         interval drawn as below). \
+         after the library's, the same switch either way and each back after one block away \
+         (the rotation brings some back after four, not as often to each side; the i-th of \
+         each paired, with an interval drawn as below). \
          The ratio of the library's p50 (p99) to a contender's stands with its 95 % \
          interval, from a paired block bootstrap: the blocks drawn again with replacement \
          {draws} times, each block of the library together with the contender's block run \
@@ -853,15 +878,32 @@ mod tests {
 
     /// A switch is compared with the same switch the other way: the
     /// library's first calls after `raw`'s block with `raw`'s after the
-    /// library's; `raw`'s first calls after the other tonic contender, and
-    /// the library's after it, are left out.
+    /// library's, each after one block away; first calls after the other
+    /// tonic contender, or after a longer absence, are left out.
     // The figures are the inputs' elements and their exact ratio.
     #[allow(clippy::float_cmp)]
     #[test]
     fn first_calls_compare_the_same_switch_each_way() {
+        let s = |before, away, micros| Switch {
+            before,
+            away,
+            micros,
+        };
         let switches = vec![
-            vec![(1, 10.0), (2, 99.0), (1, 10.0), (2, 99.0), (1, 10.0)],
-            vec![(0, 5.0), (2, 1.0), (0, 5.0), (2, 1.0), (0, 5.0)],
+            vec![
+                s(1, 1, 10.0),
+                s(2, 1, 99.0),
+                s(1, 1, 10.0),
+                s(1, 4, 99.0),
+                s(1, 1, 10.0),
+            ],
+            vec![
+                s(0, 1, 5.0),
+                s(2, 1, 1.0),
+                s(0, 4, 50.0),
+                s(0, 1, 5.0),
+                s(0, 1, 5.0),
+            ],
             vec![],
         ];
         let (ratio, library_after, after_library) = switch_ratio(&switches, 1, 1);
