@@ -242,8 +242,6 @@ async fn measure(
     // Every block's calls, `[operation][block][contender]`: the contenders'
     // blocks side by side, for the ratios' intervals.
     let mut blocks: Vec<Vec<Vec<Vec<f64>>>> = vec![Vec::new(); OPS.len()];
-    // The same for the first call of each block, timed apart.
-    let mut first_calls: Vec<Vec<Vec<Vec<f64>>>> = vec![Vec::new(); OPS.len()];
     // Each contender's first calls, `[operation][contender]`, in order, with
     // the contender whose block ran just before and how many blocks of
     // others ran since its own last one: a switch from one client's code to
@@ -283,7 +281,6 @@ async fn measure(
             for block in 0..ops.div_ceil(BLOCK) {
                 let calls = BLOCK.min(ops - block * BLOCK);
                 let mut side_by_side = vec![Vec::new(); WHO.len()];
-                let mut firsts = vec![Vec::new(); WHO.len()];
                 for k in 0..WHO.len() {
                     let w = (k + block + round) % WHO.len();
                     if skip(w) {
@@ -311,10 +308,8 @@ async fn measure(
                     ran[w] = Some(blocks_run);
                     blocks_run += 1;
                     side_by_side[w] = b.micros;
-                    firsts[w] = b.first;
                 }
                 blocks[o].push(side_by_side);
-                first_calls[o].push(firsts);
             }
             for (w, b) in merged.into_iter().enumerate() {
                 eprintln!(
@@ -364,12 +359,11 @@ async fn measure(
                     .iter()
                     .map(|side_by_side| (&side_by_side[0][..], &side_by_side[w][..]))
                     .collect();
-                let [p50, p99] = ratios(&pairs, &[0.5, 0.99], (o * WHO.len() + w) as u64)[..]
-                else {
+                let seed = (o * WHO.len() + w) as u64;
+                let [p50, p99] = ratios(&pairs, &[0.5, 0.99], seed)[..] else {
                     unreachable!("two quantiles, two ratios")
                 };
-                let (switch, library_after, after_library) =
-                    switch_ratio(&switches[o], w, (o * WHO.len() + w) as u64);
+                let (switch, library_after, after_library) = switch_ratio(&switches[o], w, seed);
                 figures["first_after_library_p50_us"] = json!(after_library);
                 figures["library_first_after_p50_us"] = json!(library_after);
                 let interval = |r: Ratio| json!([r.value, r.low, r.high]);
@@ -381,10 +375,28 @@ async fn measure(
         }
         results.insert((*op).to_owned(), Value::Object(per_op));
     }
-    // `LATENCY_DUMP=FILE`: every call's time, `[operation][block][contender]`
-    // and the blocks' first calls alike, to look at where the time went.
+    // `LATENCY_DUMP=FILE`: every steady call's time,
+    // `[operation][block][contender]`, and each contender's first calls,
+    // `[operation][contender]`, with the contender before and the blocks
+    // away: to look at where the time went.
     if let Some(path) = std::env::var_os("LATENCY_DUMP") {
-        let dump = json!({ "operations": OPS, "contenders": WHO, "blocks": blocks, "first_calls": first_calls });
+        let switches: Vec<Vec<Vec<Value>>> = switches
+            .iter()
+            .map(|per_op| {
+                per_op
+                    .iter()
+                    .map(|firsts| {
+                        firsts
+                            .iter()
+                            .map(
+                                |s| json!({"before": s.before, "away": s.away, "micros": s.micros}),
+                            )
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        let dump = json!({ "operations": OPS, "contenders": WHO, "blocks": blocks, "first_calls": switches });
         std::fs::write(path, dump.to_string())?;
     }
     Ok(json!({ "results": Value::Object(results) }))

@@ -20,10 +20,9 @@ use bigtable_ttl::proto::{
     Mutation, ReadRowsResponse,
 };
 use bigtable_ttl::read::ReadOptions;
-use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::telemetry::builtin;
 use bigtable_ttl::{Code, Connection, Table};
-use fake_bigtable::{Answer, FakeBigtable};
+use fake_bigtable::{four_attempts, Answer, FakeBigtable};
 use futures_util::StreamExt as _;
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
 use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
@@ -174,16 +173,6 @@ fn one<'a>(points: &'a [Point], metric: &str) -> &'a Point {
     found[0]
 }
 
-/// Quick retries: the tests count attempts, not time.
-fn policy() -> RetryPolicy {
-    RetryPolicy::default()
-        .with_max_attempts(4)
-        .with_initial_delay(Duration::from_millis(1))
-        .with_max_delay(Duration::from_millis(2))
-        .with_attempt_timeout(Duration::from_secs(10))
-        .with_deadline(Duration::from_secs(20))
-}
-
 async fn fake_table(fake: &FakeBigtable, recorded: &Recorded) -> RawTable {
     let conn = Connection::builder("p", "i")
         .emulator(fake.host())
@@ -193,8 +182,8 @@ async fn fake_table(fake: &FakeBigtable, recorded: &Recorded) -> RawTable {
         .await
         .unwrap();
     RawTable::new(&conn, "t")
-        .with_read_options(ReadOptions::default().with_retry(policy()))
-        .with_write_retry(policy())
+        .with_read_options(ReadOptions::default().with_retry(four_attempts()))
+        .with_write_retry(four_attempts())
 }
 
 /// A response holding one committed row `key`.
@@ -680,7 +669,7 @@ async fn fake_sql(fake: &FakeBigtable, recorded: &Recorded) -> Sql {
         .connect()
         .await
         .unwrap();
-    Sql::new(&conn).with_read_options(ReadOptions::default().with_retry(policy()))
+    Sql::new(&conn).with_read_options(ReadOptions::default().with_retry(four_attempts()))
 }
 
 #[tokio::test]

@@ -42,8 +42,7 @@ pub(crate) struct Ratio {
 pub(crate) fn ratios(blocks: &[(&[f64], &[f64])], qs: &[f64], seed: u64) -> Vec<Ratio> {
     // A contender that did not run (`LATENCY_ONLY`) has no ratio: no draws,
     // which would only cost a profiled run its time.
-    let n = if blocks.iter().any(|(a, _)| a.is_empty()) || blocks.iter().any(|(_, b)| b.is_empty())
-    {
+    let n = if blocks.iter().any(|(a, b)| a.is_empty() || b.is_empty()) {
         0
     } else {
         blocks.len()

@@ -388,15 +388,8 @@ async fn handshakes(connector: &Connector) -> Result<Sender, (&'static str, BoxE
             .await
             .map_err(|e| ("cannot connect to", e.into()))?
             .into_inner();
-    let handshake = |e: hyper::Error| ("no HTTP/2 handshake with", e.into());
     let Some(tls) = &connector.tls else {
-        let (sender, connection) = connector
-            .http2
-            .handshake(TokioIo::new(tcp))
-            .await
-            .map_err(handshake)?;
-        tokio::spawn(drive(connection));
-        return Ok(sender);
+        return http2_over(&connector.http2, TokioIo::new(tcp)).await;
     };
     let stream = tls
         .connector
@@ -409,11 +402,22 @@ async fn handshakes(connector: &Connector) -> Result<Sender, (&'static str, BoxE
             "the server did not agree to h2 (ALPN)".into(),
         ));
     }
-    let (sender, connection) = connector
-        .http2
-        .handshake(TokioIo::new(stream))
+    http2_over(&connector.http2, TokioIo::new(stream)).await
+}
+
+/// The HTTP/2 handshake over `io` (TCP, or TLS over it), the connection
+/// then driven by a task of its own.
+async fn http2_over<T>(
+    http2: &http2::Builder<Boxed>,
+    io: T,
+) -> Result<Sender, (&'static str, BoxError)>
+where
+    T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let (sender, connection) = http2
+        .handshake(io)
         .await
-        .map_err(handshake)?;
+        .map_err(|e| ("no HTTP/2 handshake with", e.into()))?;
     tokio::spawn(drive(connection));
     Ok(sender)
 }
