@@ -980,6 +980,26 @@ pub enum MigrationProblem {
         /// The policy's rule, described.
         expected: String,
     },
+    /// The checkpoint to resume from was taken in another project or
+    /// instance than the connection's: resuming it here would copy only
+    /// the rows after its last key and fail the final check.
+    OtherInstance {
+        /// Where the checkpoint was taken (`projects/P/instances/I`).
+        checkpoint: String,
+        /// Where this run's connection goes.
+        connection: String,
+    },
+    /// The checkpoint's last row key lies outside its own part of the
+    /// key space: it is not a checkpoint of that part (another shard's, or
+    /// edited), and resuming it would copy the part twice or not at all.
+    CheckpointOutsidePart {
+        /// The checkpoint's last row key.
+        last_row_key: Vec<u8>,
+        /// Its part, as `I/N ["start", "end")`.
+        part: String,
+        /// Past the part's end (else before its start).
+        past: bool,
+    },
     /// The final count check did not match.
     Verification {
         /// Source rows still alive under the policy.
@@ -1014,6 +1034,26 @@ impl fmt::Display for MigrationProblem {
             } => write!(
                 f,
                 "target family `{family}` has the rule {live}, not the policy's {expected}; apply the policy to it first"
+            ),
+            MigrationProblem::OtherInstance {
+                checkpoint,
+                connection,
+            } => write!(
+                f,
+                "the checkpoint was taken in `{checkpoint}`, this run is connected to `{connection}`: \
+                 resume it connected to `{checkpoint}` (--project, --instance), or migrate `{connection}` \
+                 with a checkpoint of its own"
+            ),
+            MigrationProblem::CheckpointOutsidePart {
+                last_row_key,
+                part,
+                past,
+            } => write!(
+                f,
+                "the checkpoint's last row \"{}\" lies {} its part {part}, so it is not that part's checkpoint: \
+                 resume with the part's own checkpoint, or start the part again without --resume",
+                last_row_key.escape_ascii(),
+                if *past { "past" } else { "before" }
             ),
             MigrationProblem::Verification {
                 expected_rows,
