@@ -57,7 +57,7 @@ pub use crate::model::sql_type::{SqlType, StructField};
 pub use crate::model::sql_value::{FromSql, SqlValue};
 
 use execute::Execution;
-use prepare::{prepare_attempt, Plan, QueryText};
+use prepare::{prepare_attempt, Plan, QueryText, SharedPlan};
 
 use crate::model::error::Code;
 use crate::wire::builtin_metrics::Method;
@@ -175,7 +175,7 @@ impl Sql {
                     rpc.ended(Code::Ok);
                     return Ok(PreparedQuery {
                         text,
-                        plan: Arc::new(Mutex::new(Some(plan))),
+                        plan: Arc::new(SharedPlan::of(plan)),
                     });
                 }
                 Err(status) => {
@@ -196,12 +196,7 @@ impl Sql {
     /// The rows of `bound`, as a stream, sent on first poll.
     #[must_use]
     pub fn execute(&self, bound: BoundQuery) -> QueryRows {
-        let plan = bound
-            .query
-            .plan
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
+        let plan = bound.query.plan.get();
         let missing = bound
             .query
             .text
@@ -241,14 +236,21 @@ impl Sql {
         let refused = query
             .refused
             .map(|(name, problem)| Error::QueryParam { name, problem });
-        self.run(text, Arc::default(), None, values, query.max_rows, refused)
+        self.run(
+            text,
+            Arc::default(),
+            (None, 0),
+            values,
+            query.max_rows,
+            refused,
+        )
     }
 
     fn run(
         &self,
         text: Arc<QueryText>,
-        shared: Arc<Mutex<Option<Plan>>>,
-        plan: Option<Plan>,
+        shared: Arc<SharedPlan>,
+        (plan, generation): (Option<Plan>, u64),
         values: HashMap<String, SqlValue>,
         max_rows: Option<usize>,
         refused: Option<Error>,
@@ -274,6 +276,7 @@ impl Sql {
             text,
             shared,
             plan,
+            generation,
             params,
             budget: self.read.retry.start(),
             started: false,
@@ -300,11 +303,13 @@ impl Sql {
 
 /// A query Bigtable has planned ([`Sql::prepare`]): bind values to its
 /// parameters to run it. Cheap to clone; when Bigtable says its plan
-/// expired, a run prepares it again, for every later run too.
+/// expired, a run prepares it again, for every later run too, and runs
+/// finding it expired meanwhile wait for that one `PrepareQuery` instead
+/// of sending their own (as Google's Java client shares one).
 #[derive(Clone)]
 pub struct PreparedQuery {
     text: Arc<QueryText>,
-    plan: Arc<Mutex<Option<Plan>>>,
+    plan: Arc<SharedPlan>,
 }
 
 impl std::fmt::Debug for PreparedQuery {
@@ -327,9 +332,8 @@ impl PreparedQuery {
     #[must_use]
     pub fn columns(&self) -> Vec<SqlColumn> {
         self.plan
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .as_ref()
+            .get()
+            .0
             .map(|p| p.columns.to_vec())
             .unwrap_or_default()
     }
