@@ -213,7 +213,10 @@ async fn a_query_with_parameters_returns_typed_rows_each_once_across_a_break() {
 #[tokio::test]
 async fn bad_parameters_are_refused_before_anything_is_sent() {
     let fake = FakeBigtable::start().await;
-    fake.script("PrepareQuery", [plan("p1", &columns())]);
+    fake.script(
+        "PrepareQuery",
+        [plan("p1", &columns()), plan("p2", &[("d", SqlType::Date)])],
+    );
     let sql = sql(&fake, four_attempts()).await;
     let prepared = sql
         .prepare("SELECT * FROM t WHERE n > @n", [("n", SqlType::Int64)])
@@ -253,11 +256,49 @@ async fn bad_parameters_are_refused_before_anything_is_sent() {
         matches!(&mistyped, Error::QueryParam { name, .. } if name == "x"),
         "{mistyped}"
     );
+    // What GoogleSQL cannot take: a STRUCT or a MAP parameter (declared or
+    // given), a year past 9999 or before 0001, a leap second.
+    let map = SqlType::map(SqlType::String, SqlType::Int64);
+    let declared = sql
+        .prepare("SELECT @m['k'] AS v", [("m", map.clone())])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&declared, Error::QueryParam { name, problem, .. }
+            if name == "m" && problem.contains("cannot be a MAP<STRING, INT64>")),
+        "{declared}"
+    );
+    let fields = SqlValue::Struct(vec![(Some("a".into()), SqlValue::Int64(1))]);
+    for query in [
+        Query::new("SELECT @s.a AS a").param("s", fields.clone()),
+        Query::new("SELECT @m['k'] AS v").typed_param(
+            "m",
+            map,
+            SqlValue::Map(vec![(SqlValue::from("k"), SqlValue::Int64(1))]),
+        ),
+    ] {
+        let refused = sql.query(query).collect().await.unwrap_err();
+        assert!(
+            matches!(&refused, Error::QueryParam { problem, .. } if problem.contains("cannot be a")),
+            "{refused}"
+        );
+    }
+    let dated = sql.prepare("SELECT @d AS d", [("d", SqlType::Date)]).await;
+    let y10k = bigtable_ttl::chrono::NaiveDate::from_ymd_opt(10_000, 1, 1).unwrap();
+    let far = dated
+        .unwrap()
+        .bind()
+        .set("d", SqlValue::Date(y10k))
+        .unwrap_err();
+    assert!(
+        matches!(&far, Error::QueryParam { problem, .. } if problem.contains("outside GoogleSQL's years 0001 to 9999")),
+        "{far}"
+    );
 
     assert_eq!(
         fake.received_of("PrepareQuery").len(),
-        1,
-        "only the prepare"
+        2,
+        "only the prepares of valid parameters"
     );
     assert!(fake.received_of("ExecuteQuery").is_empty());
 }

@@ -24,7 +24,8 @@
 //!   plan's rows could differ from those handed out). A failed re-prepare
 //!   counts as a failed attempt and is retried.
 //! * An answer that cannot be read (no column, a checksum that does not
-//!   match, a value of the wrong type, an incomplete row) is an
+//!   match, a batch past 256 MiB that no checksum closes, a value of the
+//!   wrong type or outside GoogleSQL's ranges, an incomplete row) is an
 //!   [`Error::QueryResponse`], never retried; no row of the batch at fault
 //!   is handed out.
 //! * The read options' retry policy governs: its attempts and its
@@ -142,17 +143,30 @@ impl Sql {
     /// of the types `params` gives.
     ///
     /// # Errors
-    /// [`Error::Server`] (a query Bigtable refuses: `INVALID_ARGUMENT`);
+    /// [`Error::QueryParam`] for a parameter of a type a query cannot take
+    /// (a `STRUCT`, a `MAP`), before anything is sent; [`Error::Server`]
+    /// (a query Bigtable refuses: `INVALID_ARGUMENT`);
     /// [`Error::QueryResponse`] for a plan this library cannot read.
     pub async fn prepare<N: Into<String>>(
         &self,
         sql: &str,
         params: impl IntoIterator<Item = (N, SqlType)>,
     ) -> Result<PreparedQuery> {
+        let param_types: HashMap<String, SqlType> =
+            params.into_iter().map(|(n, t)| (n.into(), t)).collect();
+        if let Some((name, problem)) = param_types
+            .iter()
+            .find_map(|(name, ty)| Some((name, ty.param_problem()?)))
+        {
+            return Err(Error::QueryParam {
+                name: name.clone(),
+                problem,
+            });
+        }
         let text = Arc::new(QueryText {
             instance: self.instance.clone(),
             sql: sql.to_owned(),
-            param_types: params.into_iter().map(|(n, t)| (n.into(), t)).collect(),
+            param_types,
         });
         let mut budget = self.read.retry.start();
         let mut rpc = self.channel.rpc(&self.instance, Method::PrepareQuery);
@@ -363,7 +377,8 @@ impl BoundQuery {
     ///
     /// # Errors
     /// [`Error::QueryParam`] when the query declared no such parameter, or
-    /// declared it of another type.
+    /// declared it of another type, or for a value GoogleSQL cannot hold
+    /// (a year outside 0001 to 9999, a leap second).
     pub fn set(mut self, name: &str, value: impl Into<SqlValue>) -> Result<Self> {
         let value = value.into();
         let Some(ty) = self.query.text.param_types.get(name) else {
@@ -396,6 +411,12 @@ impl BoundQuery {
                         .sql_type()
                         .map_or_else(|| "of another type".to_owned(), |t| t.to_string())
                 ),
+            });
+        }
+        if let Some(problem) = value.param_problem() {
+            return Err(Error::QueryParam {
+                name: name.to_owned(),
+                problem,
             });
         }
         self.values.insert(name.to_owned(), value);
@@ -438,14 +459,14 @@ impl Query {
     /// The parameter `name` (without its `@`) with `value`, of the type
     /// the value has. A `NULL`, or an array with no element that is not,
     /// has none: give it with [`Query::typed_param`] (running the query
-    /// otherwise fails with [`Error::QueryParam`]).
+    /// otherwise fails with [`Error::QueryParam`], as it does for a value
+    /// a query cannot take: a `STRUCT`, a `MAP`, a year outside 0001 to
+    /// 9999, a leap second).
     #[must_use]
     pub fn param(mut self, name: &str, value: impl Into<SqlValue>) -> Self {
         let value = value.into();
         match value.sql_type() {
-            Some(ty) => {
-                self.params.insert(name.to_owned(), (ty, value));
-            }
+            Some(ty) => self.insert(name, ty, value),
             None => self.refuse(name, "its value (NULL, or no element that is not) says no type; give it with typed_param"),
         }
         self
@@ -457,7 +478,7 @@ impl Query {
     pub fn typed_param(mut self, name: &str, ty: SqlType, value: impl Into<SqlValue>) -> Self {
         let value = value.into();
         if value.fits(&ty) {
-            self.params.insert(name.to_owned(), (ty, value));
+            self.insert(name, ty, value);
         } else {
             let problem = format!(
                 "declared {ty}, and the value is {}",
@@ -476,6 +497,16 @@ impl Query {
     pub fn max_rows(mut self, limit: usize) -> Self {
         self.max_rows = Some(limit);
         self
+    }
+
+    /// `name` of type `ty` with `value`, unless a query cannot take them.
+    fn insert(&mut self, name: &str, ty: SqlType, value: SqlValue) {
+        match ty.param_problem().or_else(|| value.param_problem()) {
+            Some(problem) => self.refuse(name, &problem),
+            None => {
+                self.params.insert(name.to_owned(), (ty, value));
+            }
+        }
     }
 
     fn refuse(&mut self, name: &str, problem: &str) {
