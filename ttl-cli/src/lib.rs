@@ -271,6 +271,28 @@ mod tests {
         assert!(err.contains("Connection refused"), "why: {err}");
     }
 
+    /// A file that cannot be read names the file, then the system's
+    /// reason once (it printed "Is a directory (os error 21)" twice).
+    #[tokio::test]
+    async fn a_file_error_says_its_cause_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_str().unwrap();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = run_with(
+            ["bigtable-ttl", "audit", "--merge", path, path],
+            &mut out,
+            &mut err,
+        )
+        .await;
+        assert_eq!(code, exit::ERROR);
+        let err = String::from_utf8(err).unwrap();
+        assert!(
+            err.contains(&format!("reading report {path}: "))
+                && err.matches("os error").count() == 1,
+            "{err}"
+        );
+    }
+
     #[tokio::test]
     async fn usage_errors_exit_2() {
         let (mut out, mut err) = (Vec::new(), Vec::new());
