@@ -152,18 +152,30 @@ fn connect_message(target: &str, source: &(dyn std::error::Error + 'static)) -> 
 
 /// The message of an [`Error::Server`]: "no answer from Bigtable" when
 /// the connection was never made, "not sent to Bigtable" when the request
-/// never went out (no time left, no token), "Bigtable answered CODE"
-/// otherwise.
+/// never went out (no time left, no token), "Bigtable answered CODE" and
+/// its reason otherwise.
 fn server_message(
     table: &str,
     row_key: Option<&[u8]>,
     code: Code,
     attempts: Attempts,
-    source: &(dyn std::error::Error + 'static),
+    reason: Option<&str>,
+    source: Option<&(dyn std::error::Error + 'static)>,
 ) -> String {
     let row = row_key
         .map(|k| format!(", row \"{}\"", k.escape_ascii()))
         .unwrap_or_default();
+    let hint = if code == Code::NotFound {
+        "; does the table exist? ensure_schema creates it"
+    } else {
+        ""
+    };
+    let Some(source) = source else {
+        let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
+        return format!(
+            "Bigtable answered {code} for table `{table}`{row}{reason} ({attempts}){hint}"
+        );
+    };
     if let Some(why) = no_answer(source) {
         return format!(
             "no answer from Bigtable for table `{table}`{row}: {why} ({code}, {attempts})"
@@ -180,12 +192,27 @@ fn server_message(
             cause.text
         );
     }
-    let hint = if code == Code::NotFound {
-        "; does the table exist? ensure_schema creates it"
-    } else {
-        ""
-    };
-    format!("Bigtable answered {code} for table `{table}`{row} ({attempts}){hint}")
+    let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
+    format!("Bigtable answered {code} for table `{table}`{row}{reason} ({attempts}){hint}")
+}
+
+/// An [`Error::Server`]'s reason and source, from the cause that ended the
+/// call: when Bigtable answered, its status message is the reason (shown
+/// in the message) and what lay under it the source; a connection never
+/// made or a request never sent keep their whole cause, which the message
+/// reads for why.
+pub(crate) fn reason_and_source(cause: BoxError) -> (Option<String>, Option<BoxError>) {
+    if no_answer(&*cause).is_some() {
+        return (None, Some(cause));
+    }
+    match cause.downcast::<Cause>() {
+        Ok(cause) if cause.not_sent || cause.text.is_empty() => (None, Some(cause)),
+        Ok(cause) => (
+            Some(cause.text),
+            cause.source.map(|below| below as BoxError),
+        ),
+        Err(other) => (None, Some(other)),
+    }
 }
 
 impl fmt::Display for Cause {
@@ -612,16 +639,17 @@ pub enum Error {
         limit: usize,
     },
     /// Bigtable answered with an error, or could not be reached, and the
-    /// call ended. `code` is what to branch on; the last attempt's status
-    /// message, and the transport failure under it if any, are the
-    /// `source()` chain, each cause once. The message says whether Bigtable
-    /// answered (`Bigtable answered UNAVAILABLE …`) or the connection was
-    /// never made (`no answer from Bigtable …: connection refused`), how
-    /// many attempts were made over how long, and for [`Code::NotFound`] (a
-    /// table that does not exist, most often) that `ensure_schema` creates
-    /// the table.
+    /// call ended. `code` is what to branch on. The message says whether
+    /// Bigtable answered, and what it said (`Bigtable answered UNKNOWN for
+    /// table `t`, row "c1": unknown family "c" (1 attempt)`, the server's
+    /// reason being `reason`), or that the connection was never made, to
+    /// which address and why (`no answer from Bigtable at 127.0.0.1:8086
+    /// …: connection refused`), how many attempts were made over how long,
+    /// and for [`Code::NotFound`] (a table that does not exist, most often)
+    /// that `ensure_schema` creates the table. The transport failure under
+    /// it, if any, is the `source()` chain, each cause once.
     #[non_exhaustive]
-    #[error("{}", server_message(table, row_key.as_deref(), *code, Attempts { count: *attempts, elapsed: *elapsed, retries_exhausted: *retries_exhausted }, &**source))]
+    #[error("{}", server_message(table, row_key.as_deref(), *code, Attempts { count: *attempts, elapsed: *elapsed, retries_exhausted: *retries_exhausted }, reason.as_deref(), source.as_deref().map(|s| s as &(dyn std::error::Error + 'static))))]
     Server {
         /// The table.
         table: String,
@@ -636,9 +664,14 @@ pub enum Error {
         /// Whether the error was worth retrying and the retry budget (attempts
         /// or deadline) ran out; `false` for an error that is final at once.
         retries_exhausted: bool,
-        /// The last attempt's status or transport error.
+        /// What Bigtable said when it answered (its status message:
+        /// `unknown family "c"`), part of the message; `None` when nothing
+        /// answered or it said nothing.
+        reason: Option<String>,
+        /// The last attempt's failure under the reason: the transport's
+        /// error, or why nothing answered.
         #[source]
-        source: BoxError,
+        source: Option<BoxError>,
     },
 }
 
@@ -1306,7 +1339,8 @@ mod tests {
             attempts: 3,
             elapsed: Duration::from_secs(1),
             retries_exhausted,
-            source: "cause".into(),
+            reason: None,
+            source: Some("cause".into()),
         }
     }
 
@@ -1372,7 +1406,8 @@ mod tests {
                 attempts: 10,
                 elapsed: Duration::from_millis(23_100),
                 retries_exhausted: true,
-                source: Box::new(status),
+                reason: None,
+                source: Some(Box::new(status)),
             },
             Error::Connect {
                 target: "emulator at ::::".into(),
@@ -1425,6 +1460,30 @@ mod tests {
         assert_eq!(sum.to_string(), "1 µs + 3days overflows");
     }
 
+    /// What the server said is part of the message, and not repeated by
+    /// the chain under it.
+    #[test]
+    fn a_servers_reason_is_in_the_message_once() {
+        let (reason, source) =
+            reason_and_source(Box::new(Cause::new("unknown family \"c\"".into(), None)));
+        let err = Error::Server {
+            table: "nofamily_t".into(),
+            row_key: Some(b"c1".to_vec()),
+            code: Code::Unknown,
+            attempts: 1,
+            elapsed: Duration::from_millis(3),
+            retries_exhausted: false,
+            reason,
+            source,
+        };
+        assert_eq!(
+            chain(&err),
+            vec!["Bigtable answered UNKNOWN for table `nofamily_t`, row \"c1\": unknown family \"c\" \
+                  (1 attempt over 3.0ms)"
+                .to_owned()]
+        );
+    }
+
     #[test]
     fn a_call_never_sent_tells_no_time_it_did_not_take() {
         let err = Error::Server {
@@ -1434,10 +1493,11 @@ mod tests {
             attempts: 1,
             elapsed: Duration::ZERO,
             retries_exhausted: false,
-            source: Box::new(Cause::new(
+            reason: None,
+            source: Some(Box::new(Cause::new(
                 "no time left for CheckAndMutateRow before the deadline".into(),
                 None,
-            )),
+            ))),
         };
         assert_eq!(
             err.to_string(),
@@ -1450,13 +1510,14 @@ mod tests {
             attempts: 1,
             elapsed: Duration::ZERO,
             retries_exhausted: false,
-            source: Box::new(
+            reason: None,
+            source: Some(Box::new(
                 Cause::new(
                     "no time left for CheckAndMutateRow before the deadline".into(),
                     None,
                 )
                 .never_sent(),
-            ),
+            )),
         };
         assert_eq!(
             err.to_string(),
@@ -1467,14 +1528,18 @@ mod tests {
 
     #[test]
     fn a_refused_connection_is_no_answer_and_a_status_is_an_answer() {
-        let server = |source: BoxError| Error::Server {
-            table: "clicks".into(),
-            row_key: Some(b"c1".to_vec()),
-            code: Code::Unavailable,
-            attempts: 10,
-            elapsed: Duration::from_secs(28),
-            retries_exhausted: true,
-            source,
+        let server = |source: BoxError| {
+            let (reason, source) = reason_and_source(source);
+            Error::Server {
+                table: "clicks".into(),
+                row_key: Some(b"c1".to_vec()),
+                code: Code::Unavailable,
+                attempts: 10,
+                elapsed: Duration::from_secs(28),
+                retries_exhausted: true,
+                reason,
+                source,
+            }
         };
         let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
         let transport = Cause::new("UNAVAILABLE: tcp connect error".into(), Some(&refused));
