@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::retry::RetryPolicy;
-use crate::model::error::{BadAddress, BoxError, Cause, Error, Result};
+use crate::model::error::{BadAddress, BoxError, Cause, Error, NoCredentials, Result};
 use tonic::transport::Channel;
 
 use crate::wire::channel::{
@@ -84,10 +84,7 @@ impl Credentials {
             Source::ApplicationDefault => gcp_auth::provider()
                 .await
                 .map(|provider| Some(Tokens::new(Arc::new(GcpAuth(provider)))))
-                .map_err(|e| Error::Connect {
-                    target: "application default credentials".to_owned(),
-                    source: Box::new(Cause::of(&e)),
-                }),
+                .map_err(|e| no_default_credentials(&e)),
             Source::KeyFile(path) => gcp_auth::CustomServiceAccount::from_file(path)
                 .map(|account| Some(Tokens::new(Arc::new(GcpAuth(Arc::new(account))))))
                 .map_err(|e| Error::Connect {
@@ -101,6 +98,20 @@ impl Credentials {
 
     fn is_none(&self) -> bool {
         matches!(self.0, Source::None)
+    }
+}
+
+/// The error of a search for application default credentials that
+/// failed: when none was found anywhere, one that says where they were
+/// looked for and what to do (`BIGTABLE_EMULATOR_HOST` among it).
+fn no_default_credentials(e: &gcp_auth::Error) -> Error {
+    let cause = Cause::of(e);
+    Error::Connect {
+        target: "application default credentials".to_owned(),
+        source: match e {
+            gcp_auth::Error::NoAuthMethod(..) => Box::new(NoCredentials(cause)),
+            _ => Box::new(cause),
+        },
     }
 }
 
@@ -623,6 +634,46 @@ mod tests {
 
     fn builder() -> ConnectionBuilder {
         ConnectionBuilder::new("p", "i")
+    }
+
+    /// What the credential search answers where there are none (no key
+    /// file, no gcloud login, no metadata server, no gcloud), made here:
+    /// the real search would ask metadata.google.internal, off this
+    /// machine. The message says where credentials were looked for and
+    /// what to do, `BIGTABLE_EMULATOR_HOST` among it; the search's own
+    /// reason stays the cause, once.
+    #[test]
+    fn no_credentials_says_where_it_looked_and_what_to_do() {
+        let none = gcp_auth::Error::NoAuthMethod(
+            Box::new(gcp_auth::Error::Str("gcloud not found")),
+            Box::new(gcp_auth::Error::Str("no metadata server")),
+            Box::new(gcp_auth::Error::Str(
+                "no application default credentials file",
+            )),
+        );
+        let err = no_default_credentials(&none);
+        let message = err.to_string();
+        for says in [
+            "no Google Cloud credentials found",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "~/.config/gcloud/application_default_credentials.json",
+            "metadata server",
+            "gcloud auth application-default login",
+            "BIGTABLE_EMULATOR_HOST=HOST:PORT",
+        ] {
+            assert!(message.contains(says), "{says:?} missing: {message}");
+        }
+        let cause = std::error::Error::source(&err).unwrap().to_string();
+        assert_eq!(cause, "no available authentication method found");
+        // Another failure of the search (a key file that does not parse)
+        // is told as it is.
+        let broken = gcp_auth::Error::Str("invalid key file");
+        let err = no_default_credentials(&broken);
+        assert!(
+            err.to_string().contains("application default credentials")
+                && !err.to_string().contains("BIGTABLE_EMULATOR_HOST"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -141,9 +141,40 @@ impl fmt::Display for BadAddress {
 
 impl std::error::Error for BadAddress {}
 
+/// No credentials were found where application default credentials are
+/// looked for: the cause of an [`Error::Connect`] whose message says
+/// where they were looked for and what to do. Its own text is the
+/// credential library's reason, its source the reasons under it.
+#[derive(Debug)]
+pub(crate) struct NoCredentials(pub(crate) Cause);
+
+impl fmt::Display for NoCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for NoCredentials {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+/// Where application default credentials are looked for, in order, and
+/// what to do when none is there: [`NoCredentials`]'s message.
+const NO_CREDENTIALS: &str = "no Google Cloud credentials found: looked for a service-account key \
+    file named by GOOGLE_APPLICATION_CREDENTIALS, gcloud's application default credentials \
+    (~/.config/gcloud/application_default_credentials.json), the metadata server of a Google \
+    Cloud machine, and `gcloud auth print-access-token`; run `gcloud auth application-default \
+    login` or set GOOGLE_APPLICATION_CREDENTIALS for Cloud Bigtable, or set \
+    BIGTABLE_EMULATOR_HOST=HOST:PORT to use Google's Bigtable emulator";
+
 /// The message of an [`Error::Connect`]: what was tried, or for a
 /// malformed address that nothing was, and why.
 fn connect_message(target: &str, source: &(dyn std::error::Error + 'static)) -> String {
+    if source.is::<NoCredentials>() {
+        return NO_CREDENTIALS.to_owned();
+    }
     match source.downcast_ref::<BadAddress>() {
         Some(bad) => format!("malformed Bigtable address ({target}): {}", bad.problem),
         None => format!("could not connect to Bigtable ({target})"),
