@@ -169,12 +169,34 @@ pub(crate) const ADMIN_ENDPOINT: &str = "https://bigtableadmin.googleapis.com";
 pub(crate) struct Parts {
     pub(crate) channel: DataChannel,
     pub(crate) admin: Channel,
+    pub(crate) admin_target: AdminTarget,
     pub(crate) tokens: Option<Tokens>,
     pub(crate) project: String,
     pub(crate) instance: String,
     pub(crate) target: String,
     pub(crate) retry: RetryPolicy,
     pub(crate) admin_retry: RetryPolicy,
+}
+
+/// Where admin calls go, for the errors of connections never made: the
+/// address (`host:port`), and whether it is an emulator no admin call has
+/// reached yet (see [`crate::model::error::Unreachable`]).
+#[derive(Debug, Clone)]
+pub(crate) struct AdminTarget {
+    pub(crate) address: Arc<str>,
+    pub(crate) emulator: bool,
+    pub(crate) reached: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl AdminTarget {
+    fn new(uri: &str, emulator: bool) -> Self {
+        let address = uri.split_once("://").map_or(uri, |(_, rest)| rest);
+        Self {
+            address: address.trim_end_matches('/').into(),
+            emulator,
+            reached: Arc::default(),
+        }
+    }
 }
 
 /// Where a connection goes, once the settings and the environment are read.
@@ -503,8 +525,10 @@ impl ConnectionBuilder {
             keep_alive: self.keep_alive,
             tokens: tokens.clone(),
             app_profile: self.app_profile,
+            emulator: matches!(target, Target::Emulator(_)),
         })
         .map_err(connect_error)?;
+        let admin_target = AdminTarget::new(&admin, matches!(target, Target::Emulator(_)));
         #[cfg(feature = "opentelemetry")]
         let channel = channel.with_meter_provider(self.meter_provider.as_ref());
         let admin_channel = endpoint(&admin, &self.extra_roots, self.keep_alive)
@@ -513,6 +537,7 @@ impl ConnectionBuilder {
         Ok(Parts {
             channel,
             admin: admin_channel,
+            admin_target,
             tokens,
             project: self.project,
             instance: self.instance,

@@ -30,6 +30,9 @@ pub(crate) struct Cause {
     /// The request never went out (no time left, no token): this level's
     /// text says why.
     not_sent: bool,
+    /// Where the connection could not be made, when the chain said so
+    /// ([`Unreachable`]) before it became text.
+    unreachable: Option<(String, bool)>,
 }
 
 impl Cause {
@@ -50,6 +53,7 @@ impl Cause {
                 source: cause,
                 no_answer: None,
                 not_sent: false,
+                unreachable: None,
             }));
         }
         let mut cause = cause.map_or_else(
@@ -58,10 +62,12 @@ impl Cause {
                 source: None,
                 no_answer: None,
                 not_sent: false,
+                unreachable: None,
             },
             |c| *c,
         );
         cause.no_answer = source.and_then(no_answer);
+        cause.unreachable = source.and_then(unreachable);
         cause
     }
 
@@ -102,6 +108,12 @@ pub(crate) fn no_answer(error: &(dyn std::error::Error + 'static)) -> Option<Str
                 return cause.no_answer.clone();
             }
         }
+        // Its own level is its source's, which the chain steps over.
+        if let Some(wrapped) = level.downcast_ref::<Unreachable>() {
+            if let Some(why) = no_answer(&*wrapped.source) {
+                return Some(why);
+            }
+        }
         if let Some(io) = level.downcast_ref::<std::io::Error>() {
             if matches!(
                 io.kind(),
@@ -119,6 +131,49 @@ pub(crate) fn no_answer(error: &(dyn std::error::Error + 'static)) -> Option<Str
         && last.downcast_ref::<Cause>().is_none()
         && last.to_string().contains("Connection refused (os error"))
     .then(|| ErrorKind::ConnectionRefused.to_string())
+}
+
+/// A connection that could not be made, and to which address: kept in
+/// the chain of the failure it wraps, whose text it shows as its own (so a
+/// chain printed level by level does not grow a level), for the messages
+/// that name the address. `first` when it was a connection to an emulator
+/// that no connection had reached yet: a refusal then is not retried (the
+/// emulator is not running there), rather than for half a minute.
+#[derive(Debug)]
+pub(crate) struct Unreachable {
+    pub(crate) address: String,
+    pub(crate) first: bool,
+    pub(crate) source: BoxError,
+}
+
+impl fmt::Display for Unreachable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.source.fmt(f)
+    }
+}
+
+impl std::error::Error for Unreachable {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.source()
+    }
+}
+
+/// Where `error`'s chain says a connection could not be made, and whether
+/// it was a first connection to an emulator ([`Unreachable`]).
+pub(crate) fn unreachable(error: &(dyn std::error::Error + 'static)) -> Option<(String, bool)> {
+    std::iter::successors(Some(error), |e| e.source()).find_map(|level| {
+        if let Some(u) = level.downcast_ref::<Unreachable>() {
+            return Some((u.address.clone(), u.first));
+        }
+        level.downcast_ref::<Cause>()?.unreachable.clone()
+    })
+}
+
+/// Whether `error` is a refused (or unroutable) first connection to an
+/// emulator: nothing listens where it was told to look, and retrying for
+/// the policy's half a minute would only delay saying so.
+pub(crate) fn emulator_not_there(error: &(dyn std::error::Error + 'static)) -> bool {
+    no_answer(error).is_some() && unreachable(error).is_some_and(|(_, first)| first)
 }
 
 /// Why a host or endpoint is not an address to connect to, found before
@@ -208,8 +263,20 @@ fn server_message(
         );
     };
     if let Some(why) = no_answer(source) {
+        let (at, hint) = match unreachable(source) {
+            Some((address, first)) => (
+                format!(" at {address}"),
+                if first {
+                    "; is the emulator running there? start it, or point BIGTABLE_EMULATOR_HOST \
+                     at the HOST:PORT it listens on"
+                } else {
+                    ""
+                },
+            ),
+            None => (String::new(), ""),
+        };
         return format!(
-            "no answer from Bigtable for table `{table}`{row}: {why} ({code}, {attempts})"
+            "no answer from Bigtable{at} for table `{table}`{row}: {why} ({code}, {attempts}){hint}"
         );
     }
     // Not sent for want of time or a token (a refused connection is
