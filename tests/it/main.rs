@@ -46,6 +46,7 @@ mod inflight_expiry;
 mod leases;
 mod liveness_agreement;
 mod lost_answers;
+mod many_structs;
 mod maps;
 mod no_revival;
 mod one_road;
