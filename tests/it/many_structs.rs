@@ -912,3 +912,111 @@ async fn add_markers_counts_every_row_it_read_under_racing_writers_and_expiry() 
     );
     assert!(p.rows_marked > 0, "{p:?}");
 }
+
+mod ledger {
+    use bigtable_ttl::BigtableRow;
+
+    #[derive(Debug, Clone, PartialEq, BigtableRow)]
+    #[bigtable(table = "ledger", family = "l")]
+    #[ttl(default = "1d")]
+    pub struct Invoice {
+        #[bigtable(key)]
+        pub id: String,
+        pub amount: i64,
+    }
+
+    #[derive(Debug, Clone, PartialEq, BigtableRow)]
+    #[bigtable(table = "ledger", family = "l")]
+    #[ttl(default = "1d")]
+    pub struct Memo {
+        #[bigtable(key)]
+        pub id: String,
+        pub text: Option<String>,
+    }
+}
+
+/// Rows from before per-struct markers (the shared one-byte marker) of
+/// one struct are never adopted by another sharing the family, by a read
+/// or by `add_markers`; once each struct has marked its own, an insert of
+/// one under the other's key leaves the other's row as it was.
+#[tokio::test]
+async fn add_markers_never_adopts_another_structs_rows_from_before_markers() {
+    use ledger::{Invoice, Memo};
+    let clock = Clock::system();
+    let invoices = support::table::<Invoice>(&clock).await;
+    let memos = Table::<Memo>::new(invoices.connection().clone()).with_clock(clock.clone());
+    let ts = Utc::now().timestamp_millis() * 1_000;
+    // An invoice as earlier versions wrote it, and a memo of `None`s.
+    support::raw_set(invoices.raw(), "inv-1", "l", b"\0", ts, b"").await;
+    support::raw_set(
+        invoices.raw(),
+        "inv-1",
+        "l",
+        b"amount",
+        ts,
+        &5i64.to_be_bytes(),
+    )
+    .await;
+    support::raw_set(invoices.raw(), "memo-1", "l", b"\0", ts, b"").await;
+    assert_eq!(memos.get(&"inv-1".to_owned()).await.unwrap(), None);
+    let amount = || async {
+        invoices
+            .get(&"inv-1".to_owned())
+            .await
+            .unwrap()
+            .map(|i| i.amount)
+    };
+    assert_eq!(amount().await, Some(5));
+
+    let marked = |table_status: MarkStatus| {
+        let MarkStatus::Done(p) = table_status else {
+            panic!("{table_status:?}")
+        };
+        assert_eq!(
+            p.rows_read,
+            p.rows_marked
+                + p.rows_already_marked
+                + p.rows_incomplete
+                + p.rows_not_live
+                + p.rows_other
+        );
+        (p.rows_marked, p.rows_other)
+    };
+    let status = memos
+        .add_markers(None, |_| ControlFlow::Continue(()))
+        .await
+        .unwrap();
+    assert_eq!(marked(status), (1, 1), "memo-1 is Memo's, inv-1 is not");
+    assert_eq!(memos.get(&"inv-1".to_owned()).await.unwrap(), None);
+    assert_eq!(
+        memos.get(&"memo-1".to_owned()).await.unwrap().unwrap().text,
+        None
+    );
+    let status = invoices
+        .add_markers(None, |_| ControlFlow::Continue(()))
+        .await
+        .unwrap();
+    assert_eq!(
+        marked(status),
+        (1, 1),
+        "inv-1 is Invoice's, memo-1 Memo's now"
+    );
+
+    let memo = Memo {
+        id: "inv-1".into(),
+        text: Some("hello".into()),
+    };
+    assert!(matches!(
+        memos.insert_if_absent(&memo).await.unwrap(),
+        Insert::Inserted(_)
+    ));
+    assert_eq!(
+        amount().await,
+        Some(5),
+        "Memo's insert wrote Memo's cells only"
+    );
+    assert_eq!(
+        memos.get(&"inv-1".to_owned()).await.unwrap().unwrap().value,
+        memo
+    );
+}
