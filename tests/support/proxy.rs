@@ -51,6 +51,15 @@ pub enum Faults {
     /// pass at once): requests that reach the server late, after their
     /// deadline.
     Delay { by: Duration },
+    /// Hold each chunk the client sends for a time drawn from `up`, and
+    /// each chunk the server sends for one drawn from `down` (uniformly,
+    /// seeded by `seed`), each direction keeping its order: a slow or
+    /// congested link. `down: (d, d)` alone: every answer `d` late.
+    Delays {
+        up: (Duration, Duration),
+        down: (Duration, Duration),
+        seed: u64,
+    },
     /// Lose the answer to the `nth` request sent from now on (1: the next
     /// one), counted over every connection by the HTTP/2 `HEADERS` frames
     /// clients send (one per gRPC request): stop forwarding the server's
@@ -184,6 +193,7 @@ enum Plan {
     LoseAfter(u64, Duration),
     StallAfter(u64),
     Delay(Duration),
+    Delays((Duration, Duration), (Duration, Duration), u64),
     LoseNth(u64, Duration, Duration),
 }
 
@@ -218,6 +228,10 @@ impl Shared {
             }
             Faults::Stall { after_bytes } => Plan::StallAfter(after_bytes),
             Faults::Delay { by } => Plan::Delay(by),
+            Faults::Delays { up, down, seed } => {
+                let n = self.connections.load(Ordering::SeqCst);
+                Plan::Delays(up, down, seed ^ n.wrapping_mul(0x9E37_79B9))
+            }
             Faults::LoseNthThenRefuse {
                 nth,
                 hold,
@@ -232,6 +246,7 @@ impl Shared {
             Faults::None
             | Faults::Stall { .. }
             | Faults::Delay { .. }
+            | Faults::Delays { .. }
             | Faults::LoseNthThenRefuse { .. } => return false,
             Faults::Reset {
                 max_resets, until, ..
@@ -279,6 +294,10 @@ impl Shared {
         let mut plan = self.plan();
         if let Plan::Delay(by) = plan {
             delay_requests(client, server, by).await;
+            return;
+        }
+        if let Plan::Delays(up, down, seed) = plan {
+            delay_both(client, server, up, down, seed).await;
             return;
         }
         let (mut up, mut down) = (0u64, 0u64);
@@ -342,7 +361,11 @@ impl Shared {
                 (up, down) = last;
             }
             match plan {
-                Plan::Pass | Plan::StallAfter(_) | Plan::Delay(_) | Plan::LoseNth(..) => {}
+                Plan::Pass
+                | Plan::StallAfter(_)
+                | Plan::Delay(_)
+                | Plan::Delays(..)
+                | Plan::LoseNth(..) => {}
                 Plan::ResetAfter(limit) => {
                     if up + down >= limit && self.take_fault() {
                         reset(&client, &server);
@@ -455,4 +478,61 @@ async fn delay_requests(client: TcpStream, server: TcpStream, by: Duration) {
     drop(queue);
     let _ = upstream.await;
     downstream.abort();
+}
+
+/// Forward both ways, each chunk held for a time drawn from its
+/// direction's range, in order.
+async fn delay_both(
+    client: TcpStream,
+    server: TcpStream,
+    up: (Duration, Duration),
+    down: (Duration, Duration),
+    seed: u64,
+) {
+    let (client_read, client_write) = client.into_split();
+    let (server_read, server_write) = server.into_split();
+    let upstream = tokio::spawn(delayed_pipe(client_read, server_write, up, seed));
+    let downstream = tokio::spawn(delayed_pipe(server_read, client_write, down, !seed));
+    let _ = tokio::join!(upstream, downstream);
+}
+
+/// Copy `from` to `to`, each chunk `range` late (drawn per chunk), never
+/// before the chunk before it.
+async fn delayed_pipe(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    (min, max): (Duration, Duration),
+    seed: u64,
+) {
+    let (queue, mut due) = tokio::sync::mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
+    let writer = tokio::spawn(async move {
+        while let Some((at, chunk)) = due.recv().await {
+            tokio::time::sleep_until(at.into()).await;
+            if to.write_all(&chunk).await.is_err() {
+                return;
+            }
+        }
+        let _ = to.shutdown().await;
+    });
+    let mut rng = seed;
+    let mut last = Instant::now();
+    let span = u64::try_from((max - min).as_micros()).unwrap_or(u64::MAX);
+    let mut buf = vec![0u8; 16 * 1024];
+    while let Ok(n) = from.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        let extra = if span == 0 {
+            0
+        } else {
+            next(&mut rng) % (span + 1)
+        };
+        let at = (Instant::now() + min + Duration::from_micros(extra)).max(last);
+        last = at;
+        if queue.send((at, buf[..n].to_vec())).is_err() {
+            break;
+        }
+    }
+    drop(queue);
+    let _ = writer.await;
 }

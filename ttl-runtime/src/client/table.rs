@@ -23,7 +23,6 @@ use crate::client::data::RawTable;
 use crate::client::failure::status_error;
 use crate::client::limited::{limited, Judged};
 use crate::client::read::{ReadOptions, ReadStats};
-use crate::client::retry::MAX_HORIZON;
 use crate::client::telemetry;
 use crate::client::writer::{BulkWriter, WriteOptions};
 use crate::model::clock::Clock;
@@ -92,6 +91,11 @@ pub struct Table<T> {
     /// handle or a clone) to hold no family but `T`'s: reads need not select
     /// families ([`crate::model::filter::read_filter_sole_families`]).
     sole_families: Arc<AtomicBool>,
+    /// Set on the handle of one conditional attempt that the library cuts
+    /// at the write's horizon, shorter than the policy allows
+    /// ([`Table::horizon`]): an attempt that ends without an answer then
+    /// says so, and which setting to change.
+    pub(crate) cut_at_horizon: Option<std::time::Duration>,
     _row: PhantomData<fn() -> T>,
 }
 
@@ -101,6 +105,7 @@ impl<T> Clone for Table<T> {
             raw: self.raw.clone(),
             clock: self.clock.clone(),
             sole_families: self.sole_families.clone(),
+            cut_at_horizon: self.cut_at_horizon,
             _row: PhantomData,
         }
     }
@@ -156,6 +161,7 @@ impl<T: BigtableRow> Table<T> {
             raw: RawTable::on(conn, T::SCHEMA.table),
             clock: Clock::system(),
             sole_families: Arc::default(),
+            cut_at_horizon: None,
             _row: PhantomData,
         }
     }
@@ -288,11 +294,11 @@ impl<T: BigtableRow> Table<T> {
         self.until(self.write_options().retry.deadline_from_now())
     }
 
-    /// For a conditional write that decides on the row's liveness, about
-    /// to be sent: this handle, its attempt cut at the write's horizon, and
+    /// For a conditional write that must not carry a row past its expiry
+    /// (`put_if`, `put_entry`, an update, a re-time), about to be sent: this handle, its attempt cut at the write's horizon, and
     /// that horizon on the table's clock. The horizon is now plus the time
     /// the attempt may take (the write policy's attempt timeout within the
-    /// call's deadline, at most [`MAX_HORIZON`]), the `grpc-timeout` it
+    /// call's deadline, at most [`WriteOptions::horizon`]), the `grpc-timeout` it
     /// carries: the server does not apply it later, so a predicate asking
     /// for a row alive at the horizon cannot let the write land on a row
     /// that expired meanwhile (a row that expires sooner counts as
@@ -301,13 +307,15 @@ impl<T: BigtableRow> Table<T> {
     /// server's stamp, which may be ahead of the table's clock). The read
     /// settling a lost answer goes through the uncut handle.
     pub(crate) fn horizon(&self, now: DateTime<Utc>) -> (Self, DateTime<Utc>) {
-        let span = self
+        let allowed = self
             .write_options()
             .retry
             .start_within(self.raw.deadline())
-            .attempt_timeout()
-            .min(MAX_HORIZON);
-        let cut = self.until(Instant::now() + span);
+            .attempt_timeout();
+        let horizon = self.write_options().horizon;
+        let span = allowed.min(horizon);
+        let mut cut = self.until(Instant::now() + span);
+        cut.cut_at_horizon = (horizon < allowed).then_some(horizon);
         // Read after the cut is set, so the horizon is never earlier than
         // the instant the attempt is cut at.
         let at = TimeDelta::from_std(span)
