@@ -171,7 +171,7 @@ mod exclusion {
             let hold = (ttl_ms / 4).min(200);
             let hold = i64::try_from(next(&mut rng) % u64::try_from(hold).unwrap()).unwrap();
             tokio::time::sleep(Duration::from_millis(u64::try_from(hold).unwrap())).await;
-            let release = ttl_ms >= 10_000 || next(&mut rng) % 2 == 0;
+            let release = ttl_ms >= 10_000 || next(&mut rng).is_multiple_of(2);
             let until = if release {
                 let asked = Utc::now();
                 let mine = Lease::HOLDER.equals(&holder);
