@@ -167,7 +167,11 @@ impl Client {
     async fn lease(&self, rng: &mut u64, n: usize, leases: usize) {
         let lease = usize::try_from(next(rng)).unwrap_or(0) % leases;
         let holder = format!("c{}-{n}", self.id);
-        let ttl = if next(rng).is_multiple_of(2) { 300 } else { 2_500 };
+        let ttl = if next(rng).is_multiple_of(2) {
+            300
+        } else {
+            2_500
+        };
         let row = Lease {
             resource: format!("lease{lease}"),
             holder: holder.clone(),
@@ -373,7 +377,7 @@ pub async fn run(config: &Config) -> Result<Run, String> {
     proxy.arm(Faults::Chaos {
         seed: config.seed,
         max_delay: config.max_delay,
-        cut_after: (20_000, 400_000),
+        cut_after: (3_000, 60_000),
         lose_percent: 40,
         hold: Duration::from_millis(700),
     });

@@ -170,6 +170,12 @@ impl<T: BigtableRow> Table<T> {
             // that row, unless it has expired or gone since. After a lost
             // answer, only this read can show the insert was not applied.
             let live = match (self.live_row(&m.row_key).await, lost) {
+                // Its cells are gone and another row is live: the insert
+                // may have landed and been replaced since. Only a row
+                // found absent shows the lost insert was not applied.
+                (Ok(Some(_)), Some(status)) => {
+                    return Err(self.outcome_unknown_after(m.row_key, status, sent));
+                }
                 (Ok(live), lost) => {
                     sent.count(lost.as_ref().is_none_or(answered));
                     last_lost = lost;
