@@ -34,9 +34,9 @@ async fn a_short_history_through_faults_holds() {
     );
     // Enough happened, and enough went wrong, to judge.
     assert!(verdict.acquisitions >= 10, "{figures}");
-    assert!(verdict.register_calls >= 50, "{figures}");
-    assert!(verdict.increments >= 20, "{figures}");
-    assert!(run.cuts >= 3 && run.restarts == 1, "{figures}");
+    assert!(verdict.register_calls >= 30, "{figures}");
+    assert!(verdict.increments >= 10, "{figures}");
+    assert!(run.cuts >= 2 && run.restarts == 1, "{figures}");
     assert!(
         run.history
             .calls
