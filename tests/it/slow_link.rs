@@ -195,3 +195,35 @@ async fn the_default_horizon_settles_a_cut_write_and_says_so() {
         );
     }
 }
+
+/// An insert whose every answer is lost, each proved not applied by the
+/// read that follows (a scripted server that never answers
+/// `CheckAndMutateRow` and holds no row): sent again, five sends in all
+/// as documented, then an error that counts them all and says Bigtable
+/// answered none (no longer "Bigtable answered DEADLINE_EXCEEDED … (1
+/// attempt)").
+#[tokio::test]
+async fn an_insert_never_answered_counts_every_attempt_and_says_none_was_answered() {
+    use crate::fake_bigtable::{Answer, FakeBigtable};
+    use bigtable_ttl::retry::RetryPolicy;
+
+    let fake = FakeBigtable::start().await;
+    fake.script("CheckAndMutateRow", (0..5).map(|_| Answer::hang()));
+    let conn = Connection::emulator(&fake.host(), "p", "i").unwrap();
+    let policy = RetryPolicy::default()
+        .with_attempt_timeout(Duration::from_millis(300))
+        .with_deadline(Duration::from_secs(20));
+    let t = Table::<Doc>::new(conn).with_write_options(WriteOptions::default().with_retry(policy));
+    let err = t.insert_if_absent(&doc("k", 1)).await.unwrap_err();
+    assert_eq!(fake.received_of("CheckAndMutateRow").len(), 5);
+    let Error::Server { attempts, .. } = &err else {
+        panic!("expected Server, got {err:?}")
+    };
+    assert_eq!(*attempts, 5, "{err}");
+    let message = err.to_string();
+    assert!(
+        message.starts_with("no answer from Bigtable") && message.contains("5 attempts"),
+        "{message}"
+    );
+    assert!(!err.is_outcome_unknown() && err.is_retryable(), "{err:?}");
+}
