@@ -412,6 +412,31 @@ mod tests {
         assert_eq!(v.violations[0].calls, vec![1]);
     }
 
+    /// What the first long run met: a read whose request the network held
+    /// while a client whose clock runs 500 ms behind inserted a value
+    /// already expired by the reader's clock. The read judged liveness
+    /// when it started, as the library documents, and saw the value: not
+    /// a violation.
+    #[test]
+    fn a_read_judges_liveness_when_it_starts() {
+        let mut h = history(vec![
+            write(0, 0, 1_200, Op::Read { reg: 0 }, Outcome::Value(Some((1, 700_000)))),
+            write(
+                1,
+                900,
+                905,
+                Op::Insert {
+                    reg: 0,
+                    version: 1,
+                    expires: 700_000,
+                },
+                Outcome::Applied,
+            ),
+        ]);
+        h.skews = vec![500_000, -500_000, 0];
+        assert!(check(&h).ok(), "{:?}", check(&h));
+    }
+
     #[test]
     fn a_compare_and_set_that_lands_on_an_expired_value_is_not_linearizable() {
         // v1 expires at 100 ms; a put_if(version == 1) answered after it

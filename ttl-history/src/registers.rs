@@ -1,9 +1,14 @@
 //! The sequential model of a compare-and-set register that expires: a
-//! version and its expiry, or nothing. A value is live to a client while
-//! that client's clock (the true time plus its skew) is before the
-//! expiry, as the library judges it; a write that carries the value
-//! forward (`put_if`, a retime) may refuse a value that expires within
-//! the write's horizon.
+//! version and its expiry, or nothing. Each call judges liveness at the
+//! one instant the library judges it at, on the caller's clock (the true
+//! time plus its skew), while the state it sees or changes is the
+//! server's at the instant it takes effect: a read and an insert at their
+//! invocation (a read's "now" is taken when it starts; an insert is judged
+//! when it is sent), a `put_if` and a retime at their invocation plus the
+//! write's horizon (they ask for the value live until the latest instant
+//! they may land). A request the network holds past that instant still
+//! lands when it arrives (the guide says so): the model lets it, as the
+//! server does.
 
 use crate::history::{Call, Op, Outcome};
 use crate::lin::{Entry, Model};
@@ -29,26 +34,9 @@ pub struct Registers {
     pub horizon: i64,
 }
 
-/// Whether `state` is live at true time `at` to a client of skew `skew`.
-fn live(state: &Reg, skew: i64, at: i64) -> bool {
-    state.is_some_and(|(_, expires)| at + skew < expires)
-}
-
-/// The first instant from `from` at which `state` is not live to a client
-/// of skew `skew`.
-fn gone_from(state: &Reg, skew: i64, from: i64) -> i64 {
-    match state {
-        Some((_, expires)) => from.max(expires - skew),
-        None => from,
-    }
-}
-
-impl Registers {
-    /// The first instant from `from` at which a write judging `state` at
-    /// its horizon finds it not live (it expires within the horizon).
-    fn gone_at_horizon(&self, state: &Reg, skew: i64, from: i64) -> i64 {
-        gone_from(state, skew + self.horizon, from)
-    }
+/// Whether `state` is live at `instant` (a client's clock).
+fn live(state: &Reg, instant: i64) -> bool {
+    state.is_some_and(|(_, expires)| instant < expires)
 }
 
 impl Model for Registers {
@@ -61,18 +49,24 @@ impl Model for Registers {
 
     fn step(&self, state: &Reg, from: i64, entry: &Entry<RegCall>) -> Vec<(i64, Reg)> {
         let call = &entry.op;
-        let skew = call.skew;
         let unknown = matches!(call.outcome, Outcome::Failed(_));
-        let is_live = live(state, skew, from);
+        // The instants the call judges liveness at, on its clock: the
+        // earliest (its invocation) and, for a call that may judge again
+        // (a conflict's next round), the latest (its return).
+        let first = entry.invoked + call.skew;
+        let last = if unknown { i64::MAX } else { entry.returned }.saturating_add(call.skew);
+        let same = (from, *state);
         let mut ways = Vec::new();
         match (&call.op, &call.outcome) {
             (Op::Restart, _) => ways.push((from, None)),
             (Op::Read { .. }, Outcome::Value(None)) => {
-                ways.push((gone_from(state, skew, from), *state));
+                if !live(state, first) {
+                    ways.push(same);
+                }
             }
             (Op::Read { .. }, Outcome::Value(Some(seen))) => {
-                if is_live && *state == Some(*seen) {
-                    ways.push((from, *state));
+                if live(state, first) && *state == Some(*seen) {
+                    ways.push(same);
                 }
             }
             (
@@ -81,13 +75,19 @@ impl Model for Registers {
                 },
                 outcome,
             ) => {
-                let inserted = (gone_from(state, skew, from), Some((*version, *expires)));
+                let inserted = (from, Some((*version, *expires)));
+                let absent = !live(state, first);
                 match outcome {
-                    Outcome::Applied => ways.push(inserted),
-                    Outcome::NotApplied(Some(found)) if is_live && *state == Some(*found) => {
-                        ways.push((from, *state));
+                    Outcome::Applied if absent => ways.push(inserted),
+                    Outcome::NotApplied(Some(found)) if !absent && *state == Some(*found) => {
+                        ways.push(same);
                     }
-                    _ if unknown => ways.extend([(from, *state), inserted]),
+                    _ if unknown => {
+                        ways.push(same);
+                        if absent {
+                            ways.push(inserted);
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -100,20 +100,16 @@ impl Model for Registers {
                 },
                 outcome,
             ) => {
-                let matches = is_live && state.is_some_and(|(v, _)| v == *expect);
+                let expected = state.is_some_and(|(v, _)| v == *expect);
+                let may_apply = expected && live(state, first + self.horizon);
+                let may_refuse = !expected || !live(state, last.saturating_add(self.horizon));
                 let applied = (from, Some((*version, *expires)));
                 match outcome {
-                    Outcome::Applied if matches => ways.push(applied),
-                    Outcome::NotApplied(_) => {
-                        if state.is_some_and(|(v, _)| v == *expect) {
-                            ways.push((self.gone_at_horizon(state, skew, from), *state));
-                        } else {
-                            ways.push((from, *state));
-                        }
-                    }
+                    Outcome::Applied if may_apply => ways.push(applied),
+                    Outcome::NotApplied(_) if may_refuse => ways.push(same),
                     _ if unknown => {
-                        ways.push((from, *state));
-                        if matches {
+                        ways.push(same);
+                        if may_apply {
                             ways.push(applied);
                         }
                     }
@@ -121,22 +117,22 @@ impl Model for Registers {
                 }
             }
             (Op::Retime { expires, .. }, outcome) => {
+                let may_apply = live(state, first + self.horizon);
+                let may_refuse = !live(state, last.saturating_add(self.horizon));
                 let applied = state.map(|(v, _)| (from, Some((v, *expires))));
                 match outcome {
-                    Outcome::Applied if is_live => ways.extend(applied),
-                    Outcome::NotApplied(_) => {
-                        ways.push((self.gone_at_horizon(state, skew, from), *state));
-                    }
+                    Outcome::Applied if may_apply => ways.extend(applied),
+                    Outcome::NotApplied(_) if may_refuse => ways.push(same),
                     _ if unknown => {
-                        ways.push((from, *state));
-                        if is_live {
+                        ways.push(same);
+                        if may_apply {
                             ways.extend(applied);
                         }
                     }
                     _ => {}
                 }
             }
-            _ => ways.push((from, *state)),
+            _ => ways.push(same),
         }
         ways
     }
