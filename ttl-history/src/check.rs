@@ -152,14 +152,18 @@ fn leases(history: &History, verdict: &mut Verdict) {
         }
         held.push(h);
     }
-    // The emulator's restart loses every lease: a belief ends there.
+    // The emulator's restart loses every lease stored before it: a belief
+    // in one whose acquisition was sent before the restart ended (its
+    // answer may come after) ends where the restart began.
     for h in &mut held {
-        for &(start, _) in &restarts {
-            if h.from < start && start < h.until {
+        let sent = calls[h.calls[0]].invoked;
+        for &(start, end) in &restarts {
+            if sent < end && start < h.until {
                 h.until = start;
             }
         }
     }
+    held.retain(|h| h.from < h.until);
     held.sort_by_key(|h| (h.lease, h.from));
     for (i, a) in held.iter().enumerate() {
         for b in &held[i + 1..] {
@@ -195,6 +199,7 @@ fn registers(history: &History, verdict: &mut Verdict) {
         .collect();
     let model = Registers {
         horizon: history.horizon,
+        collected_after: 1_000_000,
     };
     for reg in regs {
         let entries = entries(&history.calls, &history.skews, reg);
@@ -420,7 +425,13 @@ mod tests {
     #[test]
     fn a_read_judges_liveness_when_it_starts() {
         let mut h = history(vec![
-            write(0, 0, 1_200, Op::Read { reg: 0 }, Outcome::Value(Some((1, 700_000)))),
+            write(
+                0,
+                0,
+                1_200,
+                Op::Read { reg: 0 },
+                Outcome::Value(Some((1, 700_000))),
+            ),
             write(
                 1,
                 900,
@@ -435,6 +446,39 @@ mod tests {
         ]);
         h.skews = vec![500_000, -500_000, 0];
         assert!(check(&h).ok(), "{:?}", check(&h));
+    }
+
+    /// From the second long run: an acquisition sent before the
+    /// emulator's restart whose answer came after it (the proxy held it):
+    /// the restart lost the lease, and another client took it.
+    #[test]
+    fn a_lease_acquired_across_a_restart_ends_at_the_restart() {
+        let mut calls = vec![
+            acquire(0, "a", 0, 3_000),
+            call(usize::MAX, 500, 600, Op::Restart, Outcome::Done),
+            acquire(1, "b", 1_000, 4_000),
+        ];
+        calls[0].returned = 900_000;
+        assert!(check(&history(calls)).ok());
+    }
+
+    /// From the second long run: a read whose request the network held
+    /// past the garbage collection of a value its start still saw live.
+    #[test]
+    fn a_read_held_past_collection_may_miss_the_value() {
+        let insert = Op::Insert {
+            reg: 0,
+            version: 1,
+            expires: 100_000,
+        };
+        let h = |returned| {
+            history(vec![
+                write(0, 0, 5, insert.clone(), Outcome::Applied),
+                write(1, 10, returned, Op::Read { reg: 0 }, Outcome::Value(None)),
+            ])
+        };
+        assert!(check(&h(1_200)).ok());
+        assert!(!check(&h(20)).ok());
     }
 
     #[test]

@@ -32,6 +32,11 @@ pub struct RegCall {
 pub struct Registers {
     /// The horizon.
     pub horizon: i64,
+    /// How long after its expiry (on the server's clock, the true one) a
+    /// cell may be collected: one second for a one-second-expiration
+    /// family. A call the network held past that finds the cell gone,
+    /// whatever instant it judges at.
+    pub collected_after: i64,
 }
 
 /// Whether `state` is live at `instant` (a client's clock).
@@ -56,11 +61,15 @@ impl Model for Registers {
         let first = entry.invoked + call.skew;
         let last = if unknown { i64::MAX } else { entry.returned }.saturating_add(call.skew);
         let same = (from, *state);
+        // Collected before the call's last instant at the server.
+        let collected = state.is_some_and(|(_, expires)| {
+            expires.saturating_add(self.collected_after) < entry.returned
+        });
         let mut ways = Vec::new();
         match (&call.op, &call.outcome) {
             (Op::Restart, _) => ways.push((from, None)),
             (Op::Read { .. }, Outcome::Value(None)) => {
-                if !live(state, first) {
+                if !live(state, first) || collected {
                     ways.push(same);
                 }
             }
@@ -76,7 +85,7 @@ impl Model for Registers {
                 outcome,
             ) => {
                 let inserted = (from, Some((*version, *expires)));
-                let absent = !live(state, first);
+                let absent = !live(state, first) || collected;
                 match outcome {
                     Outcome::Applied if absent => ways.push(inserted),
                     Outcome::NotApplied(Some(found)) if !absent && *state == Some(*found) => {
@@ -102,7 +111,8 @@ impl Model for Registers {
             ) => {
                 let expected = state.is_some_and(|(v, _)| v == *expect);
                 let may_apply = expected && live(state, first + self.horizon);
-                let may_refuse = !expected || !live(state, last.saturating_add(self.horizon));
+                let may_refuse =
+                    !expected || collected || !live(state, last.saturating_add(self.horizon));
                 let applied = (from, Some((*version, *expires)));
                 match outcome {
                     Outcome::Applied if may_apply => ways.push(applied),
@@ -118,7 +128,7 @@ impl Model for Registers {
             }
             (Op::Retime { expires, .. }, outcome) => {
                 let may_apply = live(state, first + self.horizon);
-                let may_refuse = !live(state, last.saturating_add(self.horizon));
+                let may_refuse = collected || !live(state, last.saturating_add(self.horizon));
                 let applied = state.map(|(v, _)| (from, Some((v, *expires))));
                 match outcome {
                     Outcome::Applied if may_apply => ways.extend(applied),
