@@ -422,7 +422,7 @@ async fn refused<T: BigtableRow<Key = String> + std::fmt::Debug>(
     names: [&str; 2],
 ) {
     let check = |e: Error| {
-        let Error::Layout(clash) = &e else {
+        let Error::Layout { clash, .. } = &e else {
             panic!("expected a layout clash, got {e}")
         };
         let found = match clash.kind {

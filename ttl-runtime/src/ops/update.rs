@@ -306,16 +306,20 @@ impl<T: BigtableRow> Update<'_, T> {
     }
 
     /// Read the row and write the changes, conditional on the row still
-    /// holding what was read (re-read and tried again, at most
+    /// holding what was read (re-read and tried again when another write
+    /// came in between, at most
     /// [`RETIME_ROUNDS`](crate::ops::retime::RETIME_ROUNDS) times). What was
     /// written, or `None` when the row does not exist or has expired (it is
-    /// not revived).
+    /// not revived). A write whose answer is lost is never sent again: the
+    /// row is read, and unless it holds the written cells the call ends
+    /// with [`Error::OutcomeUnknown`].
     ///
     /// # Errors
     /// Before anything is sent: key errors, [`Error::Encode`],
     /// [`Error::ValueTooLarge`], [`Error::RequiredField`], what the policy
     /// rejects for `.ttl()` / `.expire_at()`. [`Error::Server`];
-    /// [`Error::Conflict`] when other writes kept changing the row.
+    /// [`Error::Conflict`] when other writes kept changing the row;
+    /// [`Error::OutcomeUnknown`].
     pub async fn apply(self) -> Result<Option<Written>> {
         telemetry::operation(
             self.table.name(),
