@@ -63,9 +63,10 @@ async fn leases_of_any_length_exclude() {
             live_releases += outcome.live_releases;
         }
         // Enough happened to judge (a loaded machine may answer few
-        // releases of a 20 ms lease before it expires).
+        // releases of a 20 ms lease before it expires, and of a 150 ms one
+        // only some).
         assert!(
-            acquisitions >= 10 && (ttl_ms < 150 || live_releases >= 5),
+            acquisitions >= 10 && (ttl_ms < 150 || live_releases >= 3),
             "{ttl_ms} ms leases: too little happened to judge: {acquisitions} acquisitions, {live_releases} releases answered while live"
         );
     }
@@ -171,7 +172,11 @@ mod exclusion {
             let hold = (ttl_ms / 4).min(200);
             let hold = i64::try_from(next(&mut rng) % u64::try_from(hold).unwrap()).unwrap();
             tokio::time::sleep(Duration::from_millis(u64::try_from(hold).unwrap())).await;
-            let release = ttl_ms >= 10_000 || next(&mut rng).is_multiple_of(2);
+            // Leases of a second and more are always released: one left to
+            // expire takes a second of the run's window, and a loaded
+            // machine left too few releases to judge. The shorter ones
+            // test exclusion across an expiry.
+            let release = ttl_ms >= 1_000 || next(&mut rng).is_multiple_of(2);
             let until = if release {
                 let asked = Utc::now();
                 let mine = Lease::HOLDER.equals(&holder);
