@@ -669,9 +669,11 @@ impl<'c> Case<'c> {
                         bump(&self.counts.incomplete, 1);
                         note!(self, "   refused: incomplete");
                     }
-                    (got, expected) => return Err(format!(
+                    (got, expected) => {
+                        return Err(format!(
                         "insert_if_absent: {got:?}, the model's row at the horizon: {expected:?}"
-                    )),
+                    ))
+                    }
                 }
             }
             Op::PutIf {
