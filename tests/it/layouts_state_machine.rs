@@ -41,7 +41,8 @@
 //! holds and is not stored expired), so a write of one struct that touched
 //! another's cells is caught at once; then every struct reads every key
 //! (`get`), scans with `limit(n)` forward and reversed (skipping what does
-//! not decode) and without a limit (strict; a `stream` on odd steps), and
+//! not decode) and without a limit (strict: a `scan`, a `stream` or a
+//! `scan_parallel` in turn), and
 //! each answer must be the model's. `add_markers`' counters must add up to
 //! the rows it read, and name the rows the model says.
 //!
@@ -77,7 +78,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
 use crate::support;
-use handle::{instant, ms, Handle, Inserted, Rows};
+use handle::{instant, ms, Handle, Inserted, ReadAs, Rows};
 use model::{apply, judge, mark_class, Cells, MarkClass, Mut, Seen};
 use zoo::{Gen, Kind, Who, ALL, CLUSTERS, RUNNABLE};
 
@@ -1332,10 +1333,10 @@ impl<'c> Case<'c> {
         self.compare_store(&before)?;
         let cells_before = self.cells.clone();
         let limit = 1 + step % 3;
-        let stream = step % 2 == 1;
+        let how = [ReadAs::Scan, ReadAs::Stream, ReadAs::Parallel][step % 3];
         let mut answers = Vec::new();
         for h in &self.handles {
-            answers.push(read_all(h.as_ref(), limit, stream).await?);
+            answers.push(read_all(h.as_ref(), limit, how).await?);
         }
         let after = self.stored().await?;
         self.compare_store(&after)?;
@@ -1386,8 +1387,7 @@ impl<'c> Case<'c> {
                     });
                     ensure!(
                         !surely_incomplete && scan_agrees(&read, &keys, usize::MAX, &judged),
-                        "{who}: {} read {read:?}, the model's rows are {judged:?}",
-                        if stream { "stream" } else { "scan" }
+                        "{who}: {how:?} read {read:?}, the model's rows are {judged:?}"
                     );
                 }
                 Err(Error::Decode {
@@ -1435,7 +1435,7 @@ struct Answers {
     strict: Result<Rows, Error>,
 }
 
-async fn read_all(h: &dyn Handle, limit: usize, stream: bool) -> Result<Answers, String> {
+async fn read_all(h: &dyn Handle, limit: usize, how: ReadAs) -> Result<Answers, String> {
     let who = h.who();
     let mut gets = Vec::new();
     for key in KEYS {
@@ -1450,11 +1450,11 @@ async fn read_all(h: &dyn Handle, limit: usize, stream: bool) -> Result<Answers,
     .enumerate()
     {
         limited[i] = h
-            .scan(scan, true, false)
+            .scan(scan, true, ReadAs::Scan)
             .await
             .map_err(|e| format!("{who} limited scan: {e:?}"))?;
     }
-    let strict = h.scan(Scan::all(), false, stream).await;
+    let strict = h.scan(Scan::all(), false, how).await;
     Ok(Answers {
         gets,
         limited,

@@ -39,6 +39,15 @@ pub enum Inserted {
 /// (`None`) clear it.
 pub type Change = (usize, Option<u8>);
 
+/// How a scan is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadAs {
+    Scan,
+    Stream,
+    /// `scan_parallel` in two parts, sorted by key afterwards.
+    Parallel,
+}
+
 /// A read's rows: (key, what the row read as).
 pub type Rows = Vec<(Vec<u8>, Seen)>;
 
@@ -46,9 +55,9 @@ pub type Rows = Vec<(Vec<u8>, Seen)>;
 pub trait Handle: Send + Sync {
     fn who(&self) -> Who;
     fn get<'a>(&'a self, id: &'a str) -> Fut<'a, Result<Seen, Error>>;
-    /// A scan (skipping rows that do not decode, when `skip`), or a stream
-    /// of it (`stream`), gathered.
-    fn scan(&self, scan: Scan, skip: bool, stream: bool) -> Fut<'_, Result<Rows, Error>>;
+    /// A scan (skipping rows that do not decode, when `skip`), read as
+    /// `how` says, gathered in key order.
+    fn scan(&self, scan: Scan, skip: bool, how: ReadAs) -> Fut<'_, Result<Rows, Error>>;
     fn put<'a>(&'a self, id: &'a str, at: i64, seed: u8) -> Fut<'a, Result<i64, Error>>;
     fn insert<'a>(&'a self, id: &'a str, at: i64, seed: u8) -> Fut<'a, Result<Inserted, Error>>;
     /// `put_if`, on "column `col` holds seed `cseed`'s value".
@@ -187,18 +196,22 @@ impl<S: Subject> Handle for Typed<S> {
         })
     }
 
-    fn scan(&self, scan: Scan, skip: bool, stream: bool) -> Fut<'_, Result<Rows, Error>> {
+    fn scan(&self, scan: Scan, skip: bool, how: ReadAs) -> Fut<'_, Result<Rows, Error>> {
         Box::pin(async move {
             let table = self
                 .table
                 .clone()
                 .with_read_options(ReadOptions::default().with_skip_undecodable(skip));
-            let read = if stream {
-                table.stream(scan).try_collect().await?
-            } else {
-                table.scan(scan).await?
+            let read = match how {
+                ReadAs::Scan => table.scan(scan).await?,
+                ReadAs::Stream => table.stream(scan).try_collect().await?,
+                ReadAs::Parallel => table.scan_parallel(scan, 2).try_collect().await?,
             };
-            rows(read)
+            let mut rows = rows(read)?;
+            if how == ReadAs::Parallel {
+                rows.sort_by(|a, b| a.0.cmp(&b.0));
+            }
+            Ok(rows)
         })
     }
 
