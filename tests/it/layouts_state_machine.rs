@@ -22,7 +22,7 @@
 //!
 //! Operations: `put`, `insert_if_absent`, `put_if`, `delete`, `delete_if`,
 //! `update` (set, clear, `.ttl()`, in combination), `touch`, `set_ttl`,
-//! `increment`, `put_entry`, `add_markers`; rows written as earlier
+//! `shift_expiry`, `increment`, `put_entry`, `remove_entry`, `add_markers`; rows written as earlier
 //! versions wrote them (the one-byte `\0` marker, sometimes a column
 //! short); cells of another client (no marker, nothing deleted); the
 //! table's clock moved forward, and real sleeps (the emulator collects
@@ -164,6 +164,16 @@ enum Op {
         key: u8,
         ttl: i64,
     },
+    Shift {
+        who: usize,
+        key: u8,
+        by: i64,
+    },
+    RemoveEntry {
+        who: usize,
+        key: u8,
+        entry: u8,
+    },
     Increment {
         who: usize,
         key: u8,
@@ -259,6 +269,9 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (who.clone(), key.clone(), ttl(), 500i64..=4_000)
             .prop_map(|(who, key, ttl, wlt)| Op::Touch { who, key, ttl, wlt }),
         1 => (who.clone(), key.clone(), ttl()).prop_map(|(who, key, ttl)| Op::SetTtl { who, key, ttl }),
+        1 => (who.clone(), key.clone(), prop_oneof![-2_000i64..=-100, 100i64..=3_000])
+            .prop_map(|(who, key, by)| Op::Shift { who, key, by }),
+        1 => (who.clone(), key.clone(), 0u8..2).prop_map(|(who, key, entry)| Op::RemoveEntry { who, key, entry }),
         2 => (who.clone(), key.clone(), 1i64..=3, ttl())
             .prop_map(|(who, key, by, ttl)| Op::Increment { who, key, by, ttl }),
         2 => (who.clone(), key.clone(), 0u8..2, seed(), 500i64..=6_000)
@@ -569,6 +582,8 @@ impl<'c> Case<'c> {
             | Op::Update { who, key, .. }
             | Op::Touch { who, key, .. }
             | Op::SetTtl { who, key, .. }
+            | Op::Shift { who, key, .. }
+            | Op::RemoveEntry { who, key, .. }
             | Op::Increment { who, key, .. }
             | Op::PutEntry { who, key, .. }
             | Op::Legacy { who, key, .. }
@@ -849,6 +864,51 @@ impl<'c> Case<'c> {
                         ))
                     }
                 }
+            }
+            Op::Shift { by, .. } => {
+                note!(self, "{who}.shift_expiry({id}, {by}) (now {now})");
+                let got = h.shift_expiry(id, *by).await;
+                match (got, &at_h.0) {
+                    (Ok(Some(e)), Seen::Live(row)) if row.expiry + by > now => {
+                        ensure!(
+                            e == row.expiry + by,
+                            "shift_expiry reported {e}, the row expiring at {}",
+                            row.expiry
+                        );
+                        let muts = model::retime(
+                            shape,
+                            &self.cells[k],
+                            now + HORIZON_MS,
+                            model::ts_for(shape, e),
+                            None,
+                        );
+                        apply(&mut self.cells[k], &muts);
+                    }
+                    (Err(Error::ExpiryNotInFuture { .. }), Seen::Live(row))
+                        if row.expiry + by <= now =>
+                    {
+                        note!(self, "   would expire in the past");
+                    }
+                    (Ok(None), Seen::Absent | Seen::Incomplete(_)) => note!(self, "   no live row"),
+                    (got, expected) => {
+                        return Err(format!(
+                            "shift_expiry: {got:?}, the model's row at the horizon: {expected:?}"
+                        ))
+                    }
+                }
+            }
+            Op::RemoveEntry { entry, .. } => {
+                let family = shape.map.expect("a map");
+                let key = ["k1", "k2"][usize::from(*entry)];
+                note!(self, "{who}.remove_entry({id}, {key}) (now {now})");
+                h.remove_entry(id, key)
+                    .expect("a map")
+                    .await
+                    .map_err(|e| format!("remove_entry: {e}"))?;
+                apply(
+                    &mut self.cells[k],
+                    &[Mut::DeleteColumn(family, key.as_bytes().to_vec())],
+                );
             }
             Op::Increment { by, ttl, .. } => {
                 let c = shape

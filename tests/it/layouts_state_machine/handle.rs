@@ -84,6 +84,9 @@ pub trait Handle: Send + Sync {
         wlt: i64,
     ) -> Fut<'a, Result<Option<Touched>, Error>>;
     fn set_ttl<'a>(&'a self, id: &'a str, ttl: i64) -> Fut<'a, Result<Option<i64>, Error>>;
+    fn shift_expiry<'a>(&'a self, id: &'a str, by: i64) -> Fut<'a, Result<Option<i64>, Error>>;
+    /// `None` for a struct without a map.
+    fn remove_entry<'a>(&'a self, id: &'a str, key: &'a str) -> Option<Fut<'a, Result<(), Error>>>;
     /// `None` for a struct without a counter; else (value, expiry).
     fn increment<'a>(
         &'a self,
@@ -313,6 +316,23 @@ impl<S: Subject> Handle for Typed<S> {
             let m = self.table.set_ttl(id, TimeDelta::milliseconds(ttl)).await?;
             Ok(m.map(|m| ms(m.expires_at)))
         })
+    }
+
+    fn shift_expiry<'a>(&'a self, id: &'a str, by: i64) -> Fut<'a, Result<Option<i64>, Error>> {
+        Box::pin(async move {
+            let m = self
+                .table
+                .shift_expiry(id, TimeDelta::milliseconds(by))
+                .await?;
+            Ok(m.map(|m| ms(m.expires_at)))
+        })
+    }
+
+    fn remove_entry<'a>(&'a self, id: &'a str, key: &'a str) -> Option<Fut<'a, Result<(), Error>>> {
+        let map = S::map()?;
+        Some(Box::pin(async move {
+            self.table.remove_entry(id, map, &key.to_owned()).await
+        }))
     }
 
     fn increment<'a>(
