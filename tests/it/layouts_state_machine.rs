@@ -394,6 +394,7 @@ struct Counts {
     marked: AtomicUsize,
     other_rows: AtomicUsize,
     refused: AtomicUsize,
+    inconclusive: AtomicUsize,
 }
 
 fn bump(c: &AtomicUsize, by: usize) {
@@ -538,6 +539,18 @@ impl<'c> Case<'c> {
                 Err(e) => Err(e),
             };
             if let Err(e) = outcome {
+                if ms(Utc::now()) >= self.now() {
+                    // The wall clock caught up with the table's during the
+                    // step (a machine loaded past `LEAD`): garbage
+                    // collection may have removed cells the clock sees as
+                    // live, so the failure may be the machine's.
+                    bump(&self.counts.inconclusive, 1);
+                    println!(
+                        "case on table {} cut short: a step took longer than {LEAD} ms: {e}",
+                        self.name
+                    );
+                    return Ok(());
+                }
                 return Err(format!(
                     "table {}, step #{i} ({op:?}): {e}\nthe layout and the run:\n{}",
                     self.name, self.log
@@ -1635,7 +1648,8 @@ fn random_layouts_of_structs_sharing_a_table_each_see_and_change_only_their_own(
     }
     println!(
         "{} cases, {} steps in {:?}; {} incomplete answers, {} cells collected while running, \
-         {} rows marked and {} rows of another struct left alone by add_markers, {} clashing pairs refused",
+         {} rows marked and {} rows of another struct left alone by add_markers, {} clashing pairs refused, \
+         {} cases cut short by a slow step",
         counts.cases.load(Ordering::Relaxed),
         counts.steps.load(Ordering::Relaxed),
         started.elapsed(),
@@ -1644,5 +1658,6 @@ fn random_layouts_of_structs_sharing_a_table_each_see_and_change_only_their_own(
         counts.marked.load(Ordering::Relaxed),
         counts.other_rows.load(Ordering::Relaxed),
         counts.refused.load(Ordering::Relaxed),
+        counts.inconclusive.load(Ordering::Relaxed),
     );
 }
