@@ -25,8 +25,9 @@
 //!
 //! Each case writes one row of a test struct through a raw `MutateRow` with
 //! explicit timestamps: every declared column absent or with one or two
-//! versions, the struct's row marker, another struct's and the legacy
-//! one-byte marker (neither may count), the shadow column, map entries, a counter's
+//! versions, the struct's row marker, another struct's (a row carrying it
+//! and not the struct's is not the struct's row) and the legacy one-byte
+//! marker (which may not count), the shadow column, map entries, a counter's
 //! window mark, and cells of no declared column, each expiring just before,
 //! at, just after "now" or further off (whole milliseconds; "now" itself
 //! has a sub-millisecond part). The structs: required fields, fields all
@@ -399,8 +400,10 @@ fn row_cells(
         || Just(Vec::new()).boxed(),
     ));
     // Markers no struct here owns: another struct's sharing the family and
-    // the row, and the one-byte marker of earlier versions (which counts
-    // only for a struct owning its family). Neither may change a verdict.
+    // the row (which makes the row not this struct's, unless it carries
+    // this struct's marker too), and the one-byte marker of earlier
+    // versions (which counts only for a struct owning its family, and may
+    // change no verdict here).
     for foreign in [
         bigtable_ttl::row_marker("Other"),
         LEGACY_ROW_MARKER.to_vec(),
@@ -497,6 +500,12 @@ impl Rule {
             .map(|c| newest(c.family, c.qualifier.as_bytes()))
             .collect();
         let marker = newest(schema.families[0], schema.marker);
+        // Another struct's marker and not this struct's: not its row,
+        // whatever else the row holds.
+        let foreign = newest(schema.families[0], &bigtable_ttl::row_marker("Other")).is_some();
+        if marker.is_none() && foreign {
+            return Rule::Absent;
+        }
         let shadow = schema
             .written_at
             .and_then(|s| newest(s.family, s.qualifier.as_bytes()));
@@ -525,12 +534,18 @@ impl Rule {
                 .columns
                 .iter()
                 .all(|c| c.when_absent == WhenAbsent::ReadsNone);
+            let options_and_defaults = schema.columns.iter().all(|c| {
+                matches!(
+                    c.when_absent,
+                    WhenAbsent::ReadsNone | WhenAbsent::ReadsDefault
+                )
+            });
             let own = columns
                 .iter()
                 .flatten()
                 .copied()
                 .chain(shadow)
-                .chain(marker.filter(|_| all_options))
+                .chain(marker.filter(|_| options_and_defaults))
                 .map(expiry)
                 .max();
             let by_entries = entries

@@ -47,6 +47,7 @@ mod layouts_state_machine;
 mod leases;
 mod liveness_agreement;
 mod lost_answers;
+mod many_structs;
 mod maps;
 mod no_revival;
 mod one_road;

@@ -10,9 +10,7 @@
 //! * a **second entity type** under other keys (`person`), in **three
 //!   versions** of one struct sharing its marker through its name: `v1`
 //!   (`full`), `v2` (`full`, `email` without a default: a v1 row is
-//!   incomplete to it) and `v2b` (`email` with `#[bigtable(default)]`),
-//!   each through a `Connection` of its own, as in a rolling deploy (one
-//!   connection refuses two structs of one marker);
+//!   incomplete to it) and `v2b` (`email` with `#[bigtable(default)]`);
 //! * **another client** writing raw cells (no marker, no deletion of older
 //!   versions) into any of those columns.
 //!
@@ -31,12 +29,9 @@
 //! sequence's keys with `limit(n)` forward and reversed (skipping what
 //! does not decode) and without a limit (strict). Each answer must be what
 //! the model judges by the rule of `guide/rows-and-liveness.md`, written
-//! out here on its own, with `guide/sharing-tables.md`'s: a struct sees
-//! only its own columns and the row markers its own writes stored, and a
-//! row carrying another struct's marker and not its own is not its row,
-//! whatever columns the two share; a `delete` removes only what the struct
-//! owns, so another struct's row under the key stays; a row is live,
-//! absent, or incomplete (`get` answers
+//! out here on its own: a struct sees only its own columns and the row
+//! markers its own writes stored, so a write of another struct can never
+//! change its verdict; a row is live, absent, or incomplete (`get` answers
 //! `Error::Decode` naming the first required column holding no cell);
 //! `insert_if_absent` never overwrites an incomplete row (it answers the
 //! same error, and the stored cells are checked unchanged). Conditional
@@ -773,22 +768,16 @@ fn scan_agrees(read: &[(usize, Seen)], keys: &[usize], limit: usize, judged: &[[
 
 fn judge(who: Who, cells: &Cells, now: i64) -> Seen {
     let shape = who.shape();
+    let visible = |q: &str| newest(cells, F, q.as_bytes(), now).filter(|c| c.2);
     // A row carrying another struct's marker and not this struct's is not
-    // this struct's row, whatever columns the two share
-    // (`guide/sharing-tables.md`).
-    let carries = |q: &[u8]| {
-        cells
-            .get(&at(F, q))
-            .and_then(|versions| versions.keys().next_back())
-            .is_some_and(|ts| *ts > now * 1_000)
-    };
+    // this struct's row (`guide/sharing-tables.md`).
+    let marker_visible = |q: &[u8]| newest(cells, F, q, now).is_some_and(|c| c.2);
     let foreign = cells
         .keys()
-        .any(|(f, q)| f == F && q.starts_with(b"\0\0") && q != who.marker() && carries(q));
-    if foreign && !carries(who.marker()) {
+        .any(|(f, q)| f == F && q.starts_with(b"\0\0") && q != who.marker() && marker_visible(q));
+    if foreign && !marker_visible(who.marker()) {
         return Seen::Absent;
     }
-    let visible = |q: &str| newest(cells, F, q.as_bytes(), now).filter(|c| c.2);
     let required: Vec<&Col> = shape
         .columns
         .iter()
@@ -866,6 +855,22 @@ fn judge(who: Who, cells: &Cells, now: i64) -> Seen {
     Seen::Live {
         expiry: row_ts / 1_000,
         fields,
+    }
+}
+
+/// The model's effect of `who.delete`: every cell `who` owns goes (its
+/// columns, their window marks, its marker, the legacy marker, its map's
+/// family), nothing else.
+fn delete_owned(cells: &mut Cells, who: Who) {
+    let shape = who.shape();
+    for c in shape.columns {
+        cells.remove(&at(F, c.qualifier.as_bytes()));
+        cells.remove(&at(F, &[&[0u8][..], c.qualifier.as_bytes()].concat()));
+    }
+    cells.remove(&at(F, who.marker()));
+    cells.remove(&at(F, b"\0"));
+    if shape.map {
+        cells.retain(|(family, _), _| family != M);
     }
 }
 
@@ -955,23 +960,6 @@ fn mark_windows(cells: &mut Cells, who: Who, ts: i64, has: impl Fn(&str) -> bool
     }
 }
 
-/// The model's effect of a delete of `who`'s row: exactly what it owns (its
-/// columns, counters' window marks, marker, the legacy one-byte marker and
-/// its map family); another struct's row under the key stays.
-fn delete_own(cells: &mut Cells, who: Who) {
-    for c in who.shape().columns {
-        cells.remove(&at(F, c.qualifier.as_bytes()));
-        if c.kind == Kind::Counter {
-            cells.remove(&at(F, &[b"\0", c.qualifier.as_bytes()].concat()));
-        }
-    }
-    cells.remove(&at(F, who.marker()));
-    cells.remove(&at(F, b"\0"));
-    if who.shape().map {
-        cells.retain(|(family, _), _| family != M);
-    }
-}
-
 type Step = Result<(), String>;
 
 macro_rules! ensure {
@@ -1009,9 +997,9 @@ impl Tables {
         let core = support::table::<Core>(&clock).await;
         let conn = core.connection().clone();
         let stats = Table::<Stats>::new(conn.clone()).with_clock(clock.clone());
-        // Versions of one struct share its marker: one connection refuses
-        // them side by side, as it cannot tell their rows apart; in a
-        // rolling deploy they run in different processes.
+        // Versions of one struct share its marker: each runs in a process
+        // of its own, so each has a connection of its own (one connection
+        // refuses two structs writing one marker).
         let p1 = Table::<v1::Person>::new(support::connection_to(&conn)).with_clock(clock.clone());
         let p2 = Table::<v2::Person>::new(support::connection_to(&conn)).with_clock(clock.clone());
         let p2b =
@@ -1408,7 +1396,7 @@ impl<'t> Run<'t> {
                 t.delete(id.as_str())
                     .await
                     .map_err(|e| format!("delete: {e}"))?;
-                delete_own(&mut self.cells[key], S::WHO);
+                delete_owned(&mut self.cells[key], S::WHO);
             }
             _ => unreachable!("an operation of a struct"),
         }

@@ -24,7 +24,7 @@ use crate::client::telemetry;
 use crate::model::condition::{present_row, Condition};
 use crate::model::error::{Error, Result};
 use crate::model::key::AsKey;
-use crate::model::mutation::{delete_row, RowMutation};
+use crate::model::mutation::{delete_owned, RowMutation};
 use crate::model::policy::{from_micros, millis_floor};
 use crate::model::proto::{mutation, CheckAndMutateRowRequest, Mutation, RowFilter};
 use crate::model::row::{BigtableRow, MutationBuilder};
@@ -231,9 +231,9 @@ impl<T: BigtableRow> Table<T> {
         .await
     }
 
-    /// Delete the row with key `key`, every column and version, only if
-    /// `condition` holds for the live row ("release the lock only if I hold
-    /// it"). Whether it was deleted.
+    /// Delete `T`'s row with key `key` (every cell `T` owns, as
+    /// [`Table::delete`] does) only if `condition` holds for the live row
+    /// ("release the lock only if I hold it"). Whether it was deleted.
     ///
     /// # Errors
     /// Key errors, [`Error::Encode`] for a condition whose value does not
@@ -253,7 +253,7 @@ impl<T: BigtableRow> Table<T> {
                 let (cut, horizon) = self.for_write_call().horizon(self.clock().now());
                 let predicate = condition.predicate(horizon)?;
                 match cut
-                    .check_and_mutate(&row_key, predicate, vec![delete_row()], Vec::new())
+                    .check_and_mutate(&row_key, predicate, delete_owned(T::SCHEMA), Vec::new())
                     .await?
                 {
                     Checked::Answered(deleted) => Ok(deleted),
@@ -282,6 +282,7 @@ impl<T: BigtableRow> Table<T> {
             false_mutations,
             ..CheckAndMutateRowRequest::default()
         };
+        self.layout()?;
         let status = match self.raw().check_and_mutate_once(request).await {
             Ok(matched) => return Ok(Checked::Answered(matched)),
             Err(status) => status,

@@ -21,6 +21,7 @@ use crate::client::admin::{EnsureOptions, SchemaReport};
 use crate::client::connection::Connection;
 use crate::client::data::RawTable;
 use crate::client::failure::status_error;
+use crate::client::layouts::Registration;
 use crate::client::limited::{limited, Judged};
 use crate::client::read::{ReadOptions, ReadStats};
 use crate::client::retry::MAX_HORIZON;
@@ -31,7 +32,7 @@ use crate::model::error::{CodecError, Error, Result};
 use crate::model::filter::required_newest_stripped;
 use crate::model::filter::{row_filter, row_filter_sole_families};
 use crate::model::key::AsKey;
-use crate::model::mutation::{delete_row, RowMutation};
+use crate::model::mutation::{delete_owned, RowMutation};
 use crate::model::policy::{from_micros, millis_floor};
 use crate::model::read_filter::ReadFilter;
 use crate::model::row::MutationBuilder;
@@ -92,6 +93,10 @@ pub struct Table<T> {
     /// handle or a clone) to hold no family but `T`'s: reads need not select
     /// families ([`crate::model::filter::read_filter_sole_families`]).
     sole_families: Arc<AtomicBool>,
+    /// `T` as the connection knows it on this table: refused when another
+    /// struct of the table would write the same cells
+    /// ([`crate::client::layouts`]).
+    layout: Arc<Registration>,
     _row: PhantomData<fn() -> T>,
 }
 
@@ -101,6 +106,7 @@ impl<T> Clone for Table<T> {
             raw: self.raw.clone(),
             clock: self.clock.clone(),
             sole_families: self.sole_families.clone(),
+            layout: self.layout.clone(),
             _row: PhantomData,
         }
     }
@@ -152,7 +158,9 @@ impl<T: BigtableRow> Table<T> {
     /// ([`Connection::retry`]).
     #[must_use]
     pub fn new(conn: Connection) -> Self {
+        let layout = conn.register(T::SCHEMA.table, std::any::type_name::<T>(), T::SCHEMA);
         Self {
+            layout,
             raw: RawTable::on(conn, T::SCHEMA.table),
             clock: Clock::system(),
             sole_families: Arc::default(),
@@ -217,6 +225,7 @@ impl<T: BigtableRow> Table<T> {
     #[must_use]
     pub fn writer(&self) -> BulkWriter<T> {
         BulkWriter::new(self.raw.clone(), self.clock.clone())
+            .with_layout(self.layout.clone())
             .in_operation(telemetry::Operation::start(self.name(), "writer"))
     }
 
@@ -224,7 +233,11 @@ impl<T: BigtableRow> Table<T> {
     /// environment: `clicks_staging`). The schema is still `T::SCHEMA`.
     #[must_use]
     pub fn with_name(mut self, name: impl Into<String>) -> Self {
-        self.raw = self.raw.renamed(&name.into());
+        let name = name.into();
+        self.layout = self
+            .connection()
+            .register(&name, std::any::type_name::<T>(), T::SCHEMA);
+        self.raw = self.raw.renamed(&name);
         // What was learnt of the other table's families says nothing of this one.
         self.sole_families = Arc::default();
         self
@@ -460,7 +473,8 @@ impl<T: BigtableRow> Table<T> {
         // Every row is built, checked and encoded before anything is sent:
         // bad input leaves nothing written. The encoded batches (about the
         // size of the rows' data) are all that is held.
-        let mut writer = BulkWriter::<T>::new(self.raw.clone(), self.clock.clone());
+        let mut writer = BulkWriter::<T>::new(self.raw.clone(), self.clock.clone())
+            .with_layout(self.layout.clone());
         let mut batches = Vec::new();
         let mut written = Vec::new();
         for b in builders {
@@ -489,15 +503,25 @@ impl<T: BigtableRow> Table<T> {
         }
     }
 
-    /// Delete the row with key `key`, every column and version, now
-    /// (`DeleteFromRow`). Deleting a missing row is not an error.
+    /// Delete `T`'s row with key `key`, every version of every cell `T`
+    /// owns, now: its columns, counter window marks, `written_at` shadow,
+    /// marker and map entries (see the guide's "Several structs in one
+    /// table"). Another struct's row under the same key, and cells of no
+    /// struct, stay. One atomic `MutateRow` of one `DeleteFromColumn` per
+    /// column, window mark, shadow and marker and one `DeleteFromFamily`
+    /// per map (with `#[bigtable(owns_family)]`, one `DeleteFromFamily` for
+    /// the owned family instead of its columns). Deleting a missing row is
+    /// not an error.
+    ///
+    /// To delete every cell of a row whatever struct wrote it, send
+    /// Bigtable's `DeleteFromRow` through the raw layer ([`Table::raw`]).
     ///
     /// # Errors
-    /// Key errors; [`Error::Server`].
+    /// Key errors; [`Error::Layout`]; [`Error::Server`].
     pub async fn delete<Q: ?Sized + AsKey<T::Key>>(&self, key: &Q) -> Result<()> {
         telemetry::operation(self.name(), "delete", |()| 1, async {
             let row_key = self.row_key(key)?;
-            self.mutate_row(row_key, vec![delete_row()]).await
+            self.mutate_row(row_key, delete_owned(T::SCHEMA)).await
         })
         .await
     }
@@ -509,7 +533,16 @@ impl<T: BigtableRow> Table<T> {
         row_key: Vec<u8>,
         mutations: Vec<Mutation>,
     ) -> Result<()> {
+        self.layout()?;
         self.raw().mutate_row(row_key, mutations).await
+    }
+
+    /// `Err(Error::Layout)` when another struct opened on this table
+    /// through the same connection would write the same cells; what every
+    /// call checks before it sends anything.
+    #[inline]
+    pub(crate) fn layout(&self) -> Result<()> {
+        self.layout.check()
     }
 
     /// This table as the raw data layer sees it, the handle every call of
@@ -909,7 +942,7 @@ impl<T: BigtableRow> Table<T> {
         &self,
         request: Result<Option<ReadRowsRequest>>,
     ) -> impl Stream<Item = Result<MergedRow>> + Send + 'static {
-        match request {
+        match request.and_then(|request| self.layout().map(|()| request)) {
             Err(e) => futures_util::stream::iter([Err(e)]).left_stream(),
             Ok(request) => self.raw().merged_rows(request).right_stream(),
         }

@@ -3,6 +3,7 @@
 //! is the error's `source()` (print the chain with a reporter such as
 //! anyhow's `{:#}` to see both).
 
+use crate::model::layout::LayoutClash;
 use std::fmt;
 use std::time::Duration;
 
@@ -382,6 +383,23 @@ pub enum Error {
         /// The limit given.
         limit: i64,
     },
+    /// An `update` would clear every cell that keeps the row live (the
+    /// options of a struct whose counter's window is over, say): nothing
+    /// was written, since a read right after would find no row.
+    #[non_exhaustive]
+    #[error("updating row \"{}\" of table `{table}` would clear every cell that keeps it live, and a read would find no row; nothing was written: delete the row instead, or set a field", row_key.escape_ascii())]
+    UpdateLeavesNoRow {
+        /// The table.
+        table: String,
+        /// The row key.
+        row_key: Vec<u8>,
+    },
+    /// Two structs of one table would write the same cells (one marker,
+    /// one map family, one shadow column, a family one of them owns): every
+    /// operation of either, through the `Connection` that opened both, is
+    /// refused before anything is sent. The clash says what to change.
+    #[error("{0}")]
+    Layout(Box<LayoutClash>),
     /// The live table's schema differs from the struct's.
     #[non_exhaustive]
     #[error("schema drift in table `{table}`, family `{family}`: expected {expected}, live {live}; run ensure_schema or fix the struct")]

@@ -88,6 +88,92 @@ pub(crate) fn update_row(
     let Some(row_ts) = row.verdict().row_ts() else {
         return Ok(None);
     };
+    let Planned {
+        mut next,
+        written,
+        cleared,
+    } = planned(row, now, row_ts, changes, retime.is_some())?;
+
+    // A row of `Option`s and defaults without its marker (written by
+    // another program, or before per-struct markers) lives by its columns:
+    // clearing the last of them would leave no row, where the answer says
+    // one is there. The marker keeps it, as a put of such a value does.
+    let add_marker = schema.marker_makes_row() && !row.marked();
+    if add_marker {
+        next.push(Cell {
+            family: schema.marker_family().to_owned(),
+            qualifier: schema.marker.to_vec(),
+            value: Vec::new(),
+            timestamp_micros: row_ts,
+        });
+    }
+    // What a read right after would see: the answer must be that row.
+    if RowCells::of(schema, &next, now)
+        .verdict()
+        .row_ts()
+        .is_none()
+    {
+        return Err(Error::UpdateLeavesNoRow {
+            table: schema.table.to_owned(),
+            row_key: row_key.to_vec(),
+        });
+    }
+    let mut m = if let Some(how) = retime {
+        // Every live cell (the new values among them) at the new expiry.
+        let Some(m) = retime_mutation(schema, row_key, &next, now, how)? else {
+            return Ok(None);
+        };
+        m
+    } else {
+        let mut mutations = Vec::with_capacity(2 * written.len() + cleared.len());
+        for cell in next.iter().filter(|c| {
+            written
+                .iter()
+                .any(|&(f, q)| c.family == f && c.qualifier == q)
+        }) {
+            mutations.push(delete_column(&cell.family, &cell.qualifier));
+            mutations.push(set_cell(
+                &cell.family,
+                &cell.qualifier,
+                cell.timestamp_micros,
+                cell.value.clone(),
+            ));
+        }
+        if add_marker {
+            push_marker(&mut mutations, schema, row_ts, row_ts);
+        }
+        RowMutation {
+            row_key: row_key.to_vec(),
+            mutations,
+            timestamp_micros: row_ts,
+            expires_at: policy.expiry_of(row_ts)?,
+        }
+    };
+    for (family, qualifier) in cleared {
+        m.mutations.push(delete_column(family, qualifier));
+    }
+    Ok(Some(m))
+}
+
+/// The row's own cells after an update's changes (and the shadow column's
+/// new write time), and which columns it writes and which it clears.
+struct Planned<'s> {
+    next: Vec<Cell>,
+    written: Vec<(&'s str, &'s [u8])>,
+    cleared: Vec<(&'s str, &'s [u8])>,
+}
+
+/// [`Planned`] for `changes` on `row`, whose timestamp is `row_ts`, at
+/// `now`; `retimed` when the row is re-timed in the same write.
+fn planned<'s>(
+    row: &RowCells<'s>,
+    now: DateTime<Utc>,
+    row_ts: i64,
+    changes: &[Change],
+    retimed: bool,
+) -> Result<Planned<'s>> {
+    let schema = row.schema();
+    let policy = schema.policy;
     let mut next: Vec<Cell> = row.newest.values().map(|c| (*c).clone()).collect();
     let mut cleared = Vec::new();
     let mut written = Vec::new();
@@ -121,7 +207,7 @@ pub(crate) fn update_row(
         let ts = match column.ttl {
             // A field never outlives its row: the current one, or, when
             // re-timed, the new one (`retime_mutation` caps it there).
-            Some(ttl) if retime.is_some() => policy.cell_timestamp(now, Expiry::Ttl(ttl))?,
+            Some(ttl) if retimed => policy.cell_timestamp(now, Expiry::Ttl(ttl))?,
             Some(ttl) => policy.cell_timestamp(now, Expiry::Ttl(ttl))?.min(row_ts),
             None => row_ts,
         };
@@ -150,47 +236,11 @@ pub(crate) fn update_row(
         written.push((shadow.family, qualifier));
     }
 
-    let mut m = if let Some(how) = retime {
-        // Every live cell (the new values among them) at the new expiry.
-        let Some(m) = retime_mutation(schema, row_key, &next, now, how)? else {
-            return Ok(None);
-        };
-        m
-    } else {
-        let mut mutations = Vec::with_capacity(2 * written.len() + cleared.len());
-        for cell in next.iter().filter(|c| {
-            written
-                .iter()
-                .any(|&(f, q)| c.family == f && c.qualifier == q)
-        }) {
-            mutations.push(delete_column(&cell.family, &cell.qualifier));
-            mutations.push(set_cell(
-                &cell.family,
-                &cell.qualifier,
-                cell.timestamp_micros,
-                cell.value.clone(),
-            ));
-        }
-        let marked = row.newest.keys().any(|(f, q)| schema.is_marker(f, q));
-        if schema.all_fields_optional() && !marked {
-            // A row of `Option`s without its marker (written by another
-            // program, or before per-struct markers) lives by its columns:
-            // clearing the last of them would leave no row, where the
-            // answer says one is there. The marker keeps it, every field
-            // `None`, as a put of such a value does.
-            push_marker(&mut mutations, schema, row_ts, row_ts);
-        }
-        RowMutation {
-            row_key: row_key.to_vec(),
-            mutations,
-            timestamp_micros: row_ts,
-            expires_at: policy.expiry_of(row_ts)?,
-        }
-    };
-    for (family, qualifier) in cleared {
-        m.mutations.push(delete_column(family, qualifier));
-    }
-    Ok(Some(m))
+    Ok(Planned {
+        next,
+        written,
+        cleared,
+    })
 }
 
 /// A partial update of one row, built by [`Table::update`]: typed setters
