@@ -54,17 +54,6 @@ mod zoo;
 mod handle;
 mod model;
 
-/// Until the library has them (issue 40).
-mod compat {
-    pub fn rows_other(_: &bigtable_ttl::ops::MarkProgress) -> u64 {
-        0
-    }
-    pub fn is_layout(_: &bigtable_ttl::Error) -> bool {
-        false
-    }
-    pub const HAS_LAYOUT: bool = false;
-}
-
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -1304,7 +1293,7 @@ impl<'c> Case<'c> {
             p.rows_marked == expected.marked
                 && p.rows_already_marked == expected.already
                 && p.rows_incomplete == expected.incomplete
-                && compat::rows_other(&p) == expected.other,
+                && p.rows_other == expected.other,
             "add_markers counted {p:?}; the model: {expected:?}"
         );
         ensure!(
@@ -1313,7 +1302,7 @@ impl<'c> Case<'c> {
                     + p.rows_already_marked
                     + p.rows_incomplete
                     + p.rows_not_live
-                    + compat::rows_other(&p),
+                    + p.rows_other,
             "add_markers' counters do not add up to the rows read: {p:?}"
         );
         ensure!(
@@ -1328,7 +1317,7 @@ impl<'c> Case<'c> {
         );
         bump(
             &self.counts.other_rows,
-            usize::try_from(compat::rows_other(&p)).unwrap_or(0),
+            usize::try_from(p.rows_other).unwrap_or(0),
         );
         Ok(())
     }
@@ -1575,20 +1564,20 @@ async fn probe(conn: &Connection, table: &str, a: Who, b: Who, why: &str) -> Ste
     for (h, what) in [(&first, a), (&second, b)] {
         let put = h.put(KEYS[0], at, 1).await;
         ensure!(
-            matches!(put, Err(ref e) if compat::is_layout(e)),
+            matches!(put, Err(Error::Layout(_))),
             "{what}.put beside {} on one connection ({why}) answered {put:?}",
             if what == a { b } else { a }
         );
         let get = h.get(KEYS[0]).await;
         ensure!(
-            matches!(get, Err(ref e) if compat::is_layout(e)),
+            matches!(get, Err(Error::Layout(_))),
             "{what}.get beside {} on one connection ({why}) answered {get:?}",
             if what == a { b } else { a }
         );
     }
     let ensured = handle::ensure(a, conn, table).await;
     ensure!(
-        matches!(ensured, Err(ref e) if compat::is_layout(e)),
+        matches!(ensured, Err(Error::Layout(_))),
         "{a}.ensure_schema beside {b} on one connection ({why}) answered {ensured:?}"
     );
     drop((first, second));
@@ -1631,11 +1620,9 @@ fn random_layouts_of_structs_sharing_a_table_each_see_and_change_only_their_own(
         rt.block_on(async {
             let (a, b, why) = *layout.probe.get(&probes);
             let probe_conn = support::connection_to(&conns[0]);
-            if compat::HAS_LAYOUT {
-                probe(&probe_conn, &format!("lsm{number:04}p"), a, b, why)
-                    .await
-                    .map_err(TestCaseError::fail)?;
-            }
+            probe(&probe_conn, &format!("lsm{number:04}p"), a, b, why)
+                .await
+                .map_err(TestCaseError::fail)?;
             bump(&counts.refused, 1);
             let mut case = Case::open(&conns, number, &layout, &counts)
                 .await
