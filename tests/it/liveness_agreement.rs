@@ -15,9 +15,8 @@
 //!   when the row was absent, and then the row holds only what it wrote;
 //!   over an incomplete row, nothing written and `Error::Decode`;
 //!
-//! the server and the writer at the writer's horizon ([`HORIZON_MS`] after
-//! "now": a conditional write treats a row that expires before it may land
-//! as expired), the reader at "now";
+//! all three at "now" (an insert judges the row when it is sent: a row
+//! live then wins, however soon it expires);
 //!
 //! and all three against the rule as the module documents it, computed
 //! here from the generated cells (which cells make a row live, its expiry,
@@ -252,14 +251,6 @@ impl fmt::Debug for StoredCell {
 }
 
 impl StoredCell {
-    /// The cell as seen from `ms` later: its expiry that much nearer.
-    fn later(&self, ms: i64) -> Self {
-        Self {
-            expires_in_ms: self.expires_in_ms - ms,
-            ..self.clone()
-        }
-    }
-
     /// Visible at a "now" whose millisecond is the one expiries count from.
     fn visible(&self) -> bool {
         self.expires_in_ms > 0
@@ -667,18 +658,6 @@ fn cells_of<T: BigtableRow>(value: &T, now: DateTime<Utc>) -> (CellSet, DateTime
     (set, m.expires_at)
 }
 
-/// How far past "now" a conditional write judges the row under the
-/// default write policy: the horizon (its attempt's time, at most 1 s; see
-/// `guide/conditional-writes.md`).
-const HORIZON_MS: i64 = 1_000;
-
-/// The rule on `cells` at the horizon of a conditional write made at
-/// `now_ms`.
-fn at_horizon<T: Probe>(cells: &[StoredCell], now_ms: i64) -> Rule {
-    let later: Vec<StoredCell> = cells.iter().map(|c| c.later(HORIZON_MS)).collect();
-    Rule::judge(T::SCHEMA, &later, now_ms)
-}
-
 /// One struct's table, "now", and the predicate `insert_if_absent` sends
 /// at that "now".
 struct Bench<T: Probe> {
@@ -799,18 +778,18 @@ impl<T: Probe> Bench<T> {
             .unwrap()
     }
 
-    /// The server's verdict must agree with `rule` at the horizon
-    /// (`horizon`), the reader's with `rule`; the reader's row is returned.
+    /// The server's verdict and the reader's must agree with `rule`; the
+    /// reader's row is returned.
     async fn judge(
         &self,
         key: &str,
-        (rule, horizon): (&Rule, &Rule),
+        rule: &Rule,
         context: &str,
     ) -> Result<Option<Expiring<T>>, TestCaseError> {
         let server = self.server_says_present(key).await;
         prop_assert_eq!(
             server,
-            horizon.is_present(),
+            rule.is_present(),
             "the server's predicate ({}); rule: {:?}",
             context,
             rule
@@ -856,8 +835,8 @@ impl<T: Probe> Bench<T> {
         }
     }
 
-    /// `insert_if_absent` at "now" wins exactly when the row is absent at
-    /// its horizon (`rule` there), and then the row is what it wrote,
+    /// `insert_if_absent` at "now" wins exactly when the row is absent
+    /// then (`rule`), and then the row is what it wrote,
     /// nothing older; over a row incomplete there it writes nothing and
     /// says `Decode`, as a read does.
     async fn insert(
@@ -913,9 +892,8 @@ impl<T: Probe> Bench<T> {
         let key = self.next_key();
         self.write(&key, cells).await;
         let rule = Rule::judge(T::SCHEMA, cells, self.now_ms());
-        let horizon = at_horizon::<T>(cells, self.now_ms());
-        let read = self.judge(&key, (&rule, &horizon), "stored").await?;
-        self.insert(&key, &horizon, read).await
+        let read = self.judge(&key, &rule, "stored").await?;
+        self.insert(&key, &rule, read).await
     }
 
     /// One case of the collection property: a batch of rows judged, then
@@ -927,11 +905,8 @@ impl<T: Probe> Bench<T> {
             let key = self.next_key();
             self.write(&key, cells).await;
             let rule = Rule::judge(T::SCHEMA, cells, now_ms);
-            let horizon = at_horizon::<T>(cells, now_ms);
             let errors = self.tally[2].load(Ordering::Relaxed);
-            let read = self
-                .judge(&key, (&rule, &horizon), "before collection")
-                .await?;
+            let read = self.judge(&key, &rule, "before collection").await?;
             let was_error = self.tally[2].load(Ordering::Relaxed) > errors;
             judged.push((key, cells, rule, read, was_error));
         }
@@ -972,11 +947,8 @@ impl<T: Probe> Bench<T> {
                 ) => {}
                 (before, after) => prop_assert_eq!(before, after, "the rule on the cells left"),
             }
-            let horizon = at_horizon::<T>(&left, now_ms);
             let errors = self.tally[2].load(Ordering::Relaxed);
-            let again = self
-                .judge(key, (&after, &horizon), "after collection")
-                .await?;
+            let again = self.judge(key, &after, "after collection").await?;
             if !*was_error && self.tally[2].load(Ordering::Relaxed) > errors {
                 // A row whose required column's only cells expired: proven
                 // expired while they were stored, incomplete once they are
@@ -984,7 +956,7 @@ impl<T: Probe> Bench<T> {
                 self.tally[3].fetch_add(1, Ordering::Relaxed);
             }
             prop_assert_eq!(&again, read, "read before and after collection");
-            self.insert(key, &horizon, again).await?;
+            self.insert(key, &after, again).await?;
         }
         Ok(())
     }

@@ -10,6 +10,8 @@ use crate::support;
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
+use futures_util::TryStreamExt as _;
+
 use bigtable_ttl::ops::MarkStatus;
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::{BigtableRow, ClashKind, Clock, CodecError, Error, Insert, Scan, Table};
@@ -128,6 +130,15 @@ async fn a_shared_column_name_does_not_make_structs_read_each_others_rows() {
         ),
         ["c#1"]
     );
+    // Streams and parallel scans alike.
+    let streamed: Vec<_> = labels.stream(all.clone()).try_collect().await.unwrap();
+    assert_eq!(keys(&streamed, |l| &l.id), ["l#1"]);
+    let parallel: Vec<_> = customers
+        .scan_parallel(all.clone(), 3)
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(keys(&parallel, |c| &c.id), ["c#1"]);
     // A skipping scan does not count the others' rows as incomplete.
     let skipping = customers
         .clone()
@@ -411,7 +422,7 @@ async fn refused<T: BigtableRow<Key = String> + std::fmt::Debug>(
     names: [&str; 2],
 ) {
     let check = |e: Error| {
-        let Error::Layout(clash) = &e else {
+        let Error::Layout { clash, .. } = &e else {
             panic!("expected a layout clash, got {e}")
         };
         let found = match clash.kind {
@@ -682,5 +693,330 @@ async fn reads_and_inserts_agree_on_rows_from_before_per_struct_markers() {
     assert_eq!(
         opts.get(&"none".to_owned()).await.unwrap().unwrap().value.a,
         None
+    );
+}
+
+mod prefs {
+    use bigtable_ttl::BigtableRow;
+
+    /// Defaults and options, no required field.
+    #[derive(Debug, Clone, PartialEq, BigtableRow)]
+    #[bigtable(table = "prefs", family = "p")]
+    #[ttl(default = "1d")]
+    pub struct Pref {
+        #[bigtable(key)]
+        pub id: String,
+        #[bigtable(default)]
+        pub theme: String,
+        pub lang: Option<String>,
+    }
+
+    /// Options only, in rows another client writes too.
+    #[derive(Debug, Clone, PartialEq, BigtableRow)]
+    #[bigtable(table = "prefs", family = "p")]
+    #[ttl(default = "1d")]
+    pub struct Flag {
+        #[bigtable(key)]
+        pub id: String,
+        pub status: Option<String>,
+    }
+}
+
+#[tokio::test]
+async fn an_update_answers_what_a_read_right_after_sees() {
+    use prefs::{Flag, Pref};
+    let clock = Clock::system();
+    let prefs = support::table::<Pref>(&clock).await;
+    let key = "u1".to_owned();
+    prefs
+        .put(&Pref {
+            id: key.clone(),
+            theme: "dark".into(),
+            lang: Some("fr".into()),
+        })
+        .await
+        .unwrap();
+    let written = prefs
+        .update(&key)
+        .clear(Pref::THEME)
+        .clear(Pref::LANG)
+        .apply()
+        .await
+        .unwrap()
+        .expect("a live row");
+    let read = prefs
+        .get(&key)
+        .await
+        .unwrap()
+        .expect("the row the update answered");
+    assert_eq!(
+        read.value,
+        Pref {
+            id: key.clone(),
+            theme: String::new(),
+            lang: None
+        }
+    );
+    assert_eq!(read.expires_at, written.expires_at);
+    let again = Pref {
+        id: key.clone(),
+        theme: "light".into(),
+        lang: None,
+    };
+    assert!(matches!(
+        prefs.insert_if_absent(&again).await.unwrap(),
+        Insert::Exists(_)
+    ));
+
+    // Rows of options another client wrote (no marker): a clear, kept or
+    // re-timed, leaves the row it answers.
+    let flags = Table::<Flag>::new(prefs.connection().clone()).with_clock(clock.clone());
+    let ts = Utc::now().timestamp_millis() * 1_000;
+    for key in ["kept", "retimed"] {
+        support::raw_set(flags.raw(), key, "p", b"status", ts, b"on").await;
+        assert_eq!(
+            flags
+                .get(&key.to_owned())
+                .await
+                .unwrap()
+                .unwrap()
+                .status
+                .as_deref(),
+            Some("on")
+        );
+    }
+    let kept = flags
+        .update(&"kept".to_owned())
+        .clear(Flag::STATUS)
+        .apply()
+        .await
+        .unwrap()
+        .expect("a live row");
+    let retimed = flags
+        .update(&"retimed".to_owned())
+        .clear(Flag::STATUS)
+        .ttl(TimeDelta::hours(2))
+        .apply()
+        .await
+        .unwrap()
+        .expect("a live row");
+    for (key, written) in [("kept", kept), ("retimed", retimed)] {
+        let read = flags.get(&key.to_owned()).await.unwrap().expect(key);
+        assert_eq!(
+            (read.value.status, read.expires_at),
+            (None, written.expires_at),
+            "{key}"
+        );
+    }
+}
+
+mod racing {
+    use bigtable_ttl::BigtableRow;
+    use chrono::{DateTime, Utc};
+
+    #[derive(Debug, Clone, PartialEq, BigtableRow)]
+    #[bigtable(table = "racing", family = "r")]
+    pub struct Slot {
+        #[bigtable(key)]
+        pub id: String,
+        #[ttl(expire_at)]
+        pub until: DateTime<Utc>,
+        pub name: String,
+    }
+
+    #[derive(Debug, Clone, PartialEq, BigtableRow)]
+    #[bigtable(table = "racing", family = "r")]
+    pub struct Claim {
+        #[bigtable(key)]
+        pub id: String,
+        #[ttl(expire_at)]
+        pub until: DateTime<Utc>,
+        pub who: String,
+    }
+}
+
+/// `add_markers` over rows that other writers delete, re-put, claim for
+/// another struct, and that expire, while it runs: every row it read is
+/// counted once, as what it found it to be.
+#[tokio::test]
+async fn add_markers_counts_every_row_it_read_under_racing_writers_and_expiry() {
+    use racing::{Claim, Slot};
+    const ROWS: usize = 300;
+    let clock = Clock::system();
+    let slots = support::table::<Slot>(&clock).await;
+    let claims = Table::<Claim>::new(slots.connection().clone()).with_clock(clock.clone());
+    // Rows another program wrote, without a marker: each expires between
+    // half a second and four seconds from now, in whole milliseconds.
+    let now = Utc::now();
+    let writes = (0..ROWS).map(|i| {
+        let raw = slots.raw().clone();
+        async move {
+            let spread = i64::try_from(i * 37 % 3_500).unwrap();
+            let expiry = now + TimeDelta::milliseconds(500 + spread);
+            let ts = expiry.timestamp_millis() * 1_000;
+            support::raw_set(&raw, &format!("s{i:03}"), "r", b"name", ts, b"n").await;
+        }
+    });
+    futures_util::future::join_all(writes).await;
+
+    let racer = {
+        let (slots, claims) = (slots.clone(), claims.clone());
+        tokio::spawn(async move {
+            for round in 0..200usize {
+                let i = (round * 7919) % ROWS;
+                let id = format!("s{i:03}");
+                let until = Utc::now() + TimeDelta::seconds(30);
+                match round % 3 {
+                    0 => slots.delete(&id).await.unwrap(),
+                    1 => {
+                        slots
+                            .put(&Slot {
+                                id,
+                                until,
+                                name: "again".into(),
+                            })
+                            .await
+                            .unwrap();
+                    }
+                    _ => {
+                        claims
+                            .put(&Claim {
+                                id,
+                                until,
+                                who: "other".into(),
+                            })
+                            .await
+                            .unwrap();
+                    }
+                }
+            }
+        })
+    };
+    let status = slots
+        .add_markers(None, |_| ControlFlow::Continue(()))
+        .await
+        .unwrap();
+    racer.await.unwrap();
+    let MarkStatus::Done(p) = status else {
+        panic!("{status:?}")
+    };
+    // A row deleted before the run reached it is not read at all.
+    assert!(
+        p.rows_read > ROWS as u64 / 2 && p.rows_read <= ROWS as u64,
+        "{p:?}"
+    );
+    assert_eq!(
+        p.rows_marked + p.rows_already_marked + p.rows_incomplete + p.rows_not_live + p.rows_other,
+        p.rows_read,
+        "every row read is counted once: {p:?}"
+    );
+    assert!(p.rows_marked > 0, "{p:?}");
+}
+
+mod ledger {
+    use bigtable_ttl::BigtableRow;
+
+    #[derive(Debug, Clone, PartialEq, BigtableRow)]
+    #[bigtable(table = "ledger", family = "l")]
+    #[ttl(default = "1d")]
+    pub struct Invoice {
+        #[bigtable(key)]
+        pub id: String,
+        pub amount: i64,
+    }
+
+    #[derive(Debug, Clone, PartialEq, BigtableRow)]
+    #[bigtable(table = "ledger", family = "l")]
+    #[ttl(default = "1d")]
+    pub struct Memo {
+        #[bigtable(key)]
+        pub id: String,
+        pub text: Option<String>,
+    }
+}
+
+/// Rows from before per-struct markers (the shared one-byte marker) of
+/// one struct are never adopted by another sharing the family, by a read
+/// or by `add_markers`; once each struct has marked its own, an insert of
+/// one under the other's key leaves the other's row as it was.
+#[tokio::test]
+async fn add_markers_never_adopts_another_structs_rows_from_before_markers() {
+    use ledger::{Invoice, Memo};
+    let clock = Clock::system();
+    let invoices = support::table::<Invoice>(&clock).await;
+    let memos = Table::<Memo>::new(invoices.connection().clone()).with_clock(clock.clone());
+    let ts = Utc::now().timestamp_millis() * 1_000;
+    // An invoice as earlier versions wrote it, and a memo of `None`s.
+    support::raw_set(invoices.raw(), "inv-1", "l", b"\0", ts, b"").await;
+    support::raw_set(
+        invoices.raw(),
+        "inv-1",
+        "l",
+        b"amount",
+        ts,
+        &5i64.to_be_bytes(),
+    )
+    .await;
+    support::raw_set(invoices.raw(), "memo-1", "l", b"\0", ts, b"").await;
+    assert_eq!(memos.get(&"inv-1".to_owned()).await.unwrap(), None);
+    let amount = || async {
+        invoices
+            .get(&"inv-1".to_owned())
+            .await
+            .unwrap()
+            .map(|i| i.amount)
+    };
+    assert_eq!(amount().await, Some(5));
+
+    let marked = |table_status: MarkStatus| {
+        let MarkStatus::Done(p) = table_status else {
+            panic!("{table_status:?}")
+        };
+        assert_eq!(
+            p.rows_read,
+            p.rows_marked
+                + p.rows_already_marked
+                + p.rows_incomplete
+                + p.rows_not_live
+                + p.rows_other
+        );
+        (p.rows_marked, p.rows_other)
+    };
+    let status = memos
+        .add_markers(None, |_| ControlFlow::Continue(()))
+        .await
+        .unwrap();
+    assert_eq!(marked(status), (1, 1), "memo-1 is Memo's, inv-1 is not");
+    assert_eq!(memos.get(&"inv-1".to_owned()).await.unwrap(), None);
+    assert_eq!(
+        memos.get(&"memo-1".to_owned()).await.unwrap().unwrap().text,
+        None
+    );
+    let status = invoices
+        .add_markers(None, |_| ControlFlow::Continue(()))
+        .await
+        .unwrap();
+    assert_eq!(
+        marked(status),
+        (1, 1),
+        "inv-1 is Invoice's, memo-1 Memo's now"
+    );
+
+    let memo = Memo {
+        id: "inv-1".into(),
+        text: Some("hello".into()),
+    };
+    assert!(matches!(
+        memos.insert_if_absent(&memo).await.unwrap(),
+        Insert::Inserted(_)
+    ));
+    assert_eq!(
+        amount().await,
+        Some(5),
+        "Memo's insert wrote Memo's cells only"
+    );
+    assert_eq!(
+        memos.get(&"inv-1".to_owned()).await.unwrap().unwrap().value,
+        memo
     );
 }

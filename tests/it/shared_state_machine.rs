@@ -35,8 +35,9 @@
 //! `Error::Decode` naming the first required column holding no cell);
 //! `insert_if_absent` never overwrites an incomplete row (it answers the
 //! same error, and the stored cells are checked unchanged). Conditional
-//! writes judge the row at their horizon, `now` plus one second under the
-//! default write policy.
+//! writes that carry the row forward judge it at their horizon, `now`
+//! plus one second under the default write policy; `insert_if_absent`
+//! judges it at `now`, when it is sent.
 //!
 //! The model also predicts the cells each write stores; after every step
 //! the stored cells are read raw and compared with it: every stored cell
@@ -1279,7 +1280,9 @@ impl<'t> Run<'t> {
             Op::InsertIfAbsent { ttl, seed, .. } => {
                 let value = S::build(&id, instant(now + ttl), seed);
                 let inserted = t.insert_if_absent(&value).await;
-                match (inserted, &at_horizon) {
+                // An insert judges the row when it is sent, not at a
+                // horizon: a row live then wins.
+                match (inserted, &at_now) {
                     (Ok(Insert::Inserted(w)), Seen::Absent) => {
                         ensure!(ms(w.expires_at) == now + ttl, "insert reported {w:?}");
                         let (columns, map) = value.cells();
@@ -1311,8 +1314,8 @@ impl<'t> Run<'t> {
                     }
                     (got, expected) => {
                         return Err(format!(
-                        "insert_if_absent: {got:?}, the model's row at the horizon: {expected:?}"
-                    ))
+                            "insert_if_absent: {got:?}, the model's row: {expected:?}"
+                        ))
                     }
                 }
             }

@@ -36,7 +36,9 @@ impl Registration {
     pub(crate) fn check(&self) -> Result<()> {
         match self.clash.get() {
             None => Ok(()),
-            Some(clash) => Err(Error::Layout(clash.clone())),
+            Some(clash) => Err(Error::Layout {
+                clash: clash.clone(),
+            }),
         }
     }
 }
@@ -108,7 +110,7 @@ mod tests {
         let b = layouts.register("t", "b::Item", &ITEM);
         for refused in [&a, &same_struct_again, &b] {
             let err = refused.check().unwrap_err();
-            assert!(matches!(err, Error::Layout(_)), "{err}");
+            assert!(matches!(err, Error::Layout { .. }), "{err}");
             assert!(err.to_string().contains("a::Item"), "{err}");
             assert!(err.to_string().contains("b::Item"), "{err}");
         }

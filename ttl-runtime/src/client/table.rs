@@ -24,7 +24,6 @@ use crate::client::failure::status_error;
 use crate::client::layouts::Registration;
 use crate::client::limited::{limited, Judged};
 use crate::client::read::{ReadOptions, ReadStats};
-use crate::client::retry::MAX_HORIZON;
 use crate::client::telemetry;
 use crate::client::writer::{BulkWriter, WriteOptions};
 use crate::model::clock::Clock;
@@ -97,6 +96,11 @@ pub struct Table<T> {
     /// struct of the table would write the same cells
     /// ([`crate::client::layouts`]).
     layout: Arc<Registration>,
+    /// Set on the handle of one conditional attempt that the library cuts
+    /// at the write's horizon, shorter than the policy allows
+    /// ([`Table::horizon`]): an attempt that ends without an answer then
+    /// says so, and which setting to change.
+    pub(crate) cut_at_horizon: Option<std::time::Duration>,
     _row: PhantomData<fn() -> T>,
 }
 
@@ -107,6 +111,7 @@ impl<T> Clone for Table<T> {
             clock: self.clock.clone(),
             sole_families: self.sole_families.clone(),
             layout: self.layout.clone(),
+            cut_at_horizon: self.cut_at_horizon,
             _row: PhantomData,
         }
     }
@@ -164,6 +169,7 @@ impl<T: BigtableRow> Table<T> {
             raw: RawTable::on(conn, T::SCHEMA.table),
             clock: Clock::system(),
             sole_families: Arc::default(),
+            cut_at_horizon: None,
             _row: PhantomData,
         }
     }
@@ -301,11 +307,11 @@ impl<T: BigtableRow> Table<T> {
         self.until(self.write_options().retry.deadline_from_now())
     }
 
-    /// For a conditional write that decides on the row's liveness, about
-    /// to be sent: this handle, its attempt cut at the write's horizon, and
+    /// For a conditional write that must not carry a row past its expiry
+    /// (`put_if`, `put_entry`, an update, a re-time), about to be sent: this handle, its attempt cut at the write's horizon, and
     /// that horizon on the table's clock. The horizon is now plus the time
     /// the attempt may take (the write policy's attempt timeout within the
-    /// call's deadline, at most [`MAX_HORIZON`]), the `grpc-timeout` it
+    /// call's deadline, at most [`WriteOptions::horizon`]), the `grpc-timeout` it
     /// carries: the server does not apply it later, so a predicate asking
     /// for a row alive at the horizon cannot let the write land on a row
     /// that expired meanwhile (a row that expires sooner counts as
@@ -314,13 +320,15 @@ impl<T: BigtableRow> Table<T> {
     /// server's stamp, which may be ahead of the table's clock). The read
     /// settling a lost answer goes through the uncut handle.
     pub(crate) fn horizon(&self, now: DateTime<Utc>) -> (Self, DateTime<Utc>) {
-        let span = self
+        let allowed = self
             .write_options()
             .retry
             .start_within(self.raw.deadline())
-            .attempt_timeout()
-            .min(MAX_HORIZON);
-        let cut = self.until(Instant::now() + span);
+            .attempt_timeout();
+        let horizon = self.write_options().horizon;
+        let span = allowed.min(horizon);
+        let mut cut = self.until(Instant::now() + span);
+        cut.cut_at_horizon = (horizon < allowed).then_some(horizon);
         // Read after the cut is set, so the horizon is never earlier than
         // the instant the attempt is cut at.
         let at = TimeDelta::from_std(span)

@@ -306,16 +306,20 @@ impl<T: BigtableRow> Update<'_, T> {
     }
 
     /// Read the row and write the changes, conditional on the row still
-    /// holding what was read (re-read and tried again, at most
+    /// holding what was read (re-read and tried again when another write
+    /// came in between, at most
     /// [`RETIME_ROUNDS`](crate::ops::retime::RETIME_ROUNDS) times). What was
     /// written, or `None` when the row does not exist or has expired (it is
-    /// not revived).
+    /// not revived). A write whose answer is lost is never sent again: the
+    /// row is read, and unless it holds the written cells the call ends
+    /// with [`Error::OutcomeUnknown`].
     ///
     /// # Errors
     /// Before anything is sent: key errors, [`Error::Encode`],
     /// [`Error::ValueTooLarge`], [`Error::RequiredField`], what the policy
     /// rejects for `.ttl()` / `.expire_at()`. [`Error::Server`];
-    /// [`Error::Conflict`] when other writes kept changing the row.
+    /// [`Error::Conflict`] when other writes kept changing the row;
+    /// [`Error::OutcomeUnknown`].
     pub async fn apply(self) -> Result<Option<Written>> {
         telemetry::operation(
             self.table.name(),
@@ -532,5 +536,216 @@ mod tests {
             .unwrap(),
             None
         );
+    }
+}
+
+/// Every update answers the row a read right after it would see: over
+/// random rows (columns present or not, live or expired, with or without
+/// the struct's marker, another struct's marker) of structs with required,
+/// optional, default and counter fields, random sets and clears, kept or
+/// re-timed. The planned mutation is applied to the stored cells as
+/// Bigtable applies a row mutation, and the result judged by the rule.
+#[cfg(test)]
+mod answers {
+    use super::*;
+    use crate::model::liveness::Verdict;
+    use crate::model::policy::Policy;
+    use crate::model::proto::mutation::Mutation as M;
+    use crate::model::schema::{Column, WhenAbsent};
+    use proptest::prelude::*;
+
+    const fn column(qualifier: &'static str, when_absent: WhenAbsent) -> Column {
+        Column {
+            field: qualifier,
+            family: "f",
+            qualifier,
+            ttl: None,
+            when_absent,
+        }
+    }
+
+    const fn schema(columns: &'static [Column], policy: Policy) -> Schema {
+        Schema {
+            table: "t",
+            policy,
+            families: &["f"],
+            owns_family: false,
+            columns,
+            maps: &[],
+            written_at: None,
+            marker: b"\0\0Row",
+            key_fields: &["id"],
+            key_separator: "",
+        }
+    }
+
+    const DAY: Policy = Policy::DefaultTtl {
+        ttl: TimeDelta::days(1),
+    };
+    static SCHEMAS: [Schema; 4] = [
+        schema(
+            &[
+                column("a", WhenAbsent::Required),
+                column("o", WhenAbsent::ReadsNone),
+                column("d", WhenAbsent::ReadsDefault),
+            ],
+            DAY,
+        ),
+        schema(
+            &[
+                column("o", WhenAbsent::ReadsNone),
+                column("d", WhenAbsent::ReadsDefault),
+            ],
+            DAY,
+        ),
+        schema(
+            &[
+                column("o", WhenAbsent::ReadsNone),
+                column("p", WhenAbsent::ReadsNone),
+            ],
+            DAY,
+        ),
+        schema(
+            &[
+                column("n", WhenAbsent::ReadsZero),
+                column("o", WhenAbsent::ReadsNone),
+            ],
+            Policy::CellExpiry,
+        ),
+    ];
+
+    fn now() -> DateTime<Utc> {
+        DateTime::from_timestamp_millis(1_700_000_000_000).unwrap()
+    }
+
+    /// A stored cell `qualifier` whose expiry is `offset_s` seconds from
+    /// now (negative: expired, not yet collected).
+    fn cell(schema: &Schema, qualifier: &[u8], offset_s: i64) -> Cell {
+        let expiry = now() + TimeDelta::seconds(offset_s);
+        let ts = match schema.policy {
+            Policy::CellExpiry => expiry,
+            Policy::DefaultTtl { ttl } => expiry - ttl,
+        };
+        Cell {
+            family: "f".to_owned(),
+            qualifier: qualifier.to_vec(),
+            timestamp_micros: ts.timestamp_millis() * 1_000,
+            value: if qualifier == b"n" {
+                7i64.to_be_bytes().to_vec()
+            } else {
+                b"v".to_vec()
+            },
+        }
+    }
+
+    /// What Bigtable stores after applying `m` to `cells`, in order.
+    fn apply(cells: &[Cell], m: &RowMutation) -> Vec<Cell> {
+        let mut after = cells.to_vec();
+        for mutation in &m.mutations {
+            match mutation.mutation.as_ref().unwrap() {
+                M::SetCell(set) => {
+                    after.retain(|c| {
+                        !(c.family == set.family_name
+                            && c.qualifier == set.column_qualifier
+                            && c.timestamp_micros == set.timestamp_micros)
+                    });
+                    after.push(Cell {
+                        family: set.family_name.clone(),
+                        qualifier: set.column_qualifier.clone(),
+                        timestamp_micros: set.timestamp_micros,
+                        value: set.value.clone(),
+                    });
+                }
+                M::DeleteFromColumn(d) => {
+                    after.retain(|c| {
+                        !(c.family == d.family_name && c.qualifier == d.column_qualifier)
+                    });
+                }
+                M::DeleteFromFamily(d) => after.retain(|c| c.family != d.family_name),
+                other => panic!("an update sends no {other:?}"),
+            }
+        }
+        after
+    }
+
+    fn row() -> impl Strategy<Value = (usize, Vec<Cell>)> {
+        (
+            0..SCHEMAS.len(),
+            prop::collection::vec(prop::option::of(-30i64..3_600), 5),
+        )
+            .prop_map(|(s, offsets)| {
+                let schema = &SCHEMAS[s];
+                let mut names: Vec<&[u8]> = schema
+                    .columns
+                    .iter()
+                    .map(|c| c.qualifier.as_bytes())
+                    .collect();
+                names.extend([schema.marker, b"\0\0Other"]);
+                let cells = names
+                    .into_iter()
+                    .zip(offsets)
+                    .filter_map(|(q, offset)| offset.map(|o| cell(schema, q, o)))
+                    .collect();
+                (s, cells)
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn an_update_answers_the_row_a_read_right_after_sees(
+            (s, cells) in row(),
+            changes in prop::collection::vec((0usize..3, any::<bool>()), 1..4),
+            retimed in any::<bool>(),
+        ) {
+            let schema = &SCHEMAS[s];
+            let changes: Vec<Change> = changes
+                .into_iter()
+                .filter(|(i, _)| *i < schema.columns.len())
+                .map(|(column, set)| if set {
+                    Change::Set { column, value: b"new".to_vec() }
+                } else {
+                    Change::Clear { column }
+                })
+                .collect();
+            let retime = retimed.then_some(Retime::Ttl(TimeDelta::hours(2)));
+            let before = RowCells::of(schema, &cells, now()).verdict();
+            match update_mutation(schema, b"k", &cells, now(), &changes, retime) {
+                Ok(Some(m)) => {
+                    let after = apply(&cells, &m);
+                    let row = RowCells::of(schema, &after, now());
+                    let Verdict::Live { .. } = row.verdict() else {
+                        return Err(TestCaseError::fail(format!("answered {m:?}, then {:?} of {after:?}", row.verdict())));
+                    };
+                    // The answer's expiry is the row's.
+                    let expiry = schema.policy.expiry_of(row.verdict().row_ts().unwrap()).unwrap();
+                    if schema.columns.iter().any(Column::is_required) {
+                        prop_assert_eq!(m.expires_at, expiry);
+                    }
+                    // The last change of each column is what reads back.
+                    for (i, c) in schema.columns.iter().enumerate() {
+                        let last = changes.iter().rev().find(|ch| matches!(ch,
+                            Change::Set { column, .. } | Change::Clear { column } if *column == i));
+                        let read = row.get(c.family, c.qualifier.as_bytes()).map(|c| c.value.clone());
+                        match last {
+                            Some(Change::Set { value, .. }) => prop_assert_eq!(read, Some(value.clone())),
+                            Some(Change::Clear { .. }) => prop_assert_eq!(read, None),
+                            None => {}
+                        }
+                    }
+                }
+                Ok(None) => prop_assert!(before.row_ts().is_none(), "{before:?}"),
+                Err(Error::RequiredField { .. }) => {
+                    let cleared_unclearable = changes.iter().any(|c| {
+                        matches!(c, Change::Clear { column } if !schema.columns[*column].can_be_cleared())
+                    });
+                    prop_assert!(cleared_unclearable);
+                }
+                Err(Error::UpdateLeavesNoRow { .. }) => prop_assert!(
+                    !schema.marker_makes_row() && !schema.columns.iter().any(Column::is_required),
+                    "only a struct living by its columns alone can be emptied"
+                ),
+                Err(e) => return Err(TestCaseError::fail(e.to_string())),
+            }
+        }
     }
 }
