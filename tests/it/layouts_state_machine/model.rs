@@ -139,6 +139,17 @@ fn marker_row_ts(ts: i64, value: &[u8]) -> i64 {
 /// What `shape`'s struct makes of `cells` at `now` (ms), and the
 /// timestamp carrying a live row's expiry.
 pub fn judge(shape: &Shape, cells: &Cells, now: i64) -> (Seen, Option<i64>) {
+    judge_with(shape, cells, now, true)
+}
+
+/// [`judge`] as a rewrite (`update`, `touch`, the re-times) judges: map
+/// entries left out, so a row of entries alone is no row to it (the maps
+/// guide: "A row made of entries alone has no row expiry to change").
+pub fn judge_rewrite(shape: &Shape, cells: &Cells, now: i64) -> (Seen, Option<i64>) {
+    judge_with(shape, cells, now, false)
+}
+
+fn judge_with(shape: &Shape, cells: &Cells, now: i64, entries: bool) -> (Seen, Option<i64>) {
     let marker = own_marker(shape, cells, now);
     if marker.is_none() && foreign_marker(shape, cells, now) {
         return (Seen::Absent, None);
@@ -156,10 +167,12 @@ pub fn judge(shape: &Shape, cells: &Cells, now: i64) -> (Seen, Option<i64>) {
             .shadow
             .and_then(|(f, q)| newest_visible(cells, f, q.as_bytes(), now))
             .map(|(ts, _)| ts);
-        let by_marker = marker.filter(|_| shape.all_options()).map(|(ts, _)| ts);
+        let by_marker = marker
+            .filter(|_| shape.marker_makes_row())
+            .map(|(ts, _)| ts);
         let entries = shape
             .map
-            .filter(|_| shape.all_options())
+            .filter(|_| entries && shape.all_options())
             .and_then(|m| entries_ts(cells, m, now));
         columns.max(shadow).max(by_marker).or(entries)
     } else if required.iter().all(|&i| col_ts(i).is_some()) {
@@ -419,12 +432,12 @@ pub fn retime(
 }
 
 /// Whether the row holds, in the struct's families, a visible cell the
-/// struct does not own (the legacy marker aside): another struct's or
-/// another program's.
+/// struct does not own (the legacy marker in its first family aside, which
+/// no struct can tell its own): another struct's or another program's.
 pub fn holds_others(shape: &Shape, cells: &Cells, now: i64) -> bool {
     cells.iter().any(|((f, q), versions)| {
         shape.families.contains(&f.as_str())
-            && q.as_slice() != LEGACY_MARKER
+            && !(q.as_slice() == LEGACY_MARKER && f == shape.first_family())
             && !shape.owns(f, q)
             && versions
                 .keys()
@@ -449,7 +462,7 @@ pub fn mark_class(shape: &Shape, cells: &Cells, now: i64) -> MarkClass {
     if !marked && foreign_marker(shape, cells, now) {
         return MarkClass::Other;
     }
-    match judge(shape, cells, now) {
+    match judge_rewrite(shape, cells, now) {
         (Seen::Live(_), Some(row_ts)) => {
             if marked {
                 return MarkClass::Already;

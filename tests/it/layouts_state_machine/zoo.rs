@@ -72,6 +72,14 @@ impl Shape {
         self.columns.iter().all(|c| c.kind == Kind::Optional)
     }
 
+    /// Whether its marker alone makes a row: every field an `Option` or
+    /// `#[bigtable(default)]` (the liveness guide).
+    pub fn marker_makes_row(&self) -> bool {
+        self.columns
+            .iter()
+            .all(|c| matches!(c.kind, Kind::Optional | Kind::WithDefault))
+    }
+
     pub fn has_required(&self) -> bool {
         self.columns.iter().any(|c| c.kind == Kind::Required)
     }
