@@ -43,6 +43,7 @@ mod evolve;
 mod field_types;
 mod hygiene;
 mod inflight_expiry;
+mod layouts_state_machine;
 mod leases;
 mod liveness_agreement;
 mod lost_answers;

@@ -443,6 +443,8 @@ async fn refused<T: BigtableRow<Key = String> + std::fmt::Debug>(
     check(table.scan(Scan::all()).await.unwrap_err());
     check(table.delete(&"k".to_owned()).await.unwrap_err());
     check(table.put_all([row]).await.unwrap_err());
+    check(table.ensure_schema().await.unwrap_err());
+    check(table.verify_schema().await.unwrap_err());
     let mut writer = table.writer();
     check(writer.send(row).await.unwrap_err());
     let rows = support::stored_cells(table, "k").await;
@@ -457,7 +459,6 @@ async fn layouts_that_cannot_be_kept_apart_are_refused_before_anything_is_writte
     // Two structs of one name: one marker.
     let items = support::table::<inventory::Item>(&clock).await;
     let wishes = Table::<wishlist::Item>::new(items.connection().clone());
-    wishes.ensure_schema().await.unwrap();
     let names = ["inventory::Item", "wishlist::Item"];
     refused(
         &items,

@@ -231,6 +231,18 @@ async fn optional_fields_clear_and_required_ones_refuse() {
         "{err:?}"
     );
     assert_eq!(stored(&clicks, "u4").await, before, "nothing written");
+    // Refused before anything is read: on a key with no row too, where a
+    // read would have found nothing to update.
+    let err = clicks
+        .update(&"nobody".to_owned())
+        .clear(Click::URL)
+        .apply()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::RequiredField { field: "url", .. }),
+        "{err:?}"
+    );
 
     // The last change to a field wins: set, then cleared.
     clicks

@@ -586,7 +586,7 @@ impl<T: BigtableRow> Table<T> {
     /// table's name). Safe to call on every start.
     ///
     /// # Errors
-    /// As [`crate::client::admin::ensure_schema`].
+    /// As [`Table::ensure_schema_with`].
     pub async fn ensure_schema(&self) -> Result<SchemaReport> {
         self.ensure_schema_with(EnsureOptions::default()).await
     }
@@ -595,8 +595,12 @@ impl<T: BigtableRow> Table<T> {
     /// expiration on a family that holds data).
     ///
     /// # Errors
-    /// As [`crate::client::admin::ensure_schema`].
+    /// [`Error::Layout`] before anything is sent; otherwise as
+    /// [`crate::client::admin::ensure_schema`].
     pub async fn ensure_schema_with(&self, options: EnsureOptions) -> Result<SchemaReport> {
+        // A clashing layout is refused here too: the table it would create
+        // could only ever be written by one of the two structs.
+        self.layout()?;
         let report =
             crate::client::admin::ensure_schema(self.connection(), self.name(), T::SCHEMA, options)
                 .await?;
@@ -609,8 +613,10 @@ impl<T: BigtableRow> Table<T> {
     /// `T::SCHEMA` declares ([`crate::client::admin::verify_schema`]).
     ///
     /// # Errors
-    /// As [`crate::client::admin::verify_schema`].
+    /// [`Error::Layout`] before anything is sent; otherwise as
+    /// [`crate::client::admin::verify_schema`].
     pub async fn verify_schema(&self) -> Result<()> {
+        self.layout()?;
         let others =
             crate::client::admin::verify_schema_families(self.connection(), self.name(), T::SCHEMA)
                 .await?;

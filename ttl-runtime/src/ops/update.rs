@@ -330,6 +330,20 @@ impl<T: BigtableRow> Update<'_, T> {
                 if let Some(e) = self.bad_value {
                     return Err(e);
                 }
+                // Refused whatever the row holds, as the derive already
+                // knows: not only once a read finds the row live.
+                let schema = T::SCHEMA;
+                for change in &self.changes {
+                    if let Change::Clear { column } = change {
+                        let column = &schema.columns[*column];
+                        if !column.can_be_cleared() {
+                            return Err(Error::RequiredField {
+                                table: self.table.name().to_owned(),
+                                field: column.field,
+                            });
+                        }
+                    }
+                }
                 let table = self.table;
                 // A re-time copies every value: they must be as read. Setting
                 // columns at the row's timestamp needs only the row's
