@@ -35,7 +35,7 @@ fn code_spans(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// Folders of the repository a path named in the docs starts with.
-const TOP: [&str; 13] = [
+const TOP: [&str; 14] = [
     "src/",
     "tests/",
     "examples/",
@@ -48,6 +48,7 @@ const TOP: [&str; 13] = [
     "ttl-runtime/",
     "ttl-spec/",
     "ttl-testproxy/",
+    "ttl-history/",
     "api/",
 ];
 

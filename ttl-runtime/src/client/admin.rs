@@ -592,7 +592,7 @@ where
                         return Ok(response.into_inner());
                     }
                     Ok(Err(status)) => conn.admin_failure(status),
-                    Err(_) => tonic::Status::deadline_exceeded(format!(
+                    Err(_) => crate::wire::status::no_answer_within(format!(
                         "no answer from the admin API within {timeout:?}"
                     )),
                 }
