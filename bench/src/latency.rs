@@ -557,7 +557,9 @@ async fn call(clients: &Clients, op: &str, who: &str, row: &Event, now: DateTime
         }
         ("insert_if_absent", "raw_headers") => {
             let request = hand_insert(row, now, &clients.table_name)?;
-            let timeout = Some(clients.write_attempt.min(HORIZON));
+            // Judged when it is sent, an insert needs no horizon: its
+            // attempt has the write policy's timeout, as a put's.
+            let timeout = Some(clients.write_attempt);
             let request = with_library_headers(clients, request, timeout, false)?;
             let mut raw = clients.raw_bounded.clone();
             let answer = raw.get_client().check_and_mutate_row(request).await?;
@@ -611,10 +613,6 @@ fn hand_write(clients: &Clients, row: &Event, now: DateTime<Utc>) -> Res<MutateR
         ..MutateRowRequest::default()
     })
 }
-
-/// A conditional write's attempt is cut at its horizon, at most this
-/// (the library's `MAX_HORIZON`).
-const HORIZON: Duration = Duration::from_secs(1);
 
 /// `message` as a request with the headers the library sends besides
 /// `user-agent`: its routing header (naming the default app profile), its

@@ -167,20 +167,16 @@ pub fn derive_entry(e: &Event, now: DateTime<Utc>) -> bigtable_ttl::Result<Entry
     })
 }
 
-/// How far past `now` the library's insert looks: a row that expires
-/// before the attempt may land counts as absent. The attempt's time, at
-/// most a second (what the library allows an attempt for under its
-/// default write policy).
-pub const INSERT_HORIZON: TimeDelta = TimeDelta::seconds(1);
-
 /// What a careful programmer writes by hand with `bigtable_rs` for the
 /// request `Table::insert_if_absent(e)` sends at `now`: [`hand_entry`]'s
 /// mutations as the `false_mutations` of a `CheckAndMutateRow` whose
-/// predicate matches a row that exists at the horizon ([`INSERT_HORIZON`]
-/// past `now`), live or incomplete, by the library's liveness rule for a
-/// struct with required columns. Spelled out filter by filter, so that the
-/// baseline pays for building it as the library does; the bench's tests
-/// compare it byte for byte with what the library puts on the wire.
+/// predicate matches a row of `Event` that exists when the insert is sent
+/// (a row live then wins, however soon it expires), live or incomplete,
+/// by the library's liveness rule for a struct with required columns, and
+/// that carries no other struct's marker without its own. Spelled out
+/// filter by filter, so that the baseline pays for building it as the
+/// library does; the bench's tests compare it byte for byte with what the
+/// library puts on the wire.
 ///
 /// # Errors
 /// As [`hand_entry`].
@@ -191,10 +187,10 @@ pub fn hand_insert(
 ) -> Result<CheckAndMutateRowRequest, String> {
     use row_filter::{Condition, Filter};
     let entry = hand_entry(e, now)?;
-    let horizon = (now + INSERT_HORIZON).timestamp_micros();
+    let now_micros = now.timestamp_micros();
     // One-second expiration: the timestamp is the expiry, a cell is
-    // visible while the horizon (to the millisecond) is before it.
-    let visible_from = horizon - horizon.rem_euclid(1000) + 1000;
+    // visible while now (to the millisecond) is before it.
+    let visible_from = now_micros - now_micros.rem_euclid(1000) + 1000;
     let f = |filter| RowFilter {
         filter: Some(filter),
     };
@@ -209,14 +205,18 @@ pub fn hand_insert(
     };
     let pass = || f(Filter::PassAllFilter(true));
     let block = || f(Filter::BlockAllFilter(true));
-    let column = |q: &[u8]| {
+    let columns = |start, end| {
         f(Filter::ColumnRangeFilter(ColumnRange {
             family_name: FAMILY.to_owned(),
-            start_qualifier: Some(column_range::StartQualifier::StartQualifierClosed(
-                q.to_vec(),
-            )),
-            end_qualifier: Some(column_range::EndQualifier::EndQualifierClosed(q.to_vec())),
+            start_qualifier: Some(start),
+            end_qualifier: Some(end),
         }))
+    };
+    let column = |q: &[u8]| {
+        columns(
+            column_range::StartQualifier::StartQualifierClosed(q.to_vec()),
+            column_range::EndQualifier::EndQualifierClosed(q.to_vec()),
+        )
     };
     let since = |from: i64, to: i64| {
         f(Filter::TimestampRangeFilter(TimestampRange {
@@ -232,11 +232,10 @@ pub fn hand_insert(
         .iter()
         .rev()
         .fold(pass(), |then, q| branch(live(q), then, block()));
-    let marker = chain(vec![
-        column(Event::SCHEMA.marker),
-        since(visible_from, 0),
-        newest(),
-    ]);
+    // Event owns its family: the one-byte marker of rows written before
+    // per-struct markers is its own too.
+    let own_markers = || interleave(vec![column(Event::SCHEMA.marker), column(&[0])]);
+    let marker = chain(vec![own_markers(), since(visible_from, 0), newest()]);
     // The marker's value is empty or the row's expiry, big-endian.
     let row_not_expired = interleave(vec![
         f(Filter::ValueRangeFilter(ValueRange {
@@ -267,10 +266,38 @@ pub fn hand_insert(
         branch(incomplete, pass(), block()),
         block(),
     );
+    // Another struct's marker (a qualifier starting with two NUL bytes
+    // other than Event's own) visible, and Event's own not: not Event's row.
+    let own = Event::SCHEMA.marker.to_vec();
+    let foreign_marker = chain(vec![
+        interleave(vec![
+            columns(
+                column_range::StartQualifier::StartQualifierClosed(vec![0, 0]),
+                column_range::EndQualifier::EndQualifierOpen(own.clone()),
+            ),
+            columns(
+                column_range::StartQualifier::StartQualifierOpen(own),
+                column_range::EndQualifier::EndQualifierOpen(vec![0, 1]),
+            ),
+        ]),
+        since(visible_from, 0),
+    ]);
+    let own_marker = chain(vec![own_markers(), since(visible_from, 0)]);
+    let another_structs_row = branch(
+        foreign_marker,
+        branch(branch(own_marker, block(), pass()), pass(), block()),
+        block(),
+    );
+    let present = interleave(vec![live_row, incomplete]);
+    let predicate = branch(
+        branch(another_structs_row, block(), pass()),
+        branch(present, pass(), block()),
+        block(),
+    );
     Ok(CheckAndMutateRowRequest {
         table_name: table_name.to_owned(),
         row_key: entry.row_key,
-        predicate_filter: Some(interleave(vec![live_row, incomplete])),
+        predicate_filter: Some(predicate),
         false_mutations: entry.mutations,
         ..CheckAndMutateRowRequest::default()
     })

@@ -200,7 +200,7 @@ async fn the_default_horizon_settles_a_cut_write_and_says_so() {
 /// read that follows (a scripted server that never answers
 /// `CheckAndMutateRow` and holds no row): sent again, five sends in all
 /// as documented, then an error that counts them all and says Bigtable
-/// answered none (no longer "Bigtable answered DEADLINE_EXCEEDED … (1
+/// answered none (no longer "Bigtable answered `DEADLINE_EXCEEDED` … (1
 /// attempt)").
 #[tokio::test]
 async fn an_insert_never_answered_counts_every_attempt_and_says_none_was_answered() {

@@ -1,4 +1,4 @@
-//! A history checker for bigtable-ttl's conditional writes (issue 41).
+//! A history checker for bigtable-ttl's conditional writes.
 //!
 //! [`workload::run`] starts Google's Bigtable emulator behind a fault
 //! proxy (answers and requests held 0 to 1.5 s, answers dropped,
@@ -8,7 +8,7 @@
 //! (acquire, renew, release), compare-and-set registers (`insert_if_absent`,
 //! `put_if`, `get`, `retime`) and counters (`increment` in windows), and
 //! records every call: its invocation, its return and its result
-//! ([`history`]). [`check`] then judges the history:
+//! ([`history`]). [`check()`] then judges the history:
 //!
 //! * **leases never overlap**: no two holders believe they hold one lease
 //!   at once, a holder believing so from its acquisition's answer until it

@@ -173,6 +173,7 @@ fn seen<S: Subject>(row: &Expiring<S>) -> Result<Seen, Error> {
     }))
 }
 
+#[allow(clippy::needless_pass_by_value)] // Takes what a scan returns, as it returns it.
 fn rows<S: Subject>(rows: Vec<Expiring<S>>) -> Result<Rows, Error> {
     rows.iter()
         .map(|r| Ok((r.value.row_key()?, seen(r)?)))

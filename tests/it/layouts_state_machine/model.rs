@@ -218,9 +218,8 @@ fn incomplete_or_absent(
         Some((ts, value)) if !visible(shape.first_family(), marker_row_ts(ts, value), now) => {
             return Seen::Absent
         }
-        Some(_) => {}
         None if !visible_required => return Seen::Absent,
-        None => {}
+        Some(_) | None => {}
     }
     let mut missing = None;
     for &i in required {
@@ -381,6 +380,7 @@ fn own_visible(
 /// back at the new timestamp (the shadow with `shadow`'s value when
 /// given), counters' window marks with them, the marker written anew. Map
 /// entries keep theirs.
+#[allow(clippy::needless_pass_by_value)] // The shadow value as the step computed it.
 pub fn retime(
     shape: &Shape,
     cells: &Cells,

@@ -520,30 +520,30 @@ impl Who {
     /// The derive's schema, to check the shape against.
     pub fn schema(self) -> &'static bigtable_ttl::Schema {
         match self {
-            Who::Customer => &Customer::SCHEMA,
-            Who::Product => &Product::SCHEMA,
-            Who::ProductV2 => &ProductV2::SCHEMA,
-            Who::Label => &Label::SCHEMA,
-            Who::Memo => &Memo::SCHEMA,
-            Who::Stats => &Stats::SCHEMA,
-            Who::Pref => &Pref::SCHEMA,
-            Who::Tag => &Tag::SCHEMA,
-            Who::Cart => &Cart::SCHEMA,
-            Who::Post => &Post::SCHEMA,
-            Who::Like => &Like::SCHEMA,
-            Who::Core => &Core::SCHEMA,
-            Who::Wishlist => &Wishlist::SCHEMA,
-            Who::Extra => &Extra::SCHEMA,
-            Who::Quota => &Quota::SCHEMA,
-            Who::InvItem => &inventory::Item::SCHEMA,
-            Who::WishItem => &wishlist::Item::SCHEMA,
-            Who::Session => &Session::SCHEMA,
-            Who::Click => &Click::SCHEMA,
-            Who::Visit => &Visit::SCHEMA,
-            Who::Note => &Note::SCHEMA,
-            Who::CartB => &CartB::SCHEMA,
-            Who::XSpy => &XSpy::SCHEMA,
-            Who::Spoiler => &Spoiler::SCHEMA,
+            Who::Customer => Customer::SCHEMA,
+            Who::Product => Product::SCHEMA,
+            Who::ProductV2 => ProductV2::SCHEMA,
+            Who::Label => Label::SCHEMA,
+            Who::Memo => Memo::SCHEMA,
+            Who::Stats => Stats::SCHEMA,
+            Who::Pref => Pref::SCHEMA,
+            Who::Tag => Tag::SCHEMA,
+            Who::Cart => Cart::SCHEMA,
+            Who::Post => Post::SCHEMA,
+            Who::Like => Like::SCHEMA,
+            Who::Core => Core::SCHEMA,
+            Who::Wishlist => Wishlist::SCHEMA,
+            Who::Extra => Extra::SCHEMA,
+            Who::Quota => Quota::SCHEMA,
+            Who::InvItem => inventory::Item::SCHEMA,
+            Who::WishItem => wishlist::Item::SCHEMA,
+            Who::Session => Session::SCHEMA,
+            Who::Click => Click::SCHEMA,
+            Who::Visit => Visit::SCHEMA,
+            Who::Note => Note::SCHEMA,
+            Who::CartB => CartB::SCHEMA,
+            Who::XSpy => XSpy::SCHEMA,
+            Who::Spoiler => Spoiler::SCHEMA,
         }
     }
 
@@ -667,7 +667,7 @@ pub fn value_bytes(c: &Col, seed: u8) -> Vec<u8> {
         (Codec::Str, Kind::WithDefault) => DEFAULT_STRINGS[k].as_bytes().to_vec(),
         (Codec::Str, _) => STRINGS[k].as_bytes().to_vec(),
         (Codec::I64, Kind::Counter) => i64::from(seed).to_be_bytes().to_vec(),
-        (Codec::I64, _) => (k as i64).to_be_bytes().to_vec(),
+        (Codec::I64, _) => i64::try_from(k).unwrap().to_be_bytes().to_vec(),
     }
 }
 
@@ -707,6 +707,7 @@ fn at_req(at: DateTime<Utc>) -> DateTime<Utc> {
     at
 }
 
+#[allow(clippy::unnecessary_wraps)] // The `subject!` macro's expiry field of an `Option` type.
 fn at_some(at: DateTime<Utc>) -> Option<DateTime<Utc>> {
     Some(at)
 }

@@ -7,6 +7,7 @@
 //! [`crate::ops`]).
 
 pub mod cell;
+pub(crate) mod clash;
 pub mod clock;
 pub mod codec;
 pub(crate) mod condition;
