@@ -1140,9 +1140,15 @@ fn report(dir: &Path, out: &Path) -> Res<()> {
     );
     let doc = format!(
         "# Benchmarks\n\n\
-         Produced by `bench/run.sh` (which rewrites this file); issue 5. Figures are \
-         from one run on one machine, compared as ratios within that run. The machine is \
-         shared and noisy: absolute numbers move between runs, ratios much less.\n\n\
+         Measured performance of `bigtable-ttl` against hand-written `bigtable_rs` code \
+         and Google's Python, Go and Node.js clients. Each section ends with the command \
+         that produced it. `bench/run.sh` runs the benchmarks of this first section and of \
+         *Parallel scan*, *Against a null server*, *Like for like* and *Single-row \
+         latency*, and rewrites those sections; the others come from the commands they \
+         name, and `bench/run.sh` keeps them as they are.\n\n\
+         Figures are from one run on one machine, compared as ratios within that run. The \
+         machine is shared and noisy: absolute numbers move between runs, ratios much \
+         less.\n\n\
          Machine: {machine}. Run on {date}{load}.\n\n\
          | measure | figure | target |\n|---|---|---|\n{t}\n{owns_note}\
          ## What each line measures\n\n\

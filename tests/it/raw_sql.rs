@@ -40,7 +40,13 @@ async fn sql(fake: &FakeBigtable, policy: RetryPolicy) -> Sql {
 
 /// `PrepareQuery`'s answer: plan `id`, these columns, valid for an hour.
 pub(crate) fn plan(id: &str, columns: &[(&str, SqlType)]) -> Answer {
-    let valid_until = std::time::SystemTime::now() + Duration::from_secs(3600);
+    plan_for(id, columns, Duration::from_secs(3600))
+}
+
+/// `PrepareQuery`'s answer: plan `id`, these columns, valid for `valid`
+/// (to the second, rounded down).
+fn plan_for(id: &str, columns: &[(&str, SqlType)], valid: Duration) -> Answer {
+    let valid_until = std::time::SystemTime::now() + valid;
     let seconds = valid_until
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -207,7 +213,10 @@ async fn a_query_with_parameters_returns_typed_rows_each_once_across_a_break() {
 #[tokio::test]
 async fn bad_parameters_are_refused_before_anything_is_sent() {
     let fake = FakeBigtable::start().await;
-    fake.script("PrepareQuery", [plan("p1", &columns())]);
+    fake.script(
+        "PrepareQuery",
+        [plan("p1", &columns()), plan("p2", &[("d", SqlType::Date)])],
+    );
     let sql = sql(&fake, four_attempts()).await;
     let prepared = sql
         .prepare("SELECT * FROM t WHERE n > @n", [("n", SqlType::Int64)])
@@ -247,11 +256,49 @@ async fn bad_parameters_are_refused_before_anything_is_sent() {
         matches!(&mistyped, Error::QueryParam { name, .. } if name == "x"),
         "{mistyped}"
     );
+    // What GoogleSQL cannot take: a STRUCT or a MAP parameter (declared or
+    // given), a year past 9999 or before 0001, a leap second.
+    let map = SqlType::map(SqlType::String, SqlType::Int64);
+    let declared = sql
+        .prepare("SELECT @m['k'] AS v", [("m", map.clone())])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&declared, Error::QueryParam { name, problem, .. }
+            if name == "m" && problem.contains("cannot be a MAP<STRING, INT64>")),
+        "{declared}"
+    );
+    let fields = SqlValue::Struct(vec![(Some("a".into()), SqlValue::Int64(1))]);
+    for query in [
+        Query::new("SELECT @s.a AS a").param("s", fields.clone()),
+        Query::new("SELECT @m['k'] AS v").typed_param(
+            "m",
+            map,
+            SqlValue::Map(vec![(SqlValue::from("k"), SqlValue::Int64(1))]),
+        ),
+    ] {
+        let refused = sql.query(query).collect().await.unwrap_err();
+        assert!(
+            matches!(&refused, Error::QueryParam { problem, .. } if problem.contains("cannot be a")),
+            "{refused}"
+        );
+    }
+    let dated = sql.prepare("SELECT @d AS d", [("d", SqlType::Date)]).await;
+    let y10k = bigtable_ttl::chrono::NaiveDate::from_ymd_opt(10_000, 1, 1).unwrap();
+    let far = dated
+        .unwrap()
+        .bind()
+        .set("d", SqlValue::Date(y10k))
+        .unwrap_err();
+    assert!(
+        matches!(&far, Error::QueryParam { problem, .. } if problem.contains("outside GoogleSQL's years 0001 to 9999")),
+        "{far}"
+    );
 
     assert_eq!(
         fake.received_of("PrepareQuery").len(),
-        1,
-        "only the prepare"
+        2,
+        "only the prepares of valid parameters"
     );
     assert!(fake.received_of("ExecuteQuery").is_empty());
 }
@@ -378,6 +425,49 @@ async fn an_expired_plan_is_made_again_before_the_first_token_and_refused_after(
         .unwrap_err();
     assert_eq!(error.code(), Some(Code::FailedPrecondition), "{error}");
     assert_eq!(fake.received_of("ExecuteQuery").len(), 3);
+}
+
+/// Twenty runs of one prepared query whose plan expired send one
+/// `PrepareQuery` between them, not one each: the first run makes the
+/// plan again, the others wait for it and run it.
+#[tokio::test]
+async fn concurrent_runs_of_an_expired_plan_share_one_prepare() {
+    let fake = FakeBigtable::start().await;
+    fake.script(
+        "PrepareQuery",
+        [
+            plan_for("old", &columns(), Duration::from_secs(1)),
+            // Slow enough that every run finds the plan expired meanwhile.
+            plan("new", &columns()).after(Duration::from_millis(300)),
+        ],
+    );
+    fake.script(
+        "ExecuteQuery",
+        (0..20).map(|i| Answer::ok(vec![batch(&row("a", i), "t")])),
+    );
+    let sql = sql(&fake, four_attempts()).await;
+    let prepared = sql
+        .prepare("SELECT * FROM t", std::iter::empty::<(String, SqlType)>())
+        .await
+        .unwrap();
+    // Past the second the plan was said to hold.
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    let runs = (0..20).map(|_| sql.execute(prepared.bind()).collect());
+    for result in futures_util::future::join_all(runs).await {
+        assert_eq!(result.unwrap().rows.len(), 1);
+    }
+    assert_eq!(
+        fake.received_of("PrepareQuery").len(),
+        2,
+        "one prepare, then one refresh"
+    );
+    let executes: Vec<ExecuteQueryRequest> = fake
+        .received_of("ExecuteQuery")
+        .iter()
+        .map(fake_bigtable::Received::decode)
+        .collect();
+    assert_eq!(executes.len(), 20);
+    assert!(executes.iter().all(|e| e.prepared_query == b"new"));
 }
 
 #[tokio::test]

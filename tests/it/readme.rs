@@ -170,3 +170,197 @@ fn the_readme_names_the_rust_version() {
         "README should say it needs Rust {msrv}"
     );
 }
+
+/// Three columns in a family other structs share, and the same struct
+/// owning its family, each with and without a shadow column.
+mod costs {
+    use bigtable_ttl::BigtableRow;
+
+    #[derive(BigtableRow)]
+    #[bigtable(table = "t", family = "f")]
+    #[ttl(default = "1d")]
+    pub struct Shared {
+        #[bigtable(key)]
+        pub id: String,
+        pub a: String,
+        pub b: String,
+        pub c: String,
+    }
+
+    #[derive(BigtableRow)]
+    #[bigtable(table = "t", family = "f")]
+    #[ttl(default = "1d", written_at)]
+    pub struct SharedWritten {
+        #[bigtable(key)]
+        pub id: String,
+        pub a: String,
+        pub b: String,
+        pub c: String,
+    }
+
+    #[derive(BigtableRow)]
+    #[bigtable(table = "t", family = "f", owns_family)]
+    #[ttl(default = "1d")]
+    pub struct Owned {
+        #[bigtable(key)]
+        pub id: String,
+        pub a: String,
+        pub b: String,
+        pub c: String,
+    }
+
+    #[derive(BigtableRow)]
+    #[bigtable(table = "t", family = "f", owns_family)]
+    #[ttl(default = "1d", written_at)]
+    pub struct OwnedWritten {
+        #[bigtable(key)]
+        pub id: String,
+        pub a: String,
+        pub b: String,
+        pub c: String,
+    }
+}
+
+/// The README's cost of a write is what a whole-row write sends: 2N + 2
+/// mutations for N columns set, N + 2 owning the family, a shadow column
+/// 2 more (1 owning the family).
+#[test]
+fn the_readme_s_write_cost_is_what_a_write_sends() {
+    use bigtable_ttl::data::mutations_of;
+    use bigtable_ttl::BigtableRow as _;
+    use costs::{Owned, OwnedWritten, Shared, SharedWritten};
+
+    let now = bigtable_ttl::chrono::Utc::now();
+    let s = || "v".to_owned();
+    let n = 3;
+    let sent = [
+        mutations_of(
+            &Shared {
+                id: s(),
+                a: s(),
+                b: s(),
+                c: s(),
+            }
+            .mutation()
+            .build(now)
+            .unwrap(),
+        )
+        .len(),
+        mutations_of(
+            &Owned {
+                id: s(),
+                a: s(),
+                b: s(),
+                c: s(),
+            }
+            .mutation()
+            .build(now)
+            .unwrap(),
+        )
+        .len(),
+        mutations_of(
+            &SharedWritten {
+                id: s(),
+                a: s(),
+                b: s(),
+                c: s(),
+            }
+            .mutation()
+            .build(now)
+            .unwrap(),
+        )
+        .len(),
+        mutations_of(
+            &OwnedWritten {
+                id: s(),
+                a: s(),
+                b: s(),
+                c: s(),
+            }
+            .mutation()
+            .build(now)
+            .unwrap(),
+        )
+        .len(),
+    ];
+    assert_eq!(sent, [2 * n + 2, n + 2, 2 * n + 2 + 2, n + 2 + 1]);
+    let line = README
+        .lines()
+        .find(|l| l.starts_with("* **Writes:**"))
+        .expect("the README's cost of a write");
+    for says in [
+        "sends 2N + 2 mutations",
+        "N + 2 with `#[bigtable(owns_family)]`",
+        "adds 2 (1 with `owns_family`)",
+    ] {
+        assert!(line.contains(says), "{says:?}: {line}");
+    }
+}
+
+/// What the first screen says of the project's status is what the
+/// manifest says: its version, no placeholder address, the licence files
+/// its `license` names.
+#[test]
+fn the_status_and_licence_are_true() {
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(
+        README.contains(&format!(
+            "Version {version}, **not yet published on crates.io**"
+        )),
+        "the README states version {version} and that it is unpublished"
+    );
+    for line in MANIFEST.lines().filter(|l| l.starts_with("repository")) {
+        assert!(
+            !line.contains(".invalid") && !line.contains("example."),
+            "a placeholder repository: {line}"
+        );
+    }
+    assert!(MANIFEST.contains("license = \"MIT OR Apache-2.0\""));
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mit = std::fs::read_to_string(format!("{root}/LICENSE-MIT")).expect("LICENSE-MIT");
+    let apache = std::fs::read_to_string(format!("{root}/LICENSE-APACHE")).expect("LICENSE-APACHE");
+    assert!(mit.starts_with("Copyright (c) the bigtable-ttl developers"));
+    assert!(apache.contains("Apache License") && apache.contains("Version 2.0, January 2004"));
+}
+
+/// The README's "In your `Cargo.toml`" block, pasted as it is into a new
+/// project beside a clone (here a link to this checkout, at the
+/// `../bigtable-ttl` the line names), resolves: cargo finds
+/// `bigtable-ttl` with the features it asks for. A `version`-only line
+/// fails here with "no matching package named `bigtable-ttl` found" while
+/// nothing is published.
+#[test]
+fn the_readme_s_dependency_lines_resolve() {
+    let lines = block_after(README, "## In your `Cargo.toml`");
+    let scratch = std::env::temp_dir().join(format!("bigtable-ttl-readme-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    let app = scratch.join("app");
+    std::fs::create_dir_all(app.join("src")).expect("a scratch project");
+    std::os::unix::fs::symlink(env!("CARGO_MANIFEST_DIR"), scratch.join("bigtable-ttl"))
+        .expect("a link standing for the clone");
+    let manifest = format!(
+        "[package]\nname = \"app\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n{}\n",
+        lines.join("\n")
+    );
+    std::fs::write(app.join("Cargo.toml"), manifest).expect("the manifest");
+    std::fs::write(app.join("src/main.rs"), "fn main() {}\n").expect("main.rs");
+    // Offline: the registry's crates are those this workspace was built
+    // with; only the resolution is checked, nothing is built.
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["metadata", "--offline", "--format-version", "1"])
+        .current_dir(&app)
+        .env("CARGO_TARGET_DIR", scratch.join("target"))
+        .output()
+        .expect("cargo runs");
+    let _ = std::fs::remove_dir_all(&scratch);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the README's dependency lines do not resolve: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("\"name\":\"bigtable-ttl\"") && stdout.contains("\"json\""),
+        "bigtable-ttl with feature json in the resolved graph"
+    );
+}

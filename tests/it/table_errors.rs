@@ -558,3 +558,34 @@ async fn reading_a_table_that_does_not_exist_points_at_ensure_schema() {
         );
     }
 }
+
+/// A write to a table without the struct's family: the message says
+/// what Bigtable answered and why (the emulator's `unknown family "c"`),
+/// once, and no level of the chain repeats it.
+#[tokio::test]
+async fn a_servers_reason_is_part_of_the_message() {
+    let conn = connection();
+    Table::<Session>::new(conn.clone())
+        .with_name("nofamily_t")
+        .ensure_schema()
+        .await
+        .unwrap();
+    let clicks = Table::<Click>::new(conn).with_name("nofamily_t");
+    let err = clicks.put(&click("c1")).await.unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.starts_with("Bigtable answered ")
+            && message.contains("for table `nofamily_t`, row \"c1\": ")
+            && message.contains("unknown family \"c\""),
+        "{message}"
+    );
+    let levels: Vec<String> =
+        std::iter::successors(Some(&err as &dyn std::error::Error), |e| e.source())
+            .map(ToString::to_string)
+            .collect();
+    assert_eq!(
+        levels.join(": ").matches("unknown family").count(),
+        1,
+        "{levels:?}"
+    );
+}

@@ -20,7 +20,8 @@ pub(crate) const CUT_MAX_BYTES: u64 = 64 << 20;
 /// A file of a sharded run that could not be read, written or used.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum FileError {
-    #[error("reading {what} {}: {source}", path.display())]
+    // The cause is the source, printed once by the chain.
+    #[error("reading {what} {}", path.display())]
     Read {
         what: &'static str,
         path: PathBuf,
@@ -38,7 +39,7 @@ pub(crate) enum FileError {
         path: PathBuf,
         problem: String,
     },
-    #[error("writing {what} {}: {source}", path.display())]
+    #[error("writing {what} {}", path.display())]
     Write {
         what: &'static str,
         path: PathBuf,

@@ -242,8 +242,9 @@ mod tests {
         );
     }
 
-    /// A connection that is refused: the message says so, not only that
-    /// the call failed. (The default retries take about 20 s.)
+    /// A connection that is refused: the message says so and where, not
+    /// only that the call failed. (A first connection to an emulator is
+    /// not retried: nothing runs there.)
     #[tokio::test]
     async fn a_connection_error_says_why() {
         let port = {
@@ -269,6 +270,29 @@ mod tests {
         let err = String::from_utf8(err).unwrap();
         assert!(err.contains("UNAVAILABLE"), "what failed: {err}");
         assert!(err.contains("Connection refused"), "why: {err}");
+        assert!(err.contains(&format!("at {host}")), "where: {err}");
+    }
+
+    /// A file that cannot be read names the file, then the system's
+    /// reason once (it printed "Is a directory (os error 21)" twice).
+    #[tokio::test]
+    async fn a_file_error_says_its_cause_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_str().unwrap();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = run_with(
+            ["bigtable-ttl", "audit", "--merge", path, path],
+            &mut out,
+            &mut err,
+        )
+        .await;
+        assert_eq!(code, exit::ERROR);
+        let err = String::from_utf8(err).unwrap();
+        assert!(
+            err.contains(&format!("reading report {path}: "))
+                && err.matches("os error").count() == 1,
+            "{err}"
+        );
     }
 
     #[tokio::test]

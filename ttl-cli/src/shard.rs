@@ -98,11 +98,19 @@ impl ShardArgs {
 /// shards racing here, the first complete one wins and every shard reads
 /// that one).
 async fn shared_cut(conn: &Connection, table: &str, count: usize, path: &Path) -> Fallible<Cut> {
+    let of = CutOf {
+        project: conn.project(),
+        instance: conn.instance(),
+        table,
+        count,
+    };
     if path.exists() {
-        return Ok(CutFile::read(path, table, count)?);
+        return Ok(CutFile::read(path, &of)?);
     }
     let parts = ops::plan_parts(conn, table, count).await?;
     let file = CutFile {
+        project: Some(conn.project().to_owned()),
+        instance: Some(conn.instance().to_owned()),
         table: table.to_owned(),
         count,
         parts: parts.iter().map(PartJson::from).collect(),
@@ -111,8 +119,16 @@ async fn shared_cut(conn: &Connection, table: &str, count: usize, path: &Path) -
     if files::create_or_keep("cut", path, &text)? {
         Ok(Cut { parts })
     } else {
-        Ok(CutFile::read(path, table, count)?)
+        Ok(CutFile::read(path, &of)?)
     }
+}
+
+/// What a cut file must be of: this run's instance, table and part count.
+struct CutOf<'a> {
+    project: &'a str,
+    instance: &'a str,
+    table: &'a str,
+    count: usize,
 }
 
 /// A cut checked to cover the table, its parts in any order.
@@ -135,16 +151,41 @@ impl Cut {
 /// `--cut FILE`: the parts of one cut.
 #[derive(Debug, Serialize, Deserialize)]
 struct CutFile {
+    /// The instance whose samples it was cut at; absent from files written
+    /// before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    project: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    instance: Option<String>,
     table: String,
     count: usize,
     parts: Vec<PartJson>,
 }
 
 impl CutFile {
-    fn read(path: &Path, table: &str, count: usize) -> Result<Cut, FileError> {
+    fn read(path: &Path, of: &CutOf<'_>) -> Result<Cut, FileError> {
+        let &CutOf {
+            project,
+            instance,
+            table,
+            count,
+        } = of;
         let text = files::read_capped("cut", path, CUT_MAX_BYTES)?;
         let file: CutFile =
             serde_json::from_str(&text).map_err(|e| FileError::invalid("cut", path, e))?;
+        if let (Some(p), Some(i)) = (&file.project, &file.instance) {
+            if (p.as_str(), i.as_str()) != (project, instance) {
+                return Err(FileError::invalid(
+                    "cut",
+                    path,
+                    format!(
+                        "it was cut in `projects/{p}/instances/{i}`, this run is connected to \
+                         `projects/{project}/instances/{instance}`: give this instance's shards a cut \
+                         file of their own (a new path), or connect to `projects/{p}/instances/{i}`"
+                    ),
+                ));
+            }
+        }
         if file.table != table || file.count != count {
             return Err(FileError::invalid(
                 "cut",
@@ -242,6 +283,7 @@ pub(crate) fn check_shards(reports: &[(&Path, Option<&PartJson>)]) -> Fallible<(
 mod tests {
     use super::*;
     use bigtable_ttl_runtime::ops::MAX_PARTS;
+    use serde_json::Value;
 
     #[test]
     fn shards_parse_as_i_of_n() {
@@ -270,6 +312,8 @@ mod tests {
 
     fn cut_file(parts: &[Part]) -> String {
         let file = CutFile {
+            project: None,
+            instance: None,
             table: "t".to_owned(),
             count: parts[0].count,
             parts: parts.iter().map(PartJson::from).collect(),
@@ -287,7 +331,7 @@ mod tests {
         let mut reversed = parts.clone();
         reversed.reverse();
         std::fs::write(&path, cut_file(&reversed)).unwrap();
-        let cut = CutFile::read(&path, "t", 4).unwrap();
+        let cut = CutFile::read(&path, &of("p", "i")).unwrap();
         for (index, part) in parts.iter().enumerate() {
             assert_eq!(&cut.part(&path, index).unwrap(), part);
         }
@@ -298,8 +342,40 @@ mod tests {
             parts[3].clone(),
         ];
         std::fs::write(&path, cut_file(&twice)).unwrap();
-        let err = CutFile::read(&path, "t", 4).unwrap_err().to_string();
+        let err = CutFile::read(&path, &of("p", "i")).unwrap_err().to_string();
         assert!(err.contains("part 1/4 appears twice"), "{err}");
         assert!(err.contains("cut.json"), "{err}");
+    }
+
+    fn of<'a>(project: &'a str, instance: &'a str) -> CutOf<'a> {
+        CutOf {
+            project,
+            instance,
+            table: "t",
+            count: 4,
+        }
+    }
+
+    /// A cut records the instance it was taken in; shards of another
+    /// instance refuse it, saying what to do.
+    #[test]
+    fn a_cut_of_another_instance_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cut.json");
+        let parts = ops::cut(&[b"c".to_vec(), b"m".to_vec(), b"t".to_vec()], 4);
+        let mut file: Value = serde_json::from_str(&cut_file(&parts)).unwrap();
+        file["project"] = "p".into();
+        file["instance"] = "i".into();
+        std::fs::write(&path, file.to_string()).unwrap();
+        CutFile::read(&path, &of("p", "i")).unwrap();
+        let err = CutFile::read(&path, &of("p", "staging"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("cut in `projects/p/instances/i`")
+                && err.contains("connected to `projects/p/instances/staging`")
+                && err.contains("a cut file of their own"),
+            "{err}"
+        );
     }
 }

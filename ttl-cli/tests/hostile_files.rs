@@ -114,15 +114,16 @@ const AUDIT_FIELDS: [&str; 12] = [
 
 /// A migrate report of shard `index` of 2 as `migrate --json` writes it.
 fn migrate_report(index: usize) -> Value {
-    let (start, end) = if index == 0 {
-        ("", Some("6d"))
+    // The last key read lies in the part: "k" before "m", "p" after.
+    let (start, end, last_hex, last) = if index == 0 {
+        ("", Some("6d"), "6b", "k")
     } else {
-        ("6d", None)
+        ("6d", None, "70", "p")
     };
     json!({
         "table": "t", "from": "raw", "to": "ttl", "policy": "default=2d", "ttl_ms": null,
         "written_at": "written_at", "expiry": "per-row",
-        "last_row_key_hex": "6b", "last_row_key": "k",
+        "last_row_key_hex": last_hex, "last_row_key": last,
         "rows_read": 3, "rows_copied": 2, "cells_copied": 4, "cells_skipped_expired": 1,
         "rows_skipped_expired": 1, "done": true,
         "shard": { "index": index, "count": 2, "start_hex": start, "end_hex": end },

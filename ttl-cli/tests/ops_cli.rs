@@ -1347,3 +1347,138 @@ async fn migrate_refuses_a_maps_family_as_target() {
     .unwrap();
     assert!(matches!(done, ops::MigrateStatus::Done(_)), "{done:?}");
 }
+
+/// A checkpoint or a cut records the instance it was taken in, and a
+/// checkpoint's last row must lie in its part: a resume connected to
+/// another instance, or from a checkpoint whose last key is before or
+/// past its part, is refused before anything is read or written, saying
+/// what to do (it used to copy the part twice, fail with Bigtable's
+/// `start_key_open must be less than end_key_open`, or fail the final
+/// check and tell to run again).
+#[tokio::test]
+async fn migrate_refuses_checkpoints_and_cuts_of_another_instance_or_part() {
+    let conn = connection();
+    let elsewhere = connection();
+    table(&conn, "moved", &["raw"], TimeDelta::days(3650)).await;
+    table(&elsewhere, "moved", &["raw"], TimeDelta::days(3650)).await;
+    let now = now_ms();
+    for i in 0..20 {
+        write(
+            &conn,
+            "moved",
+            &format!("ev-{i:02}"),
+            &[("raw", "url", now, b"/")],
+        )
+        .await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let (cut, checkpoint) = (path("cut.json"), path("cp.json"));
+    // Three parts: ev-00..ev-04, ev-05..ev-14, ev-15.. (shard 1 in the middle).
+    let part = |index: usize, start: &str, end: Option<&str>| {
+        serde_json::json!({
+            "index": index, "count": 3, "start_hex": hex(start.as_bytes()),
+            "end_hex": end.map(|e| hex(e.as_bytes())),
+        })
+    };
+    let cut_doc = serde_json::json!({
+        "project": conn.project(), "instance": conn.instance(), "table": "moved", "count": 3,
+        "parts": [part(0, "", Some("ev-05")), part(1, "ev-05", Some("ev-15")), part(2, "ev-15", None)],
+    });
+    std::fs::write(&cut, cut_doc.to_string()).unwrap();
+    let args = |extra: &[&str]| {
+        let mut args = vec![
+            "migrate",
+            "moved",
+            "--from",
+            "raw",
+            "--to",
+            "ttl",
+            "--policy",
+            "default=2d",
+            "--shard",
+            "1/3",
+            "--cut",
+            &cut,
+            "--checkpoint",
+            &checkpoint,
+            "--batch-rows",
+            "2",
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .collect::<Vec<_>>();
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        args
+    };
+    let run = |on: Connection, extra: &'static [&'static str]| {
+        let args = args(extra);
+        async move { cli(&on, &args.iter().map(String::as_str).collect::<Vec<_>>()).await }
+    };
+    let (code, out, err) = run(conn.clone(), &["--stop-after", "2"]).await;
+    assert_eq!(code, exit::STOPPED, "{out}{err}");
+    let saved = json(&std::fs::read_to_string(&checkpoint).unwrap());
+    assert_eq!(saved["last_row_key"], "ev-06");
+    assert_eq!(saved["project"], conn.project());
+    assert_eq!(saved["instance"], conn.instance());
+
+    // The cut, then the checkpoint, of another instance.
+    let (code, _, err) = cli(
+        &elsewhere,
+        &[
+            "audit",
+            "moved",
+            "-f",
+            "raw",
+            "-p",
+            "default=2d",
+            "--shard",
+            "1/3",
+            "--cut",
+            &cut,
+        ],
+    )
+    .await;
+    assert_eq!(code, exit::ERROR, "{err}");
+    assert!(
+        err.contains(&format!(
+            "cut in `projects/{}/instances/{}`",
+            conn.project(),
+            conn.instance()
+        )) && err.contains("a cut file of their own"),
+        "{err}"
+    );
+    let (code, _, err) = run(elsewhere.clone(), &["--resume"]).await;
+    assert_eq!(code, exit::ERROR, "{err}");
+    assert!(
+        err.contains(&format!(
+            "taken in `projects/{}/instances/{}`",
+            conn.project(),
+            conn.instance()
+        )) && err.contains("--instance"),
+        "{err}"
+    );
+
+    // A last key before the part, then past it.
+    for (key, said) in [("ev-02", "before"), ("ev-17", "past")] {
+        let mut edited = saved.clone();
+        edited["last_row_key_hex"] = hex(key.as_bytes()).into();
+        std::fs::write(&checkpoint, edited.to_string()).unwrap();
+        let (code, _, err) = run(conn.clone(), &["--resume"]).await;
+        assert_eq!(code, exit::ERROR, "{err}");
+        assert!(
+            err.contains(&format!("last row \"{key}\" lies {said} its part 1/3"))
+                && err.contains("without --resume"),
+            "{err}"
+        );
+    }
+    assert_eq!(family_only(&raw(&elsewhere, "moved").await, "ttl").len(), 0);
+
+    // The checkpoint as written resumes, and the part is copied once.
+    std::fs::write(&checkpoint, saved.to_string()).unwrap();
+    let (code, out, err) = run(conn.clone(), &["--resume", "--json"]).await;
+    assert_eq!(code, exit::OK, "{out}{err}");
+    let done = json(&out);
+    assert_eq!(done["rows_read"], 10);
+    assert_eq!(done["verification"]["matches"], true);
+}

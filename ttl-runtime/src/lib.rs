@@ -27,7 +27,7 @@
 //!
 //! # Features
 //!
-//! * `json`: the [`Json`] cell codec, any serde type stored as JSON
+//! * `json`: the `Json` cell codec, any serde type stored as JSON
 //!   (`serde`, `serde_json`).
 //! * `metrics`: client-side metrics through the `metrics` facade
 //!   ([`telemetry`] lists them). Off by default: without it no metric code

@@ -41,7 +41,7 @@ use super::{measure, NullServer};
 use crate::{Res, PROJECT};
 
 /// The section's heading in `BENCHMARKS.md`.
-pub(crate) const HEADING: &str = "## Like for like (issue 32)";
+pub(crate) const HEADING: &str = "## Like for like";
 
 /// The token the TLS server asks for.
 const TOKEN: &str = "ttl-bench-null-token";

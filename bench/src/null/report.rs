@@ -360,12 +360,12 @@ pub(crate) fn section(report: &Value) -> String {
          Targets (issue 23), each ratio taken within a round and the median over the rounds:\n\n\
          {targets}\n\n\
          {profile}\
-         **Not like for like, and not measured here** (issue 32): `cbt read` formats every \
+         **Not like for like, and not measured here**: `cbt read` formats every \
          row for a terminal (Go's client decoding alone is `cbt count`); each contender \
          parses the CSV its own way inside its write; every peer runs at the library's \
          batching, not its own best; the null server is plaintext without a token, so TLS \
          and auth, which every Cloud call pays, are left out. The section \
-         [Like for like (issue 32)](#like-for-like-issue-32) measures each of these in one \
+         [Like for like](#like-for-like) measures each of these in one \
          run, and its figures are the ones to quote.\n\n\
          Command: `cargo build --release -p ttl-bench && target/release/ttl-bench null \
          --rows {rows} --node-modules bench/target/node/node_modules --out \

@@ -111,6 +111,12 @@ impl Expiry {
 /// refused) and the [`Checkpoint`]. Also what `migrate --json` prints.
 #[derive(Debug, Serialize, Deserialize)]
 struct CheckpointFile {
+    /// Where the migration runs: a resume connected elsewhere is refused.
+    /// Absent from files written before they were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    project: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    instance: Option<String>,
     table: String,
     from: String,
     to: String,
@@ -142,6 +148,8 @@ struct CheckpointFile {
 impl CheckpointFile {
     fn new(plan: &MigratePlan, cp: &Checkpoint, done: bool) -> Self {
         Self {
+            project: cp.project.clone(),
+            instance: cp.instance.clone(),
             table: plan.table.clone(),
             from: plan.from.clone(),
             to: plan.to.clone(),
@@ -209,6 +217,8 @@ impl CheckpointFile {
             .map_or_else(|| Ok(Part::whole()), PartJson::to_part)
             .map_err(|e| FileError::invalid("checkpoint", path, e))?;
         let mut cp = Checkpoint::for_part(part);
+        cp.project = saved.project;
+        cp.instance = saved.instance;
         cp.last_row_key = match &saved.last_row_key_hex {
             None => None,
             Some(h) => Some(hex::decode(h).map_err(|e| {
@@ -474,8 +484,11 @@ async fn verify_part(
     let conn = target.connect().await?;
     let part = args.shard.resolve(&conn, &plan.table).await?;
     let v = ops::verify_part(&conn, plan, &part, Clock::system().now()).await?;
+    let mut checkpoint = Checkpoint::for_part(part);
+    checkpoint.project = Some(conn.project().to_owned());
+    checkpoint.instance = Some(conn.instance().to_owned());
     let report = MigrateJson {
-        checkpoint: CheckpointFile::new(plan, &Checkpoint::for_part(part), false),
+        checkpoint: CheckpointFile::new(plan, &checkpoint, false),
         status: "verified".to_owned(),
         verification: Some((&v).into()),
     };

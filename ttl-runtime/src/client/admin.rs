@@ -587,8 +587,11 @@ where
                 match tokio::time::timeout_at(until, Box::pin(send(conn.admin_client(), request)))
                     .await
                 {
-                    Ok(Ok(response)) => return Ok(response.into_inner()),
-                    Ok(Err(status)) => status,
+                    Ok(Ok(response)) => {
+                        conn.admin_answered();
+                        return Ok(response.into_inner());
+                    }
+                    Ok(Err(status)) => conn.admin_failure(status),
                     Err(_) => crate::wire::status::no_answer_within(format!(
                         "no answer from the admin API within {timeout:?}"
                     )),

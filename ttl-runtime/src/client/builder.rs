@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::retry::RetryPolicy;
-use crate::model::error::{BadAddress, BoxError, Cause, Error, Result};
+use crate::model::error::{BadAddress, BoxError, Cause, Error, NoCredentials, Result};
 use tonic::transport::Channel;
 
 use crate::wire::channel::{
@@ -84,10 +84,7 @@ impl Credentials {
             Source::ApplicationDefault => gcp_auth::provider()
                 .await
                 .map(|provider| Some(Tokens::new(Arc::new(GcpAuth(provider)))))
-                .map_err(|e| Error::Connect {
-                    target: "application default credentials".to_owned(),
-                    source: Box::new(Cause::of(&e)),
-                }),
+                .map_err(|e| no_default_credentials(&e)),
             Source::KeyFile(path) => gcp_auth::CustomServiceAccount::from_file(path)
                 .map(|account| Some(Tokens::new(Arc::new(GcpAuth(Arc::new(account))))))
                 .map_err(|e| Error::Connect {
@@ -101,6 +98,20 @@ impl Credentials {
 
     fn is_none(&self) -> bool {
         matches!(self.0, Source::None)
+    }
+}
+
+/// The error of a search for application default credentials that
+/// failed: when none was found anywhere, one that says where they were
+/// looked for and what to do (`BIGTABLE_EMULATOR_HOST` among it).
+fn no_default_credentials(e: &gcp_auth::Error) -> Error {
+    let cause = Cause::of(e);
+    Error::Connect {
+        target: "application default credentials".to_owned(),
+        source: match e {
+            gcp_auth::Error::NoAuthMethod(..) => Box::new(NoCredentials(cause)),
+            _ => Box::new(cause),
+        },
     }
 }
 
@@ -158,12 +169,34 @@ pub(crate) const ADMIN_ENDPOINT: &str = "https://bigtableadmin.googleapis.com";
 pub(crate) struct Parts {
     pub(crate) channel: DataChannel,
     pub(crate) admin: Channel,
+    pub(crate) admin_target: AdminTarget,
     pub(crate) tokens: Option<Tokens>,
     pub(crate) project: String,
     pub(crate) instance: String,
     pub(crate) target: String,
     pub(crate) retry: RetryPolicy,
     pub(crate) admin_retry: RetryPolicy,
+}
+
+/// Where admin calls go, for the errors of connections never made: the
+/// address (`host:port`), and whether it is an emulator no admin call has
+/// reached yet (see [`crate::model::error::Unreachable`]).
+#[derive(Debug, Clone)]
+pub(crate) struct AdminTarget {
+    pub(crate) address: Arc<str>,
+    pub(crate) emulator: bool,
+    pub(crate) reached: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl AdminTarget {
+    fn new(uri: &str, emulator: bool) -> Self {
+        let address = uri.split_once("://").map_or(uri, |(_, rest)| rest);
+        Self {
+            address: address.trim_end_matches('/').into(),
+            emulator,
+            reached: Arc::default(),
+        }
+    }
 }
 
 /// Where a connection goes, once the settings and the environment are read.
@@ -492,8 +525,10 @@ impl ConnectionBuilder {
             keep_alive: self.keep_alive,
             tokens: tokens.clone(),
             app_profile: self.app_profile,
+            emulator: matches!(target, Target::Emulator(_)),
         })
         .map_err(connect_error)?;
+        let admin_target = AdminTarget::new(&admin, matches!(target, Target::Emulator(_)));
         #[cfg(feature = "opentelemetry")]
         let channel = channel.with_meter_provider(self.meter_provider.as_ref());
         let admin_channel = endpoint(&admin, &self.extra_roots, self.keep_alive)
@@ -502,6 +537,7 @@ impl ConnectionBuilder {
         Ok(Parts {
             channel,
             admin: admin_channel,
+            admin_target,
             tokens,
             project: self.project,
             instance: self.instance,
@@ -623,6 +659,46 @@ mod tests {
 
     fn builder() -> ConnectionBuilder {
         ConnectionBuilder::new("p", "i")
+    }
+
+    /// What the credential search answers where there are none (no key
+    /// file, no gcloud login, no metadata server, no gcloud), made here:
+    /// the real search would ask metadata.google.internal, off this
+    /// machine. The message says where credentials were looked for and
+    /// what to do, `BIGTABLE_EMULATOR_HOST` among it; the search's own
+    /// reason stays the cause, once.
+    #[test]
+    fn no_credentials_says_where_it_looked_and_what_to_do() {
+        let none = gcp_auth::Error::NoAuthMethod(
+            Box::new(gcp_auth::Error::Str("gcloud not found")),
+            Box::new(gcp_auth::Error::Str("no metadata server")),
+            Box::new(gcp_auth::Error::Str(
+                "no application default credentials file",
+            )),
+        );
+        let err = no_default_credentials(&none);
+        let message = err.to_string();
+        for says in [
+            "no Google Cloud credentials found",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "~/.config/gcloud/application_default_credentials.json",
+            "metadata server",
+            "gcloud auth application-default login",
+            "BIGTABLE_EMULATOR_HOST=HOST:PORT",
+        ] {
+            assert!(message.contains(says), "{says:?} missing: {message}");
+        }
+        let cause = std::error::Error::source(&err).unwrap().to_string();
+        assert_eq!(cause, "no available authentication method found");
+        // Another failure of the search (a key file that does not parse)
+        // is told as it is.
+        let broken = gcp_auth::Error::Str("invalid key file");
+        let err = no_default_credentials(&broken);
+        assert!(
+            err.to_string().contains("application default credentials")
+                && !err.to_string().contains("BIGTABLE_EMULATOR_HOST"),
+            "{err}"
+        );
     }
 
     #[test]

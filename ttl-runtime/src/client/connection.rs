@@ -2,18 +2,20 @@
 //! `MutateRows`, `ReadRows`) on a channel of our own (the `wire` layer),
 //! tables and GC rules through the generated admin client.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2::bigtable_table_admin_client::BigtableTableAdminClient;
 use tonic::transport::Channel;
 
+use crate::client::builder::{AdminTarget, Parts, ADMIN_ENDPOINT};
 pub use crate::client::builder::{ConnectionBuilder, Credentials};
-use crate::client::builder::{Parts, ADMIN_ENDPOINT};
 use crate::client::layouts::{Layouts, Registration};
 use crate::client::retry::RetryPolicy;
-use crate::model::error::{Error, Result};
+use crate::model::error::{no_answer, Error, Result, Unreachable};
 use crate::model::schema::Schema;
 use crate::wire::channel::{DataChannel, DATA_ENDPOINT};
+use crate::wire::status::cause_under_code;
 use crate::wire::tokens::Tokens;
 
 /// The generated admin client, on a plain tonic channel.
@@ -43,6 +45,7 @@ struct Shared {
     /// Every data call the library makes (see [`crate::wire::channel`]).
     channel: DataChannel,
     admin: AdminClient,
+    admin_target: AdminTarget,
     /// Timeouts and retries of every admin call.
     admin_retry: RetryPolicy,
     /// Timeouts and retries tables start with for reads and writes.
@@ -127,6 +130,7 @@ impl Connection {
         let shared = Shared {
             channel: parts.channel,
             admin: AdminClient::new(parts.admin),
+            admin_target: parts.admin_target,
             admin_retry: parts.admin_retry,
             retry: parts.retry,
             tokens: parts.tokens,
@@ -228,6 +232,31 @@ impl Connection {
     #[must_use]
     pub fn admin_retry(&self) -> RetryPolicy {
         self.shared.admin_retry
+    }
+
+    /// An admin call's failed `status`, the admin address kept in its
+    /// chain when no connection was made ([`Unreachable`]), so that its
+    /// error names it and a first refusal by an emulator is not retried.
+    pub(crate) fn admin_failure(&self, status: tonic::Status) -> tonic::Status {
+        if no_answer(&status).is_none() {
+            return status;
+        }
+        let target = &self.shared.admin_target;
+        let mut failure = tonic::Status::new(status.code(), status.message());
+        failure.set_source(Arc::new(Unreachable {
+            address: target.address.to_string(),
+            first: target.emulator && !target.reached.load(Ordering::Relaxed),
+            source: Box::new(cause_under_code(status)),
+        }));
+        failure
+    }
+
+    /// An admin call was answered: the admin address is reached.
+    pub(crate) fn admin_answered(&self) {
+        self.shared
+            .admin_target
+            .reached
+            .store(true, Ordering::Relaxed);
     }
 
     /// Wrap an admin request, with a bearer token on Cloud Bigtable.

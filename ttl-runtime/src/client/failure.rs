@@ -3,7 +3,7 @@
 //! attempt's status as the error's source.
 
 use crate::client::retry::Budget;
-use crate::model::error::{BoxError, Code, Error};
+use crate::model::error::{reason_and_source, BoxError, Code, Error};
 use crate::wire::status::{cause_under_code, code_of};
 
 /// The error ending a call on `table` (and `row_key`, where there is one)
@@ -16,6 +16,7 @@ pub(crate) fn server_error(
     source: impl Into<BoxError>,
     budget: Option<&Budget>,
 ) -> Error {
+    let (reason, source) = reason_and_source(source.into());
     Error::Server {
         table: table.to_owned(),
         row_key,
@@ -23,7 +24,8 @@ pub(crate) fn server_error(
         attempts: budget.map_or(1, Budget::attempts),
         elapsed: budget.map(Budget::elapsed).unwrap_or_default(),
         retries_exhausted: budget.is_some_and(Budget::exhausted),
-        source: source.into(),
+        reason,
+        source,
     }
 }
 

@@ -17,7 +17,7 @@ use tokio::time::Sleep;
 
 use crate::client::retry::{retryable_status, Budget, RetryPolicy};
 use crate::client::telemetry;
-use crate::model::error::{Code, Error};
+use crate::model::error::{reason_and_source, Code, Error};
 use crate::model::proto::ReadRowsRequest;
 use crate::model::scan::resume_request;
 use crate::wire::builtin_metrics::{scoped, Method, Rpc};
@@ -216,6 +216,7 @@ impl ReadFailure {
             // The response broke the ReadRows protocol: ours to report.
             ReadError::Protocol(_) => Code::Internal,
         };
+        let (reason, source) = reason_and_source(Box::new(self.error.cause()));
         Error::Server {
             table: table.to_owned(),
             row_key,
@@ -223,7 +224,8 @@ impl ReadFailure {
             attempts: self.attempts,
             elapsed: self.elapsed,
             retries_exhausted: self.retries_exhausted,
-            source: Box::new(self.error.cause()),
+            reason,
+            source,
         }
     }
 }

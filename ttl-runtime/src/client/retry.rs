@@ -346,6 +346,11 @@ pub fn retryable_code(code: Code) -> bool {
 /// a transport failure, or a status in which the server asks for a retry
 /// (`RetryInfo`).
 pub(crate) fn retryable_status(status: &tonic::Status) -> bool {
+    // An emulator that refuses a first connection is not running there:
+    // said at once, not after the policy's attempts.
+    if crate::model::error::emulator_not_there(status) {
+        return false;
+    }
     retryable_code(code_of(status)) || is_transport(status) || retry_delay(status).is_some()
 }
 

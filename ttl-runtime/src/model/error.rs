@@ -31,6 +31,9 @@ pub(crate) struct Cause {
     /// The request never went out (no time left, no token): this level's
     /// text says why.
     not_sent: bool,
+    /// Where the connection could not be made, when the chain said so
+    /// ([`Unreachable`]) before it became text.
+    unreachable: Option<(String, bool)>,
     /// The server refused the request before processing any of it (an
     /// HTTP/2 `REFUSED_STREAM`, a `GOAWAY` past its stream).
     refused: bool,
@@ -54,6 +57,7 @@ impl Cause {
                 source: cause,
                 no_answer: None,
                 not_sent: false,
+                unreachable: None,
                 refused: false,
             }));
         }
@@ -63,11 +67,13 @@ impl Cause {
                 source: None,
                 no_answer: None,
                 not_sent: false,
+                unreachable: None,
                 refused: false,
             },
             |c| *c,
         );
         cause.no_answer = source.and_then(no_answer);
+        cause.unreachable = source.and_then(unreachable);
         cause
     }
 
@@ -125,6 +131,12 @@ pub(crate) fn no_answer(error: &(dyn std::error::Error + 'static)) -> Option<Str
                 return cause.no_answer.clone();
             }
         }
+        // Its own level is its source's, which the chain steps over.
+        if let Some(wrapped) = level.downcast_ref::<Unreachable>() {
+            if let Some(why) = no_answer(&*wrapped.source) {
+                return Some(why);
+            }
+        }
         if let Some(io) = level.downcast_ref::<std::io::Error>() {
             if matches!(
                 io.kind(),
@@ -142,6 +154,49 @@ pub(crate) fn no_answer(error: &(dyn std::error::Error + 'static)) -> Option<Str
         && last.downcast_ref::<Cause>().is_none()
         && last.to_string().contains("Connection refused (os error"))
     .then(|| ErrorKind::ConnectionRefused.to_string())
+}
+
+/// A connection that could not be made, and to which address: kept in
+/// the chain of the failure it wraps, whose text it shows as its own (so a
+/// chain printed level by level does not grow a level), for the messages
+/// that name the address. `first` when it was a connection to an emulator
+/// that no connection had reached yet: a refusal then is not retried (the
+/// emulator is not running there), rather than for half a minute.
+#[derive(Debug)]
+pub(crate) struct Unreachable {
+    pub(crate) address: String,
+    pub(crate) first: bool,
+    pub(crate) source: BoxError,
+}
+
+impl fmt::Display for Unreachable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.source.fmt(f)
+    }
+}
+
+impl std::error::Error for Unreachable {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.source()
+    }
+}
+
+/// Where `error`'s chain says a connection could not be made, and whether
+/// it was a first connection to an emulator ([`Unreachable`]).
+pub(crate) fn unreachable(error: &(dyn std::error::Error + 'static)) -> Option<(String, bool)> {
+    std::iter::successors(Some(error), |e| e.source()).find_map(|level| {
+        if let Some(u) = level.downcast_ref::<Unreachable>() {
+            return Some((u.address.clone(), u.first));
+        }
+        level.downcast_ref::<Cause>()?.unreachable.clone()
+    })
+}
+
+/// Whether `error` is a refused (or unroutable) first connection to an
+/// emulator: nothing listens where it was told to look, and retrying for
+/// the policy's half a minute would only delay saying so.
+pub(crate) fn emulator_not_there(error: &(dyn std::error::Error + 'static)) -> bool {
+    no_answer(error).is_some() && unreachable(error).is_some_and(|(_, first)| first)
 }
 
 /// Why a host or endpoint is not an address to connect to, found before
@@ -164,9 +219,40 @@ impl fmt::Display for BadAddress {
 
 impl std::error::Error for BadAddress {}
 
+/// No credentials were found where application default credentials are
+/// looked for: the cause of an [`Error::Connect`] whose message says
+/// where they were looked for and what to do. Its own text is the
+/// credential library's reason, its source the reasons under it.
+#[derive(Debug)]
+pub(crate) struct NoCredentials(pub(crate) Cause);
+
+impl fmt::Display for NoCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for NoCredentials {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+/// Where application default credentials are looked for, in order, and
+/// what to do when none is there: [`NoCredentials`]'s message.
+const NO_CREDENTIALS: &str = "no Google Cloud credentials found: looked for a service-account key \
+    file named by GOOGLE_APPLICATION_CREDENTIALS, gcloud's application default credentials \
+    (~/.config/gcloud/application_default_credentials.json), the metadata server of a Google \
+    Cloud machine, and `gcloud auth print-access-token`; run `gcloud auth application-default \
+    login` or set GOOGLE_APPLICATION_CREDENTIALS for Cloud Bigtable, or set \
+    BIGTABLE_EMULATOR_HOST=HOST:PORT to use Google's Bigtable emulator";
+
 /// The message of an [`Error::Connect`]: what was tried, or for a
 /// malformed address that nothing was, and why.
 fn connect_message(target: &str, source: &(dyn std::error::Error + 'static)) -> String {
+    if source.is::<NoCredentials>() {
+        return NO_CREDENTIALS.to_owned();
+    }
     match source.downcast_ref::<BadAddress>() {
         Some(bad) => format!("malformed Bigtable address ({target}): {}", bad.problem),
         None => format!("could not connect to Bigtable ({target})"),
@@ -175,18 +261,30 @@ fn connect_message(target: &str, source: &(dyn std::error::Error + 'static)) -> 
 
 /// The message of an [`Error::Server`]: "no answer from Bigtable" when
 /// the connection was never made, "not sent to Bigtable" when the request
-/// never went out (no time left, no token), "Bigtable answered CODE"
-/// otherwise.
+/// never went out (no time left, no token), "Bigtable answered CODE" and
+/// its reason otherwise.
 fn server_message(
     table: &str,
     row_key: Option<&[u8]>,
     code: Code,
     attempts: Attempts,
-    source: &(dyn std::error::Error + 'static),
+    reason: Option<&str>,
+    source: Option<&(dyn std::error::Error + 'static)>,
 ) -> String {
     let row = row_key
         .map(|k| format!(", row \"{}\"", k.escape_ascii()))
         .unwrap_or_default();
+    let hint = if code == Code::NotFound {
+        "; does the table exist? ensure_schema creates it"
+    } else {
+        ""
+    };
+    let Some(source) = source else {
+        let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
+        return format!(
+            "Bigtable answered {code} for table `{table}`{row}{reason} ({attempts}){hint}"
+        );
+    };
     let refused = std::iter::successors(Some(source), |e| e.source())
         .filter_map(|level| level.downcast_ref::<Cause>())
         .find(|cause| cause.refused);
@@ -197,8 +295,20 @@ fn server_message(
         );
     }
     if let Some(why) = no_answer(source) {
+        let (at, hint) = match unreachable(source) {
+            Some((address, first)) => (
+                format!(" at {address}"),
+                if first {
+                    "; is the emulator running there? start it, or point BIGTABLE_EMULATOR_HOST \
+                     at the HOST:PORT it listens on"
+                } else {
+                    ""
+                },
+            ),
+            None => (String::new(), ""),
+        };
         return format!(
-            "no answer from Bigtable for table `{table}`{row}: {why} ({code}, {attempts})"
+            "no answer from Bigtable{at} for table `{table}`{row}: {why} ({code}, {attempts}){hint}"
         );
     }
     // Not sent for want of time or a token (a refused connection is
@@ -212,12 +322,29 @@ fn server_message(
             cause.text
         );
     }
-    let hint = if code == Code::NotFound {
-        "; does the table exist? ensure_schema creates it"
-    } else {
-        ""
-    };
-    format!("Bigtable answered {code} for table `{table}`{row} ({attempts}){hint}")
+    let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
+    format!("Bigtable answered {code} for table `{table}`{row}{reason} ({attempts}){hint}")
+}
+
+/// An [`Error::Server`]'s reason and source, from the cause that ended the
+/// call: when Bigtable answered, its status message is the reason (shown
+/// in the message) and what lay under it the source; a connection never
+/// made or a request never sent keep their whole cause, which the message
+/// reads for why.
+pub(crate) fn reason_and_source(cause: BoxError) -> (Option<String>, Option<BoxError>) {
+    if no_answer(&*cause).is_some() {
+        return (None, Some(cause));
+    }
+    match cause.downcast::<Cause>() {
+        Ok(cause) if cause.not_sent || cause.refused || cause.text.is_empty() => {
+            (None, Some(cause))
+        }
+        Ok(cause) => (
+            Some(cause.text),
+            cause.source.map(|below| below as BoxError),
+        ),
+        Err(other) => (None, Some(other)),
+    }
 }
 
 impl fmt::Display for Cause {
@@ -679,16 +806,17 @@ pub enum Error {
         limit: usize,
     },
     /// Bigtable answered with an error, or could not be reached, and the
-    /// call ended. `code` is what to branch on; the last attempt's status
-    /// message, and the transport failure under it if any, are the
-    /// `source()` chain, each cause once. The message says whether Bigtable
-    /// answered (`Bigtable answered UNAVAILABLE …`) or the connection was
-    /// never made (`no answer from Bigtable …: connection refused`), how
-    /// many attempts were made over how long, and for [`Code::NotFound`] (a
-    /// table that does not exist, most often) that `ensure_schema` creates
-    /// the table.
+    /// call ended. `code` is what to branch on. The message says whether
+    /// Bigtable answered, and what it said (`Bigtable answered UNKNOWN for
+    /// table `t`, row "c1": unknown family "c" (1 attempt)`, the server's
+    /// reason being `reason`), or that the connection was never made, to
+    /// which address and why (`no answer from Bigtable at 127.0.0.1:8086
+    /// …: connection refused`), how many attempts were made over how long,
+    /// and for [`Code::NotFound`] (a table that does not exist, most often)
+    /// that `ensure_schema` creates the table. The transport failure under
+    /// it, if any, is the `source()` chain, each cause once.
     #[non_exhaustive]
-    #[error("{}", server_message(table, row_key.as_deref(), *code, Attempts { count: *attempts, elapsed: *elapsed, retries_exhausted: *retries_exhausted }, &**source))]
+    #[error("{}", server_message(table, row_key.as_deref(), *code, Attempts { count: *attempts, elapsed: *elapsed, retries_exhausted: *retries_exhausted }, reason.as_deref(), source.as_deref().map(|s| s as &(dyn std::error::Error + 'static))))]
     Server {
         /// The table.
         table: String,
@@ -703,9 +831,14 @@ pub enum Error {
         /// Whether the error was worth retrying and the retry budget (attempts
         /// or deadline) ran out; `false` for an error that is final at once.
         retries_exhausted: bool,
-        /// The last attempt's status or transport error.
+        /// What Bigtable said when it answered (its status message:
+        /// `unknown family "c"`), part of the message; `None` when nothing
+        /// answered or it said nothing.
+        reason: Option<String>,
+        /// The last attempt's failure under the reason: the transport's
+        /// error, or why nothing answered.
         #[source]
-        source: BoxError,
+        source: Option<BoxError>,
     },
 }
 
@@ -1047,6 +1180,26 @@ pub enum MigrationProblem {
         /// The policy's rule, described.
         expected: String,
     },
+    /// The checkpoint to resume from was taken in another project or
+    /// instance than the connection's: resuming it here would copy only
+    /// the rows after its last key and fail the final check.
+    OtherInstance {
+        /// Where the checkpoint was taken (`projects/P/instances/I`).
+        checkpoint: String,
+        /// Where this run's connection goes.
+        connection: String,
+    },
+    /// The checkpoint's last row key lies outside its own part of the
+    /// key space: it is not a checkpoint of that part (another shard's, or
+    /// edited), and resuming it would copy the part twice or not at all.
+    CheckpointOutsidePart {
+        /// The checkpoint's last row key.
+        last_row_key: Vec<u8>,
+        /// Its part, as `I/N ["start", "end")`.
+        part: String,
+        /// Past the part's end (else before its start).
+        past: bool,
+    },
     /// The final count check did not match.
     Verification {
         /// Source rows still alive under the policy.
@@ -1081,6 +1234,26 @@ impl fmt::Display for MigrationProblem {
             } => write!(
                 f,
                 "target family `{family}` has the rule {live}, not the policy's {expected}; apply the policy to it first"
+            ),
+            MigrationProblem::OtherInstance {
+                checkpoint,
+                connection,
+            } => write!(
+                f,
+                "the checkpoint was taken in `{checkpoint}`, this run is connected to `{connection}`: \
+                 resume it connected to `{checkpoint}` (--project, --instance), or migrate `{connection}` \
+                 with a checkpoint of its own"
+            ),
+            MigrationProblem::CheckpointOutsidePart {
+                last_row_key,
+                part,
+                past,
+            } => write!(
+                f,
+                "the checkpoint's last row \"{}\" lies {} its part {part}, so it is not that part's checkpoint: \
+                 resume with the part's own checkpoint, or start the part again without --resume",
+                last_row_key.escape_ascii(),
+                if *past { "past" } else { "before" }
             ),
             MigrationProblem::Verification {
                 expected_rows,
@@ -1372,7 +1545,8 @@ mod tests {
             attempts: 3,
             elapsed: Duration::from_secs(1),
             retries_exhausted,
-            source: "cause".into(),
+            reason: None,
+            source: Some("cause".into()),
         }
     }
 
@@ -1441,7 +1615,8 @@ mod tests {
                 attempts: 10,
                 elapsed: Duration::from_millis(23_100),
                 retries_exhausted: true,
-                source: Box::new(status),
+                reason: None,
+                source: Some(Box::new(status)),
             },
             Error::Connect {
                 target: "emulator at ::::".into(),
@@ -1494,6 +1669,30 @@ mod tests {
         assert_eq!(sum.to_string(), "1 µs + 3days overflows");
     }
 
+    /// What the server said is part of the message, and not repeated by
+    /// the chain under it.
+    #[test]
+    fn a_servers_reason_is_in_the_message_once() {
+        let (reason, source) =
+            reason_and_source(Box::new(Cause::new("unknown family \"c\"".into(), None)));
+        let err = Error::Server {
+            table: "nofamily_t".into(),
+            row_key: Some(b"c1".to_vec()),
+            code: Code::Unknown,
+            attempts: 1,
+            elapsed: Duration::from_millis(3),
+            retries_exhausted: false,
+            reason,
+            source,
+        };
+        assert_eq!(
+            chain(&err),
+            vec!["Bigtable answered UNKNOWN for table `nofamily_t`, row \"c1\": unknown family \"c\" \
+                  (1 attempt over 3.0ms)"
+                .to_owned()]
+        );
+    }
+
     #[test]
     fn a_call_never_sent_tells_no_time_it_did_not_take() {
         let err = Error::Server {
@@ -1503,10 +1702,11 @@ mod tests {
             attempts: 1,
             elapsed: Duration::ZERO,
             retries_exhausted: false,
-            source: Box::new(Cause::new(
+            reason: None,
+            source: Some(Box::new(Cause::new(
                 "no time left for CheckAndMutateRow before the deadline".into(),
                 None,
-            )),
+            ))),
         };
         assert_eq!(
             err.to_string(),
@@ -1519,13 +1719,14 @@ mod tests {
             attempts: 1,
             elapsed: Duration::ZERO,
             retries_exhausted: false,
-            source: Box::new(
+            reason: None,
+            source: Some(Box::new(
                 Cause::new(
                     "no time left for CheckAndMutateRow before the deadline".into(),
                     None,
                 )
                 .never_sent(),
-            ),
+            )),
         };
         assert_eq!(
             err.to_string(),
@@ -1536,14 +1737,18 @@ mod tests {
 
     #[test]
     fn a_refused_connection_is_no_answer_and_a_status_is_an_answer() {
-        let server = |source: BoxError| Error::Server {
-            table: "clicks".into(),
-            row_key: Some(b"c1".to_vec()),
-            code: Code::Unavailable,
-            attempts: 10,
-            elapsed: Duration::from_secs(28),
-            retries_exhausted: true,
-            source,
+        let server = |source: BoxError| {
+            let (reason, source) = reason_and_source(source);
+            Error::Server {
+                table: "clicks".into(),
+                row_key: Some(b"c1".to_vec()),
+                code: Code::Unavailable,
+                attempts: 10,
+                elapsed: Duration::from_secs(28),
+                retries_exhausted: true,
+                reason,
+                source,
+            }
         };
         let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
         let transport = Cause::new("UNAVAILABLE: tcp connect error".into(), Some(&refused));

@@ -7,33 +7,65 @@
 
 use prost::Message as _;
 
+use crate::model::limits::MAX_ROW_BYTES;
 use crate::model::proto::{partial_result_set::PartialRows, PartialResultSet, ProtoRows, Value};
 
+/// The most bytes a batch may reach before a checksum closes it: as much
+/// as Bigtable's largest row ([`MAX_ROW_BYTES`], 256 MiB). A server that
+/// never closes its batch would otherwise have them all held in memory.
+pub(crate) const MAX_BATCH_BYTES: usize = MAX_ROW_BYTES;
+
 /// The state of one query's result stream, across its attempts.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct BatchMerger {
     /// Bytes of the batch in progress (no checksum yet).
     buffer: Vec<u8>,
+    /// The most bytes `buffer` may hold ([`MAX_BATCH_BYTES`]).
+    max_batch: usize,
     /// Values of checksummed batches that no resume token covers yet.
     pending: Vec<Value>,
     /// The last resume token: what a new attempt resumes from.
     token: Option<Vec<u8>>,
 }
 
+impl Default for BatchMerger {
+    fn default() -> Self {
+        Self::with_max_batch(MAX_BATCH_BYTES)
+    }
+}
+
 impl BatchMerger {
+    /// A merger refusing batches over `max_batch` bytes.
+    pub(crate) fn with_max_batch(max_batch: usize) -> Self {
+        Self {
+            buffer: Vec::new(),
+            max_batch,
+            pending: Vec::new(),
+            token: None,
+        }
+    }
+
     /// Take in one part of the stream. When it carries a resume token, the
     /// values it makes final (possibly none), in order.
     ///
     /// # Errors
     /// Why the stream cannot be read: a checksum that does not match the
     /// batch's bytes, bytes that are not `ProtoRows`, a token that comes
-    /// with a batch not closed by a checksum.
+    /// with a batch not closed by a checksum, a batch growing past
+    /// [`MAX_BATCH_BYTES`] without one.
     pub(crate) fn push(&mut self, part: PartialResultSet) -> Result<Option<Vec<Value>>, String> {
         if part.reset {
             self.buffer.clear();
             self.pending.clear();
         }
         if let Some(PartialRows::ProtoRowsBatch(batch)) = part.partial_rows {
+            let size = self.buffer.len().saturating_add(batch.batch_data.len());
+            if size > self.max_batch {
+                return Err(format!(
+                    "a result batch reached {size} bytes without a checksum closing it, over the {} bytes a batch may hold",
+                    self.max_batch
+                ));
+            }
             self.buffer.extend_from_slice(&batch.batch_data);
         }
         if let Some(expected) = part.batch_checksum {
@@ -166,6 +198,25 @@ mod tests {
         };
         assert_eq!(merger.push(empty), Ok(Some(Vec::new())));
         assert_eq!(merger.resume_token(), Some(b"t2".as_slice()));
+    }
+
+    /// A server that never closes its batch with a checksum fills no
+    /// more than the bound: the stream is refused there, with what
+    /// happened.
+    #[test]
+    fn a_batch_never_closed_is_refused_at_its_bound() {
+        assert_eq!(BatchMerger::default().max_batch, 256 * 1024 * 1024);
+        let mut merger = BatchMerger::with_max_batch(1_000);
+        for _ in 0..3 {
+            assert_eq!(merger.push(part(&[7; 300], false, "", None)), Ok(None));
+        }
+        let error = merger.push(part(&[7; 300], false, "", None)).unwrap_err();
+        assert!(
+            error.contains("reached 1200 bytes without a checksum closing it, over the 1000 bytes"),
+            "{error}"
+        );
+        // A reset starts the count again.
+        assert_eq!(merger.push(part(&[7; 300], true, "", None)), Ok(None));
     }
 
     #[test]

@@ -155,6 +155,21 @@ impl SqlType {
         Type { kind: Some(kind) }
     }
 
+    /// Why a query cannot take a parameter of this type, if it cannot:
+    /// Bigtable takes scalars and arrays of them, and Google's clients
+    /// have no way to send a `STRUCT` or a `MAP` (a parameter of one would
+    /// fail at the server, or be read as something else).
+    pub(crate) fn param_problem(&self) -> Option<String> {
+        match self {
+            Self::Struct(_) | Self::Map(_, _) => Some(format!(
+                "a query parameter cannot be a {self}: GoogleSQL for Bigtable takes scalars and arrays of them; \
+                 pass each field or entry as a parameter of its own"
+            )),
+            Self::Array(element) => element.param_problem(),
+            _ => None,
+        }
+    }
+
     /// The `Value` kind Bigtable sends for this type, as its clients name
     /// it in errors (`STRING_VALUE`).
     pub(crate) fn value_kind(&self) -> &'static str {

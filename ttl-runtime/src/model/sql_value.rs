@@ -12,6 +12,27 @@ use crate::model::proto::value::Kind;
 use crate::model::proto::{ArrayValue, Value};
 use crate::model::sql_type::SqlType;
 
+/// The years a GoogleSQL `DATE` or `TIMESTAMP` holds.
+const YEARS: std::ops::RangeInclusive<i32> = 1..=9999;
+const YEARS_TEXT: &str = "0001 to 9999";
+const NANOS_PER_SECOND: u32 = 1_000_000_000;
+
+/// A `TIMESTAMP` as Bigtable sends it, if GoogleSQL can hold it: nanos
+/// of 1e9 or more would read as a leap second, which it has none of.
+fn timestamp_of(seconds: i64, nanos: i32) -> Result<DateTime<Utc>, String> {
+    let nanos_of_second = u32::try_from(nanos)
+        .ok()
+        .filter(|n| *n < NANOS_PER_SECOND)
+        .ok_or_else(|| {
+            format!("TIMESTAMP of {seconds} s and {nanos} ns: its nanos are outside 0 to 999999999")
+        })?;
+    DateTime::from_timestamp(seconds, nanos_of_second)
+        .filter(|time| YEARS.contains(&time.year()))
+        .ok_or_else(|| {
+            format!("TIMESTAMP of {seconds} s is outside GoogleSQL's years {YEARS_TEXT}")
+        })
+}
+
 /// A GoogleSQL value.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -67,26 +88,29 @@ impl SqlValue {
             (SqlType::Bytes, Kind::BytesValue(b)) => Self::Bytes(b.clone()),
             (SqlType::String, Kind::StringValue(s)) => Self::String(s.clone()),
             (SqlType::Int64, Kind::IntValue(i)) => Self::Int64(*i),
+            // `as` rounds to the nearest f32, and a finite value past
+            // f32's range to an infinity: refused, not read as `inf`.
             #[allow(clippy::cast_possible_truncation)]
-            (SqlType::Float32, Kind::FloatValue(x)) => Self::Float32(*x as f32),
+            (SqlType::Float32, Kind::FloatValue(x)) => match *x as f32 {
+                y if y.is_infinite() && x.is_finite() => {
+                    return Err(format!("FLOAT32 value {x:e} is outside FLOAT32's range"))
+                }
+                y => Self::Float32(y),
+            },
             (SqlType::Float64, Kind::FloatValue(x)) => Self::Float64(*x),
             (SqlType::Bool, Kind::BoolValue(b)) => Self::Bool(*b),
             (SqlType::Timestamp, Kind::TimestampValue(t)) => {
-                let nanos = u32::try_from(t.nanos)
-                    .map_err(|_| format!("timestamp {t} has negative nanos"))?;
-                Self::Timestamp(
-                    DateTime::from_timestamp(t.seconds, nanos)
-                        .ok_or_else(|| format!("timestamp {t} is out of range"))?,
-                )
+                Self::Timestamp(timestamp_of(t.seconds, t.nanos)?)
             }
             (SqlType::Date, Kind::DateValue(d)) => Self::Date(
                 u32::try_from(d.month)
                     .ok()
                     .zip(u32::try_from(d.day).ok())
                     .and_then(|(m, day)| NaiveDate::from_ymd_opt(d.year, m, day))
+                    .filter(|_| YEARS.contains(&d.year))
                     .ok_or_else(|| {
                         format!(
-                            "date {}-{}-{} is not a calendar date",
+                            "DATE {}-{}-{} is not a calendar date of GoogleSQL's years {YEARS_TEXT}",
                             d.year, d.month, d.day
                         )
                     })?,
@@ -176,6 +200,35 @@ impl SqlValue {
             ),
         };
         Value { r#type: None, kind }
+    }
+
+    /// Why this value cannot be sent as a query parameter, if it cannot:
+    /// a date or time outside GoogleSQL's years, a leap second, a `STRUCT`
+    /// or a `MAP` (see [`SqlType::param_problem`]).
+    pub(crate) fn param_problem(&self) -> Option<String> {
+        let outside = |what: String| {
+            Some(format!(
+                "{what} is outside GoogleSQL's years {YEARS_TEXT}, which Bigtable refuses"
+            ))
+        };
+        match self {
+            Self::Timestamp(t) if !YEARS.contains(&t.year()) => outside(format!("TIMESTAMP {t}")),
+            Self::Timestamp(t) if t.timestamp_subsec_nanos() >= NANOS_PER_SECOND => Some(format!(
+                "TIMESTAMP {t} is a leap second, which GoogleSQL has no way to hold"
+            )),
+            Self::Date(d) if !YEARS.contains(&d.year()) => outside(format!("DATE {d}")),
+            Self::Array(values) => values.iter().find_map(Self::param_problem),
+            Self::Struct(_) | Self::Map(_) => self.sql_type().map_or_else(
+                || {
+                    Some(format!(
+                        "a query parameter cannot be a {}",
+                        self.kind_name()
+                    ))
+                },
+                |ty| ty.param_problem(),
+            ),
+            _ => None,
+        }
     }
 
     /// Whether this value can be sent as a `ty` (`NULL` is any type).
@@ -487,6 +540,95 @@ mod tests {
             String::from_sql(&SqlValue::Int64(1)),
             Err("is INT64, not STRING".to_owned())
         );
+    }
+
+    /// What GoogleSQL cannot hold is refused, read or sent: nanos of a
+    /// second or more (a leap second), years outside 0001-9999, a FLOAT64
+    /// past FLOAT32's range in a FLOAT32 column, and parameters of a
+    /// STRUCT or a MAP.
+    #[test]
+    fn values_outside_googlesqls_ranges_are_refused() {
+        let timestamp = |seconds, nanos| Value {
+            r#type: None,
+            kind: Some(Kind::TimestampValue(prost_types::Timestamp {
+                seconds,
+                nanos,
+            })),
+        };
+        let leap = SqlValue::from_proto(&timestamp(0, 1_500_000_000), &SqlType::Timestamp);
+        assert!(leap
+            .unwrap_err()
+            .contains("nanos are outside 0 to 999999999"));
+        assert!(SqlValue::from_proto(&timestamp(0, -1), &SqlType::Timestamp).is_err());
+        assert!(SqlValue::from_proto(&timestamp(0, 999_999_999), &SqlType::Timestamp).is_ok());
+        // 10000-01-01T00:00:00Z, and the second before it.
+        let y10k = 253_402_300_800;
+        let err = SqlValue::from_proto(&timestamp(y10k, 0), &SqlType::Timestamp).unwrap_err();
+        assert!(
+            err.contains("outside GoogleSQL's years 0001 to 9999"),
+            "{err}"
+        );
+        assert!(SqlValue::from_proto(&timestamp(y10k - 1, 0), &SqlType::Timestamp).is_ok());
+        // 0000-12-31T23:59:59Z.
+        assert!(SqlValue::from_proto(&timestamp(-62_135_596_801, 0), &SqlType::Timestamp).is_err());
+        for year in [0, -5, 10_000] {
+            let date = Value {
+                r#type: None,
+                kind: Some(Kind::DateValue(
+                    googleapis_tonic_google_bigtable_v2::google::r#type::Date {
+                        year,
+                        month: 1,
+                        day: 1,
+                    },
+                )),
+            };
+            let err = SqlValue::from_proto(&date, &SqlType::Date).unwrap_err();
+            assert!(err.contains("years 0001 to 9999"), "{year}: {err}");
+        }
+        let huge = SqlValue::Float64(1e300).to_proto();
+        let err = SqlValue::from_proto(&huge, &SqlType::Float32).unwrap_err();
+        assert!(err.contains("outside FLOAT32's range"), "{err}");
+        let inf = SqlValue::Float64(f64::INFINITY).to_proto();
+        assert_eq!(
+            SqlValue::from_proto(&inf, &SqlType::Float32),
+            Ok(SqlValue::Float32(f32::INFINITY))
+        );
+        assert_eq!(
+            SqlValue::from_proto(&SqlValue::Float64(1.5).to_proto(), &SqlType::Float32),
+            Ok(SqlValue::Float32(1.5))
+        );
+
+        let date = |y| SqlValue::Date(NaiveDate::from_ymd_opt(y, 1, 1).unwrap());
+        assert!(date(10_000)
+            .param_problem()
+            .unwrap()
+            .contains("10000-01-01 is outside GoogleSQL"));
+        assert!(SqlValue::from(vec![date(1), date(0)])
+            .param_problem()
+            .is_some());
+        assert_eq!(date(9999).param_problem(), None);
+        let leap = NaiveDate::from_ymd_opt(2016, 12, 31)
+            .unwrap()
+            .and_hms_nano_opt(23, 59, 59, 1_500_000_000)
+            .unwrap()
+            .and_utc();
+        assert!(SqlValue::Timestamp(leap)
+            .param_problem()
+            .unwrap()
+            .contains("leap second"));
+        let fields = SqlValue::Struct(vec![(Some("a".into()), SqlValue::Int64(1))]);
+        assert!(fields
+            .param_problem()
+            .unwrap()
+            .contains("cannot be a STRUCT<a INT64>"));
+        let map = SqlValue::Map(vec![(SqlValue::from("k"), SqlValue::Int64(1))]);
+        assert!(map
+            .param_problem()
+            .unwrap()
+            .contains("cannot be a MAP<STRING, INT64>"));
+        let nested = SqlType::array(SqlType::map(SqlType::String, SqlType::Int64));
+        assert!(nested.param_problem().is_some());
+        assert_eq!(SqlType::array(SqlType::Date).param_problem(), None);
     }
 
     #[test]

@@ -209,7 +209,16 @@ pub struct Checkpoint {
     /// unless made by [`Checkpoint::for_part`]). Kept across resumes, so a
     /// resumed shard keeps its range even if the table's samples changed.
     pub part: Part,
-    /// The last source row fully copied; resume after it. `None`: from the start.
+    /// The project and instance the migration copies in, as
+    /// [`Connection::project`] and [`Connection::instance`] name them: set
+    /// by [`migrate`], which refuses to resume a checkpoint of another
+    /// instance. `None`: not yet bound to one (a fresh checkpoint, or a
+    /// file written before they were recorded).
+    pub project: Option<String>,
+    /// See [`Checkpoint::project`].
+    pub instance: Option<String>,
+    /// The last source row fully copied; resume after it. `None`: from the
+    /// start. It lies within `part`, or the checkpoint is refused.
     pub last_row_key: Option<Vec<u8>>,
     /// Source rows read.
     pub rows_read: u64,
@@ -234,6 +243,46 @@ impl Checkpoint {
             ..Self::default()
         }
     }
+
+    /// Whether a migration connected to `project`/`instance` may resume
+    /// from this checkpoint: taken in that instance (or in none recorded),
+    /// its last row within its part.
+    fn check_resume(
+        &self,
+        project: &str,
+        instance: &str,
+    ) -> std::result::Result<(), MigrationProblem> {
+        let path = |p: &str, i: &str| format!("projects/{p}/instances/{i}");
+        if let (Some(p), Some(i)) = (&self.project, &self.instance) {
+            if (p.as_str(), i.as_str()) != (project, instance) {
+                return Err(MigrationProblem::OtherInstance {
+                    checkpoint: path(p, i),
+                    connection: path(project, instance),
+                });
+            }
+        }
+        match &self.last_row_key {
+            Some(key) if !self.part.contains(key) => Err(MigrationProblem::CheckpointOutsidePart {
+                last_row_key: key.clone(),
+                part: part_text(&self.part),
+                past: key.as_slice() >= self.part.start.as_slice(),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// `I/N ["start", "end")`, keys escaped.
+fn part_text(part: &Part) -> String {
+    let end = part
+        .end
+        .as_deref()
+        .map_or_else(|| "end".to_owned(), |k| format!("\"{}\"", k.escape_ascii()));
+    format!(
+        "{} [\"{}\", {end})",
+        part.label(),
+        part.start.escape_ascii()
+    )
 }
 
 /// The end-of-migration check: counts read back, at one "now".
@@ -544,8 +593,13 @@ pub async fn migrate(
     mut on_batch: impl FnMut(&Checkpoint) -> ControlFlow<()>,
 ) -> Result<MigrateStatus> {
     let ttl = plan.effective_ttl()?;
-    prepare(conn, plan).await?;
     let mut checkpoint = resume.unwrap_or_default();
+    checkpoint
+        .check_resume(conn.project(), conn.instance())
+        .map_err(|problem| plan.error(problem))?;
+    checkpoint.project = Some(conn.project().to_owned());
+    checkpoint.instance = Some(conn.instance().to_owned());
+    prepare(conn, plan).await?;
     let target = RawTable::new(conn, &plan.table);
     let mut pages = FamilyPages::new(conn, &plan.table, &plan.from)
         .part(&checkpoint.part)
@@ -830,6 +884,37 @@ mod tests {
             .collect();
         assert_eq!(shadows.len(), 1, "{shadows:?}");
         assert_eq!(shadows[0].1, (w - TimeDelta::days(1)).timestamp_micros());
+    }
+
+    #[test]
+    fn a_checkpoint_resumes_only_in_its_instance_and_within_its_part() {
+        let part = Part::new(1, 3, b"d".to_vec(), Some(b"m".to_vec()));
+        let mut cp = Checkpoint::for_part(part);
+        cp.check_resume("p", "i").unwrap();
+        cp.last_row_key = Some(b"g".to_vec());
+        cp.check_resume("p", "i").unwrap();
+        // Files written before instances were recorded resume anywhere.
+        cp.project = Some("p".to_owned());
+        cp.instance = Some("i".to_owned());
+        cp.check_resume("p", "i").unwrap();
+        let other = cp.check_resume("p", "other").unwrap_err();
+        assert!(matches!(other, MigrationProblem::OtherInstance { .. }));
+        let text = other.to_string();
+        assert!(
+            text.contains("taken in `projects/p/instances/i`")
+                && text.contains("connected to `projects/p/instances/other`")
+                && text.contains("--instance"),
+            "{text}"
+        );
+        for (key, said) in [(&b"a"[..], "before"), (b"m", "past"), (b"z\xff", "past")] {
+            cp.last_row_key = Some(key.to_vec());
+            let text = cp.check_resume("p", "i").unwrap_err().to_string();
+            assert!(
+                text.contains(&format!("lies {said} its part 1/3 [\"d\", \"m\")"))
+                    && text.contains("without --resume"),
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -89,6 +89,8 @@ pub(crate) struct ChannelConfig {
     pub(crate) keep_alive: KeepAlive,
     pub(crate) tokens: Option<Tokens>,
     pub(crate) app_profile: String,
+    /// An emulator's (see [`TransportConfig::emulator`]).
+    pub(crate) emulator: bool,
 }
 
 /// The tonic endpoint for `uri` with `keep_alive`, TLS for `https` (the
@@ -124,6 +126,7 @@ impl DataChannel {
             connection_window: CONNECTION_WINDOW_BYTES,
             keep_alive: config.keep_alive,
             connect_timeout: CONNECT_TIMEOUT,
+            emulator: config.emulator,
         })?;
         Ok(Self {
             host: channel.host().into(),
@@ -608,6 +611,7 @@ mod tests {
             connection_window: CONNECTION_WINDOW_BYTES,
             keep_alive: KeepAlive::default(),
             connect_timeout: CONNECT_TIMEOUT,
+            emulator: false,
         })
         .unwrap()
     }

@@ -23,7 +23,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -35,7 +35,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio_rustls::rustls;
 
-use crate::model::error::{BoxError, Cause};
+use crate::model::error::{BoxError, Cause, Unreachable};
 
 /// What this library calls itself in `user-agent`, as tonic's channel
 /// named tonic.
@@ -59,6 +59,8 @@ pub(crate) struct TransportConfig {
     pub(crate) keep_alive: KeepAlive,
     /// How long making one connection may take ([`CONNECT_TIMEOUT`]).
     pub(crate) connect_timeout: Duration,
+    /// An emulator's: a refused first connection is not worth retrying.
+    pub(crate) emulator: bool,
 }
 
 /// HTTP/2 keep-alive of a connection: a PING every `interval`, the connection
@@ -132,6 +134,10 @@ struct Connector {
     tls: Option<Tls>,
     http2: http2::Builder<Boxed>,
     timeout: Duration,
+    emulator: bool,
+    /// Whether a connection was ever made: before, a refused emulator is
+    /// one not started ([`Unreachable::first`]).
+    reached: AtomicBool,
 }
 
 /// How long making one connection may take, TCP, TLS and the HTTP/2
@@ -195,6 +201,8 @@ impl Transport {
             tls,
             http2,
             timeout: config.connect_timeout,
+            emulator: config.emulator,
+            reached: AtomicBool::new(false),
         };
         Ok(Self {
             pool: Arc::new(Pool {
@@ -367,12 +375,19 @@ async fn connect(connector: Arc<Connector>) -> Result<Sender, Arc<tonic::Status>
     let unavailable = |what: &str, e: BoxError| {
         let mut status =
             tonic::Status::unavailable(format!("{what} {address}: {}", Cause::of(&*e).chain()));
-        status.set_source(Arc::from(e));
+        status.set_source(Arc::new(Unreachable {
+            address: address.clone(),
+            first: connector.emulator && !connector.reached.load(Ordering::Relaxed),
+            source: e,
+        }));
         Arc::new(status)
     };
     let timeout = connector.timeout;
     match tokio::time::timeout(timeout, handshakes(&connector)).await {
-        Ok(Ok(sender)) => Ok(sender),
+        Ok(Ok(sender)) => {
+            connector.reached.store(true, Ordering::Relaxed);
+            Ok(sender)
+        }
         Ok(Err((what, e))) => Err(unavailable(what, e)),
         Err(_) => Err(unavailable(
             "cannot connect to",
@@ -565,6 +580,7 @@ mod tests {
             connection_window: 1 << 20,
             keep_alive: KeepAlive::default(),
             connect_timeout: CONNECT_TIMEOUT,
+            emulator: false,
         })
         .unwrap()
     }
@@ -646,6 +662,7 @@ mod tests {
             connection_window: 1 << 20,
             keep_alive: KeepAlive::default(),
             connect_timeout: TIMEOUT,
+            emulator: false,
         })
         .unwrap();
         let started = tokio::time::Instant::now();

@@ -385,9 +385,10 @@ impl RawTable {
             if let Some(first) = report.failed.first() {
                 let retries_exhausted = report.fatal.is_none();
                 let source: crate::model::error::BoxError = match report.fatal {
-                    Some(status) => Box::new(status),
+                    Some(status) => Box::new(crate::wire::status::cause_under_code(status)),
                     None => first.why.clone().into(),
                 };
+                let (reason, source) = crate::model::error::reason_and_source(source);
                 return Err(Error::Server {
                     table: self.name.to_string(),
                     row_key: None,
@@ -395,6 +396,7 @@ impl RawTable {
                     attempts: report.attempts,
                     elapsed: report.elapsed,
                     retries_exhausted,
+                    reason,
                     source,
                 });
             }

@@ -4,9 +4,8 @@
 //! Monitoring's client-side dashboards (and a runbook written for a Java
 //! service) read a Rust service's as they read theirs. Recorded through the
 //! [`opentelemetry`](https://docs.rs/opentelemetry) metrics API, on the
-//! meter provider given to
-//! [`ConnectionBuilder::meter_provider`](crate::ConnectionBuilder::meter_provider)
-//! (the global one by default), for every RPC the library sends: each
+//! meter provider given to `ConnectionBuilder::meter_provider` (the
+//! global one by default; both exist with the feature only), for every RPC the library sends: each
 //! call of the raw layer ([`crate::data::RawTable`], [`crate::data::Sql`])
 //! and every request a typed table, an operation or the bulk writer makes
 //! through it.

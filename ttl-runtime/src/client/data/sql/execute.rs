@@ -24,7 +24,7 @@ use crate::wire::cookies::RoutingCookies;
 use crate::wire::status::{code_of, not_sent, plan_expired, retry_delay};
 
 use super::ended_code;
-use super::prepare::{prepare_attempt, Plan, QueryText};
+use super::prepare::{prepare_attempt, Plan, QueryText, SharedPlan};
 
 /// Where one run of a query is.
 pub(crate) struct Execution {
@@ -33,9 +33,12 @@ pub(crate) struct Execution {
     pub(crate) text: Arc<QueryText>,
     /// The plan shared by every run of the prepared query: a refresh
     /// replaces it for later runs too.
-    pub(crate) shared: Arc<Mutex<Option<Plan>>>,
+    pub(crate) shared: Arc<SharedPlan>,
     /// The plan this run executes (`None`: not prepared yet).
     pub(crate) plan: Option<Plan>,
+    /// Its generation in `shared`: a newer one there was made by another
+    /// run.
+    pub(crate) generation: u64,
     /// The parameters, each with its type.
     pub(crate) params: HashMap<String, Value>,
     /// The query's attempts and deadline, from its first poll.
@@ -173,11 +176,25 @@ impl Execution {
     }
 
     /// Make the plan (the first time, or again when it expired), one
-    /// attempt.
+    /// attempt; or take the one another run of the query made meanwhile.
     async fn prepare(&mut self) -> Result<()> {
+        let no_time = || not_sent("no time left for PrepareQuery before the deadline");
         if self.budget.expired() {
-            let status = not_sent("no time left for PrepareQuery before the deadline");
-            return Err(self.error(status));
+            return Err(self.error(no_time()));
+        }
+        let shared = self.shared.clone();
+        let Ok(_making) = tokio::time::timeout(self.budget.remaining(), shared.making.lock()).await
+        else {
+            return Err(self.error(no_time()));
+        };
+        if let (Some(plan), generation) = shared.get() {
+            if generation > self.generation && !plan.expired() {
+                self.use_plan(plan, generation);
+                return Ok(());
+            }
+        }
+        if self.budget.expired() {
+            return Err(self.error(no_time()));
         }
         let timeout = self.budget.attempt_timeout();
         let channel = &self.channel;
@@ -190,17 +207,8 @@ impl Execution {
                 if let Some(mut rpc) = self.preparing.take() {
                     rpc.ended(Code::Ok);
                 }
-                *self
-                    .columns
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) =
-                    Some(plan.columns.clone());
-                *self
-                    .shared
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(plan.clone());
-                self.plan = Some(plan);
-                self.refresh = false;
+                let generation = shared.set(plan.clone());
+                self.use_plan(plan, generation);
                 Ok(())
             }
             // A plan made again after it expired is retried whatever went
@@ -215,6 +223,17 @@ impl Execution {
             }
             Err(status) => Err(self.error(status)),
         }
+    }
+
+    /// Run `plan` (of `generation`) from the next attempt on.
+    fn use_plan(&mut self, plan: Plan, generation: u64) {
+        *self
+            .columns
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(plan.columns.clone());
+        self.plan = Some(plan);
+        self.generation = generation;
+        self.refresh = false;
     }
 
     /// Open an attempt's stream, from the last resume token if any.

@@ -24,7 +24,8 @@
 //!   plan's rows could differ from those handed out). A failed re-prepare
 //!   counts as a failed attempt and is retried.
 //! * An answer that cannot be read (no column, a checksum that does not
-//!   match, a value of the wrong type, an incomplete row) is an
+//!   match, a batch past 256 MiB that no checksum closes, a value of the
+//!   wrong type or outside GoogleSQL's ranges, an incomplete row) is an
 //!   [`Error::QueryResponse`], never retried; no row of the batch at fault
 //!   is handed out.
 //! * The read options' retry policy governs: its attempts and its
@@ -57,7 +58,7 @@ pub use crate::model::sql_type::{SqlType, StructField};
 pub use crate::model::sql_value::{FromSql, SqlValue};
 
 use execute::Execution;
-use prepare::{prepare_attempt, Plan, QueryText};
+use prepare::{prepare_attempt, Plan, QueryText, SharedPlan};
 
 use crate::model::error::Code;
 use crate::wire::builtin_metrics::Method;
@@ -142,17 +143,30 @@ impl Sql {
     /// of the types `params` gives.
     ///
     /// # Errors
-    /// [`Error::Server`] (a query Bigtable refuses: `INVALID_ARGUMENT`);
+    /// [`Error::QueryParam`] for a parameter of a type a query cannot take
+    /// (a `STRUCT`, a `MAP`), before anything is sent; [`Error::Server`]
+    /// (a query Bigtable refuses: `INVALID_ARGUMENT`);
     /// [`Error::QueryResponse`] for a plan this library cannot read.
     pub async fn prepare<N: Into<String>>(
         &self,
         sql: &str,
         params: impl IntoIterator<Item = (N, SqlType)>,
     ) -> Result<PreparedQuery> {
+        let param_types: HashMap<String, SqlType> =
+            params.into_iter().map(|(n, t)| (n.into(), t)).collect();
+        if let Some((name, problem)) = param_types
+            .iter()
+            .find_map(|(name, ty)| Some((name, ty.param_problem()?)))
+        {
+            return Err(Error::QueryParam {
+                name: name.clone(),
+                problem,
+            });
+        }
         let text = Arc::new(QueryText {
             instance: self.instance.clone(),
             sql: sql.to_owned(),
-            param_types: params.into_iter().map(|(n, t)| (n.into(), t)).collect(),
+            param_types,
         });
         let mut budget = self.read.retry.start();
         let mut rpc = self.channel.rpc(&self.instance, Method::PrepareQuery);
@@ -175,7 +189,7 @@ impl Sql {
                     rpc.ended(Code::Ok);
                     return Ok(PreparedQuery {
                         text,
-                        plan: Arc::new(Mutex::new(Some(plan))),
+                        plan: Arc::new(SharedPlan::of(plan)),
                     });
                 }
                 Err(status) => {
@@ -196,12 +210,7 @@ impl Sql {
     /// The rows of `bound`, as a stream, sent on first poll.
     #[must_use]
     pub fn execute(&self, bound: BoundQuery) -> QueryRows {
-        let plan = bound
-            .query
-            .plan
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
+        let plan = bound.query.plan.get();
         let missing = bound
             .query
             .text
@@ -241,14 +250,21 @@ impl Sql {
         let refused = query
             .refused
             .map(|(name, problem)| Error::QueryParam { name, problem });
-        self.run(text, Arc::default(), None, values, query.max_rows, refused)
+        self.run(
+            text,
+            Arc::default(),
+            (None, 0),
+            values,
+            query.max_rows,
+            refused,
+        )
     }
 
     fn run(
         &self,
         text: Arc<QueryText>,
-        shared: Arc<Mutex<Option<Plan>>>,
-        plan: Option<Plan>,
+        shared: Arc<SharedPlan>,
+        (plan, generation): (Option<Plan>, u64),
         values: HashMap<String, SqlValue>,
         max_rows: Option<usize>,
         refused: Option<Error>,
@@ -274,6 +290,7 @@ impl Sql {
             text,
             shared,
             plan,
+            generation,
             params,
             budget: self.read.retry.start(),
             started: false,
@@ -300,11 +317,13 @@ impl Sql {
 
 /// A query Bigtable has planned ([`Sql::prepare`]): bind values to its
 /// parameters to run it. Cheap to clone; when Bigtable says its plan
-/// expired, a run prepares it again, for every later run too.
+/// expired, a run prepares it again, for every later run too, and runs
+/// finding it expired meanwhile wait for that one `PrepareQuery` instead
+/// of sending their own (as Google's Java client shares one).
 #[derive(Clone)]
 pub struct PreparedQuery {
     text: Arc<QueryText>,
-    plan: Arc<Mutex<Option<Plan>>>,
+    plan: Arc<SharedPlan>,
 }
 
 impl std::fmt::Debug for PreparedQuery {
@@ -327,9 +346,8 @@ impl PreparedQuery {
     #[must_use]
     pub fn columns(&self) -> Vec<SqlColumn> {
         self.plan
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .as_ref()
+            .get()
+            .0
             .map(|p| p.columns.to_vec())
             .unwrap_or_default()
     }
@@ -359,7 +377,8 @@ impl BoundQuery {
     ///
     /// # Errors
     /// [`Error::QueryParam`] when the query declared no such parameter, or
-    /// declared it of another type.
+    /// declared it of another type, or for a value GoogleSQL cannot hold
+    /// (a year outside 0001 to 9999, a leap second).
     pub fn set(mut self, name: &str, value: impl Into<SqlValue>) -> Result<Self> {
         let value = value.into();
         let Some(ty) = self.query.text.param_types.get(name) else {
@@ -392,6 +411,12 @@ impl BoundQuery {
                         .sql_type()
                         .map_or_else(|| "of another type".to_owned(), |t| t.to_string())
                 ),
+            });
+        }
+        if let Some(problem) = value.param_problem() {
+            return Err(Error::QueryParam {
+                name: name.to_owned(),
+                problem,
             });
         }
         self.values.insert(name.to_owned(), value);
@@ -434,14 +459,14 @@ impl Query {
     /// The parameter `name` (without its `@`) with `value`, of the type
     /// the value has. A `NULL`, or an array with no element that is not,
     /// has none: give it with [`Query::typed_param`] (running the query
-    /// otherwise fails with [`Error::QueryParam`]).
+    /// otherwise fails with [`Error::QueryParam`], as it does for a value
+    /// a query cannot take: a `STRUCT`, a `MAP`, a year outside 0001 to
+    /// 9999, a leap second).
     #[must_use]
     pub fn param(mut self, name: &str, value: impl Into<SqlValue>) -> Self {
         let value = value.into();
         match value.sql_type() {
-            Some(ty) => {
-                self.params.insert(name.to_owned(), (ty, value));
-            }
+            Some(ty) => self.insert(name, ty, value),
             None => self.refuse(name, "its value (NULL, or no element that is not) says no type; give it with typed_param"),
         }
         self
@@ -453,7 +478,7 @@ impl Query {
     pub fn typed_param(mut self, name: &str, ty: SqlType, value: impl Into<SqlValue>) -> Self {
         let value = value.into();
         if value.fits(&ty) {
-            self.params.insert(name.to_owned(), (ty, value));
+            self.insert(name, ty, value);
         } else {
             let problem = format!(
                 "declared {ty}, and the value is {}",
@@ -472,6 +497,16 @@ impl Query {
     pub fn max_rows(mut self, limit: usize) -> Self {
         self.max_rows = Some(limit);
         self
+    }
+
+    /// `name` of type `ty` with `value`, unless a query cannot take them.
+    fn insert(&mut self, name: &str, ty: SqlType, value: SqlValue) {
+        match ty.param_problem().or_else(|| value.param_problem()) {
+            Some(problem) => self.refuse(name, &problem),
+            None => {
+                self.params.insert(name.to_owned(), (ty, value));
+            }
+        }
     }
 
     fn refuse(&mut self, name: &str, problem: &str) {

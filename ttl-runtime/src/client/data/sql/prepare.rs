@@ -30,6 +30,48 @@ impl Plan {
     }
 }
 
+/// The plan every run of one prepared query uses, and the lock a run
+/// holds while it makes the plan again: runs that find the plan expired
+/// meanwhile wait for that one `PrepareQuery` and take its plan, as runs
+/// of one query share one in Google's Java client, instead of each
+/// preparing its own.
+#[derive(Debug, Default)]
+pub(crate) struct SharedPlan {
+    /// The plan, and how many plans were made before it (0: none yet).
+    current: std::sync::Mutex<(Option<Plan>, u64)>,
+    /// Held by the run making the plan.
+    pub(crate) making: futures_util::lock::Mutex<()>,
+}
+
+impl SharedPlan {
+    /// A query already planned.
+    pub(crate) fn of(plan: Plan) -> Self {
+        Self {
+            current: std::sync::Mutex::new((Some(plan), 1)),
+            making: futures_util::lock::Mutex::default(),
+        }
+    }
+
+    /// The plan and its generation.
+    pub(crate) fn get(&self) -> (Option<Plan>, u64) {
+        self.current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// `plan` is the query's plan from now on; its generation.
+    pub(crate) fn set(&self, plan: Plan) -> u64 {
+        let mut current = self
+            .current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        current.1 += 1;
+        current.0 = Some(plan);
+        current.1
+    }
+}
+
 /// The query text and its parameters' types: what a plan is made of.
 #[derive(Debug)]
 pub(crate) struct QueryText {
