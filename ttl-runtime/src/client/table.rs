@@ -509,7 +509,7 @@ impl<T: BigtableRow> Table<T> {
         row_key: Vec<u8>,
         mutations: Vec<Mutation>,
     ) -> Result<()> {
-        self.raw().mutate_row(row_key, mutations).await
+        self.raw().mutate_row_wire(row_key, mutations).await
     }
 
     /// This table as the raw data layer sees it, the handle every call of
