@@ -1,7 +1,10 @@
 //! The suite's Bigtable v2 messages as the library's own types, and back:
 //! the library's API names no generated type, so the proxy, which speaks
 //! the messages of `test_proxy.proto`, converts each request into the
-//! raw layer's types and each answer into messages.
+//! raw layer's types and each answer into messages. The library's own
+//! tests use it too (`tests/it/main.rs`), to replay a filter the library
+//! sent and to script a fake server's GoogleSQL answers: it names nothing
+//! of the proxy's.
 //!
 //! Every message the suite can send converts; what the library's types
 //! cannot hold (an empty mutation or filter, a kind a later proto adds) is
@@ -16,7 +19,8 @@ use bigtable_ttl::data::{
     SqlColumn, SqlType, SqlValue, StructField,
 };
 
-use crate::pb::v2;
+use googleapis_tonic_google_bigtable_v2::google::bigtable::v2;
+use googleapis_tonic_google_bigtable_v2::google::r#type::Date;
 use v2::r#type::Kind as TypeKind;
 use v2::value::Kind as ValueKind;
 
@@ -132,9 +136,6 @@ pub(crate) fn row_filter(filter: v2::RowFilter) -> Result<RowFilter, String> {
                 flag(set, "strip_value_transformer", RowFilter::strip_value)?
             }
             Filter::ApplyLabelTransformer(label) => RowFilter::apply_label(label),
-            Filter::ValueBitmaskFilter(_) => {
-                return Err("value_bitmask_filter is not supported by this client".to_owned())
-            }
         },
     )
 }
@@ -435,7 +436,7 @@ pub(crate) fn sql_value_to_wire(value: &SqlValue) -> Result<v2::Value, String> {
             seconds: t.timestamp(),
             nanos: i32::try_from(t.timestamp_subsec_nanos()).unwrap_or(i32::MAX),
         })),
-        SqlValue::Date(d) => Some(ValueKind::DateValue(crate::pb::google::r#type::Date {
+        SqlValue::Date(d) => Some(ValueKind::DateValue(Date {
             year: d.year(),
             month: i32::try_from(d.month()).unwrap_or_default(),
             day: i32::try_from(d.day()).unwrap_or_default(),

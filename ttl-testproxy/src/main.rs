@@ -21,33 +21,15 @@ mod convert;
 mod proxy;
 mod status;
 
-/// The generated messages and server of `test_proxy.proto`, and the
-/// Bigtable v2 messages they carry (of which the proxy uses a part).
+/// The generated messages and server of `test_proxy.proto`.
 #[allow(
     missing_docs,
-    dead_code,
     clippy::pedantic,
     clippy::doc_markdown,
     clippy::large_enum_variant
 )]
 mod pb {
-    pub mod google {
-        pub mod bigtable {
-            pub mod testproxy {
-                tonic::include_proto!("google.bigtable.testproxy");
-            }
-            pub mod v2 {
-                tonic::include_proto!("google.bigtable.v2");
-            }
-        }
-        /// `google.type.Date`, of a GoogleSQL `DATE`.
-        pub mod r#type {
-            tonic::include_proto!("google.r#type");
-        }
-    }
-
-    pub use google::bigtable::testproxy::*;
-    pub use google::bigtable::v2;
+    tonic::include_proto!("google.bigtable.testproxy");
 
     /// `google.rpc`: the status every result carries.
     pub use googleapis_tonic_google_rpc::google::rpc;

@@ -22,9 +22,11 @@ use tonic::{Request, Response, Status};
 use crate::convert;
 use crate::pb;
 use crate::pb::cloud_bigtable_v2_test_proxy_server::CloudBigtableV2TestProxy;
-use crate::pb::v2::mutate_rows_response::Entry as EntryResult;
-use crate::pb::v2::{CheckAndMutateRowResponse, Value as ProtoValue};
 use crate::status;
+use googleapis_tonic_google_bigtable_v2::google::bigtable::v2::mutate_rows_response::Entry as EntryResult;
+use googleapis_tonic_google_bigtable_v2::google::bigtable::v2::{
+    CheckAndMutateRowResponse, Value as ProtoValue,
+};
 
 /// One client the suite created.
 #[derive(Clone)]
