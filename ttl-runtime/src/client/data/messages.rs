@@ -37,6 +37,7 @@ pub fn mutations_of(write: &RowMutation) -> Vec<Mutation> {
     write
         .mutations
         .iter()
+        .cloned()
         .filter_map(Mutation::from_wire)
         .collect()
 }

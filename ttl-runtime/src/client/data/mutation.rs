@@ -273,38 +273,38 @@ impl Mutation {
     /// layer writes (set, delete), and aggregates whose qualifier,
     /// timestamp and input are of the kinds this type holds; `None` for
     /// any other (an empty message, a kind a later proto adds).
-    pub(crate) fn from_wire(m: &proto::Mutation) -> Option<Self> {
-        Some(match m.mutation.as_ref()? {
+    pub(crate) fn from_wire(m: proto::Mutation) -> Option<Self> {
+        Some(match m.mutation? {
             wire::Mutation::SetCell(set) => Self::set_cell(
-                set.family_name.clone(),
-                set.column_qualifier.clone(),
+                set.family_name,
+                set.column_qualifier,
                 set.timestamp_micros,
-                set.value.clone(),
+                set.value,
             ),
             wire::Mutation::DeleteFromColumn(delete) => {
                 let range = delete.time_range.unwrap_or_default();
                 Self::delete_from_column_in(
-                    delete.family_name.clone(),
-                    delete.column_qualifier.clone(),
+                    delete.family_name,
+                    delete.column_qualifier,
                     range.start_timestamp_micros,
                     range.end_timestamp_micros,
                 )
             }
             wire::Mutation::DeleteFromFamily(delete) => {
-                Self::delete_from_family(delete.family_name.clone())
+                Self::delete_from_family(delete.family_name)
             }
             wire::Mutation::DeleteFromRow(_) => Self::DeleteFromRow,
             wire::Mutation::AddToCell(add) => Self::AddToCell {
-                family: add.family_name.clone(),
-                qualifier: raw_of(add.column_qualifier.as_ref())?,
-                timestamp_micros: micros_of(add.timestamp.as_ref())?,
-                input: AggregateInput::from_wire(add.input.as_ref())?,
+                family: add.family_name,
+                qualifier: raw_of(add.column_qualifier)?,
+                timestamp_micros: micros_of(add.timestamp)?,
+                input: AggregateInput::from_wire(add.input)?,
             },
             wire::Mutation::MergeToCell(merge) => Self::MergeToCell {
-                family: merge.family_name.clone(),
-                qualifier: raw_of(merge.column_qualifier.as_ref())?,
-                timestamp_micros: micros_of(merge.timestamp.as_ref())?,
-                input: AggregateInput::from_wire(merge.input.as_ref())?,
+                family: merge.family_name,
+                qualifier: raw_of(merge.column_qualifier)?,
+                timestamp_micros: micros_of(merge.timestamp)?,
+                input: AggregateInput::from_wire(merge.input)?,
             },
         })
     }
@@ -318,10 +318,10 @@ impl AggregateInput {
         })
     }
 
-    fn from_wire(v: Option<&Value>) -> Option<Self> {
-        match v?.kind.as_ref()? {
-            Kind::IntValue(i) => Some(Self::Int64(*i)),
-            Kind::RawValue(bytes) => Some(Self::Raw(bytes.clone())),
+    fn from_wire(v: Option<Value>) -> Option<Self> {
+        match v?.kind? {
+            Kind::IntValue(i) => Some(Self::Int64(i)),
+            Kind::RawValue(bytes) => Some(Self::Raw(bytes)),
             _ => None,
         }
     }
@@ -335,16 +335,16 @@ fn value(kind: Kind) -> Value {
     }
 }
 
-fn raw_of(v: Option<&Value>) -> Option<Vec<u8>> {
-    match v?.kind.as_ref()? {
-        Kind::RawValue(bytes) => Some(bytes.clone()),
+fn raw_of(v: Option<Value>) -> Option<Vec<u8>> {
+    match v?.kind? {
+        Kind::RawValue(bytes) => Some(bytes),
         _ => None,
     }
 }
 
-fn micros_of(v: Option<&Value>) -> Option<i64> {
-    match v?.kind.as_ref()? {
-        Kind::RawTimestampMicros(micros) => Some(*micros),
+fn micros_of(v: Option<Value>) -> Option<i64> {
+    match v?.kind? {
+        Kind::RawTimestampMicros(micros) => Some(micros),
         _ => None,
     }
 }
@@ -511,9 +511,15 @@ impl From<RowMutation> for Entry {
     /// assert!(!entry.mutations.is_empty());
     /// ```
     fn from(write: RowMutation) -> Self {
+        // The typed layer writes only cells and deletes, each of which
+        // `Mutation` holds (the tests below convert every kind).
         Self {
-            mutations: super::messages::mutations_of(&write),
             row_key: write.row_key,
+            mutations: write
+                .mutations
+                .into_iter()
+                .filter_map(Mutation::from_wire)
+                .collect(),
         }
     }
 }
@@ -536,7 +542,7 @@ mod tests {
             Mutation::merge_to_cell("hll", "q", 0, b"state".to_vec()),
         ];
         for m in all {
-            assert_eq!(Mutation::from_wire(&m.clone().into_wire()), Some(m));
+            assert_eq!(Mutation::from_wire(m.clone().into_wire()), Some(m));
         }
     }
 
@@ -565,8 +571,8 @@ mod tests {
         let empty = proto::Mutation {
             mutation: Some(wire::Mutation::AddToCell(wire::AddToCell::default())),
         };
-        assert_eq!(Mutation::from_wire(&empty), None);
-        assert_eq!(Mutation::from_wire(&proto::Mutation::default()), None);
+        assert_eq!(Mutation::from_wire(empty), None);
+        assert_eq!(Mutation::from_wire(proto::Mutation::default()), None);
     }
 
     #[test]
