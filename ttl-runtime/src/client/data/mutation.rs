@@ -63,7 +63,7 @@ pub enum Mutation {
     /// Delete every cell of the row.
     DeleteFromRow,
     /// Add `input` to the cell `family:qualifier` at `timestamp_micros` of
-    /// an aggregate family (sum, min, max, HyperLogLog++). Not idempotent.
+    /// an aggregate family (sum, min, max, `HyperLogLog++`). Not idempotent.
     #[non_exhaustive]
     AddToCell {
         /// The aggregate column family.
@@ -91,7 +91,7 @@ pub enum Mutation {
 }
 
 /// What an [`Mutation::AddToCell`] adds or a [`Mutation::MergeToCell`]
-/// merges: an `INT64` (sum, min, max) or raw bytes (HyperLogLog++ input or
+/// merges: an `INT64` (sum, min, max) or raw bytes (`HyperLogLog++` input or
 /// state).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
