@@ -5,6 +5,15 @@
 //! its cells are still stored (garbage collection runs late), but no
 //! condition sees them, so a second contender takes it at once.
 //!
+//! A lease is exclusive from its acquisition until its expiry, whatever
+//! its length: an acquisition is judged when it is sent, and a lease live
+//! then wins, however soon it expires. The expiry is on the holder's
+//! clock: a contender whose clock runs ahead by `s` takes the lease `s`
+//! early, so a holder stops acting as one at its expiry minus the clock
+//! skew it allows. A renewal is judged at the write's horizon (a second
+//! under the default write policy): renew with more than that left. A
+//! release succeeds while the lease is live.
+//!
 //! ```sh
 //! cargo run --example leases
 //! ```
@@ -41,7 +50,8 @@ impl Leases {
         Self { table, ttl }
     }
 
-    /// Take `resource` for `holder` if nobody holds it: until when, or who
+    /// Take `resource` for `holder` if nobody holds it: until when (on
+    /// this table's clock; see the module docs for clock skew), or who
     /// holds it.
     pub async fn acquire(
         &self,
@@ -63,7 +73,9 @@ impl Leases {
     }
 
     /// Extend `holder`'s lease on `resource` by a full TTL from now, only if
-    /// `holder` still holds it (a lease that expired cannot be renewed).
+    /// `holder` still holds it with more than the write's horizon left (a
+    /// lease that expired, or expires before the renewal may land, cannot
+    /// be renewed).
     pub async fn renew(
         &self,
         resource: &str,
@@ -79,7 +91,8 @@ impl Leases {
             .await
     }
 
-    /// Give `resource` up, only if `holder` holds it: whether it did.
+    /// Give `resource` up, only if `holder` holds it: whether it did
+    /// (always, while the lease is live).
     pub async fn release(&self, resource: &str, holder: &str) -> bigtable_ttl::Result<bool> {
         let mine = Lease::HOLDER.equals(&holder.to_owned());
         self.table.delete_if(&resource.to_owned(), mine).await

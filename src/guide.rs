@@ -18,6 +18,11 @@ pub mod time_and_clocks {}
 #[doc = include_str!("../guide/rows-and-liveness.md")]
 pub mod rows_and_liveness {}
 
+/// Several structs in one table: what each struct owns, whose row a row is, deletes that remove only the struct's own cells, layouts refused.
+///
+#[doc = include_str!("../guide/sharing-tables.md")]
+pub mod sharing_tables {}
+
 /// Conditional writes and leases: `insert_if_absent`, `put_if`, `delete_if`, typed conditions, lost answers.
 ///
 #[doc = include_str!("../guide/conditional-writes.md")]

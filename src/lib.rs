@@ -20,6 +20,7 @@
 //! [raw_data_layer]: crate::guide::raw_data_layer
 //! [reliability]: crate::guide::reliability
 //! [rows_and_liveness]: crate::guide::rows_and_liveness
+//! [sharing_tables]: crate::guide::sharing_tables
 //! [time_and_clocks]: crate::guide::time_and_clocks
 //! [writing_and_reading]: crate::guide::writing_and_reading
 #![doc = include_str!("../README.md")]

@@ -608,3 +608,39 @@ async fn a_lost_answer_is_resolved_by_reading_or_reported_unknown() {
     // It was applied, as the emulator shows: the caller had to be told.
     assert_eq!(direct.get(&"job-4".to_owned()).await.unwrap(), None);
 }
+
+/// Found by the history checker (issue 41): an insert whose answer is
+/// lost, its row replaced by another writer before the read that settles
+/// it, may have landed first: its outcome is unknown, never `Exists` (the
+/// caller would take an insert that happened for one that did not).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_insert_whose_row_was_replaced_is_outcome_unknown() {
+    let direct = support::connection();
+    let clock = Clock::manual_at_now();
+    Table::<Claim>::new(direct.clone())
+        .ensure_schema()
+        .await
+        .unwrap();
+    let proxy = Proxy::start(&support::emulator_host()).await;
+    let conn = Connection::emulator(&proxy.host(), direct.project(), direct.instance()).unwrap();
+    let claims = Table::<Claim>::new(conn).with_clock(clock.clone());
+    let direct = Table::<Claim>::new(direct).with_clock(clock.clone());
+    claims.get(&"warm-up".to_owned()).await.unwrap();
+    proxy.arm(Faults::LoseResponse {
+        request_bytes: 1,
+        hold: Duration::from_millis(800),
+        times: 1,
+    });
+    let insert = tokio::spawn({
+        let claims = claims.clone();
+        async move { claims.insert_if_absent(&claim("job-9", "me")).await }
+    });
+    // While its answer is held back, another writer replaces the row.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    clock.advance(TimeDelta::milliseconds(5));
+    direct.put(&claim("job-9", "other")).await.unwrap();
+    let result = insert.await.unwrap();
+    assert_eq!(proxy.resets(), 1, "the answer should have been lost");
+    let err = result.expect_err("the insert's outcome cannot be told");
+    assert!(err.is_outcome_unknown(), "{err:?}");
+}

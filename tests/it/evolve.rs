@@ -13,9 +13,11 @@ use bigtable_ttl::{
 };
 use chrono::{TimeDelta, Utc};
 
-/// A fresh instance, shared by the versions of one struct.
+/// A fresh instance, shared by the versions of one struct, each on a
+/// connection of its own, as versions run in processes of their own (one
+/// connection refuses two structs writing one marker).
 async fn open<T: BigtableRow>(conn: &Connection, clock: &Clock) -> Table<T> {
-    let table = Table::<T>::new(conn.clone()).with_clock(clock.clone());
+    let table = Table::<T>::new(support::connection_to(conn)).with_clock(clock.clone());
     table.ensure_schema().await.unwrap();
     table
 }
@@ -77,7 +79,7 @@ mod v2 {
 
     /// The second version as it would be without `default`.
     #[derive(BigtableRow, Debug, Clone, PartialEq)]
-    #[bigtable(table = "profiles", family = "p")]
+    #[bigtable(table = "profiles", family = "p", marker = "Profile")]
     #[ttl(default = "30d")]
     pub struct Strict {
         #[bigtable(key)]
@@ -86,8 +88,8 @@ mod v2 {
         pub visits: u64,
     }
 
-    /// A version that keeps only a new column: rows of the first version
-    /// have none of its cells.
+    /// A struct of its own (its own marker) with only a default column:
+    /// rows of `Profile` have none of its cells, and are not its rows.
     #[derive(BigtableRow, Debug, Clone, PartialEq)]
     #[bigtable(table = "profiles", family = "p")]
     #[ttl(default = "30d")]
@@ -530,7 +532,7 @@ enum NewStatus {
 }
 
 #[derive(BigtableRow, Debug, Clone, PartialEq)]
-#[bigtable(table = "states", family = "s")]
+#[bigtable(table = "states", family = "s", marker = "State")]
 #[ttl(default = "1d")]
 struct NewState {
     #[bigtable(key)]

@@ -15,9 +15,8 @@
 //!   when the row was absent, and then the row holds only what it wrote;
 //!   over an incomplete row, nothing written and `Error::Decode`;
 //!
-//! the server and the writer at the writer's horizon ([`HORIZON_MS`] after
-//! "now": a conditional write treats a row that expires before it may land
-//! as expired), the reader at "now";
+//! all three at "now" (an insert judges the row when it is sent: a row
+//! live then wins, however soon it expires);
 //!
 //! and all three against the rule as the module documents it, computed
 //! here from the generated cells (which cells make a row live, its expiry,
@@ -25,8 +24,9 @@
 //!
 //! Each case writes one row of a test struct through a raw `MutateRow` with
 //! explicit timestamps: every declared column absent or with one or two
-//! versions, the struct's row marker, another struct's and the legacy
-//! one-byte marker (neither may count), the shadow column, map entries, a counter's
+//! versions, the struct's row marker, another struct's (a row carrying it
+//! and not the struct's is not the struct's row) and the legacy one-byte
+//! marker (which may not count), the shadow column, map entries, a counter's
 //! window mark, and cells of no declared column, each expiring just before,
 //! at, just after "now" or further off (whole milliseconds; "now" itself
 //! has a sub-millisecond part). The structs: required fields, fields all
@@ -252,14 +252,6 @@ impl fmt::Debug for StoredCell {
 }
 
 impl StoredCell {
-    /// The cell as seen from `ms` later: its expiry that much nearer.
-    fn later(&self, ms: i64) -> Self {
-        Self {
-            expires_in_ms: self.expires_in_ms - ms,
-            ..self.clone()
-        }
-    }
-
     /// Visible at a "now" whose millisecond is the one expiries count from.
     fn visible(&self) -> bool {
         self.expires_in_ms > 0
@@ -400,8 +392,10 @@ fn row_cells(
         || Just(Vec::new()).boxed(),
     ));
     // Markers no struct here owns: another struct's sharing the family and
-    // the row, and the one-byte marker of earlier versions (which counts
-    // only for a struct owning its family). Neither may change a verdict.
+    // the row (which makes the row not this struct's, unless it carries
+    // this struct's marker too), and the one-byte marker of earlier
+    // versions (which counts only for a struct owning its family, and may
+    // change no verdict here).
     for foreign in [
         bigtable_ttl::row_marker("Other"),
         LEGACY_ROW_MARKER.to_vec(),
@@ -498,6 +492,12 @@ impl Rule {
             .map(|c| newest(c.family, c.qualifier.as_bytes()))
             .collect();
         let marker = newest(schema.families[0], schema.marker);
+        // Another struct's marker and not this struct's: not its row,
+        // whatever else the row holds.
+        let foreign = newest(schema.families[0], &bigtable_ttl::row_marker("Other")).is_some();
+        if marker.is_none() && foreign {
+            return Rule::Absent;
+        }
         let shadow = schema
             .written_at
             .and_then(|s| newest(s.family, s.qualifier.as_bytes()));
@@ -526,12 +526,18 @@ impl Rule {
                 .columns
                 .iter()
                 .all(|c| c.when_absent == WhenAbsent::ReadsNone);
+            let options_and_defaults = schema.columns.iter().all(|c| {
+                matches!(
+                    c.when_absent,
+                    WhenAbsent::ReadsNone | WhenAbsent::ReadsDefault
+                )
+            });
             let own = columns
                 .iter()
                 .flatten()
                 .copied()
                 .chain(shadow)
-                .chain(marker.filter(|_| all_options))
+                .chain(marker.filter(|_| options_and_defaults))
                 .map(expiry)
                 .max();
             let by_entries = entries
@@ -650,18 +656,6 @@ fn cells_of<T: BigtableRow>(value: &T, now: DateTime<Utc>) -> (CellSet, DateTime
     (set, m.expires_at)
 }
 
-/// How far past "now" a conditional write judges the row under the
-/// default write policy: the horizon (its attempt's time, at most 1 s; see
-/// `guide/conditional-writes.md`).
-const HORIZON_MS: i64 = 1_000;
-
-/// The rule on `cells` at the horizon of a conditional write made at
-/// `now_ms`.
-fn at_horizon<T: Probe>(cells: &[StoredCell], now_ms: i64) -> Rule {
-    let later: Vec<StoredCell> = cells.iter().map(|c| c.later(HORIZON_MS)).collect();
-    Rule::judge(T::SCHEMA, &later, now_ms)
-}
-
 /// One struct's table, "now", and the predicate `insert_if_absent` sends
 /// at that "now".
 struct Bench<T: Probe> {
@@ -774,18 +768,18 @@ impl<T: Probe> Bench<T> {
             .unwrap()
     }
 
-    /// The server's verdict must agree with `rule` at the horizon
-    /// (`horizon`), the reader's with `rule`; the reader's row is returned.
+    /// The server's verdict and the reader's must agree with `rule`; the
+    /// reader's row is returned.
     async fn judge(
         &self,
         key: &str,
-        (rule, horizon): (&Rule, &Rule),
+        rule: &Rule,
         context: &str,
     ) -> Result<Option<Expiring<T>>, TestCaseError> {
         let server = self.server_says_present(key).await;
         prop_assert_eq!(
             server,
-            horizon.is_present(),
+            rule.is_present(),
             "the server's predicate ({}); rule: {:?}",
             context,
             rule
@@ -831,8 +825,8 @@ impl<T: Probe> Bench<T> {
         }
     }
 
-    /// `insert_if_absent` at "now" wins exactly when the row is absent at
-    /// its horizon (`rule` there), and then the row is what it wrote,
+    /// `insert_if_absent` at "now" wins exactly when the row is absent
+    /// then (`rule`), and then the row is what it wrote,
     /// nothing older; over a row incomplete there it writes nothing and
     /// says `Decode`, as a read does.
     async fn insert(
@@ -888,9 +882,8 @@ impl<T: Probe> Bench<T> {
         let key = self.next_key();
         self.write(&key, cells).await;
         let rule = Rule::judge(T::SCHEMA, cells, self.now_ms());
-        let horizon = at_horizon::<T>(cells, self.now_ms());
-        let read = self.judge(&key, (&rule, &horizon), "stored").await?;
-        self.insert(&key, &horizon, read).await
+        let read = self.judge(&key, &rule, "stored").await?;
+        self.insert(&key, &rule, read).await
     }
 
     /// One case of the collection property: a batch of rows judged, then
@@ -902,11 +895,8 @@ impl<T: Probe> Bench<T> {
             let key = self.next_key();
             self.write(&key, cells).await;
             let rule = Rule::judge(T::SCHEMA, cells, now_ms);
-            let horizon = at_horizon::<T>(cells, now_ms);
             let errors = self.tally[2].load(Ordering::Relaxed);
-            let read = self
-                .judge(&key, (&rule, &horizon), "before collection")
-                .await?;
+            let read = self.judge(&key, &rule, "before collection").await?;
             let was_error = self.tally[2].load(Ordering::Relaxed) > errors;
             judged.push((key, cells, rule, read, was_error));
         }
@@ -947,11 +937,8 @@ impl<T: Probe> Bench<T> {
                 ) => {}
                 (before, after) => prop_assert_eq!(before, after, "the rule on the cells left"),
             }
-            let horizon = at_horizon::<T>(&left, now_ms);
             let errors = self.tally[2].load(Ordering::Relaxed);
-            let again = self
-                .judge(key, (&after, &horizon), "after collection")
-                .await?;
+            let again = self.judge(key, &after, "after collection").await?;
             if !*was_error && self.tally[2].load(Ordering::Relaxed) > errors {
                 // A row whose required column's only cells expired: proven
                 // expired while they were stored, incomplete once they are
@@ -959,7 +946,7 @@ impl<T: Probe> Bench<T> {
                 self.tally[3].fetch_add(1, Ordering::Relaxed);
             }
             prop_assert_eq!(&again, read, "read before and after collection");
-            self.insert(key, &horizon, again).await?;
+            self.insert(key, &after, again).await?;
         }
         Ok(())
     }

@@ -37,11 +37,13 @@
 //! expiry within that bracket (widened by [`MARGIN_MS`] either side) may go
 //! either way; outside, the outcome must be the model's. Once a call has
 //! shown which way it went, the model follows (a row read as absent is
-//! absent from then on). A conditional write judges the row at its
-//! horizon, [`HORIZON_MS`] past its "now" (a row that expires before the
-//! write may land counts as expired to it), so its bracket is shifted by
-//! that much; a write that found no live row tells only that the row
-//! expires before its horizon. Expiries reported by the library (`Written`,
+//! absent from then on). A conditional write that carries the row
+//! forward (a re-time, an update, `put_entry`, `put_if`) judges the row at
+//! its horizon, [`HORIZON_MS`] past its "now" (a row that expires before
+//! the write may land counts as expired to it), so its bracket is shifted
+//! by that much; a write that found no live row tells only that the row
+//! expires before its horizon. `insert_if_absent` and `delete_if` judge
+//! the row when they are sent: their bracket is the call's. Expiries reported by the library (`Written`,
 //! `Touched`, `Counted`, a re-time's mutation) must lie within the bracket
 //! their TTL gives; the model then keeps the reported instant, which the
 //! next reads check.
@@ -701,7 +703,8 @@ impl<'t, S: Subject> Run<'t, S> {
                 let before = t();
                 let inserted = table.insert_if_absent(&value).await;
                 let b = Bracket { before, after: t() };
-                let was = self.was(*key, b.horizon());
+                // Judged when sent: a row live then wins.
+                let was = self.was(*key, b);
                 match inserted.map_err(|e| format!("insert_if_absent: {e}"))? {
                     Insert::Inserted(written) => {
                         ensure!(
@@ -956,7 +959,8 @@ impl<'t, S: Subject> Run<'t, S> {
                     .await
                     .map_err(|e| format!("delete_if: {e}"))?;
                 let b = Bracket { before, after: t() };
-                let was = self.was(*key, b.horizon());
+                // Judged when sent: no horizon.
+                let was = self.was(*key, b);
                 let holds = self.rows[*key]
                     .as_ref()
                     .is_some_and(|r| r.fields.note.as_deref() == Some(*note));
@@ -968,7 +972,7 @@ impl<'t, S: Subject> Run<'t, S> {
                     );
                     self.rows[*key] = None;
                 } else if holds {
-                    return self.gone(*key, b, "delete_if");
+                    return self.gone_at(*key, b, b, "delete_if");
                 }
                 self.note(format_args!("   deleted: {deleted}"));
             }
@@ -1029,9 +1033,15 @@ impl<'t, S: Subject> Run<'t, S> {
     /// may still be live now keeps its expiry (it only expires before the
     /// horizon); otherwise it is absent from now on.
     fn gone(&mut self, key: usize, b: Bracket, call: &str) -> Step {
+        self.gone_at(key, b.horizon(), b, call)
+    }
+
+    /// [`Self::gone`] for a write judged within `judged` (its horizon, or
+    /// `b` itself for one judged when sent).
+    fn gone_at(&mut self, key: usize, judged: Bracket, b: Bracket, call: &str) -> Step {
         ensure!(
-            self.was(key, b.horizon()) != Was::Live,
-            "{call} found no live row at its horizon, the model's is {:?}",
+            self.was(key, judged) != Was::Live,
+            "{call} found no live row when it judged it, the model's is {:?}",
             self.rows[key]
         );
         if self.was(key, b) == Was::Expired {

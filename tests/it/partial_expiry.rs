@@ -110,9 +110,10 @@ async fn a_partially_expired_row_is_left_out_and_counted_never_an_error() {
 }
 
 /// `Page` with one more required field, as a struct changed without
-/// `#[bigtable(default)]` on the new field reads the same table.
+/// `#[bigtable(default)]` on the new field reads the same table (a
+/// version of `Page`: its marker).
 #[derive(Debug, Clone, PartialEq, BigtableRow)]
-#[bigtable(table = "pages", family = "p")]
+#[bigtable(table = "pages", family = "p", marker = "Page")]
 #[ttl(default = "1h")]
 struct PageWithLang {
     #[bigtable(key)]
@@ -164,7 +165,8 @@ async fn a_required_column_never_written_makes_an_incomplete_row_never_a_silent_
         })
         .await
         .unwrap();
-    let with_lang = Table::<PageWithLang>::new(conn.clone()).with_clock(clock.clone());
+    let with_lang =
+        Table::<PageWithLang>::new(support::connection_to(&conn)).with_clock(clock.clone());
     let errors = [
         with_lang.get(&"mine".to_owned()).await.unwrap_err(),
         with_lang.scan(Scan::keys(["mine"])).await.unwrap_err(),

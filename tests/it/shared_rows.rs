@@ -200,7 +200,8 @@ mod v2 {
 async fn an_incomplete_row_is_reported_by_reads_and_never_overwritten_by_inserts() {
     let clock = Clock::system();
     let old = support::table::<v1::Person>(&clock).await;
-    let new = Table::<v2::Person>::new(old.connection().clone()).with_clock(clock.clone());
+    let new = Table::<v2::Person>::new(support::connection_to(old.connection()))
+        .with_clock(clock.clone());
     // `marked`: written by version 1 of this library's struct (its marker
     // is there). `unmarked`: the same cell written by another program, or
     // before markers existed.

@@ -35,8 +35,9 @@
 //! `Error::Decode` naming the first required column holding no cell);
 //! `insert_if_absent` never overwrites an incomplete row (it answers the
 //! same error, and the stored cells are checked unchanged). Conditional
-//! writes judge the row at their horizon, `now` plus one second under the
-//! default write policy.
+//! writes that carry the row forward judge it at their horizon, `now`
+//! plus one second under the default write policy; `insert_if_absent`
+//! judges it at `now`, when it is sent.
 //!
 //! The model also predicts the cells each write stores; after every step
 //! the stored cells are read raw and compared with it: every stored cell
@@ -769,6 +770,15 @@ fn scan_agrees(read: &[(usize, Seen)], keys: &[usize], limit: usize, judged: &[[
 fn judge(who: Who, cells: &Cells, now: i64) -> Seen {
     let shape = who.shape();
     let visible = |q: &str| newest(cells, F, q.as_bytes(), now).filter(|c| c.2);
+    // A row carrying another struct's marker and not this struct's is not
+    // this struct's row (`guide/sharing-tables.md`).
+    let marker_visible = |q: &[u8]| newest(cells, F, q, now).is_some_and(|c| c.2);
+    let foreign = cells
+        .keys()
+        .any(|(f, q)| f == F && q.starts_with(b"\0\0") && q != who.marker() && marker_visible(q));
+    if foreign && !marker_visible(who.marker()) {
+        return Seen::Absent;
+    }
     let required: Vec<&Col> = shape
         .columns
         .iter()
@@ -846,6 +856,22 @@ fn judge(who: Who, cells: &Cells, now: i64) -> Seen {
     Seen::Live {
         expiry: row_ts / 1_000,
         fields,
+    }
+}
+
+/// The model's effect of `who.delete`: every cell `who` owns goes (its
+/// columns, their window marks, its marker, the legacy marker, its map's
+/// family), nothing else.
+fn delete_owned(cells: &mut Cells, who: Who) {
+    let shape = who.shape();
+    for c in shape.columns {
+        cells.remove(&at(F, c.qualifier.as_bytes()));
+        cells.remove(&at(F, &[&[0u8][..], c.qualifier.as_bytes()].concat()));
+    }
+    cells.remove(&at(F, who.marker()));
+    cells.remove(&at(F, b"\0"));
+    if shape.map {
+        cells.retain(|(family, _), _| family != M);
     }
 }
 
@@ -972,9 +998,13 @@ impl Tables {
         let core = support::table::<Core>(&clock).await;
         let conn = core.connection().clone();
         let stats = Table::<Stats>::new(conn.clone()).with_clock(clock.clone());
-        let p1 = Table::<v1::Person>::new(conn.clone()).with_clock(clock.clone());
-        let p2 = Table::<v2::Person>::new(conn.clone()).with_clock(clock.clone());
-        let p2b = Table::<v2b::Person>::new(conn.clone()).with_clock(clock.clone());
+        // Versions of one struct share its marker: each runs in a process
+        // of its own, so each has a connection of its own (one connection
+        // refuses two structs writing one marker).
+        let p1 = Table::<v1::Person>::new(support::connection_to(&conn)).with_clock(clock.clone());
+        let p2 = Table::<v2::Person>::new(support::connection_to(&conn)).with_clock(clock.clone());
+        let p2b =
+            Table::<v2b::Person>::new(support::connection_to(&conn)).with_clock(clock.clone());
         let raw = RawTable::new(&conn, "shared");
         Tables {
             clock,
@@ -1248,7 +1278,9 @@ impl<'t> Run<'t> {
             Op::InsertIfAbsent { ttl, seed, .. } => {
                 let value = S::build(&id, instant(now + ttl), seed);
                 let inserted = t.insert_if_absent(&value).await;
-                match (inserted, &at_horizon) {
+                // An insert judges the row when it is sent, not at a
+                // horizon: a row live then wins.
+                match (inserted, &at_now) {
                     (Ok(Insert::Inserted(w)), Seen::Absent) => {
                         ensure!(ms(w.expires_at) == now + ttl, "insert reported {w:?}");
                         let (columns, map) = value.cells();
@@ -1280,8 +1312,8 @@ impl<'t> Run<'t> {
                     }
                     (got, expected) => {
                         return Err(format!(
-                        "insert_if_absent: {got:?}, the model's row at the horizon: {expected:?}"
-                    ))
+                            "insert_if_absent: {got:?}, the model's row: {expected:?}"
+                        ))
                     }
                 }
             }
@@ -1365,7 +1397,7 @@ impl<'t> Run<'t> {
                 t.delete(id.as_str())
                     .await
                     .map_err(|e| format!("delete: {e}"))?;
-                self.cells[key].clear();
+                delete_owned(&mut self.cells[key], S::WHO);
             }
             _ => unreachable!("an operation of a struct"),
         }

@@ -374,9 +374,9 @@ async fn invalid_utf8_read_into_a_string_names_table_row_and_column() {
 }
 
 /// The `Click` of `tests/support/rows.rs` read with `url` as an integer:
-/// the same table and column, another codec.
+/// the same table and column, another codec (a version of it: its marker).
 #[derive(Debug, BigtableRow)]
-#[bigtable(table = "clicks", family = "c")]
+#[bigtable(table = "clicks", family = "c", marker = "Click")]
 #[ttl(default = "2d", written_at)]
 struct ClickUrlAsNumber {
     #[bigtable(key)]
@@ -403,7 +403,7 @@ async fn errors_from_a_renamed_handle_name_the_handle_s_table() {
 
     // A cell that does not decode into the field: get, scan, and the
     // resolve-on-missing path all name the handle's table.
-    let as_number = Table::<ClickUrlAsNumber>::new(conn.clone())
+    let as_number = Table::<ClickUrlAsNumber>::new(support::connection_to(&conn))
         .with_name("staging")
         .with_clock(clock.clone());
     for err in [

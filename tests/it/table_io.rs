@@ -663,9 +663,9 @@ async fn keys_can_be_passed_borrowed() {
 }
 
 /// A reading before its `unit` field was dropped: another version of the
-/// struct below, on the same table and family.
+/// struct below (its marker), on the same table and family.
 #[derive(Debug, Clone, PartialEq, BigtableRow)]
-#[bigtable(table = "readings", family = "r")]
+#[bigtable(table = "readings", family = "r", marker = "Reading")]
 #[ttl(default = "1d")]
 struct OldReading {
     #[bigtable(key)]
@@ -694,7 +694,8 @@ struct Reading {
 async fn a_struct_owning_its_family_replaces_the_whole_family() {
     let clock = clock();
     let readings = support::table::<Reading>(&clock).await;
-    let old = Table::<OldReading>::new(readings.connection().clone()).with_clock(clock.clone());
+    let old = Table::<OldReading>::new(support::connection_to(readings.connection()))
+        .with_clock(clock.clone());
     old.put(&OldReading {
         id: "r1".into(),
         value: 1,
@@ -746,7 +747,8 @@ async fn a_struct_owning_its_family_replaces_the_whole_family() {
 async fn the_bulk_writer_replaces_an_owned_family_whole() {
     let clock = clock();
     let readings = support::table::<Reading>(&clock).await;
-    let old = Table::<OldReading>::new(readings.connection().clone()).with_clock(clock.clone());
+    let old = Table::<OldReading>::new(support::connection_to(readings.connection()))
+        .with_clock(clock.clone());
     old.put(&OldReading {
         id: "r1".into(),
         value: 1,

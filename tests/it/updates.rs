@@ -338,9 +338,12 @@ struct Note {
 
 /// The answer to a clear-only update is lost, and another writer sets the
 /// field again before the update looks: the update must not count itself
-/// applied on no evidence, but plan again and clear the field.
+/// applied on no evidence, nor send itself again (one attempt, as
+/// documented: a second could apply twice): its outcome is unknown, after
+/// one attempt that Bigtable did not answer, and the other writer's value
+/// stays.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lost_answer_to_a_clear_only_update_is_not_taken_for_success() {
+async fn a_lost_answer_to_a_clear_only_update_is_not_taken_for_success_nor_sent_again() {
     use bigtable_ttl::Connection;
     use std::time::Duration;
     use support::proxy::{Faults, Proxy};
@@ -395,11 +398,26 @@ async fn a_lost_answer_to_a_clear_only_update_is_not_taken_for_success() {
     clock.advance(TimeDelta::milliseconds(5));
     direct.put(&note("again")).await.unwrap();
 
-    let updated = update.await.unwrap().unwrap();
+    let err = update.await.unwrap().unwrap_err();
     assert_eq!(proxy.resets(), 1, "the answer should have been lost");
-    assert!(updated.is_some());
+    let bigtable_ttl::Error::OutcomeUnknown {
+        attempts, answered, ..
+    } = &err
+    else {
+        panic!("expected OutcomeUnknown, got {err:?}")
+    };
+    assert_eq!((*attempts, *answered), (1, 0), "{err}");
+    assert!(
+        err.to_string().contains("its answer was lost")
+            && err.to_string().contains("1 attempt, none answered"),
+        "{err}"
+    );
     let read = direct.get("n1").await.unwrap().unwrap();
-    assert_eq!(read.tag, None, "the update applied after the put it raced");
+    assert_eq!(
+        read.tag.as_deref(),
+        Some("again"),
+        "the update was not sent again over the put it raced"
+    );
 }
 
 /// Every field an `Option`: a row of it lives by any of its columns, or by

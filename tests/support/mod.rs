@@ -110,3 +110,34 @@ pub async fn stored_cells<T: BigtableRow>(
         .map(|row| row.cells)
         .unwrap_or_default()
 }
+
+/// Write one cell to row `key` through the raw layer, as another program
+/// (or an earlier version of this library) would: `SetCell` alone, at
+/// `timestamp_micros`, nothing deleted.
+#[allow(dead_code)]
+pub async fn raw_set(
+    raw: &bigtable_ttl::data::RawTable,
+    key: &str,
+    family: &str,
+    qualifier: &[u8],
+    timestamp_micros: i64,
+    value: &[u8],
+) {
+    use bigtable_ttl::data::Mutation;
+    raw.mutate_row(
+        key,
+        vec![Mutation::set_cell(
+            family,
+            qualifier.to_vec(),
+            timestamp_micros,
+            value.to_vec(),
+        )],
+    )
+    .await
+    .unwrap_or_else(|e| {
+        panic!(
+            "writing {family}:{} of row {key}: {e}",
+            qualifier.escape_ascii()
+        )
+    });
+}

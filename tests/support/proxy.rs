@@ -51,6 +51,29 @@ pub enum Faults {
     /// pass at once): requests that reach the server late, after their
     /// deadline.
     Delay { by: Duration },
+    /// Hold each chunk the client sends for a time drawn from `up`, and
+    /// each chunk the server sends for one drawn from `down` (uniformly,
+    /// seeded by `seed`), each direction keeping its order: a slow or
+    /// congested link. `down: (d, d)` alone: every answer `d` late.
+    Delays {
+        up: (Duration, Duration),
+        down: (Duration, Duration),
+        seed: u64,
+    },
+    /// Faults drawn for each new connection (seeded by `seed` and the
+    /// connection's number): with probability one half, each chunk held
+    /// up to `max_delay` each way; then, after a number of bytes drawn in
+    /// `cut_after` (both ways together), the connection reset, its streams
+    /// with it, or (`lose_percent` of the time) the server's answers
+    /// swallowed for `hold` first, the emulator having applied what it
+    /// was sent. Each connection a client makes afresh draws again.
+    Chaos {
+        seed: u64,
+        max_delay: Duration,
+        cut_after: (u64, u64),
+        lose_percent: u64,
+        hold: Duration,
+    },
     /// Lose the answer to the `nth` request sent from now on (1: the next
     /// one), counted over every connection by the HTTP/2 `HEADERS` frames
     /// clients send (one per gRPC request): stop forwarding the server's
@@ -184,7 +207,19 @@ enum Plan {
     LoseAfter(u64, Duration),
     StallAfter(u64),
     Delay(Duration),
+    Delays((Duration, Duration), (Duration, Duration), u64),
+    Chaos(ChaosPlan),
     LoseNth(u64, Duration, Duration),
+}
+
+/// What [`Faults::Chaos`] drew for one connection.
+#[derive(Debug, Clone, Copy)]
+struct ChaosPlan {
+    delay: Duration,
+    seed: u64,
+    cut_after: u64,
+    lose: bool,
+    hold: Duration,
 }
 
 impl Shared {
@@ -218,6 +253,34 @@ impl Shared {
             }
             Faults::Stall { after_bytes } => Plan::StallAfter(after_bytes),
             Faults::Delay { by } => Plan::Delay(by),
+            Faults::Chaos {
+                seed,
+                max_delay,
+                cut_after: (min, max),
+                lose_percent,
+                hold,
+            } => {
+                let n = self.connections.load(Ordering::SeqCst);
+                let mut rng = seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                let delay = if next(&mut rng).is_multiple_of(2) {
+                    max_delay
+                } else {
+                    Duration::ZERO
+                };
+                let cut_after = min + next(&mut rng) % max.saturating_sub(min).max(1);
+                let lose = next(&mut rng) % 100 < lose_percent;
+                Plan::Chaos(ChaosPlan {
+                    delay,
+                    seed: next(&mut rng),
+                    cut_after,
+                    lose,
+                    hold,
+                })
+            }
+            Faults::Delays { up, down, seed } => {
+                let n = self.connections.load(Ordering::SeqCst);
+                Plan::Delays(up, down, seed ^ n.wrapping_mul(0x9E37_79B9))
+            }
             Faults::LoseNthThenRefuse {
                 nth,
                 hold,
@@ -232,6 +295,8 @@ impl Shared {
             Faults::None
             | Faults::Stall { .. }
             | Faults::Delay { .. }
+            | Faults::Delays { .. }
+            | Faults::Chaos { .. }
             | Faults::LoseNthThenRefuse { .. } => return false,
             Faults::Reset {
                 max_resets, until, ..
@@ -279,6 +344,16 @@ impl Shared {
         let mut plan = self.plan();
         if let Plan::Delay(by) = plan {
             delay_requests(client, server, by).await;
+            return;
+        }
+        if let Plan::Delays(up, down, seed) = plan {
+            delay_both(client, server, up, down, seed).await;
+            return;
+        }
+        if let Plan::Chaos(chaos) = plan {
+            if chaos_connection(client, server, chaos).await {
+                self.resets.fetch_add(1, Ordering::SeqCst);
+            }
             return;
         }
         let (mut up, mut down) = (0u64, 0u64);
@@ -342,7 +417,12 @@ impl Shared {
                 (up, down) = last;
             }
             match plan {
-                Plan::Pass | Plan::StallAfter(_) | Plan::Delay(_) | Plan::LoseNth(..) => {}
+                Plan::Pass
+                | Plan::StallAfter(_)
+                | Plan::Delay(_)
+                | Plan::Delays(..)
+                | Plan::Chaos(_)
+                | Plan::LoseNth(..) => {}
                 Plan::ResetAfter(limit) => {
                     if up + down >= limit && self.take_fault() {
                         reset(&client, &server);
@@ -455,4 +535,156 @@ async fn delay_requests(client: TcpStream, server: TcpStream, by: Duration) {
     drop(queue);
     let _ = upstream.await;
     downstream.abort();
+}
+
+/// Forward both ways, each chunk held for a time drawn from its
+/// direction's range, in order.
+async fn delay_both(
+    client: TcpStream,
+    server: TcpStream,
+    up: (Duration, Duration),
+    down: (Duration, Duration),
+    seed: u64,
+) {
+    let (client_read, client_write) = client.into_split();
+    let (server_read, server_write) = server.into_split();
+    let cut = Arc::new(Cut::default());
+    let upstream = tokio::spawn(delayed_pipe(
+        client_read,
+        server_write,
+        up,
+        seed,
+        cut.clone(),
+        false,
+    ));
+    let downstream = tokio::spawn(delayed_pipe(
+        server_read,
+        client_write,
+        down,
+        !seed,
+        cut,
+        true,
+    ));
+    let _ = tokio::join!(upstream, downstream);
+}
+
+/// What the two pipes of one connection share.
+#[derive(Default)]
+struct Cut {
+    /// Bytes forwarded both ways.
+    bytes: AtomicU64,
+    /// Past this many bytes (0: never), `passed` is woken.
+    limit: AtomicU64,
+    passed: tokio::sync::Notify,
+    /// The server's answers are swallowed.
+    swallow: std::sync::atomic::AtomicBool,
+    /// The connection is cut: nothing more is written.
+    done: std::sync::atomic::AtomicBool,
+}
+
+/// Forward one connection under `plan`; whether it was cut.
+async fn chaos_connection(client: TcpStream, server: TcpStream, plan: ChaosPlan) -> bool {
+    // Dropping a socket now resets it.
+    let _ = client.set_zero_linger();
+    let _ = server.set_zero_linger();
+    let (client_read, client_write) = client.into_split();
+    let (server_read, server_write) = server.into_split();
+    let cut = Arc::new(Cut::default());
+    cut.limit.store(plan.cut_after, Ordering::SeqCst);
+    let range = (Duration::ZERO, plan.delay);
+    let mut upstream = tokio::spawn(delayed_pipe(
+        client_read,
+        server_write,
+        range,
+        plan.seed,
+        cut.clone(),
+        false,
+    ));
+    let downstream = tokio::spawn(delayed_pipe(
+        server_read,
+        client_write,
+        range,
+        !plan.seed,
+        cut.clone(),
+        true,
+    ));
+    tokio::select! {
+        _ = &mut upstream => {
+            let _ = downstream.await;
+            false
+        }
+        () = cut.passed.notified() => {
+            if plan.lose {
+                cut.swallow.store(true, Ordering::SeqCst);
+                tokio::time::sleep(plan.hold).await;
+            }
+            cut.done.store(true, Ordering::SeqCst);
+            upstream.abort();
+            downstream.abort();
+            true
+        }
+    }
+}
+
+/// Copy `from` to `to`, each chunk `range` late (drawn per chunk), never
+/// before the chunk before it.
+async fn delayed_pipe(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    (min, max): (Duration, Duration),
+    seed: u64,
+    cut: Arc<Cut>,
+    answers: bool,
+) {
+    let (queue, mut due) = tokio::sync::mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
+    let writing = cut.clone();
+    let writer = tokio::spawn(async move {
+        while let Some((at, chunk)) = due.recv().await {
+            tokio::time::sleep_until(at.into()).await;
+            if writing.done.load(Ordering::SeqCst) || to.write_all(&chunk).await.is_err() {
+                return;
+            }
+        }
+        let _ = to.shutdown().await;
+    });
+    // The writer ends with the pipe (its socket half dropped: reset).
+    let _stop = AbortOnDrop(writer.abort_handle());
+    let mut rng = seed;
+    let mut last = Instant::now();
+    let span = u64::try_from(max.saturating_sub(min).as_micros()).unwrap_or(u64::MAX);
+    let mut buf = vec![0u8; 16 * 1024];
+    while let Ok(n) = from.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        let total = cut.bytes.fetch_add(n as u64, Ordering::SeqCst) + n as u64;
+        let limit = cut.limit.load(Ordering::SeqCst);
+        if limit > 0 && total >= limit && total - (n as u64) < limit {
+            cut.passed.notify_one();
+        }
+        if answers && cut.swallow.load(Ordering::SeqCst) {
+            continue;
+        }
+        let extra = if span == 0 {
+            0
+        } else {
+            next(&mut rng) % (span + 1)
+        };
+        let at = (Instant::now() + min + Duration::from_micros(extra)).max(last);
+        last = at;
+        if queue.send((at, buf[..n].to_vec())).is_err() {
+            break;
+        }
+    }
+    drop(queue);
+    let _ = writer.await;
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

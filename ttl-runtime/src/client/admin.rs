@@ -589,7 +589,7 @@ where
                 {
                     Ok(Ok(response)) => return Ok(response.into_inner()),
                     Ok(Err(status)) => status,
-                    Err(_) => tonic::Status::deadline_exceeded(format!(
+                    Err(_) => crate::wire::status::no_answer_within(format!(
                         "no answer from the admin API within {timeout:?}"
                     )),
                 }

@@ -1,19 +1,27 @@
 //! Conditional writes (`CheckAndMutateRow`) on a [`Table`]: insert a row
 //! only if no live row holds its key, put or delete one only if a field's
 //! live value is what the caller expects. Every predicate sees what the
-//! typed reader would see at the write's horizon (the table clock's "now"
-//! plus the time the server may still apply it, see `Table::horizon`;
-//! `crate::model::condition`), so a cell that has expired but is not yet
-//! garbage-collected never counts, nor one that expires before the write
-//! may land.
+//! typed reader would see at the instant that makes the write safe
+//! (`crate::model::condition`), so a cell that has expired but is not yet
+//! garbage-collected never counts: an insert, which needs the row absent,
+//! and a delete, which loses nothing if the row expires in flight, at the
+//! table clock's "now" when they are sent; a `put_if`, which must not
+//! carry a row past its expiry, at its horizon (that "now" plus the time
+//! the server may still apply it, see `Table::horizon`), so that a row
+//! that expires before it may land does not count.
 //!
 //! A conditional write is not idempotent: an attempt whose answer is lost
-//! is never re-sent blindly (Google's clients do not retry it either). When
-//! the answer is lost, the row is read: a write whose cells are there, at
-//! their timestamps, was applied; an insert that finds neither its cells
-//! nor any live row was not, and is sent again; anything else, a read that
-//! fails or finds no time left included, is [`Error::OutcomeUnknown`].
-//! Every call keeps one deadline, its write policy's, for all its steps
+//! is never re-sent blindly (Google's clients do not retry it either).
+//! Each call sends one attempt; when its answer is lost, the row is read: a
+//! write whose cells are there, at their timestamps, was applied; an insert
+//! that finds neither its cells nor any live row, and a delete whose row
+//! still matches its condition, were not, and are sent again (at most
+//! 5 sends in all); anything else, a read that fails or
+//! finds no time left included, is [`Error::OutcomeUnknown`], saying how
+//! many attempts were sent and how many Bigtable answered. A request the
+//! server refused before processing it is sent again by the channel (it
+//! was not applied). Every call keeps one deadline, its write policy's,
+//! for all its steps
 //! (see [`crate::retry`]).
 
 use chrono::{DateTime, Utc};
@@ -22,14 +30,15 @@ use crate::client::failure::status_error;
 use crate::client::table::{Table, Written};
 use crate::client::telemetry;
 use crate::model::condition::{present_row, Condition};
-use crate::model::error::{Error, Result};
+use crate::model::error::{Code, Error, Result};
 use crate::model::key::AsKey;
-use crate::model::mutation::{delete_row, RowMutation};
+use crate::model::mutation::{delete_owned, RowMutation};
 use crate::model::policy::{from_micros, millis_floor};
 use crate::model::proto::{mutation, CheckAndMutateRowRequest, Mutation, RowFilter};
 use crate::model::row::{BigtableRow, MutationBuilder};
 use crate::model::scan::Scan;
 use crate::model::view::Expiring;
+use crate::wire::status::{answered, code_of, cut_at_horizon, horizon_of};
 
 /// What [`Table::insert_if_absent`] did.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,6 +47,22 @@ pub enum Insert<T> {
     Inserted(Written),
     /// A live row holds the key: nothing was written; this is the row.
     Exists(Expiring<T>),
+}
+
+/// The attempts a conditional call sent before its last, and how many of
+/// them Bigtable answered: for the error that ends it.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Sent {
+    pub(crate) attempts: u32,
+    pub(crate) answered: u32,
+}
+
+impl Sent {
+    /// One more attempt, answered or not.
+    pub(crate) fn count(&mut self, answered: bool) {
+        self.attempts += 1;
+        self.answered += u32::from(answered);
+    }
 }
 
 /// What a conditional attempt came to.
@@ -52,12 +77,20 @@ pub(crate) enum Checked {
 /// while it runs, before it gives up with [`Error::Conflict`].
 const INSERT_ROUNDS: u32 = 5;
 
+/// Sends of one conditional write in all, when the answers to the ones
+/// before were lost and a read proved them not applied (an insert that
+/// finds neither its cells nor a live row, a delete whose row still
+/// matches).
+const CONDITIONAL_SENDS: u32 = INSERT_ROUNDS;
+
 impl<T: BigtableRow> Table<T> {
     /// Write `row` only if no live row holds its key (an idempotency key, a
     /// dedupe marker, a lock). A row whose cells have all expired counts as
-    /// absent even before garbage collection removes it, and so does one
-    /// that expires before the write may land (within its horizon, at most
-    /// 1 s: see the conditional-writes guide), which the insert replaces.
+    /// absent even before garbage collection removes it. The row is judged
+    /// when the insert is sent: a row live then wins, however soon it
+    /// expires and however late the insert lands, so a lease taken with
+    /// it is exclusive until its expiry (see the conditional-writes
+    /// guide).
     ///
     /// ```no_run
     /// # use bigtable_ttl::{BigtableRow, Table, Insert};
@@ -108,22 +141,25 @@ impl<T: BigtableRow> Table<T> {
         // insert was not applied: then nothing kept changing the row, and
         // the call ends with what went wrong, not `Conflict`.
         let mut last_lost = None;
+        let mut sent = Sent::default();
         for _ in 0..INSERT_ROUNDS {
             let now = self.clock().now();
             let m = builder.build_checked(self.name(), now)?;
-            // A row that expires before the insert may land counts as
-            // absent: the insert replaces it rather than report it. An
-            // incomplete row exists: never overwritten.
-            let (cut, horizon) = self.horizon(now);
-            let predicate = present_row(T::SCHEMA, horizon);
-            let checked = cut
+            // The row must be absent when the insert is sent, the earliest
+            // instant the server can apply it: a row live then (a lease
+            // still held) wins, however soon it expires and however late
+            // the insert lands. An incomplete row exists: never
+            // overwritten. No horizon: judged at its sending, the insert
+            // is safe whenever it lands.
+            let predicate = present_row(T::SCHEMA, now);
+            let checked = self
                 .check_and_mutate(&m.row_key, predicate, Vec::new(), m.mutations.clone())
                 .await?;
             let lost = match checked {
                 Checked::Answered(false) => return Ok(Insert::Inserted(written(&m, now)?)),
                 Checked::Answered(true) => None,
                 Checked::Unknown(status) => {
-                    if self.settle(&m, &status).await? {
+                    if self.settle_after(&m, &status, sent).await? {
                         return Ok(Insert::Inserted(written(&m, now)?));
                     }
                     tracing::debug!(table = %self.name(), %status, "an insert's answer was lost and its cells are not there");
@@ -134,14 +170,21 @@ impl<T: BigtableRow> Table<T> {
             // that row, unless it has expired or gone since. After a lost
             // answer, only this read can show the insert was not applied.
             let live = match (self.live_row(&m.row_key).await, lost) {
+                // Its cells are gone and another row is live: the insert
+                // may have landed and been replaced since. Only a row
+                // found absent shows the lost insert was not applied.
+                (Ok(Some(_)), Some(status)) => {
+                    return Err(self.outcome_unknown_after(m.row_key, status, sent));
+                }
                 (Ok(live), lost) => {
+                    sent.count(lost.as_ref().is_none_or(answered));
                     last_lost = lost;
                     live
                 }
                 (Err(e), None) => return Err(e),
                 (Err(e), Some(status)) => {
                     tracing::debug!(table = %self.name(), error = %e, "the read settling a lost insert failed");
-                    return Err(self.outcome_unknown(m.row_key, status));
+                    return Err(self.outcome_unknown_after(m.row_key, status, sent));
                 }
             };
             if let Some(live) = live {
@@ -150,7 +193,8 @@ impl<T: BigtableRow> Table<T> {
         }
         let row_key = builder.row().row_key()?;
         if let Some(status) = last_lost {
-            return Err(status_error(self.name(), Some(row_key), status, None));
+            // Every lost attempt was proved not applied.
+            return Err(self.not_applied(row_key, status, sent));
         }
         Err(Error::Conflict {
             table: self.name().to_owned(),
@@ -162,7 +206,11 @@ impl<T: BigtableRow> Table<T> {
     /// Write `row` (replacing its columns, as [`Table::put`]) only if
     /// `condition` holds for the live row: optimistic concurrency on a
     /// version field, "renew the lease only if I hold it". `None` when the
-    /// condition did not hold and nothing was written.
+    /// condition did not hold and nothing was written. The row must be
+    /// live, and the condition hold, at the write's horizon (the latest
+    /// instant it may land, at most 1 s away): a row that expires sooner
+    /// counts as expired, so a `put_if` never brings back a row that
+    /// expired while it was in flight.
     ///
     /// ```no_run
     /// # use bigtable_ttl::{BigtableRow, Table};
@@ -231,9 +279,12 @@ impl<T: BigtableRow> Table<T> {
         .await
     }
 
-    /// Delete the row with key `key`, every column and version, only if
-    /// `condition` holds for the live row ("release the lock only if I hold
-    /// it"). Whether it was deleted.
+    /// Delete `T`'s row with key `key` (every cell `T` owns, as
+    /// [`Table::delete`] does) only if `condition` holds for the live row
+    /// ("release the lock only if I hold it"). Whether it was deleted. The
+    /// condition is judged when the delete is sent (a delete that lands
+    /// after the row expired removes nothing a reader could see): a
+    /// holder's release succeeds while its lease is live.
     ///
     /// # Errors
     /// Key errors, [`Error::Encode`] for a condition whose value does not
@@ -250,18 +301,70 @@ impl<T: BigtableRow> Table<T> {
             |deleted| u64::from(*deleted),
             async move {
                 let row_key = self.row_key(key)?;
-                let (cut, horizon) = self.for_write_call().horizon(self.clock().now());
-                let predicate = condition.predicate(horizon)?;
-                match cut
-                    .check_and_mutate(&row_key, predicate, vec![delete_row()], Vec::new())
-                    .await?
-                {
-                    Checked::Answered(deleted) => Ok(deleted),
-                    Checked::Unknown(status) => Err(self.outcome_unknown(row_key, status)),
-                }
+                self.for_write_call()
+                    .delete_if_untraced(row_key, &condition)
+                    .await
             },
         )
         .await
+    }
+
+    async fn delete_if_untraced(&self, row_key: Vec<u8>, condition: &Condition<T>) -> Result<bool> {
+        let mut sent = Sent::default();
+        loop {
+            // Judged when sent: a delete that lands after the row expired
+            // removes nothing a reader could see, so it needs no horizon
+            // (a holder's release of a lease about to expire still
+            // succeeds).
+            let predicate = condition.predicate(self.clock().now())?;
+            let status = match self
+                .check_and_mutate(&row_key, predicate, delete_owned(T::SCHEMA), Vec::new())
+                .await?
+            {
+                Checked::Answered(deleted) => return Ok(deleted),
+                Checked::Unknown(status) => status,
+            };
+            // The answer was lost: a row that still matches the condition
+            // was not deleted (a delete applied leaves nothing of it to
+            // match, unless another writer wrote the same value again), and
+            // the delete is sent again; anything else cannot be told apart
+            // from another writer's change.
+            let now = self.clock().now();
+            let still = self
+                .raw()
+                .read_row(
+                    row_key.as_slice(),
+                    Some(crate::client::data::RowFilter::from_wire(
+                        condition.predicate(now)?,
+                    )),
+                )
+                .await;
+            match still {
+                Ok(Some(_)) => {
+                    sent.count(answered(&status));
+                    if sent.attempts >= CONDITIONAL_SENDS {
+                        return Err(self.not_applied(row_key, status, sent));
+                    }
+                    tracing::debug!(table = %self.name(), %status, "a delete's answer was lost and the row still matches: sending it again");
+                }
+                Ok(None) => return Err(self.outcome_unknown_after(row_key, status, sent)),
+                Err(e) => {
+                    tracing::debug!(table = %self.name(), error = %e, "the read settling a lost delete failed");
+                    return Err(self.outcome_unknown_after(row_key, status, sent));
+                }
+            }
+        }
+    }
+
+    /// The error of a conditional call whose attempts (`sent`, the last
+    /// ending with `status`) were all proved not applied: the last
+    /// attempt's failure, with every attempt counted.
+    fn not_applied(&self, row_key: Vec<u8>, status: tonic::Status, sent: Sent) -> Error {
+        let mut error = status_error(self.name(), Some(row_key), status, None);
+        if let Error::Server { attempts, .. } = &mut error {
+            *attempts = sent.attempts;
+        }
+        error
     }
 
     /// One `CheckAndMutateRow` attempt, never re-sent: an error the server
@@ -282,11 +385,20 @@ impl<T: BigtableRow> Table<T> {
             false_mutations,
             ..CheckAndMutateRowRequest::default()
         };
+        self.layout()?;
         let status = match self.raw().check_and_mutate_once(request).await {
             Ok(matched) => return Ok(Checked::Answered(matched)),
             Err(status) => status,
         };
         if outcome_unknown(&status) {
+            // The library's own cut at the write's horizon says so, and
+            // which setting to change.
+            let status = match self.cut_at_horizon {
+                Some(horizon) if code_of(&status) == Code::DeadlineExceeded => {
+                    cut_at_horizon(&status, horizon)
+                }
+                _ => status,
+            };
             Ok(Checked::Unknown(status))
         } else {
             Err(status_error(
@@ -340,9 +452,19 @@ impl<T: BigtableRow> Table<T> {
     /// fails, whatever its error (no time left for it included), settles
     /// nothing: [`Error::OutcomeUnknown`], never the read's own error.
     pub(crate) async fn settle(&self, m: &RowMutation, lost: &tonic::Status) -> Result<bool> {
+        self.settle_after(m, lost, Sent::default()).await
+    }
+
+    /// [`Table::settle`] after the attempts `before` the lost one.
+    pub(crate) async fn settle_after(
+        &self,
+        m: &RowMutation,
+        lost: &tonic::Status,
+        before: Sent,
+    ) -> Result<bool> {
         self.holds(m).await.map_err(|e| {
             tracing::debug!(table = %self.name(), error = %e, "the read settling a lost conditional write failed");
-            self.outcome_unknown(m.row_key.clone(), lost.clone())
+            self.outcome_unknown_after(m.row_key.clone(), lost.clone(), before)
         })
     }
 
@@ -358,12 +480,26 @@ impl<T: BigtableRow> Table<T> {
             .pop())
     }
 
-    /// [`Error::OutcomeUnknown`] for the row `row_key`, the answer lost
-    /// being `status`.
+    /// [`Error::OutcomeUnknown`] for the row `row_key` after one attempt,
+    /// the answer lost (or not telling) being `status`.
     pub(crate) fn outcome_unknown(&self, row_key: Vec<u8>, status: tonic::Status) -> Error {
+        self.outcome_unknown_after(row_key, status, Sent::default())
+    }
+
+    /// [`Table::outcome_unknown`] after the attempts `before` counted
+    /// (those proved not applied, or answered, before the last).
+    pub(crate) fn outcome_unknown_after(
+        &self,
+        row_key: Vec<u8>,
+        status: tonic::Status,
+        before: Sent,
+    ) -> Error {
         Error::OutcomeUnknown {
             table: self.name().to_owned(),
             row_key,
+            attempts: before.attempts + 1,
+            answered: before.answered + u32::from(answered(&status)),
+            horizon: horizon_of(&status),
             source: Box::new(crate::wire::status::cause(status)),
         }
     }

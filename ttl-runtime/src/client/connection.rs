@@ -9,8 +9,10 @@ use tonic::transport::Channel;
 
 pub use crate::client::builder::{ConnectionBuilder, Credentials};
 use crate::client::builder::{Parts, ADMIN_ENDPOINT};
+use crate::client::layouts::{Layouts, Registration};
 use crate::client::retry::RetryPolicy;
 use crate::model::error::{Error, Result};
+use crate::model::schema::Schema;
 use crate::wire::channel::{DataChannel, DATA_ENDPOINT};
 use crate::wire::tokens::Tokens;
 
@@ -49,6 +51,9 @@ struct Shared {
     project: Arc<str>,
     instance: Arc<str>,
     target: Arc<str>,
+    /// The structs tables were opened for, to refuse two that would write
+    /// the same cells (see [`crate::client::layouts`]).
+    layouts: Arc<Layouts>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -128,6 +133,7 @@ impl Connection {
             project: parts.project.into(),
             instance: parts.instance.into(),
             target: parts.target.into(),
+            layouts: Arc::default(),
         };
         Self {
             shared: Arc::new(shared),
@@ -187,6 +193,17 @@ impl Connection {
             path.push_str(part);
         }
         path
+    }
+
+    /// Remember that struct `type_name` of `schema` is read and written on
+    /// `table` through this connection (see [`crate::client::layouts`]).
+    pub(crate) fn register(
+        &self,
+        table: &str,
+        type_name: &'static str,
+        schema: &'static Schema,
+    ) -> Arc<Registration> {
+        self.shared.layouts.register(table, type_name, schema)
     }
 
     pub(crate) fn data_channel(&self) -> &DataChannel {

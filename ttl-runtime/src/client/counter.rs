@@ -217,6 +217,7 @@ impl<T: BigtableRow> Table<T> {
             rules: increment_rules(counter, by),
             ..ReadModifyWriteRowRequest::default()
         };
+        self.layout()?;
         match self.raw().read_modify_write_once(request).await {
             Ok(response) => landed(
                 counter,

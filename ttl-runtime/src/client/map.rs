@@ -8,11 +8,11 @@ use crate::client::conditional::Checked;
 use crate::client::table::{Table, Written};
 use crate::client::telemetry;
 use crate::model::codec::CellCodec;
-use crate::model::condition::live_row;
+use crate::model::condition::{another_structs_row, live_row};
 use crate::model::error::{Error, Result};
 use crate::model::key::{AsKey, KeyPart};
 use crate::model::map::{MapEntry, MapField};
-use crate::model::mutation::{delete_column, set_cell_owned, RowMutation};
+use crate::model::mutation::{delete_column, set_cell, set_cell_owned, RowMutation};
 use crate::model::policy::{from_micros, millis_floor, Expiry, Policy};
 use crate::model::row::BigtableRow;
 use crate::model::scan::Scan;
@@ -105,19 +105,33 @@ impl<T: BigtableRow> Table<T> {
                     expires_at: policy.expiry_of(ts)?,
                 };
                 let written = Written::new(&m, from_micros(millis_floor(now)?)?);
-                if T::SCHEMA.all_fields_optional() {
-                    self.mutate_row(m.row_key.clone(), m.mutations).await?;
-                    return Ok(Some(written));
-                }
                 // The write and the read that settles a lost answer, within
                 // one deadline.
                 let this = self.for_write_call();
-                let (cut, horizon) = this.horizon(now);
-                let predicate = live_row(T::SCHEMA, horizon);
-                match cut
-                    .check_and_mutate(&m.row_key, predicate, m.mutations.clone(), Vec::new())
-                    .await?
-                {
+                let checked = if T::SCHEMA.all_fields_optional() {
+                    // An entry makes a row of options, on its own; where
+                    // the row carries another struct's marker and not this
+                    // struct's (a vertical split), an entry alone would not
+                    // make it this struct's row: its marker goes with it,
+                    // at the entry's timestamp.
+                    let mut marked = m.mutations.clone();
+                    marked.push(set_cell(
+                        T::SCHEMA.marker_family(),
+                        T::SCHEMA.marker,
+                        ts,
+                        Vec::new(),
+                    ));
+                    let predicate = another_structs_row(T::SCHEMA, now);
+                    this.check_and_mutate(&m.row_key, predicate, marked, m.mutations.clone())
+                        .await?
+                } else {
+                    let (cut, horizon) = this.horizon(now);
+                    let predicate = live_row(T::SCHEMA, horizon);
+                    cut.check_and_mutate(&m.row_key, predicate, m.mutations.clone(), Vec::new())
+                        .await?
+                };
+                match checked {
+                    Checked::Answered(_) if T::SCHEMA.all_fields_optional() => Ok(Some(written)),
                     Checked::Answered(true) => Ok(Some(written)),
                     Checked::Answered(false) => Ok(None),
                     // Not re-sent: the entry may have been written and then

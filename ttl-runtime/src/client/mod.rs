@@ -13,6 +13,7 @@ pub mod connection;
 pub(crate) mod counter;
 pub mod data;
 pub(crate) mod failure;
+pub(crate) mod layouts;
 pub(crate) mod limited;
 pub(crate) mod map;
 pub(crate) mod parallel;

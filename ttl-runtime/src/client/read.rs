@@ -230,7 +230,7 @@ impl ReadFailure {
 
 /// A wait that ran out, as the status of the attempt.
 fn timed_out(what: &str, after: Duration) -> ReadError {
-    ReadError::Status(tonic::Status::deadline_exceeded(format!(
+    ReadError::Status(crate::wire::status::no_answer_within(format!(
         "{what} within {after:?}"
     )))
 }

@@ -54,21 +54,34 @@
 //! | `ops::inspect` | the connection's policy ([`ConnectionBuilder::retry`](crate::ConnectionBuilder::retry)) | the whole call (its admin request also within the admin policy's) |
 //! | `ops::audit`, `apply`, `expiries`, `migrate`, `verify`, `verify_part` | admin requests: the admin policy; reads and writes: the connection's policy | each admin request; each read the time without a row; each batch of `migrate`'s writes |
 //!
-//! A conditional write that decides on the row being live
-//! (`insert_if_absent`, `put_if`, `delete_if`, `put_entry`, `update`, the
-//! re-times, `increment`'s conditional steps; not
-//! `RawTable::check_and_mutate_row`, whose predicate is the caller's) has
-//! its attempt cut at its *horizon*, at most 1 s after it decides,
-//! whatever the attempt timeout: it asks for a row live
-//! until then, so that it cannot land on a row that expired while it was
-//! in flight (a row that expires within that time counts as expired to
-//! it; see the conditional-writes guide).
+//! A conditional write that carries a row forward (`put_if`,
+//! `put_entry`, `update`, the re-times; not `insert_if_absent`,
+//! `delete_if`, `increment`, nor `RawTable::check_and_mutate_row`, whose
+//! predicate is the caller's) has its attempt cut at its *horizon*
+//! ([`WriteOptions::horizon`](crate::writer::WriteOptions::horizon), 1 s
+//! by default) after it decides, whatever the attempt timeout: it asks for
+//! a row live until then, so that it cannot land on a row that expired
+//! while it was in flight (a row that expires within that time counts as
+//! expired to it). An attempt the library cut there before any answer says
+//! so in its error, and names the setting. `insert_if_absent` and
+//! `delete_if` are judged when they are sent and need no horizon (see the
+//! conditional-writes guide).
 //!
-//! A conditional call is never re-sent: when its answer is lost, the row
+//! A request the server refused before processing it (an HTTP/2
+//! `RST_STREAM REFUSED_STREAM`, or a stream past the last stream id of a
+//! `GOAWAY`) was not applied, whatever the call: it is sent again at once
+//! on another stream, at most three sends in all within the attempt (as
+//! gRPC's transparent retry), then retried as above where the call is
+//! retried at all; it never ends a call with an unknown outcome.
+//!
+//! A conditional call sends one attempt: when its answer is lost, the row
 //! is read to settle what happened, within the same deadline; when that
 //! read does not show it applied (or fails, or no time is left for it),
 //! the call ends with [`Error::OutcomeUnknown`](crate::Error::OutcomeUnknown),
-//! never with the error of a later step. A call that ran out of time
+//! never with the error of a later step. Only a write the read proves not
+//! applied is sent again (an insert that finds neither its cells nor a
+//! live row, a `delete_if` whose row still matches), at most 5 sends in
+//! all; a re-time or an update never is. A call that ran out of time
 //! before sending its conditional write sends nothing and fails with
 //! `DEADLINE_EXCEEDED`.
 
@@ -209,14 +222,6 @@ impl RetryPolicy {
         }
     }
 }
-
-/// The longest a conditional write that decides on a row's liveness may
-/// be in flight (its attempt is cut there, whatever the policy allows): a
-/// row that expires within this of the write counts as expired to it (see
-/// `Table::horizon`). Short, as a lease renewed with a second or two left
-/// is still renewed; far above a conditional write's usual latency (a few
-/// milliseconds).
-pub(crate) const MAX_HORIZON: Duration = Duration::from_secs(1);
 
 /// Thirty years: later than any deadline a policy means, and still an
 /// instant (`Duration::MAX` from now is not one).

@@ -21,9 +21,9 @@ use crate::client::admin::{EnsureOptions, SchemaReport};
 use crate::client::connection::Connection;
 use crate::client::data::RawTable;
 use crate::client::failure::status_error;
+use crate::client::layouts::Registration;
 use crate::client::limited::{limited, Judged};
 use crate::client::read::{ReadOptions, ReadStats};
-use crate::client::retry::MAX_HORIZON;
 use crate::client::telemetry;
 use crate::client::writer::{BulkWriter, WriteOptions};
 use crate::model::clock::Clock;
@@ -31,7 +31,7 @@ use crate::model::error::{CodecError, Error, Result};
 use crate::model::filter::required_newest_stripped;
 use crate::model::filter::{row_filter, row_filter_sole_families};
 use crate::model::key::AsKey;
-use crate::model::mutation::{delete_row, RowMutation};
+use crate::model::mutation::{delete_owned, RowMutation};
 use crate::model::policy::{from_micros, millis_floor};
 use crate::model::read_filter::ReadFilter;
 use crate::model::row::MutationBuilder;
@@ -92,6 +92,15 @@ pub struct Table<T> {
     /// handle or a clone) to hold no family but `T`'s: reads need not select
     /// families ([`crate::model::filter::read_filter_sole_families`]).
     sole_families: Arc<AtomicBool>,
+    /// `T` as the connection knows it on this table: refused when another
+    /// struct of the table would write the same cells
+    /// ([`crate::client::layouts`]).
+    layout: Arc<Registration>,
+    /// Set on the handle of one conditional attempt that the library cuts
+    /// at the write's horizon, shorter than the policy allows
+    /// ([`Table::horizon`]): an attempt that ends without an answer then
+    /// says so, and which setting to change.
+    pub(crate) cut_at_horizon: Option<std::time::Duration>,
     _row: PhantomData<fn() -> T>,
 }
 
@@ -101,6 +110,8 @@ impl<T> Clone for Table<T> {
             raw: self.raw.clone(),
             clock: self.clock.clone(),
             sole_families: self.sole_families.clone(),
+            layout: self.layout.clone(),
+            cut_at_horizon: self.cut_at_horizon,
             _row: PhantomData,
         }
     }
@@ -152,10 +163,13 @@ impl<T: BigtableRow> Table<T> {
     /// ([`Connection::retry`]).
     #[must_use]
     pub fn new(conn: Connection) -> Self {
+        let layout = conn.register(T::SCHEMA.table, std::any::type_name::<T>(), T::SCHEMA);
         Self {
+            layout,
             raw: RawTable::on(conn, T::SCHEMA.table),
             clock: Clock::system(),
             sole_families: Arc::default(),
+            cut_at_horizon: None,
             _row: PhantomData,
         }
     }
@@ -217,6 +231,7 @@ impl<T: BigtableRow> Table<T> {
     #[must_use]
     pub fn writer(&self) -> BulkWriter<T> {
         BulkWriter::new(self.raw.clone(), self.clock.clone())
+            .with_layout(self.layout.clone())
             .in_operation(telemetry::Operation::start(self.name(), "writer"))
     }
 
@@ -224,7 +239,11 @@ impl<T: BigtableRow> Table<T> {
     /// environment: `clicks_staging`). The schema is still `T::SCHEMA`.
     #[must_use]
     pub fn with_name(mut self, name: impl Into<String>) -> Self {
-        self.raw = self.raw.renamed(&name.into());
+        let name = name.into();
+        self.layout = self
+            .connection()
+            .register(&name, std::any::type_name::<T>(), T::SCHEMA);
+        self.raw = self.raw.renamed(&name);
         // What was learnt of the other table's families says nothing of this one.
         self.sole_families = Arc::default();
         self
@@ -288,11 +307,11 @@ impl<T: BigtableRow> Table<T> {
         self.until(self.write_options().retry.deadline_from_now())
     }
 
-    /// For a conditional write that decides on the row's liveness, about
-    /// to be sent: this handle, its attempt cut at the write's horizon, and
+    /// For a conditional write that must not carry a row past its expiry
+    /// (`put_if`, `put_entry`, an update, a re-time), about to be sent: this handle, its attempt cut at the write's horizon, and
     /// that horizon on the table's clock. The horizon is now plus the time
     /// the attempt may take (the write policy's attempt timeout within the
-    /// call's deadline, at most [`MAX_HORIZON`]), the `grpc-timeout` it
+    /// call's deadline, at most [`WriteOptions::horizon`]), the `grpc-timeout` it
     /// carries: the server does not apply it later, so a predicate asking
     /// for a row alive at the horizon cannot let the write land on a row
     /// that expired meanwhile (a row that expires sooner counts as
@@ -301,13 +320,15 @@ impl<T: BigtableRow> Table<T> {
     /// server's stamp, which may be ahead of the table's clock). The read
     /// settling a lost answer goes through the uncut handle.
     pub(crate) fn horizon(&self, now: DateTime<Utc>) -> (Self, DateTime<Utc>) {
-        let span = self
+        let allowed = self
             .write_options()
             .retry
             .start_within(self.raw.deadline())
-            .attempt_timeout()
-            .min(MAX_HORIZON);
-        let cut = self.until(Instant::now() + span);
+            .attempt_timeout();
+        let horizon = self.write_options().horizon;
+        let span = allowed.min(horizon);
+        let mut cut = self.until(Instant::now() + span);
+        cut.cut_at_horizon = (horizon < allowed).then_some(horizon);
         // Read after the cut is set, so the horizon is never earlier than
         // the instant the attempt is cut at.
         let at = TimeDelta::from_std(span)
@@ -460,7 +481,8 @@ impl<T: BigtableRow> Table<T> {
         // Every row is built, checked and encoded before anything is sent:
         // bad input leaves nothing written. The encoded batches (about the
         // size of the rows' data) are all that is held.
-        let mut writer = BulkWriter::<T>::new(self.raw.clone(), self.clock.clone());
+        let mut writer = BulkWriter::<T>::new(self.raw.clone(), self.clock.clone())
+            .with_layout(self.layout.clone());
         let mut batches = Vec::new();
         let mut written = Vec::new();
         for b in builders {
@@ -489,15 +511,25 @@ impl<T: BigtableRow> Table<T> {
         }
     }
 
-    /// Delete the row with key `key`, every column and version, now
-    /// (`DeleteFromRow`). Deleting a missing row is not an error.
+    /// Delete `T`'s row with key `key`, every version of every cell `T`
+    /// owns, now: its columns, counter window marks, `written_at` shadow,
+    /// marker and map entries (see the guide's "Several structs in one
+    /// table"). Another struct's row under the same key, and cells of no
+    /// struct, stay. One atomic `MutateRow` of one `DeleteFromColumn` per
+    /// column, window mark, shadow and marker and one `DeleteFromFamily`
+    /// per map (with `#[bigtable(owns_family)]`, one `DeleteFromFamily` for
+    /// the owned family instead of its columns). Deleting a missing row is
+    /// not an error.
+    ///
+    /// To delete every cell of a row whatever struct wrote it, send
+    /// Bigtable's `DeleteFromRow` through the raw layer ([`Table::raw`]).
     ///
     /// # Errors
-    /// Key errors; [`Error::Server`].
+    /// Key errors; [`Error::Layout`]; [`Error::Server`].
     pub async fn delete<Q: ?Sized + AsKey<T::Key>>(&self, key: &Q) -> Result<()> {
         telemetry::operation(self.name(), "delete", |()| 1, async {
             let row_key = self.row_key(key)?;
-            self.mutate_row(row_key, vec![delete_row()]).await
+            self.mutate_row(row_key, delete_owned(T::SCHEMA)).await
         })
         .await
     }
@@ -509,7 +541,16 @@ impl<T: BigtableRow> Table<T> {
         row_key: Vec<u8>,
         mutations: Vec<Mutation>,
     ) -> Result<()> {
+        self.layout()?;
         self.raw().mutate_row_wire(row_key, mutations).await
+    }
+
+    /// `Err(Error::Layout)` when another struct opened on this table
+    /// through the same connection would write the same cells; what every
+    /// call checks before it sends anything.
+    #[inline]
+    pub(crate) fn layout(&self) -> Result<()> {
+        self.layout.check()
     }
 
     /// This table as the raw data layer sees it, the handle every call of
@@ -909,7 +950,7 @@ impl<T: BigtableRow> Table<T> {
         &self,
         request: Result<Option<ReadRowsRequest>>,
     ) -> impl Stream<Item = Result<MergedRow>> + Send + 'static {
-        match request {
+        match request.and_then(|request| self.layout().map(|()| request)) {
             Err(e) => futures_util::stream::iter([Err(e)]).left_stream(),
             Ok(request) => self.raw().merged_rows(request).right_stream(),
         }

@@ -31,6 +31,7 @@ use tokio::task::JoinSet;
 
 pub use crate::client::data::mutate::{WriteOptions, WriteStats};
 use crate::client::data::{bump, BatchReport, RawTable, Unwritten, WriteCounters};
+use crate::client::layouts::Registration;
 use crate::client::retry::{deadline_after, status_text};
 use crate::client::telemetry;
 use crate::model::clock::Clock;
@@ -104,6 +105,10 @@ pub struct BulkWriter<T> {
     /// [`crate::Table::writer`]; `None` inside another operation
     /// (`put_all`), whose span its requests then count in.
     operation: Option<telemetry::Operation>,
+    /// The struct as its connection knows it on this table: a struct
+    /// another of the table clashes with queues nothing
+    /// ([`crate::client::layouts`]).
+    layout: Option<Arc<Registration>>,
 }
 
 impl<T> std::fmt::Debug for BulkWriter<T> {
@@ -137,7 +142,14 @@ impl<T: BigtableRow> BulkWriter<T> {
             progress_at: Instant::now(),
             counters: Arc::new(WriteCounters::default()),
             operation: None,
+            layout: None,
         }
+    }
+
+    /// The same writer, refusing every row while `layout` clashes.
+    pub(crate) fn with_layout(mut self, layout: Arc<Registration>) -> Self {
+        self.layout = Some(layout);
+        self
     }
 
     /// The same writer, its requests and retries counted in `operation`
@@ -179,6 +191,9 @@ impl<T: BigtableRow> BulkWriter<T> {
         builder: &MutationBuilder<'_, T>,
         now: chrono::DateTime<chrono::Utc>,
     ) -> Result<(EncodedRow, Option<EncodedBatch>)> {
+        if let Some(layout) = &self.layout {
+            layout.check()?;
+        }
         let (table, staged) = (self.table.name(), &mut self.staged);
         // Written straight into the request's bytes: no `Mutation` values.
         let row = self

@@ -13,13 +13,14 @@ use crate::model::codec::CellCodec;
 use crate::model::error::{CodecError, Error, Result};
 use crate::model::filter::{chain, filter, one_column, only_family};
 use crate::model::proto::{
+    column_range::{EndQualifier, StartQualifier},
     row_filter::{Condition as Branch, Filter, Interleave},
     value_range::{EndValue, StartValue},
-    RowFilter, TimestampRange, ValueRange,
+    ColumnRange, RowFilter, TimestampRange, ValueRange,
 };
 use crate::model::row::BigtableRow;
 use crate::model::row_cells::RowCells;
-use crate::model::schema::{Column, Schema, LEGACY_ROW_MARKER};
+use crate::model::schema::{Column, Schema, LEGACY_ROW_MARKER, ROW_MARKER_PREFIX};
 
 /// A typed handle on one stored field of `T`: what a condition is built
 /// from. `#[derive(BigtableRow)]` generates one per stored field as an
@@ -162,13 +163,18 @@ pub(crate) fn live_column(
 }
 
 /// Matches when the row is live at `now`, by [the one
-/// rule](crate::liveness) the typed reader follows: every required
-/// column has a visible cell; without required fields, any column, the
-/// shadow column or (all fields `Option`) the row marker or a map entry
-/// has one. Each column is selected by its exact name, so cells of no
-/// declared column never count.
+/// rule](crate::liveness) the typed reader follows: it is the struct's
+/// row ([`its_row`]), and every required column has a visible cell;
+/// without required fields, any column, the shadow column, the row marker
+/// (fields all `Option` or defaults) or a map entry (all `Option`) has one. Each column is
+/// selected by its exact name, so cells of no declared column never count.
 #[must_use]
 pub(crate) fn live_row(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
+    its_row(schema, now, live_by_columns(schema, now))
+}
+
+/// [`live_row`] but for whose row it is.
+fn live_by_columns(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
     let live = |family: &str, qualifier: &[u8]| live_column(schema, family, qualifier, now);
     let required: Vec<RowFilter> = schema
         .columns
@@ -187,8 +193,10 @@ pub(crate) fn live_row(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
     if let Some(shadow) = schema.written_at {
         any.push(live(shadow.family, shadow.qualifier.as_bytes()));
     }
+    if schema.marker_makes_row() {
+        any.push(own_marker(schema, now));
+    }
     if schema.all_fields_optional() {
-        any.push(live(schema.marker_family(), schema.marker));
         any.extend(
             schema
                 .maps
@@ -199,11 +207,89 @@ pub(crate) fn live_row(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
     or(any)
 }
 
+/// Matches when `predicate` does and the row is the struct's at `now`
+/// (see [`crate::liveness`]): it carries the struct's own marker, or no
+/// other struct's.
+fn its_row(schema: &Schema, now: DateTime<Utc>, predicate: RowFilter) -> RowFilter {
+    and(vec![not(another_structs_row(schema, now)), predicate])
+}
+
+/// Matches when the row carries another struct's marker and not this
+/// struct's at `now`: it is not this struct's row (see
+/// [`crate::liveness`]).
+pub(crate) fn another_structs_row(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
+    and(vec![
+        foreign_marker(schema, now),
+        not(own_marker(schema, now)),
+    ])
+}
+
+/// The struct's own row marker columns: its marker and, in a family it
+/// owns, the one-byte marker of earlier versions ([`Schema::is_marker`]).
+fn own_marker_columns(schema: &Schema) -> RowFilter {
+    let family = schema.marker_family();
+    let mut columns = vec![one_column(family, schema.marker)];
+    if schema.owns_family {
+        columns.push(one_column(family, LEGACY_ROW_MARKER));
+    }
+    or(columns)
+}
+
+/// Matches when the struct's own row marker has a visible cell at `now`.
+fn own_marker(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
+    chain(vec![own_marker_columns(schema), visible(schema, now)])
+}
+
+/// Matches when another struct's row marker has a visible cell at `now`:
+/// a qualifier starting with [`ROW_MARKER_PREFIX`] other than the
+/// struct's own, in one of its families that is not a map's
+/// ([`Schema::is_foreign_marker`]). Column ranges, not a regular
+/// expression: the qualifiers starting with two NUL bytes are those from
+/// `"\0\0"` up to, not including, `"\0\x01"`.
+pub(crate) fn foreign_marker(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
+    let prefix = ROW_MARKER_PREFIX.to_vec();
+    let past_prefix = vec![0, 1];
+    let range = |family: &str, start: StartQualifier, end: EndQualifier| {
+        filter(Filter::ColumnRangeFilter(ColumnRange {
+            family_name: family.to_owned(),
+            start_qualifier: Some(start),
+            end_qualifier: Some(end),
+        }))
+    };
+    let mut ranges = Vec::new();
+    for &family in schema.families {
+        if schema.map_index(family).is_some() {
+            continue;
+        }
+        if family == schema.marker_family() {
+            let own = schema.marker.to_vec();
+            ranges.push(range(
+                family,
+                StartQualifier::StartQualifierClosed(prefix.clone()),
+                EndQualifier::EndQualifierOpen(own.clone()),
+            ));
+            ranges.push(range(
+                family,
+                StartQualifier::StartQualifierOpen(own),
+                EndQualifier::EndQualifierOpen(past_prefix.clone()),
+            ));
+        } else {
+            ranges.push(range(
+                family,
+                StartQualifier::StartQualifierClosed(prefix.clone()),
+                EndQualifier::EndQualifierOpen(past_prefix.clone()),
+            ));
+        }
+    }
+    chain(vec![or(ranges), visible(schema, now)])
+}
+
 /// Matches when a row of `schema` exists at `now`, live or incomplete (see
 /// [the rule](crate::liveness)): what a write that must never overwrite an
 /// existing row (`insert_if_absent`) checks, the same three answers the
 /// typed reader gives. Without required fields, the same as [`live_row`].
-/// With them: the row is live; or no required column's newest stored cell
+/// With them: the row is the struct's ([`its_row`]) and live; or no
+/// required column's newest stored cell
 /// has expired (which proves the row expired) and its newest visible
 /// marker carries a row timestamp that has not expired, or, with no
 /// visible marker, one of its required columns has a visible cell.
@@ -213,9 +299,8 @@ pub(crate) fn present_row(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
     if required.is_empty() {
         return live_row(schema, now);
     }
-    let family = schema.marker_family();
     let marker = chain(vec![
-        one_column(family, schema.marker),
+        own_marker_columns(schema),
         visible(schema, now),
         filter(Filter::CellsPerColumnLimitFilter(1)),
     ]);
@@ -262,12 +347,17 @@ pub(crate) fn present_row(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
         // Nothing has expired at a clock this early.
         incomplete
     };
-    or(vec![live_row(schema, now), incomplete])
+    its_row(
+        schema,
+        now,
+        or(vec![live_by_columns(schema, now), incomplete]),
+    )
 }
 
 /// Matches when the newest cell of the legacy one-byte marker
 /// ([`LEGACY_ROW_MARKER`]) in `schema`'s marker family has timestamp `ts`
-/// and the struct's own marker has no visible cell at `now`: a row
+/// and neither the struct's own marker nor another struct's has a visible
+/// cell at `now`: a row
 /// `Table::add_markers` may give its marker, unchanged since it was read.
 #[must_use]
 pub(crate) fn legacy_marker_alone(schema: &Schema, ts: i64, now: DateTime<Utc>) -> RowFilter {
@@ -275,6 +365,7 @@ pub(crate) fn legacy_marker_alone(schema: &Schema, ts: i64, now: DateTime<Utc>) 
     and(vec![
         exact_timestamp(family, LEGACY_ROW_MARKER, ts),
         not(live_column(schema, family, schema.marker, now)),
+        not(foreign_marker(schema, now)),
     ])
 }
 
@@ -358,8 +449,13 @@ pub(crate) fn unchanged(row: &RowCells<'_>, now: DateTime<Utc>, pin: Pin<'_>) ->
             pin_column(shadow.family, shadow.qualifier.as_bytes(), everything);
         }
     }
-    if everything || (!any_required && schema.all_fields_optional()) {
+    if everything || (!any_required && schema.marker_makes_row()) {
         pin_column(schema.marker_family(), schema.marker, everything);
+    }
+    if !row.marked() {
+        // Read as a row of no struct's, judged by its columns: another
+        // struct's marker written since would make it that struct's.
+        all.push(not(foreign_marker(schema, now)));
     }
     and(all)
 }

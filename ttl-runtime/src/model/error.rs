@@ -3,6 +3,7 @@
 //! is the error's `source()` (print the chain with a reporter such as
 //! anyhow's `{:#}` to see both).
 
+use crate::model::layout::LayoutClash;
 use std::fmt;
 use std::time::Duration;
 
@@ -30,6 +31,9 @@ pub(crate) struct Cause {
     /// The request never went out (no time left, no token): this level's
     /// text says why.
     not_sent: bool,
+    /// The server refused the request before processing any of it (an
+    /// HTTP/2 `REFUSED_STREAM`, a `GOAWAY` past its stream).
+    refused: bool,
 }
 
 impl Cause {
@@ -50,6 +54,7 @@ impl Cause {
                 source: cause,
                 no_answer: None,
                 not_sent: false,
+                refused: false,
             }));
         }
         let mut cause = cause.map_or_else(
@@ -58,6 +63,7 @@ impl Cause {
                 source: None,
                 no_answer: None,
                 not_sent: false,
+                refused: false,
             },
             |c| *c,
         );
@@ -68,6 +74,23 @@ impl Cause {
     /// This cause, marked as the reason a request was never sent.
     pub(crate) fn never_sent(mut self) -> Self {
         self.not_sent = true;
+        self
+    }
+
+    /// This cause, marked as a refusal before processing: the request was
+    /// not applied.
+    pub(crate) fn refused(mut self) -> Self {
+        self.refused = true;
+        self
+    }
+
+    /// This cause, marked as the end of an attempt Bigtable did not answer
+    /// (a timeout, a broken stream), its text saying why where nothing
+    /// more precise was found.
+    pub(crate) fn unanswered(mut self) -> Self {
+        if self.no_answer.is_none() {
+            self.no_answer = Some(self.text.clone());
+        }
         self
     }
 
@@ -164,6 +187,15 @@ fn server_message(
     let row = row_key
         .map(|k| format!(", row \"{}\"", k.escape_ascii()))
         .unwrap_or_default();
+    let refused = std::iter::successors(Some(source), |e| e.source())
+        .filter_map(|level| level.downcast_ref::<Cause>())
+        .find(|cause| cause.refused);
+    if let Some(cause) = refused {
+        return format!(
+            "refused by Bigtable before processing, not applied, for table `{table}`{row}: {} ({code}, {attempts})",
+            cause.text
+        );
+    }
     if let Some(why) = no_answer(source) {
         return format!(
             "no answer from Bigtable for table `{table}`{row}: {why} ({code}, {attempts})"
@@ -382,6 +414,27 @@ pub enum Error {
         /// The limit given.
         limit: i64,
     },
+    /// An `update` would clear every cell that keeps the row live (the
+    /// options of a struct whose counter's window is over, say): nothing
+    /// was written, since a read right after would find no row.
+    #[non_exhaustive]
+    #[error("updating row \"{}\" of table `{table}` would clear every cell that keeps it live, and a read would find no row; nothing was written: delete the row instead, or set a field", row_key.escape_ascii())]
+    UpdateLeavesNoRow {
+        /// The table.
+        table: String,
+        /// The row key.
+        row_key: Vec<u8>,
+    },
+    /// Two structs of one table would write the same cells (one marker,
+    /// one map family, one shadow column, a family one of them owns): every
+    /// operation of either, through the `Connection` that opened both, is
+    /// refused before anything is sent. The clash says what to change.
+    #[non_exhaustive]
+    #[error("{clash}")]
+    Layout {
+        /// Which two structs, what they share and what to change.
+        clash: Box<LayoutClash>,
+    },
     /// The live table's schema differs from the struct's.
     #[non_exhaustive]
     #[error("schema drift in table `{table}`, family `{family}`: expected {expected}, live {live}; run ensure_schema or fix the struct")]
@@ -506,17 +559,31 @@ pub enum Error {
         endpoint: String,
     },
     /// The answer to a write that is not idempotent was lost (a timeout, a
-    /// broken connection): a conditional write, a read-modify-write, or a
-    /// raw write holding a `SetCell` at the server's time, an `AddToCell`
-    /// or a `MergeToCell`. It may or may not have been applied, and it is
-    /// not re-sent blindly. Read the row to find out.
+    /// broken connection), or Bigtable answered with a status that does not
+    /// say whether it applied it (`UNAVAILABLE`, `ABORTED`, …): a
+    /// conditional write, a read-modify-write, or a raw write holding a
+    /// `SetCell` at the server's time, an `AddToCell` or a `MergeToCell`.
+    /// It may or may not have been applied, and it is not re-sent blindly.
+    /// Read the row to find out. The message says which, how many attempts
+    /// were made and how many Bigtable answered, and when the library cut
+    /// the attempt itself at the write's horizon, which setting to change.
     #[non_exhaustive]
-    #[error("the write to row \"{}\" of table `{table}` may or may not have been applied (its answer was lost); read the row to find out", row_key.escape_ascii())]
+    #[error("{}", outcome_message(table, row_key, *attempts, *answered, *horizon, &**source))]
     OutcomeUnknown {
         /// The table.
         table: String,
         /// The row.
         row_key: Vec<u8>,
+        /// Attempts sent, the first included (a conditional write sends
+        /// another only once a read proved the last was not applied).
+        attempts: u32,
+        /// How many of them Bigtable answered.
+        answered: u32,
+        /// The write's horizon, when the library cut the last attempt
+        /// there itself, before any answer
+        /// ([`WriteOptions::horizon`](crate::writer::WriteOptions::horizon)):
+        /// a link slower than that needs a longer one.
+        horizon: Option<Duration>,
         /// What ended the attempt.
         #[source]
         source: BoxError,
@@ -1071,6 +1138,45 @@ fn first_failures(failed: &[FailedRow]) -> String {
     }
 }
 
+/// The message of an [`Error::OutcomeUnknown`]: why the outcome is
+/// unknown (the library's cut at the horizon, a lost answer, an answer
+/// that does not tell), and the attempts.
+fn outcome_message(
+    table: &str,
+    row_key: &[u8],
+    attempts: u32,
+    answered: u32,
+    horizon: Option<Duration>,
+    source: &(dyn std::error::Error + 'static),
+) -> String {
+    let why = match (horizon, no_answer(source)) {
+        (Some(horizon), _) => format!(
+            "the library cut its attempt at the write's horizon, {horizon:?} after sending it, \
+             before any answer (WriteOptions::horizon: on a link slower than that, set a \
+             longer one with WriteOptions::with_horizon)"
+        ),
+        (None, Some(why)) => format!("its answer was lost ({why})"),
+        (None, None) => {
+            let answer = match source.downcast_ref::<Error>() {
+                Some(Error::Server { code, .. }) => code.to_string(),
+                _ => source.to_string(),
+            };
+            format!("Bigtable answered {answer}, which does not say whether it applied it")
+        }
+    };
+    let plural = if attempts == 1 { "" } else { "s" };
+    let answered = match answered {
+        0 => "none answered".to_owned(),
+        n if n == attempts && n == 1 => "answered".to_owned(),
+        n => format!("{n} answered"),
+    };
+    format!(
+        "the write to row \"{}\" of table `{table}` may or may not have been applied: \
+         {why} ({attempts} attempt{plural}, {answered}); read the row to find out",
+        row_key.escape_ascii()
+    )
+}
+
 /// "1 attempt" / "10 attempts over 23.1s, retries exhausted".
 #[derive(Clone, Copy)]
 struct Attempts {
@@ -1288,6 +1394,9 @@ mod tests {
         let unknown = Error::OutcomeUnknown {
             table: "t".into(),
             row_key: b"k".to_vec(),
+            attempts: 1,
+            answered: 1,
+            horizon: None,
             source: Box::new(server(Code::Unavailable, false)),
         };
         assert!(unknown.is_outcome_unknown() && !unknown.is_retryable());

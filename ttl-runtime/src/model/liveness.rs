@@ -7,16 +7,28 @@
 //! ([`crate::Policy`]); garbage collection may still hold expired cells, and
 //! they never count. Of each column, only its newest visible cell counts.
 //!
+//! # Whose row
+//!
+//! A struct is a view of some cells of a row: its marker, its columns, its
+//! shadow column, its map families (see the guide's "Several structs in one
+//! table"). A row that carries another struct's visible marker (any
+//! qualifier starting with [`ROW_MARKER_PREFIX`](crate::model::schema::ROW_MARKER_PREFIX), in one of the struct's
+//! families that is not a map's) and not the struct's own is **not the
+//! struct's row**: absent, whatever column names the two share. A row that
+//! carries no per-struct marker at all (another program's, or one written
+//! before per-struct markers) is judged by the struct's columns, below.
+//!
 //! # Live rows
 //!
-//! A row is **live** at `now` when:
+//! A row is **live** at `now` when it is the struct's (above) and:
 //!
 //! * its struct has **required** fields (neither `Option`, nor
 //!   `#[bigtable(default)]`, nor a counter): **every** required field's
 //!   column has a visible cell;
 //! * otherwise: its `written_at` shadow column or any of its columns has a
-//!   visible cell, or, in a struct whose fields are all `Option`, its row
-//!   marker or any entry of one of its maps.
+//!   visible cell, or, in a struct whose fields are all `Option` or
+//!   `#[bigtable(default)]`, its row marker, or, in a struct whose fields
+//!   are all `Option`, any entry of one of its maps.
 //!
 //! What else a row holds (`Option`, default and counter fields, fields with
 //! their own TTL, map entries) is read **only while the row is live**: it
@@ -69,10 +81,11 @@
 //! makes the row expire before the row's timestamp says, the timestamp
 //! carrying the row's expiry (8 bytes, big-endian). It does three things:
 //!
-//! * a row of a struct whose fields are all `Option` exists even with every
-//!   field `None` (so `insert_if_absent` of such a value has one winner).
-//!   Only there does the marker make a row: a struct with a default or
-//!   counter field writes that field's cell on every put;
+//! * a row of a struct whose fields are all `Option` or defaults exists
+//!   even with every field `None` or cleared (so `insert_if_absent` of such
+//!   a value has one winner, and `update().clear(..)` of every field leaves
+//!   the row it answers). Only there does the marker make a row: a
+//!   required field's column decides, and a counter's windows do;
 //! * it proves expiry: a visible marker whose row timestamp has expired
 //!   says the row's required columns were written with it and have
 //!   expired, so the row is absent, whatever other cells of it (fields with
@@ -100,6 +113,10 @@ pub(crate) struct Newest {
     pub(crate) written_at: Option<i64>,
     /// Any entry of any map field.
     pub(crate) entry: Option<i64>,
+    /// Whether another struct's row marker is visible: a qualifier starting
+    /// with [`ROW_MARKER_PREFIX`](crate::model::schema::ROW_MARKER_PREFIX) that is not the struct's, in one of its
+    /// families that is not a map's.
+    pub(crate) foreign_marker: bool,
 }
 
 /// The newest visible row marker of a row, judged at one "now".
@@ -172,6 +189,10 @@ pub(crate) fn verdict(
     newest: Newest,
     column: impl Fn(usize) -> Option<i64>,
 ) -> Verdict {
+    if newest.marker.is_none() && newest.foreign_marker {
+        // Another struct's row, whatever column names the two share.
+        return Verdict::Absent;
+    }
     let mut any_required = false;
     let mut any_required_visible = false;
     let mut missing = None;
@@ -215,7 +236,10 @@ pub(crate) fn verdict(
         };
     }
     let all_options = schema.all_fields_optional();
-    let marker = newest.marker.map(|m| m.ts).filter(|_| all_options);
+    let marker = newest
+        .marker
+        .map(|m| m.ts)
+        .filter(|_| schema.marker_makes_row());
     if let Some(row_ts) = marker.max(newest.written_at).max(latest_column) {
         return Verdict::Live { row_ts };
     }

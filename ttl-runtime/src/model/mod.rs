@@ -19,6 +19,7 @@ pub mod filter;
 pub mod gc_rule;
 pub(crate) mod idempotent;
 pub mod key;
+pub(crate) mod layout;
 pub mod limits;
 pub mod liveness;
 pub(crate) mod map;

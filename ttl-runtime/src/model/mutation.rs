@@ -22,7 +22,7 @@ use crate::model::liveness::marker_value;
 use crate::model::policy::{from_micros, millis_floor, Expiry, Policy};
 use crate::model::proto::{mutation, mutation::Mutation as M, Mutation};
 use crate::model::row::{BigtableRow, CellSink, MutationBuilder, MutationOut};
-use crate::model::schema::{window_mark, Column, Schema, WhenAbsent};
+use crate::model::schema::{window_mark, Column, Schema, WhenAbsent, LEGACY_ROW_MARKER};
 
 /// The mutations of one row write, ready to send.
 #[derive(Debug, Clone, PartialEq)]
@@ -556,14 +556,35 @@ pub(crate) fn delete_family(family: &str) -> Mutation {
     }
 }
 
-/// The mutation that deletes a whole row.
+/// The mutations deleting every cell `schema`'s struct owns in a row, and
+/// nothing else (see the guide's "Several structs in one table"): another
+/// struct's row under the same key stays. One `DeleteFromFamily` for the
+/// first family when the struct owns it, else one `DeleteFromColumn` for
+/// each column, counter window mark, the shadow column, the marker and the
+/// one-byte marker of earlier versions (which no struct can tell its own);
+/// one `DeleteFromFamily` for each map's family.
 #[must_use]
-pub(crate) fn delete_row() -> Mutation {
-    Mutation {
-        mutation: Some(mutation::Mutation::DeleteFromRow(
-            mutation::DeleteFromRow {},
-        )),
+pub(crate) fn delete_owned(schema: &Schema) -> Vec<Mutation> {
+    let first = schema.marker_family();
+    let owned = |family: &str| schema.owns_family && family == first;
+    let mut mutations = Vec::with_capacity(2 * schema.columns.len() + schema.maps.len() + 3);
+    if schema.owns_family {
+        mutations.push(delete_family(first));
+    } else {
+        mutations.push(delete_column(first, schema.marker));
+        mutations.push(delete_column(first, LEGACY_ROW_MARKER));
     }
+    for column in schema.columns.iter().filter(|c| !owned(c.family)) {
+        mutations.push(delete_column(column.family, column.qualifier.as_bytes()));
+        if column.when_absent == WhenAbsent::ReadsZero {
+            mutations.push(delete_column(column.family, &window_mark(column.qualifier)));
+        }
+    }
+    if let Some(shadow) = schema.written_at.filter(|s| !owned(s.family)) {
+        mutations.push(delete_column(shadow.family, shadow.qualifier.as_bytes()));
+    }
+    mutations.extend(schema.maps.iter().map(|m| delete_family(m.family)));
+    mutations
 }
 
 /// Refuse a row Bigtable would refuse as a whole (over its row limits),

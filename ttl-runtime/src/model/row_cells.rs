@@ -25,6 +25,8 @@ pub(crate) struct RowCells<'a> {
     /// By `(family, qualifier)`.
     pub(crate) newest: BTreeMap<(&'a str, &'a [u8]), &'a Cell>,
     verdict: Verdict,
+    foreign_marker: bool,
+    stranger_cells: bool,
 }
 
 impl<'a> RowCells<'a> {
@@ -32,12 +34,22 @@ impl<'a> RowCells<'a> {
     pub(crate) fn of(schema: &'a Schema, cells: &'a [Cell], now: DateTime<Utc>) -> Self {
         let visibility = schema.policy.visibility(now);
         let mut newest: BTreeMap<(&str, &[u8]), &Cell> = BTreeMap::new();
+        let mut foreign_marker = false;
+        let mut stranger_cells = false;
         for cell in cells {
             let (family, qualifier) = (cell.family.as_str(), cell.qualifier.as_slice());
+            if !visibility.is_visible(cell.timestamp_micros) {
+                continue;
+            }
             let own = schema.column_index(family, qualifier).is_some()
                 || schema.is_marker(family, qualifier)
                 || schema.is_written_at(family, qualifier);
-            if !own || !visibility.is_visible(cell.timestamp_micros) {
+            if !own {
+                if schema.is_foreign_marker(family, qualifier) {
+                    foreign_marker = true;
+                } else if !schema.owns_cell(family, qualifier) {
+                    stranger_cells |= schema.families.contains(&family);
+                }
                 continue;
             }
             let slot = newest.entry((family, qualifier)).or_insert(cell);
@@ -62,6 +74,7 @@ impl<'a> RowCells<'a> {
                 .written_at
                 .and_then(|s| ts(s.family, s.qualifier.as_bytes())),
             entry: None,
+            foreign_marker,
         };
         let verdict = verdict(schema, parts, |i| {
             let c = &schema.columns[i];
@@ -71,7 +84,27 @@ impl<'a> RowCells<'a> {
             schema,
             newest,
             verdict,
+            foreign_marker,
+            stranger_cells,
         }
+    }
+
+    /// Whether another struct's marker is visible in the row (see
+    /// [`crate::liveness`]).
+    pub(crate) fn foreign_marker(&self) -> bool {
+        self.foreign_marker
+    }
+
+    /// Whether a visible cell of one of the struct's families is neither
+    /// the struct's own ([`Schema::owns_cell`]) nor a row marker: a cell of
+    /// another struct sharing the family, or of another program.
+    pub(crate) fn stranger_cells(&self) -> bool {
+        self.stranger_cells
+    }
+
+    /// Whether the struct's own marker is visible.
+    pub(crate) fn marked(&self) -> bool {
+        self.newest.keys().any(|(f, q)| self.schema.is_marker(f, q))
     }
 
     /// The verdict of the rule.

@@ -175,6 +175,20 @@ impl Schema {
         self.columns.iter().all(Column::is_option)
     }
 
+    /// Whether the row marker alone makes a row: every field is an `Option`
+    /// or `#[bigtable(default)]`, so a row of `None`s and defaults exists
+    /// as long as its marker says (a row whose fields are cleared one by
+    /// one stays). Not with a required field (its columns decide), nor with
+    /// a counter (its windows do; see `model::counter`).
+    pub(crate) fn marker_makes_row(&self) -> bool {
+        self.columns.iter().all(|c| {
+            matches!(
+                c.when_absent,
+                WhenAbsent::ReadsNone | WhenAbsent::ReadsDefault
+            )
+        })
+    }
+
     /// The family holding the row marker ([`Schema::marker`]):
     /// the struct's own, first family.
     #[must_use]
@@ -188,6 +202,42 @@ impl Schema {
     pub(crate) fn is_marker(&self, family: &str, qualifier: &[u8]) -> bool {
         (qualifier == self.marker || (self.owns_family && qualifier == LEGACY_ROW_MARKER))
             && family == self.marker_family()
+    }
+
+    /// Whether `(family, qualifier)`, a cell of this struct's row that is
+    /// not its own marker, is another struct's row marker: a qualifier
+    /// starting with [`ROW_MARKER_PREFIX`] in one of the struct's families
+    /// that is not a map's (a map's family holds entries only, whatever
+    /// their keys).
+    #[must_use]
+    pub(crate) fn is_foreign_marker(&self, family: &str, qualifier: &[u8]) -> bool {
+        qualifier.starts_with(ROW_MARKER_PREFIX)
+            && self.map_index(family).is_none()
+            && self.families.contains(&family)
+            && !self.is_marker(family, qualifier)
+    }
+
+    /// Whether `(family, qualifier)` is a cell the struct owns (see the
+    /// guide's "Several structs in one table"): its marker (and, in any
+    /// family of its, the one-byte marker of earlier versions, which no
+    /// struct can tell its own from another's), a column, a counter's
+    /// window mark, the shadow column, or an entry of a map family.
+    #[must_use]
+    pub(crate) fn owns_cell(&self, family: &str, qualifier: &[u8]) -> bool {
+        self.is_marker(family, qualifier)
+            || (qualifier == LEGACY_ROW_MARKER && family == self.marker_family())
+            || self.column_index(family, qualifier).is_some()
+            || self.is_written_at(family, qualifier)
+            || self.map_index(family).is_some()
+            || (self.owns_family && family == self.marker_family())
+            || qualifier.split_first().is_some_and(|(&nul, counter)| {
+                nul == 0
+                    && self.columns.iter().any(|c| {
+                        c.when_absent == WhenAbsent::ReadsZero
+                            && c.family == family
+                            && c.qualifier.as_bytes() == counter
+                    })
+            })
     }
 
     /// Whether `(family, qualifier)` is the shadow column.

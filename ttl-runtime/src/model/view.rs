@@ -11,7 +11,7 @@ use crate::model::error::{CodecError, Error, Result};
 use crate::model::field::{decode_error, FieldError};
 use crate::model::key::{KeyPart, KeyReader};
 use crate::model::liveness::{marker_row_ts, verdict, Marker, Newest, Verdict};
-use crate::model::schema::Schema;
+use crate::model::schema::{Schema, ROW_MARKER_PREFIX};
 
 /// A value read back, with its expiry metadata (as Cassandra's `TTL()` and
 /// `WRITETIME()`).
@@ -275,7 +275,14 @@ impl<'a> RowView<'a> {
                     }
                     continue;
                 }
-                ColumnOf::Other => continue,
+                ColumnOf::Other => {
+                    if cell.qualifier.starts_with(ROW_MARKER_PREFIX)
+                        && schema.is_foreign_marker(cell.family, cell.qualifier)
+                    {
+                        newest.foreign_marker = true;
+                    }
+                    continue;
+                }
             };
             // The newest version of a column wins.
             if slot.is_none_or(|old| old.timestamp_micros < ts) {

@@ -43,8 +43,13 @@ pub struct MarkProgress {
     /// Incomplete rows (a required column without a cell, nothing showing
     /// it expired): left as they are, for a person to look at.
     pub rows_incomplete: u64,
-    /// Rows not live (expired, or of another struct): left alone.
+    /// Rows not live (expired, deleted): left alone.
     pub rows_not_live: u64,
+    /// Rows of another struct: carrying another struct's marker and not
+    /// this struct's, or holding cells of this struct's families that it
+    /// does not own (see the guide's "Several structs in one table"): left
+    /// alone, never adopted.
+    pub rows_other: u64,
 }
 
 impl MarkProgress {
@@ -69,7 +74,8 @@ pub enum MarkStatus {
     Stopped(MarkProgress),
 }
 
-/// What one row needs, judged on its stored cells at `now`.
+/// What one row needs, judged on its stored cells at `now`; after a
+/// write, what became of it.
 #[derive(Debug, PartialEq, Eq)]
 enum Need {
     /// Write the struct's marker, `(timestamp, value)`.
@@ -77,12 +83,32 @@ enum Need {
     /// Write the struct's marker at the timestamp of the legacy one, the
     /// only cell of a row of a struct whose fields are all `Option`.
     LegacyMarker(i64),
+    /// Nothing: the marker was written.
+    Written,
     /// Nothing: live and marked already.
     Marked,
     /// Nothing: incomplete.
     Incomplete,
     /// Nothing: not live.
     NotLive,
+    /// Nothing: another struct's row.
+    Other,
+}
+
+impl MarkProgress {
+    /// Count a row that ended as `need`.
+    fn count(&mut self, need: &Need) {
+        let counter = match need {
+            Need::Written => &mut self.rows_marked,
+            Need::Marked => &mut self.rows_already_marked,
+            Need::Incomplete => &mut self.rows_incomplete,
+            Need::NotLive => &mut self.rows_not_live,
+            // A row still needing its marker after its rounds ended in an
+            // error, which the caller returns instead.
+            Need::Other | Need::Marker(..) | Need::LegacyMarker(_) => &mut self.rows_other,
+        };
+        *counter += 1;
+    }
 }
 
 /// Rows per page (and per callback).
@@ -158,21 +184,12 @@ impl<T: BigtableRow> Table<T> {
         while let Some((key, cells)) = rows.try_next().await? {
             let cells: Vec<Cell> = cells.into_iter().map(Cell::from).collect();
             progress.rows_read += 1;
-            match need(T::SCHEMA, &cells, self.clock().now()) {
-                Need::Marker(..) => {
-                    if self.mark_row(&key).await? {
-                        progress.rows_marked += 1;
-                    }
-                }
-                Need::LegacyMarker(ts) => {
-                    if self.mark_legacy_row(&key, ts).await? {
-                        progress.rows_marked += 1;
-                    }
-                }
-                Need::Marked => progress.rows_already_marked += 1,
-                Need::Incomplete => progress.rows_incomplete += 1,
-                Need::NotLive => progress.rows_not_live += 1,
-            }
+            let outcome = match need(T::SCHEMA, &cells, self.clock().now()) {
+                Need::Marker(..) => self.mark_row(&key).await?,
+                Need::LegacyMarker(ts) => self.mark_legacy_row(&key, ts).await?,
+                other => other,
+            };
+            progress.count(&outcome);
             progress.last_row_key = Some(key);
             in_page += 1;
             if in_page == PAGE_ROWS {
@@ -188,12 +205,11 @@ impl<T: BigtableRow> Table<T> {
         Ok(MarkStatus::Done(progress))
     }
 
-    /// Write `T`'s marker to row `key` if it still needs one; whether it
-    /// was written.
-    async fn mark_row(&self, key: &[u8]) -> Result<bool> {
-        let plan = |row: &RowCells<'_>, now: DateTime<Utc>| {
-            let cells: Vec<Cell> = row.newest.values().map(|c| (*c).clone()).collect();
-            Ok(match need(T::SCHEMA, &cells, now) {
+    /// Write `T`'s marker to row `key` if it still needs one: what became
+    /// of the row ([`Need::Written`], or what it needs now).
+    async fn mark_row(&self, key: &[u8]) -> Result<Need> {
+        let plan = |row: &RowCells<'_>, _now: DateTime<Utc>| {
+            Ok(match need_of(row) {
                 Need::Marker(ts, value) => {
                     let family = T::SCHEMA.marker_family();
                     let m = RowMutation {
@@ -204,51 +220,93 @@ impl<T: BigtableRow> Table<T> {
                     };
                     Round::Write(m, Pin::Everything, ())
                 }
-                _ => Round::Done(false),
+                other => Round::Done(other),
             })
         };
-        self.rewrite_unchanged(key, plan, |_, (), _| Ok(true)).await
+        self.rewrite_unchanged(key, plan, |_, (), _| Ok(Need::Written))
+            .await
     }
 
     /// Write `T`'s marker at `ts` to row `key` if its newest legacy marker
-    /// is still at `ts` and it still has no marker of `T`; whether it was
-    /// written. An answer lost is settled by reading the marker back.
-    async fn mark_legacy_row(&self, key: &[u8], ts: i64) -> Result<bool> {
+    /// is still at `ts` and it still has no marker of `T`, nor of another
+    /// struct: what became of the row. An answer lost is settled by
+    /// reading the marker back; a row changed meanwhile is judged again.
+    async fn mark_legacy_row(&self, key: &[u8], mut ts: i64) -> Result<Need> {
+        const ROUNDS: u32 = 3;
         let schema = T::SCHEMA;
         let family = schema.marker_family();
-        let now = self.clock().now();
-        let predicate = legacy_marker_alone(schema, ts, now);
-        let mutation = set_cell(family, schema.marker, ts, Vec::new());
-        match self
-            .check_and_mutate(key, predicate, vec![mutation], Vec::new())
-            .await?
-        {
-            Checked::Answered(matched) => Ok(matched),
-            Checked::Unknown(status) => {
-                let m = RowMutation {
-                    row_key: key.to_vec(),
-                    mutations: vec![set_cell(family, schema.marker, ts, Vec::new())],
-                    timestamp_micros: ts,
-                    expires_at: schema.policy.expiry_of(ts)?,
-                };
-                if self.settle(&m, &status).await? {
-                    Ok(true)
-                } else {
-                    Err(self.outcome_unknown(key.to_vec(), status))
+        for _ in 0..ROUNDS {
+            let now = self.clock().now();
+            let predicate = legacy_marker_alone(schema, ts, now);
+            let mutation = set_cell(family, schema.marker, ts, Vec::new());
+            match self
+                .check_and_mutate(key, predicate, vec![mutation], Vec::new())
+                .await?
+            {
+                Checked::Answered(true) => return Ok(Need::Written),
+                Checked::Answered(false) => {}
+                Checked::Unknown(status) => {
+                    let m = RowMutation {
+                        row_key: key.to_vec(),
+                        mutations: vec![set_cell(family, schema.marker, ts, Vec::new())],
+                        timestamp_micros: ts,
+                        expires_at: schema.policy.expiry_of(ts)?,
+                    };
+                    return if self.settle(&m, &status).await? {
+                        Ok(Need::Written)
+                    } else {
+                        Err(self.outcome_unknown(key.to_vec(), status))
+                    };
                 }
             }
+            // Changed since it was read: judge it again.
+            let cells = self.stored_cells(key).await?;
+            match need(schema, &cells, self.clock().now()) {
+                Need::LegacyMarker(again) => ts = again,
+                Need::Marker(..) => return self.mark_row(key).await,
+                other => return Ok(other),
+            }
         }
+        Err(crate::model::error::Error::Conflict {
+            table: self.name().to_owned(),
+            row_key: key.to_vec(),
+            attempts: ROUNDS,
+        })
+    }
+
+    /// Every stored cell of row `key`, of every family, expired or not.
+    async fn stored_cells(&self, key: &[u8]) -> Result<Vec<Cell>> {
+        let request = self.read_request(Scan::keys([key]).limit(1), None);
+        let rows: Vec<_> = self.raw_stream(request).try_collect().await?;
+        Ok(rows
+            .into_iter()
+            .flat_map(|(_, cells)| cells)
+            .map(Cell::from)
+            .collect())
     }
 }
 
 /// What a row of `schema` stored as `cells` needs at `now`.
 fn need(schema: &Schema, cells: &[Cell], now: DateTime<Utc>) -> Need {
-    let row = RowCells::of(schema, cells, now);
+    match need_of(&RowCells::of(schema, cells, now)) {
+        Need::NotLive => legacy_only(schema, cells, now).unwrap_or(Need::NotLive),
+        need => need,
+    }
+}
+
+/// What a row as judged needs: its marker only when it is the struct's
+/// beyond doubt: live, carrying no other struct's marker, and holding no
+/// cell of the struct's families that the struct does not own.
+fn need_of(row: &RowCells<'_>) -> Need {
+    let schema = row.schema();
+    let marked = row.marked();
+    if !marked && row.foreign_marker() {
+        return Need::Other;
+    }
     match row.verdict() {
+        Verdict::Live { .. } if marked => Need::Marked,
+        Verdict::Live { .. } if row.stranger_cells() => Need::Other,
         Verdict::Live { row_ts } => {
-            if row.newest.keys().any(|(f, q)| schema.is_marker(f, q)) {
-                return Need::Marked;
-            }
             // The newest required timestamp: the marker must outlive every
             // required column it vouches for.
             let ts = schema
@@ -263,13 +321,14 @@ fn need(schema: &Schema, cells: &[Cell], now: DateTime<Utc>) -> Need {
             Need::Marker(ts, value)
         }
         Verdict::Partial { .. } => Need::Incomplete,
-        Verdict::Absent => legacy_only(schema, cells, now).unwrap_or(Need::NotLive),
+        Verdict::Absent => Need::NotLive,
     }
 }
 
 /// A row of a struct whose fields are all `Option` that only the legacy
-/// one-byte marker holds (every field `None` when it was written): its
-/// marker at the legacy one's timestamp.
+/// one-byte marker holds (every field `None` when it was written), with no
+/// cell of another struct beside it: its marker at the legacy one's
+/// timestamp. Such a row holding anything else is another struct's.
 fn legacy_only(schema: &Schema, cells: &[Cell], now: DateTime<Utc>) -> Option<Need> {
     if !schema.all_fields_optional() || schema.marker == LEGACY_ROW_MARKER {
         return None;
@@ -278,7 +337,9 @@ fn legacy_only(schema: &Schema, cells: &[Cell], now: DateTime<Utc>) -> Option<Ne
         marker: LEGACY_ROW_MARKER,
         ..*schema
     };
-    match RowCells::of(&legacy, cells, now).verdict() {
+    let row = RowCells::of(&legacy, cells, now);
+    match row.verdict() {
+        Verdict::Live { .. } if row.foreign_marker() || row.stranger_cells() => Some(Need::Other),
         Verdict::Live { row_ts } => Some(Need::LegacyMarker(row_ts)),
         _ => None,
     }

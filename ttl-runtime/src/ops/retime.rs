@@ -4,7 +4,7 @@
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::TryStreamExt as _;
 
-use crate::client::conditional::Checked;
+use crate::client::conditional::{Checked, Sent};
 use crate::client::table::Table;
 use crate::client::telemetry;
 use crate::model::cell::Cell;
@@ -39,7 +39,10 @@ use crate::wire::merge::MergedRow;
 /// same timestamp, same value, and no live cell in a column that had none).
 /// A write to the row in between makes it read again and retry, at most
 /// [`RETIME_ROUNDS`] times, then fail with [`Error::Conflict`]: a re-time
-/// never restores values older than the last acknowledged write.
+/// never restores values older than the last acknowledged write. A write
+/// whose answer is lost is never sent again: the row is read, and unless
+/// it holds the re-timed cells the call ends with
+/// [`Error::OutcomeUnknown`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Retime {
@@ -164,7 +167,8 @@ pub(crate) enum Round<'p, R, C> {
 const TORN_REREADS: usize = 2;
 
 /// Conditional re-time attempts made while other writes keep changing the
-/// row, before [`Error::Conflict`].
+/// row (each answered: the condition failed, nothing was applied), before
+/// [`Error::Conflict`].
 pub const RETIME_ROUNDS: u32 = 8;
 
 /// What [`Table::touch`] found and did.
@@ -312,47 +316,35 @@ impl<T: BigtableRow> Table<T> {
 
     /// Read the row's visible cells, `plan` a rewrite from them, and write it
     /// conditional on the row still holding what the plan pins
-    /// ([`unchanged`]): when another write came in between, read and plan
-    /// again, at most [`RETIME_ROUNDS`] times, then [`Error::Conflict`]. A
-    /// write whose answer is lost is not re-sent blindly: applied if its
-    /// cells are there, else planned anew from a fresh read (the condition
-    /// keeps a second try from restoring values older than a write in
-    /// between). `applied` makes the answer from what was written, the
-    /// plan's context and the round's now.
+    /// ([`unchanged`]): when another write came in between (the server
+    /// answered that the condition failed: nothing was applied), read and
+    /// plan again, at most [`RETIME_ROUNDS`] times, then
+    /// [`Error::Conflict`]. A write whose answer is lost is never sent
+    /// again: applied if its cells are there, else
+    /// [`Error::OutcomeUnknown`] (a second re-time could apply twice).
+    /// `applied` makes the answer from what was written, the plan's
+    /// context and the round's now.
     ///
     /// Every round keeps the one deadline of the call (the write policy's).
-    /// Once an answer was lost and not settled, the call cannot end with an
-    /// error of a later step: that lost write may have been applied, so it
-    /// ends with [`Error::OutcomeUnknown`] instead.
     pub(crate) async fn rewrite_unchanged<'p, R, C>(
         &self,
         row_key: &[u8],
         plan: impl FnMut(&RowCells<'_>, DateTime<Utc>) -> Result<Round<'p, R, C>>,
         applied: impl FnOnce(RowMutation, C, DateTime<Utc>) -> Result<R>,
     ) -> Result<R> {
-        let mut lost = None;
-        let outcome = self
-            .for_write_call()
-            .rewrite_rounds(row_key, plan, applied, &mut lost)
-            .await;
-        match (outcome, lost) {
-            (Err(e), Some(status)) if !matches!(e, Error::OutcomeUnknown { .. }) => {
-                tracing::debug!(table = %self.name(), error = %e, "a rewrite whose answer was lost ended without settling it");
-                Err(self.outcome_unknown(row_key.to_vec(), status))
-            }
-            (outcome, _) => outcome,
-        }
+        self.for_write_call()
+            .rewrite_rounds(row_key, plan, applied)
+            .await
     }
 
-    /// The rounds of [`Table::rewrite_unchanged`]; `lost` keeps the last
-    /// answer lost and not settled.
+    /// The rounds of [`Table::rewrite_unchanged`].
     async fn rewrite_rounds<'p, R, C>(
         &self,
         row_key: &[u8],
         mut plan: impl FnMut(&RowCells<'_>, DateTime<Utc>) -> Result<Round<'p, R, C>>,
         applied: impl FnOnce(RowMutation, C, DateTime<Utc>) -> Result<R>,
-        lost: &mut Option<tonic::Status>,
     ) -> Result<R> {
+        let mut sent = Sent::default();
         for _ in 0..RETIME_ROUNDS {
             let now = self.clock().now();
             // A row missing a required column while others are there may be
@@ -388,13 +380,19 @@ impl<T: BigtableRow> Table<T> {
                 .check_and_mutate(row_key, predicate, m.mutations.clone(), Vec::new())
                 .await?
             {
-                Checked::Answered(matched) => matched,
+                Checked::Answered(matched) => {
+                    sent.count(true);
+                    matched
+                }
+                // One attempt, as for every conditional write: a lost
+                // answer is settled by reading the row, never by sending
+                // the write again (a second re-time could apply twice).
                 Checked::Unknown(status) => {
-                    let held = self.settle(&m, &status).await?;
-                    if !held {
-                        *lost = Some(status);
+                    if self.settle_after(&m, &status, sent).await? {
+                        true
+                    } else {
+                        return Err(self.outcome_unknown_after(row_key.to_vec(), status, sent));
                     }
-                    held
                 }
             };
             if written {

@@ -88,6 +88,92 @@ pub(crate) fn update_row(
     let Some(row_ts) = row.verdict().row_ts() else {
         return Ok(None);
     };
+    let Planned {
+        mut next,
+        written,
+        cleared,
+    } = planned(row, now, row_ts, changes, retime.is_some())?;
+
+    // A row of `Option`s and defaults without its marker (written by
+    // another program, or before per-struct markers) lives by its columns:
+    // clearing the last of them would leave no row, where the answer says
+    // one is there. The marker keeps it, as a put of such a value does.
+    let add_marker = schema.marker_makes_row() && !row.marked();
+    if add_marker {
+        next.push(Cell {
+            family: schema.marker_family().to_owned(),
+            qualifier: schema.marker.to_vec(),
+            value: Vec::new(),
+            timestamp_micros: row_ts,
+        });
+    }
+    // What a read right after would see: the answer must be that row.
+    if RowCells::of(schema, &next, now)
+        .verdict()
+        .row_ts()
+        .is_none()
+    {
+        return Err(Error::UpdateLeavesNoRow {
+            table: schema.table.to_owned(),
+            row_key: row_key.to_vec(),
+        });
+    }
+    let mut m = if let Some(how) = retime {
+        // Every live cell (the new values among them) at the new expiry.
+        let Some(m) = retime_mutation(schema, row_key, &next, now, how)? else {
+            return Ok(None);
+        };
+        m
+    } else {
+        let mut mutations = Vec::with_capacity(2 * written.len() + cleared.len());
+        for cell in next.iter().filter(|c| {
+            written
+                .iter()
+                .any(|&(f, q)| c.family == f && c.qualifier == q)
+        }) {
+            mutations.push(delete_column(&cell.family, &cell.qualifier));
+            mutations.push(set_cell(
+                &cell.family,
+                &cell.qualifier,
+                cell.timestamp_micros,
+                cell.value.clone(),
+            ));
+        }
+        if add_marker {
+            push_marker(&mut mutations, schema, row_ts, row_ts);
+        }
+        RowMutation {
+            row_key: row_key.to_vec(),
+            mutations,
+            timestamp_micros: row_ts,
+            expires_at: policy.expiry_of(row_ts)?,
+        }
+    };
+    for (family, qualifier) in cleared {
+        m.mutations.push(delete_column(family, qualifier));
+    }
+    Ok(Some(m))
+}
+
+/// The row's own cells after an update's changes (and the shadow column's
+/// new write time), and which columns it writes and which it clears.
+struct Planned<'s> {
+    next: Vec<Cell>,
+    written: Vec<(&'s str, &'s [u8])>,
+    cleared: Vec<(&'s str, &'s [u8])>,
+}
+
+/// [`Planned`] for `changes` on `row`, whose timestamp is `row_ts`, at
+/// `now`; `retimed` when the row is re-timed in the same write.
+fn planned<'s>(
+    row: &RowCells<'s>,
+    now: DateTime<Utc>,
+    row_ts: i64,
+    changes: &[Change],
+    retimed: bool,
+) -> Result<Planned<'s>> {
+    let schema = row.schema();
+    let policy = schema.policy;
     let mut next: Vec<Cell> = row.newest.values().map(|c| (*c).clone()).collect();
     let mut cleared = Vec::new();
     let mut written = Vec::new();
@@ -121,7 +207,7 @@ pub(crate) fn update_row(
         let ts = match column.ttl {
             // A field never outlives its row: the current one, or, when
             // re-timed, the new one (`retime_mutation` caps it there).
-            Some(ttl) if retime.is_some() => policy.cell_timestamp(now, Expiry::Ttl(ttl))?,
+            Some(ttl) if retimed => policy.cell_timestamp(now, Expiry::Ttl(ttl))?,
             Some(ttl) => policy.cell_timestamp(now, Expiry::Ttl(ttl))?.min(row_ts),
             None => row_ts,
         };
@@ -150,47 +236,11 @@ pub(crate) fn update_row(
         written.push((shadow.family, qualifier));
     }
 
-    let mut m = if let Some(how) = retime {
-        // Every live cell (the new values among them) at the new expiry.
-        let Some(m) = retime_mutation(schema, row_key, &next, now, how)? else {
-            return Ok(None);
-        };
-        m
-    } else {
-        let mut mutations = Vec::with_capacity(2 * written.len() + cleared.len());
-        for cell in next.iter().filter(|c| {
-            written
-                .iter()
-                .any(|&(f, q)| c.family == f && c.qualifier == q)
-        }) {
-            mutations.push(delete_column(&cell.family, &cell.qualifier));
-            mutations.push(set_cell(
-                &cell.family,
-                &cell.qualifier,
-                cell.timestamp_micros,
-                cell.value.clone(),
-            ));
-        }
-        let marked = row.newest.keys().any(|(f, q)| schema.is_marker(f, q));
-        if schema.all_fields_optional() && !marked {
-            // A row of `Option`s without its marker (written by another
-            // program, or before per-struct markers) lives by its columns:
-            // clearing the last of them would leave no row, where the
-            // answer says one is there. The marker keeps it, every field
-            // `None`, as a put of such a value does.
-            push_marker(&mut mutations, schema, row_ts, row_ts);
-        }
-        RowMutation {
-            row_key: row_key.to_vec(),
-            mutations,
-            timestamp_micros: row_ts,
-            expires_at: policy.expiry_of(row_ts)?,
-        }
-    };
-    for (family, qualifier) in cleared {
-        m.mutations.push(delete_column(family, qualifier));
-    }
-    Ok(Some(m))
+    Ok(Planned {
+        next,
+        written,
+        cleared,
+    })
 }
 
 /// A partial update of one row, built by [`Table::update`]: typed setters
@@ -256,16 +306,20 @@ impl<T: BigtableRow> Update<'_, T> {
     }
 
     /// Read the row and write the changes, conditional on the row still
-    /// holding what was read (re-read and tried again, at most
+    /// holding what was read (re-read and tried again when another write
+    /// came in between, at most
     /// [`RETIME_ROUNDS`](crate::ops::retime::RETIME_ROUNDS) times). What was
     /// written, or `None` when the row does not exist or has expired (it is
-    /// not revived).
+    /// not revived). A write whose answer is lost is never sent again: the
+    /// row is read, and unless it holds the written cells the call ends
+    /// with [`Error::OutcomeUnknown`].
     ///
     /// # Errors
     /// Before anything is sent: key errors, [`Error::Encode`],
     /// [`Error::ValueTooLarge`], [`Error::RequiredField`], what the policy
     /// rejects for `.ttl()` / `.expire_at()`. [`Error::Server`];
-    /// [`Error::Conflict`] when other writes kept changing the row.
+    /// [`Error::Conflict`] when other writes kept changing the row;
+    /// [`Error::OutcomeUnknown`].
     pub async fn apply(self) -> Result<Option<Written>> {
         telemetry::operation(
             self.table.name(),
@@ -482,5 +536,216 @@ mod tests {
             .unwrap(),
             None
         );
+    }
+}
+
+/// Every update answers the row a read right after it would see: over
+/// random rows (columns present or not, live or expired, with or without
+/// the struct's marker, another struct's marker) of structs with required,
+/// optional, default and counter fields, random sets and clears, kept or
+/// re-timed. The planned mutation is applied to the stored cells as
+/// Bigtable applies a row mutation, and the result judged by the rule.
+#[cfg(test)]
+mod answers {
+    use super::*;
+    use crate::model::liveness::Verdict;
+    use crate::model::policy::Policy;
+    use crate::model::proto::mutation::Mutation as M;
+    use crate::model::schema::{Column, WhenAbsent};
+    use proptest::prelude::*;
+
+    const fn column(qualifier: &'static str, when_absent: WhenAbsent) -> Column {
+        Column {
+            field: qualifier,
+            family: "f",
+            qualifier,
+            ttl: None,
+            when_absent,
+        }
+    }
+
+    const fn schema(columns: &'static [Column], policy: Policy) -> Schema {
+        Schema {
+            table: "t",
+            policy,
+            families: &["f"],
+            owns_family: false,
+            columns,
+            maps: &[],
+            written_at: None,
+            marker: b"\0\0Row",
+            key_fields: &["id"],
+            key_separator: "",
+        }
+    }
+
+    const DAY: Policy = Policy::DefaultTtl {
+        ttl: TimeDelta::days(1),
+    };
+    static SCHEMAS: [Schema; 4] = [
+        schema(
+            &[
+                column("a", WhenAbsent::Required),
+                column("o", WhenAbsent::ReadsNone),
+                column("d", WhenAbsent::ReadsDefault),
+            ],
+            DAY,
+        ),
+        schema(
+            &[
+                column("o", WhenAbsent::ReadsNone),
+                column("d", WhenAbsent::ReadsDefault),
+            ],
+            DAY,
+        ),
+        schema(
+            &[
+                column("o", WhenAbsent::ReadsNone),
+                column("p", WhenAbsent::ReadsNone),
+            ],
+            DAY,
+        ),
+        schema(
+            &[
+                column("n", WhenAbsent::ReadsZero),
+                column("o", WhenAbsent::ReadsNone),
+            ],
+            Policy::CellExpiry,
+        ),
+    ];
+
+    fn now() -> DateTime<Utc> {
+        DateTime::from_timestamp_millis(1_700_000_000_000).unwrap()
+    }
+
+    /// A stored cell `qualifier` whose expiry is `offset_s` seconds from
+    /// now (negative: expired, not yet collected).
+    fn cell(schema: &Schema, qualifier: &[u8], offset_s: i64) -> Cell {
+        let expiry = now() + TimeDelta::seconds(offset_s);
+        let ts = match schema.policy {
+            Policy::CellExpiry => expiry,
+            Policy::DefaultTtl { ttl } => expiry - ttl,
+        };
+        Cell {
+            family: "f".to_owned(),
+            qualifier: qualifier.to_vec(),
+            timestamp_micros: ts.timestamp_millis() * 1_000,
+            value: if qualifier == b"n" {
+                7i64.to_be_bytes().to_vec()
+            } else {
+                b"v".to_vec()
+            },
+        }
+    }
+
+    /// What Bigtable stores after applying `m` to `cells`, in order.
+    fn apply(cells: &[Cell], m: &RowMutation) -> Vec<Cell> {
+        let mut after = cells.to_vec();
+        for mutation in &m.mutations {
+            match mutation.mutation.as_ref().unwrap() {
+                M::SetCell(set) => {
+                    after.retain(|c| {
+                        !(c.family == set.family_name
+                            && c.qualifier == set.column_qualifier
+                            && c.timestamp_micros == set.timestamp_micros)
+                    });
+                    after.push(Cell {
+                        family: set.family_name.clone(),
+                        qualifier: set.column_qualifier.clone(),
+                        timestamp_micros: set.timestamp_micros,
+                        value: set.value.clone(),
+                    });
+                }
+                M::DeleteFromColumn(d) => {
+                    after.retain(|c| {
+                        !(c.family == d.family_name && c.qualifier == d.column_qualifier)
+                    });
+                }
+                M::DeleteFromFamily(d) => after.retain(|c| c.family != d.family_name),
+                other => panic!("an update sends no {other:?}"),
+            }
+        }
+        after
+    }
+
+    fn row() -> impl Strategy<Value = (usize, Vec<Cell>)> {
+        (
+            0..SCHEMAS.len(),
+            prop::collection::vec(prop::option::of(-30i64..3_600), 5),
+        )
+            .prop_map(|(s, offsets)| {
+                let schema = &SCHEMAS[s];
+                let mut names: Vec<&[u8]> = schema
+                    .columns
+                    .iter()
+                    .map(|c| c.qualifier.as_bytes())
+                    .collect();
+                names.extend([schema.marker, b"\0\0Other"]);
+                let cells = names
+                    .into_iter()
+                    .zip(offsets)
+                    .filter_map(|(q, offset)| offset.map(|o| cell(schema, q, o)))
+                    .collect();
+                (s, cells)
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn an_update_answers_the_row_a_read_right_after_sees(
+            (s, cells) in row(),
+            changes in prop::collection::vec((0usize..3, any::<bool>()), 1..4),
+            retimed in any::<bool>(),
+        ) {
+            let schema = &SCHEMAS[s];
+            let changes: Vec<Change> = changes
+                .into_iter()
+                .filter(|(i, _)| *i < schema.columns.len())
+                .map(|(column, set)| if set {
+                    Change::Set { column, value: b"new".to_vec() }
+                } else {
+                    Change::Clear { column }
+                })
+                .collect();
+            let retime = retimed.then_some(Retime::Ttl(TimeDelta::hours(2)));
+            let before = RowCells::of(schema, &cells, now()).verdict();
+            match update_mutation(schema, b"k", &cells, now(), &changes, retime) {
+                Ok(Some(m)) => {
+                    let after = apply(&cells, &m);
+                    let row = RowCells::of(schema, &after, now());
+                    let Verdict::Live { .. } = row.verdict() else {
+                        return Err(TestCaseError::fail(format!("answered {m:?}, then {:?} of {after:?}", row.verdict())));
+                    };
+                    // The answer's expiry is the row's.
+                    let expiry = schema.policy.expiry_of(row.verdict().row_ts().unwrap()).unwrap();
+                    if schema.columns.iter().any(Column::is_required) {
+                        prop_assert_eq!(m.expires_at, expiry);
+                    }
+                    // The last change of each column is what reads back.
+                    for (i, c) in schema.columns.iter().enumerate() {
+                        let last = changes.iter().rev().find(|ch| matches!(ch,
+                            Change::Set { column, .. } | Change::Clear { column } if *column == i));
+                        let read = row.get(c.family, c.qualifier.as_bytes()).map(|c| c.value.clone());
+                        match last {
+                            Some(Change::Set { value, .. }) => prop_assert_eq!(read, Some(value.clone())),
+                            Some(Change::Clear { .. }) => prop_assert_eq!(read, None),
+                            None => {}
+                        }
+                    }
+                }
+                Ok(None) => prop_assert!(before.row_ts().is_none(), "{before:?}"),
+                Err(Error::RequiredField { .. }) => {
+                    let cleared_unclearable = changes.iter().any(|c| {
+                        matches!(c, Change::Clear { column } if !schema.columns[*column].can_be_cleared())
+                    });
+                    prop_assert!(cleared_unclearable);
+                }
+                Err(Error::UpdateLeavesNoRow { .. }) => prop_assert!(
+                    !schema.marker_makes_row() && !schema.columns.iter().any(Column::is_required),
+                    "only a struct living by its columns alone can be emptied"
+                ),
+                Err(e) => return Err(TestCaseError::fail(e.to_string())),
+            }
+        }
     }
 }

@@ -33,7 +33,7 @@ use crate::wire::headers::{
     grpc_timeout, routing_key, routing_value, API_CLIENT_HEADER, DATA_SCOPE, FEATURES_HEADER,
     TIMEOUT_KEY,
 };
-use crate::wire::status::not_sent;
+use crate::wire::status::{no_answer_within, not_sent, was_refused};
 use crate::wire::tokens::Tokens;
 pub(crate) use crate::wire::transport::KeepAlive;
 use crate::wire::transport::{Transport, TransportConfig, CONNECT_TIMEOUT};
@@ -376,7 +376,7 @@ impl DataChannel {
         let response = tokio::time::timeout(timeout, call)
             .await
             .unwrap_or_else(|_| {
-                Err(tonic::Status::deadline_exceeded(format!(
+                Err(no_answer_within(format!(
                     "no answer to ExecuteQuery within {timeout:?}"
                 )))
             });
@@ -386,9 +386,11 @@ impl DataChannel {
     /// One unary call to `path` on `table_name`, with the operation's
     /// `cookies`, learning those of the answer (headers, or an error's
     /// trailers). A request that never left the client (queued on a
-    /// connection that closed before writing it) is sent again, as gRPC's
-    /// transparent retry does: nothing of it reached the server, so even a
-    /// call that is not idempotent cannot apply twice.
+    /// connection that closed before writing it), or that the server
+    /// refused before processing it (`REFUSED_STREAM`, past a `GOAWAY`'s
+    /// last stream), is sent again, at most three sends in all, as gRPC's
+    /// transparent retry does: nothing of it was applied, so even a call
+    /// that is not idempotent cannot apply twice.
     async fn unary<Req, Resp>(
         &self,
         path: &'static str,
@@ -418,9 +420,7 @@ impl DataChannel {
                     .await
             };
             let Ok(response) = tokio::time::timeout_at(until, call).await else {
-                return Err(tonic::Status::deadline_exceeded(format!(
-                    "no answer within {timeout:?}"
-                )));
+                return Err(no_answer_within(format!("no answer within {timeout:?}")));
             };
             match learnt(response, cookies) {
                 Ok(response) => return Ok(response.into_inner()),
@@ -505,7 +505,7 @@ impl DataChannel {
         tokio::time::timeout(timeout, call)
             .await
             .unwrap_or_else(|_| {
-                Err(tonic::Status::deadline_exceeded(format!(
+                Err(no_answer_within(format!(
                     "no complete answer to SampleRowKeys within {timeout:?}"
                 )))
             })
@@ -522,7 +522,7 @@ pub(crate) fn at_deadline(
     timeout: Duration,
 ) -> tonic::Status {
     if status.code() == tonic::Code::Cancelled && started.elapsed() >= timeout {
-        let mut deadline = tonic::Status::deadline_exceeded(format!(
+        let mut deadline = no_answer_within(format!(
             "no answer within {timeout:?} ({})",
             status.message()
         ));
@@ -534,11 +534,16 @@ pub(crate) fn at_deadline(
 }
 
 /// Whether `status` is the failure of a request hyper never wrote to its
-/// connection: one queued on a connection that closed first, which hyper
-/// cancels ("connection closed"). A request already written fails
-/// otherwise (an incomplete message, a stream reset).
+/// connection (one queued on a connection that closed first, which hyper
+/// cancels: "connection closed"), or one the server refused before
+/// processing it ([`was_refused`]: `REFUSED_STREAM`, past a `GOAWAY`'s last
+/// stream). A request already written fails otherwise (an incomplete
+/// message, another stream reset).
 pub(crate) fn never_sent(status: &tonic::Status) -> bool {
     use std::error::Error as _;
+    if was_refused(status) {
+        return true;
+    }
     let mut source = status.source();
     while let Some(error) = source {
         if let Some(hyper) = error.downcast_ref::<hyper::Error>() {

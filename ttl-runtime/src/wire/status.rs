@@ -72,13 +72,85 @@ pub(crate) fn code_of(status: &tonic::Status) -> Code {
 }
 
 /// `status` as a cause: `CODE: message`, then the transport failure under
-/// it (a status tonic made of one), each level once ([`Cause`]).
+/// it (a status tonic made of one), each level once ([`Cause`]); marked
+/// unanswered when Bigtable did not send it ([`answered`]).
 pub(crate) fn cause(status: impl Borrow<tonic::Status>) -> Cause {
     let status = status.borrow();
-    Cause::new(
+    let cause = Cause::new(
         format!("{}: {}", code_of(status), status.message()),
         status.source(),
-    )
+    );
+    if answered(status) || was_not_sent(status) {
+        cause
+    } else {
+        cause.unanswered()
+    }
+}
+
+/// Whether Bigtable sent `status` (a gRPC status in the answer's headers
+/// or trailers), rather than the client making it of an attempt that
+/// ended without one: a timeout ([`no_answer_within`]), a broken stream or
+/// connection (tonic keeps the transport failure as the status's source),
+/// a request never sent.
+pub(crate) fn answered(status: &tonic::Status) -> bool {
+    status.source().is_none()
+}
+
+/// The client's own timeout: no answer came within `timeout`.
+#[derive(Debug)]
+struct Unanswered;
+
+impl std::fmt::Display for Unanswered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("no answer came")
+    }
+}
+
+impl std::error::Error for Unanswered {}
+
+/// `DEADLINE_EXCEEDED` for an attempt the client gave up on after
+/// `timeout` without an answer, saying so (`message`), and marked as no
+/// answer from Bigtable ([`answered`] is `false`).
+pub(crate) fn no_answer_within(message: String) -> tonic::Status {
+    let mut status = tonic::Status::deadline_exceeded(message);
+    status.set_source(std::sync::Arc::new(Unanswered));
+    status
+}
+
+/// The library cut a conditional write's attempt at its horizon.
+#[derive(Debug)]
+struct HorizonCut(Duration);
+
+impl std::fmt::Display for HorizonCut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cut by the library at the write's horizon, {:?} (WriteOptions::horizon)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for HorizonCut {}
+
+/// `status` (an attempt that ended without an answer) as the library's own
+/// cut at the write's horizon `horizon`.
+pub(crate) fn cut_at_horizon(status: &tonic::Status, horizon: Duration) -> tonic::Status {
+    let mut cut = tonic::Status::deadline_exceeded(format!(
+        "no answer within the write's horizon, {horizon:?} ({})",
+        status.message()
+    ));
+    cut.set_source(std::sync::Arc::new(HorizonCut(horizon)));
+    cut
+}
+
+/// The horizon the library cut `status`'s attempt at ([`cut_at_horizon`]),
+/// if it did.
+pub(crate) fn horizon_of(status: &tonic::Status) -> Option<Duration> {
+    status
+        .source()
+        .and_then(|source| source.downcast_ref::<HorizonCut>())
+        .map(|cut| cut.0)
 }
 
 /// `status` as the cause of an error that already names its code: the
@@ -92,10 +164,14 @@ pub(crate) fn cause_under_code(status: impl Borrow<tonic::Status>) -> Cause {
         status.message().to_owned()
     };
     let cause = Cause::new(text, status.source());
-    if was_not_sent(status) {
+    if was_refused(status) {
+        cause.refused()
+    } else if was_not_sent(status) {
         cause.never_sent()
-    } else {
+    } else if answered(status) {
         cause
+    } else {
+        cause.unanswered()
     }
 }
 
@@ -149,11 +225,32 @@ pub(crate) fn was_undecodable(status: &tonic::Status) -> bool {
         .is_some_and(|source| source.downcast_ref::<Undecodable>().is_some())
 }
 
-/// Whether `status` says its request was never sent: [`not_sent`], or a
-/// connection that could not be opened (refused, or no such address): no
-/// byte of the request left, so the call is safe to send again, never an
-/// unknown outcome.
+/// Whether `status` ends a request the server refused before processing
+/// any of it, which HTTP/2 guarantees (RFC 9113 §8.7): its stream reset
+/// with `REFUSED_STREAM`, or above the last stream id of the `GOAWAY` that
+/// closes its connection. Safe to send again, whatever the call.
+pub(crate) fn was_refused(status: &tonic::Status) -> bool {
+    let mut cause = status.source();
+    while let Some(error) = cause {
+        if let Some(h2) = error.downcast_ref::<h2::Error>() {
+            return h2.is_remote()
+                && (h2.is_go_away()
+                    || (h2.is_reset() && h2.reason() == Some(h2::Reason::REFUSED_STREAM)));
+        }
+        cause = error.source();
+    }
+    false
+}
+
+/// Whether `status` says its request was never sent, or never processed:
+/// [`not_sent`], a connection that could not be opened (refused, or no
+/// such address), a stream the server refused ([`was_refused`]): nothing
+/// of the request was applied, so the call is safe to send again, never
+/// an unknown outcome.
 pub(crate) fn was_not_sent(status: &tonic::Status) -> bool {
+    if was_refused(status) {
+        return true;
+    }
     let mut cause = status.source();
     while let Some(error) = cause {
         if error.downcast_ref::<NotSent>().is_some() {

@@ -540,11 +540,15 @@ impl RawTable {
         started: std::time::Instant,
     ) -> Error {
         let unknown = outcome_unknown(&status);
+        let answered = u32::from(crate::wire::status::answered(&status));
         let refused = one_attempt_error(&self.name, Some(key.clone()), status, started);
         if unknown {
             Error::OutcomeUnknown {
                 table: self.name.to_string(),
                 row_key: key,
+                attempts: 1,
+                answered,
+                horizon: None,
                 source: Box::new(refused),
             }
         } else {

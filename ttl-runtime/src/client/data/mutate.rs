@@ -27,13 +27,17 @@ use crate::wire::codec::EncodedBatch;
 use crate::wire::cookies::RoutingCookies;
 use crate::wire::status::code_of;
 
-/// How a bulk write batches and retries.
+/// How writes batch and retry, and how long a conditional write that
+/// carries a row forward may be in flight (its horizon).
 ///
 /// ```
+/// use std::time::Duration;
 /// use bigtable_ttl::writer::WriteOptions;
 ///
 /// let options = WriteOptions::default().with_max_in_flight(8);
-/// # let _ = options;
+/// // Re-times and `put_if` over a link whose round trip can pass a second.
+/// let slow_link = WriteOptions::default().with_horizon(Duration::from_secs(5));
+/// # let _ = (options, slow_link);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -48,11 +52,21 @@ pub struct WriteOptions {
     pub max_in_flight: usize,
     /// Retries of each request's failed entries.
     pub retry: RetryPolicy,
+    /// The longest a conditional write that must not carry a row past its
+    /// expiry (`put_if`, `put_entry`, `update().apply()`, `touch`,
+    /// `set_ttl`, `shift_expiry`, `retime`) may be in flight: its attempt
+    /// is cut there (within the policy's attempt timeout and deadline),
+    /// and it asks for the row live until then, so a row that expires
+    /// sooner counts as expired to it. Longer lets it wait for a slower
+    /// link; shorter lets it renew a lease or touch a row with less time
+    /// left. `insert_if_absent`, `delete_if` and `increment` have none (see
+    /// the conditional-writes guide).
+    pub horizon: Duration,
 }
 
 impl Default for WriteOptions {
     /// 10,000 rows, 100,000 mutations or 16 MiB per request, 4 in flight,
-    /// [`RetryPolicy::default`].
+    /// [`RetryPolicy::default`], a horizon of 1 second.
     fn default() -> Self {
         Self {
             max_rows_per_request: 10_000,
@@ -60,6 +74,7 @@ impl Default for WriteOptions {
             max_request_bytes: MAX_REQUEST_BYTES,
             max_in_flight: 4,
             retry: RetryPolicy::default(),
+            horizon: DEFAULT_HORIZON,
         }
     }
 }
@@ -100,7 +115,20 @@ impl WriteOptions {
         self.retry = retry;
         self
     }
+
+    /// A conditional write that carries a row forward is in flight at most
+    /// `horizon` ([`WriteOptions::horizon`]).
+    #[must_use]
+    pub fn with_horizon(mut self, horizon: Duration) -> Self {
+        self.horizon = horizon;
+        self
+    }
 }
+
+/// The horizon of [`WriteOptions::default`]: short, as a lease renewed
+/// with a second or two left is still renewed; far above a conditional
+/// write's usual latency (a few milliseconds).
+const DEFAULT_HORIZON: Duration = Duration::from_secs(1);
 
 /// What a bulk write did, counted as it goes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -503,7 +531,7 @@ async fn attempt_once(
         }
         Err(_) => Err(RequestFailure {
             retryable: true,
-            status: tonic::Status::deadline_exceeded("the attempt timed out"),
+            status: crate::wire::status::no_answer_within("the attempt timed out".into()),
         }),
     };
     (statuses, outcome)
@@ -579,10 +607,14 @@ pub(crate) async fn mutate_row(
 /// answer was lost: it may have been applied.
 fn once_error(table: &str, row_key: Vec<u8>, status: tonic::Status, budget: &Budget) -> Error {
     tracing::debug!(%status, "MutateRow not sent again: {NOT_IDEMPOTENT}");
+    let answered = u32::from(crate::wire::status::answered(&status));
     let lost = status_error(table, Some(row_key.clone()), status, Some(budget));
     Error::OutcomeUnknown {
         table: table.to_owned(),
         row_key,
+        attempts: budget.attempts(),
+        answered,
+        horizon: None,
         source: Box::new(lost),
     }
 }
