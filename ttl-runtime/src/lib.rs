@@ -65,7 +65,7 @@ pub use model::error::{
     Result, RowLimit,
 };
 pub use model::key::{AsKey, KeyPart};
-pub use model::layout::{ClashKind, LayoutClash};
+pub use model::layout_clash::{ClashKind, LayoutClash};
 pub use model::map::{MapEntry, MapField};
 pub use model::mutation::RowMutation;
 pub use model::policy::{Expiry, Policy};

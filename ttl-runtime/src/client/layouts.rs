@@ -12,7 +12,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use crate::model::error::{Error, Result};
-use crate::model::layout::{clash, LayoutClash};
+use crate::model::layout::clash;
+use crate::model::layout_clash::LayoutClash;
 use crate::model::schema::Schema;
 
 /// The structs opened on one connection, by table name.

@@ -3,7 +3,7 @@
 //! is the error's `source()` (print the chain with a reporter such as
 //! anyhow's `{:#}` to see both).
 
-use crate::model::layout::LayoutClash;
+use crate::model::layout_clash::LayoutClash;
 use std::fmt;
 use std::time::Duration;
 

@@ -20,6 +20,7 @@ pub mod gc_rule;
 pub(crate) mod idempotent;
 pub mod key;
 pub(crate) mod layout;
+pub(crate) mod layout_clash;
 pub mod limits;
 pub mod liveness;
 pub(crate) mod map;
