@@ -154,17 +154,90 @@ pub fn hand_entry(e: &Event, now: DateTime<Utc>) -> Result<Entry, String> {
     })
 }
 
-/// The derive's write of `e` at `now` as a `MutateRows` entry.
+/// The derive's write of `e` at `now` as a `MutateRows` entry of
+/// `bigtable_rs`'s messages (the library's API names no generated type:
+/// its raw layer's [`bigtable_ttl::data::Entry`] is carried over field by
+/// field), to compare its bytes with [`hand_entry`]'s.
 ///
 /// # Errors
-/// What the builder rejects.
-pub fn derive_entry(e: &Event, now: DateTime<Utc>) -> bigtable_ttl::Result<Entry> {
-    let m = bigtable_ttl::data::into_entry(e.mutation().build(now)?);
+/// What the builder rejects, and a mutation of a kind a whole-row write
+/// never sends.
+pub fn derive_entry(e: &Event, now: DateTime<Utc>) -> Result<Entry, String> {
+    let entry =
+        bigtable_ttl::data::Entry::from(e.mutation().build(now).map_err(|e| e.to_string())?);
     Ok(Entry {
-        row_key: m.row_key,
-        mutations: m.mutations,
+        row_key: entry.row_key,
+        mutations: entry
+            .mutations
+            .into_iter()
+            .map(rs_mutation)
+            .collect::<Result<_, _>>()?,
         ..Entry::default()
     })
+}
+
+/// The library's `m` as `bigtable_rs`'s message: the kinds a typed write
+/// sends.
+fn rs_mutation(m: bigtable_ttl::data::Mutation) -> Result<Mutation, String> {
+    use bigtable_ttl::data::Mutation as M;
+    let kind = match m {
+        M::SetCell {
+            family,
+            qualifier,
+            timestamp_micros,
+            value,
+            ..
+        } => mutation::Mutation::SetCell(mutation::SetCell {
+            family_name: family,
+            column_qualifier: qualifier,
+            timestamp_micros,
+            value,
+        }),
+        M::DeleteFromColumn {
+            family,
+            qualifier,
+            start_micros: 0,
+            end_micros: 0,
+            ..
+        } => mutation::Mutation::DeleteFromColumn(mutation::DeleteFromColumn {
+            family_name: family,
+            column_qualifier: qualifier,
+            time_range: None,
+        }),
+        M::DeleteFromFamily { family, .. } => {
+            mutation::Mutation::DeleteFromFamily(mutation::DeleteFromFamily {
+                family_name: family,
+            })
+        }
+        M::DeleteFromRow => mutation::Mutation::DeleteFromRow(mutation::DeleteFromRow {}),
+        other => return Err(format!("a typed write does not send {other:?}")),
+    };
+    Ok(Mutation {
+        mutation: Some(kind),
+    })
+}
+
+/// The filter the library's typed reads of [`Event`] send at `now`
+/// ([`bigtable_ttl::filter::read_filter`]), spelled out in `bigtable_rs`'s
+/// messages: the family, the cells visible at `now`, the newest per
+/// column (the tests check it says what the library's says).
+#[must_use]
+pub fn lib_read_filter(now: DateTime<Utc>) -> RowFilter {
+    let filter = |f| RowFilter { filter: Some(f) };
+    filter(row_filter::Filter::Chain(row_filter::Chain {
+        filters: vec![
+            filter(row_filter::Filter::ColumnRangeFilter(ColumnRange {
+                family_name: FAMILY.to_owned(),
+                start_qualifier: None,
+                end_qualifier: None,
+            })),
+            filter(row_filter::Filter::TimestampRangeFilter(TimestampRange {
+                start_timestamp_micros: Event::SCHEMA.policy.visible_from(now),
+                end_timestamp_micros: 0,
+            })),
+            filter(row_filter::Filter::CellsPerColumnLimitFilter(1)),
+        ],
+    }))
 }
 
 /// What a careful programmer writes by hand with `bigtable_rs` for the
@@ -491,6 +564,35 @@ mod tests {
             let b = hand_entry(&e, now).unwrap();
             assert_eq!(a.encode_to_vec(), b.encode_to_vec());
         }
+    }
+
+    #[test]
+    fn the_spelled_out_read_filter_is_the_librarys() {
+        let now = Utc::now();
+        let row_filter::Filter::Chain(chain) = lib_read_filter(now).filter.unwrap() else {
+            panic!("a chain");
+        };
+        let [family, since, newest] = chain.filters.as_slice() else {
+            panic!("three filters");
+        };
+        let words = match (&family.filter, &since.filter, &newest.filter) {
+            (
+                Some(row_filter::Filter::ColumnRangeFilter(range)),
+                Some(row_filter::Filter::TimestampRangeFilter(ts)),
+                Some(row_filter::Filter::CellsPerColumnLimitFilter(n)),
+            ) if range.start_qualifier.is_none()
+                && range.end_qualifier.is_none()
+                && ts.end_timestamp_micros == 0 =>
+            {
+                format!(
+                    "chain(family {}, timestamp >= {}, newest {n} per column)",
+                    range.family_name, ts.start_timestamp_micros
+                )
+            }
+            other => panic!("{other:?}"),
+        };
+        let lib = bigtable_ttl::filter::read_filter(Event::SCHEMA, now);
+        assert_eq!(words, lib.to_string());
     }
 
     #[test]

@@ -729,9 +729,8 @@ pub(crate) async fn raw_scan(
     };
     let spec = std::env::var("RAW_FILTER").unwrap_or_else(|_| "ts,limit".to_owned());
     let row_filter = if spec == "lib" {
-        // The library's filter, in bigtable_rs's copy of the same message.
-        let lib = bigtable_ttl::filter::read_filter(Event::SCHEMA, Utc::now());
-        RowFilter::decode(lib.as_proto().encode_to_vec().as_slice())?
+        // The library's filter, spelled out in bigtable_rs's messages.
+        ttl_bench::lib_read_filter(Utc::now())
     } else {
         let filters = spec.split(',').map(part).collect::<Res<Vec<_>>>()?;
         filter(Filter::Chain(Chain { filters }))
@@ -776,7 +775,7 @@ async fn filter_bytes(host: &str, rows: usize) -> Res<Value> {
     table.put_all(&batch).await?;
     clock.set(t0 + TimeDelta::hours(2));
     let typed_rows = table.scan(Scan::all()).await?.len();
-    let filter = table.read_filter(clock.now()).into_proto();
+    let filter = ttl_bench::lib_read_filter(clock.now());
     let typed = response_bytes(host, &conn, Some(filter)).await?;
     let raw = response_bytes(host, &conn, None).await?;
     Ok(json!({
@@ -793,11 +792,11 @@ async fn filter_bytes(host: &str, rows: usize) -> Res<Value> {
 /// `conn`'s instance on the emulator at `host`, and the number of rows
 /// committed in them. The responses are counted as they come off the wire,
 /// which the library's raw data layer does not show: through `bigtable_rs`'s
-/// generated client, `filter` carried over in its protobuf encoding.
+/// generated client.
 async fn response_bytes(
     host: &str,
     conn: &Connection,
-    filter: Option<bigtable_ttl::proto::RowFilter>,
+    filter: Option<RowFilter>,
 ) -> Res<(usize, usize)> {
     use bigtable_rs::google::bigtable::v2::read_rows_response::cell_chunk::RowStatus;
     let rs = BigTableConnection::new_with_emulator(
@@ -810,9 +809,6 @@ async fn response_bytes(
     )?;
     let mut bigtable = rs.client();
     bigtable.configure_inner_client(|client| client.max_decoding_message_size(256 << 20));
-    let filter = filter
-        .map(|f| RowFilter::decode(f.encode_to_vec().as_slice()))
-        .transpose()?;
     let request = ReadRowsRequest {
         table_name: bigtable.get_full_table_name(Event::SCHEMA.table),
         filter,

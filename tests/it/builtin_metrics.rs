@@ -13,12 +13,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::proto::read_rows_response::{cell_chunk::RowStatus, CellChunk};
+use crate::proto::{mutate_rows_response, MutateRowsRequest, MutateRowsResponse, ReadRowsResponse};
+use bigtable_ttl::data;
 use bigtable_ttl::data::{Query, RawTable, ReadRows, Sql, SqlType};
-use bigtable_ttl::proto::read_rows_response::{cell_chunk::RowStatus, CellChunk};
-use bigtable_ttl::proto::{
-    mutate_rows_request, mutate_rows_response, mutation, MutateRowsRequest, MutateRowsResponse,
-    Mutation, ReadRowsResponse,
-};
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::telemetry::builtin;
 use bigtable_ttl::{Code, Connection, Table};
@@ -203,15 +201,8 @@ fn row(key: &str) -> Vec<u8> {
     .encode_to_vec()
 }
 
-fn set_cell() -> Mutation {
-    Mutation {
-        mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
-            family_name: "f".into(),
-            column_qualifier: b"col".to_vec(),
-            timestamp_micros: 1_000,
-            value: b"v".to_vec(),
-        })),
-    }
+fn set_cell() -> data::Mutation {
+    data::Mutation::set_cell("f", b"col".to_vec(), 1_000, b"v".to_vec())
 }
 
 /// The attributes every metric of an RPC `method` on the fake's table
@@ -626,16 +617,8 @@ async fn a_batch_write_partly_failed_then_retried_reports_both_attempts_and_one_
     let table = fake_table(&fake, &recorded).await;
     let results = table
         .mutate_rows(vec![
-            mutate_rows_request::Entry {
-                row_key: b"r1".to_vec(),
-                mutations: vec![set_cell()],
-                ..mutate_rows_request::Entry::default()
-            },
-            mutate_rows_request::Entry {
-                row_key: b"r2".to_vec(),
-                mutations: vec![set_cell()],
-                ..mutate_rows_request::Entry::default()
-            },
+            data::Entry::new(b"r1".to_vec(), vec![set_cell()]),
+            data::Entry::new(b"r2".to_vec(), vec![set_cell()]),
         ])
         .await
         .unwrap();

@@ -11,13 +11,14 @@ use crate::fake_bigtable;
 
 use std::time::{Duration, Instant};
 
-use bigtable_ttl::data::{RawTable, ReadRows};
-use bigtable_ttl::proto::read_rows_response::{cell_chunk::RowStatus, CellChunk};
-use bigtable_ttl::proto::row_range::{EndKey, StartKey};
-use bigtable_ttl::proto::{
-    mutate_rows_request, mutate_rows_response, mutation, MutateRowsResponse, Mutation,
-    ReadModifyWriteRule, ReadRowsRequest, ReadRowsResponse, SampleRowKeysResponse,
+use crate::proto::read_rows_response::{cell_chunk::RowStatus, CellChunk};
+use crate::proto::row_range::{EndKey, StartKey};
+use crate::proto::{
+    mutate_rows_response, MutateRowsResponse, ReadRowsRequest, ReadRowsResponse,
+    SampleRowKeysResponse,
 };
+use bigtable_ttl::data;
+use bigtable_ttl::data::{RawTable, ReadRows};
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::{Code, Connection, Error};
@@ -83,23 +84,12 @@ fn keys(rows: &[bigtable_ttl::data::Row]) -> Vec<String> {
         .collect()
 }
 
-fn set_cell() -> Mutation {
-    Mutation {
-        mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
-            family_name: "f".into(),
-            column_qualifier: b"col".to_vec(),
-            timestamp_micros: 1000,
-            value: b"v".to_vec(),
-        })),
-    }
+fn set_cell() -> data::Mutation {
+    data::Mutation::set_cell("f", b"col".to_vec(), 1000, b"v".to_vec())
 }
 
-fn entry(key: &str) -> mutate_rows_request::Entry {
-    mutate_rows_request::Entry {
-        row_key: key.as_bytes().to_vec(),
-        mutations: vec![set_cell()],
-        ..mutate_rows_request::Entry::default()
-    }
+fn entry(key: &str) -> data::Entry {
+    data::Entry::new(key.as_bytes().to_vec(), vec![set_cell()])
 }
 
 fn statuses(codes: &[(i64, i32)]) -> Vec<u8> {
@@ -258,11 +248,7 @@ async fn every_call_names_the_client_its_table_and_app_profile() {
         .unwrap();
     t.read_modify_write_row(
         "k",
-        vec![ReadModifyWriteRule {
-            family_name: "f".into(),
-            column_qualifier: b"n".to_vec(),
-            rule: Some(bigtable_ttl::proto::read_modify_write_rule::Rule::IncrementAmount(1)),
-        }],
+        vec![data::ReadModifyWriteRule::increment("f", b"n".to_vec(), 1)],
     )
     .await
     .unwrap();
@@ -494,7 +480,7 @@ async fn mutate_rows_retries_only_failed_entries_and_reports_each() {
         (2, Code::PermissionDenied, true)
     );
     assert_eq!(failed.row_key, b"c");
-    let retry: bigtable_ttl::proto::MutateRowsRequest = fake.received_of("MutateRows")[1].decode();
+    let retry: crate::proto::MutateRowsRequest = fake.received_of("MutateRows")[1].decode();
     let retried: Vec<&[u8]> = retry.entries.iter().map(|e| e.row_key.as_slice()).collect();
     assert_eq!(retried, [b"b".as_slice()]);
 }

@@ -12,9 +12,9 @@ use crate::support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
+use bigtable_ttl::data;
 use bigtable_ttl::data::Cell;
 use bigtable_ttl::data::RawTable;
-use bigtable_ttl::proto::{read_modify_write_rule, ReadModifyWriteRule};
 use bigtable_ttl::{BigtableRow, Clock, Connection, Error, Expiry, Insert, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 use support::proxy::{Faults, Proxy};
@@ -159,11 +159,7 @@ async fn a_counter_survives_real_garbage_collection_until_its_expiry() {
     let expiry = counted.expires_at;
 
     // The same increment by hand, without the creation step.
-    let rule = ReadModifyWriteRule {
-        family_name: "r".into(),
-        column_qualifier: b"hits".to_vec(),
-        rule: Some(read_modify_write_rule::Rule::IncrementAmount(3)),
-    };
+    let rule = data::ReadModifyWriteRule::increment("r", b"hits".to_vec(), 3);
     RawTable::new(limits.connection(), limits.name())
         .read_modify_write_row("plain#00000000000000000001", vec![rule])
         .await

@@ -4,8 +4,7 @@
 use crate::support;
 
 use bigtable_ttl::__private::{decode_row, CellRef};
-use bigtable_ttl::data::mutations_of;
-use bigtable_ttl::proto::mutation::Mutation as M;
+use bigtable_ttl::data::{mutations_of, Mutation as M};
 use bigtable_ttl::{BigtableRow, Column, Expiry, Policy, ShadowColumn, WhenAbsent};
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use support::rows::Session;
@@ -146,25 +145,37 @@ fn expiry_comes_from_the_expire_at_field() {
 }
 
 /// (kind, family, qualifier, timestamp, value) of each mutation.
-fn describe(m: &bigtable_ttl::proto::Mutation) -> (&'static str, String, String, i64, Vec<u8>) {
-    match m.mutation.as_ref().unwrap() {
-        M::SetCell(s) => (
+fn describe(m: &M) -> (&'static str, String, String, i64, Vec<u8>) {
+    match m {
+        M::SetCell {
+            family,
+            qualifier,
+            timestamp_micros,
+            value,
+            ..
+        } => (
             "set",
-            s.family_name.clone(),
-            String::from_utf8(s.column_qualifier.clone()).unwrap(),
-            s.timestamp_micros,
-            s.value.clone(),
+            family.clone(),
+            String::from_utf8(qualifier.clone()).unwrap(),
+            *timestamp_micros,
+            value.clone(),
         ),
-        M::DeleteFromColumn(d) => (
+        M::DeleteFromColumn {
+            family,
+            qualifier,
+            start_micros: 0,
+            end_micros: 0,
+            ..
+        } => (
             "delete",
-            d.family_name.clone(),
-            String::from_utf8(d.column_qualifier.clone()).unwrap(),
+            family.clone(),
+            String::from_utf8(qualifier.clone()).unwrap(),
             0,
             Vec::new(),
         ),
-        M::DeleteFromFamily(d) => (
+        M::DeleteFromFamily { family, .. } => (
             "delete family",
-            d.family_name.clone(),
+            family.clone(),
             String::new(),
             0,
             Vec::new(),
@@ -278,15 +289,22 @@ fn one_second_mutation_uses_the_expiry_as_timestamp() {
     assert_eq!(mutations_of(&write).len(), 4);
 }
 
-fn cells(write: &bigtable_ttl::RowMutation) -> Vec<CellRef<'_>> {
-    mutations_of(write)
+/// The cells the `SetCell`s of `mutations` write.
+fn cells(mutations: &[M]) -> Vec<CellRef<'_>> {
+    mutations
         .iter()
-        .filter_map(|m| match m.mutation.as_ref()? {
-            M::SetCell(s) => Some(CellRef {
-                family: &s.family_name,
-                qualifier: &s.column_qualifier,
-                value: &s.value,
-                timestamp_micros: s.timestamp_micros,
+        .filter_map(|m| match m {
+            M::SetCell {
+                family,
+                qualifier,
+                timestamp_micros,
+                value,
+                ..
+            } => Some(CellRef {
+                family,
+                qualifier,
+                value,
+                timestamp_micros: *timestamp_micros,
             }),
             _ => None,
         })
@@ -297,7 +315,7 @@ fn cells(write: &bigtable_ttl::RowMutation) -> Vec<CellRef<'_>> {
 fn decode_round_trip() {
     let c = click();
     let write = c.mutation().build(now()).unwrap();
-    let read = decode_row::<Click>(&write.row_key, cells(&write), now())
+    let read = decode_row::<Click>(&write.row_key, cells(&mutations_of(&write)), now())
         .unwrap()
         .expect("row visible");
     // The expire_at field is filled from the row's expiry.
@@ -312,7 +330,7 @@ fn decode_round_trip() {
 
     // After the per-field TTL the field reads as None, the row is still there.
     let later = now() + TimeDelta::hours(2);
-    let read = decode_row::<Click>(&write.row_key, cells(&write), later)
+    let read = decode_row::<Click>(&write.row_key, cells(&mutations_of(&write)), later)
         .unwrap()
         .unwrap();
     assert_eq!(read.value.hot, None);
@@ -320,9 +338,11 @@ fn decode_round_trip() {
 
     // After the default, the row is gone.
     let gone = now() + TimeDelta::days(2);
-    assert!(decode_row::<Click>(&write.row_key, cells(&write), gone)
-        .unwrap()
-        .is_none());
+    assert!(
+        decode_row::<Click>(&write.row_key, cells(&mutations_of(&write)), gone)
+            .unwrap()
+            .is_none()
+    );
 }
 
 #[test]
@@ -334,7 +354,7 @@ fn one_second_decode_round_trip() {
         user: "ann".into(),
     };
     let write = s.mutation().build(now()).unwrap();
-    let read = decode_row::<Session>(&write.row_key, cells(&write), now())
+    let read = decode_row::<Session>(&write.row_key, cells(&mutations_of(&write)), now())
         .unwrap()
         .unwrap();
     let at_ms = DateTime::from_timestamp_millis(at.timestamp_millis()).unwrap();

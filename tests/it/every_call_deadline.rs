@@ -23,15 +23,15 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::proto::read_rows_response::{cell_chunk::RowStatus, CellChunk};
+use crate::proto::{
+    mutation, CheckAndMutateRowResponse, MutateRowRequest, ReadRowsResponse, SampleRowKeysResponse,
+};
 use bigtable_ttl::admin::{self, EnsureOptions};
+use bigtable_ttl::data;
 use bigtable_ttl::data::{Query, RawTable, ReadRows, Sql, SqlType};
 use bigtable_ttl::ops::{
     self, ApplyRequest, AuditRequest, ExpiryRequest, InspectRequest, MigratePlan, Part,
-};
-use bigtable_ttl::proto::read_rows_response::{cell_chunk::RowStatus, CellChunk};
-use bigtable_ttl::proto::{
-    mutate_rows_request, mutation, CheckAndMutateRowResponse, MutateRowRequest, Mutation,
-    ReadRowsResponse, SampleRowKeysResponse,
 };
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::retry::RetryPolicy;
@@ -257,15 +257,13 @@ fn key() -> String {
 }
 
 /// A raw `SetCell` in family `v`.
-fn set_cell() -> Mutation {
-    Mutation {
-        mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
-            family_name: "v".into(),
-            column_qualifier: b"user".to_vec(),
-            timestamp_micros: 4_000_000_000_000_000,
-            value: b"bob".to_vec(),
-        })),
-    }
+fn set_cell() -> data::Mutation {
+    data::Mutation::set_cell(
+        "v",
+        b"user".to_vec(),
+        4_000_000_000_000_000,
+        b"bob".to_vec(),
+    )
 }
 
 fn migration() -> MigratePlan {
@@ -719,11 +717,7 @@ fn operations() -> Vec<Operation> {
             expect: Deadline,
             call: |f| {
                 async move {
-                    let entry = mutate_rows_request::Entry {
-                        row_key: b"v1".to_vec(),
-                        mutations: vec![set_cell()],
-                        ..mutate_rows_request::Entry::default()
-                    };
+                    let entry = data::Entry::new(b"v1".to_vec(), vec![set_cell()]);
                     f.raw.mutate_rows(vec![entry]).await.map(drop)
                 }
                 .boxed()

@@ -5,9 +5,9 @@
 
 use crate::support;
 
+use bigtable_ttl::data;
 use bigtable_ttl::data::Cell;
 use bigtable_ttl::data::RawTable;
-use bigtable_ttl::proto::{read_modify_write_rule::Rule, ReadModifyWriteRule};
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::{BigtableRow, CellCodec, Clock, CodecError, Json, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
@@ -256,11 +256,11 @@ async fn i64_cells_are_bigtable_counters() {
     let table = table().await;
     table.put(&full("counter")).await.unwrap();
 
-    let rules = vec![ReadModifyWriteRule {
-        family_name: "f".into(),
-        column_qualifier: b"big".to_vec(),
-        rule: Some(Rule::IncrementAmount(50)),
-    }];
+    let rules = vec![data::ReadModifyWriteRule::increment(
+        "f",
+        b"big".to_vec(),
+        50,
+    )];
     RawTable::new(table.connection(), table.name())
         .read_modify_write_row("counter", rules)
         .await
@@ -282,16 +282,12 @@ async fn malformed_cells_are_typed_errors_naming_the_column() {
     let now = table.clock().now();
     // A 3-byte value where an i64 belongs, written behind the library's back
     // with a timestamp newer than the library's cell.
-    let short_big = bigtable_ttl::proto::Mutation {
-        mutation: Some(bigtable_ttl::proto::mutation::Mutation::SetCell(
-            bigtable_ttl::proto::mutation::SetCell {
-                family_name: "f".into(),
-                column_qualifier: b"big".to_vec(),
-                timestamp_micros: (now + TimeDelta::seconds(1)).timestamp_millis() * 1000,
-                value: vec![1, 2, 3],
-            },
-        )),
-    };
+    let short_big = data::Mutation::set_cell(
+        "f",
+        b"big".to_vec(),
+        (now + TimeDelta::seconds(1)).timestamp_millis() * 1000,
+        vec![1, 2, 3],
+    );
     RawTable::new(table.connection(), table.name())
         .mutate_row("bad", vec![short_big])
         .await
@@ -328,29 +324,18 @@ async fn a_really_missing_required_column_is_an_error_unless_proven_expired() {
     let table = table().await;
     let ts = table.clock().now().timestamp_millis() * 1000;
     let raw = RawTable::new(table.connection(), table.name());
-    let set = |qualifier: &[u8], value: &[u8]| bigtable_ttl::proto::Mutation {
-        mutation: Some(bigtable_ttl::proto::mutation::Mutation::SetCell(
-            bigtable_ttl::proto::mutation::SetCell {
-                family_name: "f".into(),
-                column_qualifier: qualifier.to_vec(),
-                timestamp_micros: ts,
-                value: value.to_vec(),
-            },
-        )),
+    let set = |qualifier: &[u8], value: &[u8]| {
+        data::Mutation::set_cell("f", qualifier.to_vec(), ts, value.to_vec())
     };
     let marker = Everything::SCHEMA.marker;
-    let expired_marker = bigtable_ttl::proto::Mutation {
-        mutation: Some(bigtable_ttl::proto::mutation::Mutation::SetCell(
-            bigtable_ttl::proto::mutation::SetCell {
-                family_name: "f".into(),
-                column_qualifier: marker.to_vec(),
-                // The row timestamp it carries is two days old: its
-                // required columns have expired under the 1-day default.
-                timestamp_micros: ts,
-                value: (ts - 2 * 86_400_000_000).to_be_bytes().to_vec(),
-            },
-        )),
-    };
+    // The row timestamp it carries is two days old: its required columns
+    // have expired under the 1-day default.
+    let expired_marker = data::Mutation::set_cell(
+        "f",
+        marker.to_vec(),
+        ts,
+        (ts - 2 * 86_400_000_000).to_be_bytes().to_vec(),
+    );
     for (key, mutations) in [
         ("partial", vec![set(b"text", b"only this")]),
         ("marked", vec![set(marker, b""), set(b"text", b"only this")]),

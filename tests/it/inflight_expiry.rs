@@ -292,7 +292,7 @@ async fn a_conditional_write_is_cut_at_its_horizon() {
     );
     // The predicate's live-cell filter starts past the write's now: at its
     // horizon, up to the timeout later.
-    let request = bigtable_ttl::proto::CheckAndMutateRowRequest::decode(&check.body[5..]).unwrap();
+    let request = crate::proto::CheckAndMutateRowRequest::decode(&check.body[5..]).unwrap();
     let starts = timestamp_starts(request.predicate_filter.as_ref().unwrap());
     let after = Utc::now();
     assert!(!starts.is_empty());
@@ -307,8 +307,8 @@ async fn a_conditional_write_is_cut_at_its_horizon() {
 
 /// The starts of the open-ended timestamp ranges (the live-cell filters)
 /// in `filter`.
-fn timestamp_starts(filter: &bigtable_ttl::proto::RowFilter) -> Vec<i64> {
-    use bigtable_ttl::proto::row_filter::Filter;
+fn timestamp_starts(filter: &crate::proto::RowFilter) -> Vec<i64> {
+    use crate::proto::row_filter::Filter;
     let mut starts = Vec::new();
     let mut stack = vec![filter];
     while let Some(f) = stack.pop() {

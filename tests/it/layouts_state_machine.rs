@@ -59,8 +59,8 @@ use std::fmt::{self, Write as _};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use bigtable_ttl::data::Mutation;
 use bigtable_ttl::data::RawTable;
-use bigtable_ttl::proto::{mutation, Mutation};
 use bigtable_ttl::{Clock, CodecError, Connection, Error, Scan};
 use chrono::{TimeDelta, Utc};
 use proptest::prelude::*;
@@ -407,27 +407,10 @@ fn normalise(read: &Result<Seen, Error>, key: &str) -> Result<Seen, String> {
 
 fn to_proto(muts: &[Mut]) -> Vec<Mutation> {
     muts.iter()
-        .map(|m| Mutation {
-            mutation: Some(match m {
-                Mut::DeleteColumn(f, q) => {
-                    mutation::Mutation::DeleteFromColumn(mutation::DeleteFromColumn {
-                        family_name: (*f).to_owned(),
-                        column_qualifier: q.clone(),
-                        time_range: None,
-                    })
-                }
-                Mut::DeleteFamily(f) => {
-                    mutation::Mutation::DeleteFromFamily(mutation::DeleteFromFamily {
-                        family_name: (*f).to_owned(),
-                    })
-                }
-                Mut::Set(f, q, ts, v) => mutation::Mutation::SetCell(mutation::SetCell {
-                    family_name: (*f).to_owned(),
-                    column_qualifier: q.clone(),
-                    timestamp_micros: *ts,
-                    value: v.clone(),
-                }),
-            }),
+        .map(|m| match m {
+            Mut::DeleteColumn(f, q) => Mutation::delete_from_column(*f, q.clone()),
+            Mut::DeleteFamily(f) => Mutation::delete_from_family(*f),
+            Mut::Set(f, q, ts, v) => Mutation::set_cell(*f, q.clone(), *ts, v.clone()),
         })
         .collect()
 }

@@ -60,8 +60,9 @@ use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use bigtable_ttl::data::RawTable;
-use bigtable_ttl::proto::{mutation, CheckAndMutateRowRequest, Mutation, RowFilter};
+use crate::convert;
+use crate::proto::CheckAndMutateRowRequest;
+use bigtable_ttl::data::{self, RawTable, RowFilter};
 use bigtable_ttl::{
     BigtableRow, CellCodec, Clock, CodecError, Error, Expiring, Insert, Policy, Schema, Table,
     WhenAbsent, LEGACY_ROW_MARKER,
@@ -633,26 +634,23 @@ fn cells_of<T: BigtableRow>(value: &T, now: DateTime<Utc>) -> (CellSet, DateTime
         .build(now)
         .expect("a value read back writes");
     let shadow = T::SCHEMA.written_at;
-    let set = bigtable_ttl::data::mutations_of(&m)
-        .iter()
-        .filter_map(|m| match &m.mutation {
-            Some(mutation::Mutation::SetCell(c)) => Some(c),
+    let set = data::mutations_of(&m)
+        .into_iter()
+        .filter_map(|m| match m {
+            data::Mutation::SetCell {
+                family,
+                qualifier,
+                value,
+                ..
+            } => Some((family, qualifier, value)),
             _ => None,
         })
-        .filter(|c| {
-            let is_map = T::SCHEMA.maps.iter().any(|m| m.family == c.family_name);
-            let reserved = !is_map && c.column_qualifier.first() == Some(&0);
-            let is_shadow = shadow.is_some_and(|s| {
-                s.family == c.family_name && s.qualifier.as_bytes() == c.column_qualifier
-            });
+        .filter(|(family, qualifier, _)| {
+            let is_map = T::SCHEMA.maps.iter().any(|m| m.family == *family);
+            let reserved = !is_map && qualifier.first() == Some(&0);
+            let is_shadow =
+                shadow.is_some_and(|s| s.family == *family && s.qualifier.as_bytes() == *qualifier);
             !reserved && !is_shadow
-        })
-        .map(|c| {
-            (
-                c.family_name.clone(),
-                c.column_qualifier.clone(),
-                c.value.clone(),
-            )
         })
         .collect();
     (set, m.expires_at)
@@ -703,7 +701,7 @@ impl<T: Probe> Bench<T> {
             table,
             clock,
             _recorder: recorder,
-            predicate: request.predicate_filter.unwrap(),
+            predicate: convert::row_filter(request.predicate_filter.unwrap()).unwrap(),
             next: AtomicUsize::new(0),
             tally: Default::default(),
         }
@@ -738,13 +736,13 @@ impl<T: Probe> Bench<T> {
         let now_ms = self.now_ms();
         let mutations = cells
             .iter()
-            .map(|c| Mutation {
-                mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
-                    family_name: c.family.to_owned(),
-                    column_qualifier: c.qualifier.clone(),
-                    timestamp_micros: c.timestamp(T::SCHEMA.policy, now_ms),
-                    value: c.value.clone(),
-                })),
+            .map(|c| {
+                data::Mutation::set_cell(
+                    c.family.to_owned(),
+                    c.qualifier.clone(),
+                    c.timestamp(T::SCHEMA.policy, now_ms),
+                    c.value.clone(),
+                )
             })
             .collect();
         self.raw().mutate_row(key, mutations).await.unwrap();
@@ -758,15 +756,7 @@ impl<T: Probe> Bench<T> {
     /// `key` (a row live or incomplete is present); the mutation deletes a
     /// column that holds nothing.
     async fn server_says_present(&self, key: &str) -> bool {
-        let harmless = Mutation {
-            mutation: Some(mutation::Mutation::DeleteFromColumn(
-                mutation::DeleteFromColumn {
-                    family_name: T::SCHEMA.families[0].to_owned(),
-                    column_qualifier: b"never-written".to_vec(),
-                    time_range: None,
-                },
-            )),
-        };
+        let harmless = data::Mutation::delete_from_column(T::SCHEMA.families[0], "never-written");
         self.raw()
             .check_and_mutate_row(
                 key,

@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
+use bigtable_ttl::data;
 use bigtable_ttl::data::RawTable;
-use bigtable_ttl::proto::{mutation, read_modify_write_rule, Mutation, ReadModifyWriteRule};
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::writer::WriteOptions;
@@ -256,14 +256,12 @@ async fn a_lost_answer_whose_settling_read_fails_is_outcome_unknown() {
 
     // The raw layer's calls never re-sent have no read to settle them.
     let raw = RawTable::new(&conn, "carts").with_write_retry(quick());
-    let set = Mutation {
-        mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
-            family_name: "c".into(),
-            column_qualifier: b"note".to_vec(),
-            timestamp_micros: clock.now().timestamp_millis() * 1000,
-            value: b"raw".to_vec(),
-        })),
-    };
+    let set = data::Mutation::set_cell(
+        "c",
+        b"note".to_vec(),
+        clock.now().timestamp_millis() * 1000,
+        b"raw".to_vec(),
+    );
     warm().await.unwrap();
     lose(
         &proxy,
@@ -275,11 +273,7 @@ async fn a_lost_answer_whose_settling_read_fails_is_outcome_unknown() {
     .await;
     let raw_direct = RawTable::new(&direct, "carts");
     assert!(raw_direct.read_row("raw-1", None).await.unwrap().is_some());
-    let add = ReadModifyWriteRule {
-        family_name: "c".into(),
-        column_qualifier: b"n".to_vec(),
-        rule: Some(read_modify_write_rule::Rule::IncrementAmount(1)),
-    };
+    let add = data::ReadModifyWriteRule::increment("c", b"n".to_vec(), 1);
     warm().await.unwrap();
     lose(
         &proxy,

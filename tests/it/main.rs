@@ -26,6 +26,20 @@ mod tokens;
 #[allow(dead_code)]
 mod fake_bigtable;
 
+/// The test proxy's conversions between Bigtable's v2 messages and the raw
+/// layer's types: to replay a filter the library sent, and to script a
+/// fake server's GoogleSQL answers.
+#[path = "../../ttl-testproxy/src/convert.rs"]
+#[allow(dead_code)]
+mod convert;
+
+/// Bigtable's v2 messages, as the scripted servers answer and as the
+/// requests the library sent are decoded: the library's API names none of
+/// them, so the tests take them from the crate the library is built on.
+mod proto {
+    pub use googleapis_tonic_google_bigtable_v2::google::bigtable::v2::*;
+}
+
 #[cfg(feature = "opentelemetry")]
 mod builtin_metrics;
 mod client_behaviour;

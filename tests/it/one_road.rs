@@ -11,12 +11,10 @@ use crate::support::rows::{click, Click};
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 
+use crate::proto::read_rows_response::{cell_chunk::RowStatus, CellChunk};
+use crate::proto::{mutate_rows_response, MutateRowsRequest, MutateRowsResponse, ReadRowsResponse};
 use bigtable_ttl::data::{self, RawTable};
 use bigtable_ttl::ops::{self, MigratePlan};
-use bigtable_ttl::proto::read_rows_response::{cell_chunk::RowStatus, CellChunk};
-use bigtable_ttl::proto::{
-    mutate_rows_response, MutateRowsRequest, MutateRowsResponse, ReadRowsResponse,
-};
 use bigtable_ttl::writer::WriteOptions;
 use bigtable_ttl::{BigtableRow, Clock, Code, Connection, Error, Policy, Table};
 use chrono::{TimeDelta, Utc};
@@ -88,7 +86,7 @@ async fn the_bulk_writer_re_sends_and_reports_the_entries_mutate_rows_does() {
     let now = Utc::now();
     let entries: Vec<_> = rows
         .iter()
-        .map(|row| data::into_entry(row.mutation().build(now).unwrap()))
+        .map(|row| data::Entry::from(row.mutation().build(now).unwrap()))
         .collect();
     let keys: Vec<Vec<u8>> = entries.iter().map(|e| e.row_key.clone()).collect();
 

@@ -13,6 +13,7 @@ use crate::support;
 
 use std::time::Duration;
 
+use bigtable_ttl::data;
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::{BigtableRow, Clock, CodecError, Error, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
@@ -240,18 +241,13 @@ async fn token_ids(table: &Table<Token>) -> Vec<String> {
 async fn an_expired_required_column_once_collected_is_proven_expired_only_by_a_marker() {
     use bigtable_ttl::data::RawTable;
     use bigtable_ttl::ops::MarkStatus;
-    use bigtable_ttl::proto::{mutation, Mutation};
+
     use std::ops::ControlFlow;
     let clock = Clock::system();
     let table = support::table::<Token>(&clock).await;
     let now_ms = Utc::now().timestamp_millis() * 1_000;
-    let set = |qualifier: &str, ts: i64| Mutation {
-        mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
-            family_name: "t".into(),
-            column_qualifier: qualifier.as_bytes().to_vec(),
-            timestamp_micros: ts,
-            value: b"x".to_vec(),
-        })),
+    let set = |qualifier: &str, ts: i64| {
+        data::Mutation::set_cell("t", qualifier.as_bytes().to_vec(), ts, b"x".to_vec())
     };
     let owner_ts = now_ms + 3_000_000;
     let scope_ts = now_ms + 60_000_000;
@@ -349,17 +345,17 @@ async fn an_expired_required_column_once_collected_is_proven_expired_only_by_a_m
 #[tokio::test]
 async fn a_timestamp_near_the_end_of_time_names_table_and_row() {
     use bigtable_ttl::data::RawTable;
-    use bigtable_ttl::proto::{mutation, Mutation};
+
     let clock = Clock::manual(Utc::now());
     let table = support::table::<Page>(&clock).await;
     let ts = i64::MAX - i64::MAX % 1_000;
-    let set = |column: &str, value: &str| Mutation {
-        mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
-            family_name: "p".into(),
-            column_qualifier: column.as_bytes().to_vec(),
-            timestamp_micros: ts,
-            value: value.as_bytes().to_vec(),
-        })),
+    let set = |column: &str, value: &str| {
+        data::Mutation::set_cell(
+            "p",
+            column.as_bytes().to_vec(),
+            ts,
+            value.as_bytes().to_vec(),
+        )
     };
     RawTable::new(table.connection(), "pages")
         .mutate_row("far", vec![set("url", "/x"), set("user", "y")])

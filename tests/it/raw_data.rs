@@ -6,11 +6,7 @@
 use crate::support;
 
 use bigtable_ttl::chrono::Utc;
-use bigtable_ttl::data::{RawTable, ReadRows};
-use bigtable_ttl::proto::row_filter::Filter;
-use bigtable_ttl::proto::{
-    mutate_rows_request, mutation, read_modify_write_rule, Mutation, ReadModifyWriteRule, RowFilter,
-};
+use bigtable_ttl::data::{self, RawTable, ReadRows, RowFilter};
 use bigtable_ttl::Table;
 use futures_util::TryStreamExt as _;
 use support::rows::Event;
@@ -27,15 +23,8 @@ fn now_micros() -> i64 {
     Utc::now().timestamp_millis() * 1000
 }
 
-fn set(qualifier: &str, value: &[u8], ts: i64) -> Mutation {
-    Mutation {
-        mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
-            family_name: "e".into(),
-            column_qualifier: qualifier.as_bytes().to_vec(),
-            timestamp_micros: ts,
-            value: value.to_vec(),
-        })),
-    }
+fn set(qualifier: &str, value: &[u8], ts: i64) -> data::Mutation {
+    data::Mutation::set_cell("e", qualifier.as_bytes().to_vec(), ts, value.to_vec())
 }
 
 fn keys(rows: &[bigtable_ttl::data::Row]) -> Vec<String> {
@@ -53,10 +42,11 @@ async fn read(t: &RawTable, read: ReadRows) -> Vec<String> {
 async fn row_sets_filters_limits_and_direction() {
     let t = events().await;
     let ts = now_micros();
-    let entries = ["a", "b", "c", "d", "e"].map(|k| mutate_rows_request::Entry {
-        row_key: k.as_bytes().to_vec(),
-        mutations: vec![set("v", k.as_bytes(), ts), set("v", b"older", ts - 1000)],
-        ..mutate_rows_request::Entry::default()
+    let entries = ["a", "b", "c", "d", "e"].map(|k| {
+        data::Entry::new(
+            k.as_bytes().to_vec(),
+            vec![set("v", k.as_bytes(), ts), set("v", b"older", ts - 1000)],
+        )
     });
     let results = t.mutate_rows(entries.to_vec()).await.unwrap();
     assert_eq!(results.len(), 5);
@@ -83,9 +73,7 @@ async fn row_sets_filters_limits_and_direction() {
     // Every version unfiltered, the newest only with a filter.
     let all = t.read_row("c", None).await.unwrap().unwrap();
     assert_eq!(all.cells.len(), 2);
-    let newest = RowFilter {
-        filter: Some(Filter::CellsPerColumnLimitFilter(1)),
-    };
+    let newest = RowFilter::cells_per_column_limit(1);
     let one = t.read_row("c", Some(newest)).await.unwrap().unwrap();
     assert_eq!(one.cells.len(), 1);
     assert_eq!(one.cells[0].value, b"c");
@@ -103,9 +91,7 @@ async fn one_row_writes_conditions_and_counters() {
     t.mutate_row("k", vec![set("state", b"new", ts)])
         .await
         .unwrap();
-    let has_new = RowFilter {
-        filter: Some(Filter::ValueRegexFilter(b"new".to_vec())),
-    };
+    let has_new = RowFilter::value_regex("new");
     let matched = t
         .check_and_mutate_row(
             "k",
@@ -124,15 +110,160 @@ async fn one_row_writes_conditions_and_counters() {
     let row = t.read_row("nothing", None).await.unwrap().unwrap();
     assert_eq!(row.cells[0].value, b"made");
 
-    let add = |by| ReadModifyWriteRule {
-        family_name: "e".into(),
-        column_qualifier: b"n".to_vec(),
-        rule: Some(read_modify_write_rule::Rule::IncrementAmount(by)),
-    };
+    let add = |by| data::ReadModifyWriteRule::increment("e", b"n".to_vec(), by);
     t.read_modify_write_row("k", vec![add(5)]).await.unwrap();
     let row = t.read_modify_write_row("k", vec![add(5)]).await.unwrap();
     let n = row.cells.iter().find(|c| c.qualifier == b"n").unwrap();
     assert_eq!(n.value, 10i64.to_be_bytes());
-    let proto = row.into_proto();
-    assert_eq!(proto.families[0].name, "e");
+    assert_eq!(n.family, "e");
+    let log = data::ReadModifyWriteRule::append("e", b"log".to_vec(), "|a");
+    t.read_modify_write_row("k", vec![log.clone()])
+        .await
+        .unwrap();
+    let row = t.read_modify_write_row("k", vec![log]).await.unwrap();
+    assert_eq!(row.cells[0].value, b"|a|a");
+}
+
+/// The raw layer's filters and deletes, each kind as Bigtable applies it:
+/// what `RowFilter`'s constructors and `Mutation`'s say is what the
+/// emulator does.
+#[tokio::test]
+async fn filters_and_deletes_do_what_they_say() {
+    let t = events().await;
+    let ts = now_micros();
+    let row = |key: &str| {
+        data::Entry::new(
+            key,
+            vec![
+                set("a", b"apple", ts),
+                set("a", b"older", ts - 1000),
+                set("b", b"banana", ts),
+                set("c", b"cherry", ts),
+            ],
+        )
+    };
+    let results = t
+        .mutate_rows(vec![row("r1"), row("r2"), row("s1")])
+        .await
+        .unwrap();
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    let cells = |filter: RowFilter| {
+        let t = t.clone();
+        async move {
+            let row = t.read_row("r1", Some(filter)).await.unwrap();
+            row.map(|r| {
+                r.cells
+                    .into_iter()
+                    .map(|c| {
+                        format!(
+                            "{}={}",
+                            String::from_utf8_lossy(&c.qualifier),
+                            String::from_utf8_lossy(&c.value)
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+        }
+    };
+    let newest = RowFilter::cells_per_column_limit(1);
+    assert_eq!(
+        cells(RowFilter::column_range("e", "a"..="b")).await,
+        ["a=apple", "a=older", "b=banana"]
+    );
+    assert_eq!(
+        cells(RowFilter::chain([
+            RowFilter::column_range("e", "b"..),
+            newest.clone()
+        ]))
+        .await,
+        ["b=banana", "c=cherry"]
+    );
+    assert_eq!(
+        cells(RowFilter::chain([
+            RowFilter::value_range("b".."c"),
+            newest.clone()
+        ]))
+        .await,
+        ["b=banana"]
+    );
+    assert_eq!(cells(RowFilter::timestamp_range(0, ts)).await, ["a=older"]);
+    assert_eq!(
+        cells(RowFilter::chain([
+            RowFilter::column_qualifier_regex("c"),
+            RowFilter::strip_value()
+        ]))
+        .await,
+        ["c="]
+    );
+    assert_eq!(
+        cells(RowFilter::chain([
+            RowFilter::family_name_regex("e"),
+            RowFilter::cells_per_row_offset(3)
+        ]))
+        .await,
+        ["c=cherry"]
+    );
+    assert_eq!(cells(RowFilter::cells_per_row_limit(1)).await, ["a=apple"]);
+    assert_eq!(
+        cells(RowFilter::interleave([
+            RowFilter::column_qualifier_regex("b"),
+            RowFilter::column_qualifier_regex("c")
+        ]))
+        .await,
+        ["b=banana", "c=cherry"]
+    );
+    assert_eq!(
+        cells(RowFilter::condition(
+            RowFilter::value_regex("banana"),
+            Some(RowFilter::column_qualifier_regex("c")),
+            Some(RowFilter::block_all())
+        ))
+        .await,
+        ["c=cherry"]
+    );
+    assert_eq!(
+        cells(RowFilter::condition(
+            RowFilter::value_regex("kiwi"),
+            Some(RowFilter::pass_all()),
+            None
+        ))
+        .await,
+        Vec::<String>::new()
+    );
+    let keys = |rows: Vec<data::Row>| keys(&rows);
+    let r_rows: Vec<_> = t
+        .read_rows(ReadRows::all().filter(RowFilter::chain([
+            RowFilter::row_key_regex("r.*"),
+            RowFilter::strip_value(),
+        ])))
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(keys(r_rows), ["r1", "r2"]);
+
+    // Deletes: versions in a time range, a column, a family, a row.
+    t.mutate_row(
+        "r1",
+        vec![data::Mutation::delete_from_column_in("e", "a", 0, ts)],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        cells(RowFilter::pass_all()).await,
+        ["a=apple", "b=banana", "c=cherry"]
+    );
+    t.mutate_row("r1", vec![data::Mutation::delete_from_column("e", "a")])
+        .await
+        .unwrap();
+    assert_eq!(cells(RowFilter::pass_all()).await, ["b=banana", "c=cherry"]);
+    t.mutate_row("r1", vec![data::Mutation::delete_from_family("e")])
+        .await
+        .unwrap();
+    assert!(t.read_row("r1", None).await.unwrap().is_none());
+    t.mutate_row("r2", vec![data::Mutation::delete_from_row()])
+        .await
+        .unwrap();
+    assert!(t.read_row("r2", None).await.unwrap().is_none());
+    assert!(t.read_row("s1", None).await.unwrap().is_some());
 }

@@ -8,11 +8,9 @@ use crate::fake_bigtable;
 
 use std::time::Duration;
 
+use crate::proto::{mutate_rows_response, MutateRowsRequest, MutateRowsResponse};
+use bigtable_ttl::data;
 use bigtable_ttl::data::RawTable;
-use bigtable_ttl::proto::{
-    mutate_rows_request, mutate_rows_response, mutation, MutateRowsRequest, MutateRowsResponse,
-    Mutation,
-};
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::{Code, Connection, Error};
@@ -39,37 +37,20 @@ async fn table(fake: &FakeBigtable) -> RawTable {
         .with_write_retry(policy)
 }
 
-fn set_at(timestamp_micros: i64) -> Mutation {
-    Mutation {
-        mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
-            family_name: "f".into(),
-            column_qualifier: b"col".to_vec(),
-            timestamp_micros,
-            value: b"v".to_vec(),
-        })),
-    }
+fn set_at(timestamp_micros: i64) -> data::Mutation {
+    data::Mutation::set_cell("f", b"col".to_vec(), timestamp_micros, b"v".to_vec())
 }
 
-fn add_to_cell() -> Mutation {
-    Mutation {
-        mutation: Some(mutation::Mutation::AddToCell(mutation::AddToCell::default())),
-    }
+fn add_to_cell() -> data::Mutation {
+    data::Mutation::add_to_cell("sum", b"col".to_vec(), 0, 1)
 }
 
-fn merge_to_cell() -> Mutation {
-    Mutation {
-        mutation: Some(mutation::Mutation::MergeToCell(
-            mutation::MergeToCell::default(),
-        )),
-    }
+fn merge_to_cell() -> data::Mutation {
+    data::Mutation::merge_to_cell("sum", b"col".to_vec(), 0, 1)
 }
 
-fn entry(key: &str, mutations: Vec<Mutation>) -> mutate_rows_request::Entry {
-    mutate_rows_request::Entry {
-        row_key: key.as_bytes().to_vec(),
-        mutations,
-        ..mutate_rows_request::Entry::default()
-    }
+fn entry(key: &str, mutations: Vec<data::Mutation>) -> data::Entry {
+    data::Entry::new(key.as_bytes().to_vec(), mutations)
 }
 
 /// A `MutateRows` answer giving the entries at `indices` an `UNAVAILABLE`.
@@ -190,11 +171,7 @@ async fn an_answer_that_does_not_decode_is_an_unknown_outcome() {
                 .await
                 .unwrap_err()
         } else {
-            let rule = bigtable_ttl::proto::ReadModifyWriteRule {
-                family_name: "f".into(),
-                column_qualifier: b"n".to_vec(),
-                rule: Some(bigtable_ttl::proto::read_modify_write_rule::Rule::IncrementAmount(1)),
-            };
+            let rule = data::ReadModifyWriteRule::increment("f", b"n".to_vec(), 1);
             raw.read_modify_write_row("k", vec![rule])
                 .await
                 .unwrap_err()

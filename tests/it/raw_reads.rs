@@ -9,9 +9,9 @@ use crate::support;
 
 use std::time::Duration;
 
+use crate::proto::read_rows_response::{cell_chunk::RowStatus, CellChunk};
+use bigtable_ttl::data;
 use bigtable_ttl::data::{RawTable, ReadRows};
-use bigtable_ttl::proto::read_rows_response::{cell_chunk::RowStatus, CellChunk};
-use bigtable_ttl::proto::{mutate_rows_request, mutation, Mutation, ReadRowsRequest, RowSet};
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::{Code, Connection, Error, Table};
@@ -47,7 +47,7 @@ fn cell(key: &str, value: &[u8]) -> CellChunk {
 }
 
 fn message(chunks: Vec<CellChunk>) -> Vec<u8> {
-    bigtable_ttl::proto::ReadRowsResponse {
+    crate::proto::ReadRowsResponse {
         chunks,
         ..Default::default()
     }
@@ -75,20 +75,12 @@ async fn no_key_reads_nothing_and_sends_nothing_and_a_limit_is_a_number_of_rows(
         .await
         .unwrap()
         .is_empty());
-    assert!(read(&t, ReadRows::rows(RowSet::default()))
+    assert!(read(&t, ReadRows::keys([b"k"; 0]).limit(3).reversed())
         .await
         .unwrap()
         .is_empty());
-    for bad_limit in [
-        ReadRows::all().limit(0),
-        ReadRows::from_proto(ReadRowsRequest {
-            rows_limit: -3,
-            ..ReadRowsRequest::default()
-        }),
-    ] {
-        let err = refused(&t, bad_limit).await;
-        assert!(matches!(err, Error::InvalidRowLimit { .. }), "{err:?}");
-    }
+    let err = refused(&t, ReadRows::all().limit(0)).await;
+    assert!(matches!(err, Error::InvalidRowLimit { .. }), "{err:?}");
     assert!(fake.received_of("ReadRows").is_empty());
 }
 
@@ -98,17 +90,16 @@ async fn an_empty_key_list_reads_no_row_of_a_full_table() {
     typed.ensure_schema().await.unwrap();
     let t = RawTable::new(typed.connection(), typed.name());
     let ts = bigtable_ttl::chrono::Utc::now().timestamp_millis() * 1000;
-    let entries = ["a", "b", "c", "d", "e"].map(|k| mutate_rows_request::Entry {
-        row_key: k.as_bytes().to_vec(),
-        mutations: vec![Mutation {
-            mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
-                family_name: "e".into(),
-                column_qualifier: b"v".to_vec(),
-                timestamp_micros: ts,
-                value: k.as_bytes().to_vec(),
-            })),
-        }],
-        ..mutate_rows_request::Entry::default()
+    let entries = ["a", "b", "c", "d", "e"].map(|k| {
+        data::Entry::new(
+            k.as_bytes().to_vec(),
+            vec![data::Mutation::set_cell(
+                "e",
+                b"v".to_vec(),
+                ts,
+                k.as_bytes().to_vec(),
+            )],
+        )
     });
     let written = t.mutate_rows(entries.to_vec()).await.unwrap();
     assert!(written.iter().all(Result::is_ok), "{written:?}");

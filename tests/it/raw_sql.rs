@@ -6,16 +6,17 @@
 //! malformed answers. (Google's conformance suite checks the same through
 //! the test proxy: `.ci/conformance-sql`.)
 
+use crate::convert;
 use crate::fake_bigtable;
 
 use std::time::{Duration, Instant};
 
-use bigtable_ttl::data::{Query, Sql, SqlType, SqlValue};
-use bigtable_ttl::proto::{
+use crate::proto::{
     execute_query_response, partial_result_set::PartialRows, result_set_metadata::Schema,
     ExecuteQueryRequest, ExecuteQueryResponse, PartialResultSet, PrepareQueryRequest,
     PrepareQueryResponse, ProtoRows, ProtoRowsBatch, ProtoSchema, ResultSetMetadata,
 };
+use bigtable_ttl::data::{Query, Sql, SqlType, SqlValue};
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::{Code, Connection, Error};
@@ -57,7 +58,8 @@ fn plan_for(id: &str, columns: &[(&str, SqlType)], valid: Duration) -> Answer {
                 columns: columns
                     .iter()
                     .map(|(name, ty)| {
-                        bigtable_ttl::data::SqlColumn::new(*name, ty.clone()).to_proto()
+                        convert::column(&bigtable_ttl::data::SqlColumn::new(*name, ty.clone()))
+                            .unwrap()
                     })
                     .collect(),
             })),
@@ -74,7 +76,10 @@ fn plan_for(id: &str, columns: &[(&str, SqlType)], valid: Duration) -> Answer {
 /// `values` as the bytes of one `ProtoRows` batch.
 fn batch_bytes(values: &[SqlValue]) -> Vec<u8> {
     ProtoRows {
-        values: values.iter().map(SqlValue::to_proto).collect(),
+        values: values
+            .iter()
+            .map(|v| convert::sql_value_to_wire(v).unwrap())
+            .collect(),
     }
     .encode_to_vec()
 }
@@ -184,7 +189,7 @@ async fn a_query_with_parameters_returns_typed_rows_each_once_across_a_break() {
     let prepare: PrepareQueryRequest = fake.received_of("PrepareQuery")[0].decode();
     assert_eq!(
         prepare.param_types.get("from"),
-        Some(&SqlType::String.to_proto())
+        Some(&convert::sql_type_to_wire(&SqlType::String).unwrap())
     );
     let executes: Vec<ExecuteQueryRequest> = fake
         .received_of("ExecuteQuery")
@@ -197,9 +202,12 @@ async fn a_query_with_parameters_returns_typed_rows_each_once_across_a_break() {
     for execute in &executes {
         assert_eq!(execute.prepared_query, b"p1");
         let from = &execute.params["from"];
-        assert_eq!(from.r#type, Some(SqlType::String.to_proto()));
         assert_eq!(
-            SqlValue::from_proto(from, &SqlType::String),
+            from.r#type,
+            Some(convert::sql_type_to_wire(&SqlType::String).unwrap())
+        );
+        assert_eq!(
+            convert::sql_value(from, &SqlType::String),
             Ok(SqlValue::from("a"))
         );
     }

@@ -10,8 +10,7 @@ use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
 
-use bigtable_ttl::data::RawTable;
-use bigtable_ttl::proto::{mutation, Mutation};
+use bigtable_ttl::data::{Mutation, RawTable};
 use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::{Connection, Error};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -169,14 +168,7 @@ fn raw(host: &str, attempts: u32) -> RawTable {
 
 /// A `SetCell` at the server's time: not idempotent, sent once.
 fn server_time_set() -> Vec<Mutation> {
-    vec![Mutation {
-        mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
-            family_name: "f".into(),
-            column_qualifier: b"q".to_vec(),
-            timestamp_micros: -1,
-            value: b"v".to_vec(),
-        })),
-    }]
+    vec![Mutation::set_cell("f", b"q".to_vec(), -1, b"v".to_vec())]
 }
 
 /// A conditional write whose stream is refused, or falls past a

@@ -9,11 +9,7 @@ use std::time::{Duration, Instant};
 use bigtable_ttl::admin::{
     describe_rule, ensure_schema, gc_rule, live_rules, rule_matches, verify_schema, EnsureOptions,
 };
-use bigtable_ttl::data::RawTable;
-use bigtable_ttl::proto::{
-    mutation::{Mutation as Kind, SetCell},
-    Mutation,
-};
+use bigtable_ttl::data::{Mutation, RawTable};
 use bigtable_ttl::{Connection, Error, Policy, Schema};
 use chrono::{TimeDelta, Utc};
 use support::{cbt, connection};
@@ -90,14 +86,7 @@ fn now_millis() -> i64 {
 }
 
 async fn write_raw(conn: &Connection, table: &str, row: &str, family: &str, column: &str, ts: i64) {
-    let set = Mutation {
-        mutation: Some(Kind::SetCell(SetCell {
-            family_name: family.to_owned(),
-            column_qualifier: column.as_bytes().to_vec(),
-            timestamp_micros: ts,
-            value: b"v".to_vec(),
-        })),
-    };
+    let set = Mutation::set_cell(family, column, ts, "v");
     RawTable::new(conn, table)
         .mutate_row(row, vec![set])
         .await

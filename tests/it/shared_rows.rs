@@ -8,8 +8,8 @@ use crate::support;
 
 use std::time::{Duration, Instant};
 
+use bigtable_ttl::data;
 use bigtable_ttl::data::RawTable;
-use bigtable_ttl::proto::{mutation, Mutation};
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::{BigtableRow, Clock, CodecError, Error, Insert, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
@@ -215,14 +215,12 @@ async fn an_incomplete_row_is_reported_by_reads_and_never_overwritten_by_inserts
     RawTable::new(old.connection(), "people")
         .mutate_row(
             "unmarked",
-            vec![Mutation {
-                mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
-                    family_name: "p".into(),
-                    column_qualifier: b"name".to_vec(),
-                    timestamp_micros: ts,
-                    value: b"Bob".to_vec(),
-                })),
-            }],
+            vec![data::Mutation::set_cell(
+                "p",
+                b"name".to_vec(),
+                ts,
+                b"Bob".to_vec(),
+            )],
         )
         .await
         .unwrap();
@@ -287,14 +285,12 @@ async fn add_markers_resumes_where_it_stopped_and_marks_each_row_once() {
         RawTable::new(people.connection(), "people")
             .mutate_row(
                 key,
-                vec![Mutation {
-                    mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
-                        family_name: "p".into(),
-                        column_qualifier: b"name".to_vec(),
-                        timestamp_micros: ts,
-                        value: key.as_bytes().to_vec(),
-                    })),
-                }],
+                vec![data::Mutation::set_cell(
+                    "p",
+                    b"name".to_vec(),
+                    ts,
+                    key.as_bytes().to_vec(),
+                )],
             )
             .await
             .unwrap();

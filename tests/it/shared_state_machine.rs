@@ -59,8 +59,8 @@ use std::fmt::{self, Write as _};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use bigtable_ttl::data;
 use bigtable_ttl::data::RawTable;
-use bigtable_ttl::proto::{mutation, Mutation};
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::{BigtableRow, Clock, CodecError, Error, Expiring, Expiry, Insert, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
@@ -1221,14 +1221,12 @@ impl<'t> Run<'t> {
                     .raw
                     .mutate_row(
                         self.id(key),
-                        vec![Mutation {
-                            mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
-                                family_name: F.into(),
-                                column_qualifier: column.as_bytes().to_vec(),
-                                timestamp_micros: ts,
-                                value: value.clone(),
-                            })),
-                        }],
+                        vec![data::Mutation::set_cell(
+                            F,
+                            column.as_bytes().to_vec(),
+                            ts,
+                            value.clone(),
+                        )],
                     )
                     .await
                     .map_err(|e| format!("raw write: {e}"))?;

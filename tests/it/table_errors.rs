@@ -8,6 +8,7 @@
 use crate::raw_rows::RawRows as _;
 use crate::support;
 
+use bigtable_ttl::data;
 use bigtable_ttl::{BigtableRow, Clock, Code, Error, Scan, Table};
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use support::connection;
@@ -342,16 +343,12 @@ async fn invalid_utf8_read_into_a_string_names_table_row_and_column() {
     let expires = clock.now() + TimeDelta::hours(1);
     table.put(&session("s1", expires)).await.unwrap();
     // Invalid UTF-8 in `user`, behind the library's back, at the row's timestamp.
-    let invalid_user = bigtable_ttl::proto::Mutation {
-        mutation: Some(bigtable_ttl::proto::mutation::Mutation::SetCell(
-            bigtable_ttl::proto::mutation::SetCell {
-                family_name: "s".into(),
-                column_qualifier: b"user".to_vec(),
-                timestamp_micros: expires.timestamp_millis() * 1000,
-                value: vec![b'a', 0xFF, 0xFE],
-            },
-        )),
-    };
+    let invalid_user = data::Mutation::set_cell(
+        "s",
+        b"user".to_vec(),
+        expires.timestamp_millis() * 1000,
+        vec![b'a', 0xFF, 0xFE],
+    );
     bigtable_ttl::data::RawTable::new(table.connection(), table.name())
         .mutate_row("s1", vec![invalid_user])
         .await

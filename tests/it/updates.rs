@@ -8,6 +8,7 @@ use crate::support;
 
 use std::sync::Arc;
 
+use bigtable_ttl::data;
 use bigtable_ttl::data::Cell;
 use bigtable_ttl::{BigtableRow, CellCodec, Clock, Error, Table};
 use chrono::{DateTime, TimeDelta, Utc};
@@ -449,21 +450,19 @@ struct Memo {
 #[tokio::test]
 async fn clearing_the_last_column_of_an_unmarked_row_answers_what_a_read_sees() {
     use bigtable_ttl::data::RawTable;
-    use bigtable_ttl::proto::{mutation, Mutation};
+
     let clock = Clock::system();
     let memos = support::table::<Memo>(&clock).await;
     let ts = Utc::now().timestamp_millis() * 1_000;
     RawTable::new(memos.connection(), "memos")
         .mutate_row(
             "n1",
-            vec![Mutation {
-                mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
-                    family_name: "n".into(),
-                    column_qualifier: b"text".to_vec(),
-                    timestamp_micros: ts,
-                    value: b"hello".to_vec(),
-                })),
-            }],
+            vec![data::Mutation::set_cell(
+                "n",
+                b"text".to_vec(),
+                ts,
+                b"hello".to_vec(),
+            )],
         )
         .await
         .unwrap();

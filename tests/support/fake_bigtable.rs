@@ -151,7 +151,7 @@ impl Answer {
     /// (`server-timing: gfet4t7; dur={server_ms}`) and where the request
     /// ran (`x-goog-ext-425905942-bin`, a `ResponseParams`).
     pub fn with_google_headers(mut self, server_ms: u32, cluster: &str, zone: &str) -> Self {
-        let location = bigtable_ttl::proto::ResponseParams {
+        let location = crate::proto::ResponseParams {
             zone_id: Some(zone.to_owned()),
             cluster_id: Some(cluster.to_owned()),
             afe_id: Some(1),
@@ -380,16 +380,15 @@ fn healthy(method: &str, body: &Bytes) -> Answer {
     match method {
         "MutateRow" | "CheckAndMutateRow" | "ReadModifyWriteRow" => Answer::ok(vec![Vec::new()]),
         "MutateRows" => {
-            let request =
-                bigtable_ttl::proto::MutateRowsRequest::decode(body.slice(5.min(body.len())..))
-                    .unwrap_or_default();
+            let request = crate::proto::MutateRowsRequest::decode(body.slice(5.min(body.len())..))
+                .unwrap_or_default();
             let entries = (0..request.entries.len())
-                .map(|index| bigtable_ttl::proto::mutate_rows_response::Entry {
+                .map(|index| crate::proto::mutate_rows_response::Entry {
                     index: i64::try_from(index).unwrap(),
                     status: Some(googleapis_tonic_google_rpc::google::rpc::Status::default()),
                 })
                 .collect();
-            let response = bigtable_ttl::proto::MutateRowsResponse {
+            let response = crate::proto::MutateRowsResponse {
                 entries,
                 ..Default::default()
             };

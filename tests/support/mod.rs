@@ -123,17 +123,15 @@ pub async fn raw_set(
     timestamp_micros: i64,
     value: &[u8],
 ) {
-    use bigtable_ttl::proto::{mutation, Mutation};
+    use bigtable_ttl::data::Mutation;
     raw.mutate_row(
         key,
-        vec![Mutation {
-            mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
-                family_name: family.to_owned(),
-                column_qualifier: qualifier.to_vec(),
-                timestamp_micros,
-                value: value.to_vec(),
-            })),
-        }],
+        vec![Mutation::set_cell(
+            family,
+            qualifier.to_vec(),
+            timestamp_micros,
+            value.to_vec(),
+        )],
     )
     .await
     .unwrap_or_else(|e| {

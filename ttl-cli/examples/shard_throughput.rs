@@ -24,11 +24,7 @@ use std::time::{Duration, Instant};
 
 use bigtable_ttl::admin::{ensure_schema, EnsureOptions};
 use bigtable_ttl::data::RawTable;
-use bigtable_ttl::proto::{
-    mutate_rows_request::Entry,
-    mutation::{Mutation as Kind, SetCell},
-    Mutation,
-};
+use bigtable_ttl::data::{Entry, Mutation};
 use bigtable_ttl::{Connection, Policy, Schema};
 use chrono::TimeDelta;
 
@@ -126,22 +122,16 @@ async fn load(conn: &Connection, rows: usize) {
             .map(|i| {
                 // Written over the last day: every row alive under 2 days.
                 let ts = now - i64::try_from(i % 1_440).unwrap() * 60_000_000;
-                let cell = |q: &str, v: String| Mutation {
-                    mutation: Some(Kind::SetCell(SetCell {
-                        family_name: "raw".into(),
-                        column_qualifier: q.as_bytes().to_vec(),
-                        timestamp_micros: ts,
-                        value: v.into_bytes(),
-                    })),
+                let cell = |q: &str, v: String| {
+                    Mutation::set_cell("raw", q.as_bytes().to_vec(), ts, v.into_bytes())
                 };
-                Entry {
-                    row_key: format!("ev-{i:08}").into_bytes(),
-                    mutations: vec![
+                Entry::new(
+                    format!("ev-{i:08}").into_bytes(),
+                    vec![
                         cell("url", format!("/page/{}", i % 977)),
                         cell("user", format!("u{}", i % 101)),
                     ],
-                    ..Entry::default()
-                }
+                )
             })
             .collect();
         let answers = events.mutate_rows(entries).await.unwrap();

@@ -6,7 +6,8 @@ use std::io::{IsTerminal as _, Write};
 use std::time::{Duration, Instant};
 
 use bigtable_ttl_runtime::admin::{describe_rule, gc_rule};
-use bigtable_ttl_runtime::ops::{fraction_done, KeySample, Part, ScanProgress};
+use bigtable_ttl_runtime::data::KeySample;
+use bigtable_ttl_runtime::ops::{fraction_done, Part, ScanProgress};
 use bigtable_ttl_runtime::Policy;
 use chrono::{DateTime, TimeDelta, Utc};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};

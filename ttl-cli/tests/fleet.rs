@@ -10,11 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bigtable_ttl::data::RawTable;
-use bigtable_ttl::proto::mutate_rows_request::Entry;
-use bigtable_ttl::proto::{
-    mutation::{Mutation as Kind, SetCell},
-    Mutation,
-};
+use bigtable_ttl::data::{Entry, Mutation};
 use bigtable_ttl::Connection;
 use bigtable_ttl_cli::{exit, run_with};
 use serde_json::Value;
@@ -33,18 +29,15 @@ async fn events(conn: &Connection, rows: usize) {
         .map(|i| {
             let mut key = format!("ev-{i:04}-").into_bytes();
             key.push([0x00, 0xff, b'k'][i % 3]);
-            Entry {
-                row_key: key,
-                mutations: vec![Mutation {
-                    mutation: Some(Kind::SetCell(SetCell {
-                        family_name: "raw".to_owned(),
-                        column_qualifier: b"url".to_vec(),
-                        timestamp_micros: written,
-                        value: format!("/page/{i}").into_bytes(),
-                    })),
-                }],
-                ..Entry::default()
-            }
+            Entry::new(
+                key,
+                vec![Mutation::set_cell(
+                    "raw",
+                    b"url".to_vec(),
+                    written,
+                    format!("/page/{i}").into_bytes(),
+                )],
+            )
         })
         .collect();
     for answer in RawTable::new(conn, "events")

@@ -11,11 +11,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use bigtable_ttl::admin::{ensure_schema, EnsureOptions};
+use bigtable_ttl::data::Mutation;
 use bigtable_ttl::data::{RawTable, ReadRows, Row};
-use bigtable_ttl::proto::{
-    mutation::{Mutation as Kind, SetCell},
-    Mutation,
-};
 use bigtable_ttl::{ops, BigtableRow, CellCodec, Clock, Connection, Policy, Schema, Table};
 use bigtable_ttl_cli::{exit, run_with};
 use chrono::{DateTime, Local, TimeDelta, Utc};
@@ -83,13 +80,13 @@ async fn table(
 async fn write(conn: &Connection, table: &str, row: &str, cells: &[(&str, &str, i64, &[u8])]) {
     let mutations = cells
         .iter()
-        .map(|(family, column, ts, value)| Mutation {
-            mutation: Some(Kind::SetCell(SetCell {
-                family_name: (*family).to_owned(),
-                column_qualifier: column.as_bytes().to_vec(),
-                timestamp_micros: *ts,
-                value: value.to_vec(),
-            })),
+        .map(|(family, column, ts, value)| {
+            Mutation::set_cell(
+                (*family).to_owned(),
+                column.as_bytes().to_vec(),
+                *ts,
+                value.to_vec(),
+            )
         })
         .collect();
     RawTable::new(conn, table)
@@ -805,25 +802,26 @@ type RowCells = (String, Vec<(&'static str, &'static str, i64, Vec<u8>)>);
 
 /// Many rows, in `MutateRows` requests of 500.
 async fn write_many(conn: &Connection, table: &str, rows: &[RowCells]) {
-    use bigtable_ttl::proto::mutate_rows_request::Entry;
+    use bigtable_ttl::data::{Entry, Mutation};
     let raw = RawTable::new(conn, table);
     for chunk in rows.chunks(500) {
         let entries = chunk
             .iter()
-            .map(|(key, cells)| Entry {
-                row_key: key.as_bytes().to_vec(),
-                mutations: cells
-                    .iter()
-                    .map(|(family, column, ts, value)| Mutation {
-                        mutation: Some(Kind::SetCell(SetCell {
-                            family_name: (*family).to_owned(),
-                            column_qualifier: column.as_bytes().to_vec(),
-                            timestamp_micros: *ts,
-                            value: value.clone(),
-                        })),
-                    })
-                    .collect(),
-                ..Entry::default()
+            .map(|(key, cells)| {
+                Entry::new(
+                    key.as_bytes().to_vec(),
+                    cells
+                        .iter()
+                        .map(|(family, column, ts, value)| {
+                            Mutation::set_cell(
+                                (*family).to_owned(),
+                                column.as_bytes().to_vec(),
+                                *ts,
+                                value.clone(),
+                            )
+                        })
+                        .collect(),
+                )
             })
             .collect();
         for answer in raw.mutate_rows(entries).await.unwrap() {

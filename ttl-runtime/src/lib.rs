@@ -8,11 +8,13 @@
 //! * `model`, the pure core: timestamp math ([`Policy`]), keys and cell
 //!   codecs, the schema, mutation building ([`MutationBuilder`]), the read
 //!   [`filter`], row decoding, all on Bigtable's own v2 protobuf types
-//!   ([`proto`]) and tested without a server;
+//!   (internal: no generated type is part of the API) and tested without a
+//!   server;
 //! * `wire`: the gRPC data channel, its codecs, `ReadRows` chunk decoding and
 //!   row merging;
 //! * `client`: the I/O: [`Connection`], the raw data layer ([`data`]: any
-//!   table by row key and family, Bigtable's own mutations and filters),
+//!   table by row key and family, with Bigtable's mutations and filters as
+//!   types of this crate),
 //!   [`Table`] built on it, the bulk [`writer`], resumed and parallel reads,
 //!   schema administration ([`admin`]), [`retry`];
 //! * [`ops`]: operations on families by name (audit, apply, inspect, migrate,
@@ -21,7 +23,7 @@
 //! Every public item has one path: the types a program names at the root
 //! ([`Table`], [`Connection`], [`Scan`], [`Error`], …), the rest in the
 //! modules [`data`], [`admin`], [`telemetry`], [`read`], [`writer`],
-//! [`retry`], [`filter`], [`limits`], [`ops`] and [`proto`]; [`liveness`]
+//! [`retry`], [`filter`], [`limits`] and [`ops`]; [`liveness`]
 //! states the one rule for when a row is alive. What the derive's expansion calls is behind a
 //! hidden door and not part of the API.
 //!
@@ -45,11 +47,12 @@ pub mod ops;
 mod wire;
 
 pub use client::{admin, data, read, retry, writer};
-pub use model::{filter, limits, liveness, proto, telemetry};
+pub use model::{filter, limits, liveness, telemetry};
 
 pub use client::conditional::Insert;
 pub use client::connection::{Connection, ConnectionBuilder, Credentials};
 pub use client::table::{Table, Written};
+pub use model::clash::{ClashKind, LayoutClash};
 pub use model::clock::Clock;
 pub use model::codec::CellCodec;
 #[cfg(feature = "json")]
@@ -63,7 +66,6 @@ pub use model::error::{
     Result, RowLimit,
 };
 pub use model::key::{AsKey, KeyPart};
-pub use model::layout::{ClashKind, LayoutClash};
 pub use model::map::{MapEntry, MapField};
 pub use model::mutation::RowMutation;
 pub use model::policy::{Expiry, Policy};

@@ -5,10 +5,9 @@
 //! shows the same on the emulator.
 
 use bigtable_ttl_runtime::__private::update_mutation;
-use bigtable_ttl_runtime::data::mutations_of;
 use bigtable_ttl_runtime::data::Cell;
+use bigtable_ttl_runtime::data::{mutations_of, Mutation};
 use bigtable_ttl_runtime::ops::Change;
-use bigtable_ttl_runtime::proto::{mutation, Mutation};
 use bigtable_ttl_runtime::{Column, Error, Policy, Schema, WhenAbsent};
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -62,16 +61,16 @@ fn clear(column: usize) -> Result<Vec<Mutation>, Error> {
         &[Change::Clear { column }],
         None,
     )?;
-    Ok(mutations_of(&m.expect("a live row")).to_vec())
+    Ok(mutations_of(&m.expect("a live row")))
 }
 
 /// The qualifiers whose columns the mutations delete.
 fn deleted(mutations: &[Mutation]) -> Vec<String> {
     mutations
         .iter()
-        .filter_map(|m| match &m.mutation {
-            Some(mutation::Mutation::DeleteFromColumn(d)) => {
-                Some(String::from_utf8_lossy(&d.column_qualifier).into_owned())
+        .filter_map(|m| match m {
+            Mutation::DeleteFromColumn { qualifier, .. } => {
+                Some(String::from_utf8_lossy(qualifier).into_owned())
             }
             _ => None,
         })

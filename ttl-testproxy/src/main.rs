@@ -17,6 +17,7 @@
 //! [`Connection`]: bigtable_ttl::Connection
 //! [`RawTable`]: bigtable_ttl::data::RawTable
 
+mod convert;
 mod proxy;
 mod status;
 

@@ -12,18 +12,21 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use bigtable_ttl::data::{Query, RawTable, ReadRows, Sql, SqlColumn, SqlType, SqlValue};
-use bigtable_ttl::proto::mutate_rows_response::Entry as EntryResult;
-use bigtable_ttl::proto::{CheckAndMutateRowResponse, Value as ProtoValue};
+use bigtable_ttl::data::{Query, RawTable, Sql, SqlRow};
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::{Code, Connection};
 use futures_util::TryStreamExt as _;
 use tonic::{Request, Response, Status};
 
+use crate::convert;
 use crate::pb;
 use crate::pb::cloud_bigtable_v2_test_proxy_server::CloudBigtableV2TestProxy;
 use crate::status;
+use googleapis_tonic_google_bigtable_v2::google::bigtable::v2::mutate_rows_response::Entry as EntryResult;
+use googleapis_tonic_google_bigtable_v2::google::bigtable::v2::{
+    CheckAndMutateRowResponse, Value as ProtoValue,
+};
 
 /// One client the suite created.
 #[derive(Clone)]
@@ -86,6 +89,12 @@ fn inner<T>(request: Option<T>) -> Result<T, Status> {
 /// The error for a call on a closed client: the library is not asked.
 fn closed() -> pb::rpc::Status {
     status::with(Code::FailedPrecondition, "the client is closed")
+}
+
+/// The error for a request the library's types cannot hold (see
+/// [`convert`]): the library is not asked.
+fn refused(problem: String) -> pb::rpc::Status {
+    status::with(Code::InvalidArgument, problem)
 }
 
 #[tonic::async_trait]
@@ -178,13 +187,19 @@ impl CloudBigtableV2TestProxy for Proxy {
             }));
         }
         let table = client.table(&request.table_name);
-        let result = match table
-            .read_row(request.row_key.as_bytes(), request.filter)
-            .await
-        {
+        let filter = match request.filter.map(convert::row_filter).transpose() {
+            Ok(filter) => filter,
+            Err(problem) => {
+                return Ok(Response::new(pb::RowResult {
+                    status: Some(refused(problem)),
+                    row: None,
+                }))
+            }
+        };
+        let result = match table.read_row(request.row_key.as_bytes(), filter).await {
             Ok(row) => pb::RowResult {
                 status: Some(status::ok()),
-                row: row.map(bigtable_ttl::data::Row::into_proto),
+                row: row.map(convert::row),
             },
             Err(e) => pb::RowResult {
                 status: Some(status::of(&e)),
@@ -209,7 +224,16 @@ impl CloudBigtableV2TestProxy for Proxy {
         let read = inner(request.request)?;
         let table = client.table(&read.table_name);
         let cancel_after = usize::try_from(request.cancel_after_rows).unwrap_or(0);
-        let mut rows = std::pin::pin!(table.read_rows(ReadRows::from_proto(read)));
+        let read = match convert::read_rows(read) {
+            Ok(read) => read,
+            Err(problem) => {
+                return Ok(Response::new(pb::RowsResult {
+                    status: Some(refused(problem)),
+                    rows: Vec::new(),
+                }))
+            }
+        };
+        let mut rows = std::pin::pin!(table.read_rows(read));
         let mut result = pb::RowsResult {
             status: Some(status::ok()),
             rows: Vec::new(),
@@ -217,7 +241,7 @@ impl CloudBigtableV2TestProxy for Proxy {
         loop {
             match rows.try_next().await {
                 Ok(Some(row)) => {
-                    result.rows.push(row.into_proto());
+                    result.rows.push(convert::row(row));
                     if cancel_after > 0 && result.rows.len() >= cancel_after {
                         // Dropping the stream cancels the read.
                         break;
@@ -246,7 +270,15 @@ impl CloudBigtableV2TestProxy for Proxy {
         }
         let mutate = inner(request.request)?;
         let table = client.table(&mutate.table_name);
-        let status = match table.mutate_row(mutate.row_key, mutate.mutations).await {
+        let mutations = match convert::mutations(mutate.mutations) {
+            Ok(mutations) => mutations,
+            Err(problem) => {
+                return Ok(Response::new(pb::MutateRowResult {
+                    status: Some(refused(problem)),
+                }))
+            }
+        };
+        let status = match table.mutate_row(mutate.row_key, mutations).await {
             Ok(()) => Some(status::ok()),
             Err(e) => Some(status::of(&e)),
         };
@@ -268,7 +300,16 @@ impl CloudBigtableV2TestProxy for Proxy {
         let mutate = inner(request.request)?;
         let table = client.table(&mutate.table_name);
         let count = mutate.entries.len();
-        let result = match table.mutate_rows(mutate.entries).await {
+        let entries = match convert::entries(mutate.entries) {
+            Ok(entries) => entries,
+            Err(problem) => {
+                return Ok(Response::new(pb::MutateRowsResult {
+                    status: Some(refused(problem)),
+                    entries: Vec::new(),
+                }))
+            }
+        };
+        let result = match table.mutate_rows(entries).await {
             // The call went through; each entry says how it fared.
             Ok(results) => pb::MutateRowsResult {
                 status: Some(status::ok()),
@@ -312,13 +353,28 @@ impl CloudBigtableV2TestProxy for Proxy {
         }
         let check = inner(request.request)?;
         let table = client.table(&check.table_name);
+        let parts = check
+            .predicate_filter
+            .map(convert::row_filter)
+            .transpose()
+            .and_then(|predicate| {
+                Ok((
+                    predicate,
+                    convert::mutations(check.true_mutations)?,
+                    convert::mutations(check.false_mutations)?,
+                ))
+            });
+        let (predicate, true_mutations, false_mutations) = match parts {
+            Ok(parts) => parts,
+            Err(problem) => {
+                return Ok(Response::new(pb::CheckAndMutateRowResult {
+                    status: Some(refused(problem)),
+                    result: None,
+                }))
+            }
+        };
         let result = match table
-            .check_and_mutate_row(
-                check.row_key,
-                check.predicate_filter,
-                check.true_mutations,
-                check.false_mutations,
-            )
+            .check_and_mutate_row(check.row_key, predicate, true_mutations, false_mutations)
             .await
         {
             Ok(matched) => pb::CheckAndMutateRowResult {
@@ -352,7 +408,7 @@ impl CloudBigtableV2TestProxy for Proxy {
         let result = match table.sample_row_keys().await {
             Ok(samples) => pb::SampleRowKeysResult {
                 status: Some(status::ok()),
-                samples,
+                samples: samples.into_iter().map(convert::sample).collect(),
             },
             Err(e) => pb::SampleRowKeysResult {
                 status: Some(status::of(&e)),
@@ -376,10 +432,19 @@ impl CloudBigtableV2TestProxy for Proxy {
         }
         let rmw = inner(request.request)?;
         let table = client.table(&rmw.table_name);
-        let result = match table.read_modify_write_row(rmw.row_key, rmw.rules).await {
+        let rules = match convert::rules(rmw.rules) {
+            Ok(rules) => rules,
+            Err(problem) => {
+                return Ok(Response::new(pb::RowResult {
+                    status: Some(refused(problem)),
+                    row: None,
+                }))
+            }
+        };
+        let result = match table.read_modify_write_row(rmw.row_key, rules).await {
             Ok(row) => pb::RowResult {
                 status: Some(status::ok()),
-                row: Some(row.into_proto()),
+                row: Some(convert::row(row)),
             },
             Err(e) => pb::RowResult {
                 status: Some(status::of(&e)),
@@ -410,28 +475,26 @@ impl CloudBigtableV2TestProxy for Proxy {
         let text = execute.query;
         let query = match query_of(text, execute.params) {
             Ok(query) => query,
-            Err(problem) => {
-                return Ok(Response::new(failed(status::with(
-                    Code::InvalidArgument,
-                    problem,
-                ))))
-            }
+            Err(problem) => return Ok(Response::new(failed(refused(problem)))),
         };
         let sql = Sql::new(&client.conn).with_read_options(client.read);
         let result = match sql.query(query).collect().await {
-            Ok(result) => pb::ExecuteQueryResult {
-                status: Some(status::ok()),
-                metadata: Some(pb::ResultSetMetadata {
-                    columns: result.columns.iter().map(SqlColumn::to_proto).collect(),
-                }),
-                rows: result
-                    .rows
+            Ok(result) => {
+                let answer = result
+                    .columns
                     .iter()
-                    .map(|row| pb::SqlRow {
-                        values: row.values().iter().map(SqlValue::to_proto).collect(),
-                    })
-                    .collect(),
-            },
+                    .map(convert::column)
+                    .collect::<Result<Vec<_>, String>>()
+                    .and_then(|columns| Ok((columns, sql_rows(&result.rows)?)));
+                match answer {
+                    Ok((columns, rows)) => pb::ExecuteQueryResult {
+                        status: Some(status::ok()),
+                        metadata: Some(pb::ResultSetMetadata { columns }),
+                        rows,
+                    },
+                    Err(problem) => failed(status::with(Code::Internal, problem)),
+                }
+            }
             Err(e) => failed(status::of(&e)),
         };
         Ok(Response::new(result))
@@ -446,10 +509,25 @@ fn query_of(sql: String, params: HashMap<String, ProtoValue>) -> Result<Query, S
         let Some(ty) = &value.r#type else {
             return Err(format!("parameter @{name} has no type"));
         };
-        let ty = SqlType::from_proto(ty).map_err(|e| format!("parameter @{name}: {e}"))?;
+        let ty = convert::sql_type(ty).map_err(|e| format!("parameter @{name}: {e}"))?;
         let value =
-            SqlValue::from_proto(&value, &ty).map_err(|e| format!("parameter @{name}: {e}"))?;
+            convert::sql_value(&value, &ty).map_err(|e| format!("parameter @{name}: {e}"))?;
         query = query.typed_param(&name, ty, value);
     }
     Ok(query)
+}
+
+/// A query's rows as the suite's messages.
+fn sql_rows(rows: &[SqlRow]) -> Result<Vec<pb::SqlRow>, String> {
+    rows.iter()
+        .map(|row| {
+            Ok(pb::SqlRow {
+                values: row
+                    .values()
+                    .iter()
+                    .map(convert::sql_value_to_wire)
+                    .collect::<Result<_, String>>()?,
+            })
+        })
+        .collect()
 }

@@ -7,8 +7,8 @@ use std::ops::ControlFlow;
 use std::pin::Pin;
 
 use bigtable_ttl::data::mutations_of;
+use bigtable_ttl::data::Mutation;
 use bigtable_ttl::ops::{MarkProgress, MarkStatus, Touched};
-use bigtable_ttl::proto::mutation;
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::{Clock, Connection, Error, Expiring, Expiry, Insert, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
@@ -150,21 +150,20 @@ fn seen<S: Subject>(row: &Expiring<S>) -> Result<Seen, Error> {
     let shadow = S::WHO.shape().shadow;
     let cells = mutations_of(&built)
         .iter()
-        .filter_map(|m| match &m.mutation {
-            Some(mutation::Mutation::SetCell(c)) => Some(c),
+        .filter_map(|m| match m {
+            Mutation::SetCell {
+                family,
+                qualifier,
+                value,
+                ..
+            } => Some((family, qualifier, value)),
             _ => None,
         })
-        .filter(|c| !c.column_qualifier.starts_with(b"\0"))
-        .filter(|c| {
-            shadow
-                .is_none_or(|(f, q)| (f, q.as_bytes()) != (&c.family_name, &c.column_qualifier[..]))
+        .filter(|(_, q, _)| !q.starts_with(b"\0"))
+        .filter(|(f, q, _)| {
+            shadow.is_none_or(|(sf, sq)| (sf, sq.as_bytes()) != (f.as_str(), &q[..]))
         })
-        .map(|c| {
-            (
-                (c.family_name.clone(), c.column_qualifier.clone()),
-                c.value.clone(),
-            )
-        })
+        .map(|(f, q, v)| ((f.clone(), q.clone()), v.clone()))
         .collect();
     Ok(Seen::Live(Row {
         expiry: ms(expires_at),

@@ -39,7 +39,7 @@ use futures_util::TryStreamExt as _;
 
 use crate::client::connection::AdminClient;
 use crate::client::connection::Connection;
-use crate::client::data::{RawTable, ReadRows, Row};
+use crate::client::data::{RawTable, ReadRows, Row, RowFilter};
 use crate::client::failure::status_error;
 use crate::client::read::ReadOptions;
 use crate::client::retry::retryable_status;
@@ -617,11 +617,13 @@ async fn holds_cells(
     family: &str,
     deadline: Instant,
 ) -> Result<bool> {
-    let read = ReadRows::all().limit(1).filter(chain(vec![
-        only_family(family),
-        filter(Filter::CellsPerRowLimitFilter(1)),
-        filter(Filter::StripValueTransformer(true)),
-    ]));
+    let read = ReadRows::all()
+        .limit(1)
+        .filter(RowFilter::from_wire(chain(vec![
+            only_family(family),
+            filter(Filter::CellsPerRowLimitFilter(1)),
+            filter(Filter::StripValueTransformer(true)),
+        ])));
     let rows: Vec<Row> = RawTable::new(conn, table)
         .with_read_options(ReadOptions::default().with_retry(conn.admin_retry()))
         .within(Some(deadline))

@@ -332,7 +332,12 @@ impl<T: BigtableRow> Table<T> {
             let now = self.clock().now();
             let still = self
                 .raw()
-                .read_row(row_key.as_slice(), Some(condition.predicate(now)?))
+                .read_row(
+                    row_key.as_slice(),
+                    Some(crate::client::data::RowFilter::from_wire(
+                        condition.predicate(now)?,
+                    )),
+                )
                 .await;
             match still {
                 Ok(Some(_)) => {

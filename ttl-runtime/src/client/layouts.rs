@@ -11,8 +11,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
+use crate::model::clash::LayoutClash;
 use crate::model::error::{Error, Result};
-use crate::model::layout::{clash, LayoutClash};
+use crate::model::layout::clash;
 use crate::model::schema::Schema;
 
 /// The structs opened on one connection, by table name.

@@ -159,6 +159,6 @@ impl<T: BigtableRow> Table<T> {
     /// the raw layer.
     async fn sample_row_keys(&self) -> Result<Vec<Vec<u8>>> {
         let samples = self.raw().sample_row_keys().await?;
-        Ok(samples.into_iter().map(|s| s.row_key).collect())
+        Ok(samples.into_iter().map(|s| s.key).collect())
     }
 }

@@ -542,7 +542,7 @@ impl<T: BigtableRow> Table<T> {
         mutations: Vec<Mutation>,
     ) -> Result<()> {
         self.layout()?;
-        self.raw().mutate_row(row_key, mutations).await
+        self.raw().mutate_row_wire(row_key, mutations).await
     }
 
     /// `Err(Error::Layout)` when another struct opened on this table

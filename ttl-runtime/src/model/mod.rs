@@ -26,7 +26,7 @@ pub mod liveness;
 pub(crate) mod map;
 pub mod mutation;
 pub mod policy;
-pub mod proto;
+pub(crate) mod proto;
 pub(crate) mod read_filter;
 pub mod row;
 pub(crate) mod row_cells;

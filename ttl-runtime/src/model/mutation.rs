@@ -30,8 +30,8 @@ pub struct RowMutation {
     /// The row key.
     pub row_key: Vec<u8>,
     /// The mutations, applied atomically and in order: Bigtable's v2
-    /// messages, handed out by the raw data layer only
-    /// ([`crate::data::mutations_of`], [`crate::data::into_entry`]).
+    /// messages, handed out by the raw data layer as its own `Mutation`s
+    /// ([`crate::data::mutations_of`], `data::Entry::from`).
     pub(crate) mutations: Vec<Mutation>,
     /// The timestamp of the row-level cells (µs).
     pub timestamp_micros: i64,

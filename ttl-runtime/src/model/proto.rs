@@ -1,11 +1,7 @@
-//! Bigtable's v2 protobuf types (`Mutation`, `RowFilter`, …), as the pure
-//! core uses them and the raw data layer ([`crate::data`]) takes and returns
-//! them. They live in the bottom layer because every layer speaks them.
+//! Bigtable's v2 protobuf types (`Mutation`, `RowFilter`, …), as the crate
+//! builds and reads its requests with them. They live in the bottom layer
+//! because every layer speaks them, and stay inside the crate: the raw data
+//! layer ([`crate::data`]) has types of its own, so that a new release of
+//! the generated crate is not a breaking release of this one.
 
-pub use googleapis_tonic_google_bigtable_v2::google::bigtable::v2::*;
-
-/// Shadows the generated crate's tonic client, which the glob above would
-/// re-export: calls go through [`crate::data::RawTable`], and no tonic type
-/// is part of this crate's API.
-#[allow(dead_code, hidden_glob_reexports)]
-mod bigtable_client {}
+pub(crate) use googleapis_tonic_google_bigtable_v2::google::bigtable::v2::*;

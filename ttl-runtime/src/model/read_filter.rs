@@ -1,8 +1,8 @@
 //! [`ReadFilter`]: the filter a typed read sends, as a value of our own.
 //!
-//! It holds Bigtable's v2 `RowFilter`, which only the raw data layer hands
-//! out ([`ReadFilter::into_proto`]): the filter module and [`crate::Table`]
-//! return this type, so their signatures name no generated type.
+//! It holds Bigtable's v2 `RowFilter`, which stays inside the crate: the
+//! raw data layer's own filter type converts from it
+//! (`data::RowFilter::from`).
 
 use std::fmt;
 
@@ -12,8 +12,8 @@ use crate::model::proto::{row_filter::Filter, ColumnRange, RowFilter, TimestampR
 /// "now", the newest per column ([`crate::filter::read_filter`],
 /// [`crate::Table::read_filter`]).
 ///
-/// Its `Display` says what it keeps; [`ReadFilter::into_proto`] gives the
-/// `RowFilter` message to send through the raw data layer.
+/// Its `Display` says what it keeps; `data::RowFilter::from` makes it a
+/// filter of the raw data layer.
 ///
 /// ```
 /// use bigtable_ttl::{filter::read_filter, BigtableRow};
@@ -34,7 +34,7 @@ use crate::model::proto::{row_filter::Filter, ColumnRange, RowFilter, TimestampR
 ///     filter.to_string(),
 ///     "chain(family c, timestamp >= 1767052800001000, newest 1 per column)"
 /// );
-/// let request = bigtable_ttl::data::ReadRows::all().filter(filter.into_proto());
+/// let request = bigtable_ttl::data::ReadRows::all().filter(filter);
 /// # let _ = request;
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -45,17 +45,9 @@ impl ReadFilter {
         Self(filter)
     }
 
-    /// The `RowFilter` message, for the raw data layer's reads
-    /// ([`crate::data::ReadRows::filter`], [`crate::data::RawTable::read_row`]).
-    #[must_use]
-    pub fn into_proto(self) -> RowFilter {
+    /// The `RowFilter` message, for the raw data layer's filter.
+    pub(crate) fn into_wire(self) -> RowFilter {
         self.0
-    }
-
-    /// The `RowFilter` message, borrowed.
-    #[must_use]
-    pub fn as_proto(&self) -> &RowFilter {
-        &self.0
     }
 }
 
@@ -66,7 +58,7 @@ impl fmt::Display for ReadFilter {
 }
 
 /// The filters this library builds in words; any other as its message.
-fn describe(filter: &RowFilter, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+pub(crate) fn describe(filter: &RowFilter, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     let all = |name: &str, filters: &[RowFilter], f: &mut fmt::Formatter<'_>| {
         write!(f, "{name}(")?;
         for (i, one) in filters.iter().enumerate() {
@@ -118,6 +110,5 @@ mod tests {
             })),
         });
         assert_eq!(range.to_string(), "timestamp >= 5 and < 9");
-        assert_eq!(range.clone().into_proto(), *range.as_proto());
     }
 }

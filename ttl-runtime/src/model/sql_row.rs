@@ -30,8 +30,8 @@ impl SqlColumn {
     }
 
     /// Bigtable's `ColumnMetadata` for this column.
-    #[must_use]
-    pub fn to_proto(&self) -> crate::model::proto::ColumnMetadata {
+    #[cfg(test)]
+    pub(crate) fn to_proto(&self) -> crate::model::proto::ColumnMetadata {
         crate::model::proto::ColumnMetadata {
             name: self.name.clone(),
             r#type: Some(self.ty.to_proto()),

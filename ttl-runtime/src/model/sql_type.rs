@@ -76,7 +76,7 @@ impl SqlType {
     /// Why it cannot be one: a type with no kind ("Column type cannot be
     /// empty"), an array or map without its element types, or a kind this
     /// library does not decode (`PROTO`, `ENUM`, aggregates).
-    pub fn from_proto(t: &Type) -> Result<Self, String> {
+    pub(crate) fn from_proto(t: &Type) -> Result<Self, String> {
         let Some(kind) = &t.kind else {
             return Err("Column type cannot be empty".to_owned());
         };
@@ -123,8 +123,7 @@ impl SqlType {
     }
 
     /// Bigtable's `Type` for this type.
-    #[must_use]
-    pub fn to_proto(&self) -> Type {
+    pub(crate) fn to_proto(&self) -> Type {
         let kind = match self {
             Self::Bytes => Kind::BytesType(pt::Bytes::default()),
             Self::String => Kind::StringType(pt::String::default()),

@@ -74,7 +74,7 @@ impl SqlValue {
     /// Why it does not fit `ty`, in the words of Google's clients where
     /// they have some (`Value kind must be STRING_VALUE for columns of
     /// type: STRING`, `Unexpected malformed struct data`).
-    pub fn from_proto(value: &Value, ty: &SqlType) -> Result<Self, String> {
+    pub(crate) fn from_proto(value: &Value, ty: &SqlType) -> Result<Self, String> {
         let Some(kind) = &value.kind else {
             return Ok(Self::Null);
         };
@@ -165,8 +165,7 @@ impl SqlValue {
     }
 
     /// Bigtable's `Value` for this value (no type attached).
-    #[must_use]
-    pub fn to_proto(&self) -> Value {
+    pub(crate) fn to_proto(&self) -> Value {
         let array = |values: Vec<Value>| Some(Kind::ArrayValue(ArrayValue { values }));
         let kind = match self {
             Self::Null => None,

@@ -8,7 +8,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::client::admin::live_rules_by;
 use crate::client::connection::Connection;
-use crate::client::data::RawTable;
+use crate::client::data::{RawTable, RowFilter};
 use crate::model::cell::Cell;
 use crate::model::codec::CellCodec;
 use crate::model::error::Result;
@@ -225,7 +225,10 @@ pub async fn inspect(conn: &Connection, request: &InspectRequest) -> Result<RowI
         .collect();
     let row = RawTable::new(conn, table)
         .within(Some(deadline))
-        .read_row(row_key, family.map(only_family))
+        .read_row(
+            row_key,
+            family.map(|f| RowFilter::from_wire(only_family(f))),
+        )
         .await?;
     let cells = row.map(|row| row.cells).unwrap_or_default();
     Ok(RowInspection {

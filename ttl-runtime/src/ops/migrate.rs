@@ -654,7 +654,7 @@ pub async fn migrate(
 /// [`Error::PartialWrite`]; [`Error::Server`] when the request failed as a
 /// whole and no entry was answered.
 async fn write_all(table: &RawTable, entries: Vec<Entry>) -> Result<()> {
-    let results = table.mutate_rows(entries).await?;
+    let results = table.mutate_rows_wire(entries).await?;
     let written = results.iter().filter(|r| r.is_ok()).count();
     let failed: Vec<FailedRow> = results
         .into_iter()

@@ -63,7 +63,7 @@ pub use retime::{Retime, Touched, RETIME_ROUNDS};
 pub use scan::ScanProgress;
 pub use shard::{
     check_cover, check_shard, cut, fraction_done, key_samples, part_of, plan_parts, CountOverflow,
-    KeySample, Part, ShardProblem, MAX_PARTS,
+    Part, ShardProblem, MAX_PARTS,
 };
 pub use spec::{parse_duration, parse_policy, policy_spec, short_duration, DEFAULT_WRITTEN_AT};
 pub use update::{Change, Update};

@@ -12,7 +12,7 @@ use std::pin::Pin;
 use futures_util::{Stream, TryStreamExt as _};
 
 use crate::client::connection::Connection;
-use crate::client::data::{RawTable, ReadRows};
+use crate::client::data::{RawTable, ReadRows, RowFilter};
 use crate::model::cell::Cell;
 use crate::model::error::Result;
 use crate::model::filter::{chain, filter, only_family};
@@ -113,7 +113,7 @@ impl FamilyPages {
             };
             self.rows = Some(Box::pin(
                 self.table
-                    .read_rows(rows.filter(chain(filters)))
+                    .read_rows(rows.filter(RowFilter::from_wire(chain(filters))))
                     .map_ok(|row| (row.key, row.cells)),
             ));
         }

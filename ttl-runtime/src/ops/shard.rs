@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 
 use crate::client::connection::Connection;
-use crate::client::data::RawTable;
+use crate::client::data::{KeySample, RawTable};
 use crate::client::read::ReadOptions;
 use crate::model::error::Result;
 use crate::model::scan::Scan;
@@ -303,34 +303,16 @@ pub async fn plan_parts(conn: &Connection, table: &str, count: usize) -> Result<
     Ok(cut(&keys, count))
 }
 
-/// One answer of `SampleRowKeys`: a row key and about how many bytes of
-/// the table come before it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct KeySample {
-    /// The row key (empty: the end of the table).
-    pub key: Vec<u8>,
-    /// About how many bytes of the table sort before it.
-    pub offset_bytes: i64,
-}
-
 /// `table`'s sample row keys, in key order, with their byte offsets.
 ///
 /// # Errors
 /// [`crate::model::error::Error::Server`].
 pub async fn key_samples(conn: &Connection, table: &str) -> Result<Vec<KeySample>> {
     let read = ReadOptions::default().with_retry(conn.retry());
-    let samples = RawTable::new(conn, table)
+    RawTable::new(conn, table)
         .with_read_options(read)
         .sample_row_keys()
-        .await?;
-    Ok(samples
-        .into_iter()
-        .map(|s| KeySample {
-            key: s.row_key,
-            offset_bytes: s.offset_bytes,
-        })
-        .collect())
+        .await
 }
 
 /// How far through a part a scan is that has read up to `last_key`, as a

@@ -1,11 +1,13 @@
-//! What the typed layer builds, as the raw layer's messages: the one place
-//! a [`RowMutation`]'s Bigtable v2 mutations are handed out, so that the
-//! typed API's signatures name none of Bigtable's generated types.
+//! What the typed layer builds, as the raw layer's types: the one place a
+//! [`RowMutation`]'s mutations are handed out.
 
+use crate::client::data::mutation::Mutation;
 use crate::model::mutation::RowMutation;
-use crate::model::proto::{mutate_rows_request::Entry, Mutation};
 
-/// The mutations of `write`, in order, as Bigtable's v2 messages.
+/// The mutations of `write`, in order, as the raw layer's [`Mutation`]s
+/// (to inspect them, or to send them with
+/// [`RawTable::mutate_row`](crate::data::RawTable::mutate_row);
+/// [`Entry::from`](crate::data::Entry) makes a whole `MutateRows` entry).
 ///
 /// ```
 /// use bigtable_ttl::{data, BigtableRow};
@@ -22,22 +24,20 @@ use crate::model::proto::{mutate_rows_request::Entry, Mutation};
 ///
 /// let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
 /// let write = Click { id: "c1".into(), url: "/home".into() }.mutation().build(now).unwrap();
-/// assert!(!data::mutations_of(&write).is_empty());
-/// let entry = data::into_entry(write);
-/// assert_eq!(entry.row_key, b"c1");
+/// let sets = data::mutations_of(&write)
+///     .into_iter()
+///     .filter(|m| matches!(m, data::Mutation::SetCell { .. }))
+///     .count();
+/// assert!(sets > 0);
 /// ```
 #[must_use]
-pub fn mutations_of(write: &RowMutation) -> &[Mutation] {
-    &write.mutations
-}
-
-/// `write` as one entry of a `MutateRows` request
-/// ([`crate::data::RawTable::mutate_rows`]): its row key and mutations.
-#[must_use]
-pub fn into_entry(write: RowMutation) -> Entry {
-    Entry {
-        row_key: write.row_key,
-        mutations: write.mutations,
-        ..Entry::default()
-    }
+pub fn mutations_of(write: &RowMutation) -> Vec<Mutation> {
+    // The typed layer writes only cells and deletes, each of which the
+    // raw layer's type holds (`mutation.rs` tests every kind).
+    write
+        .mutations
+        .iter()
+        .cloned()
+        .filter_map(Mutation::from_wire)
+        .collect()
 }

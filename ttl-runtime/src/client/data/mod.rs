@@ -9,14 +9,16 @@
 //! included), a read returns every cell the filter lets through, expired or
 //! not.
 //!
-//! Its types are this module's ([`RawTable`], [`ReadRows`], [`Row`],
-//! [`Cell`], [`EntryError`]; for GoogleSQL queries, [`Sql`] and its
-//! [`SqlRow`]s of [`SqlValue`]s) and Bigtable's own v2 messages from
-//! [`crate::proto`] (`Mutation`, `RowFilter`, `RowSet`,
-//! `ReadModifyWriteRule`, `mutate_rows_request::Entry`,
-//! `SampleRowKeysResponse`). It is the one module whose signatures name
-//! those messages: the typed layer's values come here as them
-//! ([`ReadFilter::into_proto`], [`mutations_of`], [`into_entry`]).
+//! Its types are this library's own, each saying what one of Bigtable's v2
+//! messages says: [`RawTable`], [`ReadRows`] and its [`RowFilter`], the
+//! [`Row`]s of [`Cell`]s it returns, the [`Mutation`]s of a row or of an
+//! [`Entry`] of `MutateRows` (failed ones an [`EntryError`]),
+//! [`ReadModifyWriteRule`], [`KeySample`]; for GoogleSQL queries, [`Sql`]
+//! and its [`SqlRow`]s of [`SqlValue`]s. No generated type is part of the
+//! API, so a new release of the crate they come from changes nothing here.
+//! The typed layer's values come here as these types: a typed read's
+//! [`ReadFilter`] is a [`RowFilter`] (`From`), a typed write's mutations
+//! are [`mutations_of`] it, or an [`Entry`] (`From`).
 //!
 //! What each call does when something fails:
 //!
@@ -39,18 +41,11 @@
 //!
 //! ```no_run
 //! # async fn run(conn: bigtable_ttl::Connection) -> bigtable_ttl::Result<()> {
-//! use bigtable_ttl::data::{RawTable, ReadRows};
-//! use bigtable_ttl::proto::{mutation, Mutation};
+//! use bigtable_ttl::data::{Mutation, RawTable, ReadRows};
 //! use futures_util::TryStreamExt as _;
 //!
 //! let events = RawTable::new(&conn, "events");
-//! let set = mutation::SetCell {
-//!     family_name: "e".into(),
-//!     column_qualifier: b"kind".to_vec(),
-//!     timestamp_micros: 1_700_000_000_000_000,
-//!     value: b"click".to_vec(),
-//! };
-//! let put = Mutation { mutation: Some(mutation::Mutation::SetCell(set)) };
+//! let put = Mutation::set_cell("e", "kind", 1_700_000_000_000_000, "click");
 //! events.mutate_row("e#0001", vec![put]).await?;
 //! let rows: Vec<_> = events.read_rows(ReadRows::range("e#".."e$").limit(100)).try_collect().await?;
 //! for row in rows {
@@ -59,8 +54,10 @@
 //! # Ok(()) }
 //! ```
 
+mod filter;
 mod messages;
 pub(crate) mod mutate;
+mod mutation;
 mod rows;
 mod sql;
 
@@ -74,10 +71,9 @@ use crate::client::failure::{one_attempt_error, status_error};
 use crate::client::read::{read_rows_with, ReadCounters, ReadOptions};
 use crate::client::retry::{retryable_status, Budget, RetryPolicy};
 use crate::model::error::{Code, Error, Result};
-use crate::model::proto::mutate_rows_request::Entry;
 use crate::model::proto::{
-    CheckAndMutateRowRequest, Mutation, ReadModifyWriteRowRequest, ReadModifyWriteRowResponse,
-    ReadModifyWriteRule, ReadRowsRequest, RowFilter, SampleRowKeysResponse,
+    self, mutate_rows_request, CheckAndMutateRowRequest, ReadModifyWriteRowRequest,
+    ReadModifyWriteRowResponse, ReadRowsRequest,
 };
 use crate::wire::builtin_metrics::{status_of, Method};
 use crate::wire::codec::EncodedBatch;
@@ -87,9 +83,11 @@ use crate::wire::status::{code_of, not_sent, was_not_sent, was_undecodable};
 
 pub use crate::model::cell::Cell;
 pub use crate::model::read_filter::ReadFilter;
-pub use messages::{into_entry, mutations_of};
+pub use filter::RowFilter;
+pub use messages::mutations_of;
 pub(crate) use mutate::{bump, BatchReport, Unwritten, WriteCounters};
 use mutate::{send_batch, WriteOptions};
+pub use mutation::{AggregateInput, Entry, Mutation, ReadModifyWriteRule};
 pub use rows::{ReadRows, Row};
 pub use sql::{
     BoundQuery, FromSql, PreparedQuery, Query, QueryResult, QueryRows, Sql, SqlColumn, SqlRow,
@@ -148,6 +146,17 @@ pub struct EntryError {
     pub answered: bool,
     /// Why, in words.
     pub message: String,
+}
+
+/// One answer of `SampleRowKeys` ([`RawTable::sample_row_keys`]): a row
+/// key and about how many bytes of the table come before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KeySample {
+    /// The row key (empty: the end of the table).
+    pub key: Vec<u8>,
+    /// About how many bytes of the table sort before it.
+    pub offset_bytes: i64,
 }
 
 impl RawTable {
@@ -330,11 +339,22 @@ impl RawTable {
         key: impl Into<Vec<u8>>,
         mutations: Vec<Mutation>,
     ) -> Result<()> {
+        let mutations = mutations.into_iter().map(Mutation::into_wire).collect();
+        self.mutate_row_wire(key.into(), mutations).await
+    }
+
+    /// [`RawTable::mutate_row`] of mutations the crate built as Bigtable's
+    /// messages (a typed table's writes).
+    pub(crate) async fn mutate_row_wire(
+        &self,
+        key: Vec<u8>,
+        mutations: Vec<proto::Mutation>,
+    ) -> Result<()> {
         mutate::mutate_row(
             self.conn.data_channel(),
             &self.name,
             self.path.to_string(),
-            key.into(),
+            key,
             mutations,
             self.write.retry.start_within(self.deadline),
         )
@@ -357,6 +377,16 @@ impl RawTable {
     pub async fn mutate_rows(
         &self,
         entries: Vec<Entry>,
+    ) -> Result<Vec<std::result::Result<(), EntryError>>> {
+        self.mutate_rows_wire(entries.into_iter().map(Entry::into_wire).collect())
+            .await
+    }
+
+    /// [`RawTable::mutate_rows`] of entries the crate built as Bigtable's
+    /// messages (a migration's rows).
+    pub(crate) async fn mutate_rows_wire(
+        &self,
+        entries: Vec<mutate_rows_request::Entry>,
     ) -> Result<Vec<std::result::Result<(), EntryError>>> {
         if entries.is_empty() {
             return Ok(Vec::new());
@@ -453,12 +483,14 @@ impl RawTable {
     ) -> Result<bool> {
         let started = std::time::Instant::now();
         let key = key.into();
+        let wire =
+            |mutations: Vec<Mutation>| mutations.into_iter().map(Mutation::into_wire).collect();
         let request = CheckAndMutateRowRequest {
             table_name: self.path.to_string(),
             row_key: key.clone(),
-            predicate_filter: predicate,
-            true_mutations,
-            false_mutations,
+            predicate_filter: predicate.map(RowFilter::into_wire),
+            true_mutations: wire(true_mutations),
+            false_mutations: wire(false_mutations),
             ..CheckAndMutateRowRequest::default()
         };
         match self.check_and_mutate_once(request).await {
@@ -483,7 +515,10 @@ impl RawTable {
         let request = ReadModifyWriteRowRequest {
             table_name: self.path.to_string(),
             row_key: key.clone(),
-            rules,
+            rules: rules
+                .into_iter()
+                .map(ReadModifyWriteRule::into_wire)
+                .collect(),
             ..ReadModifyWriteRowRequest::default()
         };
         match self.read_modify_write_once(request).await {
@@ -585,7 +620,7 @@ impl RawTable {
     ///
     /// # Errors
     /// [`Error::Server`].
-    pub async fn sample_row_keys(&self) -> Result<Vec<SampleRowKeysResponse>> {
+    pub async fn sample_row_keys(&self) -> Result<Vec<KeySample>> {
         let mut budget = self.read.retry.start_within(self.deadline);
         let mut cookies = RoutingCookies::default();
         let channel = self.conn.data_channel();
@@ -604,7 +639,13 @@ impl RawTable {
             let status = match answer {
                 Ok(samples) => {
                     rpc.ended(Code::Ok);
-                    return Ok(samples);
+                    return Ok(samples
+                        .into_iter()
+                        .map(|s| KeySample {
+                            key: s.row_key,
+                            offset_bytes: s.offset_bytes,
+                        })
+                        .collect());
                 }
                 Err(status) => status,
             };

@@ -3,10 +3,11 @@
 
 use std::ops::{Bound, RangeBounds};
 
+use crate::client::data::filter::RowFilter;
 use crate::model::cell::Cell;
 use crate::model::error::{Error, Result};
 use crate::model::proto::row_range::{EndKey, StartKey};
-use crate::model::proto::{self, ReadRowsRequest, RowFilter, RowRange, RowSet};
+use crate::model::proto::{self, ReadRowsRequest, RowRange, RowSet};
 use crate::model::scan::Scan;
 use crate::wire::merge::MergedRow;
 
@@ -28,7 +29,7 @@ use crate::wire::merge::MergedRow;
 pub struct ReadRows {
     /// `None`: every row; a set: only its keys and ranges, none when empty.
     rows: Option<RowSet>,
-    filter: Option<RowFilter>,
+    filter: Option<proto::RowFilter>,
     limit: Limit,
     reversed: bool,
 }
@@ -50,10 +51,10 @@ impl ReadRows {
         Self::default()
     }
 
-    /// The rows of `set` (Bigtable's own row set: keys and ranges). An
-    /// empty set reads no row, and nothing is sent (on the wire an empty
-    /// set would read every row).
-    pub fn rows(set: RowSet) -> Self {
+    /// The rows of `set` (Bigtable's row set: keys and ranges). An empty
+    /// set reads no row, and nothing is sent (on the wire an empty set
+    /// would read every row).
+    pub(crate) fn rows(set: RowSet) -> Self {
         Self {
             rows: Some(set),
             ..Self::default()
@@ -90,9 +91,11 @@ impl ReadRows {
         self
     }
 
-    /// Only what `filter` lets through (cells, columns, versions, rows).
-    pub fn filter(mut self, filter: RowFilter) -> Self {
-        self.filter = Some(filter);
+    /// Only what `filter` lets through (cells, columns, versions, rows):
+    /// a [`RowFilter`], or a typed read's filter
+    /// ([`ReadFilter`](crate::data::ReadFilter)).
+    pub fn filter(mut self, filter: impl Into<RowFilter>) -> Self {
+        self.filter = Some(filter.into().into_wire());
         self
     }
 
@@ -147,7 +150,7 @@ impl ReadRows {
     /// Bigtable reads it: no row set, or an empty one, is every row; a
     /// `rows_limit` of zero, no limit; a negative one is refused when the
     /// read is made ([`Error::InvalidRowLimit`]).
-    pub fn from_proto(request: ReadRowsRequest) -> Self {
+    pub(crate) fn from_proto(request: ReadRowsRequest) -> Self {
         Self {
             rows: request
                 .rows
@@ -206,44 +209,8 @@ pub struct Row {
 }
 
 impl Row {
-    /// The row as `google.bigtable.v2.Row`: cells grouped by family, then
-    /// by column, in the order they came.
-    #[must_use]
-    pub fn into_proto(self) -> proto::Row {
-        let mut families: Vec<proto::Family> = Vec::new();
-        for cell in self.cells {
-            let family = match families.last_mut() {
-                Some(family) if family.name == cell.family => family,
-                _ => {
-                    families.push(proto::Family {
-                        name: cell.family,
-                        columns: Vec::new(),
-                    });
-                    families.last_mut().unwrap_or_else(|| unreachable!())
-                }
-            };
-            let proto_cell = proto::Cell {
-                timestamp_micros: cell.timestamp_micros,
-                value: cell.value,
-                labels: Vec::new(),
-            };
-            match family.columns.last_mut() {
-                Some(column) if column.qualifier == cell.qualifier => column.cells.push(proto_cell),
-                _ => family.columns.push(proto::Column {
-                    qualifier: cell.qualifier,
-                    cells: vec![proto_cell],
-                }),
-            }
-        }
-        proto::Row {
-            key: self.key,
-            families,
-        }
-    }
-
     /// The row `google.bigtable.v2.Row` holds, its cells in its order.
-    #[must_use]
-    pub fn from_proto(row: proto::Row) -> Self {
+    pub(crate) fn from_proto(row: proto::Row) -> Self {
         let cells = row
             .families
             .into_iter()
@@ -300,7 +267,34 @@ mod tests {
     }
 
     #[test]
-    fn a_row_groups_into_families_and_columns_and_back() {
+    fn a_row_of_families_and_columns_is_its_cells_in_order() {
+        let column = |qualifier: &str, cells: &[(i64, &str)]| proto::Column {
+            qualifier: qualifier.into(),
+            cells: cells
+                .iter()
+                .map(|&(ts, value)| proto::Cell {
+                    timestamp_micros: ts,
+                    value: value.into(),
+                    labels: Vec::new(),
+                })
+                .collect(),
+        };
+        let wire = proto::Row {
+            key: b"r".to_vec(),
+            families: vec![
+                proto::Family {
+                    name: "a".into(),
+                    columns: vec![
+                        column("q1", &[(2, "new"), (1, "old")]),
+                        column("q2", &[(1, "x")]),
+                    ],
+                },
+                proto::Family {
+                    name: "b".into(),
+                    columns: vec![column("q1", &[(1, "y")])],
+                },
+            ],
+        };
         let row = Row {
             key: b"r".to_vec(),
             cells: vec![
@@ -310,11 +304,7 @@ mod tests {
                 cell("b", "q1", 1, "y"),
             ],
         };
-        let proto = row.clone().into_proto();
-        assert_eq!(proto.families.len(), 2);
-        assert_eq!(proto.families[0].columns.len(), 2);
-        assert_eq!(proto.families[0].columns[0].cells.len(), 2);
-        assert_eq!(Row::from_proto(proto), row);
+        assert_eq!(Row::from_proto(wire), row);
     }
 
     #[test]
@@ -322,7 +312,7 @@ mod tests {
         let request = ReadRows::keys(["k"])
             .and_range("a"..="c")
             .and_range(..b"z".as_slice())
-            .filter(RowFilter::default())
+            .filter(RowFilter::pass_all())
             .limit(3)
             .reversed()
             .into_request("t".into())
