@@ -233,56 +233,19 @@ fn the_readme_s_write_cost_is_what_a_write_sends() {
     let now = bigtable_ttl::chrono::Utc::now();
     let s = || "v".to_owned();
     let n = 3;
-    let sent = [
-        mutations_of(
-            &Shared {
-                id: s(),
-                a: s(),
-                b: s(),
-                c: s(),
-            }
-            .mutation()
-            .build(now)
-            .unwrap(),
-        )
-        .len(),
-        mutations_of(
-            &Owned {
-                id: s(),
-                a: s(),
-                b: s(),
-                c: s(),
-            }
-            .mutation()
-            .build(now)
-            .unwrap(),
-        )
-        .len(),
-        mutations_of(
-            &SharedWritten {
-                id: s(),
-                a: s(),
-                b: s(),
-                c: s(),
-            }
-            .mutation()
-            .build(now)
-            .unwrap(),
-        )
-        .len(),
-        mutations_of(
-            &OwnedWritten {
-                id: s(),
-                a: s(),
-                b: s(),
-                c: s(),
-            }
-            .mutation()
-            .build(now)
-            .unwrap(),
-        )
-        .len(),
-    ];
+    // The same row through each of the four layouts.
+    macro_rules! sent {
+        ($($layout:ident),*) => {
+            [$(mutations_of(
+                &$layout { id: s(), a: s(), b: s(), c: s() }
+                    .mutation()
+                    .build(now)
+                    .unwrap(),
+            )
+            .len()),*]
+        };
+    }
+    let sent = sent!(Shared, Owned, SharedWritten, OwnedWritten);
     assert_eq!(sent, [2 * n + 2, n + 2, 2 * n + 2 + 2, n + 2 + 1]);
     let line = README
         .lines()

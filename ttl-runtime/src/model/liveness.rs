@@ -253,17 +253,7 @@ pub(crate) fn verdict(
 mod tests {
     use super::*;
     use crate::model::policy::Policy;
-    use crate::model::schema::{Column, MapColumn, WhenAbsent};
-
-    const fn column(qualifier: &'static str, when_absent: WhenAbsent) -> Column {
-        Column {
-            field: qualifier,
-            family: "f",
-            qualifier,
-            ttl: None,
-            when_absent,
-        }
-    }
+    use crate::model::schema::{test_column as column, Column, MapColumn, WhenAbsent};
 
     const fn schema(columns: &'static [Column], maps: &'static [MapColumn]) -> Schema {
         Schema {

@@ -247,3 +247,17 @@ impl Schema {
             .is_some_and(|s| s.family == family && s.qualifier.as_bytes() == qualifier)
     }
 }
+
+/// A column of family `f` whose field and qualifier are both `qualifier`,
+/// without a TTL of its own: the column the unit tests of the liveness rule
+/// and of the update planner build their schemas from.
+#[cfg(test)]
+pub(crate) const fn test_column(qualifier: &'static str, when_absent: WhenAbsent) -> Column {
+    Column {
+        field: qualifier,
+        family: "f",
+        qualifier,
+        ttl: None,
+        when_absent,
+    }
+}

@@ -565,18 +565,8 @@ mod answers {
     use crate::model::liveness::Verdict;
     use crate::model::policy::Policy;
     use crate::model::proto::mutation::Mutation as M;
-    use crate::model::schema::{Column, WhenAbsent};
+    use crate::model::schema::{test_column as column, Column, WhenAbsent};
     use proptest::prelude::*;
-
-    const fn column(qualifier: &'static str, when_absent: WhenAbsent) -> Column {
-        Column {
-            field: qualifier,
-            family: "f",
-            qualifier,
-            ttl: None,
-            when_absent,
-        }
-    }
 
     const fn schema(columns: &'static [Column], policy: Policy) -> Schema {
         Schema {
