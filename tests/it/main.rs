@@ -40,6 +40,7 @@ mod derive_schema;
 mod doc_claims;
 mod every_call_deadline;
 mod evolve;
+mod expiry_feed;
 mod field_types;
 mod hygiene;
 mod inflight_expiry;
