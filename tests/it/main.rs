@@ -60,6 +60,7 @@ mod raw_idempotence;
 mod raw_reads;
 mod raw_sql;
 mod readme;
+mod reaper;
 mod reliability_emulator_kill;
 mod reliability_faults;
 mod reliability_load;
