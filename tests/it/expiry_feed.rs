@@ -62,7 +62,7 @@ async fn setup() -> (Table<Lease>, DateTime<Utc>, BTreeMap<String, DateTime<Utc>
 }
 
 async fn feed(table: &Table<Lease>, window: ExpiryWindow) -> Vec<ops::ExpiredRow<Lease>> {
-    table.expired(window).try_collect().await.unwrap()
+    table.expired(&window).try_collect().await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -166,7 +166,7 @@ async fn a_window_reaching_past_now_is_refused_before_anything_is_read() {
     let now = table.clock().now();
     for (from, to) in [(t0, now + TimeDelta::seconds(1)), (now, t0)] {
         let err = table
-            .expired(ExpiryWindow::new(from, to))
+            .expired(&ExpiryWindow::new(from, to))
             .try_collect::<Vec<_>>()
             .await
             .unwrap_err();

@@ -240,7 +240,7 @@ impl<T: BigtableRow> Table<T> {
     /// use futures_util::TryStreamExt as _;
     ///
     /// let to = sessions.clock().now();
-    /// let mut gone = std::pin::pin!(sessions.expired(ExpiryWindow::new(to - TimeDelta::minutes(5), to)));
+    /// let mut gone = std::pin::pin!(sessions.expired(&ExpiryWindow::new(to - TimeDelta::minutes(5), to)));
     /// while let Some(row) = gone.try_next().await? {
     ///     println!("{} of {} ended at {} ({})", row.value.id, row.value.user, row.died_at, row.event_id);
     /// }
@@ -252,13 +252,13 @@ impl<T: BigtableRow> Table<T> {
     /// read; [`Error::Layout`]; [`Error::Server`]; [`Error::Decode`] for a
     /// row whose last values do not decode (skipped, counted and logged
     /// with `ReadOptions::with_skip_undecodable(true)`).
-    pub fn expired(&self, window: ExpiryWindow) -> impl Stream<Item = Result<ExpiredRow<T>>> {
+    pub fn expired(&self, window: &ExpiryWindow) -> impl Stream<Item = Result<ExpiredRow<T>>> {
         let now = self.clock().now();
         if let Err(e) = self.layout() {
             return futures_util::stream::iter([Err(e)]).left_stream();
         }
         let this = self.clone();
-        deaths(&self.raw(), Judge::Struct(T::SCHEMA), &window, now)
+        deaths(self.raw(), Judge::Struct(T::SCHEMA), window, now)
             .try_filter_map(move |(key, died_at, cells)| {
                 futures_util::future::ready(this.last_values(key, died_at, &cells))
             })

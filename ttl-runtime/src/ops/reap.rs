@@ -539,14 +539,12 @@ where
         progress.last_row_key = Some(key.clone());
         let plan = judge.plan(&cells, now, grace);
         if let Some(died_at) = plan.died_at() {
-            match subject.event(&key, died_at, &cells)? {
-                Some(event) => events.push(event),
+            let Some(event) = subject.event(&key, died_at, &cells)? else {
                 // Not decodable, and skipped: not deleted either.
-                None => {
-                    progress.rows_skipped_unsure += 1;
-                    continue;
-                }
-            }
+                progress.rows_skipped_unsure += 1;
+                continue;
+            };
+            events.push(event);
         }
         match plan {
             Plan::Keep(keep) => progress.count_kept(keep),
