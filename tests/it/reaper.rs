@@ -1,7 +1,7 @@
 //! The reaper (issue 42): `Table::reap` deletes what expired more than a
 //! grace period ago, dead rows whole and the expired cells of live rows,
-//! never a live cell nor a row written since it was read; `cbt` and
-//! Google's Python client stop seeing the expired data; the rows about to
+//! never a live cell nor a row written since it was read; `cbt` stops
+//! seeing the expired data; the rows about to
 //! die are handed over first, at least once. The families' garbage
 //! collection is set to 30 days, so that only the reaper removes what the
 //! struct's one-hour policy expired (as on Cloud Bigtable, whose
@@ -369,7 +369,9 @@ impl Rng {
         self.0 % n
     }
     fn millis(&mut self, from: i64, to: i64) -> TimeDelta {
-        TimeDelta::milliseconds(from + self.below((to - from) as u64) as i64)
+        TimeDelta::milliseconds(
+            from + i64::try_from(self.below(u64::try_from(to - from).unwrap())).unwrap(),
+        )
     }
 }
 
@@ -387,7 +389,7 @@ async fn writer(table: Table<Slot>, keys: Vec<String>, seed: u64, run: Duration)
     let mut n = 0;
     while started.elapsed() < run {
         n += 1;
-        let key = keys[rng.below(keys.len() as u64) as usize].clone();
+        let key = keys[usize::try_from(rng.below(keys.len() as u64)).unwrap()].clone();
         let now = Utc::now();
         let state = known.get(&key).cloned();
         let owner = format!("{key}-{n}");
@@ -421,7 +423,7 @@ async fn writer(table: Table<Slot>, keys: Vec<String>, seed: u64, run: Duration)
                 _ => {
                     let ttl = rng.millis(200, 3_000);
                     let name = format!("e{}", rng.below(3));
-                    let value = n as u32;
+                    let value = u32::try_from(n).unwrap();
                     let written = table
                         .put_entry(&key, Slot::MARKS, &name, &value, Expiry::Ttl(ttl))
                         .await
@@ -516,50 +518,6 @@ fn cbt_keys(table: &Table<Slot>) -> BTreeSet<String> {
         .collect()
 }
 
-/// A Python with Google's `google-cloud-bigtable`: the one
-/// `BIGTABLE_TTL_PYTHON` names, else the venv `bench/run.sh` makes, else
-/// `python3`, when it imports the client; `None` otherwise.
-fn python_client() -> Option<std::ffi::OsString> {
-    let venv = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/target/venv/bin/python");
-    let candidates = std::env::var_os("BIGTABLE_TTL_PYTHON")
-        .into_iter()
-        .chain([venv.into(), "python3".into()]);
-    for python in candidates {
-        let imports = std::process::Command::new(&python)
-            .args(["-c", "import google.cloud.bigtable"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if imports {
-            return Some(python);
-        }
-    }
-    None
-}
-
-/// The row keys Google's Python client reads from `table` with `python`.
-fn python_keys(python: &std::ffi::OsStr, table: &Table<Slot>) -> BTreeSet<String> {
-    let script = "import sys\n\
-        from google.cloud import bigtable\n\
-        client = bigtable.Client(project=sys.argv[1], admin=False)\n\
-        table = client.instance(sys.argv[2]).table(sys.argv[3])\n\
-        for row in table.read_rows():\n    print(row.row_key.decode())\n";
-    let conn = table.connection();
-    let out = std::process::Command::new(python)
-        .env("BIGTABLE_EMULATOR_HOST", support::emulator_host())
-        .args(["-c", script, conn.project(), conn.instance(), table.name()])
-        .output()
-        .expect("running Google's Python client");
-    assert!(
-        out.status.success(),
-        "the Python client failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
-
 /// Runs of the race, each on a fresh table with its own seed.
 const RACES: u64 = 5;
 
@@ -607,13 +565,6 @@ async fn race(seed: u64, run: Duration) -> (Table<Slot>, Vec<String>, u64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writers_re_times_and_inserts_racing_the_reaper_lose_no_live_row_or_cell() {
-    let python = python_client();
-    if python.is_none() {
-        eprintln!(
-            "NOTE: Google's Python client not found (set BIGTABLE_TTL_PYTHON to a Python \
-             with google-cloud-bigtable): only cbt checks what the reaper left"
-        );
-    }
     let base = u64::from(std::process::id()) | 1;
     let mut tables = Vec::new();
     let mut lost = Vec::new();
@@ -646,13 +597,6 @@ async fn writers_re_times_and_inserts_racing_the_reaper_lose_no_live_row_or_cell
         let done = reap_all(table, &ReapOptions::new().with_grace(Duration::ZERO)).await;
         assert!(done.rows_reaped > 0, "{done:?}");
         assert_eq!(cbt_keys(table), expected, "cbt sees only the live rows");
-        if let Some(python) = &python {
-            assert_eq!(
-                python_keys(python, table),
-                expected,
-                "Google's Python client sees only the live rows"
-            );
-        }
         for key in SURVIVORS {
             let row = table.get(&key.to_owned()).await.unwrap().expect("live");
             assert_eq!(row.owner, "stays");

@@ -28,6 +28,7 @@ use crate::target::Target;
 
 /// Delete what expired in a family more than a grace period ago.
 #[derive(Debug, Args)]
+#[allow(clippy::struct_excessive_bools)] // clap flags, as `migrate`'s
 pub(crate) struct ReapArgs {
     /// The table.
     table: String,
@@ -235,6 +236,7 @@ impl Events {
     }
 }
 
+#[allow(clippy::too_many_lines)] // one command's steps in order: open, resume, reap, report
 pub(crate) async fn exec(target: &Target, args: ReapArgs, out: &mut dyn Write) -> Fallible<i32> {
     let policy = parse_policy(&args.policy)?;
     let grace = parse_duration(&args.grace)

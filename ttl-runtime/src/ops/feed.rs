@@ -22,7 +22,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::{Stream, StreamExt as _, TryStreamExt as _};
 
 use crate::client::connection::Connection;
-use crate::client::data::{RawTable, ReadRows};
+use crate::client::data::{RawTable, ReadRows, RowFilter};
 use crate::client::table::Table;
 use crate::model::cell::{cell_ref, Cell};
 use crate::model::death::{event_id, Judge};
@@ -181,7 +181,7 @@ pub(crate) fn rows_of(
         _ => Bound::Included(part.start.clone()),
     };
     let end = part.end.clone().map_or(Bound::Unbounded, Bound::Excluded);
-    raw.read_rows(ReadRows::range((start, end)).filter(filter))
+    raw.read_rows(ReadRows::range((start, end)).filter(RowFilter::from_wire(filter)))
         .map_ok(|row| (row.key, row.cells))
         .right_stream()
 }

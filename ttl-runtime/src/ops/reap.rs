@@ -39,6 +39,7 @@ use futures_util::{StreamExt as _, TryStreamExt as _};
 use crate::client::conditional::Checked;
 use crate::client::connection::Connection;
 use crate::client::data::RawTable;
+use crate::client::data::{Entry, Mutation};
 use crate::client::table::Table;
 use crate::client::telemetry;
 use crate::model::cell::Cell;
@@ -47,7 +48,6 @@ use crate::model::condition::{unchanged, Pin};
 use crate::model::death::{range_deletes, Judge, Keep, Plan};
 use crate::model::error::{Error, FailedRow, Result};
 use crate::model::mutation::delete_owned;
-use crate::model::proto::mutate_rows_request::Entry;
 use crate::model::row::BigtableRow;
 use crate::model::row_cells::RowCells;
 
@@ -560,11 +560,10 @@ where
                     progress.rows_trimmed += 1;
                 }
                 progress.cells_reaped += n;
-                entries.push(Entry {
-                    row_key: key,
-                    mutations: range_deletes(&columns, before),
-                    ..Entry::default()
-                });
+                entries.push(Entry::new(
+                    key,
+                    own_mutations(range_deletes(&columns, before)),
+                ));
             }
             Plan::Cells {
                 columns,
@@ -573,11 +572,10 @@ where
             } => {
                 progress.rows_trimmed += 1;
                 progress.cells_reaped += n;
-                entries.push(Entry {
-                    row_key: key,
-                    mutations: range_deletes(&columns, before),
-                    ..Entry::default()
-                });
+                entries.push(Entry::new(
+                    key,
+                    own_mutations(range_deletes(&columns, before)),
+                ));
             }
             Plan::Conditional { .. } => doomed.push(Doomed { key, cells }),
         }
@@ -626,6 +624,12 @@ fn owned(judge: &Judge, cells: &[Cell]) -> u64 {
 ///
 /// # Errors
 /// [`Error::PartialWrite`]; [`Error::Server`].
+/// The deletes as the raw layer's own mutations (every one a
+/// `DeleteFromColumn`, which it holds).
+fn own_mutations(wire: Vec<crate::model::proto::Mutation>) -> Vec<Mutation> {
+    wire.into_iter().filter_map(Mutation::from_wire).collect()
+}
+
 async fn write_all(table: &RawTable, entries: Vec<Entry>) -> Result<()> {
     if entries.is_empty() {
         return Ok(());
