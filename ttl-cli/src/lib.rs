@@ -20,6 +20,7 @@
 
 mod chart;
 mod commands;
+mod events;
 mod files;
 mod output;
 mod shard;
@@ -32,8 +33,10 @@ use clap::{Parser, Subcommand};
 
 use commands::apply::ApplyArgs;
 use commands::audit::AuditArgs;
+use commands::expired::ExpiredArgs;
 use commands::inspect::InspectArgs;
 use commands::migrate::MigrateArgs;
+use commands::reap::ReapArgs;
 use output::Fallible;
 use target::Target;
 
@@ -49,8 +52,8 @@ pub mod exit {
     /// The policy would delete data: `audit` found cells it would delete,
     /// `apply` refused without `--force`.
     pub const WOULD_DELETE: i32 = 3;
-    /// `migrate` stopped before the end (`--stop-after`); resume it with
-    /// `--resume --checkpoint FILE`.
+    /// `migrate` or `reap` stopped before the end (`--stop-after`); resume
+    /// it with `--resume --checkpoint FILE`.
     pub const STOPPED: i32 = 4;
 }
 
@@ -61,7 +64,7 @@ pub mod exit {
 ///
 /// Exit status: 0 done (audit: nothing would be deleted), 1 error, 2 bad
 /// usage, 3 the policy would delete data (audit; apply refused), 4 migrate
-/// stopped before the end (resume it).
+/// or reap stopped before the end (resume it).
 #[derive(Debug, Parser)]
 #[command(name = "bigtable-ttl", version, about, long_about)]
 pub struct Cli {
@@ -97,6 +100,18 @@ enum Command {
     /// shard of the table with --shard I/N; --verify only counts, and
     /// --verify --merge combines the shards' --json reports.
     Migrate(MigrateArgs),
+    /// The expiry feed: the rows of a family that died within a window
+    /// (--from, --to), with their last cells, the instant each died and a
+    /// stable event id; --json prints one JSON line a row. One shard with
+    /// --shard I/N; --after KEY resumes after a row.
+    Expired(ExpiredArgs),
+    /// The reaper: delete what expired in a family more than --grace ago,
+    /// so that other readers (cbt, Google's clients, SQL, exports) stop
+    /// seeing it: dead rows whole, expired cells of live rows, never a
+    /// visible cell. --rate rows a second, --dry-run counts, --events
+    /// writes each dead row as a JSON line before deleting it. Resumable
+    /// (--checkpoint); one shard with --shard I/N.
+    Reap(ReapArgs),
 }
 
 /// Run the program with `args` (the first is the program name), in a new
@@ -167,6 +182,8 @@ impl Cli {
         let shard = match &self.command {
             Command::Audit(args) => Some(args.shard()),
             Command::Migrate(args) => Some(args.shard()),
+            Command::Expired(args) => Some(args.shard()),
+            Command::Reap(args) => Some(args.shard()),
             Command::Apply(_) | Command::Inspect(_) => None,
         };
         if let Some(Err(problem)) = shard.map(shard::ShardArgs::usage) {
@@ -183,6 +200,8 @@ async fn execute(cli: Cli, out: &mut dyn Write) -> Fallible<i32> {
         Command::Apply(args) => commands::apply::exec(&cli.target, args, out).await,
         Command::Inspect(args) => commands::inspect::exec(&cli.target, args, out).await,
         Command::Migrate(args) => commands::migrate::exec(&cli.target, args, out).await,
+        Command::Expired(args) => commands::expired::exec(&cli.target, args, out).await,
+        Command::Reap(args) => commands::reap::exec(&cli.target, args, out).await,
     }
 }
 

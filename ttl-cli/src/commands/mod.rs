@@ -2,5 +2,7 @@
 
 pub(crate) mod apply;
 pub(crate) mod audit;
+pub(crate) mod expired;
 pub(crate) mod inspect;
 pub(crate) mod migrate;
+pub(crate) mod reap;

@@ -358,7 +358,7 @@ pub(crate) fn table_id(path: &str) -> &str {
     path.rsplit_once('/').map_or(path, |(_, id)| id)
 }
 
-pub(crate) use record::{read, written};
+pub(crate) use record::{read, reaped, written};
 
 /// The metrics, through the facade; nothing at all without the feature.
 #[cfg(feature = "metrics")]
@@ -405,6 +405,28 @@ mod record {
             metrics::counter!(BYTES_WRITTEN, "table" => table.to_owned()).increment(bytes);
         }
     }
+
+    /// One page of the reaper on `table`: rows read, dead rows and cells
+    /// deleted, live rows left alone, and its rate so far (rows a second).
+    pub(crate) fn reaped(
+        table: &str,
+        scanned: u64,
+        rows: u64,
+        cells: u64,
+        skipped_live: u64,
+        rate: f64,
+    ) {
+        use crate::model::telemetry::{
+            REAP_CELLS_REAPED, REAP_RATE, REAP_ROWS_REAPED, REAP_ROWS_SCANNED,
+            REAP_ROWS_SKIPPED_LIVE,
+        };
+        metrics::counter!(REAP_ROWS_SCANNED, "table" => table.to_owned()).increment(scanned);
+        metrics::counter!(REAP_ROWS_REAPED, "table" => table.to_owned()).increment(rows);
+        metrics::counter!(REAP_CELLS_REAPED, "table" => table.to_owned()).increment(cells);
+        metrics::counter!(REAP_ROWS_SKIPPED_LIVE, "table" => table.to_owned())
+            .increment(skipped_live);
+        metrics::gauge!(REAP_RATE, "table" => table.to_owned()).set(rate);
+    }
 }
 
 #[cfg(not(feature = "metrics"))]
@@ -421,6 +443,8 @@ mod record {
     pub(crate) fn read(_: &str, _: u64, _: u64) {}
     #[inline(always)]
     pub(crate) fn written(_: &str, _: u64, _: u64) {}
+    #[inline(always)]
+    pub(crate) fn reaped(_: &str, _: u64, _: u64, _: u64, _: u64, _: f64) {}
 }
 
 #[cfg(test)]

@@ -532,6 +532,20 @@ pub enum Error {
         /// The range's end key.
         end: Vec<u8>,
     },
+    /// An expiry window (`Table::expired`, `ops::expired`) that is not a
+    /// span of the past: its start after its end, or its end after the
+    /// clock's now (rows dying later in it would be missed by the next
+    /// window, which starts at its end). Refused before anything is read.
+    #[non_exhaustive]
+    #[error("expiry window from {from} to {to} is not a span of the past (now is {now}): give from <= to <= now, and read the rest of the time in the next window")]
+    InvalidWindow {
+        /// Its start.
+        from: DateTime<Utc>,
+        /// Its end (exclusive).
+        to: DateTime<Utc>,
+        /// The clock's now.
+        now: DateTime<Utc>,
+    },
     /// A read's row limit that is not a number of rows: zero (which
     /// Bigtable's API would take as no limit at all) or negative. Refused
     /// before anything is sent.

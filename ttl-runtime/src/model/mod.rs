@@ -12,6 +12,7 @@ pub mod clock;
 pub mod codec;
 pub(crate) mod condition;
 pub(crate) mod counter;
+pub(crate) mod death;
 pub(crate) mod duration;
 pub(crate) mod entry;
 pub mod error;

@@ -14,8 +14,10 @@
 //! | [`RETRIES`] | counter | `table`, `operation` | retries (attempts after the first) |
 //! | [`ROWS_READ`], [`BYTES_READ`] | counters | `table` | rows read, their keys' and values' bytes |
 //! | [`ROWS_WRITTEN`], [`BYTES_WRITTEN`] | counters | `table` | rows Bigtable acknowledged, their mutations' encoded bytes |
+//! | [`REAP_ROWS_SCANNED`], [`REAP_ROWS_REAPED`], [`REAP_CELLS_REAPED`], [`REAP_ROWS_SKIPPED_LIVE`] | counters | `table` | the reaper's rows read, dead rows deleted, cells deleted, live rows left alone (`Table::reap`, `ops::reap`; with `dry_run`, what would go) |
+//! | [`REAP_RATE`] | gauge, rows a second | `table` | dead rows deleted a second by the reaper's run, since it started |
 //!
-//! `operation` is the [`crate::Table`] method (`put`, `put_all`, `delete`, `get`, `scan`, `stream`, `scan_parallel`, `writer`, `insert_if_absent`, `put_if`, `delete_if`, `update`, `retime` (and `set_ttl`, `shift_expiry`), `touch`, `increment`, `put_entry`, `remove_entry`, `entries` and `split_scan`;
+//! `operation` is the [`crate::Table`] method (`put`, `put_all`, `delete`, `get`, `scan`, `stream`, `scan_parallel`, `writer`, `insert_if_absent`, `put_if`, `delete_if`, `update`, `retime` (and `set_ttl`, `shift_expiry`), `touch`, `increment`, `put_entry`, `remove_entry`, `entries`, `split_scan` and `reap` (and `reap_with_events`);
 //! a stream is one operation from its first poll to its end, a bulk
 //! writer from `writer()` to `finish()`);
 //! `outcome` is `ok` or what ended the operation (a gRPC
@@ -43,3 +45,14 @@ pub const BYTES_READ: &str = "bigtable_ttl.bytes_read";
 pub const ROWS_WRITTEN: &str = "bigtable_ttl.rows_written";
 /// Counter of bytes written (encoded mutations).
 pub const BYTES_WRITTEN: &str = "bigtable_ttl.bytes_written";
+/// Counter of rows the reaper read.
+pub const REAP_ROWS_SCANNED: &str = "bigtable_ttl.reap.rows_scanned";
+/// Counter of dead rows the reaper deleted.
+pub const REAP_ROWS_REAPED: &str = "bigtable_ttl.reap.rows_reaped";
+/// Counter of cells the reaper deleted (dead rows' and live rows' expired
+/// ones).
+pub const REAP_CELLS_REAPED: &str = "bigtable_ttl.reap.cells_reaped";
+/// Counter of live rows the reaper read and left alone.
+pub const REAP_ROWS_SKIPPED_LIVE: &str = "bigtable_ttl.reap.rows_skipped_live";
+/// Gauge of the reaper's dead rows deleted a second, over its run.
+pub const REAP_RATE: &str = "bigtable_ttl.reap.rate";

@@ -23,6 +23,11 @@
 //! * `Table::add_markers`: give rows written without their struct's row
 //!   marker (by earlier versions or other programs) that marker, resumable
 //!   and sharded ([`MarkProgress`]);
+//! * `Table::expired` and [`expired()`]: the expiry feed, the rows that
+//!   died within a window of time with their last values ([`ExpiryWindow`]);
+//! * `Table::reap` and [`reap()`]: the reaper, deleting what expired more
+//!   than a grace period ago so that other readers stop seeing it,
+//!   resumable, sharded, rate-limited ([`ReapOptions`], [`ReapProgress`]);
 //! * [`Retime`]: extend or shorten one row's TTL in place, expire it now
 //!   (methods on [`crate::Table`]);
 //! * [`Update`]: set some fields of a live row, keeping its expiry or
@@ -40,9 +45,12 @@
 mod apply;
 mod audit;
 mod expiry;
+mod feed;
 mod inspect;
 mod markers;
 mod migrate;
+mod rate;
+mod reap;
 mod retime;
 mod scan;
 mod shard;
@@ -53,12 +61,14 @@ pub use crate::model::gc_rule::policy_from_rule;
 pub use apply::{apply, ApplyOutcome, ApplyRequest};
 pub use audit::{audit, Audit, AuditReport, AuditRequest};
 pub use expiry::{expiries, ExpiryHistogram, ExpiryRequest, FamilyExpiries, MAX_DAYS};
+pub use feed::{expired, ExpiredCells, ExpiredRow, ExpiryWindow, FamilyRows};
 pub use inspect::{inspect, CellReport, FamilyPolicy, InspectRequest, RowInspection};
 pub use markers::{MarkProgress, MarkStatus};
 pub use migrate::verify_part;
 pub use migrate::{
     migrate, verify, Checkpoint, MigratePlan, MigrateReport, MigrateStatus, RowExpiry, Verification,
 };
+pub use reap::{reap, ReapOptions, ReapProgress, ReapStatus};
 pub use retime::{Retime, Touched, RETIME_ROUNDS};
 pub use scan::ScanProgress;
 pub use shard::{
