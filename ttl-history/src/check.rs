@@ -522,6 +522,38 @@ mod tests {
         assert!(!check(&h).ok());
     }
 
+    /// From a CI run: an insert whose first round met a live value and
+    /// whose read after it found the value expired, so a second round
+    /// (sent later, judged then) applied. Another insert then found it.
+    /// Applied while the value was live at every instant of the call is
+    /// still a violation.
+    #[test]
+    fn an_insert_may_apply_in_a_later_round_once_the_holder_expired() {
+        let insert = |version, expires_ms: i64| Op::Insert {
+            reg: 0,
+            version,
+            expires: expires_ms * 1_000,
+        };
+        let h = |second_returned| {
+            history(vec![
+                write(0, 0, 5, insert(1, 100), Outcome::Applied),
+                write(1, 50, second_returned, insert(2, 900), Outcome::Applied),
+                write(
+                    2,
+                    second_returned + 10,
+                    second_returned + 20,
+                    insert(3, 900),
+                    Outcome::NotApplied(Some((2, 900_000))),
+                ),
+            ])
+        };
+        let later_round = h(150);
+        assert!(check(&later_round).ok(), "{:?}", check(&later_round));
+        let while_held = h(90);
+        let v = check(&while_held);
+        assert_eq!(v.violations.len(), 1, "{v:?}");
+    }
+
     #[test]
     fn counters_count_each_acknowledged_increment_once() {
         let inc = |client, at, value| {

@@ -1,14 +1,15 @@
 //! The sequential model of a compare-and-set register that expires: a
 //! version and its expiry, or nothing. Each call judges liveness at the
-//! one instant the library judges it at, on the caller's clock (the true
-//! time plus its skew), while the state it sees or changes is the
-//! server's at the instant it takes effect: a read and an insert at their
-//! invocation (a read's "now" is taken when it starts; an insert is judged
-//! when it is sent), a `put_if` and a retime at their invocation plus the
-//! write's horizon (they ask for the value live until the latest instant
-//! they may land). A request the network holds past that instant still
-//! lands when it arrives (the guide says so): the model lets it, as the
-//! server does.
+//! instant the library judges it at, on the caller's clock (the true time
+//! plus its skew), while the state it sees or changes is the server's at
+//! the instant it takes effect: a read at its invocation (its "now" is
+//! taken when it starts); an insert when a round is sent (the first at
+//! the invocation, a later round later: a row that expired in between no
+//! longer holds the key); a `put_if` and a retime at their invocation
+//! plus the write's horizon (they ask for the value live until the latest
+//! instant they may land). A request the network holds past that instant
+//! still lands when it arrives (the guide says so): the model lets it, as
+//! the server does.
 
 use crate::history::{Call, Op, Outcome};
 use crate::lin::{Entry, Model};
@@ -84,18 +85,26 @@ impl Model for Registers {
                 },
                 outcome,
             ) => {
-                let inserted = (from, Some((*version, *expires)));
-                let absent = !live(state, first) || collected;
+                // Each round of an insert takes its own instant: a row
+                // live at the invocation may have expired before a later
+                // round (the first round met it, the read after found it
+                // gone) and that round's insert applies. The earliest
+                // instant the state is absent is where it may take effect.
+                let absent_from = if collected || !live(state, from + call.skew) {
+                    Some(from)
+                } else {
+                    state.map(|(_, expires)| expires - call.skew)
+                };
+                let inserted = absent_from.map(|at| (at, Some((*version, *expires))));
+                let found_live = live(state, first) && !collected;
                 match outcome {
-                    Outcome::Applied if absent => ways.push(inserted),
-                    Outcome::NotApplied(Some(found)) if !absent && *state == Some(*found) => {
+                    Outcome::Applied => ways.extend(inserted),
+                    Outcome::NotApplied(Some(found)) if found_live && *state == Some(*found) => {
                         ways.push(same);
                     }
                     _ if unknown => {
                         ways.push(same);
-                        if absent {
-                            ways.push(inserted);
-                        }
+                        ways.extend(inserted);
                     }
                     _ => {}
                 }
