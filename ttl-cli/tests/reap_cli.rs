@@ -291,3 +291,59 @@ async fn reap_dry_run_deletes_nothing_and_a_resumed_run_reaps_each_dead_row_once
     assert_eq!(ids.len(), 6, "one event id a death: {written:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A scheduled reaper (a checkpoint kept on a volume and
+/// `--resume-if-present`, what `examples/ops/reap-cronjob.yaml` runs): the
+/// run after a finished pass starts a new one, so a row that died since,
+/// keyed before the last pass's last row, goes too.
+#[tokio::test]
+async fn a_scheduled_reaper_starts_a_new_pass_after_a_finished_one() {
+    let table = feed_table().await;
+    let conn = table.connection().clone();
+    let t = now();
+    let raw = table.raw();
+    let expired = micros(t - TimeDelta::hours(2));
+    for key in ["b-dead", "z-dead"] {
+        raw_set(raw, key, "f", b"v", expired, b"gone").await;
+    }
+    raw_set(raw, "m-live", "f", b"v", micros(t), b"here").await;
+    let dir = std::env::temp_dir().join(format!(
+        "reap-cron-{}-{}",
+        std::process::id(),
+        conn.instance()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cp = dir.join("cp.json");
+    let run = [
+        "reap",
+        "feed",
+        "--family",
+        "f",
+        "--policy",
+        "default=1h",
+        "--checkpoint",
+        cp.to_str().unwrap(),
+        "--resume-if-present",
+        "--json",
+    ];
+    let (code, out, err) = cli(&conn, &run).await;
+    assert_eq!(code, exit::OK, "{err}");
+    let first: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (&first["rows_reaped"], &first["status"]),
+        (&2.into(), &"done".into()),
+        "{first}"
+    );
+
+    raw_set(raw, "a-dead", "f", b"v", expired, b"gone").await;
+    let (code, out, err) = cli(&conn, &run).await;
+    assert_eq!(code, exit::OK, "{err}");
+    let next: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(next["rows_reaped"], 1, "a pass of its own: {next}");
+    assert_eq!(
+        cbt_keys(&conn),
+        BTreeSet::from(["m-live".to_owned()]),
+        "the row that died since is gone too"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
