@@ -63,7 +63,8 @@ pub(crate) struct ReapArgs {
     #[arg(long, requires = "checkpoint")]
     resume: bool,
     /// Resume when --checkpoint exists, else start: what a job restarted
-    /// by its scheduler runs.
+    /// by its scheduler runs. A checkpoint of a pass that finished starts
+    /// a new pass over the whole part (what a CronJob runs each time).
     #[arg(long, requires = "checkpoint", conflicts_with = "resume")]
     resume_if_present: bool,
     #[command(flatten)]
@@ -144,11 +145,19 @@ impl Run<'_> {
         }
     }
 
+    /// Whether the checkpoint at `path` is of a pass that finished.
+    fn finished(path: &Path) -> Fallible<bool> {
+        Ok(Self::saved(path)?.status == "done")
+    }
+
+    fn saved(path: &Path) -> Fallible<ReapFile> {
+        let text = files::read_capped("checkpoint", path, REPORT_MAX_BYTES)?;
+        Ok(serde_json::from_str(&text).map_err(|e| FileError::invalid("checkpoint", path, e))?)
+    }
+
     /// The progress saved at `path` by a run like this one.
     fn read(&self, path: &Path) -> Fallible<ReapProgress> {
-        let text = files::read_capped("checkpoint", path, REPORT_MAX_BYTES)?;
-        let saved: ReapFile =
-            serde_json::from_str(&text).map_err(|e| FileError::invalid("checkpoint", path, e))?;
+        let saved = Self::saved(path)?;
         let ours = self.file(&ReapProgress::default(), "running");
         let fields = [
             ("table", saved.table == ours.table),
@@ -263,6 +272,9 @@ pub(crate) async fn exec(target: &Target, args: ReapArgs, out: &mut dyn Write) -
     };
     let resume = match (&args.checkpoint, args.resume, args.resume_if_present) {
         (Some(path), true, _) => Some(run.read(path)?),
+        // A scheduled reaper's next pass: every run judges at its own now,
+        // so rows before the last pass's last key die again.
+        (Some(path), _, true) if path.exists() && Run::finished(path)? => None,
         (Some(path), _, true) if path.exists() => Some(run.read(path)?),
         (Some(path), false, false) if path.exists() => {
             return Err(format!(
