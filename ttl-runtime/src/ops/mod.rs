@@ -46,6 +46,8 @@ mod apply;
 mod audit;
 mod expiry;
 mod feed;
+#[cfg(feature = "serde")]
+mod files;
 mod inspect;
 mod markers;
 mod migrate;
