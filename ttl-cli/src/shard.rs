@@ -243,6 +243,11 @@ mod tests {
     }
 
     #[test]
+    fn cuts_of_this_version_read_back_whole() {
+        crate::files::reads_back_whole::<CutFile>("cut.json");
+    }
+
+    #[test]
     fn parts_cover_in_any_order() {
         let parts = ops::cut(&[b"m\xff".to_vec(), b"t".to_vec()], 3);
         let reports: Vec<&Part> = parts.iter().rev().collect();

@@ -190,3 +190,13 @@ pub(crate) fn verdict(report: &AuditReport) -> String {
         format!("applying {spec} would delete nothing")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_of_this_version_read_back_whole() {
+        crate::files::reads_back_whole::<AuditReport>("audit-report.json");
+    }
+}

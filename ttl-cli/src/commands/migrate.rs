@@ -558,6 +558,12 @@ fn print_migrated(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn checkpoints_and_reports_of_this_version_read_back_whole() {
+        crate::files::reads_back_whole::<CheckpointFile>("migrate-checkpoint.json");
+        crate::files::reads_back_whole::<MigrateJson>("migrate-report.json");
+    }
     use bigtable_ttl_runtime::Policy;
 
     #[test]

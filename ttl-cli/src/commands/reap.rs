@@ -356,3 +356,13 @@ fn print_reaped(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checkpoints_of_this_version_read_back_whole() {
+        crate::files::reads_back_whole::<ReapFile>("reap-checkpoint.json");
+    }
+}
