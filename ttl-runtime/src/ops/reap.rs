@@ -143,11 +143,11 @@ impl ReapOptions {
 /// totals across resumed runs), in which part of the key space. With
 /// [`ReapOptions::dry_run`], what it would have done.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct ReapProgress {
-    /// The part of the key space this run covers.
-    pub part: Part,
     /// The last row done; resume after it. `None`: from the start.
+    #[cfg_attr(feature = "serde", serde(flatten, with = "super::files::last_row_key"))]
     pub last_row_key: Option<Vec<u8>>,
     /// Rows read (only rows holding an expired cell are sent).
     pub rows_scanned: u64,
@@ -171,6 +171,18 @@ pub struct ReapProgress {
     pub rows_skipped_unsure: u64,
     /// Another struct's rows: left alone.
     pub rows_skipped_other: u64,
+    /// The part of the key space this run covers. In a file, `shard`,
+    /// absent for the whole table.
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            rename = "shard",
+            default,
+            skip_serializing_if = "Part::is_whole",
+            deserialize_with = "super::files::shard::deserialize"
+        )
+    )]
+    pub part: Part,
 }
 
 impl ReapProgress {

@@ -93,6 +93,11 @@ pub(crate) fn add(a: u64, b: u64, what: &'static str) -> std::result::Result<u64
 /// assert_eq!((whole.index, whole.count), (0, 1));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(into = "super::files::PartFile", try_from = "super::files::PartFile")
+)]
 #[non_exhaustive]
 pub struct Part {
     /// Which part (from 0).

@@ -10,9 +10,9 @@ use bigtable_ttl_cli::Cli;
 use clap::Parser as _;
 use saphyr::{LoadableYamlNode, Yaml};
 
-const MIGRATE_JOB: &str = include_str!("../../examples/ops/migrate-job.yaml");
-const MERGE_JOB: &str = include_str!("../../examples/ops/merge-job.yaml");
-const REAP_CRONJOB: &str = include_str!("../../examples/ops/reap-cronjob.yaml");
+const MIGRATE_JOB: &str = include_str!("../../../examples/ops/migrate-job.yaml");
+const MERGE_JOB: &str = include_str!("../../../examples/ops/merge-job.yaml");
+const REAP_CRONJOB: &str = include_str!("../../../examples/ops/reap-cronjob.yaml");
 
 fn documents(text: &str) -> Vec<Yaml<'_>> {
     Yaml::load_from_str(text).unwrap_or_else(|e| panic!("not YAML: {e}"))

@@ -4,8 +4,7 @@
 //! against `cbt`, and migrate interrupted half-way and resumed. Each test
 //! runs on its own instance of the shared emulator.
 
-#[path = "../../tests/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

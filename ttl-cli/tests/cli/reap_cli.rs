@@ -8,8 +8,7 @@
 //! family's garbage collection keeps 30 days, so that only the reaper
 //! removes what the one-hour policy expired.
 
-#[path = "../../tests/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 
