@@ -157,7 +157,7 @@ mod tests {
 
     #[test]
     fn parts_round_trip_with_keys_in_hex_and_text() {
-        let parts = super::super::cut(&[b"m\xff".to_vec(), b"t".to_vec()], 3);
+        let parts = crate::ops::shard::cut(&[b"m\xff".to_vec(), b"t".to_vec()], 3);
         for part in &parts {
             let text = serde_json::to_string(part).unwrap();
             assert_eq!(&serde_json::from_str::<Part>(&text).unwrap(), part);
