@@ -8,15 +8,16 @@
 //! family's garbage collection keeps 30 days, so that only the reaper
 //! removes what the one-hour policy expired.
 
+use crate::cli;
 use crate::support;
 
 use std::collections::BTreeSet;
 
 use bigtable_ttl::{BigtableRow, Clock, Connection, Table};
-use bigtable_ttl_cli::{exit, run_with};
+use bigtable_ttl_cli::exit;
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::Value;
-use support::{cbt, emulator_host, raw_set};
+use support::{cbt, raw_set};
 
 /// The table and its family `f`, collected after 30 days.
 #[derive(BigtableRow)]
@@ -26,28 +27,6 @@ struct Feed {
     #[bigtable(key)]
     id: String,
     v: String,
-}
-
-/// Run `bigtable-ttl ARGS…` against `conn`'s instance; (status, stdout, stderr).
-async fn cli(conn: &Connection, args: &[&str]) -> (i32, String, String) {
-    let host = emulator_host();
-    let mut argv = vec![
-        "bigtable-ttl",
-        "--project",
-        conn.project(),
-        "--instance",
-        conn.instance(),
-        "--emulator-host",
-        &host,
-    ];
-    argv.extend_from_slice(args);
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = run_with(argv, &mut out, &mut err).await;
-    (
-        code,
-        String::from_utf8(out).unwrap(),
-        String::from_utf8(err).unwrap(),
-    )
 }
 
 fn lines(text: &str) -> Vec<Value> {
