@@ -546,9 +546,12 @@ where
     let mut entries = Vec::new();
     let mut doomed = Vec::new();
     let mut events = Vec::new();
+    // The page's last key, once, rather than a copy of every key.
+    if let Some((last, _)) = page.last() {
+        progress.last_row_key = Some(last.clone());
+    }
     for (key, cells) in page {
         progress.rows_scanned += 1;
-        progress.last_row_key = Some(key.clone());
         let plan = judge.plan(&cells, now, grace);
         if let Some(died_at) = plan.died_at() {
             let Some(event) = subject.event(&key, died_at, &cells)? else {
@@ -631,17 +634,17 @@ fn owned(judge: &Judge, cells: &[Cell]) -> u64 {
     cells.iter().filter(|c| judge.owns(c)).count() as u64
 }
 
-/// Write `entries` through `MutateRows` (each retried when idempotent, as
-/// time-ranged deletes are), every row not surely written named.
-///
-/// # Errors
-/// [`Error::PartialWrite`]; [`Error::Server`].
 /// The deletes as the raw layer's own mutations (every one a
 /// `DeleteFromColumn`, which it holds).
 fn own_mutations(wire: Vec<crate::model::proto::Mutation>) -> Vec<Mutation> {
     wire.into_iter().filter_map(Mutation::from_wire).collect()
 }
 
+/// Write `entries` through `MutateRows` (each retried when idempotent, as
+/// time-ranged deletes are), every row not surely written named.
+///
+/// # Errors
+/// [`Error::PartialWrite`]; [`Error::Server`].
 async fn write_all(table: &RawTable, entries: Vec<Entry>) -> Result<()> {
     if entries.is_empty() {
         return Ok(());
