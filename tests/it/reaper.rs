@@ -286,6 +286,61 @@ async fn the_rows_about_to_die_are_handed_over_before_they_are_deleted() {
     assert!(stored_cells(&table, "dead").await.is_empty());
 }
 
+/// A dead row whose last values no longer decode (another program wrote
+/// bytes that are not UTF-8 over its `owner`): with events, the reaper
+/// names it and deletes nothing, since it cannot hand it over; without,
+/// it decodes nothing and the row goes like any dead row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_row_that_no_longer_decodes_goes_unless_events_are_wanted() {
+    let t0 = DateTime::from_timestamp_millis(Utc::now().timestamp_millis()).unwrap();
+    let clock = Clock::manual(t0);
+    let table = reap_table(&clock).await;
+    table
+        .put_with(
+            slot("garbled", "ann")
+                .mutation()
+                .ttl(TimeDelta::minutes(10)),
+        )
+        .await
+        .unwrap();
+    let owner = stored_cells(&table, "garbled")
+        .await
+        .into_iter()
+        .find(|c| c.qualifier == b"owner")
+        .expect("the owner cell");
+    raw_set(
+        table.raw(),
+        "garbled",
+        "s",
+        b"owner",
+        owner.timestamp_micros,
+        b"\xff\xfe",
+    )
+    .await;
+    clock.set(t0 + TimeDelta::minutes(20));
+    let options = ReapOptions::new().with_grace(Duration::from_secs(60));
+    let with_events = table
+        .reap_with_events(
+            &options,
+            None,
+            |_| async { ControlFlow::Continue(()) },
+            |_| ControlFlow::Continue(()),
+        )
+        .await;
+    assert!(
+        matches!(with_events, Err(bigtable_ttl::Error::Decode { .. })),
+        "{with_events:?}"
+    );
+    assert!(!stored_cells(&table, "garbled").await.is_empty(), "kept");
+    let done = reap_all(&table, &options).await;
+    assert_eq!(
+        (done.rows_reaped, done.rows_skipped_unsure),
+        (1, 0),
+        "{done:?}"
+    );
+    assert!(stored_cells(&table, "garbled").await.is_empty(), "gone");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_row_written_between_the_reapers_read_and_its_deletes_keeps_all_it_holds() {
     let t0 = DateTime::from_timestamp_millis(Utc::now().timestamp_millis()).unwrap();

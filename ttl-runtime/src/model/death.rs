@@ -42,15 +42,15 @@
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::model::cell::Cell;
+use crate::model::entry::{EntryEncoder, PendingEntry};
 use crate::model::filter::{chain, filter, one_column, only_family};
 use crate::model::liveness::{marker_row_ts, verdict, Marker, Newest, Verdict};
 use crate::model::policy::{from_micros, Policy, MICROS_PER_MILLI};
 use crate::model::proto::{
     column_range::{EndQualifier, StartQualifier},
-    mutation,
     row_filter::{Condition, Filter, Interleave},
     value_range::{EndValue, StartValue},
-    ColumnRange, Mutation, RowFilter, TimestampRange, ValueRange,
+    ColumnRange, RowFilter, TimestampRange, ValueRange,
 };
 use crate::model::schema::{Schema, ROW_MARKER_PREFIX};
 
@@ -89,9 +89,13 @@ pub(crate) enum Keep {
     Unsure,
 }
 
+/// A column of a row as read, `(family, qualifier)`, borrowed from its
+/// cells.
+pub(crate) type ColumnRef<'c> = (&'c str, &'c [u8]);
+
 /// What to do with one row (see the module doc).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Plan {
+pub(crate) enum Plan<'c> {
     /// Keep every cell.
     Keep(Keep),
     /// Every cell of the judge's expired before `before`: delete them by
@@ -99,8 +103,8 @@ pub(crate) enum Plan {
     Whole {
         /// When the row died.
         died_at: Option<DateTime<Utc>>,
-        /// Its columns, `(family, qualifier)`.
-        columns: Vec<(String, Vec<u8>)>,
+        /// Its columns.
+        columns: Vec<ColumnRef<'c>>,
         /// The cut-off (exclusive end of the time ranges).
         before: i64,
         /// Cells deleted.
@@ -108,8 +112,8 @@ pub(crate) enum Plan {
     },
     /// A live row's cells that expired before `before`, by time range.
     Cells {
-        /// The columns holding them, `(family, qualifier)`.
-        columns: Vec<(String, Vec<u8>)>,
+        /// The columns holding them.
+        columns: Vec<ColumnRef<'c>>,
         /// The cut-off.
         before: i64,
         /// Cells deleted.
@@ -123,7 +127,7 @@ pub(crate) enum Plan {
     },
 }
 
-impl Plan {
+impl Plan<'_> {
     /// When the row died, for the plans that delete a dead row.
     pub(crate) fn died_at(&self) -> Option<DateTime<Utc>> {
         match self {
@@ -196,18 +200,27 @@ impl Judge {
     /// What may be deleted of the row stored as `cells` (every version of
     /// the judge's families, expired or not) at `now`, keeping whatever
     /// expired less than `grace` ago.
-    pub(crate) fn plan(&self, cells: &[Cell], now: DateTime<Utc>, grace: TimeDelta) -> Plan {
+    pub(crate) fn plan<'c>(
+        &self,
+        cells: &'c [Cell],
+        now: DateTime<Utc>,
+        grace: TimeDelta,
+    ) -> Plan<'c> {
         let policy = self.policy();
         let before = cutoff(policy, now, grace);
-        let owned: Vec<&Cell> = cells.iter().filter(|c| self.owns(c)).collect();
+        // Sized once (a collect through `filter` grows cell by cell).
+        let mut owned: Vec<&Cell> = Vec::with_capacity(cells.len());
+        owned.extend(cells.iter().filter(|c| self.owns(c)));
         if owned.is_empty() {
             return Plan::Keep(Keep::Nothing);
         }
-        let expired: Vec<&Cell> = owned
-            .iter()
-            .copied()
-            .filter(|c| c.timestamp_micros < before)
-            .collect();
+        let mut expired: Vec<&Cell> = Vec::with_capacity(owned.len());
+        expired.extend(
+            owned
+                .iter()
+                .copied()
+                .filter(|c| c.timestamp_micros < before),
+        );
         if expired.len() == owned.len() {
             // Nothing of it is visible at `now - grace`, nor can become so.
             return Plan::Whole {
@@ -217,7 +230,7 @@ impl Judge {
                 cells: owned.len() as u64,
             };
         }
-        let cells_plan = |expired: &[&Cell]| {
+        let cells_plan = |expired: &[&'c Cell]| -> Plan<'c> {
             if expired.is_empty() {
                 Plan::Keep(Keep::Live)
             } else {
@@ -357,26 +370,28 @@ impl Judge {
     }
 }
 
-/// `DeleteFromColumn` of each of `columns`, of the cells whose timestamp is
-/// below `before` only: the cells that had expired at the cut-off, never
-/// one written since or still visible.
-#[must_use]
-pub(crate) fn range_deletes(columns: &[(String, Vec<u8>)], before: i64) -> Vec<Mutation> {
-    columns
-        .iter()
-        .map(|(family, qualifier)| Mutation {
-            mutation: Some(mutation::Mutation::DeleteFromColumn(
-                mutation::DeleteFromColumn {
-                    family_name: family.clone(),
-                    column_qualifier: qualifier.clone(),
-                    time_range: Some(TimestampRange {
-                        start_timestamp_micros: 0,
-                        end_timestamp_micros: before,
-                    }),
-                },
-            )),
-        })
-        .collect()
+/// Row `key`'s `DeleteFromColumn` of each of `columns`, of the cells
+/// whose timestamp is below `before` only (the cells that had expired at
+/// the cut-off, never one written since or still visible), written at the
+/// end of `out` as one entry of a `MutateRowsRequest`: no `Mutation` value
+/// is built, kept or freed.
+pub(crate) fn encode_range_deletes(
+    out: &mut Vec<u8>,
+    key: &[u8],
+    columns: &[ColumnRef<'_>],
+    before: i64,
+) {
+    let mut entry = PendingEntry::begin(out, key);
+    let mut unused = Vec::new();
+    let mut encoder = EntryEncoder {
+        out,
+        staged: &mut unused,
+        entry: &mut entry,
+    };
+    for (family, qualifier) in columns {
+        encoder.delete_column_in(family, qualifier, Some((0, before)));
+    }
+    entry.finish(out);
 }
 
 /// The stable id of the death of row `key` of `table` at `died_at`: 32 hex
@@ -409,11 +424,13 @@ fn or(mut filters: Vec<RowFilter>) -> RowFilter {
 }
 
 /// The distinct `(family, qualifier)` of `cells`, in order.
-fn columns_of(cells: &[&Cell]) -> Vec<(String, Vec<u8>)> {
-    let mut columns: Vec<(String, Vec<u8>)> = cells
-        .iter()
-        .map(|c| (c.family.clone(), c.qualifier.clone()))
-        .collect();
+fn columns_of<'c>(cells: &[&'c Cell]) -> Vec<ColumnRef<'c>> {
+    let mut columns: Vec<ColumnRef<'c>> = Vec::with_capacity(cells.len());
+    columns.extend(
+        cells
+            .iter()
+            .map(|c| (c.family.as_str(), c.qualifier.as_slice())),
+    );
     columns.sort();
     columns.dedup();
     columns
@@ -441,7 +458,17 @@ fn its_row_is_another_structs(schema: &Schema, cells: &[Cell], now: DateTime<Utc
 /// typed reader reduces them.
 pub(crate) fn struct_verdict(schema: &Schema, cells: &[Cell], at: DateTime<Utc>) -> Verdict {
     let visibility = schema.policy.visibility(at);
-    let mut columns: Vec<Option<i64>> = vec![None; schema.columns.len()];
+    // The newest visible timestamp of each column: on the stack for the
+    // structs most have (a reaper judges every row it reads two or three
+    // times).
+    let mut on_stack = [None; 32];
+    let mut on_heap;
+    let columns: &mut [Option<i64>] = if let Some(c) = on_stack.get_mut(..schema.columns.len()) {
+        c
+    } else {
+        on_heap = vec![None; schema.columns.len()];
+        &mut on_heap
+    };
     let mut newest = Newest::default();
     let mut marker: Option<&Cell> = None;
     for cell in cells {
@@ -489,23 +516,25 @@ fn struct_died_at(schema: &Schema, cells: &[Cell], now: DateTime<Utc>) -> Option
     };
     let policy = schema.policy;
     let now_micros = now.timestamp_micros();
-    let mut instants: Vec<i64> = cells
-        .iter()
-        .flat_map(|c| {
-            let own = policy.expiry_micros(c.timestamp_micros).ok();
-            let carried = schema
-                .is_marker(&c.family, &c.qualifier)
-                .then(|| {
-                    policy
-                        .expiry_micros(marker_row_ts(c.timestamp_micros, &c.value))
-                        .ok()
-                })
-                .flatten();
+    // Sized once: a collect through `flat_map` grows it cell by cell.
+    let mut instants: Vec<i64> = Vec::with_capacity(cells.len() + 1);
+    for c in cells {
+        let own = policy.expiry_micros(c.timestamp_micros).ok();
+        let carried = schema
+            .is_marker(&c.family, &c.qualifier)
+            .then(|| {
+                policy
+                    .expiry_micros(marker_row_ts(c.timestamp_micros, &c.value))
+                    .ok()
+            })
+            .flatten();
+        instants.extend(
             [own, carried]
-        })
-        .flatten()
-        .filter(|&at| at <= now_micros)
-        .collect();
+                .into_iter()
+                .flatten()
+                .filter(|&at| at <= now_micros),
+        );
+    }
     instants.sort_unstable();
     instants.dedup();
     let millisecond = TimeDelta::milliseconds(1);
@@ -676,11 +705,7 @@ mod tests {
         assert_eq!(n, 3);
         assert_eq!(
             columns,
-            vec![
-                ("f".to_owned(), b"a".to_vec()),
-                ("f".to_owned(), b"o".to_vec()),
-                ("m".to_owned(), b"k1".to_vec())
-            ]
+            vec![("f", &b"a"[..]), ("f", &b"o"[..]), ("m", &b"k1"[..])]
         );
         assert!(cells
             .iter()
@@ -728,7 +753,7 @@ mod tests {
         else {
             panic!()
         };
-        assert_eq!(columns, vec![("f".to_owned(), b"y".to_vec())]);
+        assert_eq!(columns, vec![("f", &b"y"[..])]);
         assert_eq!(
             family.plan(&plain, at(15_000), TimeDelta::zero()),
             Plan::Keep(Keep::Unsure)

@@ -32,6 +32,11 @@ const FAMILY_NAME: u8 = key(1, LEN);
 const QUALIFIER: u8 = key(2, LEN);
 const TIMESTAMP: u8 = key(3, VARINT);
 const VALUE: u8 = key(4, LEN);
+/// `DeleteFromColumn.time_range`, and `TimestampRange`'s
+/// `start_timestamp_micros` and `end_timestamp_micros`.
+const TIME_RANGE: u8 = key(3, LEN);
+const RANGE_START: u8 = key(1, VARINT);
+const RANGE_END: u8 = key(2, VARINT);
 
 /// The bytes a length prefix takes while an entry is written: its length
 /// is known only at the end, when the prefix is fixed up (two bytes hold
@@ -76,6 +81,28 @@ fn put_bytes_field(out: &mut Vec<u8>, key: u8, bytes: &[u8]) {
         out.push(key);
         put_varint(out, bytes.len() as u64);
         out.extend_from_slice(bytes);
+    }
+}
+
+/// An `int64` field's length, key included; nothing for 0 (proto3 leaves
+/// it out). A negative one is a varint of its two's complement (ten
+/// bytes), as prost writes it.
+#[inline]
+#[allow(clippy::cast_sign_loss)]
+fn int_field_len(n: i64) -> usize {
+    if n == 0 {
+        0
+    } else {
+        1 + varint_len(n as u64)
+    }
+}
+
+#[inline]
+#[allow(clippy::cast_sign_loss)]
+fn put_int_field(out: &mut Vec<u8>, key: u8, n: i64) {
+    if n != 0 {
+        out.push(key);
+        put_varint(out, n as u64);
     }
 }
 
@@ -187,10 +214,32 @@ impl EntryEncoder<'_> {
     /// `Mutation { delete_from_column { family_name, column_qualifier } }`.
     #[inline]
     pub(crate) fn delete_column(&mut self, family: &str, qualifier: &[u8]) {
-        let body = bytes_field_len(family.len()) + bytes_field_len(qualifier.len());
+        self.delete_column_in(family, qualifier, None);
+    }
+
+    /// `Mutation { delete_from_column { family_name, column_qualifier,
+    /// time_range } }`: with `range`, only the cells whose timestamp is in
+    /// `[start, end)` (the reaper's conditional-by-range deletes).
+    #[inline]
+    pub(crate) fn delete_column_in(
+        &mut self,
+        family: &str,
+        qualifier: &[u8],
+        range: Option<(i64, i64)>,
+    ) {
+        let range_len = range.map(|(start, end)| int_field_len(start) + int_field_len(end));
+        let body = bytes_field_len(family.len())
+            + bytes_field_len(qualifier.len())
+            + range_len.map_or(0, |len| 1 + varint_len(len as u64) + len);
         self.mutation(DELETE_FROM_COLUMN, body);
         put_bytes_field(self.out, FAMILY_NAME, family.as_bytes());
         put_bytes_field(self.out, QUALIFIER, qualifier);
+        if let (Some((start, end)), Some(len)) = (range, range_len) {
+            // A message field is written even when empty (both ends 0).
+            put_message_header(self.out, TIME_RANGE, len);
+            put_int_field(self.out, RANGE_START, start);
+            put_int_field(self.out, RANGE_END, end);
+        }
     }
 
     /// `Mutation { delete_from_family { family_name } }`.
@@ -276,6 +325,19 @@ mod tests {
         }))
     }
 
+    fn range_delete(family: &str, qualifier: &[u8], start: i64, end: i64) -> Mutation {
+        m(mutation::Mutation::DeleteFromColumn(
+            mutation::DeleteFromColumn {
+                family_name: family.into(),
+                column_qualifier: qualifier.to_vec(),
+                time_range: Some(crate::model::proto::TimestampRange {
+                    start_timestamp_micros: start,
+                    end_timestamp_micros: end,
+                }),
+            },
+        ))
+    }
+
     /// `entry` written by the encoder, its mutations from `entry` itself,
     /// set cells alternately staged and given.
     fn encode(entry: &Entry) -> (Vec<u8>, EncodedEntry, usize) {
@@ -306,10 +368,14 @@ mod tests {
                         &c.value,
                     );
                 }
-                mutation::Mutation::DeleteFromColumn(d) => {
-                    assert!(d.time_range.is_none());
-                    e.delete_column(&d.family_name, &d.column_qualifier);
-                }
+                mutation::Mutation::DeleteFromColumn(d) => match &d.time_range {
+                    None => e.delete_column(&d.family_name, &d.column_qualifier),
+                    Some(r) => e.delete_column_in(
+                        &d.family_name,
+                        &d.column_qualifier,
+                        Some((r.start_timestamp_micros, r.end_timestamp_micros)),
+                    ),
+                },
                 mutation::Mutation::DeleteFromFamily(d) => e.delete_family(&d.family_name),
                 other => panic!("not written by the library: {other:?}"),
             }
@@ -369,6 +435,13 @@ mod tests {
             m(mutation::Mutation::DeleteFromColumn(
                 mutation::DeleteFromColumn::default(),
             )),
+            // The reaper's deletes by time range: an end only, both ends,
+            // an empty range (written, as prost writes an empty message),
+            // a negative end.
+            range_delete("e", b"user", 0, 1_700_000_000_000_000),
+            range_delete("e", b"", 5, 1_000),
+            range_delete("e", b"q", 0, 0),
+            range_delete("", b"q", -1, i64::MAX),
             m(mutation::Mutation::DeleteFromFamily(
                 mutation::DeleteFromFamily::default(),
             )),

@@ -39,17 +39,17 @@ use futures_util::{StreamExt as _, TryStreamExt as _};
 use crate::client::conditional::Checked;
 use crate::client::connection::Connection;
 use crate::client::data::RawTable;
-use crate::client::data::{Entry, Mutation};
 use crate::client::table::Table;
 use crate::client::telemetry;
 use crate::model::cell::Cell;
 use crate::model::clock::Clock;
 use crate::model::condition::{unchanged, Pin};
-use crate::model::death::{range_deletes, Judge, Keep, Plan};
+use crate::model::death::{encode_range_deletes, Judge, Keep, Plan};
 use crate::model::error::{Error, FailedRow, Result};
 use crate::model::mutation::delete_owned;
 use crate::model::row::BigtableRow;
 use crate::model::row_cells::RowCells;
+use crate::wire::codec::EncodedBatch;
 
 use super::feed::{rows_of, ExpiredCells, ExpiredRow, FamilyRows};
 use super::rate::TokenBucket;
@@ -218,12 +218,6 @@ pub enum ReapStatus {
     Stopped(ReapProgress),
 }
 
-/// One dead row to delete on condition, with its event.
-struct Doomed {
-    key: Vec<u8>,
-    cells: Vec<Cell>,
-}
-
 /// What a reaper works on: the table, the judge, how to make an event and
 /// how to delete a row on condition.
 pub(crate) trait Subject {
@@ -235,6 +229,10 @@ pub(crate) trait Subject {
     fn judge(&self) -> &Judge;
     /// The clock.
     fn clock(&self) -> &Clock;
+    /// Whether dead rows are handed to `on_rows`: without a consumer,
+    /// their last values are not decoded at all (a dead row goes whether
+    /// or not they decode).
+    fn hands_over(&self) -> bool;
     /// The event of row `key`'s death at `died_at`; `None` to skip it.
     fn event(
         &self,
@@ -246,22 +244,31 @@ pub(crate) trait Subject {
     async fn delete_unchanged(&self, key: &[u8], cells: &[Cell]) -> Result<bool>;
 }
 
-/// The typed reaper's subject.
-struct Typed<'t, T>(&'t Table<T>, Judge);
+/// The typed reaper's subject: the table, its rule, and whether a
+/// consumer takes the events.
+struct Typed<'t, T> {
+    table: &'t Table<T>,
+    judge: Judge,
+    hands_over: bool,
+}
 
 impl<T: BigtableRow> Subject for Typed<'_, T> {
     type Event = ExpiredRow<T>;
 
     fn raw(&self) -> &RawTable {
-        self.0.raw()
+        self.table.raw()
     }
 
     fn judge(&self) -> &Judge {
-        &self.1
+        &self.judge
     }
 
     fn clock(&self) -> &Clock {
-        self.0.clock()
+        self.table.clock()
+    }
+
+    fn hands_over(&self) -> bool {
+        self.hands_over
     }
 
     fn event(
@@ -270,11 +277,11 @@ impl<T: BigtableRow> Subject for Typed<'_, T> {
         died_at: DateTime<Utc>,
         cells: &[Cell],
     ) -> Result<Option<ExpiredRow<T>>> {
-        self.0.last_values(key.to_vec(), died_at, cells)
+        self.table.last_values(key.to_vec(), died_at, cells)
     }
 
     async fn delete_unchanged(&self, key: &[u8], cells: &[Cell]) -> Result<bool> {
-        let table = self.0.for_write_call();
+        let table = self.table.for_write_call();
         let (cut, horizon) = table.horizon(table.clock().now());
         // Pinned as it will be at the latest instant the delete may land.
         let row = RowCells::of(T::SCHEMA, cells, horizon);
@@ -316,6 +323,10 @@ impl Subject for Family {
         &self.clock
     }
 
+    fn hands_over(&self) -> bool {
+        true
+    }
+
     fn event(
         &self,
         key: &[u8],
@@ -342,7 +353,9 @@ impl<T: BigtableRow> Table<T> {
     /// expired cells of live rows (per-field TTLs, map entries, older
     /// versions), so that other readers stop seeing them. No delete can
     /// remove a cell of a row written, renewed, re-timed or touched after
-    /// it was read, nor a live cell.
+    /// it was read, nor a live cell. Nothing is decoded: a dead row goes
+    /// whether or not its values still decode as `T` (to be handed the
+    /// rows first, see [`Table::reap_with_events`]).
     ///
     /// Resumable and sharded as `migrate` is: pass the progress `on_page`
     /// was last given (or [`ReapProgress::for_part`]) as `resume`;
@@ -375,9 +388,10 @@ impl<T: BigtableRow> Table<T> {
         resume: Option<ReapProgress>,
         on_page: impl FnMut(&ReapProgress) -> ControlFlow<()>,
     ) -> Result<ReapStatus> {
-        self.reap_with_events(
+        self.reap_typed(
             options,
             resume,
+            false,
             |_| async { ControlFlow::Continue(()) },
             on_page,
         )
@@ -407,8 +421,28 @@ impl<T: BigtableRow> Table<T> {
     where
         F: std::future::Future<Output = ControlFlow<()>>,
     {
+        self.reap_typed(options, resume, true, on_rows, on_page)
+            .await
+    }
+
+    /// The typed reaper, its events decoded only when `hands_over`.
+    async fn reap_typed<F>(
+        &self,
+        options: &ReapOptions,
+        resume: Option<ReapProgress>,
+        hands_over: bool,
+        on_rows: impl FnMut(Vec<ExpiredRow<T>>) -> F,
+        on_page: impl FnMut(&ReapProgress) -> ControlFlow<()>,
+    ) -> Result<ReapStatus>
+    where
+        F: std::future::Future<Output = ControlFlow<()>>,
+    {
         self.layout()?;
-        let subject = Typed(self, Judge::Struct(T::SCHEMA));
+        let subject = Typed {
+            table: self,
+            judge: Judge::Struct(T::SCHEMA),
+            hands_over,
+        };
         telemetry::operation(
             self.name(),
             "reap",
@@ -543,18 +577,22 @@ where
     let judge = subject.judge();
     let now = subject.clock().now();
     let grace = options.grace_delta();
-    let mut entries = Vec::new();
-    let mut doomed = Vec::new();
+    // The deletes by time range, encoded as they are planned (no
+    // `Mutation` values: they are most of what a reaper does).
+    let mut deletes = EncodedBatch::with_capacity(page.len(), 0);
     let mut events = Vec::new();
     // The page's last key, once, rather than a copy of every key.
     if let Some((last, _)) = page.last() {
         progress.last_row_key = Some(last.clone());
     }
-    for (key, cells) in page {
+    // The page's rows to delete on condition, by index in it.
+    let mut doomed: Vec<usize> = Vec::new();
+    for (i, (key, cells)) in page.iter().enumerate() {
+        let (key, cells) = (key.as_slice(), cells.as_slice());
         progress.rows_scanned += 1;
-        let plan = judge.plan(&cells, now, grace);
-        if let Some(died_at) = plan.died_at() {
-            let Some(event) = subject.event(&key, died_at, &cells)? else {
+        let plan = judge.plan(cells, now, grace);
+        if let Some(died_at) = plan.died_at().filter(|_| subject.hands_over()) {
+            let Some(event) = subject.event(key, died_at, cells)? else {
                 // Not decodable, and skipped: not deleted either.
                 progress.rows_skipped_unsure += 1;
                 continue;
@@ -575,10 +613,10 @@ where
                     progress.rows_trimmed += 1;
                 }
                 progress.cells_reaped += n;
-                entries.push(Entry::new(
-                    key,
-                    own_mutations(range_deletes(&columns, before)),
-                ));
+                let Ok(()) = deletes.push_with(|out| {
+                    encode_range_deletes(out, key, &columns, before);
+                    Ok::<(), std::convert::Infallible>(())
+                });
             }
             Plan::Cells {
                 columns,
@@ -587,33 +625,36 @@ where
             } => {
                 progress.rows_trimmed += 1;
                 progress.cells_reaped += n;
-                entries.push(Entry::new(
-                    key,
-                    own_mutations(range_deletes(&columns, before)),
-                ));
+                let Ok(()) = deletes.push_with(|out| {
+                    encode_range_deletes(out, key, &columns, before);
+                    Ok::<(), std::convert::Infallible>(())
+                });
             }
-            Plan::Conditional { .. } => doomed.push(Doomed { key, cells }),
+            Plan::Conditional { .. } => doomed.push(i),
         }
     }
     if !events.is_empty() && on_rows(events).await.is_break() {
         return Ok(None);
     }
-    let rows = (entries.len() + doomed.len()) as u64;
+    let rows = (deletes.len() + doomed.len()) as u64;
     if let Some(bucket) = bucket.as_mut() {
         bucket.take(rows).await;
     }
     if options.dry_run {
-        for row in &doomed {
+        for &i in &doomed {
             progress.rows_reaped += 1;
-            progress.cells_reaped += owned(judge, &row.cells);
+            progress.cells_reaped += owned(judge, &page[i].1);
         }
         return Ok(Some(progress));
     }
-    write_all(subject.raw(), entries).await?;
+    write_all(subject.raw(), deletes).await?;
     let results: Vec<(u64, Result<bool>)> = futures_util::stream::iter(doomed)
-        .map(|row| async move {
-            let cells = owned(judge, &row.cells);
-            (cells, subject.delete_unchanged(&row.key, &row.cells).await)
+        .map(|i| {
+            let (key, cells) = &page[i];
+            async move {
+                let n = owned(judge, cells);
+                (n, subject.delete_unchanged(key, cells).await)
+            }
         })
         .buffer_unordered(options.in_flight.max(1))
         .collect()
@@ -634,22 +675,16 @@ fn owned(judge: &Judge, cells: &[Cell]) -> u64 {
     cells.iter().filter(|c| judge.owns(c)).count() as u64
 }
 
-/// The deletes as the raw layer's own mutations (every one a
-/// `DeleteFromColumn`, which it holds).
-fn own_mutations(wire: Vec<crate::model::proto::Mutation>) -> Vec<Mutation> {
-    wire.into_iter().filter_map(Mutation::from_wire).collect()
-}
-
-/// Write `entries` through `MutateRows` (each retried when idempotent, as
+/// Write `deletes` through `MutateRows` (each retried when idempotent, as
 /// time-ranged deletes are), every row not surely written named.
 ///
 /// # Errors
 /// [`Error::PartialWrite`]; [`Error::Server`].
-async fn write_all(table: &RawTable, entries: Vec<Entry>) -> Result<()> {
-    if entries.is_empty() {
+async fn write_all(table: &RawTable, deletes: EncodedBatch) -> Result<()> {
+    if deletes.is_empty() {
         return Ok(());
     }
-    let results = table.mutate_rows(entries).await?;
+    let results = table.mutate_rows_encoded(deletes).await?;
     let written = results.iter().filter(|r| r.is_ok()).count();
     let failed: Vec<FailedRow> = results
         .into_iter()

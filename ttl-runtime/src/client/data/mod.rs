@@ -398,12 +398,24 @@ impl RawTable {
         for entry in &entries {
             batch.push(entry);
         }
+        self.mutate_rows_encoded(batch).await
+    }
+
+    /// [`RawTable::mutate_rows`] of entries the crate encoded itself (the
+    /// reaper's deletes), one result per entry.
+    pub(crate) async fn mutate_rows_encoded(
+        &self,
+        batch: EncodedBatch,
+    ) -> Result<Vec<std::result::Result<(), EntryError>>> {
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
         let batch = Arc::new(batch);
         let budget = self.write.retry.start_within(self.deadline);
         let report = self
             .mutate_encoded(batch.clone(), budget, Arc::default())
             .await;
-        let mut results: Vec<std::result::Result<(), EntryError>> = vec![Ok(()); entries.len()];
+        let mut results: Vec<std::result::Result<(), EntryError>> = vec![Ok(()); batch.len()];
         // An entry sent once whose answer was lost is reported on its own:
         // it may have been applied.
         let unknown_once = report.fatal.is_none()
