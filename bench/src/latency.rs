@@ -145,21 +145,13 @@ impl Clients {
 }
 
 /// Where the calls go.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
 pub(crate) enum Target {
     Emulator,
     Null,
 }
 
 impl Target {
-    pub(crate) fn parse(name: &str) -> Res<Self> {
-        match name {
-            "emulator" => Ok(Self::Emulator),
-            "null" => Ok(Self::Null),
-            other => Err(format!("--against: no target {other:?} (emulator, null)").into()),
-        }
-    }
-
     fn name(self) -> &'static str {
         match self {
             Self::Emulator => "emulator",
@@ -170,13 +162,7 @@ impl Target {
 
 /// Measure against every target, write the JSON to `out`, and with
 /// `update` rewrite that file's section.
-pub(crate) async fn run(
-    ops: usize,
-    rounds: usize,
-    targets: &[Target],
-    out: &Path,
-    update: Option<&Path>,
-) -> Res<()> {
+pub(crate) async fn run(ops: usize, rounds: usize, targets: &[Target], out: &Path) -> Res<()> {
     let mut measured = serde_json::Map::new();
     for &target in targets {
         let load_start = load_average();
@@ -195,12 +181,6 @@ pub(crate) async fn run(
         "targets": Value::Object(measured),
     });
     std::fs::write(out, serde_json::to_string_pretty(&value)?)?;
-    let text = section(&value);
-    eprintln!("{text}");
-    if let Some(path) = update {
-        ttl_bench::sections::update_file(path, HEADING, &text)?;
-        eprintln!("{} updated", path.display());
-    }
     Ok(())
 }
 

@@ -1,34 +1,6 @@
-//! `ttl-bench`: the end-to-end, filtering and report parts of the benchmarks
-//! (issue 5). Run everything with `bench/run.sh`.
-//!
-//! * `ttl-bench e2e --rows N --python PY --out FILE`: runs each contender as
-//!   its own process (peak RSS is per process) on a fresh emulator, in
-//!   rounds with a rotated order (medians reported), measures the bytes saved by the server-side filter, writes JSON.
-//! * `ttl-bench conditional --ops N --out FILE`: conditional inserts, the
-//!   library against hand-written `CheckAndMutateRow` (issue 11), JSON.
-//! * `ttl-bench contender NAME --host H --rows N`: one contender (internal).
-//! * `ttl-bench parallel --rows N --out FILE [--update BENCHMARKS.md]`: a
-//!   parallel scan against a single stream of the same rows, with the
-//!   emulator's CPU time (see [`parallel`]).
-//! * `ttl-bench telemetry --rows N --rounds R [--features metrics|opentelemetry]`: the
-//!   cost of the client-side metrics on a write+read workload (see
-//!   [`telemetry_cost`]).
-//! * `ttl-bench latency --ops N [--rounds R] [--against emulator,null] --out FILE [--update BENCHMARKS.md]`
-//!   (or `--from FILE --update BENCHMARKS.md`):
-//!   p50 and p99 of single-row `get`, `put` and `insert_if_absent` against
-//!   the emulator and the null server, the library against hand-written
-//!   `bigtable_rs` (see [`latency`]).
-//! * `ttl-bench null --rows N [--rounds R] [--scale 10] [--node-modules DIR] [--profile-rows 20000] --out FILE [--update BENCHMARKS.md]`:
-//!   the clients' own cost against a null server, the library, hand-written
-//!   `bigtable_rs`, Google's Go and Node.js clients (see [`null`]);
-//!   `ttl-bench null-server --rows N,M` and `ttl-bench null-client WHO PHASE
-//!   --host H --table T --rows N` are its parts (internal).
-//! * `ttl-bench fair --rows N [--rounds R] [--node-modules DIR] [--go-csv PROGRAM] --out FILE [--update BENCHMARKS.md]`:
-//!   the null-server comparisons like for like, with TLS (issue 32; see
-//!   [`null::fair`]).
-//! * `ttl-bench report --results DIR --out FILE`: renders `BENCHMARKS.md`
-//!   (the sections of the other commands from their JSON in `DIR`, any
-//!   other section of the file kept as it is).
+//! `ttl-bench`: the benchmarks behind `BENCHMARKS.md` (`ttl-bench --help`
+//! lists the commands; `bench/run.sh` runs them all). This file holds the
+//! command line, the end-to-end bench and the report.
 
 // Counts and durations become ratios and rates for a report: precision past
 // 2^52 does not matter there.
@@ -78,177 +50,302 @@ const PROJECT: &str = "bench";
 const ROWS_PER_REQUEST: usize = 10_000;
 const IN_FLIGHT: usize = 4;
 
-fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1).cloned())
+/// The benchmarks behind `BENCHMARKS.md`; `bench/run.sh` runs them all.
+#[derive(clap::Parser)]
+#[command(name = "ttl-bench")]
+enum Cli {
+    /// Each contender, a process of its own on a fresh emulator, in rounds
+    /// (`BENCH_ROUNDS`, 9): write and filtered scan; the filter's bytes.
+    E2e {
+        #[arg(long, default_value_t = 100_000)]
+        rows: usize,
+        /// The Python with `google-cloud-bigtable` (none: no Python contender).
+        #[arg(long)]
+        python: Option<String>,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// One contender of `e2e` (internal).
+    Contender {
+        name: String,
+        #[arg(long)]
+        host: String,
+        #[arg(long, default_value_t = 100_000)]
+        rows: usize,
+        #[arg(long)]
+        emulator_pid: Option<u32>,
+    },
+    /// The `lib` and `raw` contenders' instructions under callgrind.
+    Instructions {
+        #[arg(long, default_value_t = 100_000)]
+        rows: usize,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Conditional inserts, the library against hand-written `CheckAndMutateRow`.
+    Conditional {
+        #[arg(long, default_value_t = 2_000)]
+        ops: usize,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// `Table::scan_parallel` against one `Table::stream`, with the emulator's CPU.
+    Parallel {
+        #[arg(long, default_value_t = 100_000)]
+        rows: usize,
+        #[arg(long, value_delimiter = ',', default_value = "2,4")]
+        concurrency: Vec<usize>,
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+        #[command(flatten)]
+        io: Io,
+    },
+    /// Single-row calls one at a time, the library against hand-written code.
+    Latency {
+        #[arg(long, default_value_t = 1_000)]
+        ops: usize,
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+        #[arg(
+            long,
+            value_enum,
+            value_delimiter = ',',
+            default_value = "emulator,null"
+        )]
+        against: Vec<latency::Target>,
+        #[command(flatten)]
+        io: Io,
+    },
+    /// The expiry feed and the reaper (JSON; `BENCHMARKS.md`'s section is written by hand).
+    Expiry(expiry::Args),
+    /// What the client-side metrics cost on a write+read workload.
+    Telemetry {
+        #[arg(long, default_value_t = 20_000)]
+        rows: usize,
+        #[arg(long, default_value_t = 7)]
+        rounds: usize,
+    },
+    /// The clients' own cost against a null server.
+    Null {
+        #[arg(long, default_value_t = 100_000)]
+        rows: usize,
+        #[arg(long, default_value_t = 7)]
+        rounds: usize,
+        /// The memory pass runs `scale × rows` rows.
+        #[arg(long, default_value_t = 10)]
+        scale: usize,
+        /// Where `@google-cloud/bigtable` is installed (a `node_modules`).
+        #[arg(long)]
+        node_modules: Option<PathBuf>,
+        /// Rows of the library's phases profiled under callgrind (0: none).
+        #[arg(long, default_value_t = 20_000)]
+        profile_rows: usize,
+        #[command(flatten)]
+        io: Io,
+    },
+    /// The null-server comparisons like for like, TLS included.
+    Fair {
+        #[arg(long, default_value_t = 100_000)]
+        rows: usize,
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+        #[arg(long)]
+        node_modules: Option<PathBuf>,
+        /// The `go_csv` program (`bench/go_csv`), if built.
+        #[arg(long)]
+        go_csv: Option<PathBuf>,
+        #[command(flatten)]
+        io: Io,
+    },
+    /// The null server (internal): serves the workload's first N rows for each N.
+    NullServer {
+        #[arg(long, value_delimiter = ',', required = true)]
+        rows: Vec<usize>,
+        /// Serve TLS only, the CA's PEM written to this file.
+        #[arg(long)]
+        tls: Option<PathBuf>,
+        /// Refuse calls without this bearer token.
+        #[arg(long)]
+        token: Option<String>,
+    },
+    /// One Rust contender's phase against the null server (internal).
+    NullClient {
+        who: String,
+        phase: String,
+        #[arg(long)]
+        host: String,
+        #[arg(long)]
+        table: String,
+        #[arg(long, default_value_t = 100_000)]
+        rows: usize,
+        #[arg(long)]
+        csv: Option<PathBuf>,
+        /// TLS, trusting this CA (with `--token`).
+        #[arg(long, requires = "token")]
+        tls: Option<PathBuf>,
+        #[arg(long, requires = "tls")]
+        token: Option<String>,
+    },
+    /// `BENCHMARKS.md` rendered from the other commands' JSON in `--results`.
+    Report {
+        #[arg(long)]
+        results: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+/// Where a measuring command writes its JSON, and the section it rewrites.
+#[derive(clap::Args)]
+struct Io {
+    #[arg(long, required_unless_present = "from")]
+    out: Option<PathBuf>,
+    /// Rewrite this file's section (`BENCHMARKS.md`).
+    #[arg(long)]
+    update: Option<PathBuf>,
+    /// Render the section again from this JSON instead of measuring.
+    #[arg(long)]
+    from: Option<PathBuf>,
+}
+
+impl Io {
+    fn out(&self) -> &Path {
+        self.out.as_deref().unwrap_or(Path::new(""))
+    }
+
+    /// With `--update FILE`, the section `heading` of that file replaced by
+    /// the one `section` renders from `--from`'s JSON, or `--out`'s.
+    fn update(&self, heading: &str, section: fn(&Value) -> String) -> Res<()> {
+        let json = self.from.as_deref().unwrap_or(self.out());
+        let measured = read_json(json).ok_or_else(|| format!("no JSON in {}", json.display()))?;
+        let text = section(&measured);
+        eprintln!("{text}");
+        if let Some(path) = &self.update {
+            ttl_bench::sections::update_file(path, heading, &text)?;
+            eprintln!("{} updated", path.display());
+        }
+        Ok(())
+    }
 }
 
 fn main() -> Res<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        // No runtime of the default shape for these two: the null server
-        // makes its own on one thread, the driver only runs processes.
-        Some("null-server") => {
-            let counts = arg(&args, "--rows")
-                .ok_or("--rows N,M")?
-                .split(',')
-                .map(str::parse)
-                .collect::<Result<Vec<usize>, _>>()?;
-            let tls = arg(&args, "--tls").map(PathBuf::from);
-            let token = arg(&args, "--token");
-            null::server::main(&counts, tls.as_deref(), token.as_deref())
+    use clap::Parser as _;
+    match Cli::parse() {
+        // No runtime of the default shape for these: the null server makes
+        // its own on one thread, the drivers only run processes.
+        Cli::NullServer { rows, tls, token } => {
+            null::server::main(&rows, tls.as_deref(), token.as_deref())
         }
-        Some("null") => {
-            let plan = null::Plan {
-                rows: arg(&args, "--rows").map_or(Ok(100_000), |s| s.parse())?,
-                rounds: arg(&args, "--rounds").map_or(Ok(7), |s| s.parse())?,
-                scale: arg(&args, "--scale").map_or(Ok(10), |s| s.parse())?,
-                node_modules: arg(&args, "--node-modules").map(PathBuf::from),
-                profile_rows: arg(&args, "--profile-rows").map_or(Ok(20_000), |s| s.parse())?,
-                out: PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?),
-            };
-            if let Some(from) = arg(&args, "--from") {
-                let measured = read_json(Path::new(&from)).ok_or("--from: no JSON there")?;
-                return update_section(
-                    &args,
-                    null::report::HEADING,
-                    &null::report::section(&measured),
-                );
+        Cli::Null {
+            rows,
+            rounds,
+            scale,
+            node_modules,
+            profile_rows,
+            io,
+        } => {
+            if io.from.is_none() {
+                null::run(&null::Plan {
+                    rows,
+                    rounds,
+                    scale,
+                    node_modules,
+                    profile_rows,
+                    out: io.out().to_owned(),
+                })?;
             }
-            null::run(&plan)?;
-            let measured = read_json(&plan.out).ok_or("no JSON written")?;
-            update_section(
-                &args,
-                null::report::HEADING,
-                &null::report::section(&measured),
-            )
+            io.update(null::report::HEADING, null::report::section)
         }
-        Some("fair") => {
-            if let Some(from) = arg(&args, "--from") {
-                let measured = read_json(Path::new(&from)).ok_or("--from: no JSON there")?;
-                return update_section(&args, null::fair::HEADING, &null::fair::section(&measured));
+        Cli::Fair {
+            rows,
+            rounds,
+            node_modules,
+            go_csv,
+            io,
+        } => {
+            if io.from.is_none() {
+                null::fair::run(&null::fair::Plan {
+                    rows,
+                    rounds,
+                    node_modules,
+                    go_csv,
+                    out: io.out().to_owned(),
+                })?;
             }
-            let plan = null::fair::Plan {
-                rows: arg(&args, "--rows").map_or(Ok(100_000), |s| s.parse())?,
-                rounds: arg(&args, "--rounds").map_or(Ok(5), |s| s.parse())?,
-                node_modules: arg(&args, "--node-modules").map(PathBuf::from),
-                go_csv: arg(&args, "--go-csv").map(PathBuf::from),
-                out: PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?),
-            };
-            null::fair::run(&plan)?;
-            let measured = read_json(&plan.out).ok_or("no JSON written")?;
-            update_section(&args, null::fair::HEADING, &null::fair::section(&measured))
+            io.update(null::fair::HEADING, null::fair::section)
         }
-        _ => tokio::runtime::Runtime::new()?.block_on(async_main(args)),
+        Cli::Report { results, out } => report(&results, &out),
+        cli => tokio::runtime::Runtime::new()?.block_on(async_main(cli)),
     }
 }
 
-/// With `--update FILE`, the section `heading` of that file replaced by
-/// `text` (the rest of the file untouched).
-fn update_section(args: &[String], heading: &str, text: &str) -> Res<()> {
-    if let Some(path) = arg(args, "--update") {
-        ttl_bench::sections::update_file(Path::new(&path), heading, text)?;
-        eprintln!("{path} updated");
-    }
-    Ok(())
-}
-
-async fn async_main(args: Vec<String>) -> Res<()> {
-    let rows: usize = arg(&args, "--rows").map_or(Ok(100_000), |s| s.parse())?;
-    match args.first().map(String::as_str) {
-        Some("null-client") => {
-            let who = args.get(1).ok_or("null-client WHO PHASE")?;
-            let phase = args.get(2).ok_or("null-client WHO PHASE")?;
-            let host = arg(&args, "--host").ok_or("--host HOST")?;
-            let table = arg(&args, "--table").ok_or("--table NAME")?;
-            let csv = arg(&args, "--csv").map(PathBuf::from);
-            let secure = match (arg(&args, "--tls"), arg(&args, "--token")) {
+async fn async_main(cli: Cli) -> Res<()> {
+    match cli {
+        Cli::NullClient {
+            who,
+            phase,
+            host,
+            table,
+            rows,
+            csv,
+            tls,
+            token,
+        } => {
+            let secure = match (tls, token) {
                 (Some(ca), Some(token)) => Some(null::client::Secure {
-                    ca_pem: std::fs::read(&ca)?,
+                    ca_pem: std::fs::read(ca)?,
                     token,
                 }),
-                (None, None) => None,
-                _ => return Err("null-client: --tls CA_FILE and --token SECRET go together".into()),
+                _ => None,
             };
             let target = null::client::Target {
                 host: &host,
                 secure: secure.as_ref(),
             };
-            println!(
-                "{}",
-                null::client::run(who, phase, &target, &table, rows, csv.as_deref()).await?
-            );
+            let line =
+                null::client::run(&who, &phase, &target, &table, rows, csv.as_deref()).await?;
+            println!("{line}");
             Ok(())
         }
-        Some("e2e") => {
-            let python = arg(&args, "--python");
-            let out = PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?);
-            e2e(rows, python.as_deref(), &out).await
-        }
-        Some("contender") => {
-            let name = args.get(1).ok_or("contender NAME")?.clone();
-            let host = arg(&args, "--host").ok_or("--host HOST")?;
-            let emulator = arg(&args, "--emulator-pid").map(|p| p.parse()).transpose()?;
-            let result = contender(&name, &host, rows, emulator).await?;
-            println!("{result}");
+        Cli::E2e { rows, python, out } => e2e(rows, python.as_deref(), &out).await,
+        Cli::Contender {
+            name,
+            host,
+            rows,
+            emulator_pid,
+        } => {
+            println!("{}", contender(&name, &host, rows, emulator_pid).await?);
             Ok(())
         }
-        Some("parallel") => {
-            let update = arg(&args, "--update").map(PathBuf::from);
-            if let Some(from) = arg(&args, "--from") {
-                let measured = read_json(Path::new(&from)).ok_or("--from: no JSON there")?;
-                return parallel::render(&measured, update.as_deref());
+        Cli::Parallel {
+            rows,
+            concurrency,
+            rounds,
+            io,
+        } => {
+            if io.from.is_none() {
+                parallel::run(rows, &concurrency, rounds, io.out()).await?;
             }
-            let out = PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?);
-            let concurrency = arg(&args, "--concurrency")
-                .unwrap_or_else(|| "2,4".to_owned())
-                .split(',')
-                .map(str::parse)
-                .collect::<Result<Vec<usize>, _>>()?;
-            let rounds = arg(&args, "--rounds").map_or(Ok(5), |r| r.parse())?;
-            parallel::run(rows, &concurrency, rounds, &out, update.as_deref()).await
+            io.update(parallel::HEADING, parallel::section)
         }
-        Some("latency") => {
-            if let Some(from) = arg(&args, "--from") {
-                let measured = read_json(Path::new(&from)).ok_or("--from: no JSON there")?;
-                return update_section(&args, latency::HEADING, &latency::section(&measured));
+        Cli::Latency {
+            ops,
+            rounds,
+            against,
+            io,
+        } => {
+            if io.from.is_none() {
+                latency::run(ops, rounds, &against, io.out()).await?;
             }
-            let ops: usize = arg(&args, "--ops").map_or(Ok(1_000), |s| s.parse())?;
-            let rounds = arg(&args, "--rounds").map_or(Ok(5), |r| r.parse())?;
-            let out = PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?);
-            let update = arg(&args, "--update").map(PathBuf::from);
-            let targets = arg(&args, "--against")
-                .unwrap_or_else(|| "emulator,null".to_owned())
-                .split(',')
-                .map(latency::Target::parse)
-                .collect::<Res<Vec<_>>>()?;
-            latency::run(ops, rounds, &targets, &out, update.as_deref()).await
+            io.update(latency::HEADING, latency::section)
         }
-        Some("instructions") => {
-            let out = PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?);
-            instructions(rows, &out).await
+        Cli::Instructions { rows, out } => instructions(rows, &out).await,
+        Cli::Conditional { ops, out } => conditional::conditional(ops, &out).await,
+        Cli::Expiry(args) => expiry::main(&args).await,
+        Cli::Telemetry { rows, rounds } => telemetry_cost::run(rows, rounds).await,
+        Cli::NullServer { .. } | Cli::Null { .. } | Cli::Fair { .. } | Cli::Report { .. } => {
+            unreachable!("run without a runtime in `main`")
         }
-        Some("conditional") => {
-            let ops: usize = arg(&args, "--ops").map_or(Ok(2_000), |s| s.parse())?;
-            let out = PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?);
-            conditional::conditional(ops, &out).await
-        }
-        Some("expiry") => expiry::main(&args).await,
-        Some("telemetry") => {
-            let rows: usize = arg(&args, "--rows").map_or(Ok(20_000), |s| s.parse())?;
-            let rounds = arg(&args, "--rounds").map_or(Ok(7), |r| r.parse())?;
-            telemetry_cost::run(rows, rounds).await
-        }
-        Some("report") => {
-            let dir = PathBuf::from(arg(&args, "--results").ok_or("--results DIR")?);
-            let out = PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?);
-            report(&dir, &out)
-        }
-        _ => Err(
-            "usage: ttl-bench e2e|null|fair|latency|parallel|instructions|conditional|expiry|telemetry|contender|report (see bench/run.sh)"
-                .into(),
-        ),
     }
 }
 

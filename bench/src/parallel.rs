@@ -91,13 +91,7 @@ fn median(mut xs: Vec<f64>) -> f64 {
 /// Write `rows` rows to a fresh emulator, then read them `rounds` times
 /// each way (single stream, and `scan_parallel` at each of `concurrency`),
 /// in an order rotated every round; write the medians to `out`.
-pub(crate) async fn run(
-    rows: usize,
-    concurrency: &[usize],
-    rounds: usize,
-    out: &Path,
-    update: Option<&Path>,
-) -> Res<()> {
+pub(crate) async fn run(rows: usize, concurrency: &[usize], rounds: usize, out: &Path) -> Res<()> {
     let emulator = bigtable_ttl_emulator::Emulator::start()?;
     let pid = pid_listening_on(emulator.port())
         .ok_or("no process found with the emulator's `-port` argument")?;
@@ -178,18 +172,6 @@ pub(crate) async fn run(
     });
     std::fs::write(out, serde_json::to_string_pretty(&value)?)?;
     drop(emulator);
-    render(&value, update)
-}
-
-/// Print the section for the measurements `report`, and with `update`
-/// rewrite that file's section with it (the rest of the file untouched).
-pub(crate) fn render(report: &Value, update: Option<&Path>) -> Res<()> {
-    let text = section(report);
-    eprintln!("{text}");
-    if let Some(path) = update {
-        ttl_bench::sections::update_file(path, HEADING, &text)?;
-        eprintln!("{} updated", path.display());
-    }
     Ok(())
 }
 

@@ -405,7 +405,6 @@ pub(crate) fn run(plan: &Plan) -> Res<()> {
         "server_calls": [counts[0]["calls"].clone(), counts[1]["calls"].clone()],
     });
     std::fs::write(&plan.out, serde_json::to_string_pretty(&value)?)?;
-    eprintln!("{}", section(&value));
     Ok(())
 }
 

@@ -338,7 +338,6 @@ pub(crate) fn run(plan: &Plan) -> Res<()> {
     let mut value = results(plan, &who, runs, profiles, &counts)?;
     value["load_average"] = json!([load_start, load_average()]);
     std::fs::write(&plan.out, serde_json::to_string_pretty(&value)?)?;
-    eprintln!("{}", report::section(&value));
     Ok(())
 }
 
