@@ -13,6 +13,7 @@ use bigtable_ttl::{BigtableRow, Connection, Insert, Table};
 use chrono::Utc;
 use futures_util::{stream, StreamExt as _};
 use serde_json::{json, Value};
+use ttl_bench::stats::{median, quartiles};
 use ttl_bench::{cpu_seconds, event, hand_insert, Event};
 
 use crate::{rounds, Res, PROJECT};
@@ -70,27 +71,18 @@ pub async fn conditional(ops: usize, out: &std::path::Path) -> Res<()> {
             hand_s.push(took[1]);
             ratios.push(took[1] / took[0]);
         }
-        let median = |xs: &mut Vec<f64>| {
-            xs.sort_by(f64::total_cmp);
-            xs[xs.len() / 2]
-        };
-        ratios.sort_by(f64::total_cmp);
-        let q = |f: f64| {
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            let i = ((ratios.len() - 1) as f64 * f).round() as usize;
-            ratios[i]
-        };
+        let ratio = quartiles(ratios);
         results.insert(
             shape.to_owned(),
             json!({
                 "in_flight": in_flight,
-                "library_s": median(&mut lib_s),
-                "hand_s": median(&mut hand_s),
-                "library_cpu_s": median(&mut lib_cpu),
-                "hand_cpu_s": median(&mut hand_cpu),
-                "throughput_ratio": q(0.5),
-                "throughput_ratio_q1": q(0.25),
-                "throughput_ratio_q3": q(0.75),
+                "library_s": median(lib_s),
+                "hand_s": median(hand_s),
+                "library_cpu_s": median(lib_cpu),
+                "hand_cpu_s": median(hand_cpu),
+                "throughput_ratio": ratio.median,
+                "throughput_ratio_q1": ratio.q1,
+                "throughput_ratio_q3": ratio.q3,
             }),
         );
     }

@@ -43,6 +43,7 @@ use futures_util::{StreamExt as _, TryStreamExt as _};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
+use ttl_bench::stats::median;
 use ttl_bench::{cpu_seconds, event, Event, FAMILY};
 
 use crate::{Res, PROJECT};
@@ -163,11 +164,7 @@ async fn throughput(host: &str, rows: usize, rounds: usize) -> Res<Value> {
         runs.push((lib, hand));
     }
     let n = rows as f64;
-    let median_of = |f: &dyn Fn(&(Run, Run)) -> f64| {
-        let mut xs: Vec<f64> = runs.iter().map(f).collect();
-        xs.sort_by(f64::total_cmp);
-        xs[xs.len() / 2]
-    };
+    let median_of = |f: &dyn Fn(&(Run, Run)) -> f64| median(runs.iter().map(f));
     Ok(json!({
         "rows": rows,
         "batch": BATCH,

@@ -46,8 +46,7 @@ use ttl_bench::{
 
 use crate::{Res, PROJECT};
 
-mod stats;
-use stats::{percentile, ratios, Ratio};
+use ttl_bench::stats::{self, quantile, ratios, Ratio};
 
 /// The section's heading in `BENCHMARKS.md`.
 pub(crate) const HEADING: &str = "## Single-row latency";
@@ -296,8 +295,8 @@ async fn measure(
                     "latency round {round}: {} {}: p50 {:.0} µs, p99 {:.0} µs, server {:.0} µs CPU a call",
                     OPS[o],
                     WHO[w],
-                    percentile(&b.micros, 0.5),
-                    percentile(&b.micros, 0.99),
+                    quantile(&b.micros, 0.5),
+                    quantile(&b.micros, 0.99),
                     b.server_cpu_s / b.made as f64 * 1e6
                 );
                 samples[o][w].push(b);
@@ -322,17 +321,17 @@ async fn measure(
             }
             let mut figures = json!({
                 "failed": failed,
-                "p50_us": percentile(&all, 0.5),
-                "p99_us": percentile(&all, 0.99),
-                "p90_us": percentile(&all, 0.9),
-                "p95_us": percentile(&all, 0.95),
-                "p999_us": percentile(&all, 0.999),
+                "p50_us": quantile(&all, 0.5),
+                "p99_us": quantile(&all, 0.99),
+                "p90_us": quantile(&all, 0.9),
+                "p95_us": quantile(&all, 0.95),
+                "p999_us": quantile(&all, 0.999),
                 "mean_us": all.iter().sum::<f64>() / calls,
-                "first_p50_us": percentile(&first, 0.5),
+                "first_p50_us": quantile(&first, 0.5),
                 "server_cpu_us": batches.iter().map(|b| b.server_cpu_s).sum::<f64>() / made * 1e6,
                 "client_cpu_us": batches.iter().map(|b| b.client_cpu_s).sum::<f64>() / made * 1e6,
-                "round_p50_us": batches.iter().map(|b| percentile(&b.micros, 0.5)).collect::<Vec<_>>(),
-                "round_p99_us": batches.iter().map(|b| percentile(&b.micros, 0.99)).collect::<Vec<_>>(),
+                "round_p50_us": batches.iter().map(|b| quantile(&b.micros, 0.5)).collect::<Vec<_>>(),
+                "round_p99_us": batches.iter().map(|b| quantile(&b.micros, 0.99)).collect::<Vec<_>>(),
             });
             if w != 0 {
                 let pairs: Vec<(&[f64], &[f64])> = blocks[o]
@@ -417,8 +416,8 @@ fn switch_ratio(switches: &[Vec<Switch>], w: usize, seed: u64) -> (Ratio, f64, f
     };
     (
         ratio,
-        percentile(&library_after, 0.5),
-        percentile(&after_library, 0.5),
+        quantile(&library_after, 0.5),
+        quantile(&after_library, 0.5),
     )
 }
 

@@ -6,6 +6,7 @@
 
 pub mod csv_rows;
 pub mod sections;
+pub mod stats;
 
 use bigtable_rs::bigtable::RowCell;
 use bigtable_rs::google::bigtable::v2::{

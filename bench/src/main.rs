@@ -29,6 +29,7 @@ use prost::Message as _;
 use serde_json::{json, Value};
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 use ttl_bench::sections::replace_section;
+use ttl_bench::stats::{median, paired};
 use ttl_bench::{
     cpu_seconds, event, hand_decode, hand_entry, peak_rss_kib, pid_listening_on,
     process_cpu_seconds, Event, EventByColumn,
@@ -453,14 +454,22 @@ async fn e2e(rows: usize, python: Option<&str>, out: &Path) -> Res<()> {
         }
     }
     let mut results = serde_json::Map::new();
-    results.insert("paired".into(), paired_ratios(&runs));
-    results.insert("owns_family".into(), owns_family_ratios(&runs));
+    // The hand-written contender's times over the library's, and the
+    // library's over its twin's without `owns_family`.
+    let paired = ["write_s", "scan_s", "write_cpu_s", "scan_cpu_s"];
+    results.insert("paired".into(), ratios(&runs, "raw", "lib", &paired));
+    let family = [
+        "write_emulator_cpu_s",
+        "write_s",
+        "write_cpu_s",
+        "scan_emulator_cpu_s",
+    ];
+    results.insert(
+        "owns_family".into(),
+        ratios(&runs, "lib", "lib-by-column", &family),
+    );
     for (name, values) in &runs {
-        let median = |key: &str| {
-            let mut xs: Vec<f64> = values.iter().filter_map(|v| v[key].as_f64()).collect();
-            xs.sort_by(f64::total_cmp);
-            xs.get(xs.len() / 2).copied()
-        };
+        let median = |key: &str| median(values.iter().filter_map(|v| v[key].as_f64()));
         results.insert(
             (*name).to_owned(),
             json!({
@@ -490,69 +499,24 @@ async fn e2e(rows: usize, python: Option<&str>, out: &Path) -> Res<()> {
     Ok(())
 }
 
-/// For each phase, the median over rounds of the hand-written contender's
-/// time (or CPU time) over the library's, each ratio taken within one round:
-/// the two ran back to back, so a round's ratio sees the same machine, and
-/// the median drops the rounds another process disturbed.
-fn paired_ratios(runs: &BTreeMap<&str, Vec<Value>>) -> Value {
-    let (Some(lib), Some(raw)) = (runs.get("lib"), runs.get("raw")) else {
-        return Value::Null;
-    };
-    let ratios = |key: &str| {
-        let mut ratios: Vec<f64> = lib
-            .iter()
-            .zip(raw)
-            .filter_map(|(l, r)| Some(r[key].as_f64()? / l[key].as_f64()?))
-            .collect();
-        ratios.sort_by(f64::total_cmp);
-        ratios
-    };
-    let quantile = |sorted: &[f64], q: f64| -> Option<f64> {
-        let last = sorted.len().checked_sub(1)?;
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        sorted.get(((last as f64) * q).round() as usize).copied()
-    };
-    let mut out = serde_json::Map::new();
-    for key in ["write_s", "scan_s", "write_cpu_s", "scan_cpu_s"] {
-        let sorted = ratios(key);
-        out.insert(key.into(), json!(quantile(&sorted, 0.5)));
-        out.insert(format!("{key}_q1"), json!(quantile(&sorted, 0.25)));
-        out.insert(format!("{key}_q3"), json!(quantile(&sorted, 0.75)));
-    }
-    Value::Object(out)
-}
-
-/// The emulator's CPU time writing `Event` (which owns its family: one
-/// `DeleteFromFamily` a row) over its twin's (`lib-by-column`: a
-/// `DeleteFromColumn` per column), and likewise for the write's wall and
-/// client CPU time, each ratio taken within a round; the medians and
-/// quartiles over the rounds.
-fn owns_family_ratios(runs: &BTreeMap<&str, Vec<Value>>) -> Value {
-    let (Some(family), Some(columns)) = (runs.get("lib"), runs.get("lib-by-column")) else {
+/// For each of `keys`, `over`'s figure over `under`'s, each ratio taken
+/// within one round (the two ran back to back, so a round's ratio sees the
+/// same machine), their median and quartiles over the rounds (the median
+/// drops the rounds another process disturbed): `key`, `key_q1`, `key_q3`.
+fn ratios(runs: &BTreeMap<&str, Vec<Value>>, over: &str, under: &str, keys: &[&str]) -> Value {
+    let (Some(over), Some(under)) = (runs.get(over), runs.get(under)) else {
         return Value::Null;
     };
     let mut out = serde_json::Map::new();
-    for key in [
-        "write_emulator_cpu_s",
-        "write_s",
-        "write_cpu_s",
-        "scan_emulator_cpu_s",
-    ] {
-        let mut ratios: Vec<f64> = family
-            .iter()
-            .zip(columns)
-            .filter_map(|(f, c)| Some(f[key].as_f64()? / c[key].as_f64()?))
-            .filter(|r| r.is_finite())
-            .collect();
-        ratios.sort_by(f64::total_cmp);
-        let at = |q: f64| {
-            let last = ratios.len().checked_sub(1)?;
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            ratios.get(((last as f64) * q).round() as usize).copied()
+    for key in keys {
+        let figure = |runs: &[Value]| -> Vec<f64> {
+            let figure = |v: &Value| v[key].as_f64().unwrap_or(f64::NAN);
+            runs.iter().map(figure).collect()
         };
-        out.insert(key.into(), json!(at(0.5)));
-        out.insert(format!("{key}_q1"), json!(at(0.25)));
-        out.insert(format!("{key}_q3"), json!(at(0.75)));
+        let q = paired(&figure(over), &figure(under), |o, u| o / u);
+        out.insert((*key).into(), json!(q.median));
+        out.insert(format!("{key}_q1"), json!(q.q1));
+        out.insert(format!("{key}_q3"), json!(q.q3));
     }
     Value::Object(out)
 }

@@ -19,6 +19,7 @@ use bigtable_ttl::{Connection, Expiring, Scan, Table};
 use chrono::Utc;
 use futures_util::{Stream, TryStreamExt as _};
 use serde_json::{json, Value};
+use ttl_bench::stats::median;
 use ttl_bench::{
     cpu_seconds, event, machine_busy_seconds, pid_listening_on, process_cpu_seconds, Event,
 };
@@ -83,11 +84,6 @@ async fn measure(
     Ok(sample)
 }
 
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs.get(xs.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
 /// Write `rows` rows to a fresh emulator, then read them `rounds` times
 /// each way (single stream, and `scan_parallel` at each of `concurrency`),
 /// in an order rotated every round; write the medians to `out`.
@@ -138,19 +134,18 @@ pub(crate) async fn run(rows: usize, concurrency: &[usize], rounds: usize, out: 
             stream_walls
                 .iter()
                 .zip(runs)
-                .map(|(stream, s)| stream / s.wall)
-                .collect(),
+                .map(|(stream, s)| stream / s.wall),
         );
         results.insert(
             name.clone(),
             json!({
                 "concurrency": c,
                 "parts": parts,
-                "wall_s": median(runs.iter().map(|s| s.wall).collect()),
-                "client_cpu_s": median(runs.iter().map(|s| s.client_cpu).collect()),
-                "emulator_cpu_s": median(runs.iter().map(|s| s.emulator_cpu).collect()),
+                "wall_s": median(runs.iter().map(|s| s.wall)),
+                "client_cpu_s": median(runs.iter().map(|s| s.client_cpu)),
+                "emulator_cpu_s": median(runs.iter().map(|s| s.emulator_cpu)),
                 // CPU of everything else: other processes sharing the machine.
-                "others_cpu_s": median(runs.iter().map(|s| s.machine_cpu - s.client_cpu - s.emulator_cpu).collect()),
+                "others_cpu_s": median(runs.iter().map(|s| s.machine_cpu - s.client_cpu - s.emulator_cpu)),
                 "speedup": speedup,
                 "runs": runs.iter().map(|s| json!({
                     "wall_s": s.wall,

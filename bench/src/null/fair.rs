@@ -35,10 +35,11 @@ use ttl_bench::csv_rows::write_csv;
 use ttl_bench::load_average;
 
 use super::client::INSTANCE;
-use super::report::{median, spread};
+use super::report::ratio_text;
 use super::server::READ_TABLE_PREFIX;
 use super::{measure, NullServer};
 use crate::{Res, PROJECT};
+use ttl_bench::stats::{median, paired};
 
 /// The section's heading in `BENCHMARKS.md`.
 pub(crate) const HEADING: &str = "## Like for like";
@@ -457,8 +458,8 @@ fn figures(report: &Value, key: &str) -> Option<Figures> {
         return None;
     }
     let f = |r: &Value, k: &str| r[k].as_f64().unwrap_or(f64::NAN);
-    let fixed_cpu = median(one.iter().map(|r| f(r, "cpu_s")).collect());
-    let fixed_wall = median(one.iter().map(|r| f(r, "wall_s")).collect());
+    let fixed_cpu = median(one.iter().map(|r| f(r, "cpu_s")));
+    let fixed_wall = median(one.iter().map(|r| f(r, "wall_s")));
     Some(Figures {
         cpu_us: full
             .iter()
@@ -469,17 +470,8 @@ fn figures(report: &Value, key: &str) -> Option<Figures> {
             .map(|r| rows / (f(r, "wall_s") - fixed_wall))
             .collect(),
         fixed_cpu_ms: fixed_cpu * 1e3,
-        server_cores: median(
-            full.iter()
-                .map(|r| f(r, "server_cpu_s") / f(r, "wall_s"))
-                .collect(),
-        ),
+        server_cores: median(full.iter().map(|r| f(r, "server_cpu_s") / f(r, "wall_s"))),
     })
-}
-
-/// Per round, `f(a, b)` of two variants' per-round values.
-fn paired(a: &[f64], b: &[f64], f: impl Fn(f64, f64) -> f64) -> (f64, f64, f64) {
-    spread(a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect())
 }
 
 /// The key of the batch with the least median CPU per row among `keys`.
@@ -488,10 +480,6 @@ fn best<'a>(report: &Value, keys: &[&'a str]) -> Option<&'a str> {
         .filter_map(|k| figures(report, k).map(|f| (*k, median(f.cpu_us))))
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(k, _)| k)
-}
-
-fn ratio_text((m, q1, q3): (f64, f64, f64)) -> String {
-    format!("{m:.2} (quartiles {q1:.2}–{q3:.2})")
 }
 
 /// The variant's CPU per row less another's (the CSV), per round.
@@ -623,14 +611,14 @@ pub(crate) fn section(report: &Value) -> String {
             let fair = match (&lib_csv, fig("go_csv")) {
                 (Some(lc), Some(gc)) => format!(
                     "{:.2} without the CSV; {:.2} with it",
-                    paired(&less(lib, lc), &less(&go, &gc), |l, g| l / g).0,
-                    with_csv.0
+                    paired(&less(lib, lc), &less(&go, &gc), |l, g| l / g).median,
+                    with_csv.median
                 ),
-                _ => format!("{:.2}", with_csv.0),
+                _ => format!("{:.2}", with_csv.median),
             };
             let before = fig("go_write_10000").map_or_else(
                 || "–".to_owned(),
-                |d| format!("{:.2}", paired(&lib.cpu_us, &d.cpu_us, |l, g| l / g).0),
+                |d| format!("{:.2}", paired(&lib.cpu_us, &d.cpu_us, |l, g| l / g).median),
             );
             let _ = writeln!(
                 targets,
@@ -678,7 +666,7 @@ pub(crate) fn section(report: &Value) -> String {
             continue;
         };
         tls_rows += 1;
-        let extra = paired(&t.cpu_us, &p.cpu_us, |t, p| t - p).0;
+        let extra = paired(&t.cpu_us, &p.cpu_us, |t, p| t - p).median;
         let per_call = if plain_key == "lib_put" {
             format!("{extra:+.2} µs (one row)")
         } else if plain_key.contains("write") {

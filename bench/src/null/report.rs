@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use serde_json::Value;
+use ttl_bench::stats::{median, paired, Quartiles};
 
 /// The section's heading.
 pub(crate) const HEADING: &str = "## Against a null server: the client's own cost";
@@ -16,26 +17,6 @@ const PHASES: [(&str, &str); 2] = [("write", "write"), ("read", "filtered scan +
 /// this share of what a row takes on the wire: no row is held, and what
 /// remains is the allocator's own growth (which levels off).
 const FLAT: f64 = 0.10;
-
-pub(super) fn median(mut xs: Vec<f64>) -> f64 {
-    xs.retain(|x| x.is_finite());
-    xs.sort_by(f64::total_cmp);
-    xs.get(xs.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
-/// Median and quartiles of `xs`.
-pub(super) fn spread(mut xs: Vec<f64>) -> (f64, f64, f64) {
-    xs.retain(|x| x.is_finite());
-    xs.sort_by(f64::total_cmp);
-    let q = |f: f64| {
-        let last = xs.len().saturating_sub(1) as f64;
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        xs.get((last * f).round() as usize)
-            .copied()
-            .unwrap_or(f64::NAN)
-    };
-    (q(0.5), q(0.25), q(0.75))
-}
 
 fn num(v: &Value, key: &str) -> f64 {
     v[key].as_f64().unwrap_or(f64::NAN)
@@ -74,9 +55,9 @@ fn phase(report: &Value, who: &str, key: &str) -> Option<Phase> {
     if full.is_empty() {
         return None;
     }
-    let fixed_cpu = median(one.iter().map(|r| num(r, "cpu_s")).collect());
-    let fixed_wall = median(one.iter().map(|r| num(r, "wall_s")).collect());
-    let inner = |k: &str| median(full.iter().map(|r| num(&r["inner"], k) / rows).collect());
+    let fixed_cpu = median(one.iter().map(|r| num(r, "cpu_s")));
+    let fixed_wall = median(one.iter().map(|r| num(r, "wall_s")));
+    let inner = |k: &str| median(full.iter().map(|r| num(&r["inner"], k) / rows));
     Some(Phase {
         cpu_per_row: full
             .iter()
@@ -89,26 +70,15 @@ fn phase(report: &Value, who: &str, key: &str) -> Option<Phase> {
         inner_cpu_per_row: inner("cpu_s"),
         allocations_per_row: inner("allocations"),
         bytes_per_row: inner("bytes_allocated"),
-        peak_kib: median(full.iter().map(|r| num(r, "peak_rss_kib")).collect()),
-        peak_one_kib: median(one.iter().map(|r| num(r, "peak_rss_kib")).collect()),
-        peak_big_kib: median(big.iter().map(|r| num(r, "peak_rss_kib")).collect()),
+        peak_kib: median(full.iter().map(|r| num(r, "peak_rss_kib"))),
+        peak_one_kib: median(one.iter().map(|r| num(r, "peak_rss_kib"))),
+        peak_big_kib: median(big.iter().map(|r| num(r, "peak_rss_kib"))),
         server_cores: median(
             full.iter()
-                .map(|r| num(r, "server_cpu_s") / num(r, "wall_s"))
-                .collect(),
+                .map(|r| num(r, "server_cpu_s") / num(r, "wall_s")),
         ),
-        client_cores: median(
-            full.iter()
-                .map(|r| num(r, "cpu_s") / num(r, "wall_s"))
-                .collect(),
-        ),
+        client_cores: median(full.iter().map(|r| num(r, "cpu_s") / num(r, "wall_s"))),
     })
-}
-
-/// Per round, `f(a's round, b's round)`: the contenders ran in the same
-/// round, seconds apart.
-fn paired(a: &[f64], b: &[f64], f: impl Fn(f64, f64) -> f64) -> (f64, f64, f64) {
-    spread(a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect())
 }
 
 fn contender_name(who: &str) -> &'static str {
@@ -129,9 +99,9 @@ fn mib(kib: f64) -> String {
     }
 }
 
-/// `(median, q1, q3)` as `m (q1–q3)`.
-fn ratio_text((m, q1, q3): (f64, f64, f64)) -> String {
-    format!("{m:.2} (quartiles {q1:.2}–{q3:.2})")
+/// A ratio's median and quartiles as `m (quartiles q1–q3)`.
+pub(super) fn ratio_text(q: Quartiles) -> String {
+    format!("{:.2} (quartiles {:.2}–{:.2})", q.median, q.q1, q.q3)
 }
 
 /// The section, from `ttl-bench null`'s JSON.
@@ -184,12 +154,12 @@ pub(crate) fn section(report: &Value) -> String {
 
     let mut targets =
         String::from("| target | measured (median of the rounds' ratios) | |\n|---|---|---|\n");
-    let mut target = |what: &str, value: (f64, f64, f64), want: &str, met: bool| {
+    let mut target = |what: &str, value: Quartiles, want: &str, met: bool| {
         let _ = writeln!(
             targets,
             "| {what} {want} | {} | {} |",
             ratio_text(value),
-            if value.0.is_nan() {
+            if value.median.is_nan() {
                 "not measured"
             } else if met {
                 "**met**"
@@ -224,19 +194,19 @@ pub(crate) fn section(report: &Value) -> String {
                     &format!("write throughput per client core, library / {name}"),
                     r,
                     &format!("≥ {want}"),
-                    r.0 >= want,
+                    r.median >= want,
                 );
             }
         }
     }
     if let (Some(l), Some(g)) = (&lib_write, phase(report, "go", "write")) {
         let r = paired(&l.cpu_per_row, &g.cpu_per_row, |l, g| l / g);
-        missed[0] |= r.0 > 0.25;
+        missed[0] |= r.median > 0.25;
         target(
             "client CPU per row written, library / Go's",
             r,
             "≤ 0.25",
-            r.0 <= 0.25,
+            r.median <= 0.25,
         );
     }
     for other in ["go", "node", "raw"] {
@@ -256,8 +226,8 @@ pub(crate) fn section(report: &Value) -> String {
             };
             match want {
                 Some(want) => {
-                    missed[1] |= r.0 < want;
-                    target(what, r, &format!("≥ {want}"), r.0 >= want);
+                    missed[1] |= r.median < want;
+                    target(what, r, &format!("≥ {want}"), r.median >= want);
                 }
                 None => target(what, r, "", true),
             }
