@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Every benchmark of issue 5, then BENCHMARKS.md rewritten with the figures.
+# Every benchmark of issue 5, each writing its JSON to bench/target/results,
+# then BENCHMARKS.md's tables rewritten from it (`ttl-bench report`): only
+# the tables between `<!-- table NAME -->` and `<!-- /table NAME -->`; the
+# prose around them is written by hand (see BENCHMARKS.md's top).
 #   bench/run.sh                 # 100,000 rows end to end
 #   BENCH_ROWS=10000 bench/run.sh
 #   BENCH_ROUNDS=9 (default): end-to-end rounds, medians reported
@@ -122,6 +125,5 @@ fi
   ${node_modules:+--node-modules "$node_modules"} ${go_csv:+--go-csv "$go_csv"} \
   --out "$results/fair.json"
 
-"$root/target/release/ttl-bench" report --results "$results" --out "$root/BENCHMARKS.md"
-echo "BENCHMARKS.md rewritten" >&2
-cat "$root/BENCHMARKS.md"
+"$root/target/release/ttl-bench" report --results "$results" --update "$root/BENCHMARKS.md"
+echo "BENCHMARKS.md's tables rewritten: read its prose against them (git diff BENCHMARKS.md)" >&2

@@ -1,5 +1,5 @@
-//! `ttl-bench latency --ops N [--rounds R] [--against emulator,null] --out FILE
-//! [--update BENCHMARKS.md]`: the latency of single-row calls, one call at a
+//! `ttl-bench latency --ops N [--rounds R] [--against emulator,null] --out
+//! FILE`: the latency of single-row calls, one call at a
 //! time, the library against hand-written `bigtable_rs` sending the same
 //! request (issue 23, item 5; issue 32, item 3), against the emulator and
 //! against the null server (`ttl-bench null-server`, where the clients' own
@@ -44,12 +44,10 @@ use ttl_bench::{
     pid_listening_on, process_cpu_seconds, Event, FAMILY,
 };
 
+use crate::report::{run_on, Generated};
 use crate::{Res, PROJECT};
 
-use ttl_bench::stats::{self, quantile, ratios, Ratio};
-
-/// The section's heading in `BENCHMARKS.md`.
-pub(crate) const HEADING: &str = "## Single-row latency";
+use ttl_bench::stats::{quantile, ratios, Ratio};
 
 /// Rows stored in the emulator before the rounds, read by the `get`s in
 /// turn (the null server answers the first row to any `get`).
@@ -159,8 +157,7 @@ impl Target {
     }
 }
 
-/// Measure against every target, write the JSON to `out`, and with
-/// `update` rewrite that file's section.
+/// Measure against every target, write the JSON to `out`.
 pub(crate) async fn run(ops: usize, rounds: usize, targets: &[Target], out: &Path) -> Res<()> {
     let mut measured = serde_json::Map::new();
     for &target in targets {
@@ -701,100 +698,21 @@ fn target_table(measured: &Value) -> String {
     table
 }
 
-/// `[a, b]` of `ttl_bench::load_average` as "a at the start, b at the end".
-fn load(measured: &Value) -> String {
-    match (
-        measured["load_average"][0].as_f64(),
-        measured["load_average"][1].as_f64(),
-    ) {
-        (Some(a), Some(b)) => {
-            format!("a load average of {a:.1} at the start and {b:.1} at the end")
-        }
-        _ => "load average not read".to_owned(),
-    }
-}
-
-/// The section, from `ttl-bench latency`'s JSON.
-pub(crate) fn section(report: &Value) -> String {
-    let mut tables = String::new();
-    for (target, title) in [
-        ("emulator", "Against the emulator"),
-        ("null", "Against the null server"),
-    ] {
-        let measured = &report["targets"][target];
-        if measured.is_null() {
-            continue;
-        }
-        let what = if target == "emulator" {
-            "most of a call's time is the emulator's (its CPU a call beside)"
-        } else {
-            "the server answers from memory, so a call's time is the two clients' own \
-             work, the loopback and the scheduler"
-        };
-        let _ = write!(
-            tables,
-            "**{title}** ({}; {what}):\n\n{}\n",
-            load(measured),
-            target_table(measured)
-        );
-    }
-    let targets: Vec<&str> = ["emulator", "null"]
+/// `BENCHMARKS.md`'s tables of this command's JSON: one per target.
+pub(crate) fn tables(report: &Value) -> Vec<Generated> {
+    [("emulator", "latency-emulator"), ("null", "latency-null")]
         .into_iter()
-        .filter(|t| !report["targets"][*t].is_null())
-        .collect();
-    format!(
-        "{HEADING}\n\n\
-         Single-row calls one at a time (`ttl-bench latency`, `bench/src/latency.rs`): `get` \
-         of a stored row (the typed reader's filter, decoded), `put` of a whole row, \
-         `insert_if_absent` on a fresh key (a `CheckAndMutateRow` whose predicate is the \
-         library's: the row exists at the horizon, live or incomplete); the library against \
-         hand-written `bigtable_rs` sending the same request messages, byte for byte, twice: \
-         through `bigtable_rs`'s API, which sends its routing header only, and through its \
-         tonic client with the headers the library sends (the routing header naming the app \
-         profile, `x-goog-api-client`, `grpc-timeout` in the library's units, a read's \
-         `bigtable-features`; all but `user-agent`) and each call's wait bounded by the \
-         library's attempt timeout (`bigtable_rs`'s `timeout` option, as the library bounds \
-         every attempt): the same request on the wire and the same bound, the comparison to \
-         quote (`latency::tests::the_hand_written_calls_send_the_library_s_requests` \
-         sends all three to a null server and compares the messages and headers it \
-         received; the hand-written code takes its clock reading just before the call, the \
-         library its own). {ops} calls per \
-         contender and call per round, {rounds} rounds, in blocks of {BLOCK} calls, the \
-         contenders alternating block by block; p50 and p99 over every call of every round. \
-         Each block starts with one more call, timed apart and left out of the steady calls' \
-         p50 and p99: the first call after another contender's block, which finds that \
-         contender's code and data in the caches and its own connection idle (what a program \
-         pays that calls now and then among other work). A switch costs whoever comes next, \
-         and more between different client code (the library's and tonic's) than between the \
-         two hand-written contenders, which share tonic's; so that column compares the \
-         library's first calls after a contender's block with the contender's first calls \
-         after the library's, the same switch either way and each back after one block away \
-         (the rotation brings some back after four, not as often to each side; the i-th of \
-         each paired, with an interval drawn as below). \
-         The ratio of the library's p50 (p99) to a contender's stands with its 95 % \
-         interval, from a paired block bootstrap: the blocks drawn again with replacement \
-         {draws} times, each block of the library together with the contender's block run \
-         beside it (under the same load), the ratio of each draw's quantiles; the interval \
-         is the 2.5th to 97.5th percentile of those ratios, so a ratio whose interval holds \
-         1.00 is parity within what this run can tell apart. A call that fails (a stall past \
-         its deadline; more than one in a thousand stops the run) keeps its time among the \
-         calls, and the contender's row says how many failed. **client CPU** and **server CPU** \
-         are each process's CPU time over a batch of calls (`/proc/<pid>/task/*/schedstat`), \
-         per call. Run on {date} ({cores} cores).\n\n\
-         {tables}\
-         Not measured: TLS and tokens (both plaintext, no auth; see the null server's TLS \
-         figures), concurrency (one call at a time), a real network's round trip.\n\n\
-         Command: `cargo build --release -p ttl-bench && target/release/ttl-bench latency \
-         --ops {ops} --rounds {rounds} --against {targets} --out \
-         bench/target/results/latency.json --update BENCHMARKS.md` (also run by \
-         `bench/run.sh`).\n",
-        ops = report["ops"],
-        rounds = report["rounds"],
-        date = report["date"].as_str().unwrap_or("?"),
-        cores = report["cores"],
-        targets = targets.join(","),
-        draws = stats::DRAWS,
-    )
+        .filter(|(target, _)| !report["targets"][target].is_null())
+        .map(|(target, name)| {
+            let measured = &report["targets"][target];
+            let run = json!({"date": report["date"], "cores": report["cores"],
+                             "load_average": measured["load_average"]});
+            (
+                name,
+                format!("{}\n\n{}", run_on(&run), target_table(measured)),
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -835,7 +753,11 @@ mod tests {
             "ops": 10, "rounds": 3, "cores": 2, "date": "d",
             "targets": {"null": measured},
         });
-        let text = section(&report);
+        let tables = tables(&report);
+        let [("latency-null", text)] = &tables[..] else {
+            panic!("one target, one table: {tables:?}");
+        };
+        assert!(text.starts_with("Run on d (2 cores, a load average of 1.0 at the start and 2.0"));
         assert!(
             text.contains(
                 "| `get` | hand-written `bigtable_rs` | 100 µs | 2 µs | 1.10 (1.05–1.12), \
@@ -860,9 +782,7 @@ mod tests {
             !text.contains("| `put` | hand-written, the library's"),
             "{text}"
         );
-        assert!(text.contains("| 0.50 (0.45–0.55), ") && text.starts_with(HEADING));
-        assert!(text.contains("--against null ") && !text.contains("Against the emulator"));
-        assert!(text.contains(&format!("{} times", stats::DRAWS)), "{text}");
+        assert!(text.contains("| 0.50 (0.45–0.55), "), "{text}");
     }
 
     /// A switch is compared with the same switch the other way: the

@@ -10,9 +10,9 @@ mod conditional;
 mod expiry;
 mod latency;
 mod null;
+mod report;
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -28,7 +28,6 @@ use futures_util::{StreamExt as _, TryStreamExt as _};
 use prost::Message as _;
 use serde_json::{json, Value};
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
-use ttl_bench::sections::replace_section;
 use ttl_bench::stats::{median, paired};
 use ttl_bench::{
     cpu_seconds, event, hand_decode, hand_entry, peak_rss_kib, pid_listening_on,
@@ -98,8 +97,8 @@ enum Cli {
         concurrency: Vec<usize>,
         #[arg(long, default_value_t = 5)]
         rounds: usize,
-        #[command(flatten)]
-        io: Io,
+        #[arg(long)]
+        out: PathBuf,
     },
     /// Single-row calls one at a time, the library against hand-written code.
     Latency {
@@ -114,10 +113,10 @@ enum Cli {
             default_value = "emulator,null"
         )]
         against: Vec<latency::Target>,
-        #[command(flatten)]
-        io: Io,
+        #[arg(long)]
+        out: PathBuf,
     },
-    /// The expiry feed and the reaper (JSON; `BENCHMARKS.md`'s section is written by hand).
+    /// The expiry feed and the reaper (JSON; `BENCHMARKS.md`'s figures are written by hand).
     Expiry(expiry::Args),
     /// What the client-side metrics cost on a write+read workload.
     Telemetry {
@@ -141,8 +140,8 @@ enum Cli {
         /// Rows of the library's phases profiled under callgrind (0: none).
         #[arg(long, default_value_t = 20_000)]
         profile_rows: usize,
-        #[command(flatten)]
-        io: Io,
+        #[arg(long)]
+        out: PathBuf,
     },
     /// The null-server comparisons like for like, TLS included.
     Fair {
@@ -155,8 +154,8 @@ enum Cli {
         /// The `go_csv` program (`bench/go_csv`), if built.
         #[arg(long)]
         go_csv: Option<PathBuf>,
-        #[command(flatten)]
-        io: Io,
+        #[arg(long)]
+        out: PathBuf,
     },
     /// The null server (internal): serves the workload's first N rows for each N.
     NullServer {
@@ -187,46 +186,15 @@ enum Cli {
         #[arg(long, requires = "tls")]
         token: Option<String>,
     },
-    /// `BENCHMARKS.md` rendered from the other commands' JSON in `--results`.
+    /// `BENCHMARKS.md`'s tables rewritten from the other commands' JSON.
     Report {
+        /// Where the commands wrote their JSON (`e2e.json`, `null.json`, …).
         #[arg(long)]
         results: PathBuf,
+        /// The file whose tables are rewritten (`BENCHMARKS.md`).
         #[arg(long)]
-        out: PathBuf,
+        update: PathBuf,
     },
-}
-
-/// Where a measuring command writes its JSON, and the section it rewrites.
-#[derive(clap::Args)]
-struct Io {
-    #[arg(long, required_unless_present = "from")]
-    out: Option<PathBuf>,
-    /// Rewrite this file's section (`BENCHMARKS.md`).
-    #[arg(long)]
-    update: Option<PathBuf>,
-    /// Render the section again from this JSON instead of measuring.
-    #[arg(long)]
-    from: Option<PathBuf>,
-}
-
-impl Io {
-    fn out(&self) -> &Path {
-        self.out.as_deref().unwrap_or(Path::new(""))
-    }
-
-    /// With `--update FILE`, the section `heading` of that file replaced by
-    /// the one `section` renders from `--from`'s JSON, or `--out`'s.
-    fn update(&self, heading: &str, section: fn(&Value) -> String) -> Res<()> {
-        let json = self.from.as_deref().unwrap_or(self.out());
-        let measured = read_json(json).ok_or_else(|| format!("no JSON in {}", json.display()))?;
-        let text = section(&measured);
-        eprintln!("{text}");
-        if let Some(path) = &self.update {
-            ttl_bench::sections::update_file(path, heading, &text)?;
-            eprintln!("{} updated", path.display());
-        }
-        Ok(())
-    }
 }
 
 fn main() -> Res<()> {
@@ -243,39 +211,29 @@ fn main() -> Res<()> {
             scale,
             node_modules,
             profile_rows,
-            io,
-        } => {
-            if io.from.is_none() {
-                null::run(&null::Plan {
-                    rows,
-                    rounds,
-                    scale,
-                    node_modules,
-                    profile_rows,
-                    out: io.out().to_owned(),
-                })?;
-            }
-            io.update(null::report::HEADING, null::report::section)
-        }
+            out,
+        } => null::run(&null::Plan {
+            rows,
+            rounds,
+            scale,
+            node_modules,
+            profile_rows,
+            out,
+        }),
         Cli::Fair {
             rows,
             rounds,
             node_modules,
             go_csv,
-            io,
-        } => {
-            if io.from.is_none() {
-                null::fair::run(&null::fair::Plan {
-                    rows,
-                    rounds,
-                    node_modules,
-                    go_csv,
-                    out: io.out().to_owned(),
-                })?;
-            }
-            io.update(null::fair::HEADING, null::fair::section)
-        }
-        Cli::Report { results, out } => report(&results, &out),
+            out,
+        } => null::fair::run(&null::fair::Plan {
+            rows,
+            rounds,
+            node_modules,
+            go_csv,
+            out,
+        }),
+        Cli::Report { results, update } => report::run(&results, &update),
         cli => tokio::runtime::Runtime::new()?.block_on(async_main(cli)),
     }
 }
@@ -322,24 +280,14 @@ async fn async_main(cli: Cli) -> Res<()> {
             rows,
             concurrency,
             rounds,
-            io,
-        } => {
-            if io.from.is_none() {
-                parallel::run(rows, &concurrency, rounds, io.out()).await?;
-            }
-            io.update(parallel::HEADING, parallel::section)
-        }
+            out,
+        } => parallel::run(rows, &concurrency, rounds, &out).await,
         Cli::Latency {
             ops,
             rounds,
             against,
-            io,
-        } => {
-            if io.from.is_none() {
-                latency::run(ops, rounds, &against, io.out()).await?;
-            }
-            io.update(latency::HEADING, latency::section)
-        }
+            out,
+        } => latency::run(ops, rounds, &against, &out).await,
         Cli::Instructions { rows, out } => instructions(rows, &out).await,
         Cli::Conditional { ops, out } => conditional::conditional(ops, &out).await,
         Cli::Expiry(args) => expiry::main(&args).await,
@@ -490,6 +438,16 @@ async fn e2e(rows: usize, python: Option<&str>, out: &Path) -> Res<()> {
     results.insert("filtering".into(), filtering);
     results.insert("rows".into(), json!(rows));
     results.insert("rounds".into(), json!(rounds()));
+    let machine = format!(
+        "{} cores ({}), {} memory, {}, {}",
+        shell("nproc"),
+        shell("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"),
+        shell("free -h | awk '/Mem:/ {print $2}'"),
+        shell("rustc --version"),
+        shell("uname -sr")
+    );
+    results.insert("machine".into(), json!(machine));
+    results.insert("date".into(), json!(shell("date -u +%Y-%m-%d")));
     results.insert(
         "load_average".into(),
         json!([load_start, ttl_bench::load_average()]),
@@ -890,417 +848,10 @@ async fn response_bytes(
     Ok((bytes, rows))
 }
 
-// ----- the report -------------------------------------------------------------
-
-fn read_json(path: &Path) -> Option<Value> {
-    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
-}
-
-/// Criterion's mean estimate (ns) of `group/name`.
-fn criterion_mean(dir: &Path, group: &str, name: &str) -> Option<f64> {
-    read_json(&dir.join(group).join(name).join("new/estimates.json"))?["mean"]["point_estimate"]
-        .as_f64()
-}
-
 fn shell(cmd: &str) -> String {
     Command::new("sh")
         .args(["-c", cmd])
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .unwrap_or_default()
-}
-
-/// What the emulator's CPU per row written says of `owns_family`:
-/// `family_us` and `columns_us` are the medians (µs a row) of `lib` (5
-/// mutations a row: one `DeleteFromFamily`, four `SetCell`s) and of
-/// `lib-by-column` (8: four `DeleteFromColumn`s, four `SetCell`s), `ratio`
-/// the median of the rounds' ratios.
-fn owns_family_note(family_us: f64, columns_us: f64, ratio: f64) -> String {
-    // A straight line through the two: a cost a mutation and one a row.
-    let per_mutation = (columns_us - family_us) / 3.0;
-    let per_row = columns_us - 8.0 * per_mutation;
-    format!(
-        "**`owns_family` and the emulator's work.** One `DeleteFromFamily` in place of four \
-         `DeleteFromColumn`s takes 3 of a row's 8 mutations away; the emulator's CPU per row \
-         written falls by {:.0}% (the median of the rounds' ratios, {ratio:.2}){}. A straight \
-         line through the two medians puts {per_mutation:.2} µs on each mutation and \
-         {per_row:.1} µs on each row whatever its mutations, so fewer deletes alone cannot \
-         halve the emulator's work a row here. The rows go to an empty table, where a delete \
-         finds no cell to remove; rewriting rows that hold cells was not measured.\n\n",
-        100.0 * (1.0 - ratio),
-        if ratio <= 0.5 {
-            ": the half issue 23 aims at is reached"
-        } else {
-            ", not the half issue 23 aims at"
-        },
-    )
-}
-
-/// Said of a figure `report` keeps from the file, not measured in its run.
-const CARRIED: &str = " (not measured again: the previous run's)";
-
-#[allow(clippy::too_many_lines)]
-fn report(dir: &Path, out: &Path) -> Res<()> {
-    let e2e = read_json(&dir.join("e2e.json")).ok_or("e2e.json missing")?;
-    let compile = read_json(&dir.join("compile.json"));
-    let old = std::fs::read_to_string(out).unwrap_or_default();
-    // A line whose measure was not run this time keeps the file's figure,
-    // said so.
-    let carried = |label: &str| {
-        let row = old
-            .lines()
-            .find(|l| l.starts_with(&format!("| {label} |")))?;
-        let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
-        let (value, target) = (cells.get(1)?, cells.get(2).copied().unwrap_or(""));
-        let value = value.strip_suffix(CARRIED).unwrap_or(value).to_owned();
-        Some((format!("{value}{CARRIED}"), target.to_owned()))
-    };
-    let criterion = dir.join("criterion");
-    let rows = e2e["rows"].as_f64().unwrap_or(0.0);
-    let mut t = String::new();
-    let mut line = |what: &str, value: String, target: &str| {
-        let _ = writeln!(t, "| {what} | {value} | {target} |");
-    };
-    let n = 1000.0_f64;
-    for group in ["build", "decode"] {
-        let d = criterion_mean(&criterion, group, "derive");
-        let h = criterion_mean(&criterion, group, "hand");
-        if let (Some(d), Some(h)) = (d, h) {
-            line(
-                &format!("{group}, 1,000 rows: derive / hand-written time"),
-                format!("{:.3} ({:.0} ns vs {:.0} ns per row)", d / h, d / n, h / n),
-                "≤ 1.05",
-            );
-        }
-    }
-    let rate = |c: &str, key: &str| rows / e2e[c][key].as_f64().unwrap_or(f64::NAN);
-    for (key, what) in [("write_s", "write"), ("scan_s", "filtered scan")] {
-        for c in ["lib", "lib-by-column", "lib-put-all", "raw", "python"] {
-            if e2e.get(c).is_some() {
-                line(
-                    &format!("{what} {rows} rows, {c}: rows/s"),
-                    format!("{:.0}", rate(c, key)),
-                    "",
-                );
-            }
-        }
-        let a = rate("lib", key);
-        let paired = |k: &str| e2e["paired"][k].as_f64().unwrap_or(f64::NAN);
-        line(
-            &format!("{what}: a/b (library / hand-written bigtable_rs), throughput"),
-            format!(
-                "{:.3} (median of the rounds' ratios, quartiles {:.3}–{:.3}; {:.3} from the medians above)",
-                paired(key),
-                paired(&format!("{key}_q1")),
-                paired(&format!("{key}_q3")),
-                a / rate("raw", key)
-            ),
-            "≥ 0.95",
-        );
-        let cpu_key = key.replace("_s", "_cpu_s");
-        let cpu = |c: &str| e2e[c][&cpu_key].as_f64().unwrap_or(f64::NAN);
-        line(
-            &format!("{what}: client CPU time, library / hand-written bigtable_rs"),
-            format!(
-                "{:.2} s / {:.2} s = {:.2} (median of the rounds' ratios: {:.2})",
-                cpu("lib"),
-                cpu("raw"),
-                cpu("lib") / cpu("raw"),
-                1.0 / e2e["paired"][cpu_key.as_str()].as_f64().unwrap_or(f64::NAN)
-            ),
-            "",
-        );
-        if e2e.get("python").is_some() {
-            line(
-                &format!("{what}: a/c (library / Python client)"),
-                format!("{:.1}", a / rate("python", key)),
-                "≥ 5",
-            );
-        }
-    }
-    let family = &e2e["owns_family"];
-    let mut owns_note = String::new();
-    if family.is_object() {
-        let per_row = |c: &str, key: &str| 1e6 * e2e[c][key].as_f64().unwrap_or(f64::NAN) / rows;
-        let ratio = |key: &str| {
-            let f = |k: String| family[k].as_f64().unwrap_or(f64::NAN);
-            format!(
-                "{:.3} (quartiles {:.3}–{:.3})",
-                f(key.to_owned()),
-                f(format!("{key}_q1")),
-                f(format!("{key}_q3"))
-            )
-        };
-        line(
-            "write: emulator CPU per row, `owns_family` (one `DeleteFromFamily`, lib) / per-column deletes (lib-by-column)",
-            format!(
-                "{:.2} µs / {:.2} µs; median of the rounds' ratios {}",
-                per_row("lib", "write_emulator_cpu_s"),
-                per_row("lib-by-column", "write_emulator_cpu_s"),
-                ratio("write_emulator_cpu_s")
-            ),
-            // Issue 23, item 4: halve the server's work per row.
-            "≤ 0.5",
-        );
-        owns_note = owns_family_note(
-            per_row("lib", "write_emulator_cpu_s"),
-            per_row("lib-by-column", "write_emulator_cpu_s"),
-            family["write_emulator_cpu_s"].as_f64().unwrap_or(f64::NAN),
-        );
-        line(
-            "write: wall time, `owns_family` / per-column deletes",
-            format!(
-                "{:.3} s / {:.3} s; median of the rounds' ratios {}",
-                e2e["lib"]["write_s"].as_f64().unwrap_or(f64::NAN),
-                e2e["lib-by-column"]["write_s"].as_f64().unwrap_or(f64::NAN),
-                ratio("write_s")
-            ),
-            "",
-        );
-        line(
-            "write: client CPU per row, `owns_family` / per-column deletes",
-            format!(
-                "{:.2} µs / {:.2} µs; median of the rounds' ratios {}",
-                per_row("lib", "write_cpu_s"),
-                per_row("lib-by-column", "write_cpu_s"),
-                ratio("write_cpu_s")
-            ),
-            "",
-        );
-        line(
-            "filtered scan: emulator CPU per row, `owns_family` / per-column deletes",
-            format!(
-                "{:.2} µs / {:.2} µs; median of the rounds' ratios {}",
-                per_row("lib", "scan_emulator_cpu_s"),
-                per_row("lib-by-column", "scan_emulator_cpu_s"),
-                ratio("scan_emulator_cpu_s")
-            ),
-            "",
-        );
-    }
-    for c in ["lib", "lib-by-column", "lib-put-all", "raw", "python"] {
-        if let Some(kib) = e2e.get(c).and_then(|v| v["peak_rss_kib"].as_f64()) {
-            line(
-                &format!("peak RSS after writing {rows} rows, {c}"),
-                format!("{:.1} MiB", kib / 1024.0),
-                "",
-            );
-        }
-    }
-    let f = &e2e["filtering"];
-    let (typed, raw) = (
-        f["typed_bytes"].as_f64().unwrap_or(0.0),
-        f["unfiltered_bytes"].as_f64().unwrap_or(1.0),
-    );
-    line(
-        &format!(
-            "bytes received, {} rows with half expired not collected: typed read / unfiltered",
-            f["rows_written"]
-        ),
-        format!(
-            "{typed:.0} / {raw:.0} B = {:.2} ({:.0}% saved; {} of {} rows returned)",
-            typed / raw,
-            100.0 * (1.0 - typed / raw),
-            f["typed_rows_received"],
-            f["unfiltered_rows_received"]
-        ),
-        "",
-    );
-    let compile_label = "cargo build of 50 structs: BigtableRow / serde Serialize+Deserialize";
-    if let Some(compile) = &compile {
-        let (c_derive, c_serde) = (
-            compile["derive_s"].as_f64().unwrap_or(f64::NAN),
-            compile["serde_s"].as_f64().unwrap_or(f64::NAN),
-        );
-        line(
-            compile_label,
-            format!(
-                "{c_derive:.2} s / {c_serde:.2} s = {:.2}",
-                c_derive / c_serde
-            ),
-            "",
-        );
-    } else if let Some((value, target)) = carried(compile_label) {
-        line(compile_label, value, &target);
-    }
-    if let Some(cond) = read_json(&dir.join("conditional.json")) {
-        for (shape, what) in [
-            ("one_at_a_time", "one call at a time"),
-            ("concurrent", "16 in flight"),
-        ] {
-            let c = &cond[shape];
-            let f = |k: &str| c[k].as_f64().unwrap_or(f64::NAN);
-            let ops = cond["ops"].as_f64().unwrap_or(f64::NAN);
-            line(
-                &format!(
-                    "conditional insert, {what}: library / hand-written CheckAndMutateRow, throughput"
-                ),
-                format!(
-                    "{:.3} (median of the rounds' ratios, quartiles {:.3}–{:.3}; {:.0} vs {:.0} inserts/s)",
-                    f("throughput_ratio"),
-                    f("throughput_ratio_q1"),
-                    f("throughput_ratio_q3"),
-                    ops / f("library_s"),
-                    ops / f("hand_s"),
-                ),
-                "≥ 0.90",
-            );
-            line(
-                &format!("conditional insert, {what}: client CPU time, library / hand-written"),
-                format!(
-                    "{:.3} s / {:.3} s = {:.2}",
-                    f("library_cpu_s"),
-                    f("hand_cpu_s"),
-                    f("library_cpu_s") / f("hand_cpu_s")
-                ),
-                "",
-            );
-        }
-    }
-    if let Some(ins) = read_json(&dir.join("instructions.json")) {
-        let (lib, raw) = (
-            ins["lib"].as_f64().unwrap_or(f64::NAN),
-            ins["raw"].as_f64().unwrap_or(f64::NAN),
-        );
-        line(
-            &format!(
-                "client instructions (callgrind), write + filtered scan of {} rows: lib / raw",
-                ins["rows"]
-            ),
-            format!("{:.0} M / {:.0} M = {:.3}", lib / 1e6, raw / 1e6, lib / raw),
-            "",
-        );
-    }
-    // Every other line of the file's table (a measure whose JSON is not in
-    // `dir`: the criterion benches, conditional inserts, client
-    // instructions, a contender left out) is kept, said so, so that
-    // running one command again does not drop the others' figures.
-    let old_table = old.split("\n## ").next().unwrap_or("");
-    for row in old_table.lines().filter(|l| l.starts_with("| ")) {
-        let label = row
-            .trim_start_matches("| ")
-            .split(" | ")
-            .next()
-            .unwrap_or("");
-        if label == "measure" || t.lines().any(|l| l.starts_with(&format!("| {label} |"))) {
-            continue;
-        }
-        if let Some((value, target)) = carried(label) {
-            let _ = writeln!(t, "| {label} | {value} | {target} |");
-        }
-    }
-    let machine = format!(
-        "{} cores ({}), {} memory, {}, {}",
-        shell("nproc"),
-        shell("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"),
-        shell("free -h | awk '/Mem:/ {print $2}'"),
-        shell("rustc --version"),
-        shell("uname -sr")
-    );
-    let doc = format!(
-        "# Benchmarks\n\n\
-         Measured performance of `bigtable-ttl` against hand-written `bigtable_rs` code \
-         and Google's Python, Go and Node.js clients. Each section ends with the command \
-         that produced it. `bench/run.sh` runs the benchmarks of this first section and of \
-         *Parallel scan*, *Against a null server*, *Like for like* and *Single-row \
-         latency*, and rewrites those sections; the others come from the commands they \
-         name, and `bench/run.sh` keeps them as they are.\n\n\
-         Figures are from one run on one machine, compared as ratios within that run. The \
-         machine is shared and noisy: absolute numbers move between runs, ratios much \
-         less.\n\n\
-         Machine: {machine}. Run on {date}{load}.\n\n\
-         | measure | figure | target |\n|---|---|---|\n{t}\n{owns_note}\
-         ## What each line measures\n\n\
-         * **build / decode** (criterion, `bench/benches/codec.rs`): the mutations for \
-         1,000 rows of `ttl_bench::Event` (one-second expiration, per-row expiry, three \
-         columns) through `#[derive(BigtableRow)]` versus hand-written `bigtable_rs` \
-         protobuf code producing the same bytes (asserted before measuring); decoding \
-         1,000 rows read back into structs (with expiry metadata) versus a hand-written \
-         qualifier match.\n\
-         * **write / filtered scan**: {rows} rows with per-row expiries written to a \
-         dedicated emulator, then scanned with the timestamp filter and decoded. Each \
-         contender runs as its own process on a fresh emulator, once per round \
-         (`BENCH_ROUNDS`, 9 by default), the Rust contenders in an order rotated each \
-         round and the Python client after them, each emulator stopped (and its exit \
-         waited for) before the next starts; the figures are \
-         each contender's median. *lib*: `Table::writer()` (the bulk writer, \
-         rows streamed in; the library contenders call `verify_schema` once at startup, \
-         untimed, as an application does, which lets typed reads skip the family \
-         selector on this one-family table); *lib-by-column*: the same through a twin of \
-         `Event` without `#[bigtable(owns_family)]`, so each row clears its three columns \
-         and its row marker with four `DeleteFromColumn`s where `lib` sends one \
-         `DeleteFromFamily` (8 mutations a row against 5); *lib-put-all*: `Table::put_all` over a `Vec` of the rows; \
-         *raw* (b): hand-written `bigtable_rs` with the same batching (10,000 rows per \
-         `MutateRows`, 4 in flight) and a hand-written filter and decoder; *python* (c): \
-         Google's `google-cloud-bigtable` (its `MutationsBatcher`, 10,000 rows per flush, \
-         and `read_rows` with a `TimestampRangeFilter`), installed in a venv by \
-         `bench/run.sh`.\n\
-         * **a/b**: each round runs the library and the hand-written contender a few \
-         seconds apart, so the ratio of their times within a round sees the same \
-         machine; the figure is the median of those ratios over the rounds, with \
-         their quartiles (the ratio of the per-contender medians is given beside it). **client CPU time**: \
-         the contender process's own CPU time (user and kernel, all threads, from \
-         `/proc/self/task/*/schedstat`) in the phase, the emulator's not included: \
-         what the client costs, much less disturbed by other load than wall time. \
-         **emulator CPU**: the emulator process's CPU time (`/proc/PID/task/*/schedstat`, \
-         read by the contender at the start and end of each phase) over the rows; \
-         `owns_family` / per-column deletes is the ratio of `lib`'s to `lib-by-column`'s \
-         within each round, the median over the rounds.\n\
-         * **peak RSS**: `VmHWM` of the contender's process right after its write.\n\
-         * **conditional insert** (`ttl-bench conditional`, issue 11): 4,000 \
-         `Table::insert_if_absent` calls on fresh keys (each wins and writes) against \
-         4,000 hand-written `bigtable_rs` `CheckAndMutateRow` calls with the same \
-         predicate (the library's: the row exists at the horizon) and mutations, the same \
-         bytes on the wire as asserted in \
-         `the_hand_written_calls_send_the_library_s_requests`; one call at a time, then 16 in \
-         flight; one emulator, rounds alternating which goes first, the median of the \
-         rounds' ratios. Wall time here is mostly the emulator's; the client CPU time \
-         beside it is the library's own cost.\n\
-         * **client instructions**: the `lib` and `raw` contenders run under `valgrind \
-         --tool=callgrind` (write and filtered scan of 20,000 rows, each on its own \
-         emulator): instructions the client process executed, the same whatever else the \
-         machine is doing; the emulator's work is not counted.\n\
-         * **bytes received**: encoded size of the `ReadRowsResponse` messages of a \
-         full-table read with the typed reader's filter (`Table::read_filter` at a \
-         manual clock 2 h ahead) versus no filter, half the rows expired for the reader \
-         but not collected (GC runs on real time).\n\
-         * **cargo build**: a generated crate of 50 structs (`bench/gen_compile.sh`), \
-         dependencies built first, then only the crate timed (`cargo build`, dev \
-         profile, separate target dir).\n\n\
-         Not measured: Cloud Bigtable (the emulator, on the client's own two cores, \
-         does the server's work and takes most of the time), TLS and tokens, a real \
-         network; the clients' own cost is the null-server sections' subject.\n\n\
-         Command: `bench/run.sh` (`BENCH_ROWS=N` to change the row count).\n",
-        date = shell("date -u +%Y-%m-%d"),
-        load = match (e2e["load_average"][0].as_f64(), e2e["load_average"][1].as_f64()) {
-            (Some(start), Some(end)) => format!(
-                " (the end-to-end rounds with a load average of {start:.1} at their start and \
-                 {end:.1} at their end)"
-            ),
-            _ => String::new(),
-        },
-    );
-    // The sections after the first table: those measured in this run are
-    // rendered again, every other one (another command's, or one whose
-    // JSON is not in `dir`) is kept as the file has it.
-    let tail = old
-        .match_indices("\n## ")
-        .map(|(at, _)| at + 1)
-        .find(|&at| !old[at..].starts_with("## What each line measures"))
-        .map_or("", |at| &old[at..]);
-    let mut doc = format!("{}\n\n{tail}", doc.trim_end());
-    if let Some(p) = read_json(&dir.join("parallel.json")) {
-        doc = replace_section(&doc, parallel::HEADING, &parallel::section(&p));
-    }
-    if let Some(n) = read_json(&dir.join("null.json")) {
-        doc = replace_section(&doc, null::report::HEADING, &null::report::section(&n));
-    }
-    if let Some(f) = read_json(&dir.join("fair.json")) {
-        doc = replace_section(&doc, null::fair::HEADING, &null::fair::section(&f));
-    }
-    if let Some(l) = read_json(&dir.join("latency.json")) {
-        doc = replace_section(&doc, latency::HEADING, &latency::section(&l));
-    }
-    std::fs::write(out, format!("{}\n", doc.trim_end()))?;
-    Ok(())
 }

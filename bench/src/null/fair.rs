@@ -38,11 +38,9 @@ use super::client::INSTANCE;
 use super::report::ratio_text;
 use super::server::READ_TABLE_PREFIX;
 use super::{measure, NullServer};
+use crate::report::{run_on, Generated};
 use crate::{Res, PROJECT};
 use ttl_bench::stats::{median, paired};
-
-/// The section's heading in `BENCHMARKS.md`.
-pub(crate) const HEADING: &str = "## Like for like";
 
 /// The token the TLS server asks for.
 const TOKEN: &str = "ttl-bench-null-token";
@@ -515,9 +513,10 @@ fn name(key: &str) -> String {
     format!("{what}{batch}{tls}")
 }
 
-/// The section, from `ttl-bench fair`'s JSON.
+/// `BENCHMARKS.md`'s tables of `ttl-bench fair`'s JSON (the run's line
+/// names each peer's best batching).
 #[allow(clippy::too_many_lines)]
-pub(crate) fn section(report: &Value) -> String {
+pub(crate) fn tables(report: &Value) -> Vec<Generated> {
     let keys: Vec<&str> = report["variants"]
         .as_array()
         .into_iter()
@@ -693,65 +692,12 @@ pub(crate) fn section(report: &Value) -> String {
     } else {
         tls
     };
-    let load = match (
-        report["load_average"][0].as_f64(),
-        report["load_average"][1].as_f64(),
-    ) {
-        (Some(a), Some(b)) => {
-            format!("a load average of {a:.1} at the start and {b:.1} at the end")
-        }
-        _ => "load average not read".to_owned(),
-    };
-    format!(
-        "{HEADING}\n\n\
-         The null-server comparisons above, made like for like (`ttl-bench fair`, \
-         `bench/src/null/fair.rs`), {rows} rows, {rounds} rounds, every contender's phases \
-         in an order rotated each round; each phase a process of its own, its CPU from \
-         `wait4` less the median of the same phase of one row in the same run (start-up, \
-         connecting, the TLS handshake), over the rows; ratios are taken within a round, \
-         their median and quartiles given. What changed from the section above:\n\n\
-         * **CSV**: each contender's reading of the CSV file alone is a phase of its own \
-         (the library's `ttl_bench::csv_rows`, Go's `encoding/csv` in `bench/go_csv` as \
-         `cbt import` uses it, Node's `readline`), so the write's CPU is compared with and \
-         without it.\n\
-         * **Batching**: `cbt import` runs at `batch-size` {go_batches:?} (4 workers), Node at \
-         {node_batches:?} rows per `mutate` (4 in flight); each peer is compared at its \
-         best (least CPU per row), its figure at the library's default beside.\n\
-         * **Reading**: Go's read contender is `cbt count` (Google's Go client decodes every \
-         row and counts it); `cbt read`, which formats every row for a terminal, beside.\n\
-         * **TLS and a token**: a second null server serves TLS only (a CA made at startup \
-         that the clients trust) and refuses calls without its bearer token; the library \
-         connects with `tls_root_certificate` and a `TokenSource`, `cbt` with \
-         `-data-endpoint`, `-cert-file` and `-access-token`, inside `unshare --net` (a network \
-         namespace with only loopback: off the emulator setting Google's Go client carries \
-         a Cloud Monitoring exporter, and nothing it might send may leave the machine; \
-         under `strace -e connect` it connected to loopback only) and without `gcloud` on \
-         its PATH (which `cbt` otherwise runs for its configuration, half a second of CPU \
-         an application on Google's Go client does not spend). Node.js is not run over \
-         TLS.\n\n\
-         Run on {date} ({cores} cores, shared: {load}). {notes}\n\n\
-         {table}\n\
-         **Targets, on the like-for-like figures** (the column to quote is the third, its \
-         first figure: each peer at its best batching, the CSV off both sides, Go read by \
-         `cbt count`). Rows/s is wall time, which the machine's load moves (see the \
-         quartiles); per client core is CPU time, much steadier:\n\n\
-         {targets}\n\
-         **TLS and a bearer token** (same run; the per-row cost is the median of the rounds' \
-         differences, the per-call cost that times the rows of a call):\n\n\
-         {tls}\n\
-         Not measured: a real network (the null server is on loopback, so neither latency \
-         nor bandwidth limits anyone), the server's own work (it answers from memory), \
-         token refresh (one token for the whole process), Node.js over TLS.\n\n\
-         Command: `cargo build --release -p ttl-bench && unshare --net sh -c 'ip link set lo \
-         up && exec target/release/ttl-bench fair --rows {rows} --rounds {rounds} \
-         --node-modules bench/target/node/node_modules --go-csv bench/target/go_csv --out \
-         bench/target/results/fair.json --update BENCHMARKS.md'` (`bench/go_csv` built with \
-         `go build -o bench/target/go_csv bench/go_csv/main.go`).\n",
-        rows = report["rows"],
-        rounds = report["rounds"],
-        date = report["date"].as_str().unwrap_or("?"),
-        cores = report["cores"],
-        go_batches = GO_BATCHES,
-        node_batches = NODE_BATCHES,
-    )
+    vec![
+        (
+            "fair",
+            format!("{} {}\n\n{table}", run_on(report), notes.trim_end()),
+        ),
+        ("fair-targets", targets),
+        ("fair-tls", tls),
+    ]
 }

@@ -19,7 +19,7 @@
 //! the phase measured from inside; the Rust ones their allocations. The
 //! null server's CPU time over each phase shows it was not the limit. A last
 //! pass runs each phase at `--scale` times N rows, for memory flat in N.
-//! [`report`] renders the `BENCHMARKS.md` section from the JSON.
+//! [`report`] renders `BENCHMARKS.md`'s tables from the JSON.
 
 pub(crate) mod client;
 pub(crate) mod fair;
@@ -520,7 +520,7 @@ fn check_writes_whole(runs: &Runs, counts: &Value, n: usize, big: usize) -> Res<
     }
 }
 
-/// The run's JSON, as [`report::section`] reads it.
+/// The run's JSON, as [`report::tables`] reads it.
 fn results(
     plan: &Plan,
     who: &[Who],
