@@ -307,7 +307,6 @@ async fn measure(
         for (w, who) in WHO.iter().enumerate() {
             let batches = &samples[o][w];
             let all: Vec<f64> = batches.iter().flat_map(|b| b.micros.clone()).collect();
-            let calls = all.len() as f64;
             let made = batches.iter().map(|b| b.made).sum::<usize>() as f64;
             let first: Vec<f64> = batches.iter().flat_map(|b| b.first.clone()).collect();
             let failed: usize = batches.iter().map(|b| b.failed).sum();
@@ -320,15 +319,9 @@ async fn measure(
                 "failed": failed,
                 "p50_us": quantile(&all, 0.5),
                 "p99_us": quantile(&all, 0.99),
-                "p90_us": quantile(&all, 0.9),
-                "p95_us": quantile(&all, 0.95),
-                "p999_us": quantile(&all, 0.999),
-                "mean_us": all.iter().sum::<f64>() / calls,
                 "first_p50_us": quantile(&first, 0.5),
                 "server_cpu_us": batches.iter().map(|b| b.server_cpu_s).sum::<f64>() / made * 1e6,
                 "client_cpu_us": batches.iter().map(|b| b.client_cpu_s).sum::<f64>() / made * 1e6,
-                "round_p50_us": batches.iter().map(|b| quantile(&b.micros, 0.5)).collect::<Vec<_>>(),
-                "round_p99_us": batches.iter().map(|b| quantile(&b.micros, 0.99)).collect::<Vec<_>>(),
             });
             if w != 0 {
                 let pairs: Vec<(&[f64], &[f64])> = blocks[o]

@@ -6,7 +6,6 @@
 // 2^52 does not matter there.
 #![allow(clippy::cast_precision_loss)]
 
-mod conditional;
 mod expiry;
 mod latency;
 mod null;
@@ -79,13 +78,6 @@ enum Cli {
     Instructions {
         #[arg(long, default_value_t = 100_000)]
         rows: usize,
-        #[arg(long)]
-        out: PathBuf,
-    },
-    /// Conditional inserts, the library against hand-written `CheckAndMutateRow`.
-    Conditional {
-        #[arg(long, default_value_t = 2_000)]
-        ops: usize,
         #[arg(long)]
         out: PathBuf,
     },
@@ -289,7 +281,6 @@ async fn async_main(cli: Cli) -> Res<()> {
             out,
         } => latency::run(ops, rounds, &against, &out).await,
         Cli::Instructions { rows, out } => instructions(rows, &out).await,
-        Cli::Conditional { ops, out } => conditional::conditional(ops, &out).await,
         Cli::Expiry(args) => expiry::main(&args).await,
         Cli::Telemetry { rows, rounds } => telemetry_cost::run(rows, rounds).await,
         Cli::NullServer { .. } | Cli::Null { .. } | Cli::Fair { .. } | Cli::Report { .. } => {
@@ -315,41 +306,25 @@ fn rounds() -> usize {
 }
 
 /// The command running contender `name` of the end-to-end bench against
-/// `emulator`: the Python client's script under `python`, else this binary
-/// (under `profiler`, `BENCH_PROFILE="perf record -g -o {name}.data"`, when
-/// given, `{name}` replaced by the contender's).
+/// `emulator`: the Python client's script under `python`, else this binary.
 fn contender_command(
     name: &str,
     rows: usize,
     emulator: &bigtable_ttl_emulator::Emulator,
     python: Option<&str>,
-    profiler: Option<&str>,
 ) -> Res<Command> {
-    let host = emulator.host();
+    let (host, rows) = (emulator.host(), rows.to_string());
     if name == "python" {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python_client.py");
         let mut cmd = Command::new(python.unwrap_or("python3"));
         cmd.arg(script)
             .args(["--project", PROJECT, "--instance", "bench-python"])
-            .args(["--table", Event::SCHEMA.table, "--rows", &rows.to_string()])
+            .args(["--table", Event::SCHEMA.table, "--rows", &rows])
             .env("BIGTABLE_EMULATOR_HOST", host);
         return Ok(cmd);
     }
-    let mut prefix: Vec<String> = profiler
-        .iter()
-        .flat_map(|wrap| wrap.split_whitespace())
-        .map(|w| w.replace("{name}", name))
-        .collect();
-    prefix.push(std::env::current_exe()?.display().to_string());
-    let mut cmd = Command::new(&prefix[0]);
-    cmd.args(&prefix[1..]).args([
-        "contender",
-        name,
-        "--host",
-        host,
-        "--rows",
-        &rows.to_string(),
-    ]);
+    let mut cmd = Command::new(std::env::current_exe()?);
+    cmd.args(["contender", name, "--host", host, "--rows", &rows]);
     if let Some(pid) = pid_listening_on(emulator.port()) {
         cmd.args(["--emulator-pid", &pid.to_string()]);
     }
@@ -364,13 +339,8 @@ async fn e2e(rows: usize, python: Option<&str>, out: &Path) -> Res<()> {
     if python.is_some() {
         names.push("python");
     }
-    // `BENCH_CONTENDERS=lib,raw`: only these (when investigating a gap).
-    if let Ok(only) = std::env::var("BENCH_CONTENDERS") {
-        names.retain(|n| only.split(',').any(|o| o == *n));
-    }
     let load_start = ttl_bench::load_average();
     let mut runs: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
-    let profiler = std::env::var("BENCH_PROFILE").ok();
     // The Rust contenders in an order rotated each round; the Python client
     // (an order of magnitude slower, and heavy on the machine) after them.
     let rust: Vec<&str> = names.iter().copied().filter(|n| *n != "python").collect();
@@ -382,7 +352,7 @@ async fn e2e(rows: usize, python: Option<&str>, out: &Path) -> Res<()> {
         for name in order {
             let emulator = bigtable_ttl_emulator::Emulator::start()?;
             let host = emulator.host().to_owned();
-            let mut cmd = contender_command(name, rows, &emulator, python, profiler.as_deref())?;
+            let mut cmd = contender_command(name, rows, &emulator, python)?;
             let conn = Connection::emulator(&host, PROJECT, &format!("bench-{name}"))?;
             Table::<Event>::new(conn).ensure_schema().await?;
             eprintln!("round {round}: contender {name} ({rows} rows, emulator {host})…");
@@ -721,41 +691,21 @@ pub(crate) fn generated(
 }
 
 /// Hand-written filtered scan: the timestamp range visible now, newest cell
-/// per column, decoded by hand. `RAW_FILTER` swaps the filter, to measure
-/// what a filter costs the server: `lib` (the library's, selecting the
-/// family), or a chain of `ts` (timestamp range), `limit` (newest per
-/// column), `range` (family by column range) and `regex` (family by regular
-/// expression), e.g. `RAW_FILTER=range,ts,limit`.
+/// per column, decoded by hand.
 pub(crate) async fn raw_scan(
     client: &bigtable_rs::bigtable::BigTable,
     table_name: &str,
 ) -> Res<usize> {
     let now_us = Utc::now().timestamp_micros();
     let filter = |f| RowFilter { filter: Some(f) };
-    let part = |name: &str| -> Res<RowFilter> {
-        Ok(filter(match name {
-            "ts" => Filter::TimestampRangeFilter(TimestampRange {
-                start_timestamp_micros: now_us - now_us % 1000 + 1000,
-                end_timestamp_micros: 0,
-            }),
-            "limit" => Filter::CellsPerColumnLimitFilter(1),
-            "range" => Filter::ColumnRangeFilter(bigtable_rs::google::bigtable::v2::ColumnRange {
-                family_name: "e".into(),
-                start_qualifier: None,
-                end_qualifier: None,
-            }),
-            "regex" => Filter::FamilyNameRegexFilter("^e$".into()),
-            other => return Err(format!("RAW_FILTER: unknown part {other}").into()),
-        }))
-    };
-    let spec = std::env::var("RAW_FILTER").unwrap_or_else(|_| "ts,limit".to_owned());
-    let row_filter = if spec == "lib" {
-        // The library's filter, spelled out in bigtable_rs's messages.
-        ttl_bench::lib_read_filter(Utc::now())
-    } else {
-        let filters = spec.split(',').map(part).collect::<Res<Vec<_>>>()?;
-        filter(Filter::Chain(Chain { filters }))
-    };
+    let filters = vec![
+        filter(Filter::TimestampRangeFilter(TimestampRange {
+            start_timestamp_micros: now_us - now_us % 1000 + 1000,
+            end_timestamp_micros: 0,
+        })),
+        filter(Filter::CellsPerColumnLimitFilter(1)),
+    ];
+    let row_filter = filter(Filter::Chain(Chain { filters }));
     let request = ReadRowsRequest {
         table_name: table_name.to_owned(),
         filter: Some(row_filter),

@@ -238,40 +238,6 @@ fn summary(dir: &Path, e2e: &Value, old: &str) -> String {
             "",
         );
     }
-    if let Some(cond) = read_json(&dir.join("conditional.json")) {
-        for (shape, what) in [
-            ("one_at_a_time", "one call at a time"),
-            ("concurrent", "16 in flight"),
-        ] {
-            let c = &cond[shape];
-            let f = |k: &str| num(&c[k]);
-            let ops = num(&cond["ops"]);
-            line(
-                &format!(
-                    "conditional insert, {what}: library / hand-written CheckAndMutateRow, throughput"
-                ),
-                format!(
-                    "{:.3} (median of the rounds' ratios, quartiles {:.3}–{:.3}; {:.0} vs {:.0} inserts/s)",
-                    f("throughput_ratio"),
-                    f("throughput_ratio_q1"),
-                    f("throughput_ratio_q3"),
-                    ops / f("library_s"),
-                    ops / f("hand_s"),
-                ),
-                "≥ 0.90",
-            );
-            line(
-                &format!("conditional insert, {what}: client CPU time, library / hand-written"),
-                format!(
-                    "{:.3} s / {:.3} s = {:.2}",
-                    f("library_cpu_s"),
-                    f("hand_cpu_s"),
-                    f("library_cpu_s") / f("hand_cpu_s")
-                ),
-                "",
-            );
-        }
-    }
     if let Some(ins) = read_json(&dir.join("instructions.json")) {
         let (lib, raw) = (num(&ins["lib"]), num(&ins["raw"]));
         line(

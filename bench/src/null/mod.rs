@@ -332,7 +332,7 @@ pub(crate) fn run(plan: &Plan) -> Res<()> {
         check_cbt_read(&tools, &bench.host, n)?;
     }
     let runs = bench.rounds(&who, plan.rounds.max(1), n, big)?;
-    let profiles = bench.profile_library(plan.profile_rows, n)?;
+    let profiles = bench.profile_library(plan.profile_rows)?;
     let counts = server.stop()?;
     check_writes_whole(&runs, &counts, n, big)?;
     let mut value = results(plan, &who, runs, profiles, &counts)?;
@@ -458,9 +458,9 @@ impl Bench<'_> {
         Ok(runs)
     }
 
-    /// The library's write of `rows` rows and its read of the `n`-row
-    /// table under callgrind, when `rows` is not 0 and valgrind is here.
-    fn profile_library(&self, rows: usize, n: usize) -> Res<serde_json::Map<String, Value>> {
+    /// The library's write of `rows` rows under callgrind, when `rows` is
+    /// not 0 and valgrind is here.
+    fn profile_library(&self, rows: usize) -> Res<serde_json::Map<String, Value>> {
         let mut profiles = serde_json::Map::new();
         if rows == 0 {
             return Ok(profiles);
@@ -470,23 +470,17 @@ impl Bench<'_> {
             return Ok(profiles);
         }
         eprintln!("null: callgrind, {rows} rows");
-        for (w, phase, parts) in [
-            (Who::Lib, "write", &profile::WRITE_PARTS[..]),
-            (Who::Lib, "read", &[][..]),
-        ] {
-            let label = format!("{}-{phase}", w.name());
-            let (table, rows) = if phase == "write" {
-                (format!("w_{}_profile", w.name()), rows)
-            } else {
-                // The read tables the server holds: N rows, read whole.
-                (format!("{READ_TABLE_PREFIX}{n}"), n)
-            };
-            let cmd = command(self.tools, w, phase, &table, rows, &self.host);
-            profiles.insert(
-                label.clone(),
-                profile::profile(&cmd, &label, &self.tools.work, rows, parts)?,
-            );
-        }
+        let cmd = command(
+            self.tools,
+            Who::Lib,
+            "write",
+            "w_lib_profile",
+            rows,
+            &self.host,
+        );
+        let parts = &profile::WRITE_PARTS;
+        let profile = profile::profile(&cmd, "lib-write", &self.tools.work, rows, parts)?;
+        profiles.insert("lib-write".to_owned(), profile);
         Ok(profiles)
     }
 }
