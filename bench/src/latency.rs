@@ -197,7 +197,7 @@ async fn against_emulator(ops: usize, rounds: usize) -> Res<Value> {
 }
 
 async fn against_null(ops: usize, rounds: usize) -> Res<Value> {
-    let server = crate::null::NullServer::start(&std::env::current_exe()?, &[1])?;
+    let server = crate::null::NullServer::start(&std::env::current_exe()?, &[1], &[])?;
     let clients = Clients::connect(&server.host, "null", NULL_TABLE, Clock::system())?;
     let results = measure(&clients, ops, rounds, 1, server.child.id()).await?;
     server.stop()?;

@@ -207,10 +207,12 @@ fn main() -> Res<()> {
         } => null::run(&null::Plan {
             rows,
             rounds,
-            scale,
             node_modules,
-            profile_rows,
             out,
+            kind: null::Kind::Null {
+                scale,
+                profile_rows,
+            },
         }),
         Cli::Fair {
             rows,
@@ -218,12 +220,12 @@ fn main() -> Res<()> {
             node_modules,
             go_csv,
             out,
-        } => null::fair::run(&null::fair::Plan {
+        } => null::run(&null::Plan {
             rows,
             rounds,
             node_modules,
-            go_csv,
             out,
+            kind: null::Kind::Fair { go_csv },
         }),
         Cli::Report { results, update } => report::run(&results, &update),
         cli => tokio::runtime::Runtime::new()?.block_on(async_main(cli)),

@@ -30,8 +30,8 @@ pub(crate) fn run(results: &Path, update: &Path) -> Res<()> {
     for (name, render) in [
         ("parallel", parallel::tables as Render),
         ("latency", latency::tables),
-        ("null", null::report::tables),
-        ("fair", null::fair::tables),
+        ("null", null::report::null_tables),
+        ("fair", null::report::fair_tables),
     ] {
         generated.extend(json(name).as_ref().map(render).unwrap_or_default());
     }

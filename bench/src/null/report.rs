@@ -1,16 +1,14 @@
-//! The tables of `BENCHMARKS.md`'s "Against a null server", from the JSON
-//! of `ttl-bench null`: per contender and phase the figures, then the
-//! targets of issue 23 as ratios paired within rounds.
+//! The tables of `BENCHMARKS.md`'s "Against a null server" (`null`'s JSON)
+//! and "Like for like" (`fair`'s): each variant's figures, and the targets
+//! of issues 23 and 32 as ratios paired within rounds.
 
 use std::fmt::Write as _;
 
 use serde_json::Value;
 use ttl_bench::stats::{median, paired, Quartiles};
 
+use super::{GO_BATCHES, NODE_BATCHES};
 use crate::report::{run_on, Generated};
-
-/// The phases, as the JSON keys them and as the report names them.
-const PHASES: [(&str, &str); 2] = [("write", "write"), ("read", "filtered scan + decode")];
 
 /// Memory is flat in N when the peak grows, per row added, by less than
 /// this share of what a row takes on the wire: no row is held, and what
@@ -21,73 +19,58 @@ fn num(v: &Value, key: &str) -> f64 {
     v[key].as_f64().unwrap_or(f64::NAN)
 }
 
-/// One contender's one phase, per round and summed up.
-struct Phase {
-    /// Client CPU per row, per round: the process's CPU less the median of
-    /// its one-row runs, over the rows.
-    cpu_per_row: Vec<f64>,
-    /// Rows per second, per round: the rows over the process's wall time
-    /// less the median of its one-row runs.
+/// One variant's figures: per round, client CPU µs a row and rows a second
+/// with the median of its one-row runs taken off; the rest medians.
+struct Figures {
+    cpu_us: Vec<f64>,
     rate: Vec<f64>,
-    /// From inside the process (Rust and Node): CPU per row, and
-    /// allocations per row (Rust).
-    inner_cpu_per_row: f64,
-    allocations_per_row: f64,
-    bytes_per_row: f64,
-    peak_kib: f64,
-    peak_one_kib: f64,
-    peak_big_kib: f64,
-    /// The null server's CPU over the phase, as cores busy.
+    /// The one-row runs' CPU: start-up, connecting, a handshake.
+    fixed_cpu_ms: f64,
+    /// CPU over wall time of the null server and of the client.
     server_cores: f64,
     client_cores: f64,
+    /// As the process measured itself (Rust and Node), per row: CPU µs,
+    /// and allocations and their bytes (Rust).
+    inner_cpu_us: f64,
+    allocations: f64,
+    allocated_bytes: f64,
+    /// Peak RSS, KiB, with one row, N rows and the memory pass's.
+    peaks: [f64; 3],
 }
 
-fn phase(report: &Value, who: &str, key: &str) -> Option<Phase> {
-    let runs = &report["runs"][who];
+fn figures(report: &Value, key: &str) -> Option<Figures> {
     let rows = report["rows"].as_f64()?;
-    let list = |k: &str| runs[k].as_array().cloned().unwrap_or_default();
-    let (full, one, big) = (
-        list(key),
-        list(&format!("{key}_1")),
-        list(&format!("{key}_big")),
-    );
+    let list = |k: &str| {
+        report["runs"][key][k]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    let (full, one, big) = (list("full"), list("one"), list("big"));
     if full.is_empty() {
         return None;
     }
-    let fixed_cpu = median(one.iter().map(|r| num(r, "cpu_s")));
-    let fixed_wall = median(one.iter().map(|r| num(r, "wall_s")));
-    let inner = |k: &str| median(full.iter().map(|r| num(&r["inner"], k) / rows));
-    Some(Phase {
-        cpu_per_row: full
-            .iter()
-            .map(|r| (num(r, "cpu_s") - fixed_cpu) / rows)
-            .collect(),
-        rate: full
-            .iter()
-            .map(|r| rows / (num(r, "wall_s") - fixed_wall))
-            .collect(),
-        inner_cpu_per_row: inner("cpu_s"),
-        allocations_per_row: inner("allocations"),
-        bytes_per_row: inner("bytes_allocated"),
-        peak_kib: median(full.iter().map(|r| num(r, "peak_rss_kib"))),
-        peak_one_kib: median(one.iter().map(|r| num(r, "peak_rss_kib"))),
-        peak_big_kib: median(big.iter().map(|r| num(r, "peak_rss_kib"))),
-        server_cores: median(
-            full.iter()
-                .map(|r| num(r, "server_cpu_s") / num(r, "wall_s")),
-        ),
-        client_cores: median(full.iter().map(|r| num(r, "cpu_s") / num(r, "wall_s"))),
+    let of = |runs: &[Value], f: &dyn Fn(&Value) -> f64| runs.iter().map(f).collect::<Vec<_>>();
+    let fixed_cpu = median(of(&one, &|r| num(r, "cpu_s")));
+    let fixed_wall = median(of(&one, &|r| num(r, "wall_s")));
+    let inner = |k: &str| median(of(&full, &|r| num(&r["inner"], k) / rows));
+    let peak = |runs: &[Value]| median(of(runs, &|r| num(r, "peak_rss_kib")));
+    Some(Figures {
+        cpu_us: of(&full, &|r| (num(r, "cpu_s") - fixed_cpu) / rows * 1e6),
+        rate: of(&full, &|r| rows / (num(r, "wall_s") - fixed_wall)),
+        fixed_cpu_ms: fixed_cpu * 1e3,
+        server_cores: median(of(&full, &|r| num(r, "server_cpu_s") / num(r, "wall_s"))),
+        client_cores: median(of(&full, &|r| num(r, "cpu_s") / num(r, "wall_s"))),
+        inner_cpu_us: inner("cpu_s") * 1e6,
+        allocations: inner("allocations"),
+        allocated_bytes: inner("bytes_allocated"),
+        peaks: [peak(&one), peak(&full), peak(&big)],
     })
 }
 
-fn contender_name(who: &str) -> &'static str {
-    match who {
-        "lib" => "library (`Table::writer` / `Table::stream`)",
-        "raw" => "hand-written `bigtable_rs`",
-        "go" => "Go (`cbt import` / `cbt read`)",
-        "node" => "Node.js (`mutate` / `createReadStream`)",
-        _ => "?",
-    }
+/// A ratio's median and quartiles as `m (quartiles q1–q3)`.
+fn ratio_text(q: Quartiles) -> String {
+    format!("{:.2} (quartiles {:.2}–{:.2})", q.median, q.q1, q.q3)
 }
 
 fn mib(kib: f64) -> String {
@@ -98,59 +81,70 @@ fn mib(kib: f64) -> String {
     }
 }
 
-/// A ratio's median and quartiles as `m (quartiles q1–q3)`.
-pub(super) fn ratio_text(q: Quartiles) -> String {
-    format!("{:.2} (quartiles {:.2}–{:.2})", q.median, q.q1, q.q3)
-}
+/// `null`'s contenders: their name, and the keys of their write and read.
+const NULL_CONTENDERS: [(&str, &str, &str); 4] = [
+    (
+        "library (`Table::writer` / `Table::stream`)",
+        "lib_write",
+        "lib_read",
+    ),
+    ("hand-written `bigtable_rs`", "raw_write", "raw_read"),
+    (
+        "Go (`cbt import` / `cbt read`)",
+        "go_write_10000",
+        "go_print",
+    ),
+    (
+        "Node.js (`mutate` / `createReadStream`)",
+        "node_write_10000",
+        "node_read",
+    ),
+];
 
-/// `BENCHMARKS.md`'s tables of `ttl-bench null`'s JSON: the figures of
-/// each contender and phase, the targets, the library's write profiled.
-pub(crate) fn tables(report: &Value) -> Vec<Generated> {
-    let rows = report["rows"].as_u64().unwrap_or(0);
-    let big = report["big_rows"].as_u64().unwrap_or(0);
-    let contenders: Vec<&str> = report["contenders"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+/// `BENCHMARKS.md`'s tables of `ttl-bench null`'s JSON: each contender's
+/// figures, the targets, the library's write profiled.
+pub(crate) fn null_tables(report: &Value) -> Vec<Generated> {
     let mut table = String::from(
         "| phase | contender | rows/s | client CPU per row | rows per client core-second | \
          allocations per row | peak RSS: 1 row / N / 10 N | client + null server, cores busy |\n\
          |---|---|---|---|---|---|---|---|\n",
     );
-    for (key, phase_name) in PHASES {
-        for &who in &contenders {
-            let Some(p) = phase(report, who, key) else {
+    for (phase, read) in [("write", false), ("filtered scan + decode", true)] {
+        for (name, write_key, read_key) in NULL_CONTENDERS {
+            let Some(f) = figures(report, if read { read_key } else { write_key }) else {
                 continue;
             };
-            let cpu = median(&p.cpu_per_row);
-            let inner = if p.inner_cpu_per_row.is_finite() {
-                format!(" (inside: {:.2} µs)", p.inner_cpu_per_row * 1e6)
+            let cpu = median(&f.cpu_us);
+            let inner = if f.inner_cpu_us.is_finite() {
+                format!(" (inside: {:.2} µs)", f.inner_cpu_us)
             } else {
                 String::new()
             };
-            let allocations = if p.allocations_per_row.is_finite() {
-                format!("{:.1} ({:.0} B)", p.allocations_per_row, p.bytes_per_row)
+            let allocations = if f.allocations.is_finite() {
+                format!("{:.1} ({:.0} B)", f.allocations, f.allocated_bytes)
             } else {
                 "–".to_owned()
             };
             let _ = writeln!(
                 table,
-                "| {phase_name} | {} | {:.0} | {:.2} µs{inner} | {:.0} | {allocations} | {} / {} / {} | {:.2} + {:.2} |",
-                contender_name(who),
-                median(&p.rate),
-                cpu * 1e6,
-                1.0 / cpu,
-                mib(p.peak_one_kib),
-                mib(p.peak_kib),
-                mib(p.peak_big_kib),
-                p.client_cores,
-                p.server_cores,
+                "| {phase} | {name} | {:.0} | {cpu:.2} µs{inner} | {:.0} | {allocations} | {} | {:.2} + {:.2} |",
+                median(&f.rate),
+                1e6 / cpu,
+                f.peaks.map(mib).join(" / "),
+                f.client_cores,
+                f.server_cores,
             );
         }
     }
+    let mut generated = vec![
+        ("null", format!("{}\n\n{table}", run_on(report))),
+        ("null-targets", null_targets(report)),
+    ];
+    generated.extend(write_profile(&report["profile"]["lib-write"]));
+    generated
+}
 
+fn null_targets(report: &Value) -> String {
     let mut targets =
         String::from("| target | measured (median of the rounds' ratios) | |\n|---|---|---|\n");
     // The verdict only on the lines with a target.
@@ -161,88 +155,74 @@ pub(crate) fn tables(report: &Value) -> Vec<Generated> {
             (false, false, true) => " **met** ",
             (false, false, false) => " **missed** ",
         };
-        let _ = writeln!(
-            targets,
-            "| {what} {want} | {} |{verdict}|",
-            ratio_text(value)
-        );
+        let value = ratio_text(value);
+        let _ = writeln!(targets, "| {what} {want} | {value} |{verdict}|");
     };
-    let lib_write = phase(report, "lib", "write");
-    let lib_read = phase(report, "lib", "read");
-    for (other, name, want) in [
-        ("go", "Go's", Some(3.0)),
-        ("node", "Node's", Some(10.0)),
-        ("raw", "hand-written `bigtable_rs`'s", None),
+    let (lib_write, lib_read) = (figures(report, "lib_write"), figures(report, "lib_read"));
+    for (key, name, want) in [
+        ("go_write_10000", "Go's", Some(3.0)),
+        ("node_write_10000", "Node's", Some(10.0)),
+        ("raw_write", "hand-written `bigtable_rs`'s", None),
     ] {
-        if let (Some(l), Some(o)) = (&lib_write, phase(report, other, "write")) {
+        if let (Some(l), Some(o)) = (&lib_write, figures(report, key)) {
             // Throughput per client core is rows per CPU second.
-            let r = paired(&l.cpu_per_row, &o.cpu_per_row, |l, o| o / l);
+            let r = paired(&l.cpu_us, &o.cpu_us, |l, o| o / l);
             let what = format!("write throughput per client core, library / {name}");
             let want_text = want.map(|w| format!("≥ {w}")).unwrap_or_default();
             target(&what, r, &want_text, want.is_none_or(|w| r.median >= w));
         }
     }
-    if let (Some(l), Some(g)) = (&lib_write, phase(report, "go", "write")) {
-        let r = paired(&l.cpu_per_row, &g.cpu_per_row, |l, g| l / g);
+    if let (Some(l), Some(g)) = (&lib_write, figures(report, "go_write_10000")) {
+        let r = paired(&l.cpu_us, &g.cpu_us, |l, g| l / g);
         let what = "client CPU per row written, library / Go's";
         target(what, r, "≤ 0.25", r.median <= 0.25);
     }
-    for (other, what, want) in [
-        (
-            "go",
-            "filtered scan + decode, rows/s, library / Go's `cbt read`",
-            Some(2.0),
-        ),
-        (
-            "node",
-            "filtered scan + decode, rows/s, library / Node's",
-            None,
-        ),
-        (
-            "raw",
-            "filtered scan + decode, rows/s, library / hand-written",
-            None,
-        ),
+    for (key, what, want) in [
+        ("go_print", "library / Go's `cbt read`", Some(2.0)),
+        ("node_read", "library / Node's", None),
+        ("raw_read", "library / hand-written", None),
     ] {
-        if let (Some(l), Some(o)) = (&lib_read, phase(report, other, "read")) {
+        if let (Some(l), Some(o)) = (&lib_read, figures(report, key)) {
             let r = paired(&l.rate, &o.rate, |l, o| l / o);
-            let core = paired(&l.cpu_per_row, &o.cpu_per_row, |l, o| o / l);
+            let core = paired(&l.cpu_us, &o.cpu_us, |l, o| o / l);
             let want_text = want.map(|w| format!("≥ {w}")).unwrap_or_default();
-            target(what, r, &want_text, want.is_none_or(|w| r.median >= w));
-            target(&what.replace("rows/s", "per client core"), core, "", true);
+            let met = want.is_none_or(|w| r.median >= w);
+            target(
+                &format!("filtered scan + decode, rows/s, {what}"),
+                r,
+                &want_text,
+                met,
+            );
+            let what = format!("filtered scan + decode, per client core, {what}");
+            target(&what, core, "", true);
         }
     }
-    let row_bytes = report["row_bytes"].as_f64().unwrap_or(f64::NAN);
-    for (key, p) in [("write", &lib_write), ("filtered scan + decode", &lib_read)] {
-        if let Some(p) = p {
-            #[allow(clippy::cast_precision_loss)]
-            let per_row = (p.peak_big_kib - p.peak_kib) * 1024.0 / (big - rows) as f64;
+    let (rows, big) = (num(report, "rows"), num(report, "big_rows"));
+    let row_bytes = num(report, "row_bytes");
+    for (what, f) in [("write", &lib_write), ("filtered scan + decode", &lib_read)] {
+        if let Some(f) = f {
+            let [_, n, big_peak] = f.peaks;
+            let per_row = (big_peak - n) * 1024.0 / (big - rows);
             let flat = per_row < FLAT * row_bytes;
             let _ = writeln!(
                 targets,
-                "| library {key}: memory flat in N (peak RSS growth per row added, from {rows} \
+                "| library {what}: memory flat in N (peak RSS growth per row added, from {rows} \
                  to {big} rows, ≤ {:.0}% of a row's {row_bytes:.0} B on the wire) | \
                  {:.1} → {:.1} MiB: {per_row:+.1} B a row | {} |",
                 FLAT * 100.0,
-                p.peak_kib / 1024.0,
-                p.peak_big_kib / 1024.0,
+                n / 1024.0,
+                big_peak / 1024.0,
                 if flat { "**met**" } else { "**missed**" }
             );
         }
     }
-    let mut generated = vec![
-        ("null", format!("{}\n\n{table}", run_on(report))),
-        ("null-targets", targets),
-    ];
-    generated.extend(write_profile(&report["profile"]["lib-write"]));
-    generated
+    targets
 }
 
 /// The library's write under callgrind: its instructions a row, and the
 /// instructions of its parts (each with everything it calls).
 fn write_profile(p: &Value) -> Option<Generated> {
     let (total, rows) = (p["total"].as_f64()?, p["rows"].as_f64()?);
-    let share = |n: f64| 100.0 * n / total;
     let mut text = format!(
         "{rows} rows, the whole process: {:.0} instructions a row.\n\n\
          | part | instructions a row | share |\n|---|---|---|\n",
@@ -251,9 +231,216 @@ fn write_profile(p: &Value) -> Option<Generated> {
     for part in p["parts"].as_array().into_iter().flatten() {
         if let (Some(what), Some(n)) = (part[0].as_str(), part[1].as_f64()) {
             if n > 0.0 {
-                let _ = writeln!(text, "| {what} | {:.0} | {:.0}% |", n / rows, share(n));
+                let share = 100.0 * n / total;
+                let _ = writeln!(text, "| {what} | {:.0} | {share:.0}% |", n / rows);
             }
         }
     }
     Some(("null-profile", text))
+}
+
+/// A `fair` variant's name in its tables.
+fn name(key: &str) -> String {
+    let batch = key.split('_').find_map(|p| p.parse::<usize>().ok());
+    let batch = batch.map(|b| format!(", {b} rows a call × 4"));
+    let tls = if key.ends_with("_tls") {
+        ", TLS + token"
+    } else {
+        ""
+    };
+    let what = match key.split('_').take(2).collect::<Vec<_>>()[..] {
+        ["lib", "write"] => "library, `Table::writer` (10000 rows a call × 4)",
+        ["lib", "read"] => "library, `Table::stream`",
+        ["lib", "put"] => "library, `Table::put`, one call a row, one at a time",
+        ["lib", "csv"] => "library's CSV reading alone (`ttl_bench::csv_rows`)",
+        ["go", "write"] => "Go, `cbt import`",
+        ["go", "count"] => "Go, `cbt count` (decodes, counts)",
+        ["go", "print"] => "Go, `cbt read` (prints every row, to /dev/null)",
+        ["go", "csv"] => "Go's CSV reading alone (`encoding/csv`, `bench/go_csv`)",
+        ["node", "write"] => "Node.js, `table.mutate`",
+        ["node", "read"] => "Node.js, `createReadStream`",
+        ["node", "csv"] => "Node.js's CSV reading alone (`readline`)",
+        _ => key,
+    };
+    format!("{what}{}{tls}", batch.unwrap_or_default())
+}
+
+/// `BENCHMARKS.md`'s tables of `ttl-bench fair`'s JSON: every variant's
+/// figures (the run's line names each peer's best batching), the targets
+/// like for like, and what TLS and a token cost.
+pub(crate) fn fair_tables(report: &Value) -> Vec<Generated> {
+    let fig = |k: &str| figures(report, k);
+    let mut table = String::from(
+        "| contender, phase | client CPU per row | rows per client core-second | rows/s | \
+         fixed cost (1-row process) CPU | null server, cores busy |\n|---|---|---|---|---|---|\n",
+    );
+    for key in report["variants"].as_array().into_iter().flatten() {
+        let key = key.as_str().unwrap_or_default();
+        let Some(f) = fig(key) else { continue };
+        let cpu = median(&f.cpu_us);
+        // A phase shorter than the spread of the one-row runs' wall time
+        // (the CSV alone) has no rate to speak of.
+        let rate = median(&f.rate);
+        let rate = if rate > 0.0 {
+            format!("{rate:.0}")
+        } else {
+            "–".to_owned()
+        };
+        let _ = writeln!(
+            table,
+            "| {} | {cpu:.2} µs | {:.0} | {rate} | {:.1} ms | {:.2} |",
+            name(key),
+            1e6 / cpu,
+            f.fixed_cpu_ms,
+            f.server_cores,
+        );
+    }
+    // Each peer's best batching: the least median CPU per row.
+    let best = |batches: &[usize], who: &str| {
+        let keys = batches.iter().map(|b| format!("{who}_write_{b}"));
+        let best = keys.filter_map(|k| Some((median(&fig(&k)?.cpu_us), k)));
+        best.min_by(|a, b| a.0.total_cmp(&b.0)).map(|(_, k)| k)
+    };
+    let (go_best, node_best) = (best(&GO_BATCHES, "go"), best(&NODE_BATCHES, "node"));
+    // CPU per row less the CSV's, per round.
+    let less = |a: &Figures, b: &Figures| -> Vec<f64> {
+        a.cpu_us.iter().zip(&b.cpu_us).map(|(x, y)| x - y).collect()
+    };
+    let ratio = |a: &[f64], b: &[f64]| ratio_text(paired(a, b, |a, b| a / b));
+    let mut targets = String::from(
+        "| comparison | as measured before (default batching, CSV in) | like for like (quote \
+         the first figure) | target |\n|---|---|---|---|\n",
+    );
+    let mut notes = Vec::new();
+    let (lib_w, lib_csv) = (fig("lib_write"), fig("lib_csv"));
+    for (peer, best_key, csv_key, default_key, target) in [
+        (
+            "Go's `cbt import`",
+            &go_best,
+            "go_csv",
+            "go_write_10000",
+            "≥ 3",
+        ),
+        (
+            "Node.js's",
+            &node_best,
+            "node_csv",
+            "node_write_10000",
+            "≥ 10",
+        ),
+    ] {
+        let (Some(lib), Some(best_key)) = (&lib_w, best_key) else {
+            continue;
+        };
+        let Some(best_f) = fig(best_key) else {
+            continue;
+        };
+        let before = fig(default_key).map_or("–".to_owned(), |d| ratio(&d.cpu_us, &lib.cpu_us));
+        let with_csv = ratio(&best_f.cpu_us, &lib.cpu_us);
+        let fair = match (fig(csv_key), &lib_csv) {
+            (Some(pc), Some(lc)) => format!(
+                "{} without the CSV on either side; {with_csv} with each side's own",
+                ratio(&less(&best_f, &pc), &less(lib, lc))
+            ),
+            _ => format!("{with_csv} (each side's own CSV; the peer's alone not measured)"),
+        };
+        let best = name(best_key);
+        let _ = writeln!(
+            targets,
+            "| write throughput per client core, library / {peer} at its best batching ({best}) | {before} | {fair} | {target} |",
+        );
+        notes.push(format!("{peer}: best batching {best}."));
+    }
+    if let (Some(lib), Some(go)) = (&lib_w, go_best.as_deref().and_then(fig)) {
+        let with_csv = paired(&lib.cpu_us, &go.cpu_us, |l, g| l / g).median;
+        let fair = match (&lib_csv, fig("go_csv")) {
+            (Some(lc), Some(gc)) => format!(
+                "{:.2} without the CSV; {with_csv:.2} with it",
+                paired(&less(lib, lc), &less(&go, &gc), |l, g| l / g).median,
+            ),
+            _ => format!("{with_csv:.2}"),
+        };
+        let before = fig("go_write_10000").map_or("–".to_owned(), |d| {
+            format!("{:.2}", paired(&lib.cpu_us, &d.cpu_us, |l, g| l / g).median)
+        });
+        let _ = writeln!(
+            targets,
+            "| client CPU per row written, library / Go's (best batching) | {before} | {fair} | ≤ 0.25 |"
+        );
+    }
+    if let (Some(lib), Some(count)) = (fig("lib_read"), fig("go_count")) {
+        let print = fig("go_print");
+        let (rate, core) = match &print {
+            Some(p) => (ratio(&lib.rate, &p.rate), ratio(&p.cpu_us, &lib.cpu_us)),
+            None => ("–".to_owned(), "–".to_owned()),
+        };
+        let _ = writeln!(
+            targets,
+            "| filtered scan + decode, rows/s, library / Go's | {rate} (against `cbt read`) | {} (against `cbt count`) | ≥ 2 |\n\
+             | filtered scan + decode, per client core, library / Go's | {core} (against `cbt read`) | {} (against `cbt count`) |  |",
+            ratio(&lib.rate, &count.rate),
+            ratio(&count.cpu_us, &lib.cpu_us),
+        );
+    }
+    let mut tls = String::from(
+        "| contender, phase | client CPU per row: plaintext → TLS + token | TLS cost per row | \
+         per call (rows a call) | fixed cost: plaintext → TLS (handshake, first token) |\n\
+         |---|---|---|---|---|\n",
+    );
+    let mut tls_rows = 0;
+    for (plain_key, label, rows_a_call) in [
+        ("lib_write", "library, write", Some(10_000)),
+        ("lib_read", "library, filtered scan + decode", None),
+        (
+            "lib_put",
+            "library, `Table::put` one at a time (a row is a call)",
+            Some(1),
+        ),
+        (
+            "go_write_500",
+            "Go `cbt import`, 500 rows a call",
+            Some(500),
+        ),
+        (
+            "go_write_2000",
+            "Go `cbt import`, 2000 rows a call",
+            Some(2_000),
+        ),
+        (
+            "go_write_10000",
+            "Go `cbt import`, 10000 rows a call",
+            Some(10_000),
+        ),
+        ("go_count", "Go `cbt count`", None),
+    ] {
+        let (Some(p), Some(t)) = (fig(plain_key), fig(&format!("{plain_key}_tls"))) else {
+            continue;
+        };
+        tls_rows += 1;
+        let extra = paired(&t.cpu_us, &p.cpu_us, |t, p| t - p).median;
+        let per_call = match rows_a_call {
+            Some(1) => format!("{extra:+.2} µs (one row)"),
+            Some(n) => format!("{:+.2} ms ({n} rows)", extra * f64::from(n) / 1e3),
+            None => "–".to_owned(),
+        };
+        let _ = writeln!(
+            tls,
+            "| {label} | {:.2} → {:.2} µs | {extra:+.2} µs | {per_call} | {:.1} → {:.1} ms |",
+            median(&p.cpu_us),
+            median(&t.cpu_us),
+            p.fixed_cpu_ms,
+            t.fixed_cpu_ms
+        );
+    }
+    if tls_rows == 0 {
+        "Not measured in this run.".clone_into(&mut tls);
+    }
+    vec![
+        (
+            "fair",
+            format!("{} {}\n\n{table}", run_on(report), notes.join(" ")),
+        ),
+        ("fair-targets", targets),
+        ("fair-tls", tls),
+    ]
 }
