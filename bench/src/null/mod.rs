@@ -252,7 +252,10 @@ impl Setup {
         let run = measure(cmd, label, &self.work, pid, v.phase == "print")?;
         let counted = || -> Res<Option<usize>> {
             let out = std::fs::read_to_string(self.work.join(format!("{label}.out")))?;
-            Ok(out.split_whitespace().filter_map(|w| w.parse().ok()).next_back())
+            Ok(out
+                .split_whitespace()
+                .filter_map(|w| w.parse().ok())
+                .next_back())
         };
         if v.phase == "count" && counted()? != Some(rows) {
             return Err(format!("{label}: `cbt count` did not count {rows} rows").into());
