@@ -824,7 +824,7 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let host = listener.local_addr().unwrap().to_string();
         let state = Arc::new(State::new(&[1]));
-        tokio::spawn(serve(listener, state.clone()));
+        tokio::spawn(serve(listener, state.clone(), None));
         let now = Utc::now();
         let clients = Clients::connect(&host, "null", NULL_TABLE, Clock::manual(now)).unwrap();
         for (op, method) in [
