@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Every benchmark of issue 5, then BENCHMARKS.md rewritten with the figures.
+# Every benchmark of issue 5, each writing its JSON to bench/target/results,
+# then BENCHMARKS.md's tables rewritten from it (`ttl-bench report`): only
+# the tables between `<!-- table NAME -->` and `<!-- /table NAME -->`; the
+# prose around them is written by hand (see BENCHMARKS.md's top).
 #   bench/run.sh                 # 100,000 rows end to end
 #   BENCH_ROWS=10000 bench/run.sh
 #   BENCH_ROUNDS=9 (default): end-to-end rounds, medians reported
-# Investigating a gap (the e2e step alone):
-#   BENCH_CONTENDERS=lib,raw BENCH_PROFILE="perf record -g -o /tmp/{name}.data" \
-#     target/release/ttl-bench e2e --rows 100000 --out /tmp/e2e.json
 # Needs Google's Bigtable emulator (as the tests do) and python3 (a venv with
 # google-cloud-bigtable from PyPI is created under bench/target/). The null
 # server step also runs Google's Go client (`cbt`, on the PATH) and Node.js
@@ -53,9 +53,6 @@ rm -rf "$results/criterion" && cp -r "$root/target/criterion" "$results/criterio
 echo "== end to end on a dedicated emulator ($rows rows), filtering bytes" >&2
 cargo build --release -p ttl-bench >&2
 "$root/target/release/ttl-bench" e2e --rows "$rows" --python "$venv/bin/python" --out "$results/e2e.json"
-
-echo "== conditional inserts: library vs hand-written CheckAndMutateRow" >&2
-"$root/target/release/ttl-bench" conditional --ops 4000 --out "$results/conditional.json"
 
 echo "== expiry feed and reaper: reaper vs hand-written loop, feed bytes, rate limit" >&2
 # Not rendered: BENCHMARKS.md's "Expiry feed and reaper" is written by hand
@@ -122,6 +119,5 @@ fi
   ${node_modules:+--node-modules "$node_modules"} ${go_csv:+--go-csv "$go_csv"} \
   --out "$results/fair.json"
 
-"$root/target/release/ttl-bench" report --results "$results" --out "$root/BENCHMARKS.md"
-echo "BENCHMARKS.md rewritten" >&2
-cat "$root/BENCHMARKS.md"
+"$root/target/release/ttl-bench" report --results "$results" --update "$root/BENCHMARKS.md"
+echo "BENCHMARKS.md's tables rewritten: read its prose against them (git diff BENCHMARKS.md)" >&2

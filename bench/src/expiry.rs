@@ -16,8 +16,7 @@
 //!   `--rate-seconds` worth of dead rows; the rows reaped over the run's
 //!   wall time, against R.
 //!
-//! `ttl-bench expiry [--rows N] [--feed-rows M] [--rounds R] [--rates 200,1000]
-//! [--rate-seconds S] --out FILE`: JSON to FILE (the figures in
+//! `ttl-bench expiry` writes JSON to `--out` (the figures in
 //! `BENCHMARKS.md` are written from it by hand).
 //!
 //! The rows are `Event`s (one-second policy: a cell's timestamp is its
@@ -44,9 +43,10 @@ use futures_util::{StreamExt as _, TryStreamExt as _};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
+use ttl_bench::stats::median;
 use ttl_bench::{cpu_seconds, event, Event, FAMILY};
 
-use crate::{arg, Res, PROJECT};
+use crate::{Res, PROJECT};
 
 /// Rows per page of the reaper, and per `MutateRows` of the hand-written
 /// loop: the reaper's default.
@@ -54,26 +54,44 @@ const BATCH: usize = 500;
 /// The reaper's grace; the hand-written loop's cut-off is as far back.
 const GRACE: TimeDelta = TimeDelta::minutes(1);
 
+/// `ttl-bench expiry`'s arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Dead rows each contender reaps per round.
+    #[arg(long, default_value_t = 20_000)]
+    rows: usize,
+    /// Rows of the feed's table.
+    #[arg(long, default_value_t = 100_000)]
+    feed_rows: usize,
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
+    /// Rate limits measured, rows a second.
+    #[arg(long, value_delimiter = ',', default_value = "200,1000")]
+    rates: Vec<u32>,
+    /// Each rate's run lasts about this long.
+    #[arg(long, default_value_t = 30)]
+    rate_seconds: usize,
+    #[arg(long)]
+    out: std::path::PathBuf,
+}
+
 /// `ttl-bench expiry ...` (see the module doc).
-pub async fn main(args: &[String]) -> Res<()> {
-    let parse = |name: &str, default: usize| arg(args, name).map_or(Ok(default), |s| s.parse());
-    let rows = parse("--rows", 20_000)?;
-    let feed_rows = parse("--feed-rows", 100_000)?;
-    let rounds = parse("--rounds", 5)?.max(1);
-    let rate_seconds = parse("--rate-seconds", 30)?;
-    let rates = arg(args, "--rates")
-        .unwrap_or_else(|| "200,1000".to_owned())
-        .split(',')
-        .map(str::parse)
-        .collect::<Result<Vec<u32>, _>>()?;
-    let out = arg(args, "--out").ok_or("--out FILE")?;
+pub async fn main(args: &Args) -> Res<()> {
+    let Args {
+        rows,
+        feed_rows,
+        rate_seconds,
+        ref out,
+        ..
+    } = *args;
+    let rounds = args.rounds.max(1);
     let emulator = bigtable_ttl_emulator::Emulator::start()?;
     let host = emulator.host().to_owned();
     let started = Utc::now();
     let reaper = throughput(&host, rows, rounds).await?;
     let feed = feed_bytes(&host, feed_rows).await?;
     let mut limits = Vec::new();
-    for rate in rates {
+    for &rate in &args.rates {
         let rate = NonZeroU32::new(rate).ok_or("--rates: a rate of 0")?;
         limits.push(rate_limit(&host, rate, rate_seconds).await?);
     }
@@ -146,11 +164,7 @@ async fn throughput(host: &str, rows: usize, rounds: usize) -> Res<Value> {
         runs.push((lib, hand));
     }
     let n = rows as f64;
-    let median_of = |f: &dyn Fn(&(Run, Run)) -> f64| {
-        let mut xs: Vec<f64> = runs.iter().map(f).collect();
-        xs.sort_by(f64::total_cmp);
-        xs[xs.len() / 2]
-    };
+    let median_of = |f: &dyn Fn(&(Run, Run)) -> f64| median(runs.iter().map(f));
     Ok(json!({
         "rows": rows,
         "batch": BATCH,

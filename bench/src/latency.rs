@@ -1,5 +1,5 @@
-//! `ttl-bench latency --ops N [--rounds R] [--against emulator,null] --out FILE
-//! [--update BENCHMARKS.md]`: the latency of single-row calls, one call at a
+//! `ttl-bench latency --ops N [--rounds R] [--against emulator,null] --out
+//! FILE`: the latency of single-row calls, one call at a
 //! time, the library against hand-written `bigtable_rs` sending the same
 //! request (issue 23, item 5; issue 32, item 3), against the emulator and
 //! against the null server (`ttl-bench null-server`, where the clients' own
@@ -44,13 +44,10 @@ use ttl_bench::{
     pid_listening_on, process_cpu_seconds, Event, FAMILY,
 };
 
+use crate::report::{run_on, Generated};
 use crate::{Res, PROJECT};
 
-mod stats;
-use stats::{percentile, ratios, Ratio};
-
-/// The section's heading in `BENCHMARKS.md`.
-pub(crate) const HEADING: &str = "## Single-row latency";
+use ttl_bench::stats::{quantile, ratios, Ratio};
 
 /// Rows stored in the emulator before the rounds, read by the `get`s in
 /// turn (the null server answers the first row to any `get`).
@@ -145,21 +142,13 @@ impl Clients {
 }
 
 /// Where the calls go.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
 pub(crate) enum Target {
     Emulator,
     Null,
 }
 
 impl Target {
-    pub(crate) fn parse(name: &str) -> Res<Self> {
-        match name {
-            "emulator" => Ok(Self::Emulator),
-            "null" => Ok(Self::Null),
-            other => Err(format!("--against: no target {other:?} (emulator, null)").into()),
-        }
-    }
-
     fn name(self) -> &'static str {
         match self {
             Self::Emulator => "emulator",
@@ -168,15 +157,8 @@ impl Target {
     }
 }
 
-/// Measure against every target, write the JSON to `out`, and with
-/// `update` rewrite that file's section.
-pub(crate) async fn run(
-    ops: usize,
-    rounds: usize,
-    targets: &[Target],
-    out: &Path,
-    update: Option<&Path>,
-) -> Res<()> {
+/// Measure against every target, write the JSON to `out`.
+pub(crate) async fn run(ops: usize, rounds: usize, targets: &[Target], out: &Path) -> Res<()> {
     let mut measured = serde_json::Map::new();
     for &target in targets {
         let load_start = load_average();
@@ -195,12 +177,6 @@ pub(crate) async fn run(
         "targets": Value::Object(measured),
     });
     std::fs::write(out, serde_json::to_string_pretty(&value)?)?;
-    let text = section(&value);
-    eprintln!("{text}");
-    if let Some(path) = update {
-        ttl_bench::sections::update_file(path, HEADING, &text)?;
-        eprintln!("{} updated", path.display());
-    }
     Ok(())
 }
 
@@ -221,7 +197,7 @@ async fn against_emulator(ops: usize, rounds: usize) -> Res<Value> {
 }
 
 async fn against_null(ops: usize, rounds: usize) -> Res<Value> {
-    let server = crate::null::NullServer::start(&std::env::current_exe()?, &[1])?;
+    let server = crate::null::NullServer::start(&std::env::current_exe()?, &[1], &[])?;
     let clients = Clients::connect(&server.host, "null", NULL_TABLE, Clock::system())?;
     let results = measure(&clients, ops, rounds, 1, server.child.id()).await?;
     server.stop()?;
@@ -316,8 +292,8 @@ async fn measure(
                     "latency round {round}: {} {}: p50 {:.0} µs, p99 {:.0} µs, server {:.0} µs CPU a call",
                     OPS[o],
                     WHO[w],
-                    percentile(&b.micros, 0.5),
-                    percentile(&b.micros, 0.99),
+                    quantile(&b.micros, 0.5),
+                    quantile(&b.micros, 0.99),
                     b.server_cpu_s / b.made as f64 * 1e6
                 );
                 samples[o][w].push(b);
@@ -331,7 +307,6 @@ async fn measure(
         for (w, who) in WHO.iter().enumerate() {
             let batches = &samples[o][w];
             let all: Vec<f64> = batches.iter().flat_map(|b| b.micros.clone()).collect();
-            let calls = all.len() as f64;
             let made = batches.iter().map(|b| b.made).sum::<usize>() as f64;
             let first: Vec<f64> = batches.iter().flat_map(|b| b.first.clone()).collect();
             let failed: usize = batches.iter().map(|b| b.failed).sum();
@@ -342,17 +317,11 @@ async fn measure(
             }
             let mut figures = json!({
                 "failed": failed,
-                "p50_us": percentile(&all, 0.5),
-                "p99_us": percentile(&all, 0.99),
-                "p90_us": percentile(&all, 0.9),
-                "p95_us": percentile(&all, 0.95),
-                "p999_us": percentile(&all, 0.999),
-                "mean_us": all.iter().sum::<f64>() / calls,
-                "first_p50_us": percentile(&first, 0.5),
+                "p50_us": quantile(&all, 0.5),
+                "p99_us": quantile(&all, 0.99),
+                "first_p50_us": quantile(&first, 0.5),
                 "server_cpu_us": batches.iter().map(|b| b.server_cpu_s).sum::<f64>() / made * 1e6,
                 "client_cpu_us": batches.iter().map(|b| b.client_cpu_s).sum::<f64>() / made * 1e6,
-                "round_p50_us": batches.iter().map(|b| percentile(&b.micros, 0.5)).collect::<Vec<_>>(),
-                "round_p99_us": batches.iter().map(|b| percentile(&b.micros, 0.99)).collect::<Vec<_>>(),
             });
             if w != 0 {
                 let pairs: Vec<(&[f64], &[f64])> = blocks[o]
@@ -437,8 +406,8 @@ fn switch_ratio(switches: &[Vec<Switch>], w: usize, seed: u64) -> (Ratio, f64, f
     };
     (
         ratio,
-        percentile(&library_after, 0.5),
-        percentile(&after_library, 0.5),
+        quantile(&library_after, 0.5),
+        quantile(&after_library, 0.5),
     )
 }
 
@@ -722,100 +691,21 @@ fn target_table(measured: &Value) -> String {
     table
 }
 
-/// `[a, b]` of `ttl_bench::load_average` as "a at the start, b at the end".
-fn load(measured: &Value) -> String {
-    match (
-        measured["load_average"][0].as_f64(),
-        measured["load_average"][1].as_f64(),
-    ) {
-        (Some(a), Some(b)) => {
-            format!("a load average of {a:.1} at the start and {b:.1} at the end")
-        }
-        _ => "load average not read".to_owned(),
-    }
-}
-
-/// The section, from `ttl-bench latency`'s JSON.
-pub(crate) fn section(report: &Value) -> String {
-    let mut tables = String::new();
-    for (target, title) in [
-        ("emulator", "Against the emulator"),
-        ("null", "Against the null server"),
-    ] {
-        let measured = &report["targets"][target];
-        if measured.is_null() {
-            continue;
-        }
-        let what = if target == "emulator" {
-            "most of a call's time is the emulator's (its CPU a call beside)"
-        } else {
-            "the server answers from memory, so a call's time is the two clients' own \
-             work, the loopback and the scheduler"
-        };
-        let _ = write!(
-            tables,
-            "**{title}** ({}; {what}):\n\n{}\n",
-            load(measured),
-            target_table(measured)
-        );
-    }
-    let targets: Vec<&str> = ["emulator", "null"]
+/// `BENCHMARKS.md`'s tables of this command's JSON: one per target.
+pub(crate) fn tables(report: &Value) -> Vec<Generated> {
+    [("emulator", "latency-emulator"), ("null", "latency-null")]
         .into_iter()
-        .filter(|t| !report["targets"][*t].is_null())
-        .collect();
-    format!(
-        "{HEADING}\n\n\
-         Single-row calls one at a time (`ttl-bench latency`, `bench/src/latency.rs`): `get` \
-         of a stored row (the typed reader's filter, decoded), `put` of a whole row, \
-         `insert_if_absent` on a fresh key (a `CheckAndMutateRow` whose predicate is the \
-         library's: the row exists at the horizon, live or incomplete); the library against \
-         hand-written `bigtable_rs` sending the same request messages, byte for byte, twice: \
-         through `bigtable_rs`'s API, which sends its routing header only, and through its \
-         tonic client with the headers the library sends (the routing header naming the app \
-         profile, `x-goog-api-client`, `grpc-timeout` in the library's units, a read's \
-         `bigtable-features`; all but `user-agent`) and each call's wait bounded by the \
-         library's attempt timeout (`bigtable_rs`'s `timeout` option, as the library bounds \
-         every attempt): the same request on the wire and the same bound, the comparison to \
-         quote (`latency::tests::the_hand_written_calls_send_the_library_s_requests` \
-         sends all three to a null server and compares the messages and headers it \
-         received; the hand-written code takes its clock reading just before the call, the \
-         library its own). {ops} calls per \
-         contender and call per round, {rounds} rounds, in blocks of {BLOCK} calls, the \
-         contenders alternating block by block; p50 and p99 over every call of every round. \
-         Each block starts with one more call, timed apart and left out of the steady calls' \
-         p50 and p99: the first call after another contender's block, which finds that \
-         contender's code and data in the caches and its own connection idle (what a program \
-         pays that calls now and then among other work). A switch costs whoever comes next, \
-         and more between different client code (the library's and tonic's) than between the \
-         two hand-written contenders, which share tonic's; so that column compares the \
-         library's first calls after a contender's block with the contender's first calls \
-         after the library's, the same switch either way and each back after one block away \
-         (the rotation brings some back after four, not as often to each side; the i-th of \
-         each paired, with an interval drawn as below). \
-         The ratio of the library's p50 (p99) to a contender's stands with its 95 % \
-         interval, from a paired block bootstrap: the blocks drawn again with replacement \
-         {draws} times, each block of the library together with the contender's block run \
-         beside it (under the same load), the ratio of each draw's quantiles; the interval \
-         is the 2.5th to 97.5th percentile of those ratios, so a ratio whose interval holds \
-         1.00 is parity within what this run can tell apart. A call that fails (a stall past \
-         its deadline; more than one in a thousand stops the run) keeps its time among the \
-         calls, and the contender's row says how many failed. **client CPU** and **server CPU** \
-         are each process's CPU time over a batch of calls (`/proc/<pid>/task/*/schedstat`), \
-         per call. Run on {date} ({cores} cores).\n\n\
-         {tables}\
-         Not measured: TLS and tokens (both plaintext, no auth; see the null server's TLS \
-         figures), concurrency (one call at a time), a real network's round trip.\n\n\
-         Command: `cargo build --release -p ttl-bench && target/release/ttl-bench latency \
-         --ops {ops} --rounds {rounds} --against {targets} --out \
-         bench/target/results/latency.json --update BENCHMARKS.md` (also run by \
-         `bench/run.sh`).\n",
-        ops = report["ops"],
-        rounds = report["rounds"],
-        date = report["date"].as_str().unwrap_or("?"),
-        cores = report["cores"],
-        targets = targets.join(","),
-        draws = stats::DRAWS,
-    )
+        .filter(|(target, _)| !report["targets"][target].is_null())
+        .map(|(target, name)| {
+            let measured = &report["targets"][target];
+            let run = json!({"date": report["date"], "cores": report["cores"],
+                             "load_average": measured["load_average"]});
+            (
+                name,
+                format!("{}\n\n{}", run_on(&run), target_table(measured)),
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -856,7 +746,11 @@ mod tests {
             "ops": 10, "rounds": 3, "cores": 2, "date": "d",
             "targets": {"null": measured},
         });
-        let text = section(&report);
+        let tables = tables(&report);
+        let [("latency-null", text)] = &tables[..] else {
+            panic!("one target, one table: {tables:?}");
+        };
+        assert!(text.starts_with("Run on d (2 cores, a load average of 1.0 at the start and 2.0"));
         assert!(
             text.contains(
                 "| `get` | hand-written `bigtable_rs` | 100 µs | 2 µs | 1.10 (1.05–1.12), \
@@ -881,9 +775,7 @@ mod tests {
             !text.contains("| `put` | hand-written, the library's"),
             "{text}"
         );
-        assert!(text.contains("| 0.50 (0.45–0.55), ") && text.starts_with(HEADING));
-        assert!(text.contains("--against null ") && !text.contains("Against the emulator"));
-        assert!(text.contains(&format!("{} times", stats::DRAWS)), "{text}");
+        assert!(text.contains("| 0.50 (0.45–0.55), "), "{text}");
     }
 
     /// A switch is compared with the same switch the other way: the
@@ -932,7 +824,7 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let host = listener.local_addr().unwrap().to_string();
         let state = Arc::new(State::new(&[1]));
-        tokio::spawn(serve(listener, state.clone()));
+        tokio::spawn(serve(listener, state.clone(), None));
         let now = Utc::now();
         let clients = Clients::connect(&host, "null", NULL_TABLE, Clock::manual(now)).unwrap();
         for (op, method) in [

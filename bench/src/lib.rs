@@ -5,7 +5,8 @@
 //! Everything is driven by `bench/run.sh`; see `BENCHMARKS.md`.
 
 pub mod csv_rows;
-pub mod sections;
+pub mod stats;
+pub mod tables;
 
 use bigtable_rs::bigtable::RowCell;
 use bigtable_rs::google::bigtable::v2::{

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use bigtable_ttl::{Connection, Scan, Table};
 use chrono::Utc;
+use ttl_bench::stats::median;
 use ttl_bench::{events, Event};
 
 use crate::Res;
@@ -39,11 +40,6 @@ async fn round(conn: &Connection, name: &str, rows: usize) -> Res<Duration> {
         assert!(table.get(&e.id).await?.is_some());
     }
     Ok(started.elapsed())
-}
-
-fn median(mut xs: Vec<Duration>) -> Duration {
-    xs.sort();
-    xs[xs.len() / 2]
 }
 
 pub(crate) async fn run(rows: usize, rounds: usize) -> Res<()> {
@@ -69,15 +65,11 @@ pub(crate) async fn run(rows: usize, rounds: usize) -> Res<()> {
     switch(false);
     println!("write+read of {rows} rows, median of {rounds} rounds");
     println!("{:<44} {:>12} {:>8}", "configuration", "median", "ratio");
-    let base = median(times[0].clone());
-    for (mode, t) in modes.iter().zip(times) {
+    let median = |t: &[Duration]| median(t.iter().map(Duration::as_secs_f64));
+    let base = median(&times[0]);
+    for (mode, t) in modes.iter().zip(&times) {
         let m = median(t);
-        println!(
-            "{:<44} {:>9.1} ms {:>8.3}",
-            mode.name,
-            m.as_secs_f64() * 1e3,
-            m.as_secs_f64() / base.as_secs_f64()
-        );
+        println!("{:<44} {:>9.1} ms {:>8.3}", mode.name, m * 1e3, m / base);
     }
     Ok(())
 }

@@ -35,7 +35,8 @@ use serde_json::{json, Value};
 use ttl_bench::csv_rows::CsvRows;
 use ttl_bench::{cpu_seconds, peak_rss_kib, Event};
 
-use crate::{raw_scan, raw_write, Res, GLOBAL, PROJECT};
+use crate::e2e::{raw_scan, raw_write};
+use crate::{Res, GLOBAL, PROJECT};
 
 /// The instance every contender names (the null server ignores it).
 pub(crate) const INSTANCE: &str = "null";

@@ -1,36 +1,36 @@
-//! `ttl-bench null`: the clients' own cost, measured against a server that
-//! is never the bottleneck (issue 23).
+//! `ttl-bench null` and `ttl-bench fair`: the clients' own cost against a
+//! server that is never the bottleneck (issues 23 and 32).
 //!
-//! One null server ([`server`]) for the whole run; every contender's every
-//! phase runs as a process of its own against it, in rounds, the order of
-//! the contenders rotated each round:
+//! A null server ([`server`]) serves the run; `fair` adds a second one
+//! serving TLS only that refuses calls without its bearer token. Each
+//! variant (a contender's phase in one setting) runs as a process of its
+//! own, in rounds, the variants' order rotated each round, measured from
+//! outside ([`measure`]: wall time; CPU time and peak RSS from `wait4`),
+//! beside the same variant's run of one row in the same round, whose cost
+//! (start-up, connecting, a handshake) [`report`] takes off.
 //!
-//! * `lib` and `raw`: the library and hand-written `bigtable_rs`
-//!   ([`client`]);
-//! * `go`: Google's Go client as `cbt import` (the same rows as CSV) and
-//!   `cbt read`, when `cbt` is on the PATH;
-//! * `node`: Google's Node.js client (`bench/node_client.js`), when
-//!   `--node-modules DIR` holds `@google-cloud/bigtable`.
+//! * `null`: the library and hand-written `bigtable_rs` ([`client`]),
+//!   Google's Go client (`cbt import`, `cbt read`) and Node.js client
+//!   (`bench/node_client.js`), all at the library's batching; then each at
+//!   `--scale` × N rows (memory flat in N), and the library's write under
+//!   callgrind ([`profile`]).
+//! * `fair`: like for like: each client's CSV reading alone, each peer at
+//!   several batch sizes, `cbt count` as Go's reader, and the library and
+//!   `cbt` over TLS with a token.
 //!
-//! Each phase (write, read) of N rows is measured from outside (the wall
-//! time of the process, and its CPU time and peak RSS from `wait4`), and the
-//! same phase of one row in the same round gives the process's fixed cost
-//! (start-up, connecting) to take off. Rust and Node contenders also report
-//! the phase measured from inside; the Rust ones their allocations. The
-//! null server's CPU time over each phase shows it was not the limit. A last
-//! pass runs each phase at `--scale` times N rows, for memory flat in N.
-//! [`report`] renders the `BENCHMARKS.md` section from the JSON.
+//! Go runs when `cbt` is on the PATH; Node when `--node-modules DIR` holds
+//! `@google-cloud/bigtable`; `cbt` over TLS only where this process has no
+//! network but loopback ([`isolated`]), since off the emulator setting it
+//! is Google's Cloud client as it is (metrics exporter, metadata probe).
 
 pub(crate) mod client;
-pub(crate) mod fair;
 pub(crate) mod profile;
 pub(crate) mod report;
 pub(crate) mod server;
 pub(crate) mod tls;
 pub(crate) mod wire;
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use std::ffi::OsStr;
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -38,7 +38,7 @@ use std::time::Instant;
 
 use chrono::Utc;
 use prost::Message as _;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use ttl_bench::csv_rows::write_csv;
 use ttl_bench::{event, hand_entry, load_average, process_cpu_seconds};
 use wait4::Wait4 as _;
@@ -47,56 +47,62 @@ use crate::{Res, PROJECT};
 use client::INSTANCE;
 use server::READ_TABLE_PREFIX;
 
-/// What `ttl-bench null` was asked to run.
+/// The token the TLS server asks for.
+const TOKEN: &str = "ttl-bench-null-token";
+/// `cbt import`'s batch sizes `fair` tries (4 workers each).
+pub(crate) const GO_BATCHES: [usize; 3] = [500, 2_000, 10_000];
+/// Node's rows per `mutate` call `fair` tries (4 in flight each).
+pub(crate) const NODE_BATCHES: [usize; 3] = [250, 1_000, 10_000];
+/// The library's bulk-writer batching, every peer's in `null`.
+const DEFAULT_BATCH: usize = 10_000;
+
+/// What `ttl-bench null` or `fair` was asked to run.
 pub(crate) struct Plan {
     pub(crate) rows: usize,
     pub(crate) rounds: usize,
-    /// The memory pass runs `scale × rows` rows.
-    pub(crate) scale: usize,
     /// Where `@google-cloud/bigtable` is installed (a `node_modules`).
     pub(crate) node_modules: Option<PathBuf>,
-    /// Rows of the library's phases profiled under callgrind (0: none).
-    pub(crate) profile_rows: usize,
     pub(crate) out: PathBuf,
+    pub(crate) kind: Kind,
 }
 
-/// A contender.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
-pub(crate) enum Who {
-    Lib,
-    Raw,
-    Go,
-    Node,
+pub(crate) enum Kind {
+    /// The memory pass runs `scale × rows` rows; `profile_rows` of the
+    /// library's write run under callgrind (0: none).
+    Null { scale: usize, profile_rows: usize },
+    /// `go_csv`: the `bench/go_csv` program, if built.
+    Fair { go_csv: Option<PathBuf> },
 }
 
-impl Who {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Who::Lib => "lib",
-            Who::Raw => "raw",
-            Who::Go => "go",
-            Who::Node => "node",
-        }
+/// A contender's phase in one setting.
+struct Variant {
+    /// Its key in the JSON: `lib_write`, `go_write_500_tls`, …
+    key: String,
+    /// `lib`, `raw`, `go`, `node`.
+    who: &'static str,
+    /// `write`, `read`, `csv`, `put` (the library's), `count` and `print`
+    /// (`cbt count`, `cbt read`).
+    phase: &'static str,
+    tls: bool,
+    batch: usize,
+}
+
+fn variant(who: &'static str, phase: &'static str, tls: bool, batch: Option<usize>) -> Variant {
+    let mut key = format!("{who}_{phase}");
+    if let Some(b) = batch {
+        key = format!("{key}_{b}");
     }
-}
-
-/// The programs the contenders run.
-struct Tools {
-    me: PathBuf,
-    cbt: Option<PathBuf>,
-    node_modules: Option<PathBuf>,
-    /// Where the CSV files of `cbt import` and each run's output go.
-    work: PathBuf,
-}
-
-/// One process of one phase, measured from outside.
-pub(crate) struct Run {
-    pub(crate) wall_s: f64,
-    pub(crate) cpu_s: f64,
-    peak_rss_kib: u64,
-    pub(crate) server_cpu_s: f64,
-    /// What the contender printed about itself (Rust and Node), else null.
-    pub(crate) inner: Value,
+    if tls {
+        key.push_str("_tls");
+    }
+    let batch = batch.unwrap_or(DEFAULT_BATCH);
+    Variant {
+        key,
+        who,
+        phase,
+        tls,
+        batch,
+    }
 }
 
 /// The null server, a child process.
@@ -108,16 +114,9 @@ pub(crate) struct NullServer {
 }
 
 impl NullServer {
-    pub(crate) fn start(me: &Path, row_counts: &[usize]) -> Res<Self> {
-        Self::start_with(me, row_counts, &[])
-    }
-
-    /// Started with more arguments (`--tls CA_FILE --token SECRET`).
-    pub(crate) fn start_with(
-        me: &Path,
-        row_counts: &[usize],
-        more: &[&std::ffi::OsStr],
-    ) -> Res<Self> {
+    /// Serving the read tables of `row_counts` rows; `more` arguments
+    /// (`--tls CA_FILE --token SECRET`).
+    pub(crate) fn start(me: &Path, row_counts: &[usize], more: &[&OsStr]) -> Res<Self> {
         let counts: Vec<String> = row_counts.iter().map(ToString::to_string).collect();
         let mut child = Command::new(me)
             .args(["null-server", "--rows", &counts.join(",")])
@@ -129,16 +128,13 @@ impl NullServer {
         let mut stdout = BufReader::new(child.stdout.take().ok_or("null server stdout")?);
         let mut line = String::new();
         stdout.read_line(&mut line)?;
-        let host = line
-            .trim()
-            .strip_prefix("listening ")
-            .ok_or_else(|| format!("null server said {line:?}"))?
-            .to_owned();
+        let host = line.trim().strip_prefix("listening ");
+        let host = host.ok_or_else(|| format!("null server said {line:?}"))?;
         Ok(Self {
+            host: host.to_owned(),
             child,
             stdin,
             stdout,
-            host,
         })
     }
 
@@ -152,81 +148,158 @@ impl NullServer {
     }
 }
 
-/// The first program of `names` that runs with `args`, as found on the
-/// PATH.
-fn found(name: &str, args: &[&str]) -> Option<PathBuf> {
-    let ok = Command::new(name)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    ok.then(|| PathBuf::from(name))
+/// The run's servers and programs.
+struct Setup {
+    me: PathBuf,
+    /// The CSV files, the CA, each process's output.
+    work: PathBuf,
+    cbt: PathBuf,
+    node_modules: Option<PathBuf>,
+    go_csv: Option<PathBuf>,
+    plain: NullServer,
+    tls: Option<NullServer>,
 }
 
-fn csv_path(tools: &Tools, n: usize) -> PathBuf {
-    tools.work.join(format!("events_{n}.csv"))
-}
+impl Setup {
+    fn csv(&self, rows: usize) -> PathBuf {
+        self.work.join(format!("events_{rows}.csv"))
+    }
 
-/// The command for `who`'s `phase` of `rows` rows on `table`.
-fn command(tools: &Tools, who: Who, phase: &str, table: &str, rows: usize, host: &str) -> Command {
-    let rows_s = rows.to_string();
-    let mut cmd = match who {
-        Who::Lib | Who::Raw => {
-            let mut cmd = Command::new(&tools.me);
-            cmd.args(["null-client", who.name(), phase, "--host", host])
-                .args(["--table", table, "--rows", &rows_s])
-                .arg("--csv")
-                .arg(csv_path(tools, rows));
-            cmd
-        }
-        Who::Go => {
-            let mut cmd = Command::new(tools.cbt.as_deref().unwrap_or(Path::new("cbt")));
-            // A `-creds` path keeps `cbt` from asking `gcloud` for
-            // credentials at start-up (a Python program, seconds of CPU);
-            // under BIGTABLE_EMULATOR_HOST it is never opened.
-            cmd.args(["-project", PROJECT, "-instance", INSTANCE])
-                .arg("-creds")
-                .arg(tools.work.join("no-credentials-under-an-emulator.json"));
-            if phase == "write" {
-                let csv = csv_path(tools, rows);
-                cmd.args(["import", table]).arg(csv).args([
-                    "batch-size=10000",
-                    "workers=4",
-                    "timestamp=value-encoded",
-                ]);
-            } else {
-                cmd.args(["read", table, "cells-per-column=1"]);
+    fn server(&self, v: &Variant) -> &NullServer {
+        self.tls.as_ref().filter(|_| v.tls).unwrap_or(&self.plain)
+    }
+
+    /// The command of `v` for `rows` rows on `table`.
+    fn command(&self, v: &Variant, rows: usize, table: &str) -> Command {
+        let server = self.server(v);
+        let rows_s = rows.to_string();
+        let mut cmd;
+        match (v.who, v.phase) {
+            ("lib" | "raw", phase) => {
+                cmd = Command::new(&self.me);
+                cmd.args(["null-client", v.who, phase, "--host", &server.host])
+                    .args(["--table", table, "--rows", &rows_s, "--csv"])
+                    .arg(self.csv(rows));
+                if v.tls {
+                    let ca = self.work.join("null-ca.pem");
+                    cmd.arg("--tls").arg(ca).args(["--token", TOKEN]);
+                }
             }
-            cmd
-        }
-        Who::Node => {
-            let mut cmd = Command::new("node");
-            cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("node_client.js"))
-                .args(["--phase", phase, "--table", table, "--rows", &rows_s])
-                .args(["--project", PROJECT, "--instance", INSTANCE])
-                .arg("--csv")
-                .arg(csv_path(tools, rows));
-            if let Some(modules) = &tools.node_modules {
-                cmd.env("NODE_PATH", modules);
+            ("go", "csv") => {
+                cmd = Command::new(self.go_csv.as_deref().unwrap_or(Path::new("go_csv")));
+                cmd.arg(self.csv(rows));
             }
-            cmd
+            ("go", phase) => {
+                cmd = Command::new(&self.cbt);
+                cmd.args(["-project", PROJECT, "-instance", INSTANCE]);
+                if v.tls {
+                    // Off the emulator setting `cbt` asks `gcloud` (a Python
+                    // program, half a second of CPU) for its configuration
+                    // when it finds it; an application on Google's Go client
+                    // does not. The metadata server's probe, should the
+                    // client make one, stays on loopback (a closed port).
+                    let port = server.host.rsplit(':').next().unwrap_or_default();
+                    cmd.env("PATH", self.work.join("no-gcloud-here"))
+                        .args(["-data-endpoint", &format!("localhost:{port}")])
+                        .arg("-cert-file")
+                        .arg(self.work.join("null-ca.pem"))
+                        .args(["-access-token", TOKEN])
+                        .env("GCE_METADATA_HOST", "127.0.0.1:1")
+                        .env("GCE_METADATA_IP", "127.0.0.1:1");
+                } else {
+                    // Never opened under the emulator setting; naming one
+                    // keeps `cbt` from asking `gcloud` for credentials.
+                    cmd.arg("-creds")
+                        .arg(self.work.join("no-credentials-under-an-emulator.json"))
+                        .env("BIGTABLE_EMULATOR_HOST", &server.host);
+                }
+                match phase {
+                    "write" => cmd
+                        .args(["import", table])
+                        .arg(self.csv(rows))
+                        .arg(format!("batch-size={}", v.batch))
+                        .args(["workers=4", "timestamp=value-encoded"]),
+                    "count" => cmd.args(["count", table]),
+                    _ => cmd.args(["read", table, "cells-per-column=1"]),
+                };
+            }
+            _ => {
+                cmd = Command::new("node");
+                cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("node_client.js"))
+                    .args(["--phase", v.phase, "--table", table, "--rows", &rows_s])
+                    .args(["--project", PROJECT, "--instance", INSTANCE])
+                    .args(["--batch", &v.batch.to_string(), "--csv"])
+                    .arg(self.csv(rows))
+                    .env("BIGTABLE_EMULATOR_HOST", &server.host);
+                if let Some(modules) = &self.node_modules {
+                    cmd.env("NODE_PATH", modules);
+                }
+            }
         }
-    };
-    cmd.env("BIGTABLE_EMULATOR_HOST", host);
-    cmd
+        cmd
+    }
+
+    /// One process of `v` on `rows` rows, measured as `label`; checked
+    /// where the contender says what it did.
+    fn one(&self, v: &Variant, rows: usize, label: &str) -> Res<Value> {
+        let table = if matches!(v.phase, "write" | "put") {
+            format!("w_{label}")
+        } else {
+            format!("{READ_TABLE_PREFIX}{rows}")
+        };
+        let cmd = self.command(v, rows, &table);
+        let pid = self.server(v).child.id();
+        let run = measure(cmd, label, &self.work, pid, v.phase == "print")?;
+        let counted = || -> Res<Option<usize>> {
+            let out = std::fs::read_to_string(self.work.join(format!("{label}.out")))?;
+            Ok(out
+                .split_whitespace()
+                .filter_map(|w| w.parse().ok())
+                .next_back())
+        };
+        if v.phase == "count" && counted()? != Some(rows) {
+            return Err(format!("{label}: `cbt count` did not count {rows} rows").into());
+        }
+        if (v.who, v.phase) == ("go", "csv") && run["inner"]["rows"].as_u64() != Some(rows as u64) {
+            return Err(format!("{label}: go_csv did not read {rows} rows").into());
+        }
+        eprintln!("  {label}: {rows} rows, {run}");
+        Ok(run)
+    }
+
+    /// `cbt read` prints a line of dashes before each row: counted once,
+    /// untimed, to check it reads every row. Counted as the lines stream
+    /// by, so the driver's own peak RSS (where a child's `wait4` peak
+    /// starts: Linux carries it across `exec`) stays small.
+    fn check_cbt_read(&self, v: &Variant, rows: usize) -> Res<()> {
+        let table = format!("{READ_TABLE_PREFIX}{rows}");
+        let mut child = self.command(v, rows, &table);
+        let mut child = child.stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
+        let out = BufReader::new(child.stdout.take().ok_or("cbt read: no stdout")?);
+        let mut seen = 0;
+        for line in out.split(b'\n') {
+            seen += usize::from(line?.starts_with(b"-----"));
+        }
+        let status = child.wait()?;
+        if !status.success() || seen != rows {
+            return Err(format!("cbt read ({status}) printed {seen} rows of {rows}").into());
+        }
+        Ok(())
+    }
 }
 
 /// Run `cmd` to its end, its output into files under `work` (with
 /// `printed_rows`, its standard output, the rows `cbt read` prints, to
-/// `/dev/null`); measure it.
+/// `/dev/null`); measured: wall and CPU time, peak RSS (the process's own
+/// `VmHWM` where it says it, Rust and Node; else `wait4`'s), the server's
+/// CPU meanwhile, and what the process said of itself (`inner`).
 pub(crate) fn measure(
     mut cmd: Command,
     label: &str,
     work: &Path,
     server_pid: u32,
     printed_rows: bool,
-) -> Res<Run> {
+) -> Res<Value> {
     let out_path = work.join(format!("{label}.out"));
     let err_path = work.join(format!("{label}.err"));
     if printed_rows {
@@ -238,325 +311,286 @@ pub(crate) fn measure(
         .stdin(Stdio::null());
     let server0 = process_cpu_seconds(server_pid);
     let start = Instant::now();
-    let mut child = cmd.spawn()?;
-    let usage = child.wait4()?;
+    let usage = cmd.spawn()?.wait4()?;
     let wall_s = start.elapsed().as_secs_f64();
     let server_cpu_s = process_cpu_seconds(server_pid) - server0;
     if !usage.status.success() {
         let err = std::fs::read_to_string(&err_path).unwrap_or_default();
         return Err(format!("{label} failed ({}): {err}", usage.status).into());
     }
-    let stdout = if printed_rows {
-        String::new()
-    } else {
-        std::fs::read_to_string(&out_path).unwrap_or_default()
-    };
+    let stdout = std::fs::read_to_string(&out_path).unwrap_or_default();
     let inner = stdout
         .lines()
         .last()
-        .and_then(|l| serde_json::from_str(l).ok())
-        .unwrap_or(Value::Null);
-    Ok(Run {
-        wall_s,
-        cpu_s: (usage.rusage.utime + usage.rusage.stime).as_secs_f64(),
-        peak_rss_kib: usage.rusage.maxrss / 1024,
-        server_cpu_s,
-        inner,
-    })
+        .and_then(|l| serde_json::from_str(l).ok());
+    let inner: Value = inner.unwrap_or_default();
+    let wait4_peak = usage.rusage.maxrss / 1024;
+    Ok(json!({
+        "wall_s": wall_s,
+        "cpu_s": (usage.rusage.utime + usage.rusage.stime).as_secs_f64(),
+        "peak_rss_kib": inner["peak_rss_kib"].as_u64().unwrap_or(wait4_peak),
+        "server_cpu_s": server_cpu_s,
+        "inner": inner,
+    }))
 }
 
-fn to_json(run: &Run) -> Value {
-    // The peak the process measured itself where it can (Rust, Node);
-    // `wait4`'s for Go's `cbt`, which starts from the driver's own.
-    let peak = run.inner["peak_rss_kib"]
-        .as_u64()
-        .unwrap_or(run.peak_rss_kib);
-    json!({
-        "wall_s": run.wall_s,
-        "cpu_s": run.cpu_s,
-        "peak_rss_kib": peak,
-        "wait4_peak_rss_kib": run.peak_rss_kib,
-        "server_cpu_s": run.server_cpu_s,
-        "inner": run.inner,
-    })
-}
-
-/// `cbt read` prints a line of dashes before each row: count them, once,
-/// untimed, to check it read every row. Counted as the lines stream by:
-/// the driver's own memory stays small, since a child's `wait4` peak RSS
-/// starts from the driver's (Linux carries it across `exec`).
-fn check_cbt_read(tools: &Tools, host: &str, rows: usize) -> Res<()> {
-    let table = format!("{READ_TABLE_PREFIX}{rows}");
-    let mut child = command(tools, Who::Go, "read", &table, rows, host)
-        .stdout(Stdio::piped())
+/// Whether `name` runs with `arg`.
+fn found(name: &str, arg: &str) -> bool {
+    let status = Command::new(name)
+        .arg(arg)
+        .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()?;
-    let out = BufReader::new(child.stdout.take().ok_or("cbt read: no stdout")?);
-    let mut seen = 0;
-    for line in out.split(b'\n') {
-        seen += usize::from(line?.starts_with(b"-----"));
-    }
-    let status = child.wait()?;
-    if !status.success() || seen != rows {
-        return Err(format!("cbt read ({status}) printed {seen} rows of {rows}").into());
-    }
-    Ok(())
+        .status();
+    status.is_ok_and(|s| s.success())
 }
 
-/// Every phase measured so far: the runs of each contender, by phase key
-/// (`write`, `read`, `write_1`, `write_big`, …), in round order.
-type Runs = BTreeMap<(Who, String), Vec<Value>>;
+/// Whether this process is cut off from every network but loopback: its
+/// network namespace has no interface but `lo` (as under `unshare --net`).
+fn isolated() -> bool {
+    std::fs::read_to_string("/proc/net/dev").is_ok_and(|dev| {
+        dev.lines()
+            .skip(2)
+            .filter_map(|l| l.split(':').next())
+            .all(|name| name.trim() == "lo")
+    })
+}
+
+/// The variants of `plan` this machine can run, a message for each left out.
+fn variants(plan: &Plan) -> Vec<Variant> {
+    let go = found("cbt", "version");
+    let node = plan
+        .node_modules
+        .as_ref()
+        .is_some_and(|m| m.join("@google-cloud/bigtable").is_dir() && found("node", "--version"));
+    if !go {
+        eprintln!("null: no Go client: `cbt` is not on the PATH (google-cloud-cli-cbt)");
+    }
+    if !node {
+        eprintln!("null: no Node.js client: no node, or no --node-modules DIR with @google-cloud/bigtable (bench/run.sh installs it)");
+    }
+    let mut v = Vec::new();
+    match &plan.kind {
+        Kind::Null { .. } => {
+            for who in ["lib", "raw"] {
+                v.extend([
+                    variant(who, "write", false, None),
+                    variant(who, "read", false, None),
+                ]);
+            }
+            if go {
+                let write = variant("go", "write", false, Some(DEFAULT_BATCH));
+                v.extend([write, variant("go", "print", false, None)]);
+            }
+            if node {
+                let write = variant("node", "write", false, Some(DEFAULT_BATCH));
+                v.extend([write, variant("node", "read", false, None)]);
+            }
+        }
+        Kind::Fair { go_csv } => {
+            for (phase, tls) in [("write", false), ("csv", false), ("read", false)]
+                .into_iter()
+                .chain([
+                    ("write", true),
+                    ("read", true),
+                    ("put", false),
+                    ("put", true),
+                ])
+            {
+                v.push(variant("lib", phase, tls, None));
+            }
+            let cbt_tls = go && isolated();
+            if go && !cbt_tls {
+                eprintln!("fair: no `cbt` over TLS: it runs only in a network namespace of its own (`unshare --net`)");
+            }
+            for tls in [false, true].into_iter().filter(|&t| go && (!t || cbt_tls)) {
+                v.extend(GO_BATCHES.map(|b| variant("go", "write", tls, Some(b))));
+                v.push(variant("go", "count", tls, None));
+                if !tls {
+                    v.push(variant("go", "print", false, None));
+                }
+            }
+            if go && go_csv.is_some() {
+                v.push(variant("go", "csv", false, None));
+            } else if go {
+                eprintln!(
+                    "fair: no Go CSV phase: no --go-csv PROGRAM (bench/run.sh builds bench/go_csv)"
+                );
+            }
+            if node {
+                v.extend(NODE_BATCHES.map(|b| variant("node", "write", false, Some(b))));
+                v.extend([
+                    variant("node", "csv", false, None),
+                    variant("node", "read", false, None),
+                ]);
+            }
+        }
+    }
+    v
+}
 
 /// Run the plan; write the JSON to `plan.out`.
 pub(crate) fn run(plan: &Plan) -> Res<()> {
-    let (who, tools) = contenders(plan)?;
-    let load_start = load_average();
-    let (n, big) = (plan.rows, plan.rows * plan.scale);
-    // Every contender's write reads its rows from these files (see
-    // `ttl_bench::csv_rows`).
-    let now = Utc::now();
-    for rows in [1, n, big, plan.profile_rows] {
-        if rows > 0 {
-            write_csv(&csv_path(&tools, rows), rows, now)?;
-        }
-    }
-    eprintln!("null: encoding the read answers for 1, {n} and {big} rows…");
-    let server = NullServer::start(&tools.me, &[1, n, big])?;
-    let bench = Bench {
-        tools: &tools,
-        host: server.host.clone(),
-        server_pid: server.child.id(),
-    };
-    eprintln!("null: server on {}; contenders {who:?}", bench.host);
-    if who.contains(&Who::Go) {
-        check_cbt_read(&tools, &bench.host, n)?;
-    }
-    let runs = bench.rounds(&who, plan.rounds.max(1), n, big)?;
-    let profiles = bench.profile_library(plan.profile_rows, n)?;
-    let counts = server.stop()?;
-    check_writes_whole(&runs, &counts, n, big)?;
-    let mut value = results(plan, &who, runs, profiles, &counts)?;
-    value["load_average"] = json!([load_start, load_average()]);
-    std::fs::write(&plan.out, serde_json::to_string_pretty(&value)?)?;
-    eprintln!("{}", report::section(&value));
-    Ok(())
-}
-
-/// The contenders this machine can run (the library and `raw` always; Go
-/// and Node when their tools are there, a message for each skipped) and
-/// the programs they run.
-fn contenders(plan: &Plan) -> Res<(Vec<Who>, Tools)> {
-    let me = std::env::current_exe()?;
     let work = plan
         .out
         .parent()
         .unwrap_or(Path::new("."))
         .join("null-runs");
     std::fs::create_dir_all(&work)?;
-    let mut who = vec![Who::Lib, Who::Raw];
-    let cbt = found("cbt", &["version"]);
-    if cbt.is_some() {
-        who.push(Who::Go);
-    } else {
-        eprintln!("null: skipping Google's Go client: `cbt` is not on the PATH (Debian package google-cloud-cli-cbt)");
-    }
-    let node_modules = plan.node_modules.clone().filter(|dir| {
-        let installed = dir.join("@google-cloud/bigtable").is_dir();
-        let node = found("node", &["--version"]).is_some();
-        if !node {
-            eprintln!("null: skipping Google's Node.js client: `node` is not on the PATH");
-        } else if !installed {
-            eprintln!(
-                "null: skipping Google's Node.js client: no @google-cloud/bigtable under {}",
-                dir.display()
-            );
-        }
-        node && installed
-    });
-    if node_modules.is_some() {
-        who.push(Who::Node);
-    } else if plan.node_modules.is_none() {
-        eprintln!("null: skipping Google's Node.js client: no --node-modules DIR given (bench/run.sh installs it)");
-    }
-    let tools = Tools {
-        me,
-        cbt,
-        node_modules,
-        work,
+    let me = std::env::current_exe()?;
+    let load_start = load_average();
+    let (n, rounds) = (plan.rows, plan.rounds.max(1));
+    let (big, profile_rows, go_csv) = match &plan.kind {
+        Kind::Null {
+            scale,
+            profile_rows,
+        } => (n * scale, *profile_rows, None),
+        Kind::Fair { go_csv } => (0, 0, go_csv.clone()),
     };
-    Ok((who, tools))
-}
-
-/// The contenders' phases against one running null server.
-struct Bench<'a> {
-    tools: &'a Tools,
-    host: String,
-    server_pid: u32,
-}
-
-impl Bench<'_> {
-    /// One process: `w`'s `phase` of `rows` rows, measured, kept in `runs`
-    /// under `key`.
-    fn one(
-        &self,
-        runs: &mut Runs,
-        w: Who,
-        phase: &str,
-        rows: usize,
-        key: &str,
-        round: usize,
-    ) -> Res<()> {
-        let table = if phase == "write" {
-            format!("w_{}_{key}_{round}", w.name())
-        } else {
-            format!("{READ_TABLE_PREFIX}{rows}")
-        };
-        let label = format!("{}-{key}-{round}", w.name());
-        let printed_rows = w == Who::Go && phase == "read";
-        let run = measure(
-            command(self.tools, w, phase, &table, rows, &self.host),
-            &label,
-            &self.tools.work,
-            self.server_pid,
-            printed_rows,
-        )?;
-        eprintln!(
-            "  {label}: {rows} rows, {:.3} s wall, {:.3} s CPU, {} KiB peak, server {:.3} s CPU",
-            run.wall_s, run.cpu_s, run.peak_rss_kib, run.server_cpu_s
-        );
-        runs.entry((w, key.to_owned()))
-            .or_default()
-            .push(to_json(&run));
-        Ok(())
+    // Every contender's write reads its rows from these files, as `cbt
+    // import` must (see `ttl_bench::csv_rows`).
+    let now = Utc::now();
+    for rows in [1, n, big, profile_rows].into_iter().filter(|&r| r > 0) {
+        write_csv(&work.join(format!("events_{rows}.csv")), rows, now)?;
     }
-
-    /// A warm-up, then `rounds` rounds of every contender's phases of `n`
-    /// rows and of one row (its fixed cost), the order of the contenders
-    /// rotated each round; last, the memory pass of `big` rows.
-    fn rounds(&self, who: &[Who], rounds: usize, n: usize, big: usize) -> Res<Runs> {
-        let mut runs = Runs::new();
-        // Untimed: every contender once, one row each way (caches warm, and a
-        // contender that cannot run fails here, before the rounds).
-        for &w in who {
-            self.one(&mut runs, w, "write", 1, "warmup_write", 0)?;
-            self.one(&mut runs, w, "read", 1, "warmup_read", 0)?;
+    let counts: Vec<usize> = [1, n, big].into_iter().filter(|&r| r > 0).collect();
+    eprintln!("null: encoding the read answers for {counts:?} rows…");
+    let plain = NullServer::start(&me, &counts, &[])?;
+    let tls = match plan.kind {
+        Kind::Fair { .. } => {
+            let ca = work.join("null-ca.pem");
+            let more = [
+                "--tls".as_ref(),
+                ca.as_os_str(),
+                "--token".as_ref(),
+                TOKEN.as_ref(),
+            ];
+            Some(NullServer::start(&me, &counts, &more)?)
         }
-        for round in 0..rounds {
-            eprintln!("null: round {round}");
-            for i in 0..who.len() {
-                let w = who[(i + round) % who.len()];
-                self.one(&mut runs, w, "write", n, "write", round)?;
-                self.one(&mut runs, w, "read", n, "read", round)?;
-                self.one(&mut runs, w, "write", 1, "write_1", round)?;
-                self.one(&mut runs, w, "read", 1, "read_1", round)?;
-            }
+        Kind::Null { .. } => None,
+    };
+    let setup = Setup {
+        cbt: std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+            .map(|dir| dir.join("cbt"))
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| PathBuf::from("cbt")),
+        node_modules: plan.node_modules.clone(),
+        me,
+        work,
+        go_csv,
+        plain,
+        tls,
+    };
+    let variants = variants(plan);
+    let keys: Vec<&str> = variants.iter().map(|v| v.key.as_str()).collect();
+    eprintln!("null: server {}; {keys:?}", setup.plain.host);
+    let mut runs = Map::new();
+    for v in &variants {
+        if v.phase == "print" {
+            setup.check_cbt_read(v, n)?;
         }
+        // Untimed: caches warm, and a contender that cannot run fails here.
+        setup.one(v, 1, &format!("{}_warmup", v.key))?;
+        runs.insert(v.key.clone(), json!({"full": [], "one": [], "big": []}));
+    }
+    let mut record = |v: &Variant, list: &str, run: Value| {
+        if let Some(list) = runs[&v.key][list].as_array_mut() {
+            list.push(run);
+        }
+    };
+    for round in 0..rounds {
+        eprintln!("null: round {round}");
+        for i in 0..variants.len() {
+            let v = &variants[(i + round) % variants.len()];
+            record(v, "full", setup.one(v, n, &format!("{}_{round}", v.key))?);
+            record(v, "one", setup.one(v, 1, &format!("{}_1_{round}", v.key))?);
+        }
+    }
+    if big > 0 {
         eprintln!("null: memory pass, {big} rows");
-        for &w in who {
-            self.one(&mut runs, w, "write", big, "write_big", 0)?;
-            self.one(&mut runs, w, "read", big, "read_big", 0)?;
+        for v in &variants {
+            record(v, "big", setup.one(v, big, &format!("{}_big", v.key))?);
         }
-        Ok(runs)
     }
-
-    /// The library's write of `rows` rows and its read of the `n`-row
-    /// table under callgrind, when `rows` is not 0 and valgrind is here.
-    fn profile_library(&self, rows: usize, n: usize) -> Res<serde_json::Map<String, Value>> {
-        let mut profiles = serde_json::Map::new();
-        if rows == 0 {
-            return Ok(profiles);
-        }
-        if !profile::available() {
-            eprintln!("null: no profile: valgrind or callgrind_annotate is not on the PATH");
-            return Ok(profiles);
-        }
-        eprintln!("null: callgrind, {rows} rows");
-        for (w, phase, parts) in [
-            (Who::Lib, "write", &profile::WRITE_PARTS[..]),
-            (Who::Lib, "read", &[][..]),
-        ] {
-            let label = format!("{}-{phase}", w.name());
-            let (table, rows) = if phase == "write" {
-                (format!("w_{}_profile", w.name()), rows)
-            } else {
-                // The read tables the server holds: N rows, read whole.
-                (format!("{READ_TABLE_PREFIX}{n}"), n)
-            };
-            let cmd = command(self.tools, w, phase, &table, rows, &self.host);
-            profiles.insert(
-                label.clone(),
-                profile::profile(&cmd, &label, &self.tools.work, rows, parts)?,
-            );
-        }
-        Ok(profiles)
+    let mut profiles = Map::new();
+    if profile_rows > 0 && profile::available() {
+        eprintln!("null: callgrind, {profile_rows} rows");
+        let cmd = setup.command(
+            &variant("lib", "write", false, None),
+            profile_rows,
+            "w_prof",
+        );
+        let parts = &profile::WRITE_PARTS;
+        let profile = profile::profile(&cmd, "lib-write", &setup.work, profile_rows, parts)?;
+        profiles.insert("lib-write".to_owned(), profile);
+    } else if profile_rows > 0 {
+        eprintln!("null: no profile: valgrind or callgrind_annotate is not on the PATH");
     }
+    let Setup { plain, tls, .. } = setup;
+    let counts = [Some(plain.stop()?), tls.map(NullServer::stop).transpose()?];
+    check_writes_whole(&counts, &variants, rounds, [n, big])?;
+    // What a row takes on the wire (the library's bytes, asserted equal
+    // to the hand-written ones): the measure of "memory flat in N".
+    let sample = 1_000;
+    let row_bytes: usize = (0..sample)
+        .map(|i| hand_entry(&event(i, now), now).map(|e| e.encoded_len()))
+        .sum::<Result<_, _>>()?;
+    let value = json!({
+        "rows": n,
+        "big_rows": big,
+        "rounds": rounds,
+        "cores": std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
+        "date": Utc::now().format("%Y-%m-%d").to_string(),
+        "load_average": [load_start, load_average()],
+        "variants": keys,
+        "runs": runs,
+        "server_calls": counts.iter().flatten().map(|c| c["calls"].clone()).collect::<Vec<_>>(),
+        "profile": profiles,
+        "row_bytes": row_bytes as f64 / sample as f64,
+        // The floor of the `wait4` peaks (Go's): the driver's own peak.
+        "driver_peak_rss_kib": ttl_bench::peak_rss_kib(),
+    });
+    std::fs::write(&plan.out, serde_json::to_string_pretty(&value)?)?;
+    Ok(())
 }
 
-/// Every measured write reached the null server whole: its entry count for
-/// each write's table (`counts`, what the server said when stopped) is the
-/// rows written. (The profiled write is checked by the client itself.)
-fn check_writes_whole(runs: &Runs, counts: &Value, n: usize, big: usize) -> Res<()> {
-    let mut missing = String::new();
-    for ((w, key), values) in runs {
-        if !key.starts_with("write") {
-            continue;
+/// Every measured write reached its server whole: the entries each server
+/// counted for each write's table (`counts`: plaintext, TLS) are its rows.
+fn check_writes_whole(
+    counts: &[Option<Value>; 2],
+    variants: &[Variant],
+    rounds: usize,
+    [n, big]: [usize; 2],
+) -> Res<()> {
+    let mut missing = Vec::new();
+    // (`put`'s single-row writes are not counted: the server counts the
+    // entries of `MutateRows`.)
+    for v in variants.iter().filter(|v| v.phase == "write") {
+        let entries = &counts[usize::from(v.tls)].as_ref().unwrap_or(&Value::Null)["entries"];
+        let mut tables: Vec<(usize, String)> = (0..rounds)
+            .flat_map(|r| {
+                [
+                    (n, format!("w_{}_{r}", v.key)),
+                    (1, format!("w_{}_1_{r}", v.key)),
+                ]
+            })
+            .collect();
+        if big > 0 {
+            tables.push((big, format!("w_{}_big", v.key)));
         }
-        let rows = match key.as_str() {
-            "write" => n,
-            "write_big" => big,
-            _ => 1,
-        };
-        for round in 0..values.len() {
-            let table = format!("w_{}_{key}_{round}", w.name());
-            let got = counts["entries"][&table].as_u64().unwrap_or(0);
+        for (rows, table) in tables {
+            let got = entries[&table].as_u64().unwrap_or(0);
             if got != rows as u64 {
-                let _ = write!(missing, " {table}: {got} of {rows};");
+                missing.push(format!("{table}: {got} of {rows}"));
             }
         }
     }
     if missing.is_empty() {
         Ok(())
     } else {
-        Err(format!("writes the null server did not get whole:{missing}").into())
+        Err(format!(
+            "writes a null server did not get whole: {}",
+            missing.join("; ")
+        )
+        .into())
     }
-}
-
-/// The run's JSON, as [`report::section`] reads it.
-fn results(
-    plan: &Plan,
-    who: &[Who],
-    runs: Runs,
-    profiles: serde_json::Map<String, Value>,
-    counts: &Value,
-) -> Res<Value> {
-    let mut contenders = serde_json::Map::new();
-    for ((w, key), values) in runs {
-        contenders
-            .entry(w.name())
-            .or_insert_with(|| json!({}))
-            .as_object_mut()
-            .map(|o| o.insert(key, Value::Array(values)));
-    }
-    // What a row takes on the wire (the library's bytes, asserted equal
-    // to the hand-written ones): the measure of "memory flat in N".
-    let now = Utc::now();
-    let sample: u32 = 1_000;
-    let mut row_bytes = 0;
-    for i in 0..sample as usize {
-        row_bytes += hand_entry(&event(i, now), now)?.encoded_len();
-    }
-    Ok(json!({
-        "rows": plan.rows,
-        "row_bytes": row_bytes as f64 / f64::from(sample),
-        "big_rows": plan.rows * plan.scale,
-        "rounds": plan.rounds.max(1),
-        "cores": std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
-        "date": Utc::now().format("%Y-%m-%d").to_string(),
-        "contenders": who.iter().map(|w| w.name()).collect::<Vec<_>>(),
-        "server_calls": counts["calls"],
-        "runs": Value::Object(contenders),
-        "profile": Value::Object(profiles),
-        // The floor of the `wait4` peaks (Go's): the driver's own peak.
-        "driver_peak_rss_kib": ttl_bench::peak_rss_kib(),
-    }))
 }

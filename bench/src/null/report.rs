@@ -1,124 +1,76 @@
-//! The "Against a null server" section of `BENCHMARKS.md`, from the JSON of
-//! `ttl-bench null`: per contender and phase the figures, then the targets
-//! of issue 23 as ratios paired within rounds.
+//! The tables of `BENCHMARKS.md`'s "Against a null server" (`null`'s JSON)
+//! and "Like for like" (`fair`'s): each variant's figures, and the targets
+//! of issues 23 and 32 as ratios paired within rounds.
 
 use std::fmt::Write as _;
 
 use serde_json::Value;
+use ttl_bench::stats::{median, paired, Quartiles};
 
-/// The section's heading.
-pub(crate) const HEADING: &str = "## Against a null server: the client's own cost";
-
-/// The phases, as the JSON keys them and as the report names them.
-const PHASES: [(&str, &str); 2] = [("write", "write"), ("read", "filtered scan + decode")];
+use super::{GO_BATCHES, NODE_BATCHES};
+use crate::report::{run_on, Generated};
 
 /// Memory is flat in N when the peak grows, per row added, by less than
 /// this share of what a row takes on the wire: no row is held, and what
 /// remains is the allocator's own growth (which levels off).
 const FLAT: f64 = 0.10;
 
-pub(super) fn median(mut xs: Vec<f64>) -> f64 {
-    xs.retain(|x| x.is_finite());
-    xs.sort_by(f64::total_cmp);
-    xs.get(xs.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
-/// Median and quartiles of `xs`.
-pub(super) fn spread(mut xs: Vec<f64>) -> (f64, f64, f64) {
-    xs.retain(|x| x.is_finite());
-    xs.sort_by(f64::total_cmp);
-    let q = |f: f64| {
-        let last = xs.len().saturating_sub(1) as f64;
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        xs.get((last * f).round() as usize)
-            .copied()
-            .unwrap_or(f64::NAN)
-    };
-    (q(0.5), q(0.25), q(0.75))
-}
-
 fn num(v: &Value, key: &str) -> f64 {
     v[key].as_f64().unwrap_or(f64::NAN)
 }
 
-/// One contender's one phase, per round and summed up.
-struct Phase {
-    /// Client CPU per row, per round: the process's CPU less the median of
-    /// its one-row runs, over the rows.
-    cpu_per_row: Vec<f64>,
-    /// Rows per second, per round: the rows over the process's wall time
-    /// less the median of its one-row runs.
+/// One variant's figures: per round, client CPU µs a row and rows a second
+/// with the median of its one-row runs taken off; the rest medians.
+struct Figures {
+    cpu_us: Vec<f64>,
     rate: Vec<f64>,
-    /// From inside the process (Rust and Node): CPU per row, and
-    /// allocations per row (Rust).
-    inner_cpu_per_row: f64,
-    allocations_per_row: f64,
-    bytes_per_row: f64,
-    peak_kib: f64,
-    peak_one_kib: f64,
-    peak_big_kib: f64,
-    /// The null server's CPU over the phase, as cores busy.
+    /// The one-row runs' CPU: start-up, connecting, a handshake.
+    fixed_cpu_ms: f64,
+    /// CPU over wall time of the null server and of the client.
     server_cores: f64,
     client_cores: f64,
+    /// As the process measured itself (Rust and Node), per row: CPU µs,
+    /// and allocations and their bytes (Rust).
+    inner_cpu_us: f64,
+    allocations: f64,
+    allocated_bytes: f64,
+    /// Peak RSS, KiB, with one row, N rows and the memory pass's.
+    peaks: [f64; 3],
 }
 
-fn phase(report: &Value, who: &str, key: &str) -> Option<Phase> {
-    let runs = &report["runs"][who];
+fn figures(report: &Value, key: &str) -> Option<Figures> {
     let rows = report["rows"].as_f64()?;
-    let list = |k: &str| runs[k].as_array().cloned().unwrap_or_default();
-    let (full, one, big) = (
-        list(key),
-        list(&format!("{key}_1")),
-        list(&format!("{key}_big")),
-    );
+    let list = |k: &str| {
+        report["runs"][key][k]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    let (full, one, big) = (list("full"), list("one"), list("big"));
     if full.is_empty() {
         return None;
     }
-    let fixed_cpu = median(one.iter().map(|r| num(r, "cpu_s")).collect());
-    let fixed_wall = median(one.iter().map(|r| num(r, "wall_s")).collect());
-    let inner = |k: &str| median(full.iter().map(|r| num(&r["inner"], k) / rows).collect());
-    Some(Phase {
-        cpu_per_row: full
-            .iter()
-            .map(|r| (num(r, "cpu_s") - fixed_cpu) / rows)
-            .collect(),
-        rate: full
-            .iter()
-            .map(|r| rows / (num(r, "wall_s") - fixed_wall))
-            .collect(),
-        inner_cpu_per_row: inner("cpu_s"),
-        allocations_per_row: inner("allocations"),
-        bytes_per_row: inner("bytes_allocated"),
-        peak_kib: median(full.iter().map(|r| num(r, "peak_rss_kib")).collect()),
-        peak_one_kib: median(one.iter().map(|r| num(r, "peak_rss_kib")).collect()),
-        peak_big_kib: median(big.iter().map(|r| num(r, "peak_rss_kib")).collect()),
-        server_cores: median(
-            full.iter()
-                .map(|r| num(r, "server_cpu_s") / num(r, "wall_s"))
-                .collect(),
-        ),
-        client_cores: median(
-            full.iter()
-                .map(|r| num(r, "cpu_s") / num(r, "wall_s"))
-                .collect(),
-        ),
+    let of = |runs: &[Value], f: &dyn Fn(&Value) -> f64| runs.iter().map(f).collect::<Vec<_>>();
+    let fixed_cpu = median(of(&one, &|r| num(r, "cpu_s")));
+    let fixed_wall = median(of(&one, &|r| num(r, "wall_s")));
+    let inner = |k: &str| median(of(&full, &|r| num(&r["inner"], k) / rows));
+    let peak = |runs: &[Value]| median(of(runs, &|r| num(r, "peak_rss_kib")));
+    Some(Figures {
+        cpu_us: of(&full, &|r| (num(r, "cpu_s") - fixed_cpu) / rows * 1e6),
+        rate: of(&full, &|r| rows / (num(r, "wall_s") - fixed_wall)),
+        fixed_cpu_ms: fixed_cpu * 1e3,
+        server_cores: median(of(&full, &|r| num(r, "server_cpu_s") / num(r, "wall_s"))),
+        client_cores: median(of(&full, &|r| num(r, "cpu_s") / num(r, "wall_s"))),
+        inner_cpu_us: inner("cpu_s") * 1e6,
+        allocations: inner("allocations"),
+        allocated_bytes: inner("bytes_allocated"),
+        peaks: [peak(&one), peak(&full), peak(&big)],
     })
 }
 
-/// Per round, `f(a's round, b's round)`: the contenders ran in the same
-/// round, seconds apart.
-fn paired(a: &[f64], b: &[f64], f: impl Fn(f64, f64) -> f64) -> (f64, f64, f64) {
-    spread(a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect())
-}
-
-fn contender_name(who: &str) -> &'static str {
-    match who {
-        "lib" => "library (`Table::writer` / `Table::stream`)",
-        "raw" => "hand-written `bigtable_rs`",
-        "go" => "Go (`cbt import` / `cbt read`)",
-        "node" => "Node.js (`mutate` / `createReadStream`)",
-        _ => "?",
-    }
+/// A ratio's median and quartiles as `m (quartiles q1–q3)`.
+fn ratio_text(q: Quartiles) -> String {
+    format!("{:.2} (quartiles {:.2}–{:.2})", q.median, q.q1, q.q3)
 }
 
 fn mib(kib: f64) -> String {
@@ -129,359 +81,366 @@ fn mib(kib: f64) -> String {
     }
 }
 
-/// `(median, q1, q3)` as `m (q1–q3)`.
-fn ratio_text((m, q1, q3): (f64, f64, f64)) -> String {
-    format!("{m:.2} (quartiles {q1:.2}–{q3:.2})")
-}
+/// `null`'s contenders: their name, and the keys of their write and read.
+const NULL_CONTENDERS: [(&str, &str, &str); 4] = [
+    (
+        "library (`Table::writer` / `Table::stream`)",
+        "lib_write",
+        "lib_read",
+    ),
+    ("hand-written `bigtable_rs`", "raw_write", "raw_read"),
+    (
+        "Go (`cbt import` / `cbt read`)",
+        "go_write_10000",
+        "go_print",
+    ),
+    (
+        "Node.js (`mutate` / `createReadStream`)",
+        "node_write_10000",
+        "node_read",
+    ),
+];
 
-/// The section, from `ttl-bench null`'s JSON.
-#[allow(clippy::too_many_lines)]
-pub(crate) fn section(report: &Value) -> String {
-    let rows = report["rows"].as_u64().unwrap_or(0);
-    let big = report["big_rows"].as_u64().unwrap_or(0);
-    let contenders: Vec<&str> = report["contenders"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+/// `BENCHMARKS.md`'s tables of `ttl-bench null`'s JSON: each contender's
+/// figures, the targets, the library's write profiled.
+pub(crate) fn null_tables(report: &Value) -> Vec<Generated> {
     let mut table = String::from(
         "| phase | contender | rows/s | client CPU per row | rows per client core-second | \
          allocations per row | peak RSS: 1 row / N / 10 N | client + null server, cores busy |\n\
          |---|---|---|---|---|---|---|---|\n",
     );
-    for (key, phase_name) in PHASES {
-        for &who in &contenders {
-            let Some(p) = phase(report, who, key) else {
+    for (phase, read) in [("write", false), ("filtered scan + decode", true)] {
+        for (name, write_key, read_key) in NULL_CONTENDERS {
+            let Some(f) = figures(report, if read { read_key } else { write_key }) else {
                 continue;
             };
-            let cpu = median(p.cpu_per_row.clone());
-            let inner = if p.inner_cpu_per_row.is_finite() {
-                format!(" (inside: {:.2} µs)", p.inner_cpu_per_row * 1e6)
+            let cpu = median(&f.cpu_us);
+            let inner = if f.inner_cpu_us.is_finite() {
+                format!(" (inside: {:.2} µs)", f.inner_cpu_us)
             } else {
                 String::new()
             };
-            let allocations = if p.allocations_per_row.is_finite() {
-                format!("{:.1} ({:.0} B)", p.allocations_per_row, p.bytes_per_row)
+            let allocations = if f.allocations.is_finite() {
+                format!("{:.1} ({:.0} B)", f.allocations, f.allocated_bytes)
             } else {
                 "–".to_owned()
             };
             let _ = writeln!(
                 table,
-                "| {phase_name} | {} | {:.0} | {:.2} µs{inner} | {:.0} | {allocations} | {} / {} / {} | {:.2} + {:.2} |",
-                contender_name(who),
-                median(p.rate.clone()),
-                cpu * 1e6,
-                1.0 / cpu,
-                mib(p.peak_one_kib),
-                mib(p.peak_kib),
-                mib(p.peak_big_kib),
-                p.client_cores,
-                p.server_cores,
+                "| {phase} | {name} | {:.0} | {cpu:.2} µs{inner} | {:.0} | {allocations} | {} | {:.2} + {:.2} |",
+                median(&f.rate),
+                1e6 / cpu,
+                f.peaks.map(mib).join(" / "),
+                f.client_cores,
+                f.server_cores,
             );
         }
     }
+    let mut generated = vec![
+        ("null", format!("{}\n\n{table}", run_on(report))),
+        ("null-targets", null_targets(report)),
+    ];
+    generated.extend(write_profile(&report["profile"]["lib-write"]));
+    generated
+}
 
+fn null_targets(report: &Value) -> String {
     let mut targets =
         String::from("| target | measured (median of the rounds' ratios) | |\n|---|---|---|\n");
-    let mut target = |what: &str, value: (f64, f64, f64), want: &str, met: bool| {
-        let _ = writeln!(
-            targets,
-            "| {what} {want} | {} | {} |",
-            ratio_text(value),
-            if value.0.is_nan() {
-                "not measured"
-            } else if met {
-                "**met**"
-            } else {
-                "**missed**"
-            }
-        );
+    // The verdict only on the lines with a target.
+    let mut target = |what: &str, value: Quartiles, want: &str, met: bool| {
+        let verdict = match (want.is_empty(), value.median.is_nan(), met) {
+            (true, ..) => " ",
+            (false, true, _) => " not measured ",
+            (false, false, true) => " **met** ",
+            (false, false, false) => " **missed** ",
+        };
+        let value = ratio_text(value);
+        let _ = writeln!(targets, "| {what} {want} | {value} |{verdict}|");
     };
-    let lib_write = phase(report, "lib", "write");
-    let lib_read = phase(report, "lib", "read");
-    // Which of the library's phases missed a target: their profiles are
-    // what the section goes on to explain.
-    let mut missed = [false; 2];
-    for (other, want) in [("go", 3.0), ("node", 10.0), ("raw", f64::NAN)] {
-        if let (Some(l), Some(o)) = (&lib_write, phase(report, other, "write")) {
+    let (lib_write, lib_read) = (figures(report, "lib_write"), figures(report, "lib_read"));
+    for (key, name, want) in [
+        ("go_write_10000", "Go's", Some(3.0)),
+        ("node_write_10000", "Node's", Some(10.0)),
+        ("raw_write", "hand-written `bigtable_rs`'s", None),
+    ] {
+        if let (Some(l), Some(o)) = (&lib_write, figures(report, key)) {
             // Throughput per client core is rows per CPU second.
-            let r = paired(&l.cpu_per_row, &o.cpu_per_row, |l, o| o / l);
-            let name = match other {
-                "go" => "Go's",
-                "node" => "Node's",
-                _ => "hand-written `bigtable_rs`'s",
-            };
-            if want.is_nan() {
-                target(
-                    &format!("write throughput per client core, library / {name}"),
-                    r,
-                    "",
-                    true,
-                );
-            } else {
-                target(
-                    &format!("write throughput per client core, library / {name}"),
-                    r,
-                    &format!("≥ {want}"),
-                    r.0 >= want,
-                );
-            }
+            let r = paired(&l.cpu_us, &o.cpu_us, |l, o| o / l);
+            let what = format!("write throughput per client core, library / {name}");
+            let want_text = want.map(|w| format!("≥ {w}")).unwrap_or_default();
+            target(&what, r, &want_text, want.is_none_or(|w| r.median >= w));
         }
     }
-    if let (Some(l), Some(g)) = (&lib_write, phase(report, "go", "write")) {
-        let r = paired(&l.cpu_per_row, &g.cpu_per_row, |l, g| l / g);
-        missed[0] |= r.0 > 0.25;
-        target(
-            "client CPU per row written, library / Go's",
-            r,
-            "≤ 0.25",
-            r.0 <= 0.25,
-        );
+    if let (Some(l), Some(g)) = (&lib_write, figures(report, "go_write_10000")) {
+        let r = paired(&l.cpu_us, &g.cpu_us, |l, g| l / g);
+        let what = "client CPU per row written, library / Go's";
+        target(what, r, "≤ 0.25", r.median <= 0.25);
     }
-    for other in ["go", "node", "raw"] {
-        if let (Some(l), Some(o)) = (&lib_read, phase(report, other, "read")) {
+    for (key, what, want) in [
+        ("go_print", "library / Go's `cbt read`", Some(2.0)),
+        ("node_read", "library / Node's", None),
+        ("raw_read", "library / hand-written", None),
+    ] {
+        if let (Some(l), Some(o)) = (&lib_read, figures(report, key)) {
             let r = paired(&l.rate, &o.rate, |l, o| l / o);
-            let core = paired(&l.cpu_per_row, &o.cpu_per_row, |l, o| o / l);
-            let (what, want) = match other {
-                "go" => (
-                    "filtered scan + decode, rows/s, library / Go's `cbt read`",
-                    Some(2.0),
-                ),
-                "node" => ("filtered scan + decode, rows/s, library / Node's", None),
-                _ => (
-                    "filtered scan + decode, rows/s, library / hand-written",
-                    None,
-                ),
-            };
-            match want {
-                Some(want) => {
-                    missed[1] |= r.0 < want;
-                    target(what, r, &format!("≥ {want}"), r.0 >= want);
-                }
-                None => target(what, r, "", true),
-            }
-            target(&what.replace("rows/s", "per client core"), core, "", true);
+            let core = paired(&l.cpu_us, &o.cpu_us, |l, o| o / l);
+            let want_text = want.map(|w| format!("≥ {w}")).unwrap_or_default();
+            let met = want.is_none_or(|w| r.median >= w);
+            target(
+                &format!("filtered scan + decode, rows/s, {what}"),
+                r,
+                &want_text,
+                met,
+            );
+            let what = format!("filtered scan + decode, per client core, {what}");
+            target(&what, core, "", true);
         }
     }
-    let row_bytes = report["row_bytes"].as_f64().unwrap_or(f64::NAN);
-    for (key, p) in [("write", &lib_write), ("filtered scan + decode", &lib_read)] {
-        if let Some(p) = p {
-            #[allow(clippy::cast_precision_loss)]
-            let per_row = (p.peak_big_kib - p.peak_kib) * 1024.0 / (big - rows) as f64;
+    let (rows, big) = (num(report, "rows"), num(report, "big_rows"));
+    let row_bytes = num(report, "row_bytes");
+    for (what, f) in [("write", &lib_write), ("filtered scan + decode", &lib_read)] {
+        if let Some(f) = f {
+            let [_, n, big_peak] = f.peaks;
+            let per_row = (big_peak - n) * 1024.0 / (big - rows);
             let flat = per_row < FLAT * row_bytes;
-            missed[usize::from(key != "write")] |= !flat;
             let _ = writeln!(
                 targets,
-                "| library {key}: memory flat in N (peak RSS growth per row added, from {rows} \
+                "| library {what}: memory flat in N (peak RSS growth per row added, from {rows} \
                  to {big} rows, ≤ {:.0}% of a row's {row_bytes:.0} B on the wire) | \
                  {:.1} → {:.1} MiB: {per_row:+.1} B a row | {} |",
                 FLAT * 100.0,
-                p.peak_kib / 1024.0,
-                p.peak_big_kib / 1024.0,
+                n / 1024.0,
+                big_peak / 1024.0,
                 if flat { "**met**" } else { "**missed**" }
             );
         }
     }
-    // The column of verdicts is only for the rows with a target.
-    let targets = targets
-        .lines()
-        .map(|l| {
-            if l.contains('≥') || l.contains('≤') || !l.contains("**met**") {
-                l.to_owned()
-            } else {
-                l.replace("| **met** |", "| |")
+    targets
+}
+
+/// The library's write under callgrind: its instructions a row, and the
+/// instructions of its parts (each with everything it calls).
+fn write_profile(p: &Value) -> Option<Generated> {
+    let (total, rows) = (p["total"].as_f64()?, p["rows"].as_f64()?);
+    let mut text = format!(
+        "{rows} rows, the whole process: {:.0} instructions a row.\n\n\
+         | part | instructions a row | share |\n|---|---|---|\n",
+        total / rows
+    );
+    for part in p["parts"].as_array().into_iter().flatten() {
+        if let (Some(what), Some(n)) = (part[0].as_str(), part[1].as_f64()) {
+            if n > 0.0 {
+                let share = 100.0 * n / total;
+                let _ = writeln!(text, "| {what} | {:.0} | {share:.0}% |", n / rows);
             }
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-
-    let methods = report["server_calls"].as_object();
-    let mut calls = methods
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| format!("`{}` ×{v}", k.rsplit('/').next().unwrap_or(k)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
-        .unwrap_or_default();
-    if methods.is_some_and(|m| {
-        m.keys()
-            .all(|k| k.ends_with("/MutateRows") || k.ends_with("/ReadRows"))
-    }) {
-        calls.push_str(
-            " (no contender called anything else first: no ping, no metadata read; the \
-             server logs the first call of every method and refuses any other)",
-        );
-    }
-    format!(
-        "{HEADING}\n\n\
-         The emulator takes most of this machine, so against it the clients' figures say \
-         little about the clients. Here every contender talks to a **null server** \
-         (`ttl-bench null-server`, `bench/src/null/server.rs`): a one-thread gRPC server on \
-         loopback that answers `MutateRows` with `OK` for every entry (counting the entries, \
-         never decoding them) and `ReadRows` with answers encoded once at startup (the \
-         workload's rows, about 64 KiB a message, chunked as Cloud Bigtable chunks them). \
-         What limits a contender is then its own work, and that is what a user pays for on \
-         Cloud Bigtable, where the server scales with nodes.\n\n\
-         {rows} rows of the `Event` workload written, then read back with the timestamp \
-         filter and decoded, by: the **library** (its bulk writer, its typed stream); \
-         **hand-written `bigtable_rs`** (the end-to-end bench's `raw`: same batching, \
-         hand-written filter and decoder); **Go**, Google's `cbt` (`cbt import` of the same \
-         rows as CSV with `timestamp=value-encoded`, `batch-size=10000 workers=4`, then \
-         `cbt read … cells-per-column=1`, its printing to `/dev/null`); **Node.js**, \
-         `@google-cloud/bigtable` (`bench/node_client.js`: `table.mutate`, 10,000 rows a \
-         call, 4 in flight, then `createReadStream` with a timestamp and a cells-per-column \
-         filter, every row decoded). **Every contender reads the rows it writes from the \
-         same CSV file, inside its measured write phase**: `cbt import` can take rows no \
-         other way, so the others do as it does rather than make their rows in memory for \
-         free: Go with its own CSV reader, Node line by line (`readline`), the Rust \
-         contenders with `ttl_bench::csv_rows` (lines and separators found with `memchr`, \
-         every row read into the same `Event`, so no allocation). Go and Node send three \
-         `SetCell`s a row; the library and `raw` send five mutations (`Event` owns its \
-         family: one `DeleteFromFamily`, the three `SetCell`s and the row marker's), so the \
-         write comparison still leans against the library.\n\n\
-         Every phase is a process of its own, in {rounds} rounds, the contenders in an order \
-         rotated each round. **client CPU per row** is the process's CPU time (user + \
-         system, all threads, from `wait4`) less the median of the same phase with one row \
-         in the same run (start-up, connecting), over the rows; *inside* is the phase as the \
-         process measured it itself. **rows/s** is likewise the rows over the wall time less \
-         the one-row run's. **rows per client core-second** is 1 / client CPU per row: \
-         throughput per client core. **allocations per row**: calls to the allocator in the \
-         phase (the bench binary counts them), and bytes. **peak RSS**: the process's, \
-         with 1 row, N = {rows} rows and 10 N = {big} rows: its `VmHWM` as it reads it \
-         itself (Rust, Node); for Go's `cbt`, `wait4`'s `ru_maxrss`, which Linux starts \
-         from the spawning process's peak (here the driver's, {driver:.1} MiB), so at \
-         least that. \
-         **cores busy**: CPU time over wall time of the client and of the null server \
-         during the phase; the server well under one core shows it was never the limit. \
-         Calls the null server received: {calls}. Run on {date} ({cores} cores{load}).\n\n\
-         {table}\n\
-         Targets (issue 23), each ratio taken within a round and the median over the rounds:\n\n\
-         {targets}\n\n\
-         {profile}\
-         **Not like for like, and not measured here**: `cbt read` formats every \
-         row for a terminal (Go's client decoding alone is `cbt count`); each contender \
-         parses the CSV its own way inside its write; every peer runs at the library's \
-         batching, not its own best; the null server is plaintext without a token, so TLS \
-         and auth, which every Cloud call pays, are left out. The section \
-         [Like for like](#like-for-like) measures each of these in one \
-         run, and its figures are the ones to quote.\n\n\
-         Command: `cargo build --release -p ttl-bench && target/release/ttl-bench null \
-         --rows {rows} --node-modules bench/target/node/node_modules --out \
-         bench/target/results/null.json --update BENCHMARKS.md` (also run by `bench/run.sh`, \
-         which installs the Node client).\n",
-        rounds = report["rounds"],
-        date = report["date"].as_str().unwrap_or("?"),
-        cores = report["cores"],
-        profile = where_the_time_goes(report, missed),
-        load = load_text(&report["load_average"]),
-        driver = report["driver_peak_rss_kib"].as_f64().unwrap_or(f64::NAN) / 1024.0,
-    )
-}
-
-/// The machine's load average over a minute at the start and at the end of
-/// the run, when the JSON has them.
-fn load_text(load: &Value) -> String {
-    match (load[0].as_f64(), load[1].as_f64()) {
-        (Some(start), Some(end)) => format!(
-            ", shared: a load average of {start:.1} at the start of the run and {end:.1} at its end"
-        ),
-        _ => String::new(),
-    }
-}
-
-/// The "where the time goes" part: the library's write profiled (always:
-/// it is the phase with the most of the library's own work), its read when
-/// a read target was missed, and what would close a missed write target.
-fn where_the_time_goes(report: &Value, missed: [bool; 2]) -> String {
-    let mut text = String::new();
-    for (label, what, show) in [
-        ("lib-write", "write", true),
-        ("lib-read", "filtered scan + decode", missed[1]),
-    ] {
-        let p = &report["profile"][label];
-        let (Some(total), Some(rows)) = (p["total"].as_f64(), p["rows"].as_f64()) else {
-            continue;
-        };
-        if !show {
-            continue;
         }
-        let share = |n: f64| 100.0 * n / total;
-        let _ = write!(
-            text,
-            "**Where the time goes: the library's {what}** ({rows} rows under \
-             `valgrind --tool=callgrind` against the null server, the whole process: \
-             {:.0} instructions a row).",
-            total / rows
-        );
-        let parts: Vec<(String, f64)> = p["parts"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|v| Some((v[0].as_str()?.to_owned(), v[1].as_f64()?)))
-            .filter(|(_, n)| *n > 0.0)
-            .collect();
-        if parts.is_empty() {
-            text.push(' ');
+    }
+    Some(("null-profile", text))
+}
+
+/// A `fair` variant's name in its tables.
+fn name(key: &str) -> String {
+    let batch = key.split('_').find_map(|p| p.parse::<usize>().ok());
+    let batch = batch.map(|b| format!(", {b} rows a call × 4"));
+    let tls = if key.ends_with("_tls") {
+        ", TLS + token"
+    } else {
+        ""
+    };
+    let what = match key.split('_').take(2).collect::<Vec<_>>()[..] {
+        ["lib", "write"] => "library, `Table::writer` (10000 rows a call × 4)",
+        ["lib", "read"] => "library, `Table::stream`",
+        ["lib", "put"] => "library, `Table::put`, one call a row, one at a time",
+        ["lib", "csv"] => "library's CSV reading alone (`ttl_bench::csv_rows`)",
+        ["go", "write"] => "Go, `cbt import`",
+        ["go", "count"] => "Go, `cbt count` (decodes, counts)",
+        ["go", "print"] => "Go, `cbt read` (prints every row, to /dev/null)",
+        ["go", "csv"] => "Go's CSV reading alone (`encoding/csv`, `bench/go_csv`)",
+        ["node", "write"] => "Node.js, `table.mutate`",
+        ["node", "read"] => "Node.js, `createReadStream`",
+        ["node", "csv"] => "Node.js's CSV reading alone (`readline`)",
+        _ => key,
+    };
+    format!("{what}{}{tls}", batch.unwrap_or_default())
+}
+
+/// `BENCHMARKS.md`'s tables of `ttl-bench fair`'s JSON: every variant's
+/// figures (the run's line names each peer's best batching), the targets
+/// like for like, and what TLS and a token cost.
+pub(crate) fn fair_tables(report: &Value) -> Vec<Generated> {
+    let fig = |k: &str| figures(report, k);
+    let mut table = String::from(
+        "| contender, phase | client CPU per row | rows per client core-second | rows/s | \
+         fixed cost (1-row process) CPU | null server, cores busy |\n|---|---|---|---|---|---|\n",
+    );
+    for key in report["variants"].as_array().into_iter().flatten() {
+        let key = key.as_str().unwrap_or_default();
+        let Some(f) = fig(key) else { continue };
+        let cpu = median(&f.cpu_us);
+        // A phase shorter than the spread of the one-row runs' wall time
+        // (the CSV alone) has no rate to speak of.
+        let rate = median(&f.rate);
+        let rate = if rate > 0.0 {
+            format!("{rate:.0}")
         } else {
-            text.push_str(" Its parts, each with everything it calls:\n\n| part | instructions a row | share |\n|---|---|---|\n");
-            for (part, n) in &parts {
-                let _ = writeln!(text, "| {part} | {:.0} | {:.0}% |", n / rows, share(*n));
-            }
-            text.push('\n');
-        }
-        let top: Vec<String> = p["top"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|v| {
-                let f = v[0].as_str()?;
-                // The last path segments say enough.
-                let short: Vec<&str> = f.rsplitn(3, "::").collect();
-                let short: Vec<&str> = short.into_iter().rev().collect();
-                Some(format!(
-                    "`{}` {:.0}%",
-                    short.join("::"),
-                    share(v[1].as_f64()?)
-                ))
-            })
-            .collect();
-        let _ = writeln!(
-            text,
-            "The functions with the most instructions of their own: {}.\n",
-            top.join(", ")
-        );
-    }
-    if missed[0] {
-        let p = &report["profile"]["lib-write"];
-        let part = |needle: &str| {
-            p["parts"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find(|v| v[0].as_str().is_some_and(|w| w.contains(needle)))
-                .and_then(|v| v[1].as_f64())
-                .unwrap_or(f64::NAN)
+            "–".to_owned()
         };
-        let total = p["total"].as_f64().unwrap_or(f64::NAN);
-        let share = |n: f64| 100.0 * n / total;
-        let allocations = phase(report, "lib", "write").map_or(f64::NAN, |p| p.allocations_per_row);
         let _ = writeln!(
-            text,
-            "**What would close the write's gap.** The library encodes each row straight \
-             into the request's bytes ({allocations:.0} allocations a row: the row key); of \
-             the instructions above, reading the rows from the file is {:.0}%, the row \
-             encoder {:.0}% and the request tasks {:.0}%. What is left of the library's own \
-             is the encoder's byte-by-byte writing of each mutation's headers and the \
-             values' copy, the row key's allocation (`BigtableRow::row_key` returns a \
-             `Vec`; writing the key in place, as values are, would take it) and the row's \
-             timestamp and expiry (chrono's calendar arithmetic, per row); none of them is \
-             more than a few percent of the whole.\n",
-            share(part("CSV")),
-            share(part("row encoder")),
-            share(part("request tasks")),
+            table,
+            "| {} | {cpu:.2} µs | {:.0} | {rate} | {:.1} ms | {:.2} |",
+            name(key),
+            1e6 / cpu,
+            f.fixed_cpu_ms,
+            f.server_cores,
         );
     }
-    text
+    // Each peer's best batching: the least median CPU per row.
+    let best = |batches: &[usize], who: &str| {
+        let keys = batches.iter().map(|b| format!("{who}_write_{b}"));
+        let best = keys.filter_map(|k| Some((median(&fig(&k)?.cpu_us), k)));
+        best.min_by(|a, b| a.0.total_cmp(&b.0)).map(|(_, k)| k)
+    };
+    let (go_best, node_best) = (best(&GO_BATCHES, "go"), best(&NODE_BATCHES, "node"));
+    // CPU per row less the CSV's, per round.
+    let less = |a: &Figures, b: &Figures| -> Vec<f64> {
+        a.cpu_us.iter().zip(&b.cpu_us).map(|(x, y)| x - y).collect()
+    };
+    let ratio = |a: &[f64], b: &[f64]| ratio_text(paired(a, b, |a, b| a / b));
+    let mut targets = String::from(
+        "| comparison | as measured before (default batching, CSV in) | like for like (quote \
+         the first figure) | target |\n|---|---|---|---|\n",
+    );
+    let mut notes = Vec::new();
+    let (lib_w, lib_csv) = (fig("lib_write"), fig("lib_csv"));
+    for (peer, best_key, csv_key, default_key, target) in [
+        (
+            "Go's `cbt import`",
+            &go_best,
+            "go_csv",
+            "go_write_10000",
+            "≥ 3",
+        ),
+        (
+            "Node.js's",
+            &node_best,
+            "node_csv",
+            "node_write_10000",
+            "≥ 10",
+        ),
+    ] {
+        let (Some(lib), Some(best_key)) = (&lib_w, best_key) else {
+            continue;
+        };
+        let Some(best_f) = fig(best_key) else {
+            continue;
+        };
+        let before = fig(default_key).map_or("–".to_owned(), |d| ratio(&d.cpu_us, &lib.cpu_us));
+        let with_csv = ratio(&best_f.cpu_us, &lib.cpu_us);
+        let fair = match (fig(csv_key), &lib_csv) {
+            (Some(pc), Some(lc)) => format!(
+                "{} without the CSV on either side; {with_csv} with each side's own",
+                ratio(&less(&best_f, &pc), &less(lib, lc))
+            ),
+            _ => format!("{with_csv} (each side's own CSV; the peer's alone not measured)"),
+        };
+        let best = name(best_key);
+        let _ = writeln!(
+            targets,
+            "| write throughput per client core, library / {peer} at its best batching ({best}) | {before} | {fair} | {target} |",
+        );
+        notes.push(format!("{peer}: best batching {best}."));
+    }
+    if let (Some(lib), Some(go)) = (&lib_w, go_best.as_deref().and_then(fig)) {
+        let with_csv = paired(&lib.cpu_us, &go.cpu_us, |l, g| l / g).median;
+        let fair = match (&lib_csv, fig("go_csv")) {
+            (Some(lc), Some(gc)) => format!(
+                "{:.2} without the CSV; {with_csv:.2} with it",
+                paired(&less(lib, lc), &less(&go, &gc), |l, g| l / g).median,
+            ),
+            _ => format!("{with_csv:.2}"),
+        };
+        let before = fig("go_write_10000").map_or("–".to_owned(), |d| {
+            format!("{:.2}", paired(&lib.cpu_us, &d.cpu_us, |l, g| l / g).median)
+        });
+        let _ = writeln!(
+            targets,
+            "| client CPU per row written, library / Go's (best batching) | {before} | {fair} | ≤ 0.25 |"
+        );
+    }
+    if let (Some(lib), Some(count)) = (fig("lib_read"), fig("go_count")) {
+        let print = fig("go_print");
+        let (rate, core) = match &print {
+            Some(p) => (ratio(&lib.rate, &p.rate), ratio(&p.cpu_us, &lib.cpu_us)),
+            None => ("–".to_owned(), "–".to_owned()),
+        };
+        let _ = writeln!(
+            targets,
+            "| filtered scan + decode, rows/s, library / Go's | {rate} (against `cbt read`) | {} (against `cbt count`) | ≥ 2 |\n\
+             | filtered scan + decode, per client core, library / Go's | {core} (against `cbt read`) | {} (against `cbt count`) |  |",
+            ratio(&lib.rate, &count.rate),
+            ratio(&count.cpu_us, &lib.cpu_us),
+        );
+    }
+    let mut tls = String::from(
+        "| contender, phase | client CPU per row: plaintext → TLS + token | TLS cost per row | \
+         per call (rows a call) | fixed cost: plaintext → TLS (handshake, first token) |\n\
+         |---|---|---|---|---|\n",
+    );
+    let mut tls_rows = 0;
+    for (plain_key, label, rows_a_call) in [
+        ("lib_write", "library, write", Some(10_000)),
+        ("lib_read", "library, filtered scan + decode", None),
+        (
+            "lib_put",
+            "library, `Table::put` one at a time (a row is a call)",
+            Some(1),
+        ),
+        (
+            "go_write_500",
+            "Go `cbt import`, 500 rows a call",
+            Some(500),
+        ),
+        (
+            "go_write_2000",
+            "Go `cbt import`, 2000 rows a call",
+            Some(2_000),
+        ),
+        (
+            "go_write_10000",
+            "Go `cbt import`, 10000 rows a call",
+            Some(10_000),
+        ),
+        ("go_count", "Go `cbt count`", None),
+    ] {
+        let (Some(p), Some(t)) = (fig(plain_key), fig(&format!("{plain_key}_tls"))) else {
+            continue;
+        };
+        tls_rows += 1;
+        let extra = paired(&t.cpu_us, &p.cpu_us, |t, p| t - p).median;
+        let per_call = match rows_a_call {
+            Some(1) => format!("{extra:+.2} µs (one row)"),
+            Some(n) => format!("{:+.2} ms ({n} rows)", extra * f64::from(n) / 1e3),
+            None => "–".to_owned(),
+        };
+        let _ = writeln!(
+            tls,
+            "| {label} | {:.2} → {:.2} µs | {extra:+.2} µs | {per_call} | {:.1} → {:.1} ms |",
+            median(&p.cpu_us),
+            median(&t.cpu_us),
+            p.fixed_cpu_ms,
+            t.fixed_cpu_ms
+        );
+    }
+    if tls_rows == 0 {
+        "Not measured in this run.".clone_into(&mut tls);
+    }
+    vec![
+        (
+            "fair",
+            format!("{} {}\n\n{table}", run_on(report), notes.join(" ")),
+        ),
+        ("fair-targets", targets),
+        ("fair-tls", tls),
+    ]
 }

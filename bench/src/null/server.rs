@@ -175,20 +175,11 @@ pub(crate) fn main(
             std::process::exit(0);
         });
     }
-    Ok(runtime.block_on(serve_with(listener, state, tls))?)
-}
-
-/// Answer every connection `listener` accepts, in plaintext.
-#[cfg(test)]
-pub(crate) async fn serve(
-    listener: tokio::net::TcpListener,
-    state: Arc<State>,
-) -> std::io::Result<()> {
-    serve_with(listener, state, None).await
+    Ok(runtime.block_on(serve(listener, state, tls))?)
 }
 
 /// Answer every connection `listener` accepts, over TLS with `tls`.
-pub(crate) async fn serve_with(
+pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
     state: Arc<State>,
     tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
@@ -369,7 +360,7 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let host = listener.local_addr().unwrap().to_string();
         let state = Arc::new(State::new(&[1, 1234]));
-        tokio::spawn(serve(listener, state.clone()));
+        tokio::spawn(serve(listener, state.clone(), None));
         let conn = Connection::emulator(&host, "p", "i").unwrap();
 
         let now = Utc::now();
@@ -415,7 +406,7 @@ mod tests {
         let host = listener.local_addr().unwrap().to_string();
         let state = Arc::new(State::new(&[3]).with_token("right").unwrap());
         let (config, ca_pem) = super::super::tls::server_config().unwrap();
-        tokio::spawn(serve_with(listener, state.clone(), Some(config)));
+        tokio::spawn(serve(listener, state.clone(), Some(config)));
         let now = Utc::now();
         for (token, accepted) in [("right", true), ("wrong", false)] {
             let secure = Secure {

@@ -167,60 +167,14 @@ pub fn read_rows_frames(n: usize, written: DateTime<Utc>, message_bytes: usize) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bigtable_rs::google::bigtable::v2::{
-        mutate_rows_request::Entry, MutateRowsRequest, ReadRowsRequest,
-    };
-    use ttl_bench::{hand_decode, hand_entry, rs_row};
+    use ttl_bench::{hand_decode, rs_row};
 
     fn unframe(frame: &[u8]) -> &[u8] {
         first_message(frame).unwrap()
     }
 
-    #[test]
-    fn entries_are_counted_without_decoding_them() {
-        let now = Utc::now();
-        for n in [0, 1, 7, 1000] {
-            let request = MutateRowsRequest {
-                table_name: "projects/p/instances/i/tables/w_lib_3".into(),
-                app_profile_id: "profile".into(),
-                entries: (0..n)
-                    .map(|i| hand_entry(&event(i, now), now).unwrap())
-                    .collect::<Vec<Entry>>(),
-                ..MutateRowsRequest::default()
-            };
-            let body = grpc_frame(&request.encode_to_vec());
-            let (count, table) = count_entries(unframe(&body)).unwrap();
-            assert_eq!(count, n);
-            assert_eq!(table, "projects/p/instances/i/tables/w_lib_3");
-        }
-    }
-
-    #[test]
-    fn a_read_request_names_its_table() {
-        let request = ReadRowsRequest {
-            table_name: "projects/p/instances/i/tables/events_100".into(),
-            rows_limit: 5,
-            ..ReadRowsRequest::default()
-        };
-        let body = grpc_frame(&request.encode_to_vec());
-        assert_eq!(
-            table_name(unframe(&body)).unwrap(),
-            "projects/p/instances/i/tables/events_100"
-        );
-        assert!(first_message(&body[..8]).is_err());
-    }
-
-    #[test]
-    fn success_answers_every_entry() {
-        let frame = mutate_rows_success(3);
-        let response = MutateRowsResponse::decode(unframe(&frame)).unwrap();
-        let indexes: Vec<i64> = response.entries.iter().map(|e| e.index).collect();
-        assert_eq!(indexes, [0, 1, 2]);
-        assert!(response
-            .entries
-            .iter()
-            .all(|e| e.status.as_ref().is_some_and(|s| s.code == 0)));
-    }
+    // Counting a request's entries, naming its table and answering it are
+    // tested end to end, through the library, by the server's tests.
 
     /// The frames merge back into the workload's rows, each decoded by the
     /// hand-written decoder into the row that was encoded.

@@ -1,0 +1,277 @@
+//! `ttl-bench report --results DIR --update BENCHMARKS.md`: the file's
+//! generated tables replaced from the JSON the other commands wrote to
+//! `DIR` (see `ttl_bench::tables`); a table whose JSON is not there, and
+//! every line of prose, are left as they are.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde_json::Value;
+use ttl_bench::tables;
+
+use crate::{latency, null, parallel, Res};
+
+/// A generated table: its name in the file, and its text.
+pub(crate) type Generated = (&'static str, String);
+type Render = fn(&Value) -> Vec<Generated>;
+
+pub(crate) fn read_json(path: &Path) -> Option<Value> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+pub(crate) fn run(results: &Path, update: &Path) -> Res<()> {
+    let mut doc = std::fs::read_to_string(update)?;
+    let mut generated: Vec<Generated> = Vec::new();
+    if let Some(e2e) = read_json(&results.join("e2e.json")) {
+        let old = tables::get(&doc, "summary").unwrap_or_default();
+        generated.push(("summary", summary(results, &e2e, old)));
+    }
+    let json = |name: &str| read_json(&results.join(format!("{name}.json")));
+    for (name, render) in [
+        ("parallel", parallel::tables as Render),
+        ("latency", latency::tables),
+        ("null", null::report::null_tables),
+        ("fair", null::report::fair_tables),
+    ] {
+        generated.extend(json(name).as_ref().map(render).unwrap_or_default());
+    }
+    for (name, text) in &generated {
+        doc = tables::replace(&doc, name, text)?;
+        eprintln!("table {name}:\n{text}\n");
+    }
+    std::fs::write(update, doc)?;
+    Ok(())
+}
+
+/// "Run on DATE (N cores, a load average of A at the start and B at the
+/// end)." from a command's JSON (`date`, `cores`, `load_average`).
+pub(crate) fn run_on(report: &Value) -> String {
+    let mut machine = format!("{} cores", report["cores"]);
+    let load = &report["load_average"];
+    if let (Some(start), Some(end)) = (load[0].as_f64(), load[1].as_f64()) {
+        let _ = write!(
+            machine,
+            ", a load average of {start:.1} at the start and {end:.1} at the end"
+        );
+    }
+    format!(
+        "Run on {} ({machine}).",
+        report["date"].as_str().unwrap_or("?")
+    )
+}
+
+/// Criterion's mean estimate (ns) of `group/name`.
+fn criterion_mean(dir: &Path, group: &str, name: &str) -> Option<f64> {
+    read_json(&dir.join(group).join(name).join("new/estimates.json"))?["mean"]["point_estimate"]
+        .as_f64()
+}
+
+/// Said of a figure kept from the file, not measured in this run.
+const CARRIED: &str = " (not measured again: the previous run's)";
+
+/// The first table: the machine, then a line per measure of the criterion
+/// benches, `e2e`, `compile` (`bench/run.sh`'s) and `instructions`. A line
+/// of `old` (the table as the file has it) whose measure has no JSON in
+/// `dir` is kept, said so, so that running one command again does not drop
+/// the others' figures.
+#[allow(clippy::too_many_lines)]
+fn summary(dir: &Path, e2e: &Value, old: &str) -> String {
+    let carried = |label: &str| {
+        let row = old
+            .lines()
+            .find(|l| l.starts_with(&format!("| {label} |")))?;
+        let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
+        let (value, target) = (cells.get(1)?, cells.get(2).copied().unwrap_or(""));
+        let value = value.strip_suffix(CARRIED).unwrap_or(value).to_owned();
+        Some((format!("{value}{CARRIED}"), target.to_owned()))
+    };
+    let num = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
+    let rows = num(&e2e["rows"]);
+    let mut t = String::from("| measure | figure | target |\n|---|---|---|\n");
+    let mut line = |what: &str, value: String, target: &str| {
+        let _ = writeln!(t, "| {what} | {value} | {target} |");
+    };
+    let criterion = dir.join("criterion");
+    for group in ["build", "decode"] {
+        let d = criterion_mean(&criterion, group, "derive");
+        let h = criterion_mean(&criterion, group, "hand");
+        if let (Some(d), Some(h)) = (d, h) {
+            line(
+                &format!("{group}, 1,000 rows: derive / hand-written time"),
+                format!(
+                    "{:.3} ({:.0} ns vs {:.0} ns per row)",
+                    d / h,
+                    d / 1e3,
+                    h / 1e3
+                ),
+                "≤ 1.05",
+            );
+        }
+    }
+    let rate = |c: &str, key: &str| rows / num(&e2e[c][key]);
+    let contenders = ["lib", "lib-by-column", "lib-put-all", "raw", "python"];
+    for (key, what) in [("write_s", "write"), ("scan_s", "filtered scan")] {
+        for c in contenders.into_iter().filter(|c| e2e.get(c).is_some()) {
+            line(
+                &format!("{what} {rows} rows, {c}: rows/s"),
+                format!("{:.0}", rate(c, key)),
+                "",
+            );
+        }
+        let a = rate("lib", key);
+        let paired = |k: String| num(&e2e["paired"][k]);
+        line(
+            &format!("{what}: a/b (library / hand-written bigtable_rs), throughput"),
+            format!(
+                "{:.3} (median of the rounds' ratios, quartiles {:.3}–{:.3}; {:.3} from the medians above)",
+                paired(key.to_owned()),
+                paired(format!("{key}_q1")),
+                paired(format!("{key}_q3")),
+                a / rate("raw", key)
+            ),
+            "≥ 0.95",
+        );
+        let cpu_key = key.replace("_s", "_cpu_s");
+        let cpu = |c: &str| num(&e2e[c][&cpu_key]);
+        line(
+            &format!("{what}: client CPU time, library / hand-written bigtable_rs"),
+            format!(
+                "{:.2} s / {:.2} s = {:.2} (median of the rounds' ratios: {:.2})",
+                cpu("lib"),
+                cpu("raw"),
+                cpu("lib") / cpu("raw"),
+                1.0 / paired(cpu_key.clone())
+            ),
+            "",
+        );
+        if e2e.get("python").is_some() {
+            line(
+                &format!("{what}: a/c (library / Python client)"),
+                format!("{:.1}", a / rate("python", key)),
+                "≥ 5",
+            );
+        }
+    }
+    let family = &e2e["owns_family"];
+    if family.is_object() {
+        let per_row = |c: &str, key: &str| 1e6 * num(&e2e[c][key]) / rows;
+        let ratio = |key: &str| {
+            let f = |k: String| num(&family[k]);
+            format!(
+                "{:.3} (quartiles {:.3}–{:.3})",
+                f(key.to_owned()),
+                f(format!("{key}_q1")),
+                f(format!("{key}_q3"))
+            )
+        };
+        for (what, key, target) in [
+            (
+                "write: emulator CPU per row, `owns_family` (one `DeleteFromFamily`, lib) / per-column deletes (lib-by-column)",
+                "write_emulator_cpu_s",
+                "≤ 0.5",
+            ),
+            (
+                "write: client CPU per row, `owns_family` / per-column deletes",
+                "write_cpu_s",
+                "",
+            ),
+            (
+                "filtered scan: emulator CPU per row, `owns_family` / per-column deletes",
+                "scan_emulator_cpu_s",
+                "",
+            ),
+        ] {
+            line(
+                what,
+                format!(
+                    "{:.2} µs / {:.2} µs; median of the rounds' ratios {}",
+                    per_row("lib", key),
+                    per_row("lib-by-column", key),
+                    ratio(key)
+                ),
+                target,
+            );
+            if key == "write_emulator_cpu_s" {
+                line(
+                    "write: wall time, `owns_family` / per-column deletes",
+                    format!(
+                        "{:.3} s / {:.3} s; median of the rounds' ratios {}",
+                        num(&e2e["lib"]["write_s"]),
+                        num(&e2e["lib-by-column"]["write_s"]),
+                        ratio("write_s")
+                    ),
+                    "",
+                );
+            }
+        }
+    }
+    for c in contenders {
+        if let Some(kib) = e2e.get(c).and_then(|v| v["peak_rss_kib"].as_f64()) {
+            line(
+                &format!("peak RSS after writing {rows} rows, {c}"),
+                format!("{:.1} MiB", kib / 1024.0),
+                "",
+            );
+        }
+    }
+    let f = &e2e["filtering"];
+    let (typed, raw) = (num(&f["typed_bytes"]), num(&f["unfiltered_bytes"]));
+    line(
+        &format!(
+            "bytes received, {} rows with half expired not collected: typed read / unfiltered",
+            f["rows_written"]
+        ),
+        format!(
+            "{typed:.0} / {raw:.0} B = {:.2} ({:.0}% saved; {} of {} rows returned)",
+            typed / raw,
+            100.0 * (1.0 - typed / raw),
+            f["typed_rows_received"],
+            f["unfiltered_rows_received"]
+        ),
+        "",
+    );
+    if let Some(compile) = read_json(&dir.join("compile.json")) {
+        let (derive, serde) = (num(&compile["derive_s"]), num(&compile["serde_s"]));
+        line(
+            "cargo build of 50 structs: BigtableRow / serde Serialize+Deserialize",
+            format!("{derive:.2} s / {serde:.2} s = {:.2}", derive / serde),
+            "",
+        );
+    }
+    if let Some(ins) = read_json(&dir.join("instructions.json")) {
+        let (lib, raw) = (num(&ins["lib"]), num(&ins["raw"]));
+        line(
+            &format!(
+                "client instructions (callgrind), write + filtered scan of {} rows: lib / raw",
+                ins["rows"]
+            ),
+            format!("{:.0} M / {:.0} M = {:.3}", lib / 1e6, raw / 1e6, lib / raw),
+            "",
+        );
+    }
+    for row in old.lines().filter(|l| l.starts_with("| ")) {
+        let label = row.trim_start_matches("| ").split(" | ").next();
+        let label = label.unwrap_or_default();
+        if label == "measure" || t.lines().any(|l| l.starts_with(&format!("| {label} |"))) {
+            continue;
+        }
+        if let Some((value, target)) = carried(label) {
+            let _ = writeln!(t, "| {label} | {value} | {target} |");
+        }
+    }
+    let load = match (
+        e2e["load_average"][0].as_f64(),
+        e2e["load_average"][1].as_f64(),
+    ) {
+        (Some(start), Some(end)) => format!(
+            " (the end-to-end rounds with a load average of {start:.1} at their start and \
+             {end:.1} at their end)"
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "Machine: {}. Run on {}{load}.\n\n{t}",
+        e2e["machine"].as_str().unwrap_or("?"),
+        e2e["date"].as_str().unwrap_or("?"),
+    )
+}
