@@ -79,6 +79,44 @@ pub struct Config {
     pub counters: usize,
     /// The clients' write policy.
     pub write: WriteOptions,
+    /// What the run must have seen acknowledged before it stops, if
+    /// anything: on a loaded machine calls are slow, and a fixed duration
+    /// alone can end a run with too little to judge.
+    pub enough: Option<Enough>,
+}
+
+/// The least a run goes on to see acknowledged after its `duration`, and
+/// the longest it goes on for it.
+#[derive(Debug, Clone, Copy)]
+pub struct Enough {
+    /// Leases acquired.
+    pub acquisitions: usize,
+    /// Register calls answered, whatever their outcome.
+    pub register_calls: usize,
+    /// Increments counted.
+    pub increments: usize,
+    /// The longest the run goes on, from its start.
+    pub longest: Duration,
+}
+
+impl Enough {
+    fn seen_in(&self, calls: &[Call]) -> bool {
+        let (mut acquisitions, mut register_calls, mut increments) = (0, 0, 0);
+        for call in calls {
+            match (&call.op, &call.outcome) {
+                (_, Outcome::Failed(_)) => {}
+                (Op::Acquire { .. }, Outcome::Holds { .. }) => acquisitions += 1,
+                (Op::Increment { .. }, Outcome::Counted { .. }) => increments += 1,
+                (Op::Read { .. } | Op::Insert { .. } | Op::PutIf { .. } | Op::Retime { .. }, _) => {
+                    register_calls += 1;
+                }
+                _ => {}
+            }
+        }
+        acquisitions >= self.acquisitions
+            && register_calls >= self.register_calls
+            && increments >= self.increments
+    }
 }
 
 impl Default for Config {
@@ -94,6 +132,7 @@ impl Default for Config {
             registers: 4,
             counters: 2,
             write: WriteOptions::default(),
+            enough: None,
         }
     }
 }
@@ -391,7 +430,11 @@ pub async fn run(config: &Config) -> Result<Run, String> {
             _ => between(&mut rng, -max_skew, max_skew + 1),
         })
         .collect();
-    let stop = now() + i64::try_from(config.duration.as_micros()).unwrap_or(0);
+    let start = now();
+    let stop = start + i64::try_from(config.duration.as_micros()).unwrap_or(0);
+    let longest = config.enough.map_or(stop, |e| {
+        start + i64::try_from(e.longest.as_micros()).unwrap_or(0)
+    });
     let mut tasks = Vec::new();
     for (id, &skew) in skews.iter().enumerate() {
         let conn =
@@ -413,9 +456,16 @@ pub async fn run(config: &Config) -> Result<Run, String> {
         };
         let mut rng = config.seed.wrapping_add(1_000 * id as u64 + 1);
         let (leases, registers, counters) = (config.leases, config.registers, config.counters);
+        let enough = config.enough;
+        let seen = calls.clone();
         tasks.push(tokio::spawn(async move {
             let mut n = 0;
-            while now() < stop {
+            let going_on = || {
+                let t = now();
+                t < stop
+                    || (t < longest && enough.is_some_and(|e| !e.seen_in(&seen.lock().unwrap())))
+            };
+            while going_on() {
                 n += 1;
                 match next(&mut rng) % 100 {
                     0..35 => client.lease(&mut rng, n, leases).await,
