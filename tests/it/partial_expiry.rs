@@ -386,3 +386,79 @@ async fn a_timestamp_near_the_end_of_time_names_table_and_row() {
     );
     assert_eq!(skipping.read_stats().rows_skipped, 1);
 }
+
+/// `Table::add_markers` settles a partial row as the readers do: a row
+/// whose required `owner` expired (stored, not yet collected) while its
+/// `scope` lives is not live to a read, marked (its marker expired with
+/// `owner`) or not, and so not live to `add_markers` either, never
+/// counted incomplete nor given a marker. A row whose required column
+/// holds no cell at all stays incomplete to both.
+#[tokio::test]
+async fn add_markers_judges_a_partly_expired_row_as_a_read_does() {
+    use bigtable_ttl::data::RawTable;
+    use bigtable_ttl::ops::MarkStatus;
+    use std::ops::ControlFlow;
+
+    let start = Utc::now();
+    let clock = Clock::manual(start);
+    let table = support::table::<Token>(&clock).await;
+    let t0 = start.timestamp_millis() * 1_000;
+    let (early, late) = (t0 + 100_000_000, t0 + 300_000_000);
+    let set = |qualifier: &[u8], ts: i64| {
+        data::Mutation::set_cell("t", qualifier.to_vec(), ts, b"x".to_vec())
+    };
+    let raw = RawTable::new(table.connection(), "tokens");
+    raw.mutate_row("expired", vec![set(b"owner", early), set(b"scope", late)])
+        .await
+        .unwrap();
+    raw.mutate_row(
+        "expired-marked",
+        vec![
+            set(b"owner", early),
+            set(b"scope", late),
+            data::Mutation::set_cell("t", Token::SCHEMA.marker.to_vec(), early, Vec::new()),
+        ],
+    )
+    .await
+    .unwrap();
+    raw.mutate_row("no-owner", vec![set(b"scope", late)])
+        .await
+        .unwrap();
+    // Between the two expiries; the emulator collects nothing it holds
+    // (its garbage collection goes by the real clock, before `early`).
+    clock.advance(TimeDelta::seconds(200));
+
+    let skipping = table
+        .clone()
+        .with_read_options(ReadOptions::default().with_skip_undecodable(true));
+    assert_eq!(token_ids(&skipping).await, Vec::<String>::new());
+    assert_eq!(table.get(&"expired".to_owned()).await.unwrap(), None);
+    assert_eq!(table.get(&"expired-marked".to_owned()).await.unwrap(), None);
+    assert!(table.get(&"no-owner".to_owned()).await.is_err());
+
+    let status = table
+        .add_markers(None, |_| ControlFlow::Continue(()))
+        .await
+        .unwrap();
+    let MarkStatus::Done(progress) = status else {
+        panic!("{status:?}")
+    };
+    assert_eq!(
+        (
+            progress.rows_read,
+            progress.rows_not_live,
+            progress.rows_incomplete,
+            progress.rows_marked
+        ),
+        (3, 2, 1, 0),
+        "{progress:?}"
+    );
+    for key in ["expired", "expired-marked", "no-owner"] {
+        let markers = support::stored_cells(&table, key)
+            .await
+            .into_iter()
+            .filter(|c| c.qualifier == Token::SCHEMA.marker && c.timestamp_micros != early)
+            .count();
+        assert_eq!(markers, 0, "{key}: a marker was written");
+    }
+}

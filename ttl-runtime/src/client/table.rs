@@ -31,6 +31,7 @@ use crate::model::error::{CodecError, Error, Result};
 use crate::model::filter::required_newest_stripped;
 use crate::model::filter::{row_filter, row_filter_sole_families};
 use crate::model::key::AsKey;
+use crate::model::liveness::{settle, Settled, Stored};
 use crate::model::mutation::{delete_owned, RowMutation};
 use crate::model::policy::{from_micros, millis_floor};
 use crate::model::read_filter::ReadFilter;
@@ -878,23 +879,22 @@ impl<T: BigtableRow> Table<T> {
         let schema = T::SCHEMA;
         for reread in 0..=REREADS {
             let stored = self.required_newest(&key).await?;
-            let mut none = None;
-            for (i, c) in schema.columns.iter().enumerate() {
-                if !c.is_required() {
-                    continue;
-                }
+            let settled = settle(schema, |i| {
+                let c = &schema.columns[i];
                 match stored.iter().find(|(q, _)| {
                     (q.0.as_str(), q.1.as_slice()) == (c.family, c.qualifier.as_bytes())
                 }) {
-                    Some((_, ts)) if schema.policy.is_visible(*ts, now) => {}
-                    Some(_) => return Ok(self.partially_expired(&key)),
-                    None => {
-                        none.get_or_insert(i);
-                    }
+                    Some((_, ts)) if schema.policy.is_visible(*ts, now) => Stored::Visible,
+                    Some(_) => Stored::Expired,
+                    None => Stored::Nothing,
                 }
-            }
-            if let Some(column) = none {
-                return Err(missing_column(schema, &key, column).in_table(self.name()));
+            });
+            match settled {
+                Settled::PartlyExpired => return Ok(self.partially_expired(&key)),
+                Settled::Incomplete { missing } => {
+                    return Err(missing_column(schema, &key, missing).in_table(self.name()));
+                }
+                Settled::Torn => {}
             }
             // Every required column live: the read was torn.
             if reread == REREADS {

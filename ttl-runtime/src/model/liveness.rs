@@ -180,6 +180,58 @@ impl Verdict {
     }
 }
 
+/// What a required column of a row holds as stored, at one "now": a
+/// visible cell, only cells that are not visible (expired), or no cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stored {
+    /// A visible cell.
+    Visible,
+    /// Cells, none of them visible: it expired.
+    Expired,
+    /// No cell at all.
+    Nothing,
+}
+
+/// What a row judged [`Verdict::Partial`] really is, once its required
+/// columns' stored cells are known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Settled {
+    /// A required column's cells have all expired: the row is not live.
+    PartlyExpired,
+    /// Required column `missing` holds no cell and nothing proves it
+    /// expired.
+    Incomplete {
+        /// The first such column (an index of `Schema::columns`).
+        missing: usize,
+    },
+    /// Every required column holds a visible cell: the read that judged
+    /// the row partial was torn (the emulator's reads are not
+    /// row-atomic).
+    Torn,
+}
+
+/// The one rule every reader of a partial row follows (a read, an
+/// `add_markers` run): from what each required column holds as stored
+/// (`stored(i)` for column `i` of `Schema::columns`), a row whose required
+/// column expired is not live, whatever its other columns hold; one
+/// whose required column holds nothing is incomplete.
+pub(crate) fn settle(schema: &Schema, stored: impl Fn(usize) -> Stored) -> Settled {
+    let mut missing = None;
+    for (i, c) in schema.columns.iter().enumerate() {
+        if !c.is_required() {
+            continue;
+        }
+        match stored(i) {
+            Stored::Visible => {}
+            Stored::Expired => return Settled::PartlyExpired,
+            Stored::Nothing => {
+                missing.get_or_insert(i);
+            }
+        }
+    }
+    missing.map_or(Settled::Torn, |missing| Settled::Incomplete { missing })
+}
+
 /// The verdict on a row of `schema`, from the newest visible timestamp of
 /// each of its columns (`column(i)` for column `i` of `Schema::columns`)
 /// and of its other parts.
@@ -305,6 +357,22 @@ mod tests {
             ts,
             row_expired: false,
         }
+    }
+
+    #[test]
+    fn an_expired_required_column_settles_a_partial_row_as_expired() {
+        use Stored::{Expired, Nothing, Visible};
+        let of = |stored: [Stored; 3]| settle(&REQUIRED, move |i| stored[i]);
+        assert_eq!(of([Visible, Expired, Nothing]), Settled::PartlyExpired);
+        // An expired column proves it even after one holding nothing.
+        assert_eq!(of([Nothing, Expired, Nothing]), Settled::PartlyExpired);
+        assert_eq!(
+            of([Visible, Nothing, Expired]),
+            Settled::Incomplete { missing: 1 }
+        );
+        assert_eq!(of([Visible, Visible, Nothing]), Settled::Torn);
+        // Only required columns count (`n` reads zero).
+        assert_eq!(of([Visible, Visible, Expired]), Settled::Torn);
     }
 
     #[test]

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 
 use crate::model::cell::Cell;
-use crate::model::liveness::{marker_row_ts, verdict, Marker, Newest, Verdict};
+use crate::model::liveness::{
+    marker_row_ts, settle, verdict, Marker, Newest, Settled, Stored, Verdict,
+};
 use crate::model::schema::Schema;
 
 /// A row as a rewrite (`update`, `touch`, `set_ttl`, an increment's
@@ -27,6 +29,9 @@ pub(crate) struct RowCells<'a> {
     verdict: Verdict,
     foreign_marker: bool,
     stranger_cells: bool,
+    /// Columns (indexes of `Schema::columns`) holding a stored cell that
+    /// is not visible: what settles a partial verdict.
+    hidden: Vec<usize>,
 }
 
 impl<'a> RowCells<'a> {
@@ -36,9 +41,13 @@ impl<'a> RowCells<'a> {
         let mut newest: BTreeMap<(&str, &[u8]), &Cell> = BTreeMap::new();
         let mut foreign_marker = false;
         let mut stranger_cells = false;
+        let mut hidden = Vec::new();
         for cell in cells {
             let (family, qualifier) = (cell.family.as_str(), cell.qualifier.as_slice());
             if !visibility.is_visible(cell.timestamp_micros) {
+                if let Some(i) = schema.column_index(family, qualifier) {
+                    hidden.push(i);
+                }
                 continue;
             }
             let own = schema.column_index(family, qualifier).is_some()
@@ -86,7 +95,24 @@ impl<'a> RowCells<'a> {
             verdict,
             foreign_marker,
             stranger_cells,
+            hidden,
         }
+    }
+
+    /// What a row judged [`Verdict::Partial`] is, by the readers' rule
+    /// ([`settle`]): from the cells it was made of, all the row's stored
+    /// cells when they were read unfiltered.
+    pub(crate) fn settled(&self) -> Settled {
+        settle(self.schema, |i| {
+            let c = &self.schema.columns[i];
+            if self.get(c.family, c.qualifier.as_bytes()).is_some() {
+                Stored::Visible
+            } else if self.hidden.contains(&i) {
+                Stored::Expired
+            } else {
+                Stored::Nothing
+            }
+        })
     }
 
     /// Whether another struct's marker is visible in the row (see

@@ -13,7 +13,7 @@ use crate::client::table::Table;
 use crate::model::cell::Cell;
 use crate::model::condition::{legacy_marker_alone, Pin};
 use crate::model::error::Result;
-use crate::model::liveness::{marker_value, Verdict};
+use crate::model::liveness::{marker_value, Settled, Verdict};
 use crate::model::mutation::{set_cell, RowMutation};
 use crate::model::row::BigtableRow;
 use crate::model::row_cells::RowCells;
@@ -320,7 +320,12 @@ fn need_of(row: &RowCells<'_>) -> Need {
             let value = marker_value(ts, row_ts).map(Vec::from).unwrap_or_default();
             Need::Marker(ts, value)
         }
-        Verdict::Partial { .. } => Need::Incomplete,
+        // Read unfiltered: a required column whose cells all expired
+        // proves the row expired, as it does to a read.
+        Verdict::Partial { .. } => match row.settled() {
+            Settled::PartlyExpired => Need::NotLive,
+            Settled::Incomplete { .. } | Settled::Torn => Need::Incomplete,
+        },
         Verdict::Absent => Need::NotLive,
     }
 }
