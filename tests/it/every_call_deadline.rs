@@ -986,16 +986,11 @@ async fn run(server: Server, op: Operation, now: DateTime<Utc>, stored: Arc<Vec<
 /// Whether `err` is what a call of this kind must end with.
 fn as_expected(expect: Expect, err: &Error) -> bool {
     match expect {
-        Expect::Deadline => matches!(
-            err,
-            Error::Server {
-                code: Code::DeadlineExceeded,
-                ..
-            }
-        ),
+        Expect::Deadline => matches!(&err,
+            Error::Server(e) if e.code == Code::DeadlineExceeded),
         Expect::Unknown => matches!(err, Error::OutcomeUnknown { .. }),
         Expect::Unwritten => {
-            matches!(err, Error::PartialWrite { written: 0, failed, .. } if failed.len() == 3)
+            matches!(&err, Error::PartialWrite(e) if e.written == 0 && e.failed.len() == 3)
         }
     }
 }

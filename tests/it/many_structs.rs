@@ -650,11 +650,7 @@ async fn reads_and_inserts_agree_on_rows_from_before_per_struct_markers() {
         assert!(
             matches!(
                 &err,
-                Error::Decode {
-                    source: CodecError::Missing,
-                    ..
-                }
-            ),
+                Error::Decode(e) if e.source == CodecError::Missing),
             "{key}: {err}"
         );
         let row = Pair {
@@ -666,11 +662,7 @@ async fn reads_and_inserts_agree_on_rows_from_before_per_struct_markers() {
         assert!(
             matches!(
                 &err,
-                Error::Decode {
-                    source: CodecError::Missing,
-                    ..
-                }
-            ),
+                Error::Decode(e) if e.source == CodecError::Missing),
             "{key}: an incomplete row is never overwritten: {err}"
         );
         let cells = support::stored_cells(&pairs, key).await;

@@ -218,7 +218,8 @@ async fn a_retime_racing_a_put_never_restores_the_older_value() {
         clicks.put(&next).await.unwrap();
         match retimer.await.unwrap() {
             Ok(retimed) => assert!(retimed.is_some(), "round {round}: the row exists"),
-            Err(Error::Conflict { attempts, .. }) => {
+            Err(Error::Conflict(e)) => {
+                let bigtable_ttl::error::Conflict { attempts, .. } = *e;
                 assert_eq!(attempts, bigtable_ttl::ops::RETIME_ROUNDS);
                 conflicts += 1;
             }

@@ -140,8 +140,7 @@ async fn a_required_column_never_written_makes_an_incomplete_row_never_a_silent_
         assert!(
             matches!(
                 &err,
-                Error::Decode { row_key, column, source: CodecError::Missing, .. }
-                    if row_key == b"half" && column == "p:url"
+                Error::Decode(e) if e.source == CodecError::Missing && e.row_key == b"half" && e.column == "p:url"
             ),
             "{err:?}"
         );
@@ -175,8 +174,7 @@ async fn a_required_column_never_written_makes_an_incomplete_row_never_a_silent_
         assert!(
             matches!(
                 &err,
-                Error::Decode { table, row_key, column, source: CodecError::Missing , .. }
-                    if table == "pages" && row_key == b"mine" && column == "p:lang"
+                Error::Decode(e) if e.source == CodecError::Missing && e.table == "pages" && e.row_key == b"mine" && e.column == "p:lang"
             ),
             "{err:?}"
         );
@@ -326,8 +324,7 @@ async fn an_expired_required_column_once_collected_is_proven_expired_only_by_a_m
     assert!(
         matches!(
             &err,
-            Error::Decode { row_key, column, source: CodecError::Missing, .. }
-                if row_key == b"aged" && column == "t:owner"
+            Error::Decode(e) if e.source == CodecError::Missing && e.row_key == b"aged" && e.column == "t:owner"
         ),
         "{err:?}"
     );
@@ -373,8 +370,7 @@ async fn a_timestamp_near_the_end_of_time_names_table_and_row() {
     assert!(
         matches!(
             &err,
-            Error::TimestampOutOfRange { table, row_key, timestamp_micros , .. }
-                if table == "pages" && row_key == b"far" && *timestamp_micros == ts
+            Error::TimestampOutOfRange(e) if e.table == "pages" && e.row_key == b"far" && e.timestamp_micros == ts
         ),
         "{err:?}"
     );

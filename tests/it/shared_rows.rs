@@ -231,10 +231,8 @@ async fn an_incomplete_row_is_reported_by_reads_and_never_overwritten_by_inserts
     );
 
     let missing_email = |err: &Error, key: &str| {
-        matches!(
-            err,
-            Error::Decode { row_key, column, source: CodecError::Missing, .. }
-                if row_key == key.as_bytes() && column == "p:email"
+        matches!(&err,
+            Error::Decode(e) if e.source == CodecError::Missing && e.row_key == key.as_bytes() && e.column == "p:email"
         )
     };
     for key in ["marked", "unmarked"] {

@@ -1062,12 +1062,9 @@ fn seen<S: Subject>(read: Result<Option<Expiring<S>>, Error>, key: &str) -> Resu
                 fields: row.value.fields(),
             })
         }
-        Err(Error::Decode {
-            row_key,
-            column,
-            source: CodecError::Missing,
-            ..
-        }) if row_key == key.as_bytes() => Ok(Seen::Incomplete(column)),
+        Err(Error::Decode(e)) if e.source == CodecError::Missing && e.row_key == key.as_bytes() => {
+            Ok(Seen::Incomplete(e.column))
+        }
         Err(e) => Err(format!("{key}: {e:?}")),
     }
 }
@@ -1619,11 +1616,9 @@ impl<'t> Run<'t> {
         answers.limited.push(limited);
         let strict = match t.scan(Scan::prefix(&prefix)).await {
             Ok(rows) => Ok(self.scanned(rows)?),
-            Err(Error::Decode {
-                row_key,
-                source: CodecError::Missing,
-                ..
-            }) => Err(self.key_of(&row_key)?),
+            Err(Error::Decode(e)) if e.source == CodecError::Missing => {
+                Err(self.key_of(&e.row_key)?)
+            }
             Err(e) => return Err(format!("{:?} scan: {e}", S::WHO)),
         };
         answers.strict.push(strict);

@@ -3,7 +3,7 @@
 //! attempt's status as the error's source.
 
 use crate::client::retry::Budget;
-use crate::model::error::{reason_and_source, BoxError, Code, Error};
+use crate::model::error::{self, reason_and_source, BoxError, Code, Error};
 use crate::wire::status::{cause_under_code, code_of};
 
 /// The error ending a call on `table` (and `row_key`, where there is one)
@@ -17,7 +17,7 @@ pub(crate) fn server_error(
     budget: Option<&Budget>,
 ) -> Error {
     let (reason, source) = reason_and_source(source.into());
-    Error::Server {
+    Error::from(error::Server {
         table: table.to_owned(),
         row_key,
         code,
@@ -26,7 +26,7 @@ pub(crate) fn server_error(
         retries_exhausted: budget.is_some_and(Budget::exhausted),
         reason,
         source,
-    }
+    })
 }
 
 /// [`status_error`] of a call sent once, begun at `started`: its one
@@ -38,8 +38,8 @@ pub(crate) fn one_attempt_error(
     started: std::time::Instant,
 ) -> Error {
     let mut error = status_error(table, row_key, status, None);
-    if let Error::Server { elapsed, .. } = &mut error {
-        *elapsed = started.elapsed();
+    if let Error::Server(e) = &mut error {
+        e.elapsed = started.elapsed();
     }
     error
 }

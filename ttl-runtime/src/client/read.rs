@@ -17,7 +17,7 @@ use tokio::time::Sleep;
 
 use crate::client::retry::{retryable_status, Budget, RetryPolicy};
 use crate::client::telemetry;
-use crate::model::error::{reason_and_source, Code, Error};
+use crate::model::error::{self, reason_and_source, Code, Error};
 use crate::model::proto::ReadRowsRequest;
 use crate::model::scan::resume_request;
 use crate::wire::builtin_metrics::{scoped, Method, Rpc};
@@ -217,7 +217,7 @@ impl ReadFailure {
             ReadError::Protocol(_) => Code::Internal,
         };
         let (reason, source) = reason_and_source(Box::new(self.error.cause()));
-        Error::Server {
+        Error::from(error::Server {
             table: table.to_owned(),
             row_key,
             code,
@@ -226,7 +226,7 @@ impl ReadFailure {
             retries_exhausted: self.retries_exhausted,
             reason,
             source,
-        }
+        })
     }
 }
 

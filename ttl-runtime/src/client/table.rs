@@ -503,9 +503,9 @@ impl<T: BigtableRow> Table<T> {
             Ok(()) => Ok(written),
             // Nothing got through (missing table, bad request…): the plain
             // server error says it best.
-            Err(e @ Error::PartialWrite { written: 0, .. }) => match writer.stopped_status() {
+            Err(Error::PartialWrite(e)) if e.written == 0 => match writer.stopped_status() {
                 Some(status) => Err(status_error(self.name(), None, status.clone(), None)),
-                None => Err(e),
+                None => Err(Error::PartialWrite(e)),
             },
             Err(e) => Err(e),
         }
@@ -965,13 +965,7 @@ impl<T: BigtableRow> Table<T> {
 
 /// Whether `e` reports an incomplete row: a required column without a cell.
 fn is_incomplete(e: &Error) -> bool {
-    matches!(
-        e,
-        Error::Decode {
-            source: CodecError::Missing,
-            ..
-        }
-    )
+    matches!(e, Error::Decode(e) if e.source == CodecError::Missing)
 }
 
 /// A row that does not decode into the struct (not a read that failed).

@@ -8,7 +8,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::model::error::{CodecError, Error, KeyProblem, Result};
+use crate::model::error::{self, CodecError, Error, KeyProblem, Result};
 use crate::model::field::{bad_shape, FieldError};
 use crate::model::limits::MAX_ROW_KEY_BYTES;
 
@@ -251,7 +251,7 @@ impl KeyBuilder {
     ) -> Result<Vec<u8>> {
         let key = value
             .to_key()
-            .map_err(|source| Error::Encode { field, source })?;
+            .map_err(|source| Error::from(error::Encode { field, source }))?;
         check_row_key(table, &key)?;
         Ok(key)
     }
@@ -268,12 +268,12 @@ impl KeyBuilder {
         let start = self.key.len();
         value
             .write_key(&mut self.key)
-            .map_err(|source| Error::Encode { field, source })?;
+            .map_err(|source| Error::from(error::Encode { field, source }))?;
         if shares_a_byte(&self.key[start..], self.separator.as_bytes()) {
-            return Err(Error::KeySeparatorInPart {
+            return Err(Error::from(error::KeySeparatorInPart {
                 field,
                 separator: self.separator,
-            });
+            }));
         }
         self.parts += 1;
         Ok(())
@@ -308,16 +308,16 @@ impl KeyBuilder {
 #[inline]
 pub(crate) fn check_row_key(table: &'static str, key: &[u8]) -> Result<()> {
     if key.is_empty() {
-        return Err(Error::EmptyRowKey {
+        return Err(Error::from(error::EmptyRowKey {
             table: table.to_owned(),
-        });
+        }));
     }
     if key.len() > MAX_ROW_KEY_BYTES {
-        return Err(Error::RowKeyTooLong {
+        return Err(Error::from(error::RowKeyTooLong {
             table: table.to_owned(),
             len: key.len(),
             max: MAX_ROW_KEY_BYTES,
-        });
+        }));
     }
     Ok(())
 }
@@ -407,10 +407,12 @@ impl<'a> KeyReader<'a> {
                 .nth(index)
                 .unwrap_or_default()
         };
-        K::read_key(bytes).map_err(|source| Error::BadRowKey {
-            table: self.table.to_owned(),
-            row_key: self.key.to_vec(),
-            problem: KeyProblem::Field { field, source },
+        K::read_key(bytes).map_err(|source| {
+            Error::from(error::BadRowKey {
+                table: self.table.to_owned(),
+                row_key: self.key.to_vec(),
+                problem: KeyProblem::Field { field, source },
+            })
         })
     }
 

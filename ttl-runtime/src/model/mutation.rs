@@ -12,7 +12,7 @@ use chrono::{DateTime, TimeDelta, Timelike, Utc};
 
 use crate::model::codec::CellCodec;
 use crate::model::entry::{EncodedEntry, EntryEncoder, PendingEntry};
-use crate::model::error::{CodecError, Error, Result, RowLimit};
+use crate::model::error::{self, CodecError, Error, Result, RowLimit};
 use crate::model::field::FieldError;
 use crate::model::key::KeyPart;
 use crate::model::limits::{
@@ -154,9 +154,9 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
         let row_key = self.row.row_key()?;
         let expiry = self.expiry.unwrap_or_else(|| self.row.expiry());
         if expiry == Expiry::PolicyDefault && policy == Policy::CellExpiry {
-            return Err(Error::MissingExpiry {
+            return Err(Error::from(error::MissingExpiry {
                 table: Some(schema.table.to_owned()),
-            });
+            }));
         }
         let row_ts = policy.cell_timestamp(now, expiry)?;
         Ok((row_key, expiry, row_ts))
@@ -183,9 +183,11 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
         if let Some(shadow) = schema.written_at {
             let written = from_micros(millis_floor(now)?)?;
             clear_column(out, schema, shadow.family, shadow.qualifier.as_bytes());
-            out.stage(&written).map_err(|source| Error::Encode {
-                field: "written_at",
-                source,
+            out.stage(&written).map_err(|source| {
+                Error::from(error::Encode {
+                    field: "written_at",
+                    source,
+                })
             })?;
             out.set_staged(shadow.family, shadow.qualifier.as_bytes(), row_ts);
         }
@@ -604,10 +606,12 @@ pub(crate) fn check_row(table: &str, m: &RowMutation) -> Result<()> {
 /// Refuse a row of `mutations` mutations whose cells' values and
 /// qualifiers add up to `bytes` when Bigtable would refuse it.
 fn check_row_size(table: &str, row_key: &[u8], mutations: usize, bytes: usize) -> Result<()> {
-    let too_large = |limit: RowLimit| Error::RowTooLarge {
-        table: table.to_owned(),
-        row_key: row_key.to_vec(),
-        limit,
+    let too_large = |limit: RowLimit| {
+        Error::from(error::RowTooLarge {
+            table: table.to_owned(),
+            row_key: row_key.to_vec(),
+            limit,
+        })
     };
     if mutations > MAX_MUTATIONS_PER_REQUEST {
         return Err(too_large(RowLimit::Mutations {

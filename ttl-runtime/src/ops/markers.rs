@@ -12,7 +12,7 @@ use crate::client::conditional::Checked;
 use crate::client::table::Table;
 use crate::model::cell::Cell;
 use crate::model::condition::{legacy_marker_alone, Pin};
-use crate::model::error::Result;
+use crate::model::error::{self, Result};
 use crate::model::liveness::{marker_value, Verdict};
 use crate::model::mutation::{set_cell, RowMutation};
 use crate::model::row::BigtableRow;
@@ -267,11 +267,11 @@ impl<T: BigtableRow> Table<T> {
                 other => return Ok(other),
             }
         }
-        Err(crate::model::error::Error::Conflict {
+        Err(crate::model::error::Error::from(error::Conflict {
             table: self.name().to_owned(),
             row_key: key.to_vec(),
             attempts: ROUNDS,
-        })
+        }))
     }
 
     /// Every stored cell of row `key`, of every family, expired or not.

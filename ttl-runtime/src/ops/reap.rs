@@ -46,7 +46,7 @@ use crate::model::cell::Cell;
 use crate::model::clock::Clock;
 use crate::model::condition::{unchanged, Pin};
 use crate::model::death::{range_deletes, Judge, Keep, Plan};
-use crate::model::error::{Error, FailedRow, Result};
+use crate::model::error::{self, Error, FailedRow, Result};
 use crate::model::mutation::delete_owned;
 use crate::model::row::BigtableRow;
 use crate::model::row_cells::RowCells;
@@ -644,11 +644,11 @@ async fn write_all(table: &RawTable, entries: Vec<Entry>) -> Result<()> {
     if failed.is_empty() {
         return Ok(());
     }
-    Err(Error::PartialWrite {
+    Err(Error::from(error::PartialWrite {
         table: table.name().to_owned(),
         written,
         failed,
-    })
+    }))
 }
 
 /// The reaper's metrics for one page (see [`crate::telemetry`]); `started`

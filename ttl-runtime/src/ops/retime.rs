@@ -9,7 +9,7 @@ use crate::client::table::Table;
 use crate::client::telemetry;
 use crate::model::cell::Cell;
 use crate::model::condition::{unchanged, Pin};
-use crate::model::error::{Error, Overflow, Result};
+use crate::model::error::{self, Error, Overflow, Result};
 use crate::model::filter::row_filter;
 use crate::model::key::AsKey;
 use crate::model::liveness::Verdict;
@@ -99,19 +99,19 @@ pub(crate) fn retime_row(
         Retime::By(delta) => {
             let current = policy.expiry_of(current_ts)?;
             Expiry::At(current.checked_add_signed(delta).ok_or_else(|| {
-                Error::ExpiryOutOfRange {
+                Error::from(error::ExpiryOutOfRange {
                     overflow: Overflow::Sum {
                         micros: current.timestamp_micros(),
                         by: delta,
                     },
-                }
+                })
             })?)
         }
     };
     if expiry == Expiry::PolicyDefault && policy == Policy::CellExpiry {
-        return Err(Error::MissingExpiry {
+        return Err(Error::from(error::MissingExpiry {
             table: Some(schema.table.to_owned()),
-        });
+        }));
     }
     let row_ts = policy.cell_timestamp(now, expiry)?;
     let mut mutations = Vec::with_capacity(2 * row.newest.len() + 2);
@@ -399,11 +399,11 @@ impl<T: BigtableRow> Table<T> {
                 return applied(m, context, now);
             }
         }
-        Err(Error::Conflict {
+        Err(Error::from(error::Conflict {
             table: self.name().to_owned(),
             row_key: row_key.to_vec(),
             attempts: RETIME_ROUNDS,
-        })
+        }))
     }
 
     /// The row's newest visible cell of each column at `now`, read under

@@ -15,7 +15,7 @@ use std::ops::Bound;
 use crate::client::connection::Connection;
 use crate::client::data::{KeySample, RawTable};
 use crate::client::read::ReadOptions;
-use crate::model::error::Result;
+use crate::model::error::{self, Result};
 use crate::model::scan::Scan;
 use crate::model::split::split;
 
@@ -297,7 +297,7 @@ pub fn part_of(
 /// connection's policy), a missing table included.
 pub async fn plan_parts(conn: &Connection, table: &str, count: usize) -> Result<Vec<Part>> {
     check_shard(0, count)
-        .map_err(|problem| crate::model::error::Error::InvalidShard { problem })?;
+        .map_err(|problem| crate::model::error::Error::from(error::InvalidShard { problem }))?;
     let samples = key_samples(conn, table).await?;
     let keys: Vec<Vec<u8>> = samples.into_iter().map(|s| s.key).collect();
     Ok(cut(&keys, count))

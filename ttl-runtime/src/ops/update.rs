@@ -12,7 +12,7 @@ use crate::model::cell::Cell;
 use crate::model::codec::CellCodec;
 use crate::model::condition::Field;
 use crate::model::condition::Pin;
-use crate::model::error::{Error, Result};
+use crate::model::error::{self, Error, Result};
 use crate::model::key::AsKey;
 use crate::model::limits::MAX_CELL_BYTES;
 use crate::model::mutation::{delete_column, push_marker, set_cell, RowMutation};
@@ -113,10 +113,10 @@ pub(crate) fn update_row(
         .row_ts()
         .is_none()
     {
-        return Err(Error::UpdateLeavesNoRow {
+        return Err(Error::from(error::UpdateLeavesNoRow {
             table: schema.table.to_owned(),
             row_key: row_key.to_vec(),
-        });
+        }));
     }
     let mut m = if let Some(how) = retime {
         // Every live cell (the new values among them) at the new expiry.
@@ -189,20 +189,20 @@ fn planned<'s>(
         cleared.retain(|&(f, q)| !(f == column.family && q == qualifier));
         let Some(value) = value else {
             if !column.can_be_cleared() {
-                return Err(Error::RequiredField {
+                return Err(Error::from(error::RequiredField {
                     table: schema.table.to_owned(),
                     field: column.field,
-                });
+                }));
             }
             cleared.push((column.family, qualifier));
             continue;
         };
         if value.len() > MAX_CELL_BYTES {
-            return Err(Error::ValueTooLarge {
+            return Err(Error::from(error::ValueTooLarge {
                 field: column.field,
                 len: value.len(),
                 max: MAX_CELL_BYTES,
-            });
+            }));
         }
         let ts = match column.ttl {
             // A field never outlives its row: the current one, or, when
@@ -222,9 +222,11 @@ fn planned<'s>(
     if let Some(shadow) = schema.written_at {
         let qualifier = shadow.qualifier.as_bytes();
         let at = from_micros(millis_floor(now)?)?;
-        let value = at.encode().map_err(|source| Error::Encode {
-            field: "written_at",
-            source,
+        let value = at.encode().map_err(|source| {
+            Error::from(error::Encode {
+                field: "written_at",
+                source,
+            })
         })?;
         next.retain(|c| !(c.family == shadow.family && c.qualifier == qualifier));
         next.push(Cell {
@@ -274,10 +276,10 @@ impl<T: BigtableRow> Update<'_, T> {
                 value,
             }),
             Err(source) => {
-                self.bad_value.get_or_insert(Error::Encode {
+                self.bad_value.get_or_insert(Error::from(error::Encode {
                     field: field.name(),
                     source,
-                });
+                }));
             }
         }
         self
@@ -337,10 +339,10 @@ impl<T: BigtableRow> Update<'_, T> {
                     if let Change::Clear { column } = change {
                         let column = &schema.columns[*column];
                         if !column.can_be_cleared() {
-                            return Err(Error::RequiredField {
+                            return Err(Error::from(error::RequiredField {
                                 table: self.table.name().to_owned(),
                                 field: column.field,
-                            });
+                            }));
                         }
                     }
                 }
@@ -526,7 +528,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            matches!(err, Error::RequiredField { field: "name", .. }),
+            matches!(&err, Error::RequiredField(e) if e.field == "name"),
             "{err}"
         );
         let dead = [cell(
