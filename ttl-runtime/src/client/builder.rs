@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::retry::RetryPolicy;
-use crate::model::error::{self, BadAddress, BoxError, Cause, Error, NoCredentials, Result};
+use crate::model::error::{self, BadAddress, BoxError, Error, NoCredentials, Result};
+use crate::wire::cause::Cause;
 use tonic::transport::Channel;
 
 use crate::wire::channel::{
@@ -111,7 +112,7 @@ fn no_default_credentials(e: &gcp_auth::Error) -> Error {
     Error::from(error::Connect {
         target: "application default credentials".to_owned(),
         source: match e {
-            gcp_auth::Error::NoAuthMethod(..) => Box::new(NoCredentials(cause)),
+            gcp_auth::Error::NoAuthMethod(..) => Box::new(NoCredentials(Box::new(cause))),
             _ => Box::new(cause),
         },
     })
@@ -182,7 +183,7 @@ pub(crate) struct Parts {
 
 /// Where admin calls go, for the errors of connections never made: the
 /// address (`host:port`), and whether it is an emulator no admin call has
-/// reached yet (see [`crate::model::error::Unreachable`]).
+/// reached yet (see [`crate::wire::cause::Unreachable`]).
 #[derive(Debug, Clone)]
 pub(crate) struct AdminTarget {
     pub(crate) address: Arc<str>,

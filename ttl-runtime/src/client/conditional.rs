@@ -494,13 +494,17 @@ impl<T: BigtableRow> Table<T> {
         status: tonic::Status,
         before: Sent,
     ) -> Error {
+        let answered = before.answered + u32::from(answered(&status));
+        let horizon = horizon_of(&status);
+        let cause = crate::wire::status::cause(status);
         Error::from(error::OutcomeUnknown {
             table: self.name().to_owned(),
             row_key,
             attempts: before.attempts + 1,
-            answered: before.answered + u32::from(answered(&status)),
-            horizon: horizon_of(&status),
-            source: Box::new(crate::wire::status::cause(status)),
+            answered,
+            horizon,
+            lost: crate::wire::cause::no_answer(&cause),
+            source: Box::new(cause),
         })
     }
 }

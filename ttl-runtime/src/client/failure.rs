@@ -3,7 +3,8 @@
 //! attempt's status as the error's source.
 
 use crate::client::retry::Budget;
-use crate::model::error::{self, reason_and_source, BoxError, Code, Error};
+use crate::model::error::{self, BoxError, Code, Error};
+use crate::wire::cause::reason_and_source;
 use crate::wire::status::{cause_under_code, code_of};
 
 /// The error ending a call on `table` (and `row_key`, where there is one)
@@ -16,7 +17,7 @@ pub(crate) fn server_error(
     source: impl Into<BoxError>,
     budget: Option<&Budget>,
 ) -> Error {
-    let (reason, source) = reason_and_source(source.into());
+    let (reason, source, unanswered) = reason_and_source(source.into());
     Error::from(error::Server {
         table: table.to_owned(),
         row_key,
@@ -26,6 +27,7 @@ pub(crate) fn server_error(
         retries_exhausted: budget.is_some_and(Budget::exhausted),
         reason,
         source,
+        unanswered,
     })
 }
 

@@ -348,7 +348,7 @@ pub fn retryable_code(code: Code) -> bool {
 pub(crate) fn retryable_status(status: &tonic::Status) -> bool {
     // An emulator that refuses a first connection is not running there:
     // said at once, not after the policy's attempts.
-    if crate::model::error::emulator_not_there(status) {
+    if crate::wire::cause::emulator_not_there(status) {
         return false;
     }
     retryable_code(code_of(status)) || is_transport(status) || retry_delay(status).is_some()

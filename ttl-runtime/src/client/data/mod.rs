@@ -418,7 +418,7 @@ impl RawTable {
                     Some(status) => Box::new(crate::wire::status::cause_under_code(status)),
                     None => first.why.clone().into(),
                 };
-                let (reason, source) = crate::model::error::reason_and_source(source);
+                let (reason, source, unanswered) = crate::wire::cause::reason_and_source(source);
                 return Err(Error::from(error::Server {
                     table: self.name.to_string(),
                     row_key: None,
@@ -428,6 +428,7 @@ impl RawTable {
                     retries_exhausted,
                     reason,
                     source,
+                    unanswered,
                 }));
             }
         }
@@ -551,6 +552,7 @@ impl RawTable {
                 attempts: 1,
                 answered,
                 horizon: None,
+                lost: crate::wire::cause::no_answer(&refused),
                 source: Box::new(refused),
             })
         } else {

@@ -615,6 +615,7 @@ fn once_error(table: &str, row_key: Vec<u8>, status: tonic::Status, budget: &Bud
         attempts: budget.attempts(),
         answered,
         horizon: None,
+        lost: crate::wire::cause::no_answer(&lost),
         source: Box::new(lost),
     })
 }

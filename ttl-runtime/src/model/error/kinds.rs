@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::messages::{connect_message, first_failures, outcome_message, server_message, Attempts};
+use super::messages::{
+    connect_message, first_failures, outcome_message, server_message, Attempts, Unanswered,
+};
 use super::{
     BoxError, Code, CodecError, FailedRow, KeyProblem, MigrationProblem, Overflow, PolicyProblem,
     RowLimit,
@@ -320,7 +322,7 @@ pub struct PlaintextWithCredentials {
 /// What an [`Error::OutcomeUnknown`](super::Error::OutcomeUnknown) holds.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-#[error("{}", outcome_message(table, row_key, *attempts, *answered, *horizon, &**source))]
+#[error("{}", outcome_message(table, row_key, *attempts, *answered, *horizon, lost.as_deref(), &**source))]
 pub struct OutcomeUnknown {
     /// The table.
     pub table: String,
@@ -339,6 +341,9 @@ pub struct OutcomeUnknown {
     /// What ended the attempt.
     #[source]
     pub source: BoxError,
+    /// Why the answer was lost, when the transport said it was (a
+    /// connection refused or broken): found where the error was made.
+    pub(crate) lost: Option<String>,
 }
 
 /// What an [`Error::Conflict`](super::Error::Conflict) holds.
@@ -423,7 +428,7 @@ pub struct QueryColumn {
 /// What an [`Error::Server`](super::Error::Server) holds.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-#[error("{}", server_message(table, row_key.as_deref(), *code, Attempts { count: *attempts, elapsed: *elapsed, retries_exhausted: *retries_exhausted }, reason.as_deref(), source.as_deref().map(|s| s as &(dyn std::error::Error + 'static))))]
+#[error("{}", server_message(table, row_key.as_deref(), *code, Attempts { count: *attempts, elapsed: *elapsed, retries_exhausted: *retries_exhausted }, reason.as_deref(), unanswered.as_ref()))]
 pub struct Server {
     /// The table.
     pub table: String,
@@ -446,4 +451,8 @@ pub struct Server {
     /// error, or why nothing answered.
     #[source]
     pub source: Option<BoxError>,
+    /// How the call ended when Bigtable did not answer it (refused, no
+    /// answer, not sent): found where the error was made, from the
+    /// transport's types, and told by the message.
+    pub(crate) unanswered: Option<Unanswered>,
 }

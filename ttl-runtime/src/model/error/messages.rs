@@ -3,7 +3,6 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::cause::{no_answer, unreachable, Cause};
 use super::{BadAddress, Code, Error, FailedRow, NoCredentials};
 
 /// Where application default credentials are looked for, in order, and
@@ -27,6 +26,28 @@ pub(super) fn connect_message(target: &str, source: &(dyn std::error::Error + 's
     }
 }
 
+/// How a call that Bigtable did not answer ended, as the transport told
+/// it where the error was made (`wire::cause`): what an
+/// [`Error::Server`]'s message says instead of "Bigtable answered".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Unanswered {
+    /// Refused by the server before it processed any of the request (an
+    /// HTTP/2 `REFUSED_STREAM`, a `GOAWAY` past its stream): why.
+    Refused(String),
+    /// Nothing answered: why ("connection refused"), and where the
+    /// connection could not be made, when that is known, with whether it
+    /// was a first connection to an emulator.
+    NoAnswer {
+        /// Why.
+        why: String,
+        /// The address, and whether it was a first connection to an
+        /// emulator.
+        at: Option<(String, bool)>,
+    },
+    /// The request never went out (no time left, no token): why.
+    NotSent(String),
+}
+
 /// The message of an [`Error::Server`]: "no answer from Bigtable" when
 /// the connection was never made, "not sent to Bigtable" when the request
 /// never went out (no time left, no token), "Bigtable answered CODE" and
@@ -37,61 +58,45 @@ pub(super) fn server_message(
     code: Code,
     attempts: Attempts,
     reason: Option<&str>,
-    source: Option<&(dyn std::error::Error + 'static)>,
+    unanswered: Option<&Unanswered>,
 ) -> String {
     let row = row_key
         .map(|k| format!(", row \"{}\"", k.escape_ascii()))
         .unwrap_or_default();
-    let hint = if code == Code::NotFound {
-        "; does the table exist? ensure_schema creates it"
-    } else {
-        ""
-    };
-    let Some(source) = source else {
-        let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
-        return format!(
-            "Bigtable answered {code} for table `{table}`{row}{reason} ({attempts}){hint}"
-        );
-    };
-    let refused = std::iter::successors(Some(source), |e| e.source())
-        .filter_map(|level| level.downcast_ref::<Cause>())
-        .find(|cause| cause.refused);
-    if let Some(cause) = refused {
-        return format!(
-            "refused by Bigtable before processing, not applied, for table `{table}`{row}: {} ({code}, {attempts})",
-            cause.text
-        );
+    match unanswered {
+        Some(Unanswered::Refused(why)) => format!(
+            "refused by Bigtable before processing, not applied, for table `{table}`{row}: {why} ({code}, {attempts})"
+        ),
+        Some(Unanswered::NoAnswer { why, at }) => {
+            let (at, hint) = match at {
+                Some((address, first)) => (
+                    format!(" at {address}"),
+                    if *first {
+                        "; is the emulator running there? start it, or point BIGTABLE_EMULATOR_HOST \
+                         at the HOST:PORT it listens on"
+                    } else {
+                        ""
+                    },
+                ),
+                None => (String::new(), ""),
+            };
+            format!(
+                "no answer from Bigtable{at} for table `{table}`{row}: {why} ({code}, {attempts}){hint}"
+            )
+        }
+        Some(Unanswered::NotSent(why)) => format!(
+            "not sent to Bigtable for table `{table}`{row}: {why} ({code}, {attempts})"
+        ),
+        None => {
+            let hint = if code == Code::NotFound {
+                "; does the table exist? ensure_schema creates it"
+            } else {
+                ""
+            };
+            let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
+            format!("Bigtable answered {code} for table `{table}`{row}{reason} ({attempts}){hint}")
+        }
     }
-    if let Some(why) = no_answer(source) {
-        let (at, hint) = match unreachable(source) {
-            Some((address, first)) => (
-                format!(" at {address}"),
-                if first {
-                    "; is the emulator running there? start it, or point BIGTABLE_EMULATOR_HOST \
-                     at the HOST:PORT it listens on"
-                } else {
-                    ""
-                },
-            ),
-            None => (String::new(), ""),
-        };
-        return format!(
-            "no answer from Bigtable{at} for table `{table}`{row}: {why} ({code}, {attempts}){hint}"
-        );
-    }
-    // Not sent for want of time or a token (a refused connection is
-    // told above, as no answer).
-    let never_sent = std::iter::successors(Some(source), |e| e.source())
-        .filter_map(|level| level.downcast_ref::<Cause>())
-        .find(|cause| cause.not_sent);
-    if let Some(cause) = never_sent {
-        return format!(
-            "not sent to Bigtable for table `{table}`{row}: {} ({code}, {attempts})",
-            cause.text
-        );
-    }
-    let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
-    format!("Bigtable answered {code} for table `{table}`{row}{reason} ({attempts}){hint}")
 }
 
 /// The first few failed rows, for a one-line message.
@@ -113,9 +118,10 @@ pub(super) fn outcome_message(
     attempts: u32,
     answered: u32,
     horizon: Option<Duration>,
+    lost: Option<&str>,
     source: &(dyn std::error::Error + 'static),
 ) -> String {
-    let why = match (horizon, no_answer(source)) {
+    let why = match (horizon, lost) {
         (Some(horizon), _) => format!(
             "the library cut its attempt at the write's horizon, {horizon:?} after sending it, \
              before any answer (WriteOptions::horizon: on a link slower than that, set a \

@@ -3,15 +3,14 @@
 //! is the error's `source()` (print the chain with a reporter such as
 //! anyhow's `{:#}` to see both).
 
-mod cause;
 mod code;
 mod kinds;
 mod messages;
 mod problems;
 
-pub(crate) use cause::*;
 pub use code::{Code, CodecError};
 pub use kinds::*;
+pub(crate) use messages::Unanswered;
 pub use problems::*;
 
 use crate::model::clash::LayoutClash;
@@ -48,7 +47,7 @@ impl std::error::Error for BadAddress {}
 /// where they were looked for and what to do. Its own text is the
 /// credential library's reason, its source the reasons under it.
 #[derive(Debug)]
-pub(crate) struct NoCredentials(pub(crate) Cause);
+pub(crate) struct NoCredentials(pub(crate) BoxError);
 
 impl fmt::Display for NoCredentials {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -538,6 +537,7 @@ mod tests {
             retries_exhausted,
             reason: None,
             source: Some("cause".into()),
+            unanswered: None,
         })
     }
 
@@ -575,6 +575,7 @@ mod tests {
             attempts: 1,
             answered: 1,
             horizon: None,
+            lost: None,
             source: Box::new(server(Code::Unavailable, false)),
         });
         assert!(unknown.is_outcome_unknown() && !unknown.is_retryable());
@@ -621,6 +622,7 @@ mod tests {
                 retries_exhausted: true,
                 reason: None,
                 source: Some(Box::new(status)),
+                unanswered: None,
             }),
             Error::from(Connect {
                 target: "emulator at ::::".into(),
@@ -673,110 +675,6 @@ mod tests {
         assert_eq!(sum.to_string(), "1 µs + 3days overflows");
     }
 
-    /// What the server said is part of the message, and not repeated by
-    /// the chain under it.
-    #[test]
-    fn a_servers_reason_is_in_the_message_once() {
-        let (reason, source) =
-            reason_and_source(Box::new(Cause::new("unknown family \"c\"".into(), None)));
-        let err = Error::from(Server {
-            table: "nofamily_t".into(),
-            row_key: Some(b"c1".to_vec()),
-            code: Code::Unknown,
-            attempts: 1,
-            elapsed: Duration::from_millis(3),
-            retries_exhausted: false,
-            reason,
-            source,
-        });
-        assert_eq!(
-            chain(&err),
-            vec!["Bigtable answered UNKNOWN for table `nofamily_t`, row \"c1\": unknown family \"c\" \
-                  (1 attempt over 3.0ms)"
-                .to_owned()]
-        );
-    }
-
-    #[test]
-    fn a_call_never_sent_tells_no_time_it_did_not_take() {
-        let err = Error::from(Server {
-            table: "visits".into(),
-            row_key: Some(b"v1".to_vec()),
-            code: Code::DeadlineExceeded,
-            attempts: 1,
-            elapsed: Duration::ZERO,
-            retries_exhausted: false,
-            reason: None,
-            source: Some(Box::new(Cause::new(
-                "no time left for CheckAndMutateRow before the deadline".into(),
-                None,
-            ))),
-        });
-        assert_eq!(
-            err.to_string(),
-            "Bigtable answered DEADLINE_EXCEEDED for table `visits`, row \"v1\" (1 attempt)"
-        );
-        let err = Error::from(Server {
-            table: "visits".into(),
-            row_key: Some(b"v1".to_vec()),
-            code: Code::DeadlineExceeded,
-            attempts: 1,
-            elapsed: Duration::ZERO,
-            retries_exhausted: false,
-            reason: None,
-            source: Some(Box::new(
-                Cause::new(
-                    "no time left for CheckAndMutateRow before the deadline".into(),
-                    None,
-                )
-                .never_sent(),
-            )),
-        });
-        assert_eq!(
-            err.to_string(),
-            "not sent to Bigtable for table `visits`, row \"v1\": no time left for \
-             CheckAndMutateRow before the deadline (DEADLINE_EXCEEDED, 1 attempt)"
-        );
-    }
-
-    #[test]
-    fn a_refused_connection_is_no_answer_and_a_status_is_an_answer() {
-        let server = |source: BoxError| {
-            let (reason, source) = reason_and_source(source);
-            Error::from(Server {
-                table: "clicks".into(),
-                row_key: Some(b"c1".to_vec()),
-                code: Code::Unavailable,
-                attempts: 10,
-                elapsed: Duration::from_secs(28),
-                retries_exhausted: true,
-                reason,
-                source,
-            })
-        };
-        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
-        let transport = Cause::new("UNAVAILABLE: tcp connect error".into(), Some(&refused));
-        let err = server(Box::new(transport));
-        assert_eq!(
-            err.to_string(),
-            "no answer from Bigtable for table `clicks`, row \"c1\": connection refused \
-             (UNAVAILABLE, 10 attempts over 28.0s, retries exhausted)"
-        );
-        // The raw layer's bulk write keeps only its rows' reasons, as text.
-        let err = server("outcome unknown: Connection refused (os error 111)".into());
-        assert!(
-            err.to_string().starts_with("no answer from Bigtable"),
-            "{err}"
-        );
-        let answered = server(Box::new(Cause::new("UNAVAILABLE: overloaded".into(), None)));
-        assert!(
-            answered
-                .to_string()
-                .starts_with("Bigtable answered UNAVAILABLE for table `clicks`"),
-            "{answered}"
-        );
-    }
-
     #[test]
     fn a_malformed_address_says_why_and_that_nothing_was_tried() {
         let err = Error::from(Connect {
@@ -792,48 +690,6 @@ mod tests {
                 "malformed Bigtable address (emulator at \"not a host\"): the host contains white space",
                 "expected HOST:PORT"
             ]
-        );
-    }
-
-    /// An error whose `Display` repeats its source's, as tonic's and
-    /// hyper's connection errors do.
-    #[derive(Debug)]
-    struct Level(&'static str, Option<Box<Level>>);
-
-    impl fmt::Display for Level {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str(self.0)
-        }
-    }
-
-    impl std::error::Error for Level {
-        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-            self.1.as_deref().map(|l| l as _)
-        }
-    }
-
-    #[test]
-    fn a_cause_keeps_each_level_once() {
-        let refused = Level("Connection refused (os error 111)", None);
-        let hyper = Level("tcp connect error", Some(Box::new(refused)));
-        let tonic = Level("tcp connect error", Some(Box::new(hyper)));
-        let transport = Level("transport error", Some(Box::new(tonic)));
-        let cause = Cause::new("UNAVAILABLE: tcp connect error".into(), Some(&transport));
-        assert_eq!(
-            chain(&cause),
-            [
-                "UNAVAILABLE: tcp connect error",
-                "transport error",
-                "Connection refused (os error 111)"
-            ]
-        );
-        assert_eq!(
-            cause.chain(),
-            "UNAVAILABLE: tcp connect error: transport error: Connection refused (os error 111)"
-        );
-        assert_eq!(
-            Cause::of(&transport).chain(),
-            "transport error: tcp connect error: Connection refused (os error 111)"
         );
     }
 
