@@ -904,7 +904,7 @@ mod tests {
         assert!(
             text.contains("taken in `projects/p/instances/i`")
                 && text.contains("connected to `projects/p/instances/other`")
-                && text.contains("--instance"),
+                && text.contains("with a Connection to `projects/p/instances/i`"),
             "{text}"
         );
         for (key, said) in [(&b"a"[..], "before"), (b"m", "past"), (b"z\xff", "past")] {
@@ -912,7 +912,7 @@ mod tests {
             let text = cp.check_resume("p", "i").unwrap_err().to_string();
             assert!(
                 text.contains(&format!("lies {said} its part 1/3 [\"d\", \"m\")"))
-                    && text.contains("without --resume"),
+                    && text.contains("without a checkpoint"),
                 "{text}"
             );
         }

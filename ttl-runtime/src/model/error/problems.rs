@@ -206,13 +206,15 @@ pub enum MigrationProblem {
 impl fmt::Display for MigrationProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            MigrationProblem::SameFamily => f.write_str("--from and --to name the same family"),
+            MigrationProblem::SameFamily => {
+                f.write_str("the plan's source and target (MigratePlan::new's from and to) are the same family")
+            }
             MigrationProblem::NoTtl => f.write_str(
-                "one-second expiration has no default TTL: say how long copied cells live (--ttl)",
+                "one-second expiration has no default TTL: say how long copied cells live (MigratePlan::with_ttl)",
             ),
             MigrationProblem::ShadowColumnTaken { family, qualifier } => write!(
                 f,
-                "source family `{family}` has a column `{qualifier}`, the shadow column's name: pass another (--written-at)"
+                "source family `{family}` has a column `{qualifier}`, the shadow column's name: name another (MigratePlan::with_written_at)"
             ),
             MigrationProblem::NoSourceFamily { family } => {
                 write!(f, "source family `{family}` does not exist")
@@ -231,7 +233,7 @@ impl fmt::Display for MigrationProblem {
             } => write!(
                 f,
                 "the checkpoint was taken in `{checkpoint}`, this run is connected to `{connection}`: \
-                 resume it connected to `{checkpoint}` (--project, --instance), or migrate `{connection}` \
+                 resume it with a Connection to `{checkpoint}`, or migrate `{connection}` \
                  with a checkpoint of its own"
             ),
             MigrationProblem::CheckpointOutsidePart {
@@ -241,7 +243,7 @@ impl fmt::Display for MigrationProblem {
             } => write!(
                 f,
                 "the checkpoint's last row \"{}\" lies {} its part {part}, so it is not that part's checkpoint: \
-                 resume with the part's own checkpoint, or start the part again without --resume",
+                 resume with the part's own checkpoint, or start the part again without a checkpoint",
                 last_row_key.escape_ascii(),
                 if *past { "past" } else { "before" }
             ),
