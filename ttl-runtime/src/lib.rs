@@ -47,7 +47,8 @@ pub mod ops;
 mod wire;
 
 pub use client::{admin, data, read, retry, writer};
-pub use model::{error, filter, limits, liveness, telemetry};
+pub use model::error::kinds as error;
+pub use model::{filter, limits, liveness, telemetry};
 
 pub use client::conditional::Insert;
 pub use client::connection::{Connection, ConnectionBuilder, Credentials};

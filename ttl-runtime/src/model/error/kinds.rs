@@ -1,6 +1,8 @@
 //! The fields of [`Error`](super::Error)'s variants that hold more than two
-//! words: each such variant holds them in a box, so that every `Result` of
-//! the library stays small.
+//! words: each such variant holds them in a box, as the struct of the same
+//! name here, so that every `Result` of the library stays small (an
+//! `Error` is three words). Match `Error::Server(e)` and read `e.code`, or
+//! destructure `&**e`.
 
 use std::time::Duration;
 

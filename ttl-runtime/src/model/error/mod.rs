@@ -4,7 +4,7 @@
 //! anyhow's `{:#}` to see both).
 
 mod code;
-mod kinds;
+pub mod kinds;
 mod messages;
 mod problems;
 
