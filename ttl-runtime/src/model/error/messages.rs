@@ -14,7 +14,7 @@ const NO_CREDENTIALS: &str = "no Google Cloud credentials found: looked for a se
     login` or set GOOGLE_APPLICATION_CREDENTIALS for Cloud Bigtable, or set \
     BIGTABLE_EMULATOR_HOST=HOST:PORT to use Google's Bigtable emulator";
 
-/// The message of an [`Error::Connect`]: what was tried, or for a
+/// The message of an [`Error::Connect`](super::Error::Connect): what was tried, or for a
 /// malformed address that nothing was, and why.
 pub(super) fn connect_message(target: &str, source: &(dyn std::error::Error + 'static)) -> String {
     if source.is::<NoCredentials>() {
@@ -28,7 +28,7 @@ pub(super) fn connect_message(target: &str, source: &(dyn std::error::Error + 's
 
 /// How a call that Bigtable did not answer ended, as the transport told
 /// it where the error was made (`wire::cause`): what an
-/// [`Error::Server`]'s message says instead of "Bigtable answered".
+/// [`Error::Server`](super::Error::Server)'s message says instead of "Bigtable answered".
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Unanswered {
     /// Refused by the server before it processed any of the request (an
@@ -48,7 +48,7 @@ pub(crate) enum Unanswered {
     NotSent(String),
 }
 
-/// The message of an [`Error::Server`]: "no answer from Bigtable" when
+/// The message of an [`Error::Server`](super::Error::Server): "no answer from Bigtable" when
 /// the connection was never made, "not sent to Bigtable" when the request
 /// never went out (no time left, no token), "Bigtable answered CODE" and
 /// its reason otherwise.
@@ -109,7 +109,7 @@ pub(super) fn first_failures(failed: &[FailedRow]) -> String {
     }
 }
 
-/// The message of an [`Error::OutcomeUnknown`]: why the outcome is
+/// The message of an [`Error::OutcomeUnknown`](super::Error::OutcomeUnknown): why the outcome is
 /// unknown (the library's cut at the horizon, a lost answer, an answer
 /// that does not tell), and the attempts.
 pub(super) fn outcome_message(

@@ -7,7 +7,7 @@ use chrono::TimeDelta;
 use super::{Code, CodecError};
 use crate::model::duration::human;
 
-/// What overflowed in [`Error::ExpiryOutOfRange`].
+/// What overflowed in [`Error::ExpiryOutOfRange`](super::Error::ExpiryOutOfRange).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Overflow {
@@ -44,7 +44,7 @@ impl fmt::Display for Overflow {
     }
 }
 
-/// What did not match in [`Error::BadRowKey`].
+/// What did not match in [`Error::BadRowKey`](super::Error::BadRowKey).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum KeyProblem {
@@ -82,7 +82,7 @@ impl fmt::Display for KeyProblem {
     }
 }
 
-/// Which of Bigtable's per-row limits [`Error::RowTooLarge`] exceeds.
+/// Which of Bigtable's per-row limits [`Error::RowTooLarge`](super::Error::RowTooLarge) exceeds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RowLimit {
@@ -116,7 +116,7 @@ impl fmt::Display for RowLimit {
     }
 }
 
-/// What is wrong with a policy in [`Error::InvalidPolicy`].
+/// What is wrong with a policy in [`Error::InvalidPolicy`](super::Error::InvalidPolicy).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PolicyProblem {
@@ -140,7 +140,7 @@ impl fmt::Display for PolicyProblem {
     }
 }
 
-/// Why [`Error::Migration`] stopped a migration (the source family is
+/// Why [`Error::Migration`](super::Error::Migration) stopped a migration (the source family is
 /// never changed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
