@@ -283,21 +283,21 @@ fn operations() -> Vec<Operation> {
         // ----- Table: reads
         Operation {
             name: "Table::get",
-            covers: &["client/table.rs::get"],
+            covers: &["client/table/mod.rs::get"],
             bound: Call,
             expect: Deadline,
             call: |f| async move { f.table.get(&key()).await.map(drop) }.boxed(),
         },
         Operation {
             name: "Table::scan",
-            covers: &["client/table.rs::scan"],
+            covers: &["client/table/mod.rs::scan"],
             bound: Progress,
             expect: Deadline,
             call: |f| async move { f.table.scan(Scan::all()).await.map(drop) }.boxed(),
         },
         Operation {
             name: "Table::add_markers",
-            covers: &["ops/markers.rs::add_markers"],
+            covers: &["client/table/markers.rs::add_markers"],
             bound: Progress,
             expect: Deadline,
             call: |f| {
@@ -312,7 +312,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::stream",
-            covers: &["client/table.rs::stream"],
+            covers: &["client/table/mod.rs::stream"],
             bound: Progress,
             expect: Deadline,
             call: |f| {
@@ -359,7 +359,7 @@ fn operations() -> Vec<Operation> {
         // ----- Table: writes
         Operation {
             name: "Table::put",
-            covers: &["client/table.rs::put"],
+            covers: &["client/table/mod.rs::put"],
             bound: Call,
             expect: Deadline,
             call: |f| {
@@ -368,7 +368,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::put_with",
-            covers: &["client/table.rs::put_with"],
+            covers: &["client/table/mod.rs::put_with"],
             bound: Call,
             expect: Deadline,
             call: |f| {
@@ -384,14 +384,14 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::delete",
-            covers: &["client/table.rs::delete"],
+            covers: &["client/table/mod.rs::delete"],
             bound: Call,
             expect: Deadline,
             call: |f| async move { f.table.delete(&key()).await }.boxed(),
         },
         Operation {
             name: "Table::put_all",
-            covers: &["client/table.rs::put_all"],
+            covers: &["client/table/mod.rs::put_all"],
             bound: Progress,
             expect: Unwritten,
             call: |f| {
@@ -405,7 +405,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::put_all_with",
-            covers: &["client/table.rs::put_all_with"],
+            covers: &["client/table/mod.rs::put_all_with"],
             bound: Progress,
             expect: Unwritten,
             call: |f| {
@@ -582,7 +582,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::update",
-            covers: &["ops/update.rs::apply"],
+            covers: &["client/table/update.rs::apply"],
             bound: Call,
             expect: Deadline,
             call: |f| {
@@ -599,13 +599,13 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::retime",
-            covers: &["ops/retime.rs::retime"],
+            covers: &["client/table/retime.rs::retime"],
             bound: Call,
             expect: Deadline,
             call: |f| {
                 async move {
                     f.table
-                        .retime(&key(), ops::Retime::Ttl(TimeDelta::hours(1)))
+                        .retime(&key(), bigtable_ttl::Retime::Ttl(TimeDelta::hours(1)))
                         .await
                         .map(drop)
                 }
@@ -614,7 +614,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::touch",
-            covers: &["ops/retime.rs::touch"],
+            covers: &["client/table/retime.rs::touch"],
             bound: Call,
             expect: Deadline,
             call: |f| {
@@ -629,7 +629,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::set_ttl",
-            covers: &["ops/retime.rs::set_ttl"],
+            covers: &["client/table/retime.rs::set_ttl"],
             bound: Call,
             expect: Deadline,
             call: |f| {
@@ -638,7 +638,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::shift_expiry",
-            covers: &["ops/retime.rs::shift_expiry"],
+            covers: &["client/table/retime.rs::shift_expiry"],
             bound: Call,
             expect: Deadline,
             call: |f| {
@@ -654,14 +654,14 @@ fn operations() -> Vec<Operation> {
         // ----- Table: schema (admin policy)
         Operation {
             name: "Table::ensure_schema",
-            covers: &["client/table.rs::ensure_schema"],
+            covers: &["client/table/mod.rs::ensure_schema"],
             bound: Call,
             expect: Deadline,
             call: |f| async move { f.table.ensure_schema().await.map(drop) }.boxed(),
         },
         Operation {
             name: "Table::ensure_schema_with",
-            covers: &["client/table.rs::ensure_schema_with"],
+            covers: &["client/table/mod.rs::ensure_schema_with"],
             bound: Call,
             expect: Deadline,
             call: |f| {
@@ -674,7 +674,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::verify_schema",
-            covers: &["client/table.rs::verify_schema"],
+            covers: &["client/table/mod.rs::verify_schema"],
             bound: Call,
             expect: Deadline,
             call: |f| async move { f.table.verify_schema().await }.boxed(),
@@ -1129,8 +1129,8 @@ fn the_table_lists_every_public_call() {
          listed but not found in the source: {stale:?}"
     );
     // The scan itself sees what it should.
-    assert!(found.contains("client/table.rs::get"), "{found:?}");
-    assert!(found.contains("client/table.rs::stream"), "{found:?}");
+    assert!(found.contains("client/table/mod.rs::get"), "{found:?}");
+    assert!(found.contains("client/table/mod.rs::stream"), "{found:?}");
 }
 
 /// A conditional rewrite decides on a row it has just read: a read slower

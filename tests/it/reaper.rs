@@ -13,10 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bigtable_ttl::ops::{
-    self, ApplyRequest, ExpiredRow, ReapOptions, ReapProgress, ReapStatus, Retime,
-};
-use bigtable_ttl::{BigtableRow, Clock, Expiry, Insert, Table};
+use bigtable_ttl::ops::{self, ApplyRequest, ExpiredRow, ReapOptions, ReapProgress, ReapStatus};
+use bigtable_ttl::{BigtableRow, Clock, Expiry, Insert, Retime, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::support::{self, raw_set, stored_cells};
