@@ -31,7 +31,8 @@ use bigtable_ttl::admin::{self, EnsureOptions};
 use bigtable_ttl::data;
 use bigtable_ttl::data::{Query, RawTable, ReadRows, Sql, SqlType};
 use bigtable_ttl::ops::{
-    self, ApplyRequest, AuditRequest, ExpiryRequest, InspectRequest, MigratePlan, Part,
+    self, ApplyRequest, AuditRequest, ExpiryRequest, ExpiryWindow, InspectRequest, MigratePlan,
+    Part, ReapOptions,
 };
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::retry::RetryPolicy;
@@ -273,6 +274,11 @@ fn migration() -> MigratePlan {
         "w",
         ops::parse_policy("default=30d").unwrap(),
     )
+}
+
+/// The visits' family, for the operations on a family by name.
+fn visit_rows() -> ops::FamilyRows {
+    ops::FamilyRows::new("visits", "v", ops::parse_policy("default=30d").unwrap())
 }
 
 /// Every operation, with the public functions it covers.
@@ -929,6 +935,101 @@ fn operations() -> Vec<Operation> {
                     ops::verify_part(&f.conn, &migration(), &Part::whole(), f.clock.now())
                         .await
                         .map(drop)
+                }
+                .boxed()
+            },
+        },
+        // ----- The expiry feed and the reaper
+        Operation {
+            name: "Table::expired",
+            covers: &["ops/feed.rs::expired"],
+            bound: Progress,
+            expect: Deadline,
+            call: |f| {
+                async move {
+                    let now = f.clock.now();
+                    let window = ExpiryWindow::new(now - TimeDelta::hours(1), now);
+                    f.table
+                        .expired(&window)
+                        .try_collect::<Vec<_>>()
+                        .await
+                        .map(drop)
+                }
+                .boxed()
+            },
+        },
+        Operation {
+            // The same file and name as `Table::expired`: covered there.
+            name: "ops::expired",
+            covers: &[],
+            bound: Progress,
+            expect: Deadline,
+            call: |f| {
+                async move {
+                    let now = f.clock.now();
+                    let window = ExpiryWindow::new(now - TimeDelta::hours(1), now);
+                    ops::expired(&f.conn, &visit_rows(), &window, now)
+                        .try_collect::<Vec<_>>()
+                        .await
+                        .map(drop)
+                }
+                .boxed()
+            },
+        },
+        Operation {
+            name: "Table::reap",
+            covers: &["ops/reap.rs::reap"],
+            bound: Progress,
+            expect: Deadline,
+            call: |f| {
+                async move {
+                    f.table
+                        .reap(&ReapOptions::new(), None, |_| ControlFlow::Continue(()))
+                        .await
+                        .map(drop)
+                }
+                .boxed()
+            },
+        },
+        Operation {
+            name: "Table::reap_with_events",
+            covers: &["ops/reap.rs::reap_with_events"],
+            bound: Progress,
+            expect: Deadline,
+            call: |f| {
+                async move {
+                    f.table
+                        .reap_with_events(
+                            &ReapOptions::new(),
+                            None,
+                            |_| async { ControlFlow::Continue(()) },
+                            |_| ControlFlow::Continue(()),
+                        )
+                        .await
+                        .map(drop)
+                }
+                .boxed()
+            },
+        },
+        Operation {
+            // The same file and name as `Table::reap`: covered there.
+            name: "ops::reap",
+            covers: &[],
+            bound: Progress,
+            expect: Deadline,
+            call: |f| {
+                async move {
+                    ops::reap(
+                        &f.conn,
+                        &visit_rows(),
+                        &ReapOptions::new(),
+                        None,
+                        &f.clock,
+                        |_| async { ControlFlow::Continue(()) },
+                        |_| ControlFlow::Continue(()),
+                    )
+                    .await
+                    .map(drop)
                 }
                 .boxed()
             },
