@@ -31,7 +31,8 @@ use bigtable_ttl::admin::{self, EnsureOptions};
 use bigtable_ttl::data;
 use bigtable_ttl::data::{Query, RawTable, ReadRows, Sql, SqlType};
 use bigtable_ttl::ops::{
-    self, ApplyRequest, AuditRequest, ExpiryRequest, InspectRequest, MigratePlan, Part,
+    self, ApplyRequest, AuditRequest, ExpiryRequest, ExpiryWindow, InspectRequest, MigratePlan,
+    Part, ReapOptions,
 };
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::retry::RetryPolicy;
@@ -275,6 +276,11 @@ fn migration() -> MigratePlan {
     )
 }
 
+/// The visits' family, for the operations on a family by name.
+fn visit_rows() -> ops::FamilyRows {
+    ops::FamilyRows::new("visits", "v", ops::parse_policy("default=30d").unwrap())
+}
+
 /// Every operation, with the public functions it covers.
 fn operations() -> Vec<Operation> {
     use Bound::{Call, Progress};
@@ -283,21 +289,21 @@ fn operations() -> Vec<Operation> {
         // ----- Table: reads
         Operation {
             name: "Table::get",
-            covers: &["client/table.rs::get"],
+            covers: &["client/table/mod.rs::get"],
             bound: Call,
             expect: Deadline,
             call: |f| async move { f.table.get(&key()).await.map(drop) }.boxed(),
         },
         Operation {
             name: "Table::scan",
-            covers: &["client/table.rs::scan"],
+            covers: &["client/table/mod.rs::scan"],
             bound: Progress,
             expect: Deadline,
             call: |f| async move { f.table.scan(Scan::all()).await.map(drop) }.boxed(),
         },
         Operation {
             name: "Table::add_markers",
-            covers: &["ops/markers.rs::add_markers"],
+            covers: &["client/table/markers.rs::add_markers"],
             bound: Progress,
             expect: Deadline,
             call: |f| {
@@ -312,7 +318,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::stream",
-            covers: &["client/table.rs::stream"],
+            covers: &["client/table/mod.rs::stream"],
             bound: Progress,
             expect: Deadline,
             call: |f| {
@@ -359,7 +365,7 @@ fn operations() -> Vec<Operation> {
         // ----- Table: writes
         Operation {
             name: "Table::put",
-            covers: &["client/table.rs::put"],
+            covers: &["client/table/mod.rs::put"],
             bound: Call,
             expect: Deadline,
             call: |f| {
@@ -368,7 +374,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::put_with",
-            covers: &["client/table.rs::put_with"],
+            covers: &["client/table/mod.rs::put_with"],
             bound: Call,
             expect: Deadline,
             call: |f| {
@@ -384,14 +390,14 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::delete",
-            covers: &["client/table.rs::delete"],
+            covers: &["client/table/mod.rs::delete"],
             bound: Call,
             expect: Deadline,
             call: |f| async move { f.table.delete(&key()).await }.boxed(),
         },
         Operation {
             name: "Table::put_all",
-            covers: &["client/table.rs::put_all"],
+            covers: &["client/table/mod.rs::put_all"],
             bound: Progress,
             expect: Unwritten,
             call: |f| {
@@ -405,7 +411,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::put_all_with",
-            covers: &["client/table.rs::put_all_with"],
+            covers: &["client/table/mod.rs::put_all_with"],
             bound: Progress,
             expect: Unwritten,
             call: |f| {
@@ -582,7 +588,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::update",
-            covers: &["ops/update.rs::apply"],
+            covers: &["client/table/update.rs::apply"],
             bound: Call,
             expect: Deadline,
             call: |f| {
@@ -599,13 +605,13 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::retime",
-            covers: &["ops/retime.rs::retime"],
+            covers: &["client/table/retime.rs::retime"],
             bound: Call,
             expect: Deadline,
             call: |f| {
                 async move {
                     f.table
-                        .retime(&key(), ops::Retime::Ttl(TimeDelta::hours(1)))
+                        .retime(&key(), bigtable_ttl::Retime::Ttl(TimeDelta::hours(1)))
                         .await
                         .map(drop)
                 }
@@ -614,7 +620,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::touch",
-            covers: &["ops/retime.rs::touch"],
+            covers: &["client/table/retime.rs::touch"],
             bound: Call,
             expect: Deadline,
             call: |f| {
@@ -629,7 +635,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::set_ttl",
-            covers: &["ops/retime.rs::set_ttl"],
+            covers: &["client/table/retime.rs::set_ttl"],
             bound: Call,
             expect: Deadline,
             call: |f| {
@@ -638,7 +644,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::shift_expiry",
-            covers: &["ops/retime.rs::shift_expiry"],
+            covers: &["client/table/retime.rs::shift_expiry"],
             bound: Call,
             expect: Deadline,
             call: |f| {
@@ -654,14 +660,14 @@ fn operations() -> Vec<Operation> {
         // ----- Table: schema (admin policy)
         Operation {
             name: "Table::ensure_schema",
-            covers: &["client/table.rs::ensure_schema"],
+            covers: &["client/table/mod.rs::ensure_schema"],
             bound: Call,
             expect: Deadline,
             call: |f| async move { f.table.ensure_schema().await.map(drop) }.boxed(),
         },
         Operation {
             name: "Table::ensure_schema_with",
-            covers: &["client/table.rs::ensure_schema_with"],
+            covers: &["client/table/mod.rs::ensure_schema_with"],
             bound: Call,
             expect: Deadline,
             call: |f| {
@@ -674,7 +680,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::verify_schema",
-            covers: &["client/table.rs::verify_schema"],
+            covers: &["client/table/mod.rs::verify_schema"],
             bound: Call,
             expect: Deadline,
             call: |f| async move { f.table.verify_schema().await }.boxed(),
@@ -933,6 +939,101 @@ fn operations() -> Vec<Operation> {
                 .boxed()
             },
         },
+        // ----- The expiry feed and the reaper
+        Operation {
+            name: "Table::expired",
+            covers: &["ops/feed.rs::expired"],
+            bound: Progress,
+            expect: Deadline,
+            call: |f| {
+                async move {
+                    let now = f.clock.now();
+                    let window = ExpiryWindow::new(now - TimeDelta::hours(1), now);
+                    f.table
+                        .expired(&window)
+                        .try_collect::<Vec<_>>()
+                        .await
+                        .map(drop)
+                }
+                .boxed()
+            },
+        },
+        Operation {
+            // The same file and name as `Table::expired`: covered there.
+            name: "ops::expired",
+            covers: &[],
+            bound: Progress,
+            expect: Deadline,
+            call: |f| {
+                async move {
+                    let now = f.clock.now();
+                    let window = ExpiryWindow::new(now - TimeDelta::hours(1), now);
+                    ops::expired(&f.conn, &visit_rows(), &window, now)
+                        .try_collect::<Vec<_>>()
+                        .await
+                        .map(drop)
+                }
+                .boxed()
+            },
+        },
+        Operation {
+            name: "Table::reap",
+            covers: &["ops/reap.rs::reap"],
+            bound: Progress,
+            expect: Deadline,
+            call: |f| {
+                async move {
+                    f.table
+                        .reap(&ReapOptions::new(), None, |_| ControlFlow::Continue(()))
+                        .await
+                        .map(drop)
+                }
+                .boxed()
+            },
+        },
+        Operation {
+            name: "Table::reap_with_events",
+            covers: &["ops/reap.rs::reap_with_events"],
+            bound: Progress,
+            expect: Deadline,
+            call: |f| {
+                async move {
+                    f.table
+                        .reap_with_events(
+                            &ReapOptions::new(),
+                            None,
+                            |_| async { ControlFlow::Continue(()) },
+                            |_| ControlFlow::Continue(()),
+                        )
+                        .await
+                        .map(drop)
+                }
+                .boxed()
+            },
+        },
+        Operation {
+            // The same file and name as `Table::reap`: covered there.
+            name: "ops::reap",
+            covers: &[],
+            bound: Progress,
+            expect: Deadline,
+            call: |f| {
+                async move {
+                    ops::reap(
+                        &f.conn,
+                        &visit_rows(),
+                        &ReapOptions::new(),
+                        None,
+                        &f.clock,
+                        |_| async { ControlFlow::Continue(()) },
+                        |_| ControlFlow::Continue(()),
+                    )
+                    .await
+                    .map(drop)
+                }
+                .boxed()
+            },
+        },
     ]
 }
 
@@ -1124,8 +1225,8 @@ fn the_table_lists_every_public_call() {
          listed but not found in the source: {stale:?}"
     );
     // The scan itself sees what it should.
-    assert!(found.contains("client/table.rs::get"), "{found:?}");
-    assert!(found.contains("client/table.rs::stream"), "{found:?}");
+    assert!(found.contains("client/table/mod.rs::get"), "{found:?}");
+    assert!(found.contains("client/table/mod.rs::stream"), "{found:?}");
 }
 
 /// A conditional rewrite decides on a row it has just read: a read slower

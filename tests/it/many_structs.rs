@@ -12,8 +12,8 @@ use std::ops::ControlFlow;
 
 use futures_util::TryStreamExt as _;
 
-use bigtable_ttl::ops::MarkStatus;
 use bigtable_ttl::read::ReadOptions;
+use bigtable_ttl::MarkStatus;
 use bigtable_ttl::{BigtableRow, ClashKind, Clock, CodecError, Error, Insert, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 

@@ -238,7 +238,7 @@ async fn token_ids(table: &Table<Token>) -> Vec<String> {
 #[tokio::test]
 async fn an_expired_required_column_once_collected_is_proven_expired_only_by_a_marker() {
     use bigtable_ttl::data::RawTable;
-    use bigtable_ttl::ops::MarkStatus;
+    use bigtable_ttl::MarkStatus;
 
     use std::ops::ControlFlow;
     let clock = Clock::system();
@@ -274,10 +274,9 @@ async fn an_expired_required_column_once_collected_is_proven_expired_only_by_a_m
         Some(b"aged-marked\0".to_vec()),
     );
     let status = table
-        .add_markers(
-            Some(bigtable_ttl::ops::MarkProgress::for_part(only)),
-            |_| ControlFlow::Continue(()),
-        )
+        .add_markers(Some(bigtable_ttl::MarkProgress::for_part(only)), |_| {
+            ControlFlow::Continue(())
+        })
         .await
         .unwrap();
     let MarkStatus::Done(progress) = status else {

@@ -1,7 +1,7 @@
 //! The reaper (issue 42): `Table::reap` deletes what expired more than a
 //! grace period ago, dead rows whole and the expired cells of live rows,
-//! never a live cell nor a row written since it was read; `cbt` stops
-//! seeing the expired data; the rows about to
+//! never a live cell nor a row written since it was read; `cbt` and
+//! Google's Python client stop seeing the expired data; the rows about to
 //! die are handed over first, at least once. The families' garbage
 //! collection is set to 30 days, so that only the reaper removes what the
 //! struct's one-hour policy expired (as on Cloud Bigtable, whose
@@ -13,10 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bigtable_ttl::ops::{
-    self, ApplyRequest, ExpiredRow, ReapOptions, ReapProgress, ReapStatus, Retime,
-};
-use bigtable_ttl::{BigtableRow, Clock, Expiry, Insert, Table};
+use bigtable_ttl::ops::{self, ApplyRequest, ExpiredRow, ReapOptions, ReapProgress, ReapStatus};
+use bigtable_ttl::{BigtableRow, Clock, Expiry, Insert, Retime, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::support::{self, raw_set, stored_cells};
@@ -565,6 +563,8 @@ async fn race(seed: u64, run: Duration) -> (Table<Slot>, Vec<String>, u64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writers_re_times_and_inserts_racing_the_reaper_lose_no_live_row_or_cell() {
+    // Installed (once, into the target directory) while the races run.
+    let python = tokio::task::spawn_blocking(support::google_python::python);
     let base = u64::from(std::process::id()) | 1;
     let mut tables = Vec::new();
     let mut lost = Vec::new();
@@ -588,15 +588,26 @@ async fn writers_re_times_and_inserts_racing_the_reaper_lose_no_live_row_or_cell
     // Everything the writers wrote expires (entries live 3 s at most).
     tokio::time::sleep(Duration::from_millis(3_500)).await;
     let expected: BTreeSet<String> = SURVIVORS.iter().map(|s| (*s).to_owned()).collect();
+    python.await.expect("Google's Python client installed");
     for table in &tables {
         let stale = cbt_keys(table);
         assert!(
             stale.len() > SURVIVORS.len(),
             "cbt sees the expired rows before the reaper: {stale:?}"
         );
+        assert_eq!(
+            support::google_python::row_keys(table.connection(), table.name()),
+            stale,
+            "Google's Python client sees what cbt sees before the reaper"
+        );
         let done = reap_all(table, &ReapOptions::new().with_grace(Duration::ZERO)).await;
         assert!(done.rows_reaped > 0, "{done:?}");
         assert_eq!(cbt_keys(table), expected, "cbt sees only the live rows");
+        assert_eq!(
+            support::google_python::row_keys(table.connection(), table.name()),
+            expected,
+            "Google's Python client sees only the live rows"
+        );
         for key in SURVIVORS {
             let row = table.get(&key.to_owned()).await.unwrap().expect("live");
             assert_eq!(row.owner, "stays");

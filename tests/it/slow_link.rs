@@ -64,7 +64,7 @@ struct Answers {
     put_failed: bigtable_ttl::Result<Option<bigtable_ttl::Written>>,
     deleted: bigtable_ttl::Result<bool>,
     not_deleted: bigtable_ttl::Result<bool>,
-    touched: bigtable_ttl::Result<Option<bigtable_ttl::ops::Touched>>,
+    touched: bigtable_ttl::Result<Option<bigtable_ttl::Touched>>,
     set_ttl: bigtable_ttl::Result<Option<bigtable_ttl::RowMutation>>,
     updated: bigtable_ttl::Result<Option<bigtable_ttl::Written>>,
 }

@@ -14,6 +14,11 @@ use bigtable_ttl::{BigtableRow, Clock, Connection, Table};
 #[allow(dead_code)]
 pub mod proxy;
 
+/// Google's Python client, installed for the tests that need another
+/// reader.
+#[allow(dead_code)]
+pub mod google_python;
+
 /// The row structs several test files share.
 #[allow(dead_code)]
 pub mod rows;

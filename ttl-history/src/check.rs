@@ -208,9 +208,10 @@ fn registers(history: &History, verdict: &mut Verdict) {
             Linearizable::Yes => {}
             Linearizable::No { longest, stuck } => verdict.violations.push(Violation {
                 what: format!(
-                    "register {reg} is not linearizable: no call can follow the {} placed (call {stuck}: {})",
+                    "register {reg} is not linearizable: no call can follow the {} placed (call {stuck}: {}){}",
                     longest.len(),
-                    history.calls.get(stuck).map_or_else(String::new, Call::to_string)
+                    history.calls.get(stuck).map_or_else(String::new, Call::to_string),
+                    around(history, &entries, &longest, stuck)
                 ),
                 calls: vec![stuck],
             }),
@@ -222,6 +223,37 @@ fn registers(history: &History, verdict: &mut Verdict) {
             }),
         }
     }
+}
+
+/// The calls a reader needs to see why `stuck` could not follow `placed`:
+/// those placed (in their order) and the others invoked before `stuck`
+/// returned, each with its client's skew. A CI log keeps no timeline.
+fn around(
+    history: &History,
+    entries: &[lin::Entry<crate::registers::RegCall>],
+    placed: &[usize],
+    stuck: usize,
+) -> String {
+    const MOST: usize = 16;
+    let until = history.calls.get(stuck).map_or(i64::MAX, |c| c.returned);
+    let line = |id: usize| {
+        let c = &history.calls[id];
+        let skew = history.skews.get(c.client).copied().unwrap_or(0);
+        format!("\n  call {id} (skew {} ms): {c}", skew / 1_000)
+    };
+    let mut out = String::from("\nplaced:");
+    for &id in placed.iter().rev().take(MOST).rev() {
+        out += &line(id);
+    }
+    out += "\nnot placed, invoked before it returned:";
+    for e in entries
+        .iter()
+        .filter(|e| !placed.contains(&e.id) && e.invoked <= until)
+        .take(MOST)
+    {
+        out += &line(e.id);
+    }
+    out
 }
 
 fn counters(history: &History, verdict: &mut Verdict) {
@@ -524,9 +556,10 @@ mod tests {
 
     /// From a CI run: an insert whose first round met a live value and
     /// whose read after it found the value expired, so a second round
-    /// (sent later, judged then) applied. Another insert then found it.
-    /// Applied while the value was live at every instant of the call is
-    /// still a violation.
+    /// (sent later, judged then) applied. Another insert then found it,
+    /// and returned after the value could have been collected (found, it
+    /// was not). Applied while the value was live at every instant of the
+    /// call is still a violation.
     #[test]
     fn an_insert_may_apply_in_a_later_round_once_the_holder_expired() {
         let insert = |version, expires_ms: i64| Op::Insert {
@@ -541,7 +574,7 @@ mod tests {
                 write(
                     2,
                     second_returned + 10,
-                    second_returned + 20,
+                    2_500,
                     insert(3, 900),
                     Outcome::NotApplied(Some((2, 900_000))),
                 ),

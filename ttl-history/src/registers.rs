@@ -96,7 +96,9 @@ impl Model for Registers {
                     state.map(|(_, expires)| expires - call.skew)
                 };
                 let inserted = absent_from.map(|at| (at, Some((*version, *expires))));
-                let found_live = live(state, first) && !collected;
+                // Found, so not collected yet when it was read, however
+                // long the call lasted.
+                let found_live = live(state, first);
                 match outcome {
                     Outcome::Applied => ways.extend(inserted),
                     Outcome::NotApplied(Some(found)) if found_live && *state == Some(*found) => {

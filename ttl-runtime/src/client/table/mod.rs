@@ -6,6 +6,16 @@
 //! the clock's "now" and decode with [`crate::model::row::decode_row`], so a cell
 //! past its expiry is never shown, whether or not garbage collection has
 //! removed it yet.
+//!
+//! What a `Table` can do is in this folder: this file holds the handle,
+//! whole-row writes, reads and schema checks; the files beside it the rest
+//! (`retime.rs`: re-timing, `touch` and the conditional rewrite rounds
+//! they share; `update.rs`: partial updates; `markers.rs`: giving old rows
+//! their struct's marker).
+
+pub(crate) mod markers;
+pub(crate) mod retime;
+pub(crate) mod update;
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
