@@ -57,6 +57,11 @@ cargo build --release -p ttl-bench >&2
 echo "== conditional inserts: library vs hand-written CheckAndMutateRow" >&2
 "$root/target/release/ttl-bench" conditional --ops 4000 --out "$results/conditional.json"
 
+echo "== expiry feed and reaper: reaper vs hand-written loop, feed bytes, rate limit" >&2
+# Not rendered: BENCHMARKS.md's "Expiry feed and reaper" is written by hand
+# from this JSON.
+"$root/target/release/ttl-bench" expiry --rows "$rows" --feed-rows "$rows" --out "$results/expiry.json"
+
 echo "== parallel scan vs single stream ($rows rows), with the emulator's CPU" >&2
 "$root/target/release/ttl-bench" parallel --rows "$rows" --out "$results/parallel.json"
 

@@ -2,8 +2,9 @@
 //! table, operation, rows, attempts and outcome, each retry an event in it
 //! with its reason; with the `metrics` feature, the client-side metrics
 //! (operation and attempt latency, retries, rows and bytes read and
-//! written) reach the installed recorder. Against the real emulator; the
-//! retries come from a loopback proxy that stops answering.
+//! written, the reaper's rows and rate) reach the installed recorder.
+//! Against the real emulator; the retries come from a loopback proxy that
+//! stops answering.
 
 mod support;
 
@@ -387,9 +388,11 @@ async fn the_metrics_reach_the_installed_recorder() {
     assert_eq!(direct.scan(Scan::all()).await.unwrap().len(), 3);
     proxy.arm(Faults::Stall { after_bytes: 0 });
     assert!(table.get(&"c1".to_owned()).await.is_err());
+    reap_two_dead_rows(&direct).await;
 
     let mut counters: HashMap<String, u64> = HashMap::new();
     let mut histograms: HashMap<String, usize> = HashMap::new();
+    let mut gauges: HashMap<String, f64> = HashMap::new();
     for (key, _, _, value) in snapshotter.snapshot().into_vec() {
         let key = key.key();
         let labels: Vec<String> = key
@@ -400,7 +403,9 @@ async fn the_metrics_reach_the_installed_recorder() {
         match value {
             DebugValue::Counter(n) => *counters.entry(name).or_default() += n,
             DebugValue::Histogram(values) => *histograms.entry(name).or_default() += values.len(),
-            DebugValue::Gauge(_) => {}
+            DebugValue::Gauge(g) => {
+                gauges.insert(name, g.into_inner());
+            }
         }
     }
     println!("{counters:#?}\n{histograms:#?}");
@@ -441,4 +446,44 @@ async fn the_metrics_reach_the_installed_recorder() {
         telemetry::ATTEMPT_LATENCY
     );
     assert!(histograms.get(&attempts).copied().unwrap_or_default() >= 3);
+    // The reaper's: rows read, dead rows and their cells deleted, its rate.
+    let reaped = |name: &str| counter(&format!("{name}{{table=reaped}}"));
+    assert_eq!(reaped(telemetry::REAP_ROWS_SCANNED), 2);
+    assert_eq!(reaped(telemetry::REAP_ROWS_REAPED), 2);
+    assert!(reaped(telemetry::REAP_CELLS_REAPED) >= 2 * 3);
+    let rate = format!("{}{{table=reaped}}", telemetry::REAP_RATE);
+    assert!(gauges.get(&rate).is_some_and(|r| *r > 0.0), "{gauges:?}");
+}
+
+/// Two rows of table `reaped` on `direct`'s instance dead for a reaper
+/// whose clock is an hour on (none collected: the emulator collects on
+/// real time), reaped.
+#[cfg(feature = "metrics")]
+async fn reap_two_dead_rows(direct: &Table<Click>) {
+    use bigtable_ttl::ops::{ReapOptions, ReapStatus};
+    use bigtable_ttl::{BigtableRow as _, Clock};
+    use chrono::TimeDelta;
+
+    let clock = Clock::manual_at_now();
+    let table = Table::<Click>::new(direct.connection().clone())
+        .with_name("reaped")
+        .with_clock(clock.clone());
+    table.ensure_schema().await.unwrap();
+    for id in ["r1", "r2"] {
+        table
+            .put_with(click(id, "/x").mutation().ttl(TimeDelta::minutes(10)))
+            .await
+            .unwrap();
+    }
+    clock.advance(TimeDelta::hours(1));
+    let status = table
+        .reap(&ReapOptions::new(), None, |_| {
+            std::ops::ControlFlow::Continue(())
+        })
+        .await
+        .unwrap();
+    assert!(
+        matches!(&status, ReapStatus::Done(p) if p.rows_reaped == 2),
+        "{status:?}"
+    );
 }

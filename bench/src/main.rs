@@ -35,6 +35,7 @@
 #![allow(clippy::cast_precision_loss)]
 
 mod conditional;
+mod expiry;
 mod latency;
 mod null;
 
@@ -233,6 +234,7 @@ async fn async_main(args: Vec<String>) -> Res<()> {
             let out = PathBuf::from(arg(&args, "--out").ok_or("--out FILE")?);
             conditional::conditional(ops, &out).await
         }
+        Some("expiry") => expiry::main(&args).await,
         Some("telemetry") => {
             let rows: usize = arg(&args, "--rows").map_or(Ok(20_000), |s| s.parse())?;
             let rounds = arg(&args, "--rounds").map_or(Ok(7), |r| r.parse())?;
@@ -244,7 +246,7 @@ async fn async_main(args: Vec<String>) -> Res<()> {
             report(&dir, &out)
         }
         _ => Err(
-            "usage: ttl-bench e2e|null|fair|latency|parallel|instructions|conditional|telemetry|contender|report (see bench/run.sh)"
+            "usage: ttl-bench e2e|null|fair|latency|parallel|instructions|conditional|expiry|telemetry|contender|report (see bench/run.sh)"
                 .into(),
         ),
     }

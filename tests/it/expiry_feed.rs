@@ -9,11 +9,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use bigtable_ttl::ops::{self, cut, ExpiryWindow, FamilyRows, Part};
-use bigtable_ttl::{BigtableRow, Clock, Error, Policy, Table};
+use bigtable_ttl::{BigtableRow, Clock, Connection, Error, Policy, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::TryStreamExt as _;
 
 use crate::support;
+use crate::support::proxy::Proxy;
 
 #[derive(Debug, Clone, PartialEq, BigtableRow)]
 #[bigtable(table = "feed_leases", family = "l")]
@@ -113,6 +114,35 @@ async fn windows_that_tile_time_yield_each_death_once_with_its_last_values() {
     }
     tiled.sort_by(|a, b| a.row_key.cmp(&b.row_key));
     assert_eq!(tiled, whole);
+}
+
+/// The feed reads with a server-side filter: only the rows holding a cell
+/// that expired in the window come over the wire, so a window in which one
+/// row died receives a small part of what the window of all 40 deaths
+/// does, counted at a loopback proxy (the emulator ignores a filter it
+/// does not understand: only its answer shows the filter works).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_receives_only_the_rows_that_died_in_it() {
+    let (table, t0, deaths) = setup().await;
+    let proxy = Proxy::start(&support::emulator_host()).await;
+    let direct = table.connection();
+    let conn = Connection::emulator(&proxy.host(), direct.project(), direct.instance()).unwrap();
+    let through = Table::<Lease>::new(conn).with_clock(table.clock().clone());
+    let e5 = deaths["k05"];
+    let one = ExpiryWindow::new(e5, e5 + TimeDelta::milliseconds(1));
+    let all = ExpiryWindow::new(t0, table.clock().now());
+    // The connection's setup and header tables first, then measured.
+    assert_eq!(feed(&through, one.clone()).await.len(), 1);
+    let before = proxy.server_bytes();
+    assert_eq!(feed(&through, one).await.len(), 1);
+    let one_bytes = proxy.server_bytes() - before;
+    let before = proxy.server_bytes();
+    assert_eq!(feed(&through, all).await.len(), 40);
+    let all_bytes = proxy.server_bytes() - before;
+    assert!(
+        one_bytes * 4 < all_bytes,
+        "one death in {one_bytes} bytes, 40 in {all_bytes}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -107,8 +107,10 @@ const OWN_ROOTS: &[&str] = &[
 const DELIBERATE: &[&str] = &[
     "futures_core::stream::Stream",
     "opentelemetry::metrics::meter::MeterProvider",
+    // `Json<T>` and, with the `serde` feature, the ops reports' impls:
+    // `Serialize`/`Serializer`, `Deserialize`/`Deserializer`/`DeserializeOwned`.
     "serde_core::ser::Serialize",
-    "serde_core::de::DeserializeOwned",
+    "serde_core::de::Deserialize",
 ];
 
 /// Names of the types only the derive's expansion uses (hidden like

@@ -96,6 +96,8 @@ struct Shared {
     connections: AtomicU64,
     /// Bytes forwarded from clients to the server, over all connections.
     client_bytes: AtomicU64,
+    /// Bytes the server sent clients, over all connections.
+    server_bytes: AtomicU64,
     /// Bumped by every `arm`: open connections then plan again.
     generation: AtomicU64,
     /// Requests (HTTP/2 `HEADERS` frames from clients) since the last `arm`.
@@ -133,6 +135,7 @@ impl Proxy {
             resets: AtomicUsize::new(0),
             connections: AtomicU64::new(0),
             client_bytes: AtomicU64::new(0),
+            server_bytes: AtomicU64::new(0),
             generation: AtomicU64::new(0),
             requests: AtomicU64::new(0),
             refuse_until: Mutex::new(None),
@@ -182,6 +185,14 @@ impl Proxy {
     #[allow(dead_code)]
     pub fn client_bytes(&self) -> u64 {
         self.shared.client_bytes.load(Ordering::SeqCst)
+    }
+
+    /// Bytes the server has sent clients through the proxy, in all (not
+    /// counted on connections under `Delay`, `Delays` or `Chaos`): what a
+    /// read received.
+    #[allow(dead_code)]
+    pub fn server_bytes(&self) -> u64 {
+        self.shared.server_bytes.load(Ordering::SeqCst)
     }
 
     /// Connections accepted in all.
@@ -399,6 +410,7 @@ impl Shared {
                     Ok(n) => {
                         let stalled = matches!(plan, Plan::StallAfter(limit) if down >= limit);
                         down += n as u64;
+                        self.server_bytes.fetch_add(n as u64, Ordering::SeqCst);
                         last = (0, n as u64);
                         if swallowing.is_none() && !stalled && client.write_all(&b[..n]).await.is_err() { break; }
                     }

@@ -2,7 +2,6 @@
 //! [`ExpiryHistogram`]s as text on a terminal, as JSON, and as an SVG file
 //! (plotters).
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
@@ -12,7 +11,6 @@ use bigtable_ttl_runtime::Policy;
 use chrono::{NaiveDate, TimeDelta};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use serde::{Deserialize, Serialize};
 
 use crate::output::{rule_of, Fallible};
 
@@ -172,87 +170,6 @@ fn truncate(s: &str, n: usize) -> String {
         s.to_owned()
     } else {
         s.chars().take(n - 1).collect::<String>() + "…"
-    }
-}
-
-/// An [`ExpiryHistogram`] in a `--json` report; read back by `--merge`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct ExpiryJson {
-    /// The rule: `one-second`, `default=2d`, or null (no age rule).
-    pub(crate) policy: Option<String>,
-    pub(crate) buckets: BucketsJson,
-    /// Cells expiring on each UTC day over the chart's horizon (zeros
-    /// included), and on later days up to a year ahead with cells.
-    pub(crate) days: Vec<DayJson>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct BucketsJson {
-    expired: u64,
-    within_hour: u64,
-    within_day: u64,
-    within_week: u64,
-    later: u64,
-    never: u64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct DayJson {
-    date: NaiveDate,
-    cells: u64,
-}
-
-impl ExpiryJson {
-    pub(crate) fn new(h: &ExpiryHistogram) -> Self {
-        let mut days: BTreeMap<NaiveDate, u64> = h.days.clone();
-        if let Some(horizon) = h.horizon() {
-            for (day, n) in h.daily(horizon) {
-                days.insert(day, n);
-            }
-        }
-        Self {
-            policy: h.policy.as_ref().map(policy_spec),
-            buckets: BucketsJson {
-                expired: h.expired,
-                within_hour: h.within_hour,
-                within_day: h.within_day,
-                within_week: h.within_week,
-                later: h.later,
-                never: h.never,
-            },
-            days: days
-                .into_iter()
-                .map(|(date, cells)| DayJson { date, cells })
-                .collect(),
-        }
-    }
-
-    /// The histogram back, judged at `now`; a day listed twice is refused.
-    pub(crate) fn to_histogram(
-        &self,
-        now: chrono::DateTime<chrono::Utc>,
-    ) -> Result<ExpiryHistogram, String> {
-        let policy = self
-            .policy
-            .as_deref()
-            .map(bigtable_ttl_runtime::ops::parse_policy)
-            .transpose()
-            .map_err(|e| e.to_string())?;
-        let mut h = ExpiryHistogram::new(policy, now);
-        let b = &self.buckets;
-        h.expired = b.expired;
-        h.within_hour = b.within_hour;
-        h.within_day = b.within_day;
-        h.within_week = b.within_week;
-        h.later = b.later;
-        h.never = b.never;
-        for d in &self.days {
-            if h.days.insert(d.date, d.cells).is_some() {
-                return Err(format!("day {} is listed twice", d.date));
-            }
-        }
-        h.days.retain(|_, n| *n > 0);
-        Ok(h)
     }
 }
 
@@ -424,16 +341,5 @@ mod tests {
         let path = dir.path().join("chart.svg");
         write_svg(&path, "title", &charts).unwrap();
         assert!(std::fs::read_to_string(&path).unwrap().contains("<svg"));
-    }
-
-    #[test]
-    fn a_histogram_round_trips_through_json() {
-        let now = DateTime::<Utc>::from_timestamp_millis(1_700_000_000_000).unwrap();
-        let mut h = ExpiryHistogram::new(Some(Policy::default_ttl(TimeDelta::days(2))), now);
-        h.observe(now.timestamp_micros());
-        h.observe(0);
-        let json = ExpiryJson::new(&h);
-        assert_eq!(json.days.len(), 3, "today through two days ahead");
-        assert_eq!(json.to_histogram(now).unwrap(), h);
     }
 }

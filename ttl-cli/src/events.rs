@@ -3,60 +3,14 @@
 
 use std::io::Write;
 
+use crate::output::Fallible;
 use bigtable_ttl_runtime::ops::{parse_duration, ExpiredCells};
 use chrono::{DateTime, Utc};
-use serde::Serialize;
-
-use crate::output::{instant, printable, Fallible};
-
-/// One dead row: its stable event id (a consumer drops duplicates by it),
-/// key (text and hex), death instant and last cells.
-#[derive(Debug, Serialize)]
-pub(crate) struct EventJson {
-    pub(crate) event_id: String,
-    pub(crate) row_key: String,
-    pub(crate) row_key_hex: String,
-    pub(crate) died_at: String,
-    pub(crate) cells: Vec<CellJson>,
-}
-
-/// A cell the row held the millisecond before it died.
-#[derive(Debug, Serialize)]
-pub(crate) struct CellJson {
-    family: String,
-    qualifier: String,
-    qualifier_hex: String,
-    timestamp_micros: i64,
-    /// Quoted text when printable UTF-8, else `0x` and hex.
-    value: String,
-}
-
-impl From<&ExpiredCells> for EventJson {
-    fn from(row: &ExpiredCells) -> Self {
-        Self {
-            event_id: row.event_id.clone(),
-            row_key: String::from_utf8_lossy(&row.row_key).into_owned(),
-            row_key_hex: hex::encode(&row.row_key),
-            died_at: instant(row.died_at),
-            cells: row
-                .cells
-                .iter()
-                .map(|c| CellJson {
-                    family: c.family.clone(),
-                    qualifier: String::from_utf8_lossy(&c.qualifier).into_owned(),
-                    qualifier_hex: hex::encode(&c.qualifier),
-                    timestamp_micros: c.timestamp_micros,
-                    value: printable(&c.value),
-                })
-                .collect(),
-        }
-    }
-}
 
 /// Write `rows` as JSON lines, one a row, and flush them.
 pub(crate) fn write_lines(out: &mut dyn Write, rows: &[ExpiredCells]) -> Fallible<()> {
     for row in rows {
-        serde_json::to_writer(&mut *out, &EventJson::from(row))?;
+        serde_json::to_writer(&mut *out, row)?;
         writeln!(out)?;
     }
     out.flush()?;

@@ -136,6 +136,20 @@ pub(crate) fn create_or_keep(
     }
 }
 
+/// A file of `ttl-runtime/tests/data`, written by this version of the
+/// command, read as `T` and written again: the same JSON, every field.
+#[cfg(test)]
+pub(crate) fn reads_back_whole<T: serde::de::DeserializeOwned + serde::Serialize>(name: &str) {
+    let path = format!(
+        "{}/../ttl-runtime/tests/data/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let read: T = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let original: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(serde_json::to_value(&read).unwrap(), original, "{path}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

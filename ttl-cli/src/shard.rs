@@ -113,7 +113,7 @@ async fn shared_cut(conn: &Connection, table: &str, count: usize, path: &Path) -
         instance: Some(conn.instance().to_owned()),
         table: table.to_owned(),
         count,
-        parts: parts.iter().map(PartJson::from).collect(),
+        parts: parts.clone(),
     };
     let text = serde_json::to_string_pretty(&file)? + "\n";
     if files::create_or_keep("cut", path, &text)? {
@@ -159,7 +159,7 @@ struct CutFile {
     instance: Option<String>,
     table: String,
     count: usize,
-    parts: Vec<PartJson>,
+    parts: Vec<Part>,
 }
 
 impl CutFile {
@@ -196,58 +196,9 @@ impl CutFile {
                 ),
             ));
         }
-        let parts = file
-            .parts
-            .iter()
-            .map(PartJson::to_part)
-            .collect::<Result<Vec<Part>, String>>()
-            .map_err(|e| FileError::invalid("cut", path, e))?;
+        let parts = file.parts;
         ops::check_cover(&parts).map_err(|e| FileError::invalid("cut", path, e))?;
         Ok(Cut { parts })
-    }
-}
-
-/// A part as checkpoints and reports write it: keys in hex (exact) and as
-/// text (to read).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct PartJson {
-    pub(crate) index: usize,
-    pub(crate) count: usize,
-    pub(crate) start_hex: String,
-    pub(crate) end_hex: Option<String>,
-    #[serde(default)]
-    pub(crate) start: String,
-    #[serde(default)]
-    pub(crate) end: Option<String>,
-}
-
-impl From<&Part> for PartJson {
-    fn from(p: &Part) -> Self {
-        Self {
-            index: p.index,
-            count: p.count,
-            start_hex: hex::encode(&p.start),
-            end_hex: p.end.as_deref().map(hex::encode),
-            start: String::from_utf8_lossy(&p.start).into_owned(),
-            end: p
-                .end
-                .as_deref()
-                .map(|k| String::from_utf8_lossy(k).into_owned()),
-        }
-    }
-}
-
-impl PartJson {
-    pub(crate) fn to_part(&self) -> Result<Part, String> {
-        let key = |h: &str| hex::decode(h).map_err(|e| format!("part key `{h}` is not hex: {e}"));
-        check_shard(self.index, self.count)
-            .map_err(|e| format!("part {}/{}: {e}", self.index, self.count))?;
-        Ok(Part::new(
-            self.index,
-            self.count,
-            key(&self.start_hex)?,
-            self.end_hex.as_deref().map(key).transpose()?,
-        ))
     }
 }
 
@@ -267,14 +218,10 @@ pub(crate) fn read_reports<T: for<'de> Deserialize<'de>>(
         .collect()
 }
 
-/// Check that the reports' parts (`None`: the whole table) are the shards
-/// of one cut, every one present once, in any order.
-pub(crate) fn check_shards(reports: &[(&Path, Option<&PartJson>)]) -> Fallible<()> {
-    let mut parts = Vec::with_capacity(reports.len());
-    for (path, part) in reports {
-        let part = part.map_or_else(|| Ok(Part::whole()), PartJson::to_part);
-        parts.push(part.map_err(|e| FileError::invalid("report", path, e))?);
-    }
+/// Check that the reports' parts are the shards of one cut, every one
+/// present once, in any order.
+pub(crate) fn check_shards(reports: &[&Part]) -> Fallible<()> {
+    let parts: Vec<Part> = reports.iter().map(|&p| p.clone()).collect();
     ops::check_cover(&parts).map_err(|e| format!("the reports do not cover the table: {e}"))?;
     Ok(())
 }
@@ -296,15 +243,14 @@ mod tests {
     }
 
     #[test]
-    fn parts_round_trip_through_json_and_cover_in_any_order() {
+    fn cuts_of_this_version_read_back_whole() {
+        crate::files::reads_back_whole::<CutFile>("cut.json");
+    }
+
+    #[test]
+    fn parts_cover_in_any_order() {
         let parts = ops::cut(&[b"m\xff".to_vec(), b"t".to_vec()], 3);
-        for part in &parts {
-            assert_eq!(&PartJson::from(part).to_part().unwrap(), part);
-        }
-        let json: Vec<PartJson> = parts.iter().rev().map(PartJson::from).collect();
-        let path = Path::new("r.json");
-        let reports: Vec<(&Path, Option<&PartJson>)> =
-            json.iter().map(|p| (path, Some(p))).collect();
+        let reports: Vec<&Part> = parts.iter().rev().collect();
         check_shards(&reports).unwrap();
         let err = check_shards(&reports[1..]).unwrap_err().to_string();
         assert!(err.contains("missing part 2/3"), "{err}");
@@ -316,7 +262,7 @@ mod tests {
             instance: None,
             table: "t".to_owned(),
             count: parts[0].count,
-            parts: parts.iter().map(PartJson::from).collect(),
+            parts: parts.to_vec(),
         };
         serde_json::to_string(&file).unwrap()
     }

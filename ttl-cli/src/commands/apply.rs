@@ -2,16 +2,14 @@
 
 use std::io::Write;
 
+use super::audit::verdict;
+use crate::exit;
+use crate::output::{print_json, progress_bar, tick, Fallible};
+use crate::target::Target;
 use bigtable_ttl_runtime::admin::describe_rule;
 use bigtable_ttl_runtime::admin::GcRule;
 use bigtable_ttl_runtime::ops::{self, parse_policy, ApplyOutcome, ApplyRequest};
 use clap::Args;
-use serde::Serialize;
-
-use super::audit::{verdict, AuditJson};
-use crate::exit;
-use crate::output::{print_json, progress_bar, tick, Fallible};
-use crate::target::Target;
 
 /// Set a family's GC rule to a policy's, after an audit; refused (exit
 /// status 3) when data would be lost, unless --force.
@@ -43,45 +41,20 @@ pub(crate) async fn exec(target: &Target, args: ApplyArgs, out: &mut dyn Write) 
     print_outcome(out, &outcome?, args.json)
 }
 
-/// `apply --json`.
-#[derive(Debug, Serialize)]
-struct ApplyJson {
-    outcome: &'static str,
-    rule_before: String,
-    rule_after: String,
-    audit: AuditJson,
-}
-
 fn print_outcome(out: &mut dyn Write, outcome: &ApplyOutcome, json: bool) -> Fallible<i32> {
     let rule = |r: Option<&GcRule>| r.map_or_else(|| "missing".to_owned(), describe_rule);
-    let (name, before, after, code) = match outcome {
-        ApplyOutcome::Applied { before, after, .. } => (
-            "applied",
-            rule(before.as_ref()),
-            rule(Some(after)),
-            exit::OK,
-        ),
-        ApplyOutcome::Unchanged { rule: r, .. } => {
-            ("unchanged", rule(Some(r)), rule(Some(r)), exit::OK)
+    let (before, after, code) = match outcome {
+        ApplyOutcome::Applied { before, after, .. } => {
+            (rule(before.as_ref()), rule(Some(after)), exit::OK)
         }
-        ApplyOutcome::Refused { rule: r, .. } => (
-            "refused",
-            rule(r.as_ref()),
-            rule(r.as_ref()),
-            exit::WOULD_DELETE,
-        ),
+        ApplyOutcome::Unchanged { rule: r, .. } => (rule(Some(r)), rule(Some(r)), exit::OK),
+        ApplyOutcome::Refused { rule: r, .. } => {
+            (rule(r.as_ref()), rule(r.as_ref()), exit::WOULD_DELETE)
+        }
     };
     let audit = outcome.audit();
     if json {
-        print_json(
-            out,
-            &ApplyJson {
-                outcome: name,
-                rule_before: before,
-                rule_after: after,
-                audit: AuditJson::new(audit),
-            },
-        )?;
+        print_json(out, outcome)?;
         return Ok(code);
     }
     writeln!(out, "{audit}")?;

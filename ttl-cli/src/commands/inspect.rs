@@ -2,7 +2,6 @@
 //! family's live rule and its real write time; or, without a row, when a
 //! family's cells expire (under its live rule and a proposed policy).
 
-use std::collections::BTreeMap;
 use std::io::Write;
 
 use std::path::PathBuf;
@@ -14,9 +13,8 @@ use bigtable_ttl_runtime::ops::{
 };
 use bigtable_ttl_runtime::{LEGACY_ROW_MARKER, ROW_MARKER_PREFIX};
 use clap::Args;
-use serde::Serialize;
 
-use crate::chart::{self, ExpiryJson, Labeled};
+use crate::chart::{self, Labeled};
 use crate::exit;
 use crate::output::{
     instant, instant_micros, print_json, print_table, printable, shows_progress, span, Fallible,
@@ -64,7 +62,7 @@ pub(crate) async fn exec(target: &Target, args: InspectArgs, out: &mut dyn Write
     }
     let inspection = ops::inspect(&conn, &request).await?;
     if args.json {
-        print_json(out, &InspectJson::new(&inspection))?;
+        print_json(out, &inspection)?;
     } else {
         print_inspection(out, &inspection)?;
     }
@@ -73,81 +71,6 @@ pub(crate) async fn exec(target: &Target, args: InspectArgs, out: &mut dyn Write
     } else {
         exit::OK
     })
-}
-
-/// `inspect --json`.
-#[derive(Debug, Serialize)]
-struct InspectJson {
-    table: String,
-    row_key: String,
-    now: String,
-    families: BTreeMap<String, RuleJson>,
-    cells: Vec<CellJson>,
-}
-
-#[derive(Debug, Serialize)]
-struct RuleJson {
-    gc_rule: String,
-    policy: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-struct CellJson {
-    family: String,
-    qualifier: String,
-    value: String,
-    value_hex: String,
-    timestamp_micros: i64,
-    timestamp: Option<String>,
-    shadow: bool,
-    /// A row marker (`\0\0` and a struct's name, or the legacy `\0`).
-    marker: bool,
-    alive: bool,
-    expires_at: Option<String>,
-    time_left_ms: Option<i64>,
-    time_left: Option<String>,
-    written_at: Option<String>,
-}
-
-impl InspectJson {
-    fn new(i: &RowInspection) -> Self {
-        Self {
-            table: i.table.clone(),
-            row_key: String::from_utf8_lossy(&i.row_key).into_owned(),
-            now: instant(i.now),
-            families: i
-                .families
-                .iter()
-                .map(|(name, f)| {
-                    let family = RuleJson {
-                        gc_rule: describe_rule(&f.rule),
-                        policy: f.policy.as_ref().map(policy_spec),
-                    };
-                    (name.clone(), family)
-                })
-                .collect(),
-            cells: i
-                .cells
-                .iter()
-                .map(|c| CellJson {
-                    family: c.family.clone(),
-                    qualifier: String::from_utf8_lossy(&c.qualifier).into_owned(),
-                    value: String::from_utf8_lossy(&c.value).into_owned(),
-                    value_hex: hex::encode(&c.value),
-                    timestamp_micros: c.timestamp_micros,
-                    timestamp: instant_micros(c.timestamp_micros),
-                    shadow: c.is_shadow,
-                    marker: c.qualifier == LEGACY_ROW_MARKER
-                        || c.qualifier.starts_with(ROW_MARKER_PREFIX),
-                    alive: c.alive,
-                    expires_at: c.expires_at.map(instant),
-                    time_left_ms: c.time_left.map(|d| d.num_milliseconds()),
-                    time_left: c.time_left.map(span),
-                    written_at: c.written_at.map(instant),
-                })
-                .collect(),
-        }
-    }
 }
 
 fn print_inspection(out: &mut dyn Write, i: &RowInspection) -> Fallible<()> {
@@ -258,7 +181,7 @@ async fn inspect_family(target: &Target, args: InspectArgs, out: &mut dyn Write)
         chart::write_svg(path, &title, &charts)?;
     }
     if args.json {
-        print_json(out, &FamilyJson::new(&found))?;
+        print_json(out, &found)?;
     } else {
         writeln!(
             out,
@@ -285,38 +208,4 @@ fn family_charts(found: &FamilyExpiries) -> Vec<Labeled<'_>> {
         });
     }
     charts
-}
-
-/// `inspect TABLE --family F --json`.
-#[derive(Debug, Serialize)]
-struct FamilyJson {
-    table: String,
-    family: String,
-    now: String,
-    rows: u64,
-    cells: u64,
-    expiry: FamilyExpiryJson,
-}
-
-#[derive(Debug, Serialize)]
-struct FamilyExpiryJson {
-    current: ExpiryJson,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    proposed: Option<ExpiryJson>,
-}
-
-impl FamilyJson {
-    fn new(f: &FamilyExpiries) -> Self {
-        Self {
-            table: f.table.clone(),
-            family: f.family.clone(),
-            now: instant(f.current.now),
-            rows: f.rows,
-            cells: f.current.cells(),
-            expiry: FamilyExpiryJson {
-                current: ExpiryJson::new(&f.current),
-                proposed: f.proposed.as_ref().map(ExpiryJson::new),
-            },
-        }
-    }
 }

@@ -19,7 +19,7 @@ use super::audit::part_text;
 use crate::exit;
 use crate::files::{self, FileError, REPORT_MAX_BYTES};
 use crate::output::{print_json, rule_of, shows_progress, span, Fallible, PartProgress};
-use crate::shard::{check_shards, read_reports, PartJson, ShardArgs};
+use crate::shard::{check_shards, read_reports, ShardArgs};
 use crate::target::Target;
 
 /// Copy a family with real timestamps into a family managed by a policy.
@@ -111,12 +111,6 @@ impl Expiry {
 /// refused) and the [`Checkpoint`]. Also what `migrate --json` prints.
 #[derive(Debug, Serialize, Deserialize)]
 struct CheckpointFile {
-    /// Where the migration runs: a resume connected elsewhere is refused.
-    /// Absent from files written before they were recorded.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    project: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    instance: Option<String>,
     table: String,
     from: String,
     to: String,
@@ -126,30 +120,15 @@ struct CheckpointFile {
     /// Files written before `--expiry` existed hold per-cell checkpoints.
     #[serde(default = "per_cell")]
     expiry: String,
-    last_row_key_hex: Option<String>,
-    last_row_key: Option<String>,
-    #[serde(default)]
-    rows_read: u64,
-    #[serde(default)]
-    rows_copied: u64,
-    #[serde(default)]
-    cells_copied: u64,
-    #[serde(default)]
-    cells_skipped_expired: u64,
-    #[serde(default)]
-    rows_skipped_expired: u64,
+    #[serde(flatten)]
+    checkpoint: Checkpoint,
     #[serde(default)]
     done: bool,
-    /// The shard's part of the table, kept so that a resume stays in it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    shard: Option<PartJson>,
 }
 
 impl CheckpointFile {
     fn new(plan: &MigratePlan, cp: &Checkpoint, done: bool) -> Self {
         Self {
-            project: cp.project.clone(),
-            instance: cp.instance.clone(),
             table: plan.table.clone(),
             from: plan.from.clone(),
             to: plan.to.clone(),
@@ -157,18 +136,8 @@ impl CheckpointFile {
             ttl_ms: plan.ttl.map(|t| t.num_milliseconds()),
             written_at: plan.written_at.clone(),
             expiry: Expiry::of(plan).to_owned(),
-            last_row_key_hex: cp.last_row_key.as_deref().map(hex::encode),
-            last_row_key: cp
-                .last_row_key
-                .as_deref()
-                .map(|k| String::from_utf8_lossy(k).into_owned()),
-            rows_read: cp.rows_read,
-            rows_copied: cp.rows_copied,
-            cells_copied: cp.cells_copied,
-            cells_skipped_expired: cp.cells_skipped_expired,
-            rows_skipped_expired: cp.rows_skipped_expired,
+            checkpoint: cp.clone(),
             done,
-            shard: (!cp.part.is_whole()).then(|| PartJson::from(&cp.part)),
         }
     }
 
@@ -211,29 +180,7 @@ impl CheckpointFile {
                 .into());
             }
         }
-        let part = saved
-            .shard
-            .as_ref()
-            .map_or_else(|| Ok(Part::whole()), PartJson::to_part)
-            .map_err(|e| FileError::invalid("checkpoint", path, e))?;
-        let mut cp = Checkpoint::for_part(part);
-        cp.project = saved.project;
-        cp.instance = saved.instance;
-        cp.last_row_key = match &saved.last_row_key_hex {
-            None => None,
-            Some(h) => Some(hex::decode(h).map_err(|e| {
-                format!(
-                    "checkpoint {}: last_row_key_hex is not hex: {e}",
-                    path.display()
-                )
-            })?),
-        };
-        cp.rows_read = saved.rows_read;
-        cp.rows_copied = saved.rows_copied;
-        cp.cells_copied = saved.cells_copied;
-        cp.cells_skipped_expired = saved.cells_skipped_expired;
-        cp.rows_skipped_expired = saved.rows_skipped_expired;
-        Ok(cp)
+        Ok(saved.checkpoint)
     }
 }
 
@@ -241,17 +188,18 @@ impl CheckpointFile {
     /// Add the counts of `other` (another shard's), checked.
     fn add(&mut self, other: &Self) -> Result<(), CountOverflow> {
         let sum = |a: u64, b: u64, what| a.checked_add(b).ok_or(CountOverflow::new(what));
-        self.rows_read = sum(self.rows_read, other.rows_read, "rows_read")?;
-        self.rows_copied = sum(self.rows_copied, other.rows_copied, "rows_copied")?;
-        self.cells_copied = sum(self.cells_copied, other.cells_copied, "cells_copied")?;
-        self.cells_skipped_expired = sum(
-            self.cells_skipped_expired,
-            other.cells_skipped_expired,
+        let (ours, theirs) = (&mut self.checkpoint, &other.checkpoint);
+        ours.rows_read = sum(ours.rows_read, theirs.rows_read, "rows_read")?;
+        ours.rows_copied = sum(ours.rows_copied, theirs.rows_copied, "rows_copied")?;
+        ours.cells_copied = sum(ours.cells_copied, theirs.cells_copied, "cells_copied")?;
+        ours.cells_skipped_expired = sum(
+            ours.cells_skipped_expired,
+            theirs.cells_skipped_expired,
             "cells_skipped_expired",
         )?;
-        self.rows_skipped_expired = sum(
-            self.rows_skipped_expired,
-            other.rows_skipped_expired,
+        ours.rows_skipped_expired = sum(
+            ours.rows_skipped_expired,
+            theirs.rows_skipped_expired,
             "rows_skipped_expired",
         )?;
         Ok(())
@@ -263,62 +211,15 @@ fn per_cell() -> String {
 }
 
 /// `migrate --json`: the checkpoint, how the run ended and, when done, the
-/// verification.
-#[derive(Debug, Serialize)]
+/// verification; read back by `--verify --merge`.
+#[derive(Debug, Serialize, Deserialize)]
 struct MigrateJson {
     #[serde(flatten)]
     checkpoint: CheckpointFile,
     /// `done`, `stopped`, `verified` (`--verify`) or `merged`.
     status: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    verification: Option<VerificationJson>,
-}
-
-/// A `migrate --json` report read back by `--verify --merge`.
-#[derive(Debug, Deserialize)]
-struct MigrateJsonIn {
-    #[serde(flatten)]
-    checkpoint: CheckpointFile,
-    status: String,
-    verification: Option<VerificationJson>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct VerificationJson {
-    source_rows: u64,
-    source_cells: u64,
-    expected_rows: u64,
-    expected_cells: u64,
-    target_rows: u64,
-    target_cells: u64,
-    matches: bool,
-}
-
-impl VerificationJson {
-    fn to_verification(&self) -> Verification {
-        let mut v = Verification::default();
-        v.source_rows = self.source_rows;
-        v.source_cells = self.source_cells;
-        v.expected_rows = self.expected_rows;
-        v.expected_cells = self.expected_cells;
-        v.target_rows = self.target_rows;
-        v.target_cells = self.target_cells;
-        v
-    }
-}
-
-impl From<&Verification> for VerificationJson {
-    fn from(v: &Verification) -> Self {
-        Self {
-            source_rows: v.source_rows,
-            source_cells: v.source_cells,
-            expected_rows: v.expected_rows,
-            expected_cells: v.expected_cells,
-            target_rows: v.target_rows,
-            target_cells: v.target_cells,
-            matches: v.matches(),
-        }
-    }
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    verification: Option<Verification>,
 }
 
 impl MigrateArgs {
@@ -420,7 +321,7 @@ pub(crate) async fn exec(target: &Target, args: MigrateArgs, out: &mut dyn Write
                 &MigrateJson {
                     checkpoint: CheckpointFile::new(&plan, &report.checkpoint, true),
                     status: "done".to_owned(),
-                    verification: Some((&report.verification).into()),
+                    verification: Some(report.verification),
                 },
             )?;
             print_migrated(out, &plan, &report, args.json)?;
@@ -490,7 +391,7 @@ async fn verify_part(
     let report = MigrateJson {
         checkpoint: CheckpointFile::new(plan, &checkpoint, false),
         status: "verified".to_owned(),
-        verification: Some((&v).into()),
+        verification: Some(v),
     };
     write_report(args.report.as_deref(), &report)?;
     print_verification(out, plan, &report, &v, args.json, 0)
@@ -503,7 +404,7 @@ fn merge_verifications(
     plan: &MigratePlan,
     out: &mut dyn Write,
 ) -> Fallible<i32> {
-    let reports: Vec<MigrateJsonIn> = read_reports(&args.merge)?;
+    let reports: Vec<MigrateJson> = read_reports(&args.merge)?;
     let ours = CheckpointFile::new(plan, &Checkpoint::default(), false);
     let mut total = Verification::default();
     let mut sums = CheckpointFile::new(plan, &Checkpoint::default(), true);
@@ -531,22 +432,20 @@ fn merge_verifications(
             .into());
         };
         let overflow = |e: CountOverflow| FileError::invalid("report", path, e);
-        total.try_merge(&v.to_verification()).map_err(overflow)?;
+        total.try_merge(v).map_err(overflow)?;
         sums.add(&r.checkpoint).map_err(overflow)?;
         sums.done &= r.status == "done";
     }
     check_shards(
-        &args
-            .merge
+        &reports
             .iter()
-            .zip(&reports)
-            .map(|(p, r)| (p.as_path(), r.checkpoint.shard.as_ref()))
+            .map(|r| &r.checkpoint.checkpoint.part)
             .collect::<Vec<_>>(),
     )?;
     let report = MigrateJson {
         checkpoint: sums,
         status: "merged".to_owned(),
-        verification: Some((&total).into()),
+        verification: Some(total),
     };
     print_verification(out, plan, &report, &total, args.json, reports.len())
 }
@@ -570,16 +469,17 @@ fn print_verification(
             plan.to,
             policy_spec(&plan.policy)
         )?;
-        if let Some(shard) = &report.checkpoint.shard {
-            writeln!(out, "  shard:    {}", part_text(&shard.to_part()?))?;
+        let part = &report.checkpoint.checkpoint.part;
+        if !part.is_whole() {
+            writeln!(out, "  shard:    {}", part_text(part))?;
         }
         if merged > 0 {
             writeln!(
                 out,
                 "  merged:   {merged} shard reports; copied {} rows, {} cells; skipped {} cells already expired",
-                report.checkpoint.rows_copied,
-                report.checkpoint.cells_copied,
-                report.checkpoint.cells_skipped_expired
+                report.checkpoint.checkpoint.rows_copied,
+                report.checkpoint.checkpoint.cells_copied,
+                report.checkpoint.checkpoint.cells_skipped_expired
             )?;
         }
         writeln!(
@@ -609,7 +509,7 @@ fn print_migrated(
         let report = MigrateJson {
             checkpoint: CheckpointFile::new(plan, cp, true),
             status: "done".to_owned(),
-            verification: Some(v.into()),
+            verification: Some(*v),
         };
         return print_json(out, &report);
     }
@@ -658,6 +558,12 @@ fn print_migrated(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn checkpoints_and_reports_of_this_version_read_back_whole() {
+        crate::files::reads_back_whole::<CheckpointFile>("migrate-checkpoint.json");
+        crate::files::reads_back_whole::<MigrateJson>("migrate-report.json");
+    }
     use bigtable_ttl_runtime::Policy;
 
     #[test]

@@ -23,7 +23,7 @@ use crate::events::write_lines;
 use crate::exit;
 use crate::files::{self, FileError, REPORT_MAX_BYTES};
 use crate::output::{print_json, shows_progress, Fallible, PartProgress};
-use crate::shard::{PartJson, ShardArgs};
+use crate::shard::ShardArgs;
 use crate::target::Target;
 
 /// Delete what expired in a family more than a grace period ago.
@@ -63,7 +63,8 @@ pub(crate) struct ReapArgs {
     #[arg(long, requires = "checkpoint")]
     resume: bool,
     /// Resume when --checkpoint exists, else start: what a job restarted
-    /// by its scheduler runs.
+    /// by its scheduler runs. A checkpoint of a pass that finished starts
+    /// a new pass over the whole part (what a CronJob runs each time).
     #[arg(long, requires = "checkpoint", conflicts_with = "resume")]
     resume_if_present: bool,
     #[command(flatten)]
@@ -93,21 +94,10 @@ struct ReapFile {
     policy: String,
     grace_ms: u64,
     dry_run: bool,
-    last_row_key_hex: Option<String>,
-    last_row_key: Option<String>,
-    rows_scanned: u64,
-    rows_reaped: u64,
-    rows_trimmed: u64,
-    cells_reaped: u64,
-    rows_skipped_live: u64,
-    rows_skipped_recent: u64,
-    rows_skipped_changed: u64,
-    rows_skipped_unsure: u64,
-    rows_skipped_other: u64,
+    #[serde(flatten)]
+    progress: ReapProgress,
     /// `running`, `done` or `stopped`.
     status: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    shard: Option<PartJson>,
 }
 
 /// What a run is: the fields a resume must agree with.
@@ -125,30 +115,24 @@ impl Run<'_> {
             policy: policy_spec(&self.rows.policy),
             grace_ms: u64::try_from(self.options.grace.as_millis()).unwrap_or(u64::MAX),
             dry_run: self.options.dry_run,
-            last_row_key_hex: p.last_row_key.as_deref().map(hex::encode),
-            last_row_key: p
-                .last_row_key
-                .as_deref()
-                .map(|k| String::from_utf8_lossy(k).into_owned()),
-            rows_scanned: p.rows_scanned,
-            rows_reaped: p.rows_reaped,
-            rows_trimmed: p.rows_trimmed,
-            cells_reaped: p.cells_reaped,
-            rows_skipped_live: p.rows_skipped_live,
-            rows_skipped_recent: p.rows_skipped_recent,
-            rows_skipped_changed: p.rows_skipped_changed,
-            rows_skipped_unsure: p.rows_skipped_unsure,
-            rows_skipped_other: p.rows_skipped_other,
+            progress: p.clone(),
             status: status.to_owned(),
-            shard: (!p.part.is_whole()).then(|| PartJson::from(&p.part)),
         }
+    }
+
+    /// Whether the checkpoint at `path` is of a pass that finished.
+    fn finished(path: &Path) -> Fallible<bool> {
+        Ok(Self::saved(path)?.status == "done")
+    }
+
+    fn saved(path: &Path) -> Fallible<ReapFile> {
+        let text = files::read_capped("checkpoint", path, REPORT_MAX_BYTES)?;
+        Ok(serde_json::from_str(&text).map_err(|e| FileError::invalid("checkpoint", path, e))?)
     }
 
     /// The progress saved at `path` by a run like this one.
     fn read(&self, path: &Path) -> Fallible<ReapProgress> {
-        let text = files::read_capped("checkpoint", path, REPORT_MAX_BYTES)?;
-        let saved: ReapFile =
-            serde_json::from_str(&text).map_err(|e| FileError::invalid("checkpoint", path, e))?;
+        let saved = Self::saved(path)?;
         let ours = self.file(&ReapProgress::default(), "running");
         let fields = [
             ("table", saved.table == ours.table),
@@ -165,11 +149,7 @@ impl Run<'_> {
             )
             .into());
         }
-        let part = saved
-            .shard
-            .as_ref()
-            .map_or_else(|| Ok(ops::Part::whole()), PartJson::to_part)
-            .map_err(|e| FileError::invalid("checkpoint", path, e))?;
+        let part = &saved.progress.part;
         let asked = self.args.shard.shard()?.unwrap_or((0, 1));
         if asked != (part.index, part.count) {
             return Err(format!(
@@ -180,23 +160,7 @@ impl Run<'_> {
             )
             .into());
         }
-        let mut p = ReapProgress::for_part(part);
-        p.last_row_key = match &saved.last_row_key_hex {
-            None => None,
-            Some(h) => Some(hex::decode(h).map_err(|e| {
-                FileError::invalid("checkpoint", path, format!("last_row_key_hex: {e}"))
-            })?),
-        };
-        p.rows_scanned = saved.rows_scanned;
-        p.rows_reaped = saved.rows_reaped;
-        p.rows_trimmed = saved.rows_trimmed;
-        p.cells_reaped = saved.cells_reaped;
-        p.rows_skipped_live = saved.rows_skipped_live;
-        p.rows_skipped_recent = saved.rows_skipped_recent;
-        p.rows_skipped_changed = saved.rows_skipped_changed;
-        p.rows_skipped_unsure = saved.rows_skipped_unsure;
-        p.rows_skipped_other = saved.rows_skipped_other;
-        Ok(p)
+        Ok(saved.progress)
     }
 }
 
@@ -263,6 +227,9 @@ pub(crate) async fn exec(target: &Target, args: ReapArgs, out: &mut dyn Write) -
     };
     let resume = match (&args.checkpoint, args.resume, args.resume_if_present) {
         (Some(path), true, _) => Some(run.read(path)?),
+        // A scheduled reaper's next pass: every run judges at its own now,
+        // so rows before the last pass's last key die again.
+        (Some(path), _, true) if path.exists() && Run::finished(path)? => None,
         (Some(path), _, true) if path.exists() => Some(run.read(path)?),
         (Some(path), false, false) if path.exists() => {
             return Err(format!(
@@ -400,4 +367,14 @@ fn print_reaped(
         writeln!(out, "  resume with --resume --checkpoint FILE")?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checkpoints_of_this_version_read_back_whole() {
+        crate::files::reads_back_whole::<ReapFile>("reap-checkpoint.json");
+    }
 }

@@ -203,33 +203,58 @@ impl MigratePlan {
 /// How far a migration got: where to resume and what was done so far
 /// (running totals across resumed runs), in which part of the key space.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct Checkpoint {
-    /// The part of the key space this migration copies (the whole table
-    /// unless made by [`Checkpoint::for_part`]). Kept across resumes, so a
-    /// resumed shard keeps its range even if the table's samples changed.
-    pub part: Part,
     /// The project and instance the migration copies in, as
     /// [`Connection::project`] and [`Connection::instance`] name them: set
     /// by [`migrate`], which refuses to resume a checkpoint of another
     /// instance. `None`: not yet bound to one (a fresh checkpoint, or a
     /// file written before they were recorded).
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
     pub project: Option<String>,
     /// See [`Checkpoint::project`].
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
     pub instance: Option<String>,
     /// The last source row fully copied; resume after it. `None`: from the
     /// start. It lies within `part`, or the checkpoint is refused.
+    #[cfg_attr(feature = "serde", serde(flatten, with = "super::files::last_row_key"))]
     pub last_row_key: Option<Vec<u8>>,
     /// Source rows read.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub rows_read: u64,
     /// Rows written to the target (with at least one live cell).
+    #[cfg_attr(feature = "serde", serde(default))]
     pub rows_copied: u64,
     /// Cells written to the target (shadow versions not counted).
+    #[cfg_attr(feature = "serde", serde(default))]
     pub cells_copied: u64,
     /// Source cells skipped because they already expired under the policy.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub cells_skipped_expired: u64,
     /// Source rows skipped because every cell had expired.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub rows_skipped_expired: u64,
+    /// The part of the key space this migration copies (the whole table
+    /// unless made by [`Checkpoint::for_part`]). Kept across resumes, so a
+    /// resumed shard keeps its range even if the table's samples changed.
+    /// In a file, `shard`, absent for the whole table.
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            rename = "shard",
+            default,
+            skip_serializing_if = "Part::is_whole",
+            deserialize_with = "super::files::shard::deserialize"
+        )
+    )]
+    pub part: Part,
 }
 
 impl Checkpoint {
@@ -287,6 +312,7 @@ fn part_text(part: &Part) -> String {
 
 /// The end-of-migration check: counts read back, at one "now".
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Deserialize))]
 #[non_exhaustive]
 pub struct Verification {
     /// Rows of the source family.

@@ -38,12 +38,16 @@
 //! per-row plans of `migrate`) are private: pure, unit-tested here without
 //! a server, and reached through the operations.
 //! The `bigtable-ttl` command-line program (`ttl-cli`) is a thin layer over
-//! this module.
+//! this module. With the `serde` feature, the reports and checkpoints
+//! serialize as the JSON that command prints and reads back (a checkpoint
+//! written by one version resumes in the next).
 
 mod apply;
 mod audit;
 mod expiry;
 mod feed;
+#[cfg(feature = "serde")]
+mod files;
 mod inspect;
 mod migrate;
 mod rate;

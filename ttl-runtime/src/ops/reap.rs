@@ -143,11 +143,11 @@ impl ReapOptions {
 /// totals across resumed runs), in which part of the key space. With
 /// [`ReapOptions::dry_run`], what it would have done.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct ReapProgress {
-    /// The part of the key space this run covers.
-    pub part: Part,
     /// The last row done; resume after it. `None`: from the start.
+    #[cfg_attr(feature = "serde", serde(flatten, with = "super::files::last_row_key"))]
     pub last_row_key: Option<Vec<u8>>,
     /// Rows read (only rows holding an expired cell are sent).
     pub rows_scanned: u64,
@@ -171,6 +171,18 @@ pub struct ReapProgress {
     pub rows_skipped_unsure: u64,
     /// Another struct's rows: left alone.
     pub rows_skipped_other: u64,
+    /// The part of the key space this run covers. In a file, `shard`,
+    /// absent for the whole table.
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            rename = "shard",
+            default,
+            skip_serializing_if = "Part::is_whole",
+            deserialize_with = "super::files::shard::deserialize"
+        )
+    )]
+    pub part: Part,
 }
 
 impl ReapProgress {
@@ -534,9 +546,12 @@ where
     let mut entries = Vec::new();
     let mut doomed = Vec::new();
     let mut events = Vec::new();
+    // The page's last key, once, rather than a copy of every key.
+    if let Some((last, _)) = page.last() {
+        progress.last_row_key = Some(last.clone());
+    }
     for (key, cells) in page {
         progress.rows_scanned += 1;
-        progress.last_row_key = Some(key.clone());
         let plan = judge.plan(&cells, now, grace);
         if let Some(died_at) = plan.died_at() {
             let Some(event) = subject.event(&key, died_at, &cells)? else {
@@ -619,17 +634,17 @@ fn owned(judge: &Judge, cells: &[Cell]) -> u64 {
     cells.iter().filter(|c| judge.owns(c)).count() as u64
 }
 
-/// Write `entries` through `MutateRows` (each retried when idempotent, as
-/// time-ranged deletes are), every row not surely written named.
-///
-/// # Errors
-/// [`Error::PartialWrite`]; [`Error::Server`].
 /// The deletes as the raw layer's own mutations (every one a
 /// `DeleteFromColumn`, which it holds).
 fn own_mutations(wire: Vec<crate::model::proto::Mutation>) -> Vec<Mutation> {
     wire.into_iter().filter_map(Mutation::from_wire).collect()
 }
 
+/// Write `entries` through `MutateRows` (each retried when idempotent, as
+/// time-ranged deletes are), every row not surely written named.
+///
+/// # Errors
+/// [`Error::PartialWrite`]; [`Error::Server`].
 async fn write_all(table: &RawTable, entries: Vec<Entry>) -> Result<()> {
     if entries.is_empty() {
         return Ok(());

@@ -2,14 +2,17 @@
 //! the commands they run are `bigtable-ttl` command lines this version
 //! accepts: the shards' `--shard INDEX/N` agrees with the Job's
 //! completions, every shard keeps its state on the shared volume, and the
-//! merge Job reads exactly the reports the shards write.
+//! merge Job reads exactly the reports the shards write; the reaper's
+//! `CronJob` never runs two passes at once and keeps its checkpoint and its
+//! events on its volume.
 
 use bigtable_ttl_cli::Cli;
 use clap::Parser as _;
 use saphyr::{LoadableYamlNode, Yaml};
 
-const MIGRATE_JOB: &str = include_str!("../../examples/ops/migrate-job.yaml");
-const MERGE_JOB: &str = include_str!("../../examples/ops/merge-job.yaml");
+const MIGRATE_JOB: &str = include_str!("../../../examples/ops/migrate-job.yaml");
+const MERGE_JOB: &str = include_str!("../../../examples/ops/merge-job.yaml");
+const REAP_CRONJOB: &str = include_str!("../../../examples/ops/reap-cronjob.yaml");
 
 fn documents(text: &str) -> Vec<Yaml<'_>> {
     Yaml::load_from_str(text).unwrap_or_else(|e| panic!("not YAML: {e}"))
@@ -157,5 +160,60 @@ fn the_merge_job_reads_every_shards_report() {
     let line = std::iter::once("bigtable-ttl".to_owned()).chain(args);
     if let Err(e) = Cli::try_parse_from(line) {
         panic!("merge: {e}");
+    }
+}
+
+#[test]
+fn the_reaper_cronjob_runs_one_resumable_pass_at_a_time() {
+    let docs = documents(REAP_CRONJOB);
+    let claim = kind(&docs, "PersistentVolumeClaim");
+    let cron = kind(&docs, "CronJob");
+    assert_eq!(cron["apiVersion"].as_str(), Some("batch/v1"));
+    let spec = &cron["spec"];
+    assert_eq!(
+        spec["concurrencyPolicy"].as_str(),
+        Some("Forbid"),
+        "two passes would share one checkpoint"
+    );
+    let schedule = spec["schedule"].as_str().expect("a schedule");
+    assert_eq!(schedule.split_whitespace().count(), 5, "cron: {schedule}");
+    let pod = &spec["jobTemplate"]["spec"]["template"]["spec"];
+    assert_eq!(pod["restartPolicy"].as_str(), Some("Never"));
+    let container = &pod["containers"][0];
+    let image = container["image"].as_str().expect("an image");
+    assert!(
+        image.starts_with("bigtable-ttl:") && image.len() > "bigtable-ttl:".len(),
+        "a tagged bigtable-ttl image: {image}"
+    );
+    let mount = &container["volumeMounts"][0];
+    let volume = &pod["volumes"][0];
+    assert_eq!(volume["name"].as_str(), mount["name"].as_str());
+    assert_eq!(
+        volume["persistentVolumeClaim"]["claimName"].as_str(),
+        claim["metadata"]["name"].as_str()
+    );
+    let mount = mount["mountPath"].as_str().unwrap();
+    let args = strings(&container["args"]);
+    assert_eq!(args[0], "reap");
+    for flag in ["--checkpoint", "--events"] {
+        assert!(
+            value(&args, flag).starts_with(&format!("{mount}/")),
+            "{flag} is not on the volume"
+        );
+    }
+    assert!(
+        args.iter().any(|a| a == "--resume-if-present"),
+        "a pod replaced mid-pass resumes"
+    );
+    // What clap leaves to the command, checked as the command checks it.
+    assert!(
+        bigtable_ttl::ops::parse_duration(value(&args, "--grace")).is_ok(),
+        "--grace"
+    );
+    assert!(bigtable_ttl::ops::parse_policy(value(&args, "--policy")).is_ok());
+    assert!(args.iter().any(|a| a == "--rate"), "a paced reaper");
+    let line = std::iter::once("bigtable-ttl".to_owned()).chain(args);
+    if let Err(e) = Cli::try_parse_from(line) {
+        panic!("reap: {e}");
     }
 }

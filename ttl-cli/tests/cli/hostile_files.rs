@@ -7,8 +7,7 @@
 //! a status and a message: never a panic, an abort, or a merged total
 //! other than the sum of its reports.
 
-#[path = "../../tests/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::sync::LazyLock;

@@ -3,8 +3,7 @@
 //! Kubernetes Job is), sharing one directory for the cut, checkpoints and
 //! reports; and the mistakes a fleet's operator can make, refused at once.
 
-#[path = "../../tests/support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -4,8 +4,8 @@
 //! against `cbt`, and migrate interrupted half-way and resumed. Each test
 //! runs on its own instance of the shared emulator.
 
-#[path = "../../tests/support/mod.rs"]
-mod support;
+use crate::cli;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -14,34 +14,12 @@ use bigtable_ttl::admin::{ensure_schema, EnsureOptions};
 use bigtable_ttl::data::Mutation;
 use bigtable_ttl::data::{RawTable, ReadRows, Row};
 use bigtable_ttl::{ops, BigtableRow, CellCodec, Clock, Connection, Policy, Schema, Table};
-use bigtable_ttl_cli::{exit, run_with};
+use bigtable_ttl_cli::exit;
 use chrono::{DateTime, Local, TimeDelta, Utc};
 use futures_util::TryStreamExt as _;
 use serde_json::Value;
 use support::rows::Click;
 use support::{cbt, connection, emulator_host};
-
-/// Run `bigtable-ttl ARGS…` against `conn`'s instance; (status, stdout, stderr).
-async fn cli(conn: &Connection, args: &[&str]) -> (i32, String, String) {
-    let host = emulator_host();
-    let mut argv = vec![
-        "bigtable-ttl",
-        "--project",
-        conn.project(),
-        "--instance",
-        conn.instance(),
-        "--emulator-host",
-        &host,
-    ];
-    argv.extend_from_slice(args);
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = run_with(argv, &mut out, &mut err).await;
-    (
-        code,
-        String::from_utf8(out).unwrap(),
-        String::from_utf8(err).unwrap(),
-    )
-}
 
 fn json(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
