@@ -289,14 +289,14 @@ fn operations() -> Vec<Operation> {
         // ----- Table: reads
         Operation {
             name: "Table::get",
-            covers: &["client/table/mod.rs::get"],
+            covers: &["client/table/reads.rs::get"],
             bound: Call,
             expect: Deadline,
             call: |f| async move { f.table.get(&key()).await.map(drop) }.boxed(),
         },
         Operation {
             name: "Table::scan",
-            covers: &["client/table/mod.rs::scan"],
+            covers: &["client/table/reads.rs::scan"],
             bound: Progress,
             expect: Deadline,
             call: |f| async move { f.table.scan(Scan::all()).await.map(drop) }.boxed(),
@@ -318,7 +318,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::stream",
-            covers: &["client/table/mod.rs::stream"],
+            covers: &["client/table/reads.rs::stream"],
             bound: Progress,
             expect: Deadline,
             call: |f| {
@@ -334,7 +334,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::scan_parallel",
-            covers: &["client/parallel.rs::scan_parallel"],
+            covers: &["client/table/parallel.rs::scan_parallel"],
             bound: Progress,
             expect: Deadline,
             call: |f| {
@@ -350,14 +350,14 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::split_scan",
-            covers: &["client/parallel.rs::split_scan"],
+            covers: &["client/table/parallel.rs::split_scan"],
             bound: Call,
             expect: Deadline,
             call: |f| async move { f.table.split_scan(Scan::all(), 4).await.map(drop) }.boxed(),
         },
         Operation {
             name: "Table::entries",
-            covers: &["client/map.rs::entries"],
+            covers: &["client/table/map.rs::entries"],
             bound: Call,
             expect: Deadline,
             call: |f| async move { f.table.entries(&key(), Visit::TAGS).await.map(drop) }.boxed(),
@@ -365,7 +365,7 @@ fn operations() -> Vec<Operation> {
         // ----- Table: writes
         Operation {
             name: "Table::put",
-            covers: &["client/table/mod.rs::put"],
+            covers: &["client/table/writes.rs::put"],
             bound: Call,
             expect: Deadline,
             call: |f| {
@@ -374,7 +374,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::put_with",
-            covers: &["client/table/mod.rs::put_with"],
+            covers: &["client/table/writes.rs::put_with"],
             bound: Call,
             expect: Deadline,
             call: |f| {
@@ -390,14 +390,14 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::delete",
-            covers: &["client/table/mod.rs::delete"],
+            covers: &["client/table/writes.rs::delete"],
             bound: Call,
             expect: Deadline,
             call: |f| async move { f.table.delete(&key()).await }.boxed(),
         },
         Operation {
             name: "Table::put_all",
-            covers: &["client/table/mod.rs::put_all"],
+            covers: &["client/table/writes.rs::put_all"],
             bound: Progress,
             expect: Unwritten,
             call: |f| {
@@ -411,7 +411,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::put_all_with",
-            covers: &["client/table/mod.rs::put_all_with"],
+            covers: &["client/table/writes.rs::put_all_with"],
             bound: Progress,
             expect: Unwritten,
             call: |f| {
@@ -458,7 +458,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::remove_entry",
-            covers: &["client/map.rs::remove_entry"],
+            covers: &["client/table/map.rs::remove_entry"],
             bound: Call,
             expect: Deadline,
             call: |f| {
@@ -473,7 +473,7 @@ fn operations() -> Vec<Operation> {
         // ----- Table: conditional and multi-step writes
         Operation {
             name: "Table::insert_if_absent",
-            covers: &["client/conditional.rs::insert_if_absent"],
+            covers: &["client/table/conditional.rs::insert_if_absent"],
             bound: Call,
             expect: Unknown,
             call: |f| {
@@ -488,7 +488,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::insert_if_absent_with",
-            covers: &["client/conditional.rs::insert_if_absent_with"],
+            covers: &["client/table/conditional.rs::insert_if_absent_with"],
             bound: Call,
             expect: Unknown,
             call: |f| {
@@ -504,7 +504,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::put_if",
-            covers: &["client/conditional.rs::put_if"],
+            covers: &["client/table/conditional.rs::put_if"],
             bound: Call,
             expect: Unknown,
             call: |f| {
@@ -520,7 +520,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::put_if_with",
-            covers: &["client/conditional.rs::put_if_with"],
+            covers: &["client/table/conditional.rs::put_if_with"],
             bound: Call,
             expect: Unknown,
             call: |f| {
@@ -536,7 +536,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::delete_if",
-            covers: &["client/conditional.rs::delete_if"],
+            covers: &["client/table/conditional.rs::delete_if"],
             bound: Call,
             expect: Unknown,
             call: |f| {
@@ -551,7 +551,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::put_entry",
-            covers: &["client/map.rs::put_entry"],
+            covers: &["client/table/map.rs::put_entry"],
             bound: Call,
             expect: Unknown,
             call: |f| {
@@ -572,7 +572,7 @@ fn operations() -> Vec<Operation> {
         },
         Operation {
             name: "Table::increment",
-            covers: &["client/counter.rs::increment"],
+            covers: &["client/table/counter.rs::increment"],
             bound: Call,
             // A struct with a required field: the row is read first.
             expect: Deadline,
@@ -1225,8 +1225,8 @@ fn the_table_lists_every_public_call() {
          listed but not found in the source: {stale:?}"
     );
     // The scan itself sees what it should.
-    assert!(found.contains("client/table/mod.rs::get"), "{found:?}");
-    assert!(found.contains("client/table/mod.rs::stream"), "{found:?}");
+    assert!(found.contains("client/table/reads.rs::get"), "{found:?}");
+    assert!(found.contains("client/table/reads.rs::stream"), "{found:?}");
 }
 
 /// A conditional rewrite decides on a row it has just read: a read slower

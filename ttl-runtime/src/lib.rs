@@ -50,8 +50,8 @@ pub use client::{admin, data, read, retry, writer};
 pub use model::error::kinds as error;
 pub use model::{filter, limits, liveness, telemetry};
 
-pub use client::conditional::Insert;
 pub use client::connection::{Connection, ConnectionBuilder, Credentials};
+pub use client::table::conditional::Insert;
 pub use client::table::markers::{MarkProgress, MarkStatus};
 pub use client::table::retime::Touched;
 pub use client::table::update::Update;

@@ -36,10 +36,10 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::{StreamExt as _, TryStreamExt as _};
 
-use crate::client::conditional::Checked;
 use crate::client::connection::Connection;
 use crate::client::data::RawTable;
 use crate::client::data::{Entry, Mutation};
+use crate::client::table::conditional::Checked;
 use crate::client::table::Table;
 use crate::client::telemetry;
 use crate::model::cell::Cell;

@@ -9,7 +9,7 @@ use std::ops::{Bound, ControlFlow};
 use chrono::{DateTime, Utc};
 use futures_util::TryStreamExt as _;
 
-use crate::client::conditional::Checked;
+use crate::client::table::conditional::Checked;
 use crate::client::table::retime::Round;
 use crate::client::table::Table;
 use crate::model::cell::Cell;

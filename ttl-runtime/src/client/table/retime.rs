@@ -6,8 +6,8 @@
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::TryStreamExt as _;
 
-use crate::client::conditional::{Checked, Sent};
 use crate::client::retry::RETIME_ROUNDS;
+use crate::client::table::conditional::{Checked, Sent};
 use crate::client::table::Table;
 use crate::client::telemetry;
 use crate::model::cell::Cell;

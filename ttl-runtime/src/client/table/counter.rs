@@ -5,8 +5,8 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::client::conditional::Checked;
 use crate::client::failure::status_error;
+use crate::client::table::conditional::Checked;
 use crate::client::table::Table;
 use crate::client::telemetry;
 use crate::model::condition::{exact_timestamp, live_row, not_live_row, unchanged, Pin};
@@ -226,7 +226,7 @@ impl<T: BigtableRow> Table<T> {
                 response.row.as_ref(),
                 self.clock().now(),
             ),
-            Err(status) if crate::client::conditional::outcome_unknown(&status) => {
+            Err(status) if crate::client::table::conditional::outcome_unknown(&status) => {
                 Err(self.outcome_unknown(row_key.to_vec(), status))
             }
             Err(status) => Err(status_error(

@@ -4,7 +4,7 @@
 
 use futures_util::TryStreamExt as _;
 
-use crate::client::conditional::Checked;
+use crate::client::table::conditional::Checked;
 use crate::client::table::{Table, Written};
 use crate::client::telemetry;
 use crate::model::codec::CellCodec;
