@@ -97,7 +97,7 @@ pub mod __private {
     pub use crate::model::counter::CounterField;
     pub use crate::model::error::{CodecError, Error, Result};
     pub use crate::model::field::FieldError;
-    pub use crate::model::key::{KeyBuilder, KeyPart, KeyReader};
+    pub use crate::model::key::{KeyBuilder, KeyPart};
     pub use crate::model::map::MapField;
     pub use crate::model::policy::{Expiry, Policy};
     pub use crate::model::row::{
