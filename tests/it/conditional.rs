@@ -597,11 +597,11 @@ async fn a_lost_answer_is_resolved_by_reading_or_reported_unknown() {
         .await
         .unwrap_err();
     assert_eq!(proxy.resets(), 1);
-    let Error::OutcomeUnknown { table, row_key, .. } = &err else {
+    let Error::OutcomeUnknown(e) = &err else {
         panic!("expected OutcomeUnknown, got {err:?}")
     };
     assert_eq!(
-        (table.as_str(), row_key.as_slice()),
+        (e.table.as_str(), e.row_key.as_slice()),
         ("claims", &b"job-4"[..])
     );
     assert!(err.to_string().contains("job-4"), "{err}");

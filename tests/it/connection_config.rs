@@ -151,10 +151,10 @@ async fn out_of_range_settings_are_typed_errors_saying_the_range() {
     for (b, setting, allowed) in cases {
         match b.connect().await {
             Err(err @ Error::InvalidSetting { .. }) => {
-                let Error::InvalidSetting { setting: got, .. } = &err else {
+                let Error::InvalidSetting(e) = &err else {
                     unreachable!()
                 };
-                assert_eq!(*got, setting, "{err}");
+                assert_eq!(e.setting, setting, "{err}");
                 let message = err.to_string();
                 assert!(
                     message.contains(setting) && message.contains(allowed),

@@ -353,10 +353,10 @@ async fn a_lost_increment_is_outcome_unknown_never_resent() {
         .await
         .unwrap_err();
     assert_eq!(proxy.resets(), 1);
-    let Error::OutcomeUnknown { table, .. } = &err else {
+    let Error::OutcomeUnknown(e) = &err else {
         panic!("expected OutcomeUnknown, got {err:?}")
     };
-    assert_eq!(table, "rate_limits");
+    assert_eq!(e.table, "rate_limits");
     let read = limits_direct.get(&key).await.unwrap().unwrap();
     println!("after a lost answer the counter reads {}", read.value.hits);
     assert_eq!(read.value.hits, 4, "applied once, by the emulator");

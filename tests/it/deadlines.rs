@@ -85,13 +85,8 @@ async fn ends_in_time<T: std::fmt::Debug>(
     let took = started.elapsed();
     let err = result.expect_err(what);
     assert!(
-        matches!(
-            err,
-            Error::Server {
-                code: Code::DeadlineExceeded,
-                ..
-            }
-        ),
+        matches!(&err,
+            Error::Server(e) if e.code == Code::DeadlineExceeded),
         "{what}: expected DEADLINE_EXCEEDED, got {err:?}"
     );
     assert!(
@@ -159,14 +154,8 @@ async fn a_scan_stalled_mid_stream_ends_by_its_deadline() {
     println!("{received} rows, then after {since_last_row:?}: {err}");
     assert!(received > 0 && received < ROWS, "{received} rows");
     assert!(
-        matches!(
-            err,
-            Error::Server {
-                code: Code::DeadlineExceeded,
-                retries_exhausted: true,
-                ..
-            }
-        ),
+        matches!(&err,
+            Error::Server(e) if e.code == Code::DeadlineExceeded && e.retries_exhausted),
         "{err:?}"
     );
     assert!(
@@ -201,13 +190,8 @@ async fn an_attempt_given_up_on_is_applied_when_it_arrives() {
     };
     let err = table.put(&late).await.unwrap_err();
     assert!(
-        matches!(
-            err,
-            Error::Server {
-                code: Code::DeadlineExceeded,
-                ..
-            }
-        ),
+        matches!(&err,
+            Error::Server(e) if e.code == Code::DeadlineExceeded),
         "{err:?}"
     );
 

@@ -395,12 +395,9 @@ fn bump(c: &AtomicUsize, by: usize) {
 fn normalise(read: &Result<Seen, Error>, key: &str) -> Result<Seen, String> {
     match read {
         Ok(seen) => Ok(seen.clone()),
-        Err(Error::Decode {
-            row_key,
-            column,
-            source: CodecError::Missing,
-            ..
-        }) if row_key == key.as_bytes() => Ok(Seen::Incomplete(column.clone())),
+        Err(Error::Decode(e)) if e.source == CodecError::Missing && e.row_key == key.as_bytes() => {
+            Ok(Seen::Incomplete(e.column.clone()))
+        }
         Err(e) => Err(format!("{key}: {e:?}")),
     }
 }
@@ -1453,12 +1450,8 @@ impl<'c> Case<'c> {
                         "{who}: {how:?} read {read:?}, the model's rows are {judged:?}"
                     );
                 }
-                Err(Error::Decode {
-                    row_key,
-                    source: CodecError::Missing,
-                    ..
-                }) => {
-                    let key = self.key_of(row_key)?;
+                Err(Error::Decode(e)) if e.source == CodecError::Missing => {
+                    let key = self.key_of(&e.row_key)?;
                     ensure!(
                         judged[key].iter().any(|s| matches!(s, Seen::Incomplete(_))),
                         "{who}: the strict read failed on {} as incomplete; the model's row is {:?}",

@@ -808,14 +808,9 @@ impl<T: Probe> Bench<T> {
                 self.tally[1].fetch_add(1, Ordering::Relaxed);
                 Ok(None)
             }
-            (
-                Rule::Incomplete { column: missing },
-                Err(Error::Decode {
-                    column,
-                    source: CodecError::Missing,
-                    ..
-                }),
-            ) if *missing == column => {
+            (Rule::Incomplete { column: missing }, Err(Error::Decode(e)))
+                if e.source == CodecError::Missing && *missing == e.column =>
+            {
                 self.tally[2].fetch_add(1, Ordering::Relaxed);
                 Ok(None)
             }
@@ -860,11 +855,10 @@ impl<T: Probe> Bench<T> {
                 prop_assert_eq!(&back.value, &fresh, "only what the insert wrote");
                 prop_assert_eq!(back.expires_at, written.expires_at);
             }
-            Err(Error::Decode {
-                column,
-                source: CodecError::Missing,
-                ..
-            }) if matches!(rule, Rule::Incomplete { column: c } if *c == column) => {
+            Err(Error::Decode(e))
+                if e.source == CodecError::Missing
+                    && matches!(rule, Rule::Incomplete { column: c } if *c == e.column) =>
+            {
                 let after = self.table.get(&key.to_owned()).await;
                 prop_assert!(
                     matches!(after, Err(Error::Decode { .. })),

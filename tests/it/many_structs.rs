@@ -12,8 +12,8 @@ use std::ops::ControlFlow;
 
 use futures_util::TryStreamExt as _;
 
-use bigtable_ttl::ops::MarkStatus;
 use bigtable_ttl::read::ReadOptions;
+use bigtable_ttl::MarkStatus;
 use bigtable_ttl::{BigtableRow, ClashKind, Clock, CodecError, Error, Insert, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -650,11 +650,7 @@ async fn reads_and_inserts_agree_on_rows_from_before_per_struct_markers() {
         assert!(
             matches!(
                 &err,
-                Error::Decode {
-                    source: CodecError::Missing,
-                    ..
-                }
-            ),
+                Error::Decode(e) if e.source == CodecError::Missing),
             "{key}: {err}"
         );
         let row = Pair {
@@ -666,11 +662,7 @@ async fn reads_and_inserts_agree_on_rows_from_before_per_struct_markers() {
         assert!(
             matches!(
                 &err,
-                Error::Decode {
-                    source: CodecError::Missing,
-                    ..
-                }
-            ),
+                Error::Decode(e) if e.source == CodecError::Missing),
             "{key}: an incomplete row is never overwritten: {err}"
         );
         let cells = support::stored_cells(&pairs, key).await;

@@ -1001,7 +1001,7 @@ impl<'t, S: Subject> Run<'t, S> {
     async fn update(
         &mut self,
         key: usize,
-        set: impl FnOnce(bigtable_ttl::ops::Update<'_, S>) -> bigtable_ttl::ops::Update<'_, S>,
+        set: impl FnOnce(bigtable_ttl::Update<'_, S>) -> bigtable_ttl::Update<'_, S>,
         change: impl FnOnce(&mut Fields),
     ) -> Step {
         let before = ms(Utc::now());

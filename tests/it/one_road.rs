@@ -112,12 +112,12 @@ async fn the_bulk_writer_re_sends_and_reports_the_entries_mutate_rows_does() {
     let table = Table::<Click>::new(connection(&fake).await)
         .with_write_options(WriteOptions::default().with_retry(four_attempts()));
     let err = table.put_all(&rows).await.unwrap_err();
-    let Error::PartialWrite {
-        written, failed, ..
-    } = &err
-    else {
+    let Error::PartialWrite(e) = &err else {
         panic!("a partial write, not {err:?}");
     };
+    let bigtable_ttl::error::PartialWrite {
+        written, failed, ..
+    } = &**e;
     assert_eq!(*written, 2, "{err}");
     assert_eq!(failed.len(), 1, "{err}");
     assert_eq!(failed[0].row_key, keys[2], "{err}");
@@ -198,13 +198,8 @@ async fn a_migrate_write_refused_as_a_whole_is_the_servers_error_as_mutate_rows_
     .await
     .unwrap_err();
     assert!(
-        matches!(
-            err,
-            Error::Server {
-                code: Code::PermissionDenied,
-                ..
-            }
-        ),
+        matches!(&err,
+            Error::Server(e) if e.code == Code::PermissionDenied),
         "the server's refusal, as RawTable::mutate_rows reports it: {err:?}"
     );
     // Refused, not lost: sent once.

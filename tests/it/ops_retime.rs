@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tokio::sync::Barrier;
 
 use bigtable_ttl::data::Cell;
-use bigtable_ttl::ops::Retime;
+use bigtable_ttl::Retime;
 use bigtable_ttl::{BigtableRow, Clock, Error, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 use support::rows::Session;
@@ -218,8 +218,9 @@ async fn a_retime_racing_a_put_never_restores_the_older_value() {
         clicks.put(&next).await.unwrap();
         match retimer.await.unwrap() {
             Ok(retimed) => assert!(retimed.is_some(), "round {round}: the row exists"),
-            Err(Error::Conflict { attempts, .. }) => {
-                assert_eq!(attempts, bigtable_ttl::ops::RETIME_ROUNDS);
+            Err(Error::Conflict(e)) => {
+                let bigtable_ttl::error::Conflict { attempts, .. } = *e;
+                assert_eq!(attempts, bigtable_ttl::retry::RETIME_ROUNDS);
                 conflicts += 1;
             }
             Err(e) => panic!("round {round}: {e}"),

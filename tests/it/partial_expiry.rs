@@ -140,8 +140,7 @@ async fn a_required_column_never_written_makes_an_incomplete_row_never_a_silent_
         assert!(
             matches!(
                 &err,
-                Error::Decode { row_key, column, source: CodecError::Missing, .. }
-                    if row_key == b"half" && column == "p:url"
+                Error::Decode(e) if e.source == CodecError::Missing && e.row_key == b"half" && e.column == "p:url"
             ),
             "{err:?}"
         );
@@ -175,8 +174,7 @@ async fn a_required_column_never_written_makes_an_incomplete_row_never_a_silent_
         assert!(
             matches!(
                 &err,
-                Error::Decode { table, row_key, column, source: CodecError::Missing , .. }
-                    if table == "pages" && row_key == b"mine" && column == "p:lang"
+                Error::Decode(e) if e.source == CodecError::Missing && e.table == "pages" && e.row_key == b"mine" && e.column == "p:lang"
             ),
             "{err:?}"
         );
@@ -240,7 +238,7 @@ async fn token_ids(table: &Table<Token>) -> Vec<String> {
 #[tokio::test]
 async fn an_expired_required_column_once_collected_is_proven_expired_only_by_a_marker() {
     use bigtable_ttl::data::RawTable;
-    use bigtable_ttl::ops::MarkStatus;
+    use bigtable_ttl::MarkStatus;
 
     use std::ops::ControlFlow;
     let clock = Clock::system();
@@ -276,10 +274,9 @@ async fn an_expired_required_column_once_collected_is_proven_expired_only_by_a_m
         Some(b"aged-marked\0".to_vec()),
     );
     let status = table
-        .add_markers(
-            Some(bigtable_ttl::ops::MarkProgress::for_part(only)),
-            |_| ControlFlow::Continue(()),
-        )
+        .add_markers(Some(bigtable_ttl::MarkProgress::for_part(only)), |_| {
+            ControlFlow::Continue(())
+        })
         .await
         .unwrap();
     let MarkStatus::Done(progress) = status else {
@@ -326,8 +323,7 @@ async fn an_expired_required_column_once_collected_is_proven_expired_only_by_a_m
     assert!(
         matches!(
             &err,
-            Error::Decode { row_key, column, source: CodecError::Missing, .. }
-                if row_key == b"aged" && column == "t:owner"
+            Error::Decode(e) if e.source == CodecError::Missing && e.row_key == b"aged" && e.column == "t:owner"
         ),
         "{err:?}"
     );
@@ -373,8 +369,7 @@ async fn a_timestamp_near_the_end_of_time_names_table_and_row() {
     assert!(
         matches!(
             &err,
-            Error::TimestampOutOfRange { table, row_key, timestamp_micros , .. }
-                if table == "pages" && row_key == b"far" && *timestamp_micros == ts
+            Error::TimestampOutOfRange(e) if e.table == "pages" && e.row_key == b"far" && e.timestamp_micros == ts
         ),
         "{err:?}"
     );
@@ -396,7 +391,7 @@ async fn a_timestamp_near_the_end_of_time_names_table_and_row() {
 #[tokio::test]
 async fn add_markers_judges_a_partly_expired_row_as_a_read_does() {
     use bigtable_ttl::data::RawTable;
-    use bigtable_ttl::ops::MarkStatus;
+    use bigtable_ttl::MarkStatus;
     use std::ops::ControlFlow;
 
     let start = Utc::now();

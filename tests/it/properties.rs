@@ -1,7 +1,6 @@
 //! Property tests of the timestamp rules (see `ttl-runtime`'s `policy` module), the codecs and the key
 //! encoding. Pure: no server.
 
-use bigtable_ttl::__private::{KeyBuilder, KeyReader};
 use bigtable_ttl::{CellCodec, Error, Json, KeyPart};
 use bigtable_ttl::{Expiry, Policy};
 use chrono::{DateTime, TimeDelta, Utc};
@@ -163,19 +162,6 @@ proptest! {
     }
 
     #[test]
-    fn composite_keys_round_trip(customer in "[a-z0-9]{1,12}", seq in any::<u64>(), at in instant()) {
-        let mut b = KeyBuilder::new("t", "#");
-        b.part("customer", &customer).unwrap();
-        b.part("seq", &seq).unwrap();
-        b.part("at", &at).unwrap();
-        let key = b.finish().unwrap();
-        let r = KeyReader::new("t", &key, "#", 3).unwrap();
-        prop_assert_eq!(r.part::<String>(0, "customer").unwrap(), customer);
-        prop_assert_eq!(r.part::<u64>(1, "seq").unwrap(), seq);
-        prop_assert_eq!(r.part::<DateTime<Utc>>(2, "at").unwrap(), at);
-    }
-
-    #[test]
     fn codecs_round_trip(s in ".*", bytes in proptest::collection::vec(any::<u8>(), 0..64), flag in any::<bool>(),
                          i in any::<i64>(), j in any::<i32>(), u in any::<u64>(), f in any::<f64>(), at in instant()) {
         prop_assert_eq!(String::decode(&s.encode().unwrap()).unwrap(), s);
@@ -187,15 +173,6 @@ proptest! {
         prop_assert_eq!(f64::decode(&f.encode().unwrap()).unwrap().to_bits(), f.to_bits());
         prop_assert_eq!(DateTime::<Utc>::decode(&at.encode().unwrap()).unwrap(), at);
     }
-}
-
-/// The key of a `(customer, seq, at)` composite key joined by `sep`.
-fn composite(sep: &'static str, customer: &str, seq: u64, at: DateTime<Utc>) -> Vec<u8> {
-    let mut b = KeyBuilder::new("t", sep);
-    b.part("customer", &customer.to_owned()).unwrap();
-    b.part("seq", &seq).unwrap();
-    b.part("at", &at).unwrap();
-    b.finish().unwrap()
 }
 
 /// Key parts, round-tripped alone.
@@ -221,23 +198,6 @@ proptest! {
         key_round_trip(&at)?;
     }
 
-    /// With a separator below every byte the string parts contain (`#`,
-    /// 0x23, below digits, letters, `-`, `.` and `_`), composite keys sort
-    /// exactly as the tuples of their fields, prefixes of one another included.
-    #[test]
-    fn composite_keys_sort_like_their_fields(a in "[a-zA-Z0-9_.-]{0,6}", b in "[a-zA-Z0-9_.-]{0,6}",
-                                              x in any::<u64>(), y in any::<u64>(), t in instant(), u in instant(),
-                                              same_customer in any::<bool>(), same_seq in any::<bool>()) {
-        let b = if same_customer { a.clone() } else { b };
-        let y = if same_seq { x } else { y };
-        let (ka, kb) = (composite("#", &a, x, t), composite("#", &b, y, u));
-        prop_assert_eq!((&a, x, t).cmp(&(&b, y, u)), ka.cmp(&kb), "{:?} vs {:?}", ka, kb);
-        let r = KeyReader::new("t", &ka, "#", 3).unwrap();
-        prop_assert_eq!(r.part::<String>(0, "customer").unwrap(), a);
-        prop_assert_eq!(r.part::<u64>(1, "seq").unwrap(), x);
-        prop_assert_eq!(r.part::<DateTime<Utc>>(2, "at").unwrap(), t);
-    }
-
     #[test]
     fn json_cells_round_trip(v in proptest::collection::vec((".*", any::<i64>(), any::<bool>()), 0..8)) {
         let json = Json(v);
@@ -251,16 +211,6 @@ proptest! {
         prop_assert_eq!(u64::decode(&bytes).is_ok(), bytes.len() == 8);
         prop_assert_eq!(f64::decode(&bytes).is_ok(), bytes.len() == 8);
     }
-}
-
-/// Why `key_separator` must sort below the string parts' bytes: with `|`
-/// (0x7C, above the letters) `("ab", …)` sorts after `("abc", …)`.
-#[test]
-fn a_separator_above_the_part_bytes_breaks_the_order() {
-    let at = DateTime::from_timestamp_millis(0).unwrap();
-    assert!("ab" < "abc");
-    assert!(composite("|", "ab", 1, at) > composite("|", "abc", 1, at));
-    assert!(composite("#", "ab", 1, at) < composite("#", "abc", 1, at));
 }
 
 #[test]
@@ -287,58 +237,4 @@ fn expiry_beyond_the_representable_range_is_an_error() {
         .cell_timestamp(now, Expiry::Ttl(TimeDelta::MAX))
         .unwrap_err();
     assert!(matches!(err, Error::ExpiryOutOfRange { .. }), "{err}");
-}
-
-/// `(a, b)` joined by `sep`, or `None` when a part is refused.
-fn joined(sep: &'static str, a: &str, b: &str) -> Option<Vec<u8>> {
-    let mut key = KeyBuilder::new("t", sep);
-    key.part("a", &a.to_owned()).ok()?;
-    key.part("b", &b.to_owned()).ok()?;
-    key.finish().ok()
-}
-
-/// Separators the derive accepts next to string parts, multi-character ones
-/// whose start and end match among them.
-const SEPARATORS: [&str; 7] = ["#", "::", "--", "||", "|#", "ab", "\u{1}"];
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2_000))]
-
-    /// No two key tuples share a row: two tuples that both encode encode
-    /// to the same bytes only when they are the same tuple, and decoding
-    /// gives the tuple back. Parts are drawn from the separators'
-    /// characters, so every ambiguity the old rule let through
-    /// (`("acme:", "bob")` and `("acme", ":bob")` with `"::"`) is tried.
-    #[test]
-    fn distinct_key_tuples_never_share_a_row(sep in 0..SEPARATORS.len(),
-                                             a in "[ab:|#\u{1}-]{0,4}", b in "[ab:|#\u{1}-]{0,4}",
-                                             c in "[ab:|#\u{1}-]{0,4}", d in "[ab:|#\u{1}-]{0,4}") {
-        let sep = SEPARATORS[sep];
-        if let Some(key) = joined(sep, &a, &b) {
-            let r = KeyReader::new("t", &key, sep, 2).unwrap();
-            prop_assert_eq!(r.part::<String>(0, "a").unwrap(), a.clone());
-            prop_assert_eq!(r.part::<String>(1, "b").unwrap(), b.clone());
-            if joined(sep, &c, &d).as_ref() == Some(&key) {
-                prop_assert_eq!((&a, &b), (&c, &d), "both join to {:?} with {:?}", key, sep);
-            }
-        }
-    }
-}
-
-#[test]
-fn a_part_holding_a_byte_of_the_separator_is_refused() {
-    for (sep, a, b) in [
-        ("::", "acme:", "bob"),
-        ("::", "acme", ":bob"),
-        ("|#", "x|", "y"),
-    ] {
-        let mut key = KeyBuilder::new("t", sep);
-        let refused = key
-            .part("a", &a.to_owned())
-            .and_then(|()| key.part("b", &b.to_owned()));
-        assert!(
-            matches!(refused, Err(Error::KeySeparatorInPart { .. })),
-            "{sep:?} {a:?} {b:?}: {refused:?}"
-        );
-    }
 }

@@ -233,17 +233,17 @@ async fn bad_parameters_are_refused_before_anything_is_sent() {
 
     let unknown = prepared.bind().set("m", 1_i64).unwrap_err();
     assert!(
-        matches!(&unknown, Error::QueryParam { name, problem, .. } if name == "m" && problem.contains("it declares: n")),
+        matches!(&unknown, Error::QueryParam(e) if e.name == "m" && e.problem.contains("it declares: n")),
         "{unknown}"
     );
     let wrong = prepared.bind().set("n", "ten").unwrap_err();
     assert!(
-        matches!(&wrong, Error::QueryParam { name, problem, .. } if name == "n" && problem.contains("INT64") && problem.contains("STRING")),
+        matches!(&wrong, Error::QueryParam(e) if e.name == "n" && e.problem.contains("INT64") && e.problem.contains("STRING")),
         "{wrong}"
     );
     let unset = sql.execute(prepared.bind()).collect().await.unwrap_err();
     assert!(
-        matches!(&unset, Error::QueryParam { name, .. } if name == "n"),
+        matches!(&unset, Error::QueryParam(e) if e.name == "n"),
         "{unset}"
     );
     let untyped = sql
@@ -252,7 +252,7 @@ async fn bad_parameters_are_refused_before_anything_is_sent() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&untyped, Error::QueryParam { name, .. } if name == "x"),
+        matches!(&untyped, Error::QueryParam(e) if e.name == "x"),
         "{untyped}"
     );
     let mistyped = sql
@@ -261,7 +261,7 @@ async fn bad_parameters_are_refused_before_anything_is_sent() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&mistyped, Error::QueryParam { name, .. } if name == "x"),
+        matches!(&mistyped, Error::QueryParam(e) if e.name == "x"),
         "{mistyped}"
     );
     // What GoogleSQL cannot take: a STRUCT or a MAP parameter (declared or
@@ -272,8 +272,7 @@ async fn bad_parameters_are_refused_before_anything_is_sent() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&declared, Error::QueryParam { name, problem, .. }
-            if name == "m" && problem.contains("cannot be a MAP<STRING, INT64>")),
+        matches!(&declared, Error::QueryParam(e) if e.name == "m" && e.problem.contains("cannot be a MAP<STRING, INT64>")),
         "{declared}"
     );
     let fields = SqlValue::Struct(vec![(Some("a".into()), SqlValue::Int64(1))]);
@@ -287,7 +286,7 @@ async fn bad_parameters_are_refused_before_anything_is_sent() {
     ] {
         let refused = sql.query(query).collect().await.unwrap_err();
         assert!(
-            matches!(&refused, Error::QueryParam { problem, .. } if problem.contains("cannot be a")),
+            matches!(&refused, Error::QueryParam(e) if e.problem.contains("cannot be a")),
             "{refused}"
         );
     }
@@ -299,7 +298,7 @@ async fn bad_parameters_are_refused_before_anything_is_sent() {
         .set("d", SqlValue::Date(y10k))
         .unwrap_err();
     assert!(
-        matches!(&far, Error::QueryParam { problem, .. } if problem.contains("outside GoogleSQL's years 0001 to 9999")),
+        matches!(&far, Error::QueryParam(e) if e.problem.contains("outside GoogleSQL's years 0001 to 9999")),
         "{far}"
     );
 
@@ -576,7 +575,7 @@ async fn the_emulator_has_no_sql_and_says_so_once() {
         .await
         .unwrap_err();
     assert!(
-        matches!(error, Error::Server { attempts: 1, .. }),
+        matches!(&error, Error::Server(e) if e.attempts == 1),
         "{error:?}"
     );
     assert!(!error.is_retryable(), "{error}");

@@ -105,15 +105,15 @@ async fn a_killed_emulator_fails_the_unacknowledged_rows_and_a_new_one_takes_wri
          {sent} sent; finish took {:?}: {err}",
         started.elapsed()
     );
-    let Error::PartialWrite {
+    let Error::PartialWrite(e) = err else {
+        panic!("expected a partial write, got {err}");
+    };
+    let bigtable_ttl::error::PartialWrite {
         table: name,
         written,
         failed,
         ..
-    } = err
-    else {
-        panic!("expected a partial write, got {err}");
-    };
+    } = *e;
     assert_eq!(name, "events");
     assert_eq!(written + failed.len(), sent, "every row accounted for once");
     // Nothing is acknowledged by a dead emulator: only rows queued before

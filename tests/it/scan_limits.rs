@@ -313,12 +313,12 @@ async fn rows_skipped_as_undecodable_do_not_count_toward_a_limit() {
     // Without skipping, a row that does not decode is an error, as ever.
     let err = table.scan(Scan::all().limit(1)).await.unwrap_err();
     assert!(
-        matches!(&err, Error::Decode { row_key, .. } if row_key == b"k00"),
+        matches!(&err, Error::Decode(e) if e.row_key == b"k00"),
         "{err:?}"
     );
     let err = table.scan(Scan::range("k02"..).limit(3)).await.unwrap_err();
     assert!(
-        matches!(&err, Error::Decode { row_key, .. } if row_key == b"k03"),
+        matches!(&err, Error::Decode(e) if e.row_key == b"k03"),
         "{err:?}"
     );
 }

@@ -202,13 +202,14 @@ async fn verify_reports_drift_made_by_hand_and_ensure_repairs_it() {
 
     cbt(&conn, &["setgcpolicy", "clicks", "d", "maxage=1h"]);
     match verify_schema(&conn, "clicks", &TWO_DAYS).await {
-        Err(Error::SchemaDrift {
-            table,
-            family,
-            expected,
-            live,
-            ..
-        }) => {
+        Err(Error::SchemaDrift(e)) => {
+            let bigtable_ttl::error::SchemaDrift {
+                table,
+                family,
+                expected,
+                live,
+                ..
+            } = *e;
             assert_eq!(table, "clicks");
             assert_eq!(family, "d");
             assert_eq!(expected, "max_age = 2d");
@@ -254,7 +255,7 @@ async fn a_family_without_a_rule_is_drift() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::SchemaDrift { family, live, .. } if family == "x" && live == "none"),
+        matches!(&err, Error::SchemaDrift(e) if e.family == "x" && e.live == "none"),
         "{err:?}"
     );
 }
@@ -266,12 +267,13 @@ async fn a_missing_family_is_drift_with_live_missing() {
         .await
         .unwrap();
     match verify_schema(&conn, "clicks", &TWO_DAYS_PLUS).await {
-        Err(Error::SchemaDrift {
-            family,
-            expected,
-            live,
-            ..
-        }) => {
+        Err(Error::SchemaDrift(e)) => {
+            let bigtable_ttl::error::SchemaDrift {
+                family,
+                expected,
+                live,
+                ..
+            } = *e;
             assert_eq!(family, "x");
             assert_eq!(expected, "max_age = 2d");
             assert_eq!(live, "missing");
@@ -285,7 +287,7 @@ async fn a_missing_table_is_table_not_found() {
     let conn = connection();
     let err = verify_schema(&conn, "clicks", &TWO_DAYS).await.unwrap_err();
     assert!(
-        matches!(&err, Error::TableNotFound { table , .. } if table == "clicks"),
+        matches!(&err, Error::TableNotFound(e) if e.table == "clicks"),
         "{err:?}"
     );
     let err = live_rules(&conn, "clicks").await.unwrap_err();
@@ -314,7 +316,7 @@ async fn switching_a_family_with_cells_to_one_second_is_refused_unless_forced() 
     .await
     .unwrap_err();
     assert!(
-        matches!(&err, Error::WouldDeleteData { table, family , .. } if table == "sessions" && family == "s"),
+        matches!(&err, Error::WouldDeleteData(e) if e.table == "sessions" && e.family == "s"),
         "{err:?}"
     );
     // Nothing changed: not the rule, and the missing family was not created.

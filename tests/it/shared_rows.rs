@@ -231,10 +231,8 @@ async fn an_incomplete_row_is_reported_by_reads_and_never_overwritten_by_inserts
     );
 
     let missing_email = |err: &Error, key: &str| {
-        matches!(
-            err,
-            Error::Decode { row_key, column, source: CodecError::Missing, .. }
-                if row_key == key.as_bytes() && column == "p:email"
+        matches!(&err,
+            Error::Decode(e) if e.source == CodecError::Missing && e.row_key == key.as_bytes() && e.column == "p:email"
         )
     };
     for key in ["marked", "unmarked"] {
@@ -276,7 +274,7 @@ async fn an_incomplete_row_is_reported_by_reads_and_never_overwritten_by_inserts
 /// which resumes after the last row it reports and writes nothing twice.
 #[tokio::test]
 async fn add_markers_resumes_where_it_stopped_and_marks_each_row_once() {
-    use bigtable_ttl::ops::{MarkProgress, MarkStatus};
+    use bigtable_ttl::{MarkProgress, MarkStatus};
     use std::ops::ControlFlow;
     let clock = Clock::system();
     let people = support::table::<v1::Person>(&clock).await;

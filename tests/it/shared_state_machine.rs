@@ -299,14 +299,14 @@ trait Subject: BigtableRow<Key = String> + Clone + fmt::Debug + Send + Sync + 's
     fn cells(&self) -> WholeRow;
     /// The update `Set { seed }` makes, and the column and bytes it sets.
     fn set(
-        u: bigtable_ttl::ops::Update<'_, Self>,
+        u: bigtable_ttl::Update<'_, Self>,
         seed: u8,
-    ) -> (bigtable_ttl::ops::Update<'_, Self>, &'static str, Vec<u8>);
+    ) -> (bigtable_ttl::Update<'_, Self>, &'static str, Vec<u8>);
     /// The update `Clear` makes, and the column it clears, if the struct
     /// has a field to clear.
     fn clear(
-        u: bigtable_ttl::ops::Update<'_, Self>,
-    ) -> Option<(bigtable_ttl::ops::Update<'_, Self>, &'static str)>;
+        u: bigtable_ttl::Update<'_, Self>,
+    ) -> Option<(bigtable_ttl::Update<'_, Self>, &'static str)>;
 }
 
 fn s(v: &str) -> Vec<u8> {
@@ -361,17 +361,17 @@ impl Subject for Core {
     }
 
     fn set(
-        u: bigtable_ttl::ops::Update<'_, Self>,
+        u: bigtable_ttl::Update<'_, Self>,
         seed: u8,
-    ) -> (bigtable_ttl::ops::Update<'_, Self>, &'static str, Vec<u8>) {
+    ) -> (bigtable_ttl::Update<'_, Self>, &'static str, Vec<u8>) {
         let name = format!("n{seed}");
         let bytes = s(&name);
         (u.set(Core::NAME, &name), "name", bytes)
     }
 
     fn clear(
-        u: bigtable_ttl::ops::Update<'_, Self>,
-    ) -> Option<(bigtable_ttl::ops::Update<'_, Self>, &'static str)> {
+        u: bigtable_ttl::Update<'_, Self>,
+    ) -> Option<(bigtable_ttl::Update<'_, Self>, &'static str)> {
         Some((u.clear(Core::NOTE), "note"))
     }
 }
@@ -410,17 +410,17 @@ impl Subject for Stats {
     }
 
     fn set(
-        u: bigtable_ttl::ops::Update<'_, Self>,
+        u: bigtable_ttl::Update<'_, Self>,
         seed: u8,
-    ) -> (bigtable_ttl::ops::Update<'_, Self>, &'static str, Vec<u8>) {
+    ) -> (bigtable_ttl::Update<'_, Self>, &'static str, Vec<u8>) {
         let badge = format!("b{seed}");
         let bytes = s(&badge);
         (u.set(Stats::BADGE, &badge), "badge", bytes)
     }
 
     fn clear(
-        u: bigtable_ttl::ops::Update<'_, Self>,
-    ) -> Option<(bigtable_ttl::ops::Update<'_, Self>, &'static str)> {
+        u: bigtable_ttl::Update<'_, Self>,
+    ) -> Option<(bigtable_ttl::Update<'_, Self>, &'static str)> {
         Some((u.clear(Stats::BADGE), "badge"))
     }
 }
@@ -449,17 +449,17 @@ impl Subject for v1::Person {
     }
 
     fn set(
-        u: bigtable_ttl::ops::Update<'_, Self>,
+        u: bigtable_ttl::Update<'_, Self>,
         seed: u8,
-    ) -> (bigtable_ttl::ops::Update<'_, Self>, &'static str, Vec<u8>) {
+    ) -> (bigtable_ttl::Update<'_, Self>, &'static str, Vec<u8>) {
         let full = format!("f{seed}");
         let bytes = s(&full);
         (u.set(v1::Person::FULL, &full), "full", bytes)
     }
 
     fn clear(
-        _: bigtable_ttl::ops::Update<'_, Self>,
-    ) -> Option<(bigtable_ttl::ops::Update<'_, Self>, &'static str)> {
+        _: bigtable_ttl::Update<'_, Self>,
+    ) -> Option<(bigtable_ttl::Update<'_, Self>, &'static str)> {
         None
     }
 }
@@ -501,17 +501,17 @@ macro_rules! person_v2 {
             }
 
             fn set(
-                u: bigtable_ttl::ops::Update<'_, Self>,
+                u: bigtable_ttl::Update<'_, Self>,
                 seed: u8,
-            ) -> (bigtable_ttl::ops::Update<'_, Self>, &'static str, Vec<u8>) {
+            ) -> (bigtable_ttl::Update<'_, Self>, &'static str, Vec<u8>) {
                 let email = format!("m{seed}");
                 let bytes = s(&email);
                 (u.set($m::Person::EMAIL, &email), "email", bytes)
             }
 
             fn clear(
-                u: bigtable_ttl::ops::Update<'_, Self>,
-            ) -> Option<(bigtable_ttl::ops::Update<'_, Self>, &'static str)> {
+                u: bigtable_ttl::Update<'_, Self>,
+            ) -> Option<(bigtable_ttl::Update<'_, Self>, &'static str)> {
                 $clear.then(|| (u.clear($m::Person::EMAIL), "email"))
             }
         }
@@ -1062,12 +1062,9 @@ fn seen<S: Subject>(read: Result<Option<Expiring<S>>, Error>, key: &str) -> Resu
                 fields: row.value.fields(),
             })
         }
-        Err(Error::Decode {
-            row_key,
-            column,
-            source: CodecError::Missing,
-            ..
-        }) if row_key == key.as_bytes() => Ok(Seen::Incomplete(column)),
+        Err(Error::Decode(e)) if e.source == CodecError::Missing && e.row_key == key.as_bytes() => {
+            Ok(Seen::Incomplete(e.column))
+        }
         Err(e) => Err(format!("{key}: {e:?}")),
     }
 }
@@ -1619,11 +1616,9 @@ impl<'t> Run<'t> {
         answers.limited.push(limited);
         let strict = match t.scan(Scan::prefix(&prefix)).await {
             Ok(rows) => Ok(self.scanned(rows)?),
-            Err(Error::Decode {
-                row_key,
-                source: CodecError::Missing,
-                ..
-            }) => Err(self.key_of(&row_key)?),
+            Err(Error::Decode(e)) if e.source == CodecError::Missing => {
+                Err(self.key_of(&e.row_key)?)
+            }
             Err(e) => return Err(format!("{:?} scan: {e}", S::WHO)),
         };
         answers.strict.push(strict);

@@ -64,7 +64,7 @@ struct Answers {
     put_failed: bigtable_ttl::Result<Option<bigtable_ttl::Written>>,
     deleted: bigtable_ttl::Result<bool>,
     not_deleted: bigtable_ttl::Result<bool>,
-    touched: bigtable_ttl::Result<Option<bigtable_ttl::ops::Touched>>,
+    touched: bigtable_ttl::Result<Option<bigtable_ttl::Touched>>,
     set_ttl: bigtable_ttl::Result<Option<bigtable_ttl::RowMutation>>,
     updated: bigtable_ttl::Result<Option<bigtable_ttl::Written>>,
 }
@@ -172,15 +172,15 @@ async fn the_default_horizon_settles_a_cut_write_and_says_so() {
         let Err(err) = &a.put_failed else {
             panic!("a put_if cut at the horizon and not applied: {context}")
         };
-        let Error::OutcomeUnknown {
+        let Error::OutcomeUnknown(e) = err else {
+            panic!("expected OutcomeUnknown: {err}")
+        };
+        let bigtable_ttl::error::OutcomeUnknown {
             attempts,
             answered,
             horizon,
             ..
-        } = err
-        else {
-            panic!("expected OutcomeUnknown: {err}")
-        };
+        } = &**e;
         assert_eq!(
             (*attempts, *answered, *horizon),
             (1, 0, Some(Duration::from_secs(1))),
@@ -216,9 +216,10 @@ async fn an_insert_never_answered_counts_every_attempt_and_says_none_was_answere
     let t = Table::<Doc>::new(conn).with_write_options(WriteOptions::default().with_retry(policy));
     let err = t.insert_if_absent(&doc("k", 1)).await.unwrap_err();
     assert_eq!(fake.received_of("CheckAndMutateRow").len(), 5);
-    let Error::Server { attempts, .. } = &err else {
+    let Error::Server(e) = &err else {
         panic!("expected Server, got {err:?}")
     };
+    let bigtable_ttl::error::Server { attempts, .. } = &**e;
     assert_eq!(*attempts, 5, "{err}");
     let message = err.to_string();
     assert!(

@@ -118,14 +118,8 @@ async fn bad_keys_are_refused() {
     let long = "x".repeat(4097);
     let err = table.put(&session(&long, later)).await.unwrap_err();
     assert!(
-        matches!(
-            err,
-            Error::RowKeyTooLong {
-                len: 4097,
-                max: 4096,
-                ..
-            }
-        ),
+        matches!(&err,
+            Error::RowKeyTooLong(e) if e.len == 4097 && e.max == 4096),
         "{err}"
     );
     // 4096 bytes exactly is fine.
@@ -164,14 +158,15 @@ async fn server_errors_name_the_table_and_row() {
     let table = Table::<Click>::new(connection()).with_name("missing");
     let err = table.put(&click("k1")).await.unwrap_err();
     match &err {
-        Error::Server {
-            table,
-            row_key,
-            code,
-            attempts,
-            retries_exhausted,
-            ..
-        } => {
+        Error::Server(e) => {
+            let bigtable_ttl::error::Server {
+                table,
+                row_key,
+                code,
+                attempts,
+                retries_exhausted,
+                ..
+            } = &**e;
             assert_eq!(table, "missing");
             assert_eq!(row_key.as_deref(), Some(&b"k1"[..]));
             // Final at once: a missing table is not worth retrying.
@@ -186,11 +181,15 @@ async fn server_errors_name_the_table_and_row() {
     // A batch that cannot be written at all is one server error, not a
     // partial write.
     let err = table.put_all(&[click("a"), click("b")]).await.unwrap_err();
-    assert!(matches!(err, Error::Server { row_key: None, .. }), "{err}");
+    assert!(
+        matches!(&err, Error::Server(e) if e.row_key.is_none()),
+        "{err}"
+    );
 
     let err = table.get(&"k1".to_owned()).await.unwrap_err();
     match &err {
-        Error::Server { row_key, code, .. } => {
+        Error::Server(e) => {
+            let bigtable_ttl::error::Server { row_key, code, .. } = &**e;
             assert_eq!(row_key.as_deref(), Some(&b"k1"[..]));
             assert_eq!(*code, Code::NotFound);
         }
@@ -220,12 +219,13 @@ async fn rows_failing_on_the_server_are_reported_not_counted() {
         .await
         .unwrap_err();
     match &err {
-        Error::PartialWrite {
-            table,
-            written,
-            failed,
-            ..
-        } => {
+        Error::PartialWrite(e) => {
+            let bigtable_ttl::error::PartialWrite {
+                table,
+                written,
+                failed,
+                ..
+            } = &**e;
             assert_eq!(table, "shared");
             assert_eq!(*written, 0);
             let keys: Vec<&[u8]> = failed.iter().map(|f| f.row_key.as_slice()).collect();
@@ -275,14 +275,8 @@ async fn a_separator_inside_a_key_part_is_refused_by_every_write_path() {
     };
     let check = |err: Error| {
         assert!(
-            matches!(
-                err,
-                Error::KeySeparatorInPart {
-                    field: "customer",
-                    separator: "#",
-                    ..
-                }
-            ),
+            matches!(&err,
+                Error::KeySeparatorInPart(e) if e.field == "customer" && e.separator == "#"),
             "{err}"
         );
     };
@@ -309,7 +303,7 @@ async fn oversized_values_and_rows_are_refused_before_sending() {
     };
     let err = table.put(&cell).await.unwrap_err();
     assert!(
-        matches!(err, Error::ValueTooLarge { field: "a", len, max , .. } if len == 100 * MIB + 1 && max == 100 * MIB),
+        matches!(&err, Error::ValueTooLarge(e) if e.field == "a" && e.len == 100 * MIB + 1 && e.max == 100 * MIB),
         "{err}"
     );
     drop(cell);
@@ -323,7 +317,7 @@ async fn oversized_values_and_rows_are_refused_before_sending() {
     };
     let check = |err: Error| {
         assert!(
-            matches!(&err, Error::RowTooLarge { table, row_key, .. } if table == "blobs" && row_key == b"row"),
+            matches!(&err, Error::RowTooLarge(e) if e.table == "blobs" && e.row_key == b"row"),
             "{err}"
         );
     };
@@ -361,8 +355,7 @@ async fn invalid_utf8_read_into_a_string_names_table_row_and_column() {
         assert!(
             matches!(
                 &err,
-                Error::Decode { table, row_key, column, source: bigtable_ttl::CodecError::InvalidUtf8(_) , .. }
-                    if table == "sessions" && row_key == b"s1" && column == "s:user"
+                Error::Decode(e) if matches!(e.source, bigtable_ttl::CodecError::InvalidUtf8(_)) && e.table == "sessions" && e.row_key == b"s1" && e.column == "s:user"
             ),
             "{message}"
         );
@@ -411,7 +404,7 @@ async fn errors_from_a_renamed_handle_name_the_handle_s_table() {
         as_number.scan(Scan::all()).await.unwrap_err(),
     ] {
         assert!(
-            matches!(&err, Error::Decode { table, column, .. } if table == "staging" && column == "c:url"),
+            matches!(&err, Error::Decode(e) if e.table == "staging" && e.column == "c:url"),
             "{err:?}"
         );
         names_staging("decode", &err);
@@ -420,7 +413,7 @@ async fn errors_from_a_renamed_handle_name_the_handle_s_table() {
     // Key errors, on reads and on writes.
     let err = staging.get("").await.unwrap_err();
     assert!(
-        matches!(&err, Error::EmptyRowKey { table , .. } if table == "staging"),
+        matches!(&err, Error::EmptyRowKey(e) if e.table == "staging"),
         "{err:?}"
     );
     names_staging("empty key", &err);
@@ -428,7 +421,7 @@ async fn errors_from_a_renamed_handle_name_the_handle_s_table() {
     names_staging("empty key on delete", &err);
     let err = staging.put(&click(&"k".repeat(5_000))).await.unwrap_err();
     assert!(
-        matches!(&err, Error::RowKeyTooLong { table, .. } if table == "staging"),
+        matches!(&err, Error::RowKeyTooLong(e) if e.table == "staging"),
         "{err:?}"
     );
     names_staging("long key", &err);
@@ -446,7 +439,7 @@ async fn errors_from_a_renamed_handle_name_the_handle_s_table() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::RequiredField { table, .. } if table == "staging"),
+        matches!(&err, Error::RequiredField(e) if e.table == "staging"),
         "{err:?}"
     );
     names_staging("required field", &err);
@@ -488,7 +481,7 @@ async fn typed_scans_on_a_renamed_handle_name_the_handle_s_table() {
             visits.split_scan(scan, 4).await.unwrap_err(),
         ] {
             assert!(
-                matches!(&err, Error::RowKeyTooLong { table, len: 5_001.., .. } if table == "visits_staging"),
+                matches!(&err, Error::RowKeyTooLong(e) if matches!(e.len, 5_001..) && e.table == "visits_staging"),
                 "{what}: {err:?}"
             );
             assert!(!err.to_string().contains("`visits`"), "{what}: {err}");
@@ -499,7 +492,7 @@ async fn typed_scans_on_a_renamed_handle_name_the_handle_s_table() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::EmptyRowKey { table , .. } if table == "clicks_staging"),
+        matches!(&err, Error::EmptyRowKey(e) if e.table == "clicks_staging"),
         "{err:?}"
     );
     // Errors that name no table are still raised at once.
@@ -541,11 +534,7 @@ async fn reading_a_table_that_does_not_exist_points_at_ensure_schema() {
         assert!(
             matches!(
                 &err,
-                Error::Server {
-                    code: Code::NotFound,
-                    ..
-                }
-            ),
+                Error::Server(e) if e.code == Code::NotFound),
             "{err:?}"
         );
         let message = err.to_string();

@@ -228,7 +228,7 @@ async fn optional_fields_clear_and_required_ones_refuse() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::RequiredField { field: "url", table , .. } if table == "clicks"),
+        matches!(&err, Error::RequiredField(e) if e.field == "url" && e.table == "clicks"),
         "{err:?}"
     );
     assert_eq!(stored(&clicks, "u4").await, before, "nothing written");
@@ -241,7 +241,7 @@ async fn optional_fields_clear_and_required_ones_refuse() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::RequiredField { field: "url", .. }),
+        matches!(&err, Error::RequiredField(e) if e.field == "url"),
         "{err:?}"
     );
 
@@ -412,12 +412,12 @@ async fn a_lost_answer_to_a_clear_only_update_is_not_taken_for_success_nor_sent_
 
     let err = update.await.unwrap().unwrap_err();
     assert_eq!(proxy.resets(), 1, "the answer should have been lost");
-    let bigtable_ttl::Error::OutcomeUnknown {
-        attempts, answered, ..
-    } = &err
-    else {
+    let bigtable_ttl::Error::OutcomeUnknown(e) = &err else {
         panic!("expected OutcomeUnknown, got {err:?}")
     };
+    let bigtable_ttl::error::OutcomeUnknown {
+        attempts, answered, ..
+    } = &**e;
     assert_eq!((*attempts, *answered), (1, 0), "{err}");
     assert!(
         err.to_string().contains("its answer was lost")

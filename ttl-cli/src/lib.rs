@@ -25,6 +25,7 @@ mod files;
 mod output;
 mod shard;
 mod target;
+mod words;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -169,7 +170,7 @@ where
 /// error's "Connection refused").
 fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
     std::iter::successors(Some(e), |e| e.source())
-        .map(ToString::to_string)
+        .map(|level| words::in_flags(level).unwrap_or_else(|| level.to_string()))
         .collect::<Vec<_>>()
         .join(": ")
 }

@@ -5,8 +5,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bigtable_ttl::ops::Retime;
 use bigtable_ttl::writer::WriteOptions;
+use bigtable_ttl::Retime;
 use bigtable_ttl::{BigtableRow, Clock, Connection, Expiry, Insert, Table};
 use bigtable_ttl_emulator::Emulator;
 use chrono::{DateTime, TimeDelta, Utc};

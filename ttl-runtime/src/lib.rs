@@ -18,7 +18,7 @@
 //!   [`Table`] built on it, the bulk [`writer`], resumed and parallel reads,
 //!   schema administration ([`admin`]), [`retry`];
 //! * [`ops`]: operations on families by name (audit, apply, inspect, migrate,
-//!   re-timing rows), on top of the client.
+//!   the expiry feed, the reaper), on top of the client.
 //!
 //! Every public item has one path: the types a program names at the root
 //! ([`Table`], [`Connection`], [`Scan`], [`Error`], …), the rest in the
@@ -47,10 +47,14 @@ pub mod ops;
 mod wire;
 
 pub use client::{admin, data, read, retry, writer};
+pub use model::error::kinds as error;
 pub use model::{filter, limits, liveness, telemetry};
 
-pub use client::conditional::Insert;
 pub use client::connection::{Connection, ConnectionBuilder, Credentials};
+pub use client::table::conditional::Insert;
+pub use client::table::markers::{MarkProgress, MarkStatus};
+pub use client::table::retime::Touched;
+pub use client::table::update::Update;
 pub use client::table::{Table, Written};
 pub use model::clash::{ClashKind, LayoutClash};
 pub use model::clock::Clock;
@@ -69,6 +73,7 @@ pub use model::key::{AsKey, KeyPart};
 pub use model::map::{MapEntry, MapField};
 pub use model::mutation::RowMutation;
 pub use model::policy::{Expiry, Policy};
+pub use model::retime::Retime;
 pub use model::row::{BigtableRow, KeyPrefix, MutationBuilder};
 pub use model::scan::Scan;
 pub use model::schema::{
@@ -92,7 +97,7 @@ pub mod __private {
     pub use crate::model::counter::CounterField;
     pub use crate::model::error::{CodecError, Error, Result};
     pub use crate::model::field::FieldError;
-    pub use crate::model::key::{KeyBuilder, KeyPart, KeyReader};
+    pub use crate::model::key::{KeyBuilder, KeyPart};
     pub use crate::model::map::MapField;
     pub use crate::model::policy::{Expiry, Policy};
     pub use crate::model::row::{
@@ -101,10 +106,6 @@ pub mod __private {
     pub use crate::model::schema::{Column, MapColumn, Schema, ShadowColumn, WhenAbsent};
     pub use crate::model::view::{CellRef, ColumnOf, RowView};
     pub use chrono::{DateTime, TimeDelta, Utc};
-
-    /// The update planner, for the runtime's pure-core tests
-    /// (`tests/update_clear.rs`); programs use `Table::update`.
-    pub use crate::ops::update::update_mutation;
 
     /// A `TimeDelta` of `millis` milliseconds, for durations parsed at compile time.
     #[must_use]

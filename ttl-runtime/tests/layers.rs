@@ -89,6 +89,33 @@ fn only_the_raw_layer_sends_data_rpcs() {
     );
 }
 
+/// What only the transport reads: the operating system's and the
+/// transport's error texts and types, to tell how a call Bigtable did not
+/// answer ended. The pure core keeps what the transport found (a variant's
+/// field); it reads no transport's words itself.
+const TRANSPORT_READING: [&str; 3] = ["os error", "downcast_ref::<std::io::Error>", "ErrorKind::"];
+
+#[test]
+fn only_the_transport_reads_transport_errors() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let found: Vec<String> = read_tree(&src)
+        .iter()
+        .filter(|s| s.path.starts_with("model/"))
+        .flat_map(|s| {
+            let code = s.text.split("#[cfg(test)]").next().unwrap_or_default();
+            TRANSPORT_READING
+                .iter()
+                .filter(move |word| code.contains(*word))
+                .map(move |word| format!("{} reads `{word}`", s.path))
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "the pure core reads the transport's errors (move it to wire/cause.rs):\n  {}",
+        found.join("\n  ")
+    );
+}
+
 #[test]
 fn the_road_check_catches_every_side_road() {
     let file = |path: &str, text: &str| Source {

@@ -8,9 +8,10 @@ use std::pin::Pin;
 
 use bigtable_ttl::data::mutations_of;
 use bigtable_ttl::data::Mutation;
-use bigtable_ttl::ops::{MarkProgress, MarkStatus, Touched};
 use bigtable_ttl::read::ReadOptions;
+use bigtable_ttl::Touched;
 use bigtable_ttl::{Clock, Connection, Error, Expiring, Expiry, Insert, Scan, Table};
+use bigtable_ttl::{MarkProgress, MarkStatus};
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::TryStreamExt as _;
 

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use bigtable_ttl::ops::Update;
+use bigtable_ttl::Update;
 use bigtable_ttl::{BigtableRow, CellCodec, Condition, CounterField, MapField};
 use chrono::{DateTime, Utc};
 

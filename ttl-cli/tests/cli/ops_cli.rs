@@ -766,8 +766,8 @@ async fn migrate_gives_a_row_written_over_time_one_expiry_by_default() {
             assert!(
                 matches!(
                     &read,
-                    Err(bigtable_ttl::Error::Decode { column, source: bigtable_ttl::CodecError::Missing, .. })
-                        if column == "ttl:url"
+                    Err(bigtable_ttl::Error::Decode(e))
+                        if e.source == bigtable_ttl::CodecError::Missing && e.column == "ttl:url"
                 ),
                 "{read:?}"
             );
@@ -1293,12 +1293,13 @@ async fn migrate_refuses_a_maps_family_as_target() {
     .await
     .unwrap_err();
     match &err {
-        bigtable_ttl::Error::MigrateIntoMap {
-            table,
-            family,
-            field,
-            ..
-        } => {
+        bigtable_ttl::Error::MigrateIntoMap(e) => {
+            let bigtable_ttl::error::MigrateIntoMap {
+                table,
+                family,
+                field,
+                ..
+            } = &**e;
             assert_eq!(
                 (table.as_str(), family.as_str(), field.as_str()),
                 ("carts", "items", "items")

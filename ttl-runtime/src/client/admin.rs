@@ -43,7 +43,7 @@ use crate::client::data::{RawTable, ReadRows, Row, RowFilter};
 use crate::client::failure::status_error;
 use crate::client::read::ReadOptions;
 use crate::client::retry::retryable_status;
-use crate::model::error::{Code as ErrorCode, Error, Result};
+use crate::model::error::{self, Code as ErrorCode, Error, Result};
 use crate::model::filter::{chain, filter, only_family};
 use crate::model::schema::Schema;
 
@@ -215,8 +215,10 @@ pub async fn ensure_schema(
                 Created::AlreadyThere => {
                     get_table(conn, table, deadline)
                         .await?
-                        .ok_or_else(|| Error::TableNotFound {
-                            table: table.to_owned(),
+                        .ok_or_else(|| {
+                            Error::from(error::TableNotFound {
+                                table: table.to_owned(),
+                            })
                         })?
                         .column_families
                 }
@@ -238,10 +240,7 @@ pub async fn ensure_schema(
                 tracing::info!(table, changes = %report, "bigtable-ttl schema changed");
                 return Ok(report);
             }
-            Err(Error::Server {
-                code: ErrorCode::AlreadyExists,
-                ..
-            }) if round < ROUNDS => {
+            Err(Error::Server(e)) if e.code == ErrorCode::AlreadyExists && round < ROUNDS => {
                 tracing::debug!(
                     table,
                     round,
@@ -315,10 +314,10 @@ async fn refuse_data_loss(
     }
     for change in report.families.iter().filter(|c| c.before.is_some()) {
         if holds_cells(conn, table, &change.family, deadline).await? {
-            return Err(Error::WouldDeleteData {
+            return Err(Error::from(error::WouldDeleteData {
                 table: table.to_owned(),
                 family: change.family.clone(),
-            });
+            }));
         }
     }
     Ok(())
@@ -398,17 +397,21 @@ pub(crate) async fn verify_schema_families(
     let deadline = conn.admin_retry().deadline_from_now();
     let live = get_table(conn, table, deadline)
         .await?
-        .ok_or_else(|| Error::TableNotFound {
-            table: table.to_owned(),
+        .ok_or_else(|| {
+            Error::from(error::TableNotFound {
+                table: table.to_owned(),
+            })
         })?
         .column_families;
     let expected = gc_rule(schema.policy.gc_max_age());
     for &family in schema.families {
-        let drift = |live: String| Error::SchemaDrift {
-            table: table.to_owned(),
-            family: family.to_owned(),
-            expected: describe_rule(&expected),
-            live,
+        let drift = |live: String| {
+            Error::from(error::SchemaDrift {
+                table: table.to_owned(),
+                family: family.to_owned(),
+                expected: describe_rule(&expected),
+                live,
+            })
         };
         match live.get(family) {
             None => return Err(drift("missing".to_owned())),
@@ -446,11 +449,11 @@ pub(crate) async fn family_policy(
     let rules = live_rules(conn, table).await?;
     match rules.get(family) {
         Some(rule) => Ok(crate::model::gc_rule::policy_from_rule(rule)),
-        None => Err(Error::FamilyNotFound {
+        None => Err(Error::from(error::FamilyNotFound {
             table: table.to_owned(),
             family: family.to_owned(),
             families: rules.into_keys().collect(),
-        }),
+        })),
     }
 }
 
@@ -482,11 +485,11 @@ pub(crate) async fn live_rules_by(
     table: &str,
     deadline: Instant,
 ) -> Result<BTreeMap<String, GcRule>> {
-    let live = get_table(conn, table, deadline)
-        .await?
-        .ok_or_else(|| Error::TableNotFound {
+    let live = get_table(conn, table, deadline).await?.ok_or_else(|| {
+        Error::from(error::TableNotFound {
             table: table.to_owned(),
-        })?;
+        })
+    })?;
     Ok(live
         .column_families
         .into_iter()
@@ -506,10 +509,7 @@ async fn get_table(conn: &Connection, table: &str, deadline: Instant) -> Result<
     .await
     {
         Ok(live) => Ok(Some(live)),
-        Err(Error::Server {
-            code: ErrorCode::NotFound,
-            ..
-        }) => Ok(None),
+        Err(Error::Server(e)) if e.code == ErrorCode::NotFound => Ok(None),
         Err(e) => Err(e),
     }
 }
@@ -534,10 +534,7 @@ async fn create_table(conn: &Connection, table: &str, deadline: Instant) -> Resu
     match created {
         Ok(_) => Ok(Created::Now),
         // Another caller created it, or our own retried attempt did.
-        Err(Error::Server {
-            code: ErrorCode::AlreadyExists,
-            ..
-        }) => Ok(Created::AlreadyThere),
+        Err(Error::Server(e)) if e.code == ErrorCode::AlreadyExists => Ok(Created::AlreadyThere),
         Err(e) => Err(e),
     }
 }

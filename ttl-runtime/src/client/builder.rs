@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::retry::RetryPolicy;
-use crate::model::error::{BadAddress, BoxError, Cause, Error, NoCredentials, Result};
+use crate::model::error::{self, BadAddress, BoxError, Error, NoCredentials, Result};
+use crate::wire::cause::Cause;
 use tonic::transport::Channel;
 
 use crate::wire::channel::{
@@ -87,9 +88,11 @@ impl Credentials {
                 .map_err(|e| no_default_credentials(&e)),
             Source::KeyFile(path) => gcp_auth::CustomServiceAccount::from_file(path)
                 .map(|account| Some(Tokens::new(Arc::new(GcpAuth(Arc::new(account))))))
-                .map_err(|e| Error::Connect {
-                    target: format!("service-account key file {}", path.display()),
-                    source: Box::new(Cause::of(&e)),
+                .map_err(|e| {
+                    Error::from(error::Connect {
+                        target: format!("service-account key file {}", path.display()),
+                        source: Box::new(Cause::of(&e)),
+                    })
                 }),
             Source::Tokens(source) => Ok(Some(Tokens::new(source.clone()))),
             Source::None => Ok(None),
@@ -106,13 +109,13 @@ impl Credentials {
 /// looked for and what to do (`BIGTABLE_EMULATOR_HOST` among it).
 fn no_default_credentials(e: &gcp_auth::Error) -> Error {
     let cause = Cause::of(e);
-    Error::Connect {
+    Error::from(error::Connect {
         target: "application default credentials".to_owned(),
         source: match e {
-            gcp_auth::Error::NoAuthMethod(..) => Box::new(NoCredentials(cause)),
+            gcp_auth::Error::NoAuthMethod(..) => Box::new(NoCredentials(Box::new(cause))),
             _ => Box::new(cause),
         },
-    }
+    })
 }
 
 /// The settings of a [`Connection`](crate::Connection), from
@@ -180,7 +183,7 @@ pub(crate) struct Parts {
 
 /// Where admin calls go, for the errors of connections never made: the
 /// address (`host:port`), and whether it is an emulator no admin call has
-/// reached yet (see [`crate::model::error::Unreachable`]).
+/// reached yet (see [`crate::wire::cause::Unreachable`]).
 #[derive(Debug, Clone)]
 pub(crate) struct AdminTarget {
     pub(crate) address: Arc<str>,
@@ -379,11 +382,11 @@ impl ConnectionBuilder {
     fn check_settings(&self) -> Result<()> {
         if let Some(pool) = self.pool_size {
             if !(1..=Self::MAX_POOL_SIZE).contains(&pool) {
-                return Err(Error::InvalidSetting {
+                return Err(Error::from(error::InvalidSetting {
                     setting: "pool_size",
                     value: pool.to_string(),
                     allowed: format!("from 1 to {} connections", Self::MAX_POOL_SIZE),
-                });
+                }));
             }
         }
         check_duration(
@@ -419,11 +422,11 @@ impl ConnectionBuilder {
             ),
         ] {
             if policy.max_attempts == 0 {
-                return Err(Error::InvalidSetting {
+                return Err(Error::from(error::InvalidSetting {
                     setting: attempts,
                     value: "0".to_owned(),
                     allowed: "at least 1 (the first attempt)".to_owned(),
-                });
+                }));
             }
             let millisecond = Duration::from_millis(1);
             check_duration(attempt_timeout, policy.attempt_timeout, millisecond)?;
@@ -448,7 +451,7 @@ impl ConnectionBuilder {
         };
         let tokens = match (&self.credentials, plaintext) {
             (Some(credentials), Some(endpoint)) if !credentials.is_none() => {
-                return Err(Error::PlaintextWithCredentials { endpoint });
+                return Err(Error::from(error::PlaintextWithCredentials { endpoint }));
             }
             (_, Some(_)) => None,
             (Some(credentials), None) => credentials.resolve().await?,
@@ -501,9 +504,11 @@ impl ConnectionBuilder {
             Target::Endpoints { data, .. } if data == DATA_ENDPOINT => "Cloud Bigtable".to_owned(),
             Target::Endpoints { data, .. } => format!("Bigtable at {data}"),
         };
-        let connect_error = |source: BoxError| Error::Connect {
-            target: description.clone(),
-            source: Box::new(Cause::of(&*source)),
+        let connect_error = |source: BoxError| {
+            Error::from(error::Connect {
+                target: description.clone(),
+                source: Box::new(Cause::of(&*source)),
+            })
         };
         in_tokio_runtime().map_err(|why| connect_error(why.into()))?;
         let (data, admin, default_pool) = match target {
@@ -558,26 +563,30 @@ fn check_duration(setting: &'static str, value: Duration, min: Duration) -> Resu
         return Ok(());
     }
     let human = humantime::format_duration;
-    Err(Error::InvalidSetting {
+    Err(Error::from(error::InvalidSetting {
         setting,
         value: human(value).to_string(),
         allowed: format!("from {} to {}", human(min), human(max)),
-    })
+    }))
 }
 
 /// A typed error saying what is wrong with the host or endpoints of
 /// `target`, before anything is built on them.
 fn check_target(target: &Target) -> Result<()> {
     match target {
-        Target::Emulator(host) => check_emulator_host(host).map_err(|why| Error::Connect {
-            target: format!("emulator at {host:?}"),
-            source: Box::new(why),
+        Target::Emulator(host) => check_emulator_host(host).map_err(|why| {
+            Error::from(error::Connect {
+                target: format!("emulator at {host:?}"),
+                source: Box::new(why),
+            })
         }),
         Target::Endpoints { data, admin } => {
             for uri in [data, admin] {
-                check_endpoint(uri).map_err(|why| Error::Connect {
-                    target: format!("endpoint {uri:?}"),
-                    source: Box::new(why),
+                check_endpoint(uri).map_err(|why| {
+                    Error::from(error::Connect {
+                        target: format!("endpoint {uri:?}"),
+                        source: Box::new(why),
+                    })
                 })?;
             }
             Ok(())

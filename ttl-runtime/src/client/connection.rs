@@ -12,8 +12,9 @@ use crate::client::builder::{AdminTarget, Parts, ADMIN_ENDPOINT};
 pub use crate::client::builder::{ConnectionBuilder, Credentials};
 use crate::client::layouts::{Layouts, Registration};
 use crate::client::retry::RetryPolicy;
-use crate::model::error::{no_answer, Error, Result, Unreachable};
+use crate::model::error::{self, Error, Result};
 use crate::model::schema::Schema;
+use crate::wire::cause::{no_answer, Unreachable};
 use crate::wire::channel::{DataChannel, DATA_ENDPOINT};
 use crate::wire::status::cause_under_code;
 use crate::wire::tokens::Tokens;
@@ -263,19 +264,18 @@ impl Connection {
     pub(crate) async fn admin_request<T>(&self, message: T) -> Result<tonic::Request<T>> {
         let mut request = tonic::Request::new(message);
         if let Some(tokens) = &self.shared.tokens {
-            let token = tokens
-                .secret(ADMIN_SCOPE)
-                .await
-                .map_err(|source| Error::Connect {
+            let token = tokens.secret(ADMIN_SCOPE).await.map_err(|source| {
+                Error::from(error::Connect {
                     target: self.shared.target.to_string(),
                     source,
-                })?;
-            let value = format!("Bearer {token}")
-                .parse()
-                .map_err(|e| Error::Connect {
+                })
+            })?;
+            let value = format!("Bearer {token}").parse().map_err(|e| {
+                Error::from(error::Connect {
                     target: self.shared.target.to_string(),
                     source: format!("the access token is not a valid header: {e}").into(),
-                })?;
+                })
+            })?;
             request.metadata_mut().insert("authorization", value);
         }
         Ok(request)

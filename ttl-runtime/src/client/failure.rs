@@ -3,7 +3,8 @@
 //! attempt's status as the error's source.
 
 use crate::client::retry::Budget;
-use crate::model::error::{reason_and_source, BoxError, Code, Error};
+use crate::model::error::{self, BoxError, Code, Error};
+use crate::wire::cause::reason_and_source;
 use crate::wire::status::{cause_under_code, code_of};
 
 /// The error ending a call on `table` (and `row_key`, where there is one)
@@ -16,8 +17,8 @@ pub(crate) fn server_error(
     source: impl Into<BoxError>,
     budget: Option<&Budget>,
 ) -> Error {
-    let (reason, source) = reason_and_source(source.into());
-    Error::Server {
+    let (reason, source, unanswered) = reason_and_source(source.into());
+    Error::from(error::Server {
         table: table.to_owned(),
         row_key,
         code,
@@ -26,7 +27,8 @@ pub(crate) fn server_error(
         retries_exhausted: budget.is_some_and(Budget::exhausted),
         reason,
         source,
-    }
+        unanswered,
+    })
 }
 
 /// [`status_error`] of a call sent once, begun at `started`: its one
@@ -38,8 +40,8 @@ pub(crate) fn one_attempt_error(
     started: std::time::Instant,
 ) -> Error {
     let mut error = status_error(table, row_key, status, None);
-    if let Error::Server { elapsed, .. } = &mut error {
-        *elapsed = started.elapsed();
+    if let Error::Server(e) = &mut error {
+        e.elapsed = started.elapsed();
     }
     error
 }

@@ -124,7 +124,7 @@ impl<S, F: FnMut(ReadRowsRequest) -> S> Reading<S, F> {
 mod tests {
     use super::*;
 
-    use crate::model::error::Error;
+    use crate::model::error::{self, Error};
     use crate::model::proto::row_range::StartKey;
     use crate::model::scan::Scan;
     use futures_util::TryStreamExt as _;
@@ -210,10 +210,10 @@ mod tests {
     }
 
     fn failure() -> Error {
-        Error::InvalidRange {
+        Error::from(error::InvalidRange {
             start: b"x".to_vec(),
             end: b"y".to_vec(),
-        }
+        })
     }
 
     #[tokio::test]

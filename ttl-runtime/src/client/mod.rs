@@ -8,15 +8,11 @@
 
 pub mod admin;
 pub(crate) mod builder;
-pub(crate) mod conditional;
 pub mod connection;
-pub(crate) mod counter;
 pub mod data;
 pub(crate) mod failure;
 pub(crate) mod layouts;
 pub(crate) mod limited;
-pub(crate) mod map;
-pub(crate) mod parallel;
 pub mod read;
 pub mod retry;
 pub mod table;

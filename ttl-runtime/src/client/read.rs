@@ -17,10 +17,11 @@ use tokio::time::Sleep;
 
 use crate::client::retry::{retryable_status, Budget, RetryPolicy};
 use crate::client::telemetry;
-use crate::model::error::{reason_and_source, Code, Error};
+use crate::model::error::{self, Code, Error};
 use crate::model::proto::ReadRowsRequest;
 use crate::model::scan::resume_request;
 use crate::wire::builtin_metrics::{scoped, Method, Rpc};
+use crate::wire::cause::reason_and_source;
 use crate::wire::channel::DataChannel;
 use crate::wire::chunk::Response;
 use crate::wire::cookies::RoutingCookies;
@@ -216,8 +217,8 @@ impl ReadFailure {
             // The response broke the ReadRows protocol: ours to report.
             ReadError::Protocol(_) => Code::Internal,
         };
-        let (reason, source) = reason_and_source(Box::new(self.error.cause()));
-        Error::Server {
+        let (reason, source, unanswered) = reason_and_source(Box::new(self.error.cause()));
+        Error::from(error::Server {
             table: table.to_owned(),
             row_key,
             code,
@@ -226,7 +227,8 @@ impl ReadFailure {
             retries_exhausted: self.retries_exhausted,
             reason,
             source,
-        }
+            unanswered,
+        })
     }
 }
 

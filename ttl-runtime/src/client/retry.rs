@@ -341,6 +341,14 @@ pub fn retryable_code(code: Code) -> bool {
     code.is_transient()
 }
 
+/// Rounds of a conditional rewrite of one row (`Table::retime`, `touch`,
+/// `update`, `add_markers`) made while other writes keep changing the row:
+/// each round reads the row, plans the write and sends it conditional on
+/// the row being unchanged; a round whose condition failed was answered
+/// (nothing was applied) and starts again from a new read. After this many,
+/// [`crate::Error::Conflict`].
+pub const RETIME_ROUNDS: u32 = 8;
+
 /// Whether a failed idempotent request (a status the server sent, or one
 /// tonic made of a transport failure) is worth retrying: a retryable code,
 /// a transport failure, or a status in which the server asks for a retry
@@ -348,7 +356,7 @@ pub fn retryable_code(code: Code) -> bool {
 pub(crate) fn retryable_status(status: &tonic::Status) -> bool {
     // An emulator that refuses a first connection is not running there:
     // said at once, not after the policy's attempts.
-    if crate::model::error::emulator_not_there(status) {
+    if crate::wire::cause::emulator_not_there(status) {
         return false;
     }
     retryable_code(code_of(status)) || is_transport(status) || retry_delay(status).is_some()

@@ -343,7 +343,7 @@ pub(crate) fn attempt_started() {
 /// error, else what kind of error it was.
 fn outcome_of(e: &Error) -> &'static str {
     match e {
-        Error::Server { code, .. } => code.as_str(),
+        Error::Server(e) => e.code.as_str(),
         Error::PartialWrite { .. } => "partial_write",
         Error::Decode { .. } => "decode_error",
         Error::Connect { .. } => "connect_error",

@@ -35,7 +35,7 @@ use crate::client::layouts::Registration;
 use crate::client::retry::{deadline_after, status_text};
 use crate::client::telemetry;
 use crate::model::clock::Clock;
-use crate::model::error::{Error, FailedRow, Result};
+use crate::model::error::{self, Error, FailedRow, Result};
 use crate::model::mutation::EncodedRow;
 use crate::model::row::BigtableRow;
 use crate::model::row::MutationBuilder;
@@ -345,11 +345,11 @@ impl<T: BigtableRow> BulkWriter<T> {
         let result = if failed.is_empty() {
             Ok(())
         } else {
-            Err(Error::PartialWrite {
+            Err(Error::from(error::PartialWrite {
                 table: self.table.name().to_owned(),
                 written,
                 failed,
-            })
+            }))
         };
         if let Some(op) = &mut self.operation {
             op.set_rows(self.counters.rows_written.load(Ordering::Relaxed));

@@ -10,7 +10,7 @@ use std::marker::PhantomData;
 use chrono::{DateTime, Utc};
 
 use crate::model::codec::CellCodec;
-use crate::model::error::{CodecError, Error, Result};
+use crate::model::error::{self, CodecError, Error, Result};
 use crate::model::filter::{chain, filter, one_column, only_family};
 use crate::model::proto::{
     column_range::{EndQualifier, StartQualifier},
@@ -135,9 +135,11 @@ impl<T: BigtableRow> Condition<T> {
     /// # Errors
     /// [`Error::Encode`] when the expected value did not encode.
     pub(crate) fn predicate(&self, now: DateTime<Utc>) -> Result<RowFilter> {
-        let bytes = self.expected.clone().map_err(|source| Error::Encode {
-            field: self.field(),
-            source,
+        let bytes = self.expected.clone().map_err(|source| {
+            Error::from(error::Encode {
+                field: self.field(),
+                source,
+            })
         })?;
         let column = &T::SCHEMA.columns[self.column];
         let field = chain(vec![

@@ -63,7 +63,7 @@ use chrono::{DateTime, Utc};
 use crate::model::cell::Cell;
 use crate::model::codec::CellCodec;
 use crate::model::condition::Field;
-use crate::model::error::{CodecError, Error, Result};
+use crate::model::error::{self, CodecError, Error, Result};
 use crate::model::mutation::{
     delete_column, delete_family, mark_window, push_marker, set_cell, MARK_LEAD_MICROS,
 };
@@ -220,11 +220,13 @@ pub(crate) fn landed<T: BigtableRow>(
     client_now: DateTime<Utc>,
 ) -> Result<Landed> {
     let column = counter.column();
-    let decode_error = |qualifier: &[u8], source| Error::Decode {
-        table: table.to_owned(),
-        row_key: row_key.to_vec(),
-        column: format!("{}:{}", column.family, qualifier.escape_ascii()),
-        source,
+    let decode_error = |qualifier: &[u8], source| {
+        Error::from(error::Decode {
+            table: table.to_owned(),
+            row_key: row_key.to_vec(),
+            column: format!("{}:{}", column.family, qualifier.escape_ascii()),
+            source,
+        })
     };
     let cell = |qualifier: &[u8]| {
         row.into_iter()
@@ -262,10 +264,12 @@ pub(crate) fn landed<T: BigtableRow>(
             expires_at: T::SCHEMA
                 .policy
                 .expiry_of(count.timestamp_micros)
-                .map_err(|_| Error::TimestampOutOfRange {
-                    table: table.to_owned(),
-                    row_key: row_key.to_vec(),
-                    timestamp_micros: count.timestamp_micros,
+                .map_err(|_| {
+                    Error::from(error::TimestampOutOfRange {
+                        table: table.to_owned(),
+                        row_key: row_key.to_vec(),
+                        timestamp_micros: count.timestamp_micros,
+                    })
                 })?,
         },
         counter_ts: count.timestamp_micros,
@@ -356,9 +360,11 @@ pub(crate) fn new_row<T: BigtableRow>(
             shadow.family,
             shadow.qualifier.as_bytes(),
             row_ts,
-            written.encode().map_err(|source| Error::Encode {
-                field: "written_at",
-                source,
+            written.encode().map_err(|source| {
+                Error::from(error::Encode {
+                    field: "written_at",
+                    source,
+                })
             })?,
         ));
     }

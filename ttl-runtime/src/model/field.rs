@@ -2,7 +2,7 @@
 //! path), and the full errors it becomes once the table, row and column are
 //! known.
 
-use crate::model::error::{CodecError, Error, KeyProblem};
+use crate::model::error::{self, CodecError, Error, KeyProblem};
 use crate::model::limits::{MAX_CELL_BYTES, MAX_QUALIFIER_BYTES};
 use crate::model::schema::Schema;
 
@@ -72,28 +72,28 @@ impl FieldError {
     pub fn into_write_error(self, schema: &Schema) -> Error {
         let field = |i: usize| schema.columns.get(i).map_or("", |c| c.field);
         match self {
-            FieldError::Column { column: i, source } => Error::Encode {
+            FieldError::Column { column: i, source } => Error::from(error::Encode {
                 field: field(i),
                 source,
-            },
-            FieldError::TooLarge { column: i, len } => Error::ValueTooLarge {
+            }),
+            FieldError::TooLarge { column: i, len } => Error::from(error::ValueTooLarge {
                 field: field(i),
                 len,
                 max: MAX_CELL_BYTES,
-            },
-            FieldError::Entry { map, source, .. } => Error::Encode {
+            }),
+            FieldError::Entry { map, source, .. } => Error::from(error::Encode {
                 field: map_field(schema, map),
                 source,
-            },
-            FieldError::EntryKeyTooLarge { map, len } => Error::ValueTooLarge {
+            }),
+            FieldError::EntryKeyTooLarge { map, len } => Error::from(error::ValueTooLarge {
                 field: map_field(schema, map),
                 len,
                 max: MAX_QUALIFIER_BYTES,
-            },
-            FieldError::Key { part: i, source } => Error::Encode {
+            }),
+            FieldError::Key { part: i, source } => Error::from(error::Encode {
                 field: schema.key_fields.get(i).copied().unwrap_or(""),
                 source,
-            },
+            }),
             FieldError::KeyShape { found } => bad_key_shape(schema, b"", found),
             FieldError::Other(e) => *e,
         }
@@ -133,14 +133,14 @@ impl FieldError {
                 let source = CodecError::Custom(format!("an entry key of {len} bytes"));
                 decode_error(schema, key, "", family, source)
             }
-            FieldError::Key { part: i, source } => Error::BadRowKey {
+            FieldError::Key { part: i, source } => Error::from(error::BadRowKey {
                 table: schema.table.to_owned(),
                 row_key: key.to_vec(),
                 problem: KeyProblem::Field {
                     field: schema.key_fields.get(i).copied().unwrap_or(""),
                     source,
                 },
-            },
+            }),
             FieldError::KeyShape { found } => bad_key_shape(schema, key, found),
             FieldError::Other(e) => *e,
         }
@@ -173,7 +173,7 @@ pub(crate) fn bad_shape(
     found: usize,
 ) -> Error {
     let separator = if count <= 1 { "" } else { separator };
-    Error::BadRowKey {
+    Error::from(error::BadRowKey {
         table: table.to_owned(),
         row_key: key.to_vec(),
         problem: KeyProblem::Parts {
@@ -181,7 +181,7 @@ pub(crate) fn bad_shape(
             separator: separator.to_owned(),
             found,
         },
-    }
+    })
 }
 
 pub(crate) fn decode_error(
@@ -191,10 +191,10 @@ pub(crate) fn decode_error(
     family: &str,
     source: CodecError,
 ) -> Error {
-    Error::Decode {
+    Error::from(error::Decode {
         table: schema.table.to_owned(),
         row_key: key.to_vec(),
         column: format!("{family}:{qualifier}"),
         source,
-    }
+    })
 }

@@ -8,7 +8,7 @@ use std::marker::PhantomData;
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::model::codec::CellCodec;
-use crate::model::error::{Error, Result};
+use crate::model::error::{self, Error, Result};
 use crate::model::key::KeyPart;
 use crate::model::limits::{MAX_CELL_BYTES, MAX_QUALIFIER_BYTES};
 use crate::model::row::BigtableRow;
@@ -101,16 +101,18 @@ impl<T: BigtableRow, K: KeyPart, V: CellCodec> MapField<T, K, V> {
     /// over Bigtable's qualifier or cell limit.
     pub(crate) fn encode_entry(self, key: &K, value: &V) -> Result<(Vec<u8>, Vec<u8>)> {
         let qualifier = self.encode_key(key)?;
-        let value = value.encode().map_err(|source| Error::Encode {
-            field: self.name(),
-            source,
+        let value = value.encode().map_err(|source| {
+            Error::from(error::Encode {
+                field: self.name(),
+                source,
+            })
         })?;
         if value.len() > MAX_CELL_BYTES {
-            return Err(Error::ValueTooLarge {
+            return Err(Error::from(error::ValueTooLarge {
                 field: self.name(),
                 len: value.len(),
                 max: MAX_CELL_BYTES,
-            });
+            }));
         }
         Ok((qualifier, value))
     }
@@ -120,9 +122,11 @@ impl<T: BigtableRow, K: KeyPart, V: CellCodec> MapField<T, K, V> {
     /// # Errors
     /// As [`MapField::encode_entry`].
     pub(crate) fn encode_key(self, key: &K) -> Result<Vec<u8>> {
-        let qualifier = key.to_key().map_err(|source| Error::Encode {
-            field: self.name(),
-            source,
+        let qualifier = key.to_key().map_err(|source| {
+            Error::from(error::Encode {
+                field: self.name(),
+                source,
+            })
         })?;
         check_qualifier(self.name(), &qualifier)?;
         Ok(qualifier)
@@ -132,11 +136,11 @@ impl<T: BigtableRow, K: KeyPart, V: CellCodec> MapField<T, K, V> {
 /// Refuse an entry key Bigtable would refuse as a qualifier.
 pub(crate) fn check_qualifier(field: &'static str, qualifier: &[u8]) -> Result<()> {
     if qualifier.len() > MAX_QUALIFIER_BYTES {
-        return Err(Error::ValueTooLarge {
+        return Err(Error::from(error::ValueTooLarge {
             field,
             len: qualifier.len(),
             max: MAX_QUALIFIER_BYTES,
-        });
+        }));
     }
     Ok(())
 }

@@ -14,7 +14,7 @@
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::model::duration::short;
-use crate::model::error::{Error, Overflow, Result};
+use crate::model::error::{self, Error, Overflow, Result};
 
 /// Microseconds in a millisecond: Bigtable timestamps must be multiples of it.
 pub(crate) const MICROS_PER_MILLI: i64 = 1_000;
@@ -101,27 +101,30 @@ pub(crate) fn millis_floor(t: DateTime<Utc>) -> Result<i64> {
 /// [`Error::ExpiryOutOfRange`] when chrono cannot represent it.
 #[inline]
 pub(crate) fn from_micros(micros: i64) -> Result<DateTime<Utc>> {
-    DateTime::<Utc>::from_timestamp_micros(micros).ok_or(Error::ExpiryOutOfRange {
+    DateTime::<Utc>::from_timestamp_micros(micros).ok_or(Error::from(error::ExpiryOutOfRange {
         overflow: Overflow::Timestamp { micros },
-    })
+    }))
 }
 
 #[inline]
 fn delta_micros(d: TimeDelta) -> Result<i64> {
-    d.num_microseconds().ok_or(Error::ExpiryOutOfRange {
-        overflow: Overflow::Duration { duration: d },
-    })
+    d.num_microseconds()
+        .ok_or(Error::from(error::ExpiryOutOfRange {
+            overflow: Overflow::Duration { duration: d },
+        }))
 }
 
 /// `micros + by`, or [`Error::ExpiryOutOfRange`] when it overflows.
 #[inline]
 fn add_micros(micros: i64, by: i64) -> Result<i64> {
-    micros.checked_add(by).ok_or(Error::ExpiryOutOfRange {
-        overflow: Overflow::Sum {
-            micros,
-            by: TimeDelta::microseconds(by),
-        },
-    })
+    micros
+        .checked_add(by)
+        .ok_or(Error::from(error::ExpiryOutOfRange {
+            overflow: Overflow::Sum {
+                micros,
+                by: TimeDelta::microseconds(by),
+            },
+        }))
 }
 
 #[inline]
@@ -182,7 +185,9 @@ impl Policy {
         let now_ms = millis_floor(now)?;
         let expiry_micros = match expiry {
             Expiry::PolicyDefault => match self {
-                Policy::CellExpiry => return Err(Error::MissingExpiry { table: None }),
+                Policy::CellExpiry => {
+                    return Err(Error::from(error::MissingExpiry { table: None }))
+                }
                 Policy::DefaultTtl { .. } => return Ok(now_ms),
             },
             Expiry::Ttl(ttl) => {
@@ -200,10 +205,10 @@ impl Policy {
         };
         let expiry_ms = floor_to_milli(expiry_micros);
         if expiry_ms <= now_ms {
-            return Err(Error::ExpiryNotInFuture {
+            return Err(Error::from(error::ExpiryNotInFuture {
                 expire_at: from_micros(expiry_ms)?,
                 now: from_micros(now_ms)?,
-            });
+            }));
         }
         let ts = add_micros(expiry_ms, self.default_micros().saturating_neg())?;
         non_negative(floor_to_milli(ts))

@@ -1,18 +1,27 @@
 //! The trait the derive implements ([`BigtableRow`]), the builders its
-//! methods hand out, and the decoding of a row read back into a value.
+//! methods hand out ([`MutationBuilder`], `CellSink`) with their methods
+//! (one file: the trait names the builders and they name it), and the
+//! decoding of a row read back into a value. The mutations they write and
+//! where they go are `crate::model::mutation`'s.
 
 use std::marker::PhantomData;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 
-use crate::model::entry::EntryEncoder;
+use crate::model::codec::CellCodec;
+use crate::model::entry::{EntryEncoder, PendingEntry};
 use crate::model::error::Result;
-use crate::model::error::{CodecError, Error};
+use crate::model::error::{self, CodecError, Error};
 use crate::model::field::{decode_error, FieldError};
+use crate::model::key::KeyPart;
+use crate::model::limits::{MAX_CELL_BYTES, MAX_QUALIFIER_BYTES};
 use crate::model::liveness::Verdict;
-use crate::model::policy::Expiry;
-use crate::model::proto::Mutation;
-use crate::model::schema::Schema;
+use crate::model::mutation::{
+    check_row, check_row_size, clear_column, expires_at, expiry_ts, write_marker, EncodedRow,
+    MutationOut, RowMutation, MARK_LEAD_MICROS, WINDOW_MARK_VALUE,
+};
+use crate::model::policy::{from_micros, millis_floor, Expiry, Policy};
+use crate::model::schema::{window_mark, Schema, WhenAbsent};
 use crate::model::view::{CellRef, ColumnOf, Expiring, RowView};
 
 /// A struct stored as one Bigtable row. Implemented by `#[derive(BigtableRow)]`;
@@ -120,19 +129,281 @@ pub struct CellSink<'a, T> {
     pub(crate) row: PhantomData<fn() -> T>,
 }
 
-/// Where the mutations of a row write go.
-#[derive(Debug)]
-pub(crate) enum MutationOut<'a> {
-    /// `Mutation` values (a single-row or conditional write sends them
-    /// through the generated client).
-    Values {
-        mutations: &'a mut Vec<Mutation>,
-        /// The next cell's value, encoded.
-        staged: Vec<u8>,
-    },
-    /// Straight into the wire form of a `MutateRowsRequest` entry (the
-    /// bulk writer's requests).
-    Wire(EntryEncoder<'a>),
+impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
+    /// A write of `row` with the expiry its fields or the policy give.
+    pub fn new(row: &'a T) -> Self {
+        Self { row, expiry: None }
+    }
+
+    /// Live `ttl` from the clock's now, overriding the default and any
+    /// `expire_at` field.
+    pub fn ttl(mut self, ttl: TimeDelta) -> Self {
+        self.expiry = Some(Expiry::Ttl(ttl));
+        self
+    }
+
+    /// Expire at `at`, overriding the default and any `expire_at` field.
+    pub fn expire_at(mut self, at: DateTime<Utc>) -> Self {
+        self.expiry = Some(Expiry::At(at));
+        self
+    }
+
+    /// The value being written.
+    #[must_use]
+    pub fn row(&self) -> &'a T {
+        self.row
+    }
+
+    /// [`MutationBuilder::build`], checked against Bigtable's row limits
+    /// for table `table` ([`check_row`]).
+    pub(crate) fn build_checked(&self, table: &str, now: DateTime<Utc>) -> Result<RowMutation> {
+        // The builder knows only the struct's table; the handle may be renamed.
+        let m = self.build(now).map_err(|e| e.in_table(table))?;
+        check_row(table, &m)?;
+        Ok(m)
+    }
+
+    /// The mutations for a write at `now`.
+    ///
+    /// # Errors
+    /// Everything the policy rejects ([`Error::ExpiryNotInFuture`],
+    /// [`Error::NonPositiveTtl`], [`Error::MissingExpiry`], out-of-range
+    /// timestamps), bad keys and values. Nothing is sent when this fails.
+    pub fn build(&self, now: DateTime<Utc>) -> Result<RowMutation> {
+        let schema = T::SCHEMA;
+        let (row_key, expiry, row_ts) = self.head(now)?;
+        let shadow_mutations = if schema.written_at.is_some() { 2 } else { 0 };
+        let mut mutations =
+            Vec::with_capacity(2 * schema.columns.len() + schema.maps.len() + shadow_mutations + 2);
+        self.write_mutations(now, row_ts, MutationOut::values(&mut mutations))?;
+        Ok(RowMutation {
+            row_key,
+            mutations,
+            timestamp_micros: row_ts,
+            expires_at: expires_at(schema.policy, expiry, row_ts)?,
+        })
+    }
+
+    /// The write at `now` encoded at the end of `out` as one entry of a
+    /// `MutateRowsRequest` (field and length prefix included), the same
+    /// bytes as [`MutationBuilder::build_checked`]'s mutations in an
+    /// `Entry` would be, without building them; `staged` is a buffer for
+    /// cell values, kept from row to row. Nothing is appended when it
+    /// fails.
+    ///
+    /// # Errors
+    /// As [`MutationBuilder::build_checked`].
+    pub(crate) fn encode_checked(
+        &self,
+        table: &str,
+        now: DateTime<Utc>,
+        out: &mut Vec<u8>,
+        staged: &mut Vec<u8>,
+    ) -> Result<EncodedRow> {
+        let start = out.len();
+        let encoded = self.encode(table, now, out, staged);
+        if encoded.is_err() {
+            out.truncate(start);
+        }
+        encoded
+    }
+
+    fn encode(
+        &self,
+        table: &str,
+        now: DateTime<Utc>,
+        out: &mut Vec<u8>,
+        staged: &mut Vec<u8>,
+    ) -> Result<EncodedRow> {
+        let in_table = |e: Error| e.in_table(table);
+        let (row_key, expiry, row_ts) = self.head(now).map_err(in_table)?;
+        let mut entry = PendingEntry::begin(out, &row_key);
+        let encoder = EntryEncoder {
+            out,
+            staged,
+            entry: &mut entry,
+        };
+        self.write_mutations(now, row_ts, MutationOut::Wire(encoder))
+            .map_err(in_table)?;
+        check_row_size(table, &row_key, entry.mutations, entry.cell_bytes)?;
+        let expires_at = expires_at(T::SCHEMA.policy, expiry, row_ts).map_err(in_table)?;
+        Ok(EncodedRow {
+            entry: entry.finish(out),
+            row_key,
+            timestamp_micros: row_ts,
+            expires_at,
+        })
+    }
+
+    /// The row key, the expiry asked for and the row's timestamp: what a
+    /// write knows before its first cell.
+    #[inline]
+    fn head(&self, now: DateTime<Utc>) -> Result<(Vec<u8>, Expiry, i64)> {
+        let schema = T::SCHEMA;
+        let policy = schema.policy;
+        let row_key = self.row.row_key()?;
+        let expiry = self.expiry.unwrap_or_else(|| self.row.expiry());
+        if expiry == Expiry::PolicyDefault && policy == Policy::CellExpiry {
+            return Err(Error::from(error::MissingExpiry {
+                table: Some(schema.table.to_owned()),
+            }));
+        }
+        let row_ts = policy.cell_timestamp(now, expiry)?;
+        Ok((row_key, expiry, row_ts))
+    }
+
+    /// Every mutation of the write, in order, into `out`: the owned family
+    /// cleared, each column, the shadow column, the row marker.
+    #[inline]
+    fn write_mutations(&self, now: DateTime<Utc>, row_ts: i64, out: MutationOut<'_>) -> Result<()> {
+        let schema = T::SCHEMA;
+        let mut sink = CellSink {
+            now,
+            row_ts,
+            out,
+            row: PhantomData,
+        };
+        if schema.owns_family {
+            sink.out.delete_family(schema.marker_family());
+        }
+        if let Err(e) = self.row.write_cells(&mut sink) {
+            return Err(e.into_write_error(schema));
+        }
+        let out = &mut sink.out;
+        if let Some(shadow) = schema.written_at {
+            let written = from_micros(millis_floor(now)?)?;
+            clear_column(out, schema, shadow.family, shadow.qualifier.as_bytes());
+            out.stage(&written).map_err(|source| {
+                Error::from(error::Encode {
+                    field: "written_at",
+                    source,
+                })
+            })?;
+            out.set_staged(shadow.family, shadow.qualifier.as_bytes(), row_ts);
+        }
+        write_marker(out, schema, row_ts, expiry_ts(schema, now, row_ts));
+        Ok(())
+    }
+}
+
+impl<T: BigtableRow> CellSink<'_, T> {
+    /// Write column `index` (of [`crate::Schema::columns`]) with `value`.
+    ///
+    /// # Errors
+    /// [`FieldError::Column`] when the value does not encode,
+    /// [`FieldError::TooLarge`] over [`MAX_CELL_BYTES`].
+    #[inline]
+    pub fn required<V: CellCodec>(&mut self, index: usize, value: &V) -> Result<(), FieldError> {
+        match self.out.stage(value) {
+            Ok(len) => self.push(index, Some(len)),
+            Err(source) => Err(FieldError::Column {
+                column: index,
+                source,
+            }),
+        }
+    }
+
+    /// Write column `index` with `value`; `None` only deletes the column.
+    ///
+    /// # Errors
+    /// As [`CellSink::required`].
+    #[inline]
+    pub fn optional<V: CellCodec>(
+        &mut self,
+        index: usize,
+        value: &Option<V>,
+    ) -> Result<(), FieldError> {
+        match value {
+            Some(value) => self.required(index, value),
+            None => self.push(index, None),
+        }
+    }
+
+    /// Replace map field `index` (of [`crate::Schema::maps`]) with `map`'s
+    /// entries: its whole family is cleared, then each entry is written with
+    /// the row's timestamp (its expiry is the row's).
+    ///
+    /// # Errors
+    /// [`FieldError::Entry`] when a key or value does not encode or a value
+    /// is over Bigtable's cell limit, [`FieldError::EntryKeyTooLarge`] for a
+    /// key over its qualifier limit.
+    #[inline]
+    pub fn map<'m, K, V, M>(&mut self, index: usize, map: &'m M) -> Result<(), FieldError>
+    where
+        K: KeyPart + 'm,
+        V: CellCodec + 'm,
+        &'m M: IntoIterator<Item = (&'m K, &'m V)>,
+    {
+        let family = T::SCHEMA.maps[index].family;
+        self.out.delete_family(family);
+        for (key, value) in map {
+            let entry_error = |qualifier: &[u8], source| FieldError::Entry {
+                map: index,
+                qualifier: qualifier.to_vec(),
+                source,
+            };
+            let qualifier = key.to_key().map_err(|source| entry_error(&[], source))?;
+            if qualifier.len() > MAX_QUALIFIER_BYTES {
+                return Err(FieldError::EntryKeyTooLarge {
+                    map: index,
+                    len: qualifier.len(),
+                });
+            }
+            let len = self
+                .out
+                .stage(value)
+                .map_err(|source| entry_error(&qualifier, source))?;
+            if len > MAX_CELL_BYTES {
+                let source = CodecError::Custom(format!(
+                    "{len} bytes, over Bigtable's cell limit of {MAX_CELL_BYTES} bytes"
+                ));
+                return Err(entry_error(&qualifier, source));
+            }
+            self.out.set_staged_owned(family, qualifier, self.row_ts);
+        }
+        Ok(())
+    }
+
+    /// Column `index`: cleared, then set to the value just staged (its
+    /// length `staged`), if any.
+    #[inline]
+    fn push(&mut self, index: usize, staged: Option<usize>) -> Result<(), FieldError> {
+        let column = &T::SCHEMA.columns[index];
+        clear_column(
+            &mut self.out,
+            T::SCHEMA,
+            column.family,
+            column.qualifier.as_bytes(),
+        );
+        let Some(len) = staged else {
+            return Ok(());
+        };
+        if len > MAX_CELL_BYTES {
+            return Err(FieldError::TooLarge { column: index, len });
+        }
+        let ts = match column.ttl {
+            // A field never outlives its row.
+            Some(ttl) => T::SCHEMA
+                .policy
+                .cell_timestamp(self.now, Expiry::Ttl(ttl))?
+                .min(self.row_ts),
+            None => self.row_ts,
+        };
+        self.out
+            .set_staged(column.family, column.qualifier.as_bytes(), ts);
+        if column.when_absent == WhenAbsent::ReadsZero {
+            // A counter's window mark goes with it (see `model::counter`).
+            let mark = window_mark(column.qualifier);
+            clear_column(&mut self.out, T::SCHEMA, column.family, &mark);
+            self.out.set_cell(
+                column.family,
+                &mark,
+                ts - MARK_LEAD_MICROS,
+                &WINDOW_MARK_VALUE,
+            );
+        }
+        Ok(())
+    }
 }
 
 /// The first key fields of `T`, as a tuple of their types: what a scan of
@@ -254,4 +525,376 @@ pub fn expiry_at(at: DateTime<Utc>) -> Expiry {
 #[must_use]
 pub fn expiry_at_opt(at: Option<DateTime<Utc>>) -> Expiry {
     at.map_or(Expiry::PolicyDefault, Expiry::At)
+}
+
+/// The bulk writer's path ([`MutationBuilder::encode_checked`]) against
+/// prost's encoding of [`MutationBuilder::build_checked`]'s mutations:
+/// the same bytes for every kind of field, or the same error and nothing
+/// written.
+#[cfg(test)]
+mod wire_tests {
+    use std::collections::{BTreeMap, HashMap};
+
+    use chrono::{DateTime, TimeDelta, TimeZone as _, Utc};
+    use prost::Message as _;
+
+    use super::*;
+    use crate::model::codec::Json;
+    use crate::model::limits::MAX_MUTATIONS_PER_REQUEST;
+    use crate::model::proto::{
+        mutate_rows_request::Entry, mutation::Mutation as M, MutateRowsRequest,
+    };
+
+    #[derive(bigtable_ttl::CellCodec, Debug, Clone, PartialEq)]
+    #[bigtable(crate = crate)]
+    struct UserId(String);
+
+    #[derive(bigtable_ttl::CellCodec, Debug, Clone, Copy, PartialEq)]
+    #[bigtable(crate = crate, by_name)]
+    enum Status {
+        Active,
+        OnHold,
+    }
+
+    #[derive(bigtable_ttl::CellCodec, Debug, Clone, Copy, PartialEq)]
+    #[bigtable(crate = crate, by_number)]
+    #[repr(i32)]
+    enum Plan {
+        Free = 0,
+        Team = -7,
+    }
+
+    /// One-second expiration, every built-in codec, a composite key.
+    #[derive(bigtable_ttl::BigtableRow, Debug, Clone)]
+    #[bigtable(crate = crate, table = "plain", family = "p", key_separator = "#")]
+    struct Plain {
+        #[bigtable(key)]
+        tenant: String,
+        #[bigtable(key)]
+        seq: u64,
+        #[ttl(expire_at)]
+        expires_at: DateTime<Utc>,
+        text: String,
+        bytes: Vec<u8>,
+        flag: bool,
+        n64: i64,
+        u64_: u64,
+        n32: i32,
+        u32_: u32,
+        n16: i16,
+        u16_: u16,
+        n8: i8,
+        u8_: u8,
+        f64_: f64,
+        f32_: f32,
+        at: DateTime<Utc>,
+        #[bigtable(family = "other", column = "elsewhere")]
+        elsewhere: String,
+    }
+
+    /// Default expiration with a shadow column: options, per-field TTLs,
+    /// defaults, JSON, derived codecs, an optional expiry, maps.
+    #[derive(bigtable_ttl::BigtableRow, Debug, Clone)]
+    #[bigtable(crate = crate, table = "rich", family = "r")]
+    #[ttl(default = "2d", written_at)]
+    struct Rich {
+        #[bigtable(key)]
+        id: String,
+        #[ttl(expire_at)]
+        expires: Option<DateTime<Utc>>,
+        name: Option<String>,
+        #[ttl(for = "1h")]
+        hot: Option<bool>,
+        #[bigtable(default)]
+        #[ttl(for = "30m")]
+        seats: u32,
+        json: Json<BTreeMap<String, Vec<u32>>>,
+        user: Option<UserId>,
+        status: Status,
+        plan: Option<Plan>,
+        #[bigtable(map, family = "items")]
+        items: BTreeMap<String, u64>,
+        #[bigtable(map, family = "ids")]
+        ids: HashMap<Vec<u8>, String>,
+    }
+
+    /// A struct owning its family, with a counter, a map, a shadow column
+    /// and a field in another family.
+    #[derive(bigtable_ttl::BigtableRow, Debug, Clone)]
+    #[bigtable(crate = crate, table = "owned", family = "o", owns_family)]
+    #[ttl(written_at)]
+    struct Owned {
+        #[bigtable(key)]
+        id: String,
+        #[ttl(expire_at)]
+        expires_at: DateTime<Utc>,
+        note: Option<String>,
+        #[bigtable(counter)]
+        views: i64,
+        #[bigtable(family = "x")]
+        outside: String,
+        #[bigtable(map, family = "m")]
+        items: BTreeMap<String, String>,
+    }
+
+    /// Counters in a family the struct does not own: their window marks
+    /// cleared one by one.
+    #[derive(bigtable_ttl::BigtableRow, Debug, Clone)]
+    #[bigtable(crate = crate, table = "counted", family = "c")]
+    struct Counted {
+        #[bigtable(key)]
+        id: String,
+        #[ttl(expire_at)]
+        expires_at: DateTime<Utc>,
+        #[bigtable(counter)]
+        hits: i64,
+        #[bigtable(counter, family = "d")]
+        misses: i64,
+    }
+
+    /// A JSON value serde cannot write (a map keyed by bytes).
+    #[derive(bigtable_ttl::BigtableRow, Debug, Clone)]
+    #[bigtable(crate = crate, table = "bad", family = "b")]
+    #[ttl(default = "1h")]
+    struct BadJson {
+        #[bigtable(key)]
+        id: String,
+        first: String,
+        json: Json<BTreeMap<Vec<u8>, u8>>,
+    }
+
+    fn now() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap() + TimeDelta::microseconds(123_456)
+    }
+
+    /// `builder`'s write through both paths, into a buffer already holding
+    /// other bytes: the same bytes, or the same error and nothing written.
+    fn same_write<T: BigtableRow>(builder: &MutationBuilder<'_, T>, now: DateTime<Utc>) {
+        let built = builder.build_checked("renamed", now);
+        let mut out = b"earlier entries".to_vec();
+        let mut staged = b"an earlier value".to_vec();
+        let encoded = builder.encode_checked("renamed", now, &mut out, &mut staged);
+        match (built, encoded) {
+            (Ok(m), Ok(row)) => {
+                let expected = MutateRowsRequest {
+                    entries: vec![Entry {
+                        row_key: m.row_key.clone(),
+                        mutations: m.mutations.clone(),
+                        ..Entry::default()
+                    }],
+                    ..MutateRowsRequest::default()
+                }
+                .encode_to_vec();
+                assert!(
+                    out[15..] == expected[..],
+                    "{}: {:?}",
+                    T::SCHEMA.table,
+                    m.mutations
+                );
+                assert_eq!(&out[..15], b"earlier entries");
+                assert_eq!(row.entry.len, expected.len());
+                assert_eq!(row.entry.mutations, m.mutations.len());
+                assert_eq!(row.row_key, m.row_key);
+                assert_eq!(row.timestamp_micros, m.timestamp_micros);
+                assert_eq!(row.expires_at, m.expires_at);
+            }
+            (Err(built), Err(encoded)) => {
+                assert_eq!(format!("{built:?}"), format!("{encoded:?}"));
+                assert_eq!(out, b"earlier entries", "{encoded}");
+            }
+            (built, encoded) => panic!("built {built:?}, encoded {encoded:?}"),
+        }
+    }
+
+    fn plain(i: usize, now: DateTime<Utc>) -> Plain {
+        #[allow(clippy::cast_possible_wrap)]
+        let n = i as i64;
+        Plain {
+            tenant: format!("t{i}"),
+            seq: i as u64,
+            expires_at: now + TimeDelta::minutes(5) + TimeDelta::microseconds(n * 999),
+            // Lengths across the one-, two- and three-byte length prefixes.
+            text: "x".repeat([0, 5, 127, 128, 16_383, 16_384, 70_000][i % 7]),
+            bytes: vec![0xff; i % 300],
+            flag: i.is_multiple_of(2),
+            n64: -n,
+            u64_: u64::MAX - i as u64,
+            #[allow(clippy::cast_possible_truncation)]
+            #[allow(clippy::cast_possible_wrap)]
+            n32: -(i as i32),
+            #[allow(clippy::cast_possible_truncation)]
+            u32_: i as u32,
+            n16: -3,
+            u16_: 3,
+            n8: -1,
+            u8_: 255,
+            f64_: -0.5,
+            f32_: 1.25,
+            at: now - TimeDelta::days(400),
+            elsewhere: "e".repeat(i % 3),
+        }
+    }
+
+    #[test]
+    fn every_built_in_codec_and_length_is_written_as_prost_writes_it() {
+        let now = now();
+        for i in 0..14 {
+            let row = plain(i, now);
+            same_write(&row.mutation(), now);
+            same_write(&row.mutation().expire_at(now + TimeDelta::days(3)), now);
+        }
+    }
+
+    #[test]
+    fn options_ttls_defaults_json_derived_codecs_and_maps_are_written_as_prost_writes_them() {
+        let now = now();
+        let full = Rich {
+            id: "r1".into(),
+            expires: Some(now + TimeDelta::hours(5)),
+            name: Some("ann".into()),
+            hot: Some(true),
+            seats: 12,
+            json: Json(BTreeMap::from([("a".to_owned(), vec![1, 2, 3])])),
+            user: Some(UserId("u-1".into())),
+            status: Status::OnHold,
+            plan: Some(Plan::Team),
+            items: BTreeMap::from([
+                ("apple".to_owned(), 3),
+                (String::new(), 0),
+                ("k".repeat(200), u64::MAX),
+            ]),
+            ids: HashMap::from([(vec![0, 1, 2], "x".to_owned()), (vec![9], String::new())]),
+        };
+        let empty = Rich {
+            expires: None,
+            name: None,
+            hot: None,
+            seats: 0,
+            json: Json(BTreeMap::new()),
+            user: None,
+            status: Status::Active,
+            plan: None,
+            items: BTreeMap::new(),
+            ids: HashMap::new(),
+            ..full.clone()
+        };
+        let free = Rich {
+            plan: Some(Plan::Free),
+            ..empty.clone()
+        };
+        for row in [&full, &empty, &free] {
+            same_write(&row.mutation(), now);
+            same_write(&row.mutation().ttl(TimeDelta::minutes(20)), now);
+            same_write(&row.mutation().ttl(TimeDelta::days(9)), now);
+        }
+    }
+
+    #[test]
+    fn an_owned_family_counters_and_their_window_marks_are_written_as_prost_writes_them() {
+        let now = now();
+        let owned = Owned {
+            id: "o1".into(),
+            expires_at: now + TimeDelta::hours(1),
+            note: Some("n".into()),
+            views: 41,
+            outside: "out".into(),
+            items: BTreeMap::from([("a".to_owned(), "b".to_owned())]),
+        };
+        same_write(&owned.mutation(), now);
+        let bare = Owned {
+            note: None,
+            items: BTreeMap::new(),
+            ..owned
+        };
+        same_write(&bare.mutation(), now);
+        let counted = Counted {
+            id: "c1".into(),
+            expires_at: now + TimeDelta::hours(1),
+            hits: -2,
+            misses: 0,
+        };
+        same_write(&counted.mutation(), now);
+        // What each write holds, to be sure the cases above cover them.
+        let kinds = |m: &RowMutation| {
+            m.mutations
+                .iter()
+                .filter(|m| matches!(m.mutation, Some(M::DeleteFromFamily(_))))
+                .count()
+        };
+        assert_eq!(
+            kinds(&owned_built(&bare, now)),
+            2,
+            "the family and the map's"
+        );
+    }
+
+    fn owned_built(row: &Owned, now: DateTime<Utc>) -> RowMutation {
+        row.mutation().build(now).unwrap()
+    }
+
+    #[test]
+    fn a_row_that_fails_leaves_nothing_written_and_the_same_error() {
+        let now = now();
+        // Before any cell: the expiry, the key.
+        same_write(&plain(1, now).mutation().expire_at(now), now);
+        let bad_key = Plain {
+            tenant: "a#b".into(),
+            ..plain(2, now)
+        };
+        same_write(&bad_key.mutation(), now);
+        // Halfway through: a JSON value serde refuses after a first column,
+        // a map key over the qualifier limit after a first entry.
+        let json = BadJson {
+            id: "j".into(),
+            first: "written first".into(),
+            json: Json(BTreeMap::from([(vec![1], 1)])),
+        };
+        same_write(&json.mutation(), now);
+        let long_key = Owned {
+            id: "o".into(),
+            expires_at: now + TimeDelta::hours(1),
+            note: None,
+            views: 1,
+            outside: String::new(),
+            items: BTreeMap::from([
+                ("a".to_owned(), "first".to_owned()),
+                ("k".repeat(MAX_QUALIFIER_BYTES + 1), String::new()),
+            ]),
+        };
+        same_write(&long_key.mutation(), now);
+        // After every cell: over Bigtable's mutations per row.
+        let many = Owned {
+            items: (0..=MAX_MUTATIONS_PER_REQUEST)
+                .map(|i| (i.to_string(), String::new()))
+                .collect(),
+            ..long_key
+        };
+        same_write(&many.mutation(), now);
+    }
+
+    /// Rows after rows into one buffer, the value buffer reused: the
+    /// request prost would encode from the same entries.
+    #[test]
+    fn consecutive_rows_make_the_request_prost_would_encode() {
+        let now = now();
+        let (mut out, mut staged) = (Vec::new(), Vec::new());
+        let mut entries = Vec::new();
+        for i in 0..20 {
+            let row = plain(i % 7, now);
+            let m = row.mutation().build_checked("t", now).unwrap();
+            row.mutation()
+                .encode_checked("t", now, &mut out, &mut staged)
+                .unwrap();
+            entries.push(Entry {
+                row_key: m.row_key,
+                mutations: m.mutations,
+                ..Entry::default()
+            });
+        }
+        let expected = MutateRowsRequest {
+            entries,
+            ..MutateRowsRequest::default()
+        };
+        assert!(out == expected.encode_to_vec());
+    }
 }

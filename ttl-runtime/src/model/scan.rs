@@ -3,7 +3,7 @@
 
 use std::ops::{Bound, RangeBounds};
 
-use crate::model::error::{Error, Result};
+use crate::model::error::{self, Error, Result};
 use crate::model::proto::{
     row_range::{EndKey, StartKey},
     ReadRowsRequest, RowRange, RowSet,
@@ -60,8 +60,8 @@ impl BadKey {
     fn in_table(self, table: &str) -> Error {
         let table = table.to_owned();
         match self {
-            BadKey::Empty => Error::EmptyRowKey { table },
-            BadKey::TooLong { len, max } => Error::RowKeyTooLong { table, len, max },
+            BadKey::Empty => Error::from(error::EmptyRowKey { table }),
+            BadKey::TooLong { len, max } => Error::from(error::RowKeyTooLong { table, len, max }),
         }
     }
 
@@ -70,7 +70,10 @@ impl BadKey {
     fn defer(encoded: Result<Vec<u8>>, bad: &mut Option<BadKey>) -> Result<Vec<u8>> {
         let found = match encoded {
             Err(Error::EmptyRowKey { .. }) => BadKey::Empty,
-            Err(Error::RowKeyTooLong { len, max, .. }) => BadKey::TooLong { len, max },
+            Err(Error::RowKeyTooLong(e)) => BadKey::TooLong {
+                len: e.len,
+                max: e.max,
+            },
             other => return other,
         };
         bad.get_or_insert(found);
@@ -271,7 +274,7 @@ impl Scan {
             };
             if let (Some(start), Some(end)) = (key(start), key(end)) {
                 if start > end {
-                    return Err(Error::InvalidRange { start, end });
+                    return Err(Error::from(error::InvalidRange { start, end }));
                 }
             }
         }
@@ -451,7 +454,7 @@ mod tests {
         for scan in [Scan::range("m".."a"), Scan::range("m"..="a").reversed()] {
             let err = scan.into_request("t".into()).unwrap_err();
             assert!(
-                matches!(&err, Error::InvalidRange { start, end } if start == b"m" && end == b"a"),
+                matches!(&err, Error::InvalidRange(e) if e.start == b"m" && e.end == b"a"),
                 "{err}"
             );
             assert!(err.to_string().contains(".reversed()"), "{err}");

@@ -1,6 +1,6 @@
-//! How many parts a key space may be cut into, and why a shard does not
-//! exist: what the runtime's errors name and the sharded operations
-//! (`crate::ops`) check.
+//! A part of a key space, how many parts it may be cut into, and why a
+//! shard does not exist: what the runtime's errors name, the sharded
+//! operations (`crate::ops`) check and `Table::add_markers` runs over.
 
 /// The most parts a key space is cut into. A part is a process of its
 /// own, each streaming its range from the cluster: a thousand of them is
@@ -50,3 +50,84 @@ impl std::fmt::Display for ShardProblem {
 }
 
 impl std::error::Error for ShardProblem {}
+
+/// One contiguous part of a table's key space: the keys from `start`
+/// (inclusive; empty: from the first key) to `end` (exclusive; `None`: to
+/// the last key), part `index` of `count`.
+///
+/// ```
+/// use bigtable_ttl::ops::Part;
+///
+/// let whole = Part::whole();
+/// assert!(whole.contains(b"any key"));
+/// assert_eq!((whole.index, whole.count), (0, 1));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Part {
+    /// Which part (from 0).
+    pub index: usize,
+    /// Of how many.
+    pub count: usize,
+    /// The first key of the part (inclusive); empty: the table's start.
+    pub start: Vec<u8>,
+    /// The key after the part (exclusive); `None`: the table's end.
+    pub end: Option<Vec<u8>>,
+}
+
+impl Default for Part {
+    fn default() -> Self {
+        Self::whole()
+    }
+}
+
+impl Part {
+    /// The whole table, as one part.
+    #[must_use]
+    pub fn whole() -> Self {
+        Self {
+            index: 0,
+            count: 1,
+            start: Vec::new(),
+            end: None,
+        }
+    }
+
+    /// Part `index` of `count`, the keys from `start` to `end` (exclusive).
+    #[must_use]
+    pub fn new(index: usize, count: usize, start: Vec<u8>, end: Option<Vec<u8>>) -> Self {
+        Self {
+            index,
+            count,
+            start,
+            end,
+        }
+    }
+
+    /// Whether `key` is in the part.
+    #[must_use]
+    pub fn contains(&self, key: &[u8]) -> bool {
+        key >= self.start.as_slice() && self.end.as_deref().is_none_or(|end| key < end)
+    }
+
+    /// Whether the part holds no key at all (a part left over when the
+    /// table has fewer samples than parts).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.end
+            .as_deref()
+            .is_some_and(|end| end <= self.start.as_slice())
+    }
+
+    /// Whether this is the whole table.
+    #[must_use]
+    pub fn is_whole(&self) -> bool {
+        self.start.is_empty() && self.end.is_none()
+    }
+
+    /// `index/count`, as `--shard` takes it.
+    #[must_use]
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.index, self.count)
+    }
+}

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::model::error::{Error, Result};
+use crate::model::error::{self, Error, Result};
 use crate::model::proto::{result_set_metadata::Schema, ResultSetMetadata, Value};
 use crate::model::sql_type::SqlType;
 use crate::model::sql_value::{FromSql, SqlValue};
@@ -104,16 +104,18 @@ impl SqlRow {
             .columns
             .iter()
             .position(|c| c.name == column)
-            .ok_or_else(|| Error::QueryColumn {
-                column: column.to_owned(),
-                problem: format!(
-                    "the query has no such column; its columns are: {}",
-                    self.columns
-                        .iter()
-                        .map(|c| c.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
+            .ok_or_else(|| {
+                Error::from(error::QueryColumn {
+                    column: column.to_owned(),
+                    problem: format!(
+                        "the query has no such column; its columns are: {}",
+                        self.columns
+                            .iter()
+                            .map(|c| c.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                })
             })?;
         self.get_at(index)
     }
@@ -124,14 +126,16 @@ impl SqlRow {
     /// As [`SqlRow::get`].
     pub fn get_at<T: FromSql>(&self, index: usize) -> Result<T> {
         let (Some(column), Some(value)) = (self.columns.get(index), self.values.get(index)) else {
-            return Err(Error::QueryColumn {
+            return Err(Error::from(error::QueryColumn {
                 column: format!("#{index}"),
                 problem: format!("the query has {} columns", self.columns.len()),
-            });
+            }));
         };
-        T::from_sql(value).map_err(|problem| Error::QueryColumn {
-            column: column.name.clone(),
-            problem: format!("its {} value {problem}", column.ty),
+        T::from_sql(value).map_err(|problem| {
+            Error::from(error::QueryColumn {
+                column: column.name.clone(),
+                problem: format!("its {} value {problem}", column.ty),
+            })
         })
     }
 }
@@ -174,9 +178,9 @@ pub(crate) fn rows_of(values: Vec<Value>, columns: &Arc<[SqlColumn]>) -> Result<
 
 /// The error of an answer to a query that cannot be read.
 pub(crate) fn malformed(problem: impl Into<String>) -> Error {
-    Error::QueryResponse {
+    Error::from(error::QueryResponse {
         problem: problem.into(),
-    }
+    })
 }
 
 #[cfg(test)]
@@ -236,7 +240,7 @@ mod tests {
         assert_eq!(rows[1].get::<String>("bar").unwrap(), "t");
         let error = rows[1].get::<String>("foo").unwrap_err();
         assert!(
-            matches!(&error, Error::QueryColumn { column, .. } if column == "foo"),
+            matches!(&error, Error::QueryColumn(e) if e.column == "foo"),
             "{error}"
         );
         let missing = rows[0].get::<String>("baz").unwrap_err();

@@ -7,7 +7,7 @@ use std::ops::Deref;
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::model::codec::CellCodec;
-use crate::model::error::{CodecError, Error, Result};
+use crate::model::error::{self, CodecError, Error, Result};
 use crate::model::field::{decode_error, FieldError};
 use crate::model::key::{KeyPart, KeyReader};
 use crate::model::liveness::{marker_row_ts, verdict, Marker, Newest, Verdict};
@@ -301,13 +301,13 @@ impl<'a> RowView<'a> {
         let Verdict::Live { row_ts } = verdict else {
             return Ok(verdict);
         };
-        self.expires_at = policy
-            .expiry_of(row_ts)
-            .map_err(|_| Error::TimestampOutOfRange {
+        self.expires_at = policy.expiry_of(row_ts).map_err(|_| {
+            Error::from(error::TimestampOutOfRange {
                 table: schema.table.to_owned(),
                 row_key: self.key.to_vec(),
                 timestamp_micros: row_ts,
-            })?;
+            })
+        })?;
         if let Some(cell) = shadow {
             self.written_at = Some(DateTime::<Utc>::decode(cell.value).map_err(|source| {
                 let (family, qualifier) = schema

@@ -26,7 +26,7 @@ use crate::client::data::{RawTable, ReadRows, RowFilter};
 use crate::client::table::Table;
 use crate::model::cell::{cell_ref, Cell};
 use crate::model::death::{event_id, Judge};
-use crate::model::error::{Error, Result};
+use crate::model::error::{self, Error, Result};
 use crate::model::policy::Policy;
 use crate::model::row::{classify_row, missing_column, BigtableRow, Decoded};
 
@@ -89,11 +89,11 @@ impl ExpiryWindow {
         if self.from <= self.to && self.to <= now {
             Ok(())
         } else {
-            Err(Error::InvalidWindow {
+            Err(Error::from(error::InvalidWindow {
                 from: self.from,
                 to: self.to,
                 now,
-            })
+            }))
         }
     }
 }

@@ -13,7 +13,7 @@ use crate::client::data::RawTable;
 use crate::model::cell::Cell;
 use crate::model::clock::Clock;
 use crate::model::codec::CellCodec;
-use crate::model::error::{Code, Error, FailedRow, MigrationProblem, Overflow, Result};
+use crate::model::error::{self, Code, Error, FailedRow, MigrationProblem, Overflow, Result};
 use crate::model::gc_rule::{describe_rule, gc_rule, rule_matches, GcRule};
 use crate::model::mutation::set_cell;
 use crate::model::policy::{from_micros, millis_floor, Expiry, Policy};
@@ -137,11 +137,11 @@ impl MigratePlan {
             .schema
             .and_then(|s| s.maps.iter().find(|m| m.family == self.to))
         {
-            return Err(Error::MigrateIntoMap {
+            return Err(Error::from(error::MigrateIntoMap {
                 table: self.table.clone(),
                 family: self.to.clone(),
                 field: map.field.to_owned(),
-            });
+            }));
         }
         self.effective_ttl().map(drop)
     }
@@ -193,10 +193,10 @@ impl MigratePlan {
     }
 
     fn error(&self, problem: MigrationProblem) -> Error {
-        Error::Migration {
+        Error::from(error::Migration {
             table: self.table.clone(),
             problem,
-        }
+        })
     }
 }
 
@@ -461,9 +461,11 @@ pub(crate) fn plan_row(
         }
     }
     if let Some((ts, written)) = shadow {
-        let value = written.encode().map_err(|source| Error::Encode {
-            field: "written_at",
-            source,
+        let value = written.encode().map_err(|source| {
+            Error::from(error::Encode {
+                field: "written_at",
+                source,
+            })
         })?;
         out.mutations
             .push(set_cell(&plan.to, plan.written_at.as_bytes(), ts, value));
@@ -502,12 +504,12 @@ fn target_timestamp(
 ) -> Result<Option<i64>> {
     let expiry = written
         .checked_add_signed(ttl)
-        .ok_or(Error::ExpiryOutOfRange {
+        .ok_or(Error::from(error::ExpiryOutOfRange {
             overflow: Overflow::Sum {
                 micros: written.timestamp_micros(),
                 by: ttl,
             },
-        })?;
+        }))?;
     if millis_floor(expiry)? <= millis_floor(now)? {
         return Ok(None);
     }
@@ -530,10 +532,9 @@ async fn prepare(conn: &Connection, plan: &MigratePlan) -> Result<()> {
             match super::apply::set_gc_rule(conn, &plan.table, &plan.to, true, &expected).await {
                 // Another shard of the same migration created it first:
                 // check its rule like any existing family's.
-                Err(Error::Server {
-                    code: Code::AlreadyExists,
-                    ..
-                }) => check_target_rule(conn, plan, &expected).await,
+                Err(Error::Server(e)) if e.code == Code::AlreadyExists => {
+                    check_target_rule(conn, plan, &expected).await
+                }
                 other => other,
             }
         }
@@ -690,11 +691,11 @@ async fn write_all(table: &RawTable, entries: Vec<Entry>) -> Result<()> {
     if failed.is_empty() {
         return Ok(());
     }
-    Err(Error::PartialWrite {
+    Err(Error::from(error::PartialWrite {
         table: table.name().to_owned(),
         written,
         failed,
-    })
+    }))
 }
 
 /// Count, at `now`, the source cells (and rows) alive under the plan's
@@ -929,7 +930,7 @@ mod tests {
         assert!(
             text.contains("taken in `projects/p/instances/i`")
                 && text.contains("connected to `projects/p/instances/other`")
-                && text.contains("--instance"),
+                && text.contains("with a Connection to `projects/p/instances/i`"),
             "{text}"
         );
         for (key, said) in [(&b"a"[..], "before"), (b"m", "past"), (b"z\xff", "past")] {
@@ -937,7 +938,7 @@ mod tests {
             let text = cp.check_resume("p", "i").unwrap_err().to_string();
             assert!(
                 text.contains(&format!("lies {said} its part 1/3 [\"d\", \"m\")"))
-                    && text.contains("without --resume"),
+                    && text.contains("without a checkpoint"),
                 "{text}"
             );
         }

@@ -20,25 +20,23 @@
 //! * [`migrate()`]: copy a family with real timestamps into a family managed by
 //!   a policy, artificial timestamps and shadow column included, resumable
 //!   from a checkpoint;
-//! * `Table::add_markers`: give rows written without their struct's row
-//!   marker (by earlier versions or other programs) that marker, resumable
-//!   and sharded ([`MarkProgress`]);
-//! * `Table::expired` and [`expired()`]: the expiry feed, the rows that
-//!   died within a window of time with their last values ([`ExpiryWindow`]);
-//! * `Table::reap` and [`reap()`]: the reaper, deleting what expired more
-//!   than a grace period ago so that other readers stop seeing it,
-//!   resumable, sharded, rate-limited ([`ReapOptions`], [`ReapProgress`]);
-//! * [`Retime`]: extend or shorten one row's TTL in place, expire it now
-//!   (methods on [`crate::Table`]);
-//! * [`Update`]: set some fields of a live row, keeping its expiry or
-//!   re-timing it in the same step (`Table::update`).
+//! * [`expired()`]: the expiry feed, the rows that died within a window of
+//!   time with their last values ([`ExpiryWindow`]); `Table::expired` runs
+//!   it on a derived struct's families;
+//! * [`reap()`]: the reaper, deleting what expired more than a grace period
+//!   ago so that other readers stop seeing it, resumable, sharded,
+//!   rate-limited ([`ReapOptions`], [`ReapProgress`]); `Table::reap` runs it
+//!   on a derived struct's rows.
+//!
+//! What one typed row can do (re-time, `touch`, `update`, `add_markers`) is
+//! on [`crate::Table`], in the client layer below.
 //!
 //! The module exports what a program calls: the operations above, their
 //! requests and reports, and the few pure helpers a tool around them needs
 //! (policy parsing, [`policy_from_rule`], the [`Audit`] tally, cutting a
 //! key space). The planners behind them (the cell reports of `inspect`, the
-//! per-row plans of `migrate`, `retime` and `update`) are private: pure,
-//! unit-tested here without a server, and reached through the operations.
+//! per-row plans of `migrate`) are private: pure, unit-tested here without
+//! a server, and reached through the operations.
 //! The `bigtable-ttl` command-line program (`ttl-cli`) is a thin layer over
 //! this module. With the `serde` feature, the reports and checkpoints
 //! serialize as the JSON that command prints and reads back (a checkpoint
@@ -51,15 +49,12 @@ mod feed;
 #[cfg(feature = "serde")]
 mod files;
 mod inspect;
-mod markers;
 mod migrate;
 mod rate;
 mod reap;
-mod retime;
 mod scan;
 mod shard;
 mod spec;
-pub(crate) mod update;
 
 pub use crate::model::gc_rule::policy_from_rule;
 pub use apply::{apply, ApplyOutcome, ApplyRequest};
@@ -67,17 +62,14 @@ pub use audit::{audit, Audit, AuditReport, AuditRequest};
 pub use expiry::{expiries, ExpiryHistogram, ExpiryRequest, FamilyExpiries, MAX_DAYS};
 pub use feed::{expired, ExpiredCells, ExpiredRow, ExpiryWindow, FamilyRows};
 pub use inspect::{inspect, CellReport, FamilyPolicy, InspectRequest, RowInspection};
-pub use markers::{MarkProgress, MarkStatus};
 pub use migrate::verify_part;
 pub use migrate::{
     migrate, verify, Checkpoint, MigratePlan, MigrateReport, MigrateStatus, RowExpiry, Verification,
 };
 pub use reap::{reap, ReapOptions, ReapProgress, ReapStatus};
-pub use retime::{Retime, Touched, RETIME_ROUNDS};
 pub use scan::ScanProgress;
 pub use shard::{
     check_cover, check_shard, cut, fraction_done, key_samples, part_of, plan_parts, CountOverflow,
     Part, ShardProblem, MAX_PARTS,
 };
 pub use spec::{parse_duration, parse_policy, policy_spec, short_duration, DEFAULT_WRITTEN_AT};
-pub use update::{Change, Update};

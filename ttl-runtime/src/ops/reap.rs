@@ -36,16 +36,16 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::{StreamExt as _, TryStreamExt as _};
 
-use crate::client::conditional::Checked;
 use crate::client::connection::Connection;
 use crate::client::data::RawTable;
+use crate::client::table::conditional::Checked;
 use crate::client::table::Table;
 use crate::client::telemetry;
 use crate::model::cell::Cell;
 use crate::model::clock::Clock;
 use crate::model::condition::{unchanged, Pin};
 use crate::model::death::{encode_range_deletes, Judge, Keep, Plan};
-use crate::model::error::{Error, FailedRow, Result};
+use crate::model::error::{self, Error, FailedRow, Result};
 use crate::model::mutation::delete_owned;
 use crate::model::row::BigtableRow;
 use crate::model::row_cells::RowCells;
@@ -694,11 +694,11 @@ async fn write_all(table: &RawTable, deletes: EncodedBatch) -> Result<()> {
     if failed.is_empty() {
         return Ok(());
     }
-    Err(Error::PartialWrite {
+    Err(Error::from(error::PartialWrite {
         table: table.name().to_owned(),
         written,
         failed,
-    })
+    }))
 }
 
 /// The reaper's metrics for one page (see [`crate::telemetry`]); `started`

@@ -15,11 +15,11 @@ use std::ops::Bound;
 use crate::client::connection::Connection;
 use crate::client::data::{KeySample, RawTable};
 use crate::client::read::ReadOptions;
-use crate::model::error::Result;
+use crate::model::error::{self, Result};
 use crate::model::scan::Scan;
 use crate::model::split::split;
 
-pub use crate::model::shards::{ShardProblem, MAX_PARTS};
+pub use crate::model::shards::{Part, ShardProblem, MAX_PARTS};
 
 /// Check that shard `index` of `count` exists and `count` is at most
 /// [`MAX_PARTS`].
@@ -79,92 +79,6 @@ impl std::error::Error for CountOverflow {}
 /// `a + b`, or which count overflowed.
 pub(crate) fn add(a: u64, b: u64, what: &'static str) -> std::result::Result<u64, CountOverflow> {
     a.checked_add(b).ok_or(CountOverflow { what })
-}
-
-/// One contiguous part of a table's key space: the keys from `start`
-/// (inclusive; empty: from the first key) to `end` (exclusive; `None`: to
-/// the last key), part `index` of `count`.
-///
-/// ```
-/// use bigtable_ttl::ops::Part;
-///
-/// let whole = Part::whole();
-/// assert!(whole.contains(b"any key"));
-/// assert_eq!((whole.index, whole.count), (0, 1));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Serialize, serde::Deserialize),
-    serde(into = "super::files::PartFile", try_from = "super::files::PartFile")
-)]
-#[non_exhaustive]
-pub struct Part {
-    /// Which part (from 0).
-    pub index: usize,
-    /// Of how many.
-    pub count: usize,
-    /// The first key of the part (inclusive); empty: the table's start.
-    pub start: Vec<u8>,
-    /// The key after the part (exclusive); `None`: the table's end.
-    pub end: Option<Vec<u8>>,
-}
-
-impl Default for Part {
-    fn default() -> Self {
-        Self::whole()
-    }
-}
-
-impl Part {
-    /// The whole table, as one part.
-    #[must_use]
-    pub fn whole() -> Self {
-        Self {
-            index: 0,
-            count: 1,
-            start: Vec::new(),
-            end: None,
-        }
-    }
-
-    /// Part `index` of `count`, the keys from `start` to `end` (exclusive).
-    #[must_use]
-    pub fn new(index: usize, count: usize, start: Vec<u8>, end: Option<Vec<u8>>) -> Self {
-        Self {
-            index,
-            count,
-            start,
-            end,
-        }
-    }
-
-    /// Whether `key` is in the part.
-    #[must_use]
-    pub fn contains(&self, key: &[u8]) -> bool {
-        key >= self.start.as_slice() && self.end.as_deref().is_none_or(|end| key < end)
-    }
-
-    /// Whether the part holds no key at all (a part left over when the
-    /// table has fewer samples than parts).
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.end
-            .as_deref()
-            .is_some_and(|end| end <= self.start.as_slice())
-    }
-
-    /// Whether this is the whole table.
-    #[must_use]
-    pub fn is_whole(&self) -> bool {
-        self.start.is_empty() && self.end.is_none()
-    }
-
-    /// `index/count`, as `--shard` takes it.
-    #[must_use]
-    pub fn label(&self) -> String {
-        format!("{}/{}", self.index, self.count)
-    }
 }
 
 /// The key space cut into `count` contiguous parts at `samples` (row keys
@@ -302,7 +216,7 @@ pub fn part_of(
 /// connection's policy), a missing table included.
 pub async fn plan_parts(conn: &Connection, table: &str, count: usize) -> Result<Vec<Part>> {
     check_shard(0, count)
-        .map_err(|problem| crate::model::error::Error::InvalidShard { problem })?;
+        .map_err(|problem| crate::model::error::Error::from(error::InvalidShard { problem }))?;
     let samples = key_samples(conn, table).await?;
     let keys: Vec<Vec<u8>> = samples.into_iter().map(|s| s.key).collect();
     Ok(cut(&keys, count))

@@ -3,7 +3,7 @@
 
 use chrono::TimeDelta;
 
-use crate::model::error::{Error, PolicyProblem, Result};
+use crate::model::error::{self, Error, PolicyProblem, Result};
 use crate::model::policy::Policy;
 
 /// The qualifier of the shadow column with the real write time, as
@@ -31,9 +31,11 @@ pub use bigtable_ttl_spec::DEFAULT_WRITTEN_AT;
 /// # Errors
 /// [`Error::InvalidPolicy`] saying what is accepted.
 pub fn parse_policy(spec: &str) -> Result<Policy> {
-    let invalid = |problem: PolicyProblem| Error::InvalidPolicy {
-        spec: spec.to_owned(),
-        problem,
+    let invalid = |problem: PolicyProblem| {
+        Error::from(error::InvalidPolicy {
+            spec: spec.to_owned(),
+            problem,
+        })
     };
     let trimmed = spec.trim();
     if matches!(

@@ -7,6 +7,7 @@
 
 pub(crate) mod answer;
 pub(crate) mod builtin_metrics;
+pub(crate) mod cause;
 pub(crate) mod channel;
 pub(crate) mod chunk;
 pub(crate) mod codec;

@@ -1,6 +1,6 @@
 //! Why a read failed, as the wire layer reports it.
 
-use crate::model::error::Cause;
+use crate::wire::cause::Cause;
 use crate::wire::status::cause_under_code;
 
 /// Why a read failed: the server's status, or a response breaking the

@@ -11,7 +11,8 @@ use prost::Message as _;
 use std::borrow::Borrow;
 use std::error::Error as _;
 
-use crate::model::error::{Cause, Code};
+use crate::model::error::Code;
+use crate::wire::cause::Cause;
 
 /// The `type_url` of a `google.rpc.RetryInfo` detail.
 const RETRY_INFO_TYPE: &str = "type.googleapis.com/google.rpc.RetryInfo";

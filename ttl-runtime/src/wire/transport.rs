@@ -35,7 +35,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio_rustls::rustls;
 
-use crate::model::error::{BoxError, Cause, Unreachable};
+use crate::model::error::BoxError;
+use crate::wire::cause::{Cause, Unreachable};
 
 /// What this library calls itself in `user-agent`, as tonic's channel
 /// named tonic.

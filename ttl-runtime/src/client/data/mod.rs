@@ -70,7 +70,7 @@ use crate::client::connection::Connection;
 use crate::client::failure::{one_attempt_error, status_error};
 use crate::client::read::{read_rows_with, ReadCounters, ReadOptions};
 use crate::client::retry::{retryable_status, Budget, RetryPolicy};
-use crate::model::error::{Code, Error, Result};
+use crate::model::error::{self, Code, Error, Result};
 use crate::model::proto::{
     self, mutate_rows_request, CheckAndMutateRowRequest, ReadModifyWriteRowRequest,
     ReadModifyWriteRowResponse, ReadRowsRequest,
@@ -430,8 +430,8 @@ impl RawTable {
                     Some(status) => Box::new(crate::wire::status::cause_under_code(status)),
                     None => first.why.clone().into(),
                 };
-                let (reason, source) = crate::model::error::reason_and_source(source);
-                return Err(Error::Server {
+                let (reason, source, unanswered) = crate::wire::cause::reason_and_source(source);
+                return Err(Error::from(error::Server {
                     table: self.name.to_string(),
                     row_key: None,
                     code: first.request_code,
@@ -440,7 +440,8 @@ impl RawTable {
                     retries_exhausted,
                     reason,
                     source,
-                });
+                    unanswered,
+                }));
             }
         }
         for failed in report.failed {
@@ -557,14 +558,15 @@ impl RawTable {
         let answered = u32::from(crate::wire::status::answered(&status));
         let refused = one_attempt_error(&self.name, Some(key.clone()), status, started);
         if unknown {
-            Error::OutcomeUnknown {
+            Error::from(error::OutcomeUnknown {
                 table: self.name.to_string(),
                 row_key: key,
                 attempts: 1,
                 answered,
                 horizon: None,
+                lost: crate::wire::cause::no_answer(&refused),
                 source: Box::new(refused),
-            }
+            })
         } else {
             refused
         }

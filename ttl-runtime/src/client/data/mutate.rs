@@ -17,7 +17,7 @@ use super::outcome_unknown;
 use crate::client::failure::status_error;
 use crate::client::retry::{retryable_code, retryable_status, status_text, Budget, RetryPolicy};
 use crate::client::telemetry;
-use crate::model::error::{Code, Error, Result};
+use crate::model::error::{self, Code, Error, Result};
 use crate::model::idempotent::idempotent;
 use crate::model::limits::{MAX_MUTATIONS_PER_REQUEST, MAX_REQUEST_BYTES};
 use crate::model::proto::{MutateRowRequest, Mutation};
@@ -609,12 +609,13 @@ fn once_error(table: &str, row_key: Vec<u8>, status: tonic::Status, budget: &Bud
     tracing::debug!(%status, "MutateRow not sent again: {NOT_IDEMPOTENT}");
     let answered = u32::from(crate::wire::status::answered(&status));
     let lost = status_error(table, Some(row_key.clone()), status, Some(budget));
-    Error::OutcomeUnknown {
+    Error::from(error::OutcomeUnknown {
         table: table.to_owned(),
         row_key,
         attempts: budget.attempts(),
         answered,
         horizon: None,
+        lost: crate::wire::cause::no_answer(&lost),
         source: Box::new(lost),
-    }
+    })
 }

@@ -90,6 +90,21 @@ impl TryFrom<PartFile> for Part {
     }
 }
 
+// `Part` is defined in the pure core (`model::shards`), which cannot name
+// this file format: its serde impls go through `PartFile` here, as
+// `#[serde(into, try_from)]` would.
+impl Serialize for Part {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        PartFile::from(self.clone()).serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Part {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Part::try_from(PartFile::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
 /// The `shard` field: absent (or null) for the whole table.
 pub(crate) mod shard {
     use super::{Deserialize, Deserializer, Part};

@@ -48,7 +48,7 @@ use futures_util::{Stream, StreamExt as _};
 
 use crate::client::connection::Connection;
 use crate::client::read::ReadOptions;
-use crate::model::error::{Error, Result};
+use crate::model::error::{self, Error, Result};
 use crate::model::sql_batch::BatchMerger;
 use crate::wire::channel::DataChannel;
 use crate::wire::cookies::RoutingCookies;
@@ -158,10 +158,10 @@ impl Sql {
             .iter()
             .find_map(|(name, ty)| Some((name, ty.param_problem()?)))
         {
-            return Err(Error::QueryParam {
+            return Err(Error::from(error::QueryParam {
                 name: name.clone(),
                 problem,
-            });
+            }));
         }
         let text = Arc::new(QueryText {
             instance: self.instance.clone(),
@@ -218,11 +218,13 @@ impl Sql {
             .keys()
             .find(|name| !bound.values.contains_key(*name))
             .cloned();
-        let refused = missing.map(|name| Error::QueryParam {
+        let refused = missing.map(|name| {
+            Error::from(error::QueryParam {
             name,
             problem:
                 "the query declares it and it was given no value; set it (SqlValue::Null for NULL)"
                     .to_owned(),
+        })
         });
         self.run(
             bound.query.text,
@@ -249,7 +251,7 @@ impl Sql {
         let values = query.params.into_iter().map(|(n, (_, v))| (n, v)).collect();
         let refused = query
             .refused
-            .map(|(name, problem)| Error::QueryParam { name, problem });
+            .map(|(name, problem)| Error::from(error::QueryParam { name, problem }));
         self.run(
             text,
             Arc::default(),
@@ -390,7 +392,7 @@ impl BoundQuery {
                 .map(String::as_str)
                 .collect();
             declared.sort_unstable();
-            return Err(Error::QueryParam {
+            return Err(Error::from(error::QueryParam {
                 name: name.to_owned(),
                 problem: format!(
                     "the prepared query declares no such parameter (it declares: {})",
@@ -400,10 +402,10 @@ impl BoundQuery {
                         declared.join(", ")
                     }
                 ),
-            });
+            }));
         };
         if !value.fits(ty) {
-            return Err(Error::QueryParam {
+            return Err(Error::from(error::QueryParam {
                 name: name.to_owned(),
                 problem: format!(
                     "the query declares it {ty}, and the value is {}",
@@ -411,13 +413,13 @@ impl BoundQuery {
                         .sql_type()
                         .map_or_else(|| "of another type".to_owned(), |t| t.to_string())
                 ),
-            });
+            }));
         }
         if let Some(problem) = value.param_problem() {
-            return Err(Error::QueryParam {
+            return Err(Error::from(error::QueryParam {
                 name: name.to_owned(),
                 problem,
-            });
+            }));
         }
         self.values.insert(name.to_owned(), value);
         Ok(self)

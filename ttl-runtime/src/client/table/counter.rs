@@ -5,8 +5,8 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::client::conditional::Checked;
 use crate::client::failure::status_error;
+use crate::client::table::conditional::Checked;
 use crate::client::table::Table;
 use crate::client::telemetry;
 use crate::model::condition::{exact_timestamp, live_row, not_live_row, unchanged, Pin};
@@ -14,7 +14,7 @@ use crate::model::counter::{
     count_in_row, increment_rules, landed, new_row, without_dead_stamps, Counted, CounterField,
     Landed,
 };
-use crate::model::error::{Error, Result};
+use crate::model::error::{self, Error, Result};
 use crate::model::key::AsKey;
 use crate::model::liveness::Verdict;
 use crate::model::mutation::{delete_column, mark_window};
@@ -123,9 +123,9 @@ impl<T: BigtableRow> Table<T> {
         let row_key = self.row_key(key)?;
         let policy = T::SCHEMA.policy;
         if expiry == Expiry::PolicyDefault && policy == Policy::CellExpiry {
-            return Err(Error::MissingExpiry {
+            return Err(Error::from(error::MissingExpiry {
                 table: Some(self.name().to_owned()),
-            });
+            }));
         }
         // What a new row would get, checked before anything is sent.
         policy.cell_timestamp(self.clock().now(), expiry)?;
@@ -168,18 +168,18 @@ impl<T: BigtableRow> Table<T> {
                 return Ok(counted);
             }
         }
-        Err(Error::Conflict {
+        Err(Error::from(error::Conflict {
             table: self.name().to_owned(),
             row_key,
             attempts: INCREMENT_ROUNDS,
-        })
+        }))
     }
 
     fn no_live_row(&self, row_key: &[u8]) -> Error {
-        Error::NoLiveRow {
+        Error::from(error::NoLiveRow {
             table: self.name().to_owned(),
             row_key: row_key.to_vec(),
-        }
+        })
     }
 
     /// The step before an increment in a struct without required fields:
@@ -226,7 +226,7 @@ impl<T: BigtableRow> Table<T> {
                 response.row.as_ref(),
                 self.clock().now(),
             ),
-            Err(status) if crate::client::conditional::outcome_unknown(&status) => {
+            Err(status) if crate::client::table::conditional::outcome_unknown(&status) => {
                 Err(self.outcome_unknown(row_key.to_vec(), status))
             }
             Err(status) => Err(status_error(
@@ -275,12 +275,13 @@ impl<T: BigtableRow> Table<T> {
         now: i64,
     ) -> Result<Option<Counted>> {
         let policy = T::SCHEMA.policy;
-        let now =
-            DateTime::from_timestamp_micros(now).ok_or_else(|| Error::TimestampOutOfRange {
+        let now = DateTime::from_timestamp_micros(now).ok_or_else(|| {
+            Error::from(error::TimestampOutOfRange {
                 table: self.name().to_owned(),
                 row_key: row_key.to_vec(),
                 timestamp_micros: now,
-            })?;
+            })
+        })?;
         let cells = without_dead_stamps(counter, self.visible_cells(row_key, now).await?);
         let row = RowCells::of(T::SCHEMA, &cells, now);
         let column = counter.column();

@@ -1,27 +1,26 @@
 //! Give rows written without the struct's row marker (by earlier versions,
 //! whose one marker was shared by every struct of a family, or by other
 //! programs) the marker that ends their ambiguity (see
-//! [`crate::liveness`]): [`Table::add_markers`].
+//! [`crate::liveness`]): [`Table::add_markers`]. Which rows need one is
+//! judged by `crate::model::markers`.
 
 use std::ops::{Bound, ControlFlow};
 
 use chrono::{DateTime, Utc};
 use futures_util::TryStreamExt as _;
 
-use crate::client::conditional::Checked;
+use crate::client::table::conditional::Checked;
+use crate::client::table::retime::Round;
 use crate::client::table::Table;
 use crate::model::cell::Cell;
 use crate::model::condition::{legacy_marker_alone, Pin};
-use crate::model::error::Result;
-use crate::model::liveness::{marker_value, Settled, Verdict};
+use crate::model::error::{self, Error, Result};
+use crate::model::markers::{need, need_of, Need};
 use crate::model::mutation::{set_cell, RowMutation};
 use crate::model::row::BigtableRow;
 use crate::model::row_cells::RowCells;
 use crate::model::scan::Scan;
-use crate::model::schema::{Schema, LEGACY_ROW_MARKER};
-
-use super::retime::Round;
-use super::shard::Part;
+use crate::model::shards::Part;
 
 /// How far [`Table::add_markers`] got: where to resume and what it did so
 /// far (running totals across resumed runs), in which part of the key
@@ -54,7 +53,7 @@ pub struct MarkProgress {
 
 impl MarkProgress {
     /// The start of a run over `part` only: one shard of a sharded run (see
-    /// [`super::plan_parts`]).
+    /// [`crate::ops::plan_parts`]).
     #[must_use]
     pub fn for_part(part: Part) -> Self {
         Self {
@@ -72,27 +71,6 @@ pub enum MarkStatus {
     Done(MarkProgress),
     /// Stopped by the callback after a page: resume from this.
     Stopped(MarkProgress),
-}
-
-/// What one row needs, judged on its stored cells at `now`; after a
-/// write, what became of it.
-#[derive(Debug, PartialEq, Eq)]
-enum Need {
-    /// Write the struct's marker, `(timestamp, value)`.
-    Marker(i64, Vec<u8>),
-    /// Write the struct's marker at the timestamp of the legacy one, the
-    /// only cell of a row of a struct whose fields are all `Option`.
-    LegacyMarker(i64),
-    /// Nothing: the marker was written.
-    Written,
-    /// Nothing: live and marked already.
-    Marked,
-    /// Nothing: incomplete.
-    Incomplete,
-    /// Nothing: not live.
-    NotLive,
-    /// Nothing: another struct's row.
-    Other,
 }
 
 impl MarkProgress {
@@ -138,7 +116,7 @@ impl<T: BigtableRow> Table<T> {
     ///
     /// ```no_run
     /// # use bigtable_ttl::{BigtableRow, Table};
-    /// # use bigtable_ttl::ops::MarkStatus;
+    /// # use bigtable_ttl::MarkStatus;
     /// # use std::ops::ControlFlow;
     /// # #[derive(BigtableRow)]
     /// # #[bigtable(table = "people", family = "p")]
@@ -267,11 +245,11 @@ impl<T: BigtableRow> Table<T> {
                 other => return Ok(other),
             }
         }
-        Err(crate::model::error::Error::Conflict {
+        Err(Error::from(error::Conflict {
             table: self.name().to_owned(),
             row_key: key.to_vec(),
             attempts: ROUNDS,
-        })
+        }))
     }
 
     /// Every stored cell of row `key`, of every family, expired or not.
@@ -283,69 +261,5 @@ impl<T: BigtableRow> Table<T> {
             .flat_map(|(_, cells)| cells)
             .map(Cell::from)
             .collect())
-    }
-}
-
-/// What a row of `schema` stored as `cells` needs at `now`.
-fn need(schema: &Schema, cells: &[Cell], now: DateTime<Utc>) -> Need {
-    match need_of(&RowCells::of(schema, cells, now)) {
-        Need::NotLive => legacy_only(schema, cells, now).unwrap_or(Need::NotLive),
-        need => need,
-    }
-}
-
-/// What a row as judged needs: its marker only when it is the struct's
-/// beyond doubt: live, carrying no other struct's marker, and holding no
-/// cell of the struct's families that the struct does not own.
-fn need_of(row: &RowCells<'_>) -> Need {
-    let schema = row.schema();
-    let marked = row.marked();
-    if !marked && row.foreign_marker() {
-        return Need::Other;
-    }
-    match row.verdict() {
-        Verdict::Live { .. } if marked => Need::Marked,
-        Verdict::Live { .. } if row.stranger_cells() => Need::Other,
-        Verdict::Live { row_ts } => {
-            // The newest required timestamp: the marker must outlive every
-            // required column it vouches for.
-            let ts = schema
-                .columns
-                .iter()
-                .filter(|c| c.is_required())
-                .filter_map(|c| row.get(c.family, c.qualifier.as_bytes()))
-                .map(|c| c.timestamp_micros)
-                .max()
-                .unwrap_or(row_ts);
-            let value = marker_value(ts, row_ts).map(Vec::from).unwrap_or_default();
-            Need::Marker(ts, value)
-        }
-        // Read unfiltered: a required column whose cells all expired
-        // proves the row expired, as it does to a read.
-        Verdict::Partial { .. } => match row.settled() {
-            Settled::PartlyExpired => Need::NotLive,
-            Settled::Incomplete { .. } | Settled::Torn => Need::Incomplete,
-        },
-        Verdict::Absent => Need::NotLive,
-    }
-}
-
-/// A row of a struct whose fields are all `Option` that only the legacy
-/// one-byte marker holds (every field `None` when it was written), with no
-/// cell of another struct beside it: its marker at the legacy one's
-/// timestamp. Such a row holding anything else is another struct's.
-fn legacy_only(schema: &Schema, cells: &[Cell], now: DateTime<Utc>) -> Option<Need> {
-    if !schema.all_fields_optional() || schema.marker == LEGACY_ROW_MARKER {
-        return None;
-    }
-    let legacy = Schema {
-        marker: LEGACY_ROW_MARKER,
-        ..*schema
-    };
-    let row = RowCells::of(&legacy, cells, now);
-    match row.verdict() {
-        Verdict::Live { .. } if row.foreign_marker() || row.stranger_cells() => Some(Need::Other),
-        Verdict::Live { row_ts } => Some(Need::LegacyMarker(row_ts)),
-        _ => None,
     }
 }

@@ -4,12 +4,12 @@
 
 use futures_util::TryStreamExt as _;
 
-use crate::client::conditional::Checked;
+use crate::client::table::conditional::Checked;
 use crate::client::table::{Table, Written};
 use crate::client::telemetry;
 use crate::model::codec::CellCodec;
 use crate::model::condition::{another_structs_row, live_row};
-use crate::model::error::{Error, Result};
+use crate::model::error::{self, Error, Result};
 use crate::model::key::{AsKey, KeyPart};
 use crate::model::map::{MapEntry, MapField};
 use crate::model::mutation::{delete_column, set_cell, set_cell_owned, RowMutation};
@@ -88,9 +88,9 @@ impl<T: BigtableRow> Table<T> {
                 let (qualifier, value) = map.encode_entry(entry_key, value)?;
                 let policy = T::SCHEMA.policy;
                 if expiry == Expiry::PolicyDefault && policy == Policy::CellExpiry {
-                    return Err(Error::MissingExpiry {
+                    return Err(Error::from(error::MissingExpiry {
                         table: Some(self.name().to_owned()),
-                    });
+                    }));
                 }
                 let now = self.clock().now();
                 let ts = policy.cell_timestamp(now, expiry)?;
@@ -217,13 +217,14 @@ impl<T: BigtableRow> Table<T> {
             view.entries(map.index())
                 .iter()
                 .map(|e| {
-                    let (key, value) =
-                        decode_entry(e.qualifier, e.value).map_err(|source| Error::Decode {
+                    let (key, value) = decode_entry(e.qualifier, e.value).map_err(|source| {
+                        Error::from(error::Decode {
                             table: self.name().to_owned(),
                             row_key: row_key.clone(),
                             column: format!("{}:{}", map.family(), e.qualifier.escape_ascii()),
                             source,
-                        })?;
+                        })
+                    })?;
                     let own = policy.expiry_of(e.timestamp_micros)?;
                     Ok(MapEntry {
                         key,

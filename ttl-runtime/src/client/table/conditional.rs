@@ -30,7 +30,7 @@ use crate::client::failure::status_error;
 use crate::client::table::{Table, Written};
 use crate::client::telemetry;
 use crate::model::condition::{present_row, Condition};
-use crate::model::error::{Code, Error, Result};
+use crate::model::error::{self, Code, Error, Result};
 use crate::model::key::AsKey;
 use crate::model::mutation::{delete_owned, RowMutation};
 use crate::model::policy::{from_micros, millis_floor};
@@ -196,11 +196,11 @@ impl<T: BigtableRow> Table<T> {
             // Every lost attempt was proved not applied.
             return Err(self.not_applied(row_key, status, sent));
         }
-        Err(Error::Conflict {
+        Err(Error::from(error::Conflict {
             table: self.name().to_owned(),
             row_key,
             attempts: INSERT_ROUNDS,
-        })
+        }))
     }
 
     /// Write `row` (replacing its columns, as [`Table::put`]) only if
@@ -361,8 +361,8 @@ impl<T: BigtableRow> Table<T> {
     /// attempt's failure, with every attempt counted.
     fn not_applied(&self, row_key: Vec<u8>, status: tonic::Status, sent: Sent) -> Error {
         let mut error = status_error(self.name(), Some(row_key), status, None);
-        if let Error::Server { attempts, .. } = &mut error {
-            *attempts = sent.attempts;
+        if let Error::Server(e) = &mut error {
+            e.attempts = sent.attempts;
         }
         error
     }
@@ -494,14 +494,18 @@ impl<T: BigtableRow> Table<T> {
         status: tonic::Status,
         before: Sent,
     ) -> Error {
-        Error::OutcomeUnknown {
+        let answered = before.answered + u32::from(answered(&status));
+        let horizon = horizon_of(&status);
+        let cause = crate::wire::status::cause(status);
+        Error::from(error::OutcomeUnknown {
             table: self.name().to_owned(),
             row_key,
             attempts: before.attempts + 1,
-            answered: before.answered + u32::from(answered(&status)),
-            horizon: horizon_of(&status),
-            source: Box::new(crate::wire::status::cause(status)),
-        }
+            answered,
+            horizon,
+            lost: crate::wire::cause::no_answer(&cause),
+            source: Box::new(cause),
+        })
     }
 }
 

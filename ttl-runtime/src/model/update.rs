@@ -1,31 +1,26 @@
-//! Partial updates: set some fields of a live row, or clear its `Option`
-//! and `#[bigtable(default)]` ones, keeping its expiry (Redis's
-//! `SET … KEEPTTL`) or re-timing the whole row in the same step. The pure core, `update_row`, plans the
-//! mutation from the row's cells; [`Update`] reads them, and writes
-//! conditionally on the row still holding them (as a re-time does).
+//! Partial updates, planned: the mutation that sets some fields of a live
+//! row, or clears its `Option` and `#[bigtable(default)]` ones, keeping its
+//! expiry (Redis's `SET … KEEPTTL`) or re-timing the whole row in the same
+//! step, from the row's cells. Pure; `Table::update` reads the cells and
+//! writes conditionally on the row still holding them
+//! (`crate::client::table::update`).
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 
-use crate::client::table::{Table, Written};
-use crate::client::telemetry;
 use crate::model::cell::Cell;
 use crate::model::codec::CellCodec;
-use crate::model::condition::Field;
-use crate::model::condition::Pin;
-use crate::model::error::{Error, Result};
-use crate::model::key::AsKey;
+use crate::model::error::{self, Error, Result};
 use crate::model::limits::MAX_CELL_BYTES;
 use crate::model::mutation::{delete_column, push_marker, set_cell, RowMutation};
 use crate::model::policy::{from_micros, millis_floor, Expiry};
-use crate::model::row::BigtableRow;
+use crate::model::retime::{retime_mutation, Retime};
 use crate::model::row_cells::RowCells;
+#[cfg(test)]
 use crate::model::schema::Schema;
-use crate::ops::retime::{retime_mutation, Retime, Round};
 
 /// One change of a partial update.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Change {
+pub(crate) enum Change {
     /// Set column `column` (an index of `Schema::columns`) to these bytes.
     Set {
         /// The column's index.
@@ -40,12 +35,12 @@ pub enum Change {
     },
 }
 
-/// The mutation that applies `changes` to the row whose cells are `cells`
-/// (as stored; only those visible at `now` count), at `now`. With `retime`,
-/// the whole row is re-timed to that expiry in the same mutation (as
-/// `retime_mutation`); without, every cell written keeps the row's current
-/// expiry, a column with its own TTL gets that TTL from now (never past the
-/// row's expiry). The shadow column, when declared, gets `now`.
+/// The mutation that applies `changes` to the row `row` (its cells as
+/// stored, judged at `now`: only those visible count), at `now`. With
+/// `retime`, the whole row is re-timed to that expiry in the same mutation
+/// (as `retime_mutation`); without, every cell written keeps the row's
+/// current expiry, a column with its own TTL gets that TTL from now (never
+/// past the row's expiry). The shadow column, when declared, gets `now`.
 ///
 /// `None` when the row is not live at `now` ([`crate::liveness`]):
 /// an update never revives a row.
@@ -56,26 +51,7 @@ pub enum Change {
 /// [`Error::ValueTooLarge`]; what the policy rejects for `retime`
 /// ([`Error::ExpiryNotInFuture`], [`Error::NonPositiveTtl`], …).
 ///
-/// A planner, not an operation: [`Update`] is the public way in. Reached
-/// through the hidden `__private` door by the pure-core tests only.
-pub fn update_mutation(
-    schema: &Schema,
-    row_key: &[u8],
-    cells: &[Cell],
-    now: DateTime<Utc>,
-    changes: &[Change],
-    retime: Option<Retime>,
-) -> Result<Option<RowMutation>> {
-    update_row(
-        &RowCells::of(schema, cells, now),
-        row_key,
-        now,
-        changes,
-        retime,
-    )
-}
-
-/// `update_mutation` of a row already judged.
+/// A planner, not an operation: `Table::update` is the way in.
 pub(crate) fn update_row(
     row: &RowCells<'_>,
     row_key: &[u8],
@@ -113,10 +89,10 @@ pub(crate) fn update_row(
         .row_ts()
         .is_none()
     {
-        return Err(Error::UpdateLeavesNoRow {
+        return Err(Error::from(error::UpdateLeavesNoRow {
             table: schema.table.to_owned(),
             row_key: row_key.to_vec(),
-        });
+        }));
     }
     let mut m = if let Some(how) = retime {
         // Every live cell (the new values among them) at the new expiry.
@@ -155,6 +131,25 @@ pub(crate) fn update_row(
     Ok(Some(m))
 }
 
+/// `update_row` of the row whose cells are `cells`, judged at `now`.
+#[cfg(test)]
+fn update_mutation(
+    schema: &Schema,
+    row_key: &[u8],
+    cells: &[Cell],
+    now: DateTime<Utc>,
+    changes: &[Change],
+    retime: Option<Retime>,
+) -> Result<Option<RowMutation>> {
+    update_row(
+        &RowCells::of(schema, cells, now),
+        row_key,
+        now,
+        changes,
+        retime,
+    )
+}
+
 /// The row's own cells after an update's changes (and the shadow column's
 /// new write time), and which columns it writes and which it clears.
 struct Planned<'s> {
@@ -189,20 +184,20 @@ fn planned<'s>(
         cleared.retain(|&(f, q)| !(f == column.family && q == qualifier));
         let Some(value) = value else {
             if !column.can_be_cleared() {
-                return Err(Error::RequiredField {
+                return Err(Error::from(error::RequiredField {
                     table: schema.table.to_owned(),
                     field: column.field,
-                });
+                }));
             }
             cleared.push((column.family, qualifier));
             continue;
         };
         if value.len() > MAX_CELL_BYTES {
-            return Err(Error::ValueTooLarge {
+            return Err(Error::from(error::ValueTooLarge {
                 field: column.field,
                 len: value.len(),
                 max: MAX_CELL_BYTES,
-            });
+            }));
         }
         let ts = match column.ttl {
             // A field never outlives its row: the current one, or, when
@@ -222,9 +217,11 @@ fn planned<'s>(
     if let Some(shadow) = schema.written_at {
         let qualifier = shadow.qualifier.as_bytes();
         let at = from_micros(millis_floor(now)?)?;
-        let value = at.encode().map_err(|source| Error::Encode {
-            field: "written_at",
-            source,
+        let value = at.encode().map_err(|source| {
+            Error::from(error::Encode {
+                field: "written_at",
+                source,
+            })
         })?;
         next.retain(|c| !(c.family == shadow.family && c.qualifier == qualifier));
         next.push(Cell {
@@ -243,179 +240,13 @@ fn planned<'s>(
     })
 }
 
-/// A partial update of one row, built by [`Table::update`]: typed setters
-/// for some of its fields, then [`Update::apply`].
-#[must_use = "an update does nothing until `apply` is awaited"]
-pub struct Update<'t, T: BigtableRow> {
-    table: &'t Table<T>,
-    row_key: Result<Vec<u8>>,
-    changes: Vec<Change>,
-    /// The first value that did not encode, reported by `apply`.
-    bad_value: Option<Error>,
-    retime: Option<Retime>,
-}
-
-impl<T: BigtableRow> std::fmt::Debug for Update<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Update")
-            .field("table", &self.table.name())
-            .field("changes", &self.changes)
-            .field("retime", &self.retime)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<T: BigtableRow> Update<'_, T> {
-    /// Set `field` to `value` (through the field's codec).
-    pub fn set<V: CellCodec>(mut self, field: Field<T, V>, value: &V) -> Self {
-        match value.encode() {
-            Ok(value) => self.changes.push(Change::Set {
-                column: field.index(),
-                value,
-            }),
-            Err(source) => {
-                self.bad_value.get_or_insert(Error::Encode {
-                    field: field.name(),
-                    source,
-                });
-            }
-        }
-        self
-    }
-
-    /// Delete `field`'s column: an `Option` field reads as `None`, a
-    /// `#[bigtable(default)]` one as its default. Only for those fields
-    /// ([`Error::RequiredField`] otherwise, from `apply`).
-    pub fn clear<V>(mut self, field: Field<T, V>) -> Self {
-        self.changes.push(Change::Clear {
-            column: field.index(),
-        });
-        self
-    }
-
-    /// Re-time the whole row to live `ttl` from now, in the same step.
-    pub fn ttl(mut self, ttl: TimeDelta) -> Self {
-        self.retime = Some(Retime::Ttl(ttl));
-        self
-    }
-
-    /// Re-time the whole row to expire at `at`, in the same step.
-    pub fn expire_at(mut self, at: DateTime<Utc>) -> Self {
-        self.retime = Some(Retime::At(at));
-        self
-    }
-
-    /// Read the row and write the changes, conditional on the row still
-    /// holding what was read (re-read and tried again when another write
-    /// came in between, at most
-    /// [`RETIME_ROUNDS`](crate::ops::retime::RETIME_ROUNDS) times). What was
-    /// written, or `None` when the row does not exist or has expired (it is
-    /// not revived). A write whose answer is lost is never sent again: the
-    /// row is read, and unless it holds the written cells the call ends
-    /// with [`Error::OutcomeUnknown`].
-    ///
-    /// # Errors
-    /// Before anything is sent: key errors, [`Error::Encode`],
-    /// [`Error::ValueTooLarge`], [`Error::RequiredField`], what the policy
-    /// rejects for `.ttl()` / `.expire_at()`. [`Error::Server`];
-    /// [`Error::Conflict`] when other writes kept changing the row;
-    /// [`Error::OutcomeUnknown`].
-    pub async fn apply(self) -> Result<Option<Written>> {
-        telemetry::operation(
-            self.table.name(),
-            "update",
-            |w| u64::from(w.is_some()),
-            async move {
-                let row_key = self.row_key?;
-                if let Some(e) = self.bad_value {
-                    return Err(e);
-                }
-                // Refused whatever the row holds, as the derive already
-                // knows: not only once a read finds the row live.
-                let schema = T::SCHEMA;
-                for change in &self.changes {
-                    if let Change::Clear { column } = change {
-                        let column = &schema.columns[*column];
-                        if !column.can_be_cleared() {
-                            return Err(Error::RequiredField {
-                                table: self.table.name().to_owned(),
-                                field: column.field,
-                            });
-                        }
-                    }
-                }
-                let table = self.table;
-                // A re-time copies every value: they must be as read. Setting
-                // columns at the row's timestamp needs only the row's
-                // liveness as read (a counter incremented meanwhile, another
-                // field updated, do not conflict).
-                let pin = if self.retime.is_some() {
-                    Pin::Everything
-                } else {
-                    Pin::Liveness
-                };
-                let plan = |row: &RowCells<'_>, now| {
-                    let m = update_row(row, &row_key, now, &self.changes, self.retime)
-                        .map_err(|e| e.in_table(table.name()))?;
-                    Ok(m.map_or(Round::Done(None), |m| Round::Write(m, pin, ())))
-                };
-                let applied = |m: RowMutation, (), now| {
-                    Ok(Some(Written::new(&m, from_micros(millis_floor(now)?)?)))
-                };
-                table.rewrite_unchanged(&row_key, plan, applied).await
-            },
-        )
-        .await
-    }
-}
-
-impl<T: BigtableRow> Table<T> {
-    /// A partial update of the row with key `key`: set some fields, clear
-    /// `Option` and `#[bigtable(default)]` ones, keep the row's expiry (or re-time it with `.ttl()` /
-    /// `.expire_at()`), in one atomic conditional write.
-    ///
-    /// ```no_run
-    /// # use bigtable_ttl::{BigtableRow, Table};
-    /// #[derive(BigtableRow)]
-    /// #[bigtable(table = "profiles", family = "p")]
-    /// #[ttl(default = "30d", written_at)]
-    /// struct Profile {
-    ///     #[bigtable(key)]
-    ///     id: String,
-    ///     name: String,
-    ///     status: Option<String>,
-    /// }
-    /// # async fn run(profiles: Table<Profile>) -> bigtable_ttl::Result<()> {
-    /// let key = "u1".to_owned();
-    /// let updated = profiles
-    ///     .update(&key)
-    ///     .set(Profile::NAME, &"Ann".to_owned())
-    ///     .clear(Profile::STATUS)
-    ///     .apply()
-    ///     .await?;
-    /// match updated {
-    ///     Some(w) => println!("still expires at {}", w.expires_at),
-    ///     None => println!("no live row: nothing written"),
-    /// }
-    /// # Ok(()) }
-    /// ```
-    pub fn update<'t, Q: ?Sized + AsKey<T::Key>>(&'t self, key: &Q) -> Update<'t, T> {
-        Update {
-            table: self,
-            row_key: self.row_key(key),
-            changes: Vec::new(),
-            bad_value: None,
-            retime: None,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::policy::Policy;
     use crate::model::proto::mutation;
-    use crate::model::schema::{Column, ShadowColumn, WhenAbsent};
+    use crate::model::schema::{test_column, Column, ShadowColumn, WhenAbsent};
+    use chrono::TimeDelta;
 
     static SCHEMA: Schema = Schema {
         table: "profiles",
@@ -512,6 +343,63 @@ mod tests {
         assert_eq!(deletes, ["name", "written_at", "status"]);
     }
 
+    /// A struct with a required, an `Option` and a `#[bigtable(default)]`
+    /// field, no shadow column.
+    static DEFAULTS: Schema = Schema {
+        table: "profiles",
+        policy: Policy::DefaultTtl {
+            ttl: TimeDelta::days(2),
+        },
+        families: &["f"],
+        owns_family: false,
+        columns: &[
+            test_column("name", WhenAbsent::Required),
+            test_column("status", WhenAbsent::ReadsNone),
+            test_column("visits", WhenAbsent::ReadsDefault),
+        ],
+        maps: &[],
+        written_at: None,
+        marker: b"\0\0Row",
+        key_fields: &["id"],
+        key_separator: "",
+    };
+
+    /// `update().clear()` on a `#[bigtable(default)]` field deletes its
+    /// column, as an `Option` field's is, so the row reads the default; a
+    /// field that is neither stays [`Error::RequiredField`].
+    /// `tests/it/evolve.rs` (workspace root) shows the same on the emulator.
+    #[test]
+    fn a_default_field_is_cleared_like_an_option() {
+        let now = now();
+        let cells: Vec<Cell> = ["name", "status", "visits"]
+            .into_iter()
+            .map(|q| Cell {
+                family: "f".into(),
+                qualifier: q.as_bytes().to_vec(),
+                value: b"x".to_vec(),
+                timestamp_micros: now.timestamp_micros(),
+            })
+            .collect();
+        let clear = |column| {
+            update_mutation(
+                &DEFAULTS,
+                b"u1",
+                &cells,
+                now,
+                &[Change::Clear { column }],
+                None,
+            )
+            .map(|m| parts(&m.expect("a live row")).1)
+        };
+        assert_eq!(clear(2).unwrap(), ["visits"]);
+        assert_eq!(clear(1).unwrap(), ["status"]);
+        let err = clear(0).unwrap_err();
+        assert!(
+            matches!(&err, Error::RequiredField(e) if e.field == "name"),
+            "{err}"
+        );
+    }
+
     #[test]
     fn clearing_a_required_field_or_updating_a_dead_row_writes_nothing() {
         let now = now();
@@ -526,7 +414,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            matches!(err, Error::RequiredField { field: "name", .. }),
+            matches!(&err, Error::RequiredField(e) if e.field == "name"),
             "{err}"
         );
         let dead = [cell(
@@ -566,6 +454,7 @@ mod answers {
     use crate::model::policy::Policy;
     use crate::model::proto::mutation::Mutation as M;
     use crate::model::schema::{test_column as column, Column, WhenAbsent};
+    use chrono::TimeDelta;
     use proptest::prelude::*;
 
     const fn schema(columns: &'static [Column], policy: Policy) -> Schema {

@@ -1,0 +1,247 @@
+//! Typed reads of a [`Table`]: `get`, `scan` and `stream`, each row judged
+//! at the clock's now by the liveness rule, and the raw stream every read
+//! goes through. A row that is not live while some of its own cells are is
+//! handed to `settle.rs`.
+
+use std::sync::atomic::Ordering;
+
+use chrono::{DateTime, Utc};
+use futures_util::future::Either;
+use futures_util::{Stream, StreamExt as _, TryStreamExt as _};
+
+use crate::client::limited::{limited, Judged};
+use crate::client::table::Table;
+use crate::client::telemetry;
+use crate::model::error::{CodecError, Error, Result};
+use crate::model::key::AsKey;
+use crate::model::proto::{ReadRowsRequest, RowFilter};
+use crate::model::row::{classify_row, BigtableRow, Decoded};
+use crate::model::scan::Scan;
+use crate::model::view::Expiring;
+use crate::wire::merge::{Cell, MergedRow};
+
+impl<T: BigtableRow> Table<T> {
+    /// The request reading `scan` with `filter`; `Ok(None)` when no row can
+    /// match, an error (before anything is sent) for a scan Bigtable would
+    /// refuse.
+    pub(crate) fn read_request(
+        &self,
+        scan: Scan,
+        filter: Option<RowFilter>,
+    ) -> Result<Option<ReadRowsRequest>> {
+        Ok(scan.into_request(self.path())?.map(|mut request| {
+            request.filter = filter;
+            request
+        }))
+    }
+
+    /// The row with key `key` as visible now, with its expiry metadata;
+    /// `None` when it does not exist or every cell has expired.
+    ///
+    /// ```no_run
+    /// # use bigtable_ttl::{BigtableRow, Table};
+    /// # #[derive(BigtableRow)]
+    /// # #[bigtable(table = "clicks", family = "c")]
+    /// # #[ttl(default = "2d", written_at)]
+    /// # struct Click { #[bigtable(key)] id: String, url: String }
+    /// # async fn run(clicks: Table<Click>) -> bigtable_ttl::Result<()> {
+    /// if let Some(click) = clicks.get(&"c1".to_owned()).await? {
+    ///     println!("{} expires at {}, written at {:?}", click.url, click.expires_at, click.written_at);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// Key errors; [`Error::Server`]; [`Error::Decode`] when a stored cell
+    /// does not decode into its field.
+    pub async fn get<Q: ?Sized + AsKey<T::Key>>(&self, key: &Q) -> Result<Option<Expiring<T>>> {
+        telemetry::operation(
+            self.name(),
+            "get",
+            |row: &Option<_>| u64::from(row.is_some()),
+            async {
+                let row_key = self.row_key(key)?;
+                // The row, and the re-reads a row torn or partly expired
+                // needs, within one deadline.
+                let mut rows: Vec<Expiring<T>> = self
+                    .for_read_call()
+                    .stream_at(Scan::keys([row_key]).limit(1), self.clock.now())
+                    .try_collect()
+                    .await?;
+                Ok(rows.pop())
+            },
+        )
+        .await
+    }
+
+    /// The rows `scan` covers, as visible now, in key order (descending for
+    /// a [`Scan::reversed`] scan); rows whose cells have all expired are
+    /// skipped. With [`Scan::limit`]`(n)`, the first `n` rows this returns
+    /// (the last `n`, reversed): rows left out do not count.
+    ///
+    /// # Errors
+    /// As [`Table::get`].
+    pub async fn scan(&self, scan: Scan) -> Result<Vec<Expiring<T>>> {
+        telemetry::operation(
+            self.name(),
+            "scan",
+            |rows: &Vec<_>| rows.len() as u64,
+            self.stream_at(scan, self.clock.now()).try_collect(),
+        )
+        .await
+    }
+
+    /// As [`Table::scan`], one row at a time as the server sends them. The
+    /// request is sent when the stream is first polled; "now" is the clock's
+    /// time when `stream` is called. The stream is one operation (span and
+    /// metrics, [`crate::telemetry`]) from its first poll to its end.
+    ///
+    /// ```no_run
+    /// # use bigtable_ttl::{BigtableRow, Scan, Table};
+    /// # #[derive(BigtableRow)]
+    /// # #[bigtable(table = "clicks", family = "c")]
+    /// # #[ttl(default = "2d")]
+    /// # struct Click { #[bigtable(key)] id: String, url: String }
+    /// # async fn run(clicks: Table<Click>) -> bigtable_ttl::Result<()> {
+    /// use futures_util::TryStreamExt as _;
+    /// let mut rows = std::pin::pin!(clicks.stream(Scan::all()));
+    /// while let Some(click) = rows.try_next().await? {
+    ///     println!("{}", click.url);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn stream(&self, scan: Scan) -> impl Stream<Item = Result<Expiring<T>>> {
+        telemetry::stream(
+            self.name(),
+            "stream",
+            self.stream_at(scan, self.clock.now()),
+        )
+    }
+
+    /// [`Table::stream`] of the rows as visible at `now`. A limited scan
+    /// returns its first rows the reader returns, whatever the server
+    /// counts ([`crate::client::limited`]).
+    pub(crate) fn stream_at(
+        &self,
+        scan: Scan,
+        now: DateTime<Utc>,
+    ) -> impl Stream<Item = Result<Expiring<T>>> {
+        let limit = scan.row_limit();
+        match (limit, self.read_request(scan, Some(self.row_filter(now)))) {
+            (Some(limit), Ok(Some(request))) => {
+                let this = self.clone();
+                let pages = move |request| this.judged_rows(Ok(Some(request)), now);
+                limited(request, limit, pages).left_stream()
+            }
+            (_, request) => self
+                .judged_rows(request, now)
+                .filter_map(|judged| futures_util::future::ready(judged.row))
+                .right_stream(),
+        }
+    }
+
+    /// The rows of `request` as the reader judges them at `now`, those it
+    /// leaves out included (as `row: None`).
+    fn judged_rows(
+        &self,
+        request: Result<Option<ReadRowsRequest>>,
+        now: DateTime<Utc>,
+    ) -> impl Stream<Item = Judged<Expiring<T>>> {
+        let this = self.clone();
+        let ready = |key, row| Either::Left(futures_util::future::ready(Judged { key, row }));
+        self.raw_stream(request).then(move |row| {
+            // The common path stays synchronous: only a row that is not live
+            // while some of its own cells are (see `settle_partial`) needs a
+            // handle and more requests.
+            let (key, cells) = match row {
+                Ok(row) => row,
+                Err(e) => return ready(None, Some(Err(e))),
+            };
+            let decoded = classify_row::<T>(&key, cells.iter().map(Cell::as_cell_ref), now)
+                .map_err(|e| e.in_table(this.name()));
+            match decoded {
+                Ok(Decoded::Row(row)) => ready(Some(key), Some(Ok(row))),
+                Ok(Decoded::Absent) => ready(Some(key), None),
+                Ok(Decoded::Partial { missing, .. }) => {
+                    let this = this.clone();
+                    // Boxed: the stream holds room for its pending future,
+                    // and a read's state would make every row's ready
+                    // result that large to move.
+                    Either::Right(Box::pin(async move {
+                        let settled = this.settle_partial(key.clone(), now, missing).await;
+                        let row = this.skip_undecodable(settled).transpose();
+                        Judged {
+                            key: Some(key),
+                            row,
+                        }
+                    }))
+                }
+                Err(e) => {
+                    let row = this.skip_undecodable(Err(e)).transpose();
+                    ready(Some(key), row)
+                }
+            }
+        })
+    }
+
+    /// With [`ReadOptions::skip_undecodable`], a row that does not decode
+    /// becomes no row (counted and logged); otherwise the result as it is.
+    fn skip_undecodable(&self, row: Result<Option<Expiring<T>>>) -> Result<Option<Expiring<T>>> {
+        match row {
+            Err(e) if self.read_options().skip_undecodable && is_undecodable(&e) => {
+                self.raw
+                    .counters()
+                    .rows_skipped
+                    .fetch_add(1, Ordering::Relaxed);
+                if is_incomplete(&e) {
+                    self.raw
+                        .counters()
+                        .rows_incomplete
+                        .fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(table = %self.name(), error = %e, "skipping an incomplete row: a required column holds no cell and nothing shows it expired");
+                } else {
+                    tracing::warn!(table = %self.name(), error = %e, "skipping a row that does not decode");
+                }
+                Ok(None)
+            }
+            other => other,
+        }
+    }
+
+    /// This handle, reporting rows that do not decode instead of skipping
+    /// them: for a write deciding whether a row exists, an incomplete row
+    /// exists.
+    pub(crate) fn strict(&self) -> Self {
+        let mut strict = self.clone();
+        let mut read = *self.read_options();
+        read.skip_undecodable = false;
+        strict.raw = strict.raw.with_read_options(read);
+        strict
+    }
+
+    /// The rows of `request` as the raw layer merges them, after the layout
+    /// check: what every typed read, and every read of what is really stored,
+    /// goes through.
+    pub(crate) fn raw_stream(
+        &self,
+        request: Result<Option<ReadRowsRequest>>,
+    ) -> impl Stream<Item = Result<MergedRow>> + Send + 'static {
+        match request.and_then(|request| self.layout().map(|()| request)) {
+            Err(e) => futures_util::stream::iter([Err(e)]).left_stream(),
+            Ok(request) => self.raw().merged_rows(request).right_stream(),
+        }
+    }
+}
+
+/// Whether `e` reports an incomplete row: a required column without a cell.
+fn is_incomplete(e: &Error) -> bool {
+    matches!(e, Error::Decode(e) if e.source == CodecError::Missing)
+}
+
+/// A row that does not decode into the struct (not a read that failed).
+fn is_undecodable(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Decode { .. } | Error::BadRowKey { .. } | Error::TimestampOutOfRange { .. }
+    )
+}
