@@ -19,16 +19,7 @@ use bigtable_ttl::{BigtableRow, Clock, CodecError, Error, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::TryStreamExt as _;
 use support::cbt;
-
-#[derive(Debug, Clone, PartialEq, BigtableRow)]
-#[bigtable(table = "pages", family = "p")]
-#[ttl(default = "1h")]
-struct Page {
-    #[bigtable(key)]
-    id: String,
-    url: String,
-    user: String,
-}
+use support::rows::Page;
 
 fn at_micros(micros: i64) -> DateTime<Utc> {
     DateTime::from_timestamp_micros(micros).unwrap()
