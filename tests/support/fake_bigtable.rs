@@ -24,6 +24,7 @@ use prost::Message as _;
 use tokio::net::TcpListener;
 
 use bigtable_ttl::retry::RetryPolicy;
+use bigtable_ttl::Connection;
 
 /// Four attempts, quick delays: the tests against the fake count
 /// requests and attempts, not time.
@@ -240,6 +241,17 @@ impl FakeBigtable {
         self.addr.to_string()
     }
 
+    /// A connection to this server (project `p`, instance `i`) retrying
+    /// data calls under `policy`.
+    pub async fn connection(&self, policy: RetryPolicy) -> Connection {
+        Connection::builder("p", "i")
+            .emulator(self.host())
+            .retry(policy)
+            .connect()
+            .await
+            .unwrap()
+    }
+
     /// Answer the next requests of `method` (`ReadRows`, …) with `answers`,
     /// in order; once they are used up, requests get what a healthy server
     /// would say to them: no rows, an empty unary answer, `OK` for every
@@ -382,20 +394,30 @@ fn healthy(method: &str, body: &Bytes) -> Answer {
         "MutateRows" => {
             let request = crate::proto::MutateRowsRequest::decode(body.slice(5.min(body.len())..))
                 .unwrap_or_default();
-            let entries = (0..request.entries.len())
-                .map(|index| crate::proto::mutate_rows_response::Entry {
-                    index: i64::try_from(index).unwrap(),
-                    status: Some(googleapis_tonic_google_rpc::google::rpc::Status::default()),
-                })
-                .collect();
-            let response = crate::proto::MutateRowsResponse {
-                entries,
-                ..Default::default()
-            };
-            Answer::ok(vec![response.encode_to_vec()])
+            let ok = (0..request.entries.len()).map(|index| (i64::try_from(index).unwrap(), 0));
+            Answer::ok(vec![mutate_rows_statuses(ok)])
         }
         _ => Answer::default(),
     }
+}
+
+/// A `MutateRows` answer giving each entry `(index, code)` the status
+/// `code` (0 is `OK`).
+pub fn mutate_rows_statuses(entries: impl IntoIterator<Item = (i64, i32)>) -> Vec<u8> {
+    crate::proto::MutateRowsResponse {
+        entries: entries
+            .into_iter()
+            .map(|(index, code)| crate::proto::mutate_rows_response::Entry {
+                index,
+                status: Some(googleapis_tonic_google_rpc::google::rpc::Status {
+                    code,
+                    ..Default::default()
+                }),
+            })
+            .collect(),
+        ..Default::default()
+    }
+    .encode_to_vec()
 }
 
 /// A `google.rpc.Status` of `code` whose details hold `RetryInfo { delay }`.
