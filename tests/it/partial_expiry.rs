@@ -36,13 +36,7 @@ async fn stored(table: &Table<Page>, row: &str, column: &[u8]) -> i64 {
 }
 
 async fn ids(table: &Table<Page>) -> Vec<String> {
-    let scanned: Vec<String> = table
-        .scan(Scan::all())
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|p| p.value.id)
-        .collect();
+    let scanned: Vec<String> = support::scanned(table, |p| p.id).await;
     let streamed: Vec<String> = table
         .stream(Scan::all())
         .map_ok(|p| p.value.id)
@@ -203,13 +197,7 @@ struct Token {
 }
 
 async fn token_ids(table: &Table<Token>) -> Vec<String> {
-    let scanned: Vec<String> = table
-        .scan(Scan::all())
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.value.id)
-        .collect();
+    let scanned: Vec<String> = support::scanned(table, |t| t.id).await;
     let streamed: Vec<String> = table
         .stream(Scan::all())
         .map_ok(|t| t.value.id)
