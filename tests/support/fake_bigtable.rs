@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,10 +21,11 @@ use hyper::body::{Frame, Incoming};
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use prost::Message as _;
-use tokio::net::TcpListener;
 
 use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::Connection;
+
+use crate::support::loopback;
 
 /// Four attempts, quick delays: the tests against the fake count
 /// requests and attempts, not time.
@@ -213,10 +214,7 @@ pub struct FakeBigtable {
 impl FakeBigtable {
     /// A fake server on a free loopback port. Call inside a tokio runtime.
     pub async fn start() -> Self {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .await
-            .expect("bind a loopback port");
-        let addr = listener.local_addr().expect("local address");
+        let (listener, addr) = loopback::listen().await;
         let shared = Arc::new(Shared::default());
         let accept = shared.clone();
         tokio::spawn(async move {

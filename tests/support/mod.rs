@@ -14,6 +14,10 @@ use bigtable_ttl::{BigtableRow, Clock, Connection, Scan, Table};
 #[allow(dead_code)]
 pub mod proxy;
 
+/// Loopback only: where the tests' servers listen and forward to.
+#[allow(dead_code)]
+pub mod loopback;
+
 /// Google's Python client, installed for the tests that need another
 /// reader.
 #[allow(dead_code)]
