@@ -27,6 +27,11 @@ pub mod google_python;
 #[allow(dead_code)]
 pub mod rows;
 
+/// The stateful property tests' checks of what they read against their
+/// models.
+#[allow(dead_code)]
+pub mod model_check;
+
 /// Google's `cbt` tool.
 #[allow(dead_code)]
 pub const CBT: &str = "/usr/bin/cbt";
