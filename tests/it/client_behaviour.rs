@@ -13,16 +13,13 @@ use std::time::{Duration, Instant};
 
 use crate::proto::read_rows_response::{cell_chunk::RowStatus, CellChunk};
 use crate::proto::row_range::{EndKey, StartKey};
-use crate::proto::{
-    mutate_rows_response, MutateRowsResponse, ReadRowsRequest, ReadRowsResponse,
-    SampleRowKeysResponse,
-};
+use crate::proto::{ReadRowsRequest, ReadRowsResponse, SampleRowKeysResponse};
 use bigtable_ttl::data;
 use bigtable_ttl::data::{RawTable, ReadRows};
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::{Code, Connection, Error};
-use fake_bigtable::{Answer, FakeBigtable};
+use fake_bigtable::{mutate_rows_statuses, Answer, FakeBigtable};
 use futures_util::TryStreamExt as _;
 use prost::Message as _;
 
@@ -90,23 +87,6 @@ fn set_cell() -> data::Mutation {
 
 fn entry(key: &str) -> data::Entry {
     data::Entry::new(key.as_bytes().to_vec(), vec![set_cell()])
-}
-
-fn statuses(codes: &[(i64, i32)]) -> Vec<u8> {
-    MutateRowsResponse {
-        entries: codes
-            .iter()
-            .map(|&(index, code)| mutate_rows_response::Entry {
-                index,
-                status: Some(googleapis_tonic_google_rpc::google::rpc::Status {
-                    code,
-                    ..Default::default()
-                }),
-            })
-            .collect(),
-        ..MutateRowsResponse::default()
-    }
-    .encode_to_vec()
 }
 
 #[tokio::test]
@@ -455,12 +435,12 @@ async fn mutate_rows_retries_only_failed_entries_and_reports_each() {
     fake.script(
         "MutateRows",
         [
-            Answer::ok(vec![statuses(&[
+            Answer::ok(vec![mutate_rows_statuses([
                 (0, 0),
                 (1, UNAVAILABLE),
                 (2, PERMISSION_DENIED),
             ])]),
-            Answer::ok(vec![statuses(&[(0, 0)])]),
+            Answer::ok(vec![mutate_rows_statuses([(0, 0)])]),
         ],
     );
     let t = table(&fake, quick()).await;

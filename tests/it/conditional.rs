@@ -12,7 +12,7 @@ use bigtable_ttl::data::Cell;
 use bigtable_ttl::{BigtableRow, Clock, Connection, Error, Insert, Table};
 use chrono::TimeDelta;
 use support::proxy::{Faults, Proxy};
-use support::rows::{click, session, Click, Session};
+use support::rows::{click, session, Click, Page, Session};
 
 /// A claim on a job, one hour unless said otherwise.
 #[derive(Debug, Clone, PartialEq, BigtableRow)]
@@ -202,18 +202,6 @@ async fn one_winner_even_for_a_value_that_stores_no_column() {
         let read = notes.get(&id).await.unwrap().expect("the winner's row");
         assert_eq!(read.value.text, None);
     }
-}
-
-/// `Page`: two required fields, written by another program column by
-/// column (`cbt set`, the server's timestamps).
-#[derive(Debug, Clone, PartialEq, BigtableRow)]
-#[bigtable(table = "pages", family = "p")]
-#[ttl(default = "1h")]
-struct Page {
-    #[bigtable(key)]
-    id: String,
-    url: String,
-    user: String,
 }
 
 /// A row whose required `url` expired while its `user` lives is not live,

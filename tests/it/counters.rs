@@ -18,20 +18,7 @@ use bigtable_ttl::data::RawTable;
 use bigtable_ttl::{BigtableRow, Clock, Connection, Error, Expiry, Insert, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 use support::proxy::{Faults, Proxy};
-
-/// Requests of one user in one hour-long window.
-#[derive(Debug, Clone, PartialEq, BigtableRow)]
-#[bigtable(table = "rate_limits", family = "r", key_separator = "#")]
-struct RateLimit {
-    #[bigtable(key)]
-    user: String,
-    #[bigtable(key)]
-    hour: u64,
-    #[ttl(expire_at)]
-    expires_at: DateTime<Utc>,
-    #[bigtable(counter)]
-    hits: i64,
-}
+use support::rows::RateLimit;
 
 /// A session with a counter beside ordinary columns.
 #[derive(Debug, Clone, PartialEq, BigtableRow)]

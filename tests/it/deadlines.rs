@@ -19,19 +19,12 @@ use bigtable_ttl::{BigtableRow, Clock, Code, Connection, Error, Scan, Table};
 use chrono::Utc;
 use futures_util::StreamExt as _;
 use support::proxy::{Faults, Proxy};
-
-#[derive(Debug, Clone, PartialEq, BigtableRow)]
-#[bigtable(table = "events", family = "e")]
-#[ttl(default = "2d")]
-struct Event {
-    #[bigtable(key)]
-    id: String,
-    body: String,
-}
+use support::rows::Event;
 
 fn event(i: usize) -> Event {
     Event {
         id: format!("ev-{i:06}"),
+        n: i64::try_from(i).unwrap(),
         body: "x".repeat(200),
     }
 }
@@ -186,6 +179,7 @@ async fn an_attempt_given_up_on_is_applied_when_it_arrives() {
     });
     let late = Event {
         id: "late".into(),
+        n: 0,
         body: "held past its deadline".into(),
     };
     let err = table.put(&late).await.unwrap_err();

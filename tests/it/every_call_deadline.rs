@@ -1253,12 +1253,7 @@ async fn a_rewrite_after_a_read_slower_than_the_horizon_is_still_sent() {
     let patient = RetryPolicy::default()
         .with_attempt_timeout(Duration::from_secs(20))
         .with_deadline(Duration::from_secs(30));
-    let conn = Connection::builder("p", "i")
-        .emulator(fake.host())
-        .retry(patient)
-        .connect()
-        .await
-        .unwrap();
+    let conn = fake.connection(patient).await;
     let table = Table::<Visit>::new(conn)
         .with_clock(Clock::manual(now))
         .with_read_options(ReadOptions::default().with_retry(patient))

@@ -15,20 +15,11 @@ use crate::support;
 
 use std::time::Duration;
 
-use bigtable_ttl::{BigtableRow, Clock, Connection, Table};
+use bigtable_ttl::{Clock, Connection, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::future::join_all;
 use prost::Message as _;
-
-#[derive(Debug, Clone, PartialEq, BigtableRow)]
-#[bigtable(table = "inflight", family = "s")]
-struct Session {
-    #[bigtable(key)]
-    id: String,
-    #[ttl(expire_at)]
-    expires_at: DateTime<Utc>,
-    user: String,
-}
+use support::rows::Session;
 
 /// The conditional writes that decide on the row being alive, each
 /// extending it by an hour.

@@ -69,6 +69,7 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use crate::support;
 use handle::{instant, ms, Handle, Inserted, ReadAs, Rows};
 use model::{apply, judge, mark_class, Cells, MarkClass, Mut, Seen};
+use support::model_check::{self, ensure, read_agrees, scan_agrees, Step};
 use zoo::{Gen, Kind, Who, ALL, CLUSTERS, RUNNABLE};
 
 /// Row keys of a case: two prefixes, two keys each.
@@ -279,8 +280,6 @@ fn case() -> impl Strategy<Value = (Layout, Vec<Op>)> {
     (layout(), prop::collection::vec(op(), 1..=24))
 }
 
-type Step = Result<(), String>;
-
 /// A line of a case's log.
 fn note(log: &mut String, started: Instant, line: fmt::Arguments<'_>) {
     let _ = writeln!(log, "  {:>6} ms  {line}", started.elapsed().as_millis());
@@ -289,14 +288,6 @@ fn note(log: &mut String, started: Instant, line: fmt::Arguments<'_>) {
 macro_rules! note {
     ($case:expr, $($fmt:tt)+) => {
         note(&mut $case.log, $case.started, format_args!($($fmt)+))
-    };
-}
-
-macro_rules! ensure {
-    ($cond:expr, $($fmt:tt)+) => {
-        if !$cond {
-            return Err(format!($($fmt)+));
-        }
     };
 }
 
@@ -1338,51 +1329,20 @@ impl<'c> Case<'c> {
         Ok(by_key)
     }
 
-    /// The stored cells against the model: each one the model holds, each
-    /// one the model holds and is not stored expired (collected). The
-    /// model then holds what is stored.
+    /// The stored cells against the model (`model_check::compare_store`):
+    /// a cell the model holds may be gone once it is no longer visible by
+    /// its family's rule at the later of the table's clock and the wall
+    /// clock.
     fn compare_store(&mut self, stored: &[Vec<bigtable_ttl::data::Cell>]) -> Step {
         let now = self.now().max(ms(Utc::now()));
-        for (key, stored) in stored.iter().enumerate() {
-            let model = &self.cells[key];
-            for c in stored {
-                let held = model
-                    .get(&model::at(&c.family, &c.qualifier))
-                    .and_then(|v| v.get(&c.timestamp_micros));
-                ensure!(
-                    held.is_some_and(|h| *h == c.value),
-                    "{}: stored {}:{} at {} = {}, the model holds {:?}",
-                    KEYS[key],
-                    c.family,
-                    c.qualifier.escape_ascii(),
-                    c.timestamp_micros,
-                    c.value.escape_ascii(),
-                    model.get(&model::at(&c.family, &c.qualifier))
-                );
-            }
-            let mut kept = Cells::new();
-            for ((family, q), versions) in model {
-                for (ts, value) in versions {
-                    let is_stored = stored
-                        .iter()
-                        .any(|c| (&c.family, &c.qualifier, c.timestamp_micros) == (family, q, *ts));
-                    if is_stored {
-                        kept.entry((family.clone(), q.clone()))
-                            .or_default()
-                            .insert(*ts, value.clone());
-                    } else {
-                        ensure!(
-                            !model::visible(family, *ts, now),
-                            "{}: {family}:{} at {ts} is live, but not stored",
-                            KEYS[key],
-                            q.escape_ascii()
-                        );
-                        bump(&self.counts.collected, 1);
-                    }
-                }
-            }
-            self.cells[key] = kept;
-        }
+        let collected = model_check::compare_store(
+            &KEYS,
+            &mut self.cells,
+            stored,
+            Vec::as_slice,
+            |family, ts| !model::visible(family, ts, now),
+        )?;
+        bump(&self.counts.collected, collected);
         Ok(())
     }
 
@@ -1408,20 +1368,12 @@ impl<'c> Case<'c> {
                 let one = judge(shape, &cells_before[key], now).0;
                 let other = judge(shape, &self.cells[key], now).0;
                 let got = normalise(&answers[w].gets[key], KEYS[key])?;
-                ensure!(
-                    got == one || got == other,
-                    "{who}.get({}) read {got:?}, the model's row is {one:?}{}",
-                    KEYS[key],
-                    if one == other {
-                        String::new()
-                    } else {
-                        format!(" or {other:?}")
-                    }
-                );
+                let both = [one, other];
+                read_agrees(format_args!("{who}.get({})", KEYS[key]), &got, &both)?;
                 if matches!(got, Seen::Incomplete(_)) {
                     bump(&self.counts.incomplete, 1);
                 }
-                judged.push([one, other]);
+                judged.push(both);
             }
             let keys: Vec<usize> = (0..KEYS.len()).collect();
             let backwards: Vec<usize> = keys.iter().rev().copied().collect();
@@ -1434,7 +1386,7 @@ impl<'c> Case<'c> {
             for (i, order) in [&keys, &backwards].into_iter().enumerate() {
                 let read = self.keyed(&answers[w].limited[i])?;
                 ensure!(
-                    scan_agrees(&read, order, limit, &judged),
+                    scan_agrees(&read, order, limit, &judged, Seen::is_live),
                     "{who}: scan limit {limit}{} read {read:?}, the model's live rows are {live:?}",
                     if i == 1 { " reversed" } else { "" }
                 );
@@ -1446,7 +1398,8 @@ impl<'c> Case<'c> {
                         matches!(a, Seen::Incomplete(_)) && matches!(b, Seen::Incomplete(_))
                     });
                     ensure!(
-                        !surely_incomplete && scan_agrees(&read, &keys, usize::MAX, &judged),
+                        !surely_incomplete
+                            && scan_agrees(&read, &keys, usize::MAX, &judged, Seen::is_live),
                         "{who}: {how:?} read {read:?}, the model's rows are {judged:?}"
                     );
                 }
@@ -1516,34 +1469,6 @@ async fn read_all(h: &dyn Handle, limit: usize, how: ReadAs) -> Result<Answers, 
         limited,
         strict,
     })
-}
-
-/// Whether `read`, a scan's rows in the order of `keys`, is what a scan
-/// limited to `limit` rows may answer when each key's row is either of its
-/// two judgments (at the cells stored just before the reads and just
-/// after): a row live in both is never left out before the limit is
-/// reached, one live in either may be.
-fn scan_agrees(read: &[(usize, Seen)], keys: &[usize], limit: usize, judged: &[[Seen; 2]]) -> bool {
-    let mut next = read.iter().peekable();
-    let mut taken = 0;
-    for &key in keys {
-        if taken == limit {
-            break;
-        }
-        let [one, other] = &judged[key];
-        match next.peek() {
-            Some((k, seen)) if *k == key => {
-                if !((one.is_live() && seen == one) || (other.is_live() && seen == other)) {
-                    return false;
-                }
-                next.next();
-                taken += 1;
-            }
-            _ if one.is_live() && other.is_live() => return false,
-            _ => {}
-        }
-    }
-    next.next().is_none()
 }
 
 /// One connection refuses a pair whose structs would write the same

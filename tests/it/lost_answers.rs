@@ -21,18 +21,7 @@ use bigtable_ttl::writer::WriteOptions;
 use bigtable_ttl::{BigtableRow, Clock, Connection, Error, Expiring, Expiry, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 use support::proxy::{Faults, Proxy};
-
-/// A cart: a required field and a map, under a default TTL.
-#[derive(Debug, Clone, PartialEq, BigtableRow)]
-#[bigtable(table = "carts", family = "c")]
-#[ttl(default = "2d")]
-struct Cart {
-    #[bigtable(key)]
-    user: String,
-    currency: String,
-    #[bigtable(map, family = "items")]
-    items: BTreeMap<String, u64>,
-}
+use support::rows::{Cart, RateLimit};
 
 fn cart(user: &str, currency: &str) -> Cart {
     Cart {
@@ -40,20 +29,6 @@ fn cart(user: &str, currency: &str) -> Cart {
         currency: currency.to_owned(),
         items: BTreeMap::new(),
     }
-}
-
-/// Requests of one user in one window.
-#[derive(Debug, Clone, PartialEq, BigtableRow)]
-#[bigtable(table = "rate_limits", family = "r", key_separator = "#")]
-struct RateLimit {
-    #[bigtable(key)]
-    user: String,
-    #[bigtable(key)]
-    hour: u64,
-    #[ttl(expire_at)]
-    expires_at: DateTime<Utc>,
-    #[bigtable(counter)]
-    hits: i64,
 }
 
 /// Quick retries: the settling read gives up in well under a second.

@@ -10,18 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use bigtable_ttl::data::Cell;
 use bigtable_ttl::{BigtableRow, Clock, Error, Expiry, Table};
 use chrono::{DateTime, TimeDelta, Utc};
-
-/// A cart: a required column, and items reserved each for its own time.
-#[derive(BigtableRow, Debug, Clone, PartialEq)]
-#[bigtable(table = "carts", family = "c")]
-#[ttl(default = "2d")]
-struct Cart {
-    #[bigtable(key)]
-    user: String,
-    currency: String,
-    #[bigtable(map, family = "items")]
-    items: BTreeMap<String, u64>,
-}
+use support::rows::Cart;
 
 /// A row of nothing but a map, with byte-string keys.
 #[derive(BigtableRow, Debug, Clone, PartialEq)]

@@ -66,6 +66,7 @@
 //! the minute, for longer runs. Shrinking a failure stops after 3 minutes.
 
 use crate::support;
+use support::model_check::{ensure, Step};
 
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
@@ -584,16 +585,6 @@ struct Run<'t, S: Subject> {
     /// Steps on a row that was not live while entries of it outlived it,
     /// stored: chances to revive them.
     chances: usize,
-}
-
-type Step = Result<(), String>;
-
-macro_rules! ensure {
-    ($cond:expr, $($fmt:tt)+) => {
-        if !$cond {
-            return Err(format!($($fmt)+));
-        }
-    };
 }
 
 impl<'t, S: Subject> Run<'t, S> {

@@ -12,13 +12,13 @@ use std::collections::HashMap;
 use std::ops::ControlFlow;
 
 use crate::proto::read_rows_response::{cell_chunk::RowStatus, CellChunk};
-use crate::proto::{mutate_rows_response, MutateRowsRequest, MutateRowsResponse, ReadRowsResponse};
+use crate::proto::{MutateRowsRequest, ReadRowsResponse};
 use bigtable_ttl::data::{self, RawTable};
 use bigtable_ttl::ops::{self, MigratePlan};
 use bigtable_ttl::writer::WriteOptions;
 use bigtable_ttl::{BigtableRow, Clock, Code, Connection, Error, Policy, Table};
 use chrono::{TimeDelta, Utc};
-use fake_bigtable::{four_attempts, Answer, FakeBigtable};
+use fake_bigtable::{four_attempts, mutate_rows_statuses, Answer, FakeBigtable};
 use prost::Message as _;
 
 const OK: i32 = 0;
@@ -33,25 +33,6 @@ async fn connection(fake: &FakeBigtable) -> Connection {
         .connect()
         .await
         .unwrap()
-}
-
-/// A `MutateRows` answer giving entry `i` the status `codes[i]`.
-fn statuses(codes: &[i32]) -> Vec<u8> {
-    MutateRowsResponse {
-        entries: codes
-            .iter()
-            .zip(0..)
-            .map(|(&code, index)| mutate_rows_response::Entry {
-                index,
-                status: Some(googleapis_tonic_google_rpc::google::rpc::Status {
-                    code,
-                    ..Default::default()
-                }),
-            })
-            .collect(),
-        ..MutateRowsResponse::default()
-    }
-    .encode_to_vec()
 }
 
 /// The row keys of each `MutateRows` request `fake` received, in order.
@@ -74,8 +55,12 @@ fn script_three(fake: &FakeBigtable) {
     fake.script(
         "MutateRows",
         [
-            Answer::ok(vec![statuses(&[OK, UNAVAILABLE, PERMISSION_DENIED])]),
-            Answer::ok(vec![statuses(&[OK])]),
+            Answer::ok(vec![mutate_rows_statuses([
+                (0, OK),
+                (1, UNAVAILABLE),
+                (2, PERMISSION_DENIED),
+            ])]),
+            Answer::ok(vec![mutate_rows_statuses([(0, OK)])]),
         ],
     );
 }

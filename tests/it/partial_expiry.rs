@@ -19,16 +19,7 @@ use bigtable_ttl::{BigtableRow, Clock, CodecError, Error, Scan, Table};
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::TryStreamExt as _;
 use support::cbt;
-
-#[derive(Debug, Clone, PartialEq, BigtableRow)]
-#[bigtable(table = "pages", family = "p")]
-#[ttl(default = "1h")]
-struct Page {
-    #[bigtable(key)]
-    id: String,
-    url: String,
-    user: String,
-}
+use support::rows::Page;
 
 fn at_micros(micros: i64) -> DateTime<Utc> {
     DateTime::from_timestamp_micros(micros).unwrap()
@@ -45,13 +36,7 @@ async fn stored(table: &Table<Page>, row: &str, column: &[u8]) -> i64 {
 }
 
 async fn ids(table: &Table<Page>) -> Vec<String> {
-    let scanned: Vec<String> = table
-        .scan(Scan::all())
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|p| p.value.id)
-        .collect();
+    let scanned: Vec<String> = support::scanned(table, |p| p.id).await;
     let streamed: Vec<String> = table
         .stream(Scan::all())
         .map_ok(|p| p.value.id)
@@ -210,13 +195,7 @@ struct Token {
 }
 
 async fn token_ids(table: &Table<Token>) -> Vec<String> {
-    let scanned: Vec<String> = table
-        .scan(Scan::all())
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.value.id)
-        .collect();
+    let scanned: Vec<String> = support::scanned(table, |t| t.id).await;
     let streamed: Vec<String> = table
         .stream(Scan::all())
         .map_ok(|t| t.value.id)

@@ -12,26 +12,15 @@ use crate::proto::{mutate_rows_response, MutateRowsRequest, MutateRowsResponse};
 use bigtable_ttl::data;
 use bigtable_ttl::data::RawTable;
 use bigtable_ttl::read::ReadOptions;
-use bigtable_ttl::retry::RetryPolicy;
-use bigtable_ttl::{Code, Connection, Error};
+use bigtable_ttl::{Code, Error};
 use fake_bigtable::{four_attempts, Answer, FakeBigtable};
 use prost::Message as _;
 
 const UNAVAILABLE: i32 = 14;
 
-/// A connection to `fake` under `policy`.
-async fn connection(fake: &FakeBigtable, policy: RetryPolicy) -> Connection {
-    Connection::builder("p", "i")
-        .emulator(fake.host())
-        .retry(policy)
-        .connect()
-        .await
-        .unwrap()
-}
-
 async fn table(fake: &FakeBigtable) -> RawTable {
     let policy = four_attempts();
-    let conn = connection(fake, policy).await;
+    let conn = fake.connection(policy).await;
     RawTable::new(&conn, "t")
         .with_read_options(ReadOptions::default().with_retry(policy))
         .with_write_retry(policy)
@@ -192,7 +181,7 @@ async fn an_insert_whose_answers_are_all_lost_is_not_a_conflict() {
     // Every read: no row.
     fake.otherwise(Answer::ok(Vec::new()));
     let policy = four_attempts();
-    let conn = connection(&fake, policy).await;
+    let conn = fake.connection(policy).await;
     let table = bigtable_ttl::Table::<Click>::new(conn)
         .with_read_options(ReadOptions::default().with_retry(policy))
         .with_write_options(bigtable_ttl::writer::WriteOptions::default().with_retry(policy));
@@ -210,7 +199,7 @@ async fn a_call_sent_once_reports_the_time_it_took() {
     let fake = FakeBigtable::start().await;
     fake.script("CheckAndMutateRow", vec![Answer::hang()]);
     let policy = four_attempts().with_attempt_timeout(Duration::from_millis(300));
-    let conn = connection(&fake, policy).await;
+    let conn = fake.connection(policy).await;
     let raw = RawTable::new(&conn, "t").with_write_retry(policy);
     let err = raw
         .check_and_mutate_row("k", None, vec![set_at(1000)], Vec::new())

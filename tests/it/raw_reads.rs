@@ -14,7 +14,7 @@ use bigtable_ttl::data;
 use bigtable_ttl::data::{RawTable, ReadRows};
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::retry::RetryPolicy;
-use bigtable_ttl::{Code, Connection, Error, Table};
+use bigtable_ttl::{Code, Error, Table};
 use fake_bigtable::{Answer, FakeBigtable};
 use futures_util::TryStreamExt as _;
 use prost::Message as _;
@@ -26,12 +26,7 @@ async fn table(fake: &FakeBigtable) -> RawTable {
         .with_max_delay(Duration::from_millis(2))
         .with_attempt_timeout(Duration::from_secs(10))
         .with_deadline(Duration::from_secs(20));
-    let conn = Connection::builder("p", "i")
-        .emulator(fake.host())
-        .retry(policy)
-        .connect()
-        .await
-        .unwrap();
+    let conn = fake.connection(policy).await;
     RawTable::new(&conn, "t").with_read_options(ReadOptions::default().with_retry(policy))
 }
 

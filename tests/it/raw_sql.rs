@@ -19,7 +19,7 @@ use crate::proto::{
 use bigtable_ttl::data::{Query, Sql, SqlType, SqlValue};
 use bigtable_ttl::read::ReadOptions;
 use bigtable_ttl::retry::RetryPolicy;
-use bigtable_ttl::{Code, Connection, Error};
+use bigtable_ttl::{Code, Error};
 use fake_bigtable::{four_attempts, Answer, FakeBigtable};
 use futures_util::TryStreamExt as _;
 use prost::Message as _;
@@ -30,12 +30,7 @@ const RESOURCE_EXHAUSTED: i32 = 8;
 const UNAVAILABLE: i32 = 14;
 
 async fn sql(fake: &FakeBigtable, policy: RetryPolicy) -> Sql {
-    let conn = Connection::builder("p", "i")
-        .emulator(fake.host())
-        .retry(policy)
-        .connect()
-        .await
-        .unwrap();
+    let conn = fake.connection(policy).await;
     Sql::new(&conn).with_read_options(ReadOptions::default().with_retry(policy))
 }
 

@@ -9,23 +9,16 @@ use std::time::{Duration, Instant};
 
 use bigtable_ttl::retry::RetryPolicy;
 use bigtable_ttl::writer::WriteOptions;
-use bigtable_ttl::{BigtableRow, Clock, Code, Connection, Error, Scan, Table};
+use bigtable_ttl::{Clock, Code, Connection, Error, Scan, Table};
 use bigtable_ttl_emulator::Emulator;
 use chrono::{TimeDelta, Utc};
-
-#[derive(Debug, Clone, PartialEq, BigtableRow)]
-#[bigtable(table = "events", family = "e")]
-#[ttl(default = "2d")]
-struct Event {
-    #[bigtable(key)]
-    id: String,
-    n: i64,
-}
+use support::rows::Event;
 
 fn event(i: usize) -> Event {
     Event {
         id: format!("ev-{i:06}"),
         n: i64::try_from(i).unwrap(),
+        body: String::new(),
     }
 }
 

@@ -56,21 +56,9 @@ async fn structs_sharing_a_family_read_only_their_own_rows() {
         .await
         .unwrap();
 
-    let names: Vec<String> = profiles
-        .scan(Scan::all())
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|p| p.value.id)
-        .collect();
+    let names: Vec<String> = support::scanned(&profiles, |p| p.id).await;
     assert_eq!(names, ["p1"]);
-    let ids: Vec<String> = orders
-        .scan(Scan::all())
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|o| o.value.id)
-        .collect();
+    let ids: Vec<String> = support::scanned(&orders, |o| o.id).await;
     assert_eq!(ids, ["o1"]);
     assert_eq!(profiles.get(&"o1".to_owned()).await.unwrap(), None);
     assert_eq!(orders.get(&"p1".to_owned()).await.unwrap(), None);

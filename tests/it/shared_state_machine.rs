@@ -53,6 +53,7 @@
 
 use crate::raw_rows::RawRows as _;
 use crate::support;
+use support::model_check::{self, ensure, read_agrees, scan_agrees, Step};
 
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
@@ -278,6 +279,12 @@ enum Seen {
         expiry: i64,
         fields: Vec<(&'static str, String)>,
     },
+}
+
+impl Seen {
+    fn is_live(&self) -> bool {
+        matches!(self, Seen::Live { .. })
+    }
 }
 
 /// What a whole-row write stores per column (`None`: deletes it), and
@@ -737,36 +744,6 @@ fn newest<'c>(
 /// What `who` makes of a row holding `cells` at `now` (ms): the rule of
 /// `guide/rows-and-liveness.md`, by the struct's own columns and the
 /// markers its own group wrote.
-/// Whether `read`, a scan's rows in the order of `keys`, is what a scan
-/// limited to `limit` rows may answer when each key's row is either of its
-/// two judgments (`judged[key]`: at the cells stored just before the reads
-/// and just after; collection may remove cells in between): a row live in
-/// both is never left out before the limit is reached, one live in either
-/// may be.
-fn scan_agrees(read: &[(usize, Seen)], keys: &[usize], limit: usize, judged: &[[Seen; 2]]) -> bool {
-    let live = |s: &Seen| matches!(s, Seen::Live { .. });
-    let mut next = read.iter().peekable();
-    let mut taken = 0;
-    for &key in keys {
-        if taken == limit {
-            break;
-        }
-        let [one, other] = &judged[key];
-        match next.peek() {
-            Some((k, seen)) if *k == key => {
-                if !((live(one) && seen == one) || (live(other) && seen == other)) {
-                    return false;
-                }
-                next.next();
-                taken += 1;
-            }
-            _ if live(one) && live(other) => return false,
-            _ => {}
-        }
-    }
-    next.next().is_none()
-}
-
 fn judge(who: Who, cells: &Cells, now: i64) -> Seen {
     let shape = who.shape();
     let visible = |q: &str| newest(cells, F, q.as_bytes(), now).filter(|c| c.2);
@@ -959,16 +936,6 @@ fn mark_windows(cells: &mut Cells, who: Who, ts: i64, has: impl Fn(&str) -> bool
             set(cells, F, &mark, ts - 1_000, n(0), None);
         }
     }
-}
-
-type Step = Result<(), String>;
-
-macro_rules! ensure {
-    ($cond:expr, $($fmt:tt)+) => {
-        if !$cond {
-            return Err(format!($($fmt)+));
-        }
-    };
 }
 
 /// Milliseconds since the epoch.
@@ -1452,50 +1419,21 @@ impl<'t> Run<'t> {
         Ok(by_key)
     }
 
-    /// The stored cells against the model: each one the model holds, each
-    /// one the model holds and is not stored expired (collected). The
-    /// model then holds what is stored.
+    /// The stored cells against the model (`model_check::compare_store`):
+    /// a cell the model holds may be gone once it has expired (its
+    /// timestamp is its expiry).
     fn compare_store(&mut self, stored: &[Vec<bigtable_ttl::data::Cell>]) -> Step {
         // Collection runs on the emulator's real clock, which a sleep may
         // have carried past the table's: what either says has expired may
         // be gone.
         let now = self.now().max(ms(Utc::now()));
-        for (key, stored) in stored.iter().enumerate() {
-            let model = &self.cells[key];
-            for c in stored {
-                let held = model
-                    .get(&at(&c.family, &c.qualifier))
-                    .and_then(|v| v.get(&c.timestamp_micros));
-                ensure!(
-                    held.is_some_and(|h| h.value == c.value),
-                    "{}: stored {c:?}, the model holds {:?}",
-                    KEYS[key],
-                    model.get(&at(&c.family, &c.qualifier))
-                );
-            }
-            let mut kept = Cells::new();
-            for ((family, q), versions) in model {
-                for (ts, cell) in versions {
-                    let is_stored = stored
-                        .iter()
-                        .any(|c| (&c.family, &c.qualifier, c.timestamp_micros) == (family, q, *ts));
-                    if is_stored {
-                        kept.entry((family.clone(), q.clone()))
-                            .or_default()
-                            .insert(*ts, cell.clone());
-                    } else {
-                        ensure!(
-                            *ts <= now * 1_000,
-                            "{}: {family}:{} at {ts} is live, but not stored",
-                            KEYS[key],
-                            q.escape_ascii()
-                        );
-                        self.collected += 1;
-                    }
-                }
-            }
-            self.cells[key] = kept;
-        }
+        self.collected += model_check::compare_store(
+            &KEYS,
+            &mut self.cells,
+            stored,
+            |cell: &Cell| cell.value.as_slice(),
+            |_, ts| ts <= now * 1_000,
+        )?;
         Ok(())
     }
 
@@ -1527,23 +1465,15 @@ impl<'t> Run<'t> {
                 let one = judge(who, &cells_before[key], now);
                 let other = judge(who, &self.cells[key], now);
                 let got = &answers.gets[w][key];
-                ensure!(
-                    *got == one || *got == other,
-                    "{who:?}.get({}) read {got:?}, the model's row is {one:?}{}",
-                    KEYS[key],
-                    if one == other {
-                        String::new()
-                    } else {
-                        format!(" or {other:?}")
-                    }
-                );
+                let both = [one.clone(), other.clone()];
+                read_agrees(format_args!("{who:?}.get({})", KEYS[key]), got, &both)?;
                 if matches!(got, Seen::Incomplete(_)) {
                     self.incomplete += 1;
                 }
                 if let Seen::Live { .. } = one {
                     live.push((key, one.clone()));
                 }
-                judged.push([one.clone(), other.clone()]);
+                judged.push(both);
                 match (&one, &other) {
                     (Seen::Incomplete(_), Seen::Incomplete(_)) => surely_incomplete.push(key),
                     (Seen::Incomplete(_), _) | (_, Seen::Incomplete(_)) => {
@@ -1557,12 +1487,12 @@ impl<'t> Run<'t> {
             let keys: Vec<usize> = (0..KEYS.len()).collect();
             let backwards: Vec<usize> = keys.iter().rev().copied().collect();
             ensure!(
-                scan_agrees(&answers.limited[w][0], &keys, limit, &judged),
+                scan_agrees(&answers.limited[w][0], &keys, limit, &judged, Seen::is_live),
                 "{who:?}: scan limit {limit} read {:?}, the model's first live rows are {forward:?}",
                 answers.limited[w][0]
             );
             ensure!(
-                scan_agrees(&answers.limited[w][1], &backwards, limit, &judged),
+                scan_agrees(&answers.limited[w][1], &backwards, limit, &judged, Seen::is_live),
                 "{who:?}: reversed scan limit {limit} read {:?}, the model's last live rows are {reversed:?}",
                 answers.limited[w][1]
             );
@@ -1570,7 +1500,7 @@ impl<'t> Run<'t> {
                 Ok(rows) => {
                     ensure!(
                         surely_incomplete.is_empty()
-                            && scan_agrees(rows, &keys, usize::MAX, &judged),
+                            && scan_agrees(rows, &keys, usize::MAX, &judged, Seen::is_live),
                         "{who:?}: scan read {rows:?}, the model's live rows are {live:?}, incomplete {surely_incomplete:?}"
                     );
                 }

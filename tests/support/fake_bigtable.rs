@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,9 +21,11 @@ use hyper::body::{Frame, Incoming};
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use prost::Message as _;
-use tokio::net::TcpListener;
 
 use bigtable_ttl::retry::RetryPolicy;
+use bigtable_ttl::Connection;
+
+use crate::support::loopback;
 
 /// Four attempts, quick delays: the tests against the fake count
 /// requests and attempts, not time.
@@ -212,10 +214,7 @@ pub struct FakeBigtable {
 impl FakeBigtable {
     /// A fake server on a free loopback port. Call inside a tokio runtime.
     pub async fn start() -> Self {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .await
-            .expect("bind a loopback port");
-        let addr = listener.local_addr().expect("local address");
+        let (listener, addr) = loopback::listen().await;
         let shared = Arc::new(Shared::default());
         let accept = shared.clone();
         tokio::spawn(async move {
@@ -238,6 +237,17 @@ impl FakeBigtable {
     /// `127.0.0.1:PORT`, for `Connection::builder(..).emulator(..)`.
     pub fn host(&self) -> String {
         self.addr.to_string()
+    }
+
+    /// A connection to this server (project `p`, instance `i`) retrying
+    /// data calls under `policy`.
+    pub async fn connection(&self, policy: RetryPolicy) -> Connection {
+        Connection::builder("p", "i")
+            .emulator(self.host())
+            .retry(policy)
+            .connect()
+            .await
+            .unwrap()
     }
 
     /// Answer the next requests of `method` (`ReadRows`, …) with `answers`,
@@ -382,20 +392,30 @@ fn healthy(method: &str, body: &Bytes) -> Answer {
         "MutateRows" => {
             let request = crate::proto::MutateRowsRequest::decode(body.slice(5.min(body.len())..))
                 .unwrap_or_default();
-            let entries = (0..request.entries.len())
-                .map(|index| crate::proto::mutate_rows_response::Entry {
-                    index: i64::try_from(index).unwrap(),
-                    status: Some(googleapis_tonic_google_rpc::google::rpc::Status::default()),
-                })
-                .collect();
-            let response = crate::proto::MutateRowsResponse {
-                entries,
-                ..Default::default()
-            };
-            Answer::ok(vec![response.encode_to_vec()])
+            let ok = (0..request.entries.len()).map(|index| (i64::try_from(index).unwrap(), 0));
+            Answer::ok(vec![mutate_rows_statuses(ok)])
         }
         _ => Answer::default(),
     }
+}
+
+/// A `MutateRows` answer giving each entry `(index, code)` the status
+/// `code` (0 is `OK`).
+pub fn mutate_rows_statuses(entries: impl IntoIterator<Item = (i64, i32)>) -> Vec<u8> {
+    crate::proto::MutateRowsResponse {
+        entries: entries
+            .into_iter()
+            .map(|(index, code)| crate::proto::mutate_rows_response::Entry {
+                index,
+                status: Some(googleapis_tonic_google_rpc::google::rpc::Status {
+                    code,
+                    ..Default::default()
+                }),
+            })
+            .collect(),
+        ..Default::default()
+    }
+    .encode_to_vec()
 }
 
 /// A `google.rpc.Status` of `code` whose details hold `RetryInfo { delay }`.

@@ -8,11 +8,15 @@
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use bigtable_ttl::{BigtableRow, Clock, Connection, Table};
+use bigtable_ttl::{BigtableRow, Clock, Connection, Scan, Table};
 
 /// A loopback TCP proxy that injects connection faults.
 #[allow(dead_code)]
 pub mod proxy;
+
+/// Loopback only: where the tests' servers listen and forward to.
+#[allow(dead_code)]
+pub mod loopback;
 
 /// Google's Python client, installed for the tests that need another
 /// reader.
@@ -22,6 +26,11 @@ pub mod google_python;
 /// The row structs several test files share.
 #[allow(dead_code)]
 pub mod rows;
+
+/// The stateful property tests' checks of what they read against their
+/// models.
+#[allow(dead_code)]
+pub mod model_check;
 
 /// Google's `cbt` tool.
 #[allow(dead_code)]
@@ -98,6 +107,14 @@ pub async fn table<T: BigtableRow>(clock: &Clock) -> Table<T> {
         .await
         .unwrap_or_else(|e| panic!("creating table `{}`: {e}", table.name()));
     table
+}
+
+/// What `f` takes from each row a full scan of `table` reads (the typed
+/// reader: live rows only), in key order.
+#[allow(dead_code)]
+pub async fn scanned<T: BigtableRow, V>(table: &Table<T>, f: impl FnMut(T) -> V) -> Vec<V> {
+    let rows = table.scan(Scan::all()).await.unwrap();
+    rows.into_iter().map(|row| row.value).map(f).collect()
 }
 
 /// Every cell stored in row `key` of `table`, expired or not, every

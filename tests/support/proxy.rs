@@ -9,13 +9,15 @@
 //! Faults are bounded in count and in time, and drawn from a seeded RNG so a
 //! failing run can be replayed with its seed.
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
+
+use super::loopback;
 
 /// What the proxy does to the connections it accepts from now on.
 #[derive(Debug, Clone, Copy)]
@@ -116,18 +118,8 @@ impl Proxy {
     /// A proxy on a free loopback port forwarding to `upstream`
     /// (`HOST:PORT`, loopback). Call inside a tokio runtime.
     pub async fn start(upstream: &str) -> Self {
-        let upstream: SocketAddr = upstream
-            .replace("localhost", "127.0.0.1")
-            .parse()
-            .expect("upstream is HOST:PORT");
-        assert!(
-            upstream.ip().is_loopback(),
-            "the proxy only forwards to loopback"
-        );
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .await
-            .expect("bind a loopback port");
-        let addr = listener.local_addr().expect("local address");
+        let upstream = loopback::upstream(upstream, "proxy");
+        let (listener, addr) = loopback::listen().await;
         let shared = Arc::new(Shared {
             upstream: Mutex::new(upstream),
             faults: Mutex::new(Faults::None),

@@ -8,7 +8,7 @@
 //! do; bodies are collected before being forwarded (every call the library
 //! makes sends a finite body).
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -18,8 +18,10 @@ use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio_rustls::rustls;
+
+use crate::support::loopback;
 
 /// One request as the proxy saw it.
 #[derive(Debug, Clone)]
@@ -119,18 +121,8 @@ impl Recorder {
     }
 
     async fn start_with(upstream: &str, tls: Option<Arc<rustls::ServerConfig>>) -> Self {
-        let upstream: SocketAddr = upstream
-            .replace("localhost", "127.0.0.1")
-            .parse()
-            .expect("upstream is HOST:PORT");
-        assert!(
-            upstream.ip().is_loopback(),
-            "the recorder only forwards to loopback"
-        );
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .await
-            .expect("bind a loopback port");
-        let addr = listener.local_addr().expect("local address");
+        let upstream = loopback::upstream(upstream, "recorder");
+        let (listener, addr) = loopback::listen().await;
         let shared = Arc::new(Shared {
             upstream,
             seen: Mutex::default(),

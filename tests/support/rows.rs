@@ -1,6 +1,10 @@
-//! The row structs several test files share: the README's two strategies.
-//! A test whose struct differs on purpose (another key, another family, a
-//! column the others lack) declares its own.
+//! The row structs several test files share: the README's two strategies,
+//! and the structs of stories more than one file tells (a rate limit, a
+//! cart, a page written by another program). A test whose struct differs
+//! on purpose (another key, another family, a column the others lack)
+//! declares its own.
+
+use std::collections::BTreeMap;
 
 use bigtable_ttl::BigtableRow;
 use chrono::{DateTime, Utc};
@@ -62,4 +66,44 @@ pub struct Event {
     pub id: String,
     pub n: i64,
     pub body: String,
+}
+
+/// Requests of one user in one hour-long window: a counter in a row of its
+/// own expiry, under a two-part key.
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "rate_limits", family = "r", key_separator = "#")]
+pub struct RateLimit {
+    #[bigtable(key)]
+    pub user: String,
+    #[bigtable(key)]
+    pub hour: u64,
+    #[ttl(expire_at)]
+    pub expires_at: DateTime<Utc>,
+    #[bigtable(counter)]
+    pub hits: i64,
+}
+
+/// A cart: a required column, and items reserved each for its own time
+/// (a map in a family of its own), under a default TTL.
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "carts", family = "c")]
+#[ttl(default = "2d")]
+pub struct Cart {
+    #[bigtable(key)]
+    pub user: String,
+    pub currency: String,
+    #[bigtable(map, family = "items")]
+    pub items: BTreeMap<String, u64>,
+}
+
+/// A page: two required fields, which the tests write as another program
+/// does, column by column (`cbt set`, the server's timestamps).
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "pages", family = "p")]
+#[ttl(default = "1h")]
+pub struct Page {
+    #[bigtable(key)]
+    pub id: String,
+    pub url: String,
+    pub user: String,
 }

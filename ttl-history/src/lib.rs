@@ -44,6 +44,12 @@ pub mod workload;
 #[allow(dead_code, missing_docs, clippy::pedantic)]
 pub mod proxy;
 
+/// The proxy's loopback-only listening and forwarding (`super::loopback`
+/// in `proxy.rs`, as in the tests' support).
+#[path = "../../tests/support/loopback.rs"]
+#[allow(dead_code, clippy::pedantic)]
+mod loopback;
+
 pub use check::{check, Verdict, Violation};
 pub use history::{Call, History, Op, Outcome};
 
