@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::Value;
 use ttl_bench::tables;
 
-use crate::{latency, null, parallel, Res};
+use crate::{concurrency, latency, null, parallel, Res};
 
 /// A generated table: its name in the file, and its text.
 pub(crate) type Generated = (&'static str, String);
@@ -30,6 +30,7 @@ pub(crate) fn run(results: &Path, update: &Path) -> Res<()> {
     for (name, render) in [
         ("parallel", parallel::tables as Render),
         ("latency", latency::tables),
+        ("concurrency", concurrency::tables),
         ("null", null::report::null_tables),
         ("fair", null::report::fair_tables),
     ] {

@@ -1,0 +1,373 @@
+//! `ttl-bench concurrency --out FILE`: point calls with many in flight
+//! (issue 45, item 2), the shape most services use. Against the null
+//! server and the emulator, `get`, `put`, `insert_if_absent` and a mix of
+//! 90 % `get` and 10 % `put`, each with 1, 16 and 256 calls in flight
+//! (that many tasks, each making its calls one after the other), by:
+//!
+//! * the library (`Table<Event>`, its default pool: one connection to an
+//!   emulator or the null server);
+//! * the hand-written calls of `ttl-bench latency` with the library's
+//!   headers and attempt timeout (`raw_headers`: the same requests byte
+//!   for byte, through `bigtable_rs`'s tonic client on one connection);
+//! * at the largest number in flight only, the library with a pool of 1,
+//!   2, 4 and 8 connections (`ConnectionBuilder::pool_size`).
+//!
+//! Each round runs every contender's calls of an operation and a
+//! concurrency back to back, the order turning round by round; the
+//! library's calls a second per client core (this process's CPU, all
+//! threads) to the hand-written client's are paired within a round
+//! (`stats::paired`). p50 and p99 are over all rounds' calls. The bench's
+//! own input (each call's row, built before it is timed) is in every Rust
+//! contender's CPU alike.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use bigtable_ttl::{BigtableRow, Connection, Table};
+use chrono::Utc;
+use serde_json::{json, Value};
+use ttl_bench::stats::{median, paired, quantile};
+use ttl_bench::{cpu_seconds, event, load_average, Event};
+
+use crate::latency::{
+    call, emulator_clients, null_clients, Clients, Target, FAILED_AT_MOST, NULL_TABLE, STORED,
+};
+use crate::report::{run_on, Generated};
+use crate::{Res, PROJECT};
+
+const OPS: [&str; 4] = ["get", "put", "insert_if_absent", "mixed"];
+const POOLS: [usize; 4] = [1, 2, 4, 8];
+
+/// `ttl-bench concurrency`'s arguments.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// Calls per contender, operation and concurrency in each round.
+    #[arg(long, default_value_t = 20_000)]
+    calls: usize,
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
+    /// Calls in flight; the pool sweep runs at the largest.
+    #[arg(long, value_delimiter = ',', default_value = "1,16,256")]
+    in_flight: Vec<usize>,
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "emulator,null"
+    )]
+    against: Vec<Target>,
+    #[arg(long)]
+    out: std::path::PathBuf,
+}
+
+/// A contender: its name in the JSON, its clients, and which of
+/// `latency::call`'s contenders it is.
+struct Contender {
+    name: String,
+    clients: Arc<Clients>,
+    who: &'static str,
+    /// Only at the largest number in flight (the pool sweep).
+    sweep: bool,
+}
+
+/// One contender's calls of one operation at one concurrency in one round.
+struct Run {
+    wall_s: f64,
+    cpu_s: f64,
+    micros: Vec<f64>,
+    failed: usize,
+}
+
+pub(crate) async fn main(args: &Args) -> Res<()> {
+    let mut measured = serde_json::Map::new();
+    for &target in &args.against {
+        let load_start = load_average();
+        let mut results = match target {
+            Target::Emulator => {
+                let instance = "bench-concurrency";
+                let (emulator, _, clients) = emulator_clients(instance).await?;
+                let table = Event::SCHEMA.table;
+                let contenders = contenders(emulator.host(), instance, table, clients).await?;
+                measure(args, &contenders, STORED).await?
+            }
+            Target::Null => {
+                let (server, clients) = null_clients()?;
+                let contenders = contenders(&server.host, "null", NULL_TABLE, clients).await?;
+                let results = measure(args, &contenders, 1).await?;
+                drop(contenders);
+                server.stop()?;
+                results
+            }
+        };
+        results["load_average"] = json!([load_start, load_average()]);
+        measured.insert(target.name().to_owned(), results);
+    }
+    let value = json!({
+        "calls": args.calls,
+        "rounds": args.rounds.max(1),
+        "cores": std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
+        "date": Utc::now().format("%Y-%m-%d").to_string(),
+        "targets": Value::Object(measured),
+    });
+    std::fs::write(&args.out, serde_json::to_string_pretty(&value)?)?;
+    Ok(())
+}
+
+/// The library, the hand-written client, and the library on pools of
+/// [`POOLS`] connections to `host`.
+async fn contenders(
+    host: &str,
+    instance: &str,
+    table: &str,
+    clients: Clients,
+) -> Res<Vec<Contender>> {
+    let base = Arc::new(clients);
+    let mut all = vec![
+        Contender {
+            name: "lib".into(),
+            clients: base.clone(),
+            who: "lib",
+            sweep: false,
+        },
+        Contender {
+            name: "hand".into(),
+            clients: base.clone(),
+            who: "raw_headers",
+            sweep: false,
+        },
+    ];
+    for pool in POOLS {
+        let connection = Connection::builder(PROJECT, instance)
+            .emulator(host)
+            .pool_size(pool)
+            .connect()
+            .await?;
+        let mut clients = (*base).clone();
+        clients.lib = Table::<Event>::new(connection).with_name(table);
+        all.push(Contender {
+            name: format!("lib_pool{pool}"),
+            clients: Arc::new(clients),
+            who: "lib",
+            sweep: true,
+        });
+    }
+    Ok(all)
+}
+
+/// `n` calls of `op` by `c`, `in_flight` at a time; fresh keys for the
+/// inserts from `fresh`.
+async fn run(
+    c: &Contender,
+    op: &'static str,
+    n: usize,
+    in_flight: usize,
+    stored: usize,
+    fresh: &Arc<AtomicUsize>,
+) -> Res<Run> {
+    let next = Arc::new(AtomicUsize::new(0));
+    let (cpu0, start) = (cpu_seconds(), Instant::now());
+    let tasks: Vec<_> = (0..in_flight.clamp(1, n.max(1)))
+        .map(|_| {
+            let (clients, next, fresh, who) =
+                (c.clients.clone(), next.clone(), fresh.clone(), c.who);
+            tokio::spawn(async move {
+                let (mut micros, mut failed) = (Vec::new(), 0);
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n {
+                        break;
+                    }
+                    let now = Utc::now();
+                    let (op, row) = match op {
+                        "insert_if_absent" => {
+                            (op, event(fresh.fetch_add(1, Ordering::Relaxed), now))
+                        }
+                        "mixed" if i % 10 == 0 => ("put", event(i % stored, now)),
+                        "mixed" => ("get", event(i % stored, now)),
+                        _ => (op, event(i % stored, now)),
+                    };
+                    let t = Instant::now();
+                    let outcome = call(&clients, op, who, &row, now).await;
+                    micros.push(t.elapsed().as_secs_f64() * 1e6);
+                    if let Err(e) = outcome {
+                        eprintln!("concurrency: {op} {who}: a call failed: {e}");
+                        failed += 1;
+                    }
+                }
+                (micros, failed)
+            })
+        })
+        .collect();
+    let mut run = Run {
+        wall_s: 0.0,
+        cpu_s: 0.0,
+        micros: Vec::with_capacity(n),
+        failed: 0,
+    };
+    for task in tasks {
+        let (micros, failed) = task.await?;
+        run.micros.extend(micros);
+        run.failed += failed;
+    }
+    (run.wall_s, run.cpu_s) = (start.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
+    Ok(run)
+}
+
+/// The rounds against one server, `stored` rows there.
+async fn measure(args: &Args, contenders: &[Contender], stored: usize) -> Res<Value> {
+    let n = args.calls;
+    let widest = args.in_flight.iter().copied().max().unwrap_or(1);
+    // Fresh keys for the inserts, never reused, past the stored rows.
+    let fresh = Arc::new(AtomicUsize::new(STORED.max(stored)));
+    let takes_part = |c: &Contender, in_flight| !c.sweep || in_flight == widest;
+    // Untimed: connections opened (every pool's), the server's first calls.
+    for (c, op) in contenders.iter().flat_map(|c| OPS.map(|op| (c, op))) {
+        run(c, op, n.min(200), 16, stored, &fresh).await?;
+    }
+    let mut runs: BTreeMap<(usize, usize, usize), Vec<Run>> = BTreeMap::new();
+    for round in 0..args.rounds.max(1) {
+        for (o, op) in OPS.iter().enumerate() {
+            for &in_flight in &args.in_flight {
+                let k = contenders.len();
+                for w in (0..k).map(|i| (i + round) % k) {
+                    let c = &contenders[w];
+                    if !takes_part(c, in_flight) {
+                        continue;
+                    }
+                    let r = run(c, op, n, in_flight, stored, &fresh).await?;
+                    eprintln!(
+                        "concurrency round {round}: {op} ×{in_flight} {}: {:.0} calls/s, {:.0} per core, p50 {:.0} µs, p99 {:.0} µs",
+                        c.name,
+                        n as f64 / r.wall_s,
+                        n as f64 / r.cpu_s,
+                        quantile(&r.micros, 0.5),
+                        quantile(&r.micros, 0.99),
+                    );
+                    runs.entry((o, in_flight, w)).or_default().push(r);
+                }
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    for (&(o, in_flight, w), rs) in &runs {
+        let failed: usize = rs.iter().map(|r| r.failed).sum();
+        if failed as f64 > (n * rs.len()) as f64 * FAILED_AT_MOST {
+            return Err(format!(
+                "concurrency: {failed} {} calls of {} failed",
+                OPS[o], contenders[w].name
+            )
+            .into());
+        }
+        let per_core = |rs: &[Run]| -> Vec<f64> { rs.iter().map(|r| n as f64 / r.cpu_s).collect() };
+        let all: Vec<f64> = rs.iter().flat_map(|r| r.micros.iter().copied()).collect();
+        let mut row = json!({
+            "op": OPS[o], "in_flight": in_flight, "who": contenders[w].name, "failed": failed,
+            "calls_per_s": median(rs.iter().map(|r| n as f64 / r.wall_s)),
+            "per_core": median(per_core(rs)),
+            "p50_us": quantile(&all, 0.5), "p99_us": quantile(&all, 0.99),
+        });
+        if contenders[w].who == "lib" {
+            if let Some(hand) = runs.get(&(o, in_flight, 1)) {
+                let q = paired(&per_core(rs), &per_core(hand), |a, b| a / b);
+                row["vs_hand"] = json!([q.q1, q.median, q.q3]);
+            }
+        }
+        rows.push(row);
+    }
+    Ok(json!({ "rows": rows }))
+}
+
+/// One target's table.
+fn target_table(measured: &Value) -> String {
+    let mut table = String::from(
+        "| call | in flight | contender | calls/s | calls/s per client core | p50 | p99 | library / hand-written, per core (median of the rounds, quartiles) |\n\
+         |---|---|---|---|---|---|---|---|\n",
+    );
+    let num = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
+    for row in measured["rows"].as_array().into_iter().flatten() {
+        let who = row["who"].as_str().unwrap_or("?");
+        let mut name = match who {
+            "lib" => "library".to_owned(),
+            "hand" => "hand-written, the library's requests and headers".to_owned(),
+            pool => format!("library, pool of {}", pool.trim_start_matches("lib_pool")),
+        };
+        if let Some(failed) = row["failed"].as_u64().filter(|&f| f > 0) {
+            let _ = write!(name, "; {failed} failed");
+        }
+        let r = &row["vs_hand"];
+        let ratio = if r.is_array() {
+            format!("{:.2} ({:.2}–{:.2})", num(&r[1]), num(&r[0]), num(&r[2]))
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            table,
+            "| `{}` | {} | {name} | {:.0} | {:.0} | {:.0} µs | {:.0} µs | {ratio} |",
+            row["op"].as_str().unwrap_or("?"),
+            row["in_flight"],
+            num(&row["calls_per_s"]),
+            num(&row["per_core"]),
+            num(&row["p50_us"]),
+            num(&row["p99_us"]),
+        );
+    }
+    table
+}
+
+/// `BENCHMARKS.md`'s tables of this command's JSON: one per target.
+pub(crate) fn tables(report: &Value) -> Vec<Generated> {
+    [
+        ("emulator", "concurrency-emulator"),
+        ("null", "concurrency-null"),
+    ]
+    .into_iter()
+    .filter(|(target, _)| !report["targets"][target].is_null())
+    .map(|(target, name)| {
+        let measured = &report["targets"][target];
+        let run = json!({"date": report["date"], "cores": report["cores"],
+                             "load_average": measured["load_average"]});
+        (
+            name,
+            format!("{}\n\n{}", run_on(&run), target_table(measured)),
+        )
+    })
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row per contender, operation and concurrency as `measure` left
+    /// them; the library's ratio to the hand-written client as the
+    /// median with its quartiles; failures said.
+    #[test]
+    fn the_table_shows_each_row_and_the_paired_ratio() {
+        let report = json!({
+            "calls": 10, "rounds": 3, "cores": 2, "date": "d",
+            "targets": {"null": {"load_average": [1.0, 2.0], "rows": [
+                {"op": "get", "in_flight": 16, "who": "lib", "failed": 0, "calls_per_s": 1000.4,
+                 "per_core": 2000.0, "p50_us": 10.0, "p99_us": 30.0, "vs_hand": [1.1, 1.2, 1.3]},
+                {"op": "get", "in_flight": 16, "who": "hand", "failed": 2, "calls_per_s": 900.0,
+                 "per_core": 1700.0, "p50_us": 11.0, "p99_us": 35.0},
+                {"op": "mixed", "in_flight": 256, "who": "lib_pool4", "failed": 0,
+                 "calls_per_s": 5.0, "per_core": 6.0, "p50_us": 7.0, "p99_us": 8.0},
+            ]}},
+        });
+        let tables = tables(&report);
+        let [("concurrency-null", text)] = &tables[..] else {
+            panic!("one target, one table: {tables:?}");
+        };
+        assert!(text.starts_with("Run on d (2 cores, a load average of 1.0 at the start and 2.0"));
+        for line in [
+            "| `get` | 16 | library | 1000 | 2000 | 10 µs | 30 µs | 1.20 (1.10–1.30) |",
+            "| `get` | 16 | hand-written, the library's requests and headers; 2 failed | 900 | 1700 | 11 µs | 35 µs |  |",
+            "| `mixed` | 256 | library, pool of 4 | 5 | 6 | 7 µs | 8 µs |  |",
+        ] {
+            assert!(text.contains(line), "{line}\nnot in\n{text}");
+        }
+    }
+}
