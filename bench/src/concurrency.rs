@@ -22,6 +22,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -59,18 +60,27 @@ pub(crate) struct Args {
         default_value = "emulator,null"
     )]
     against: Vec<Target>,
+    /// Where `@google-cloud/bigtable` is installed (a `node_modules`).
+    #[arg(long)]
+    node_modules: Option<std::path::PathBuf>,
     #[arg(long)]
     out: std::path::PathBuf,
 }
 
-/// A contender: its name in the JSON, its clients, and which of
-/// `latency::call`'s contenders it is.
+/// A contender: its name in the JSON, how it calls.
 struct Contender {
     name: String,
-    clients: Arc<Clients>,
-    who: &'static str,
+    calls: Calls,
     /// Only at the largest number in flight (the pool sweep).
     sweep: bool,
+}
+
+enum Calls {
+    /// Clients in this process, and which of `latency::call`'s contenders.
+    Rust(Arc<Clients>, &'static str),
+    /// A process of a Google client's `--phase point` per run: its command
+    /// line, and its environment.
+    Process(Vec<String>, Vec<(&'static str, String)>),
 }
 
 /// One contender's calls of one operation at one concurrency in one round.
@@ -90,12 +100,14 @@ pub(crate) async fn main(args: &Args) -> Res<()> {
                 let instance = "bench-concurrency";
                 let (emulator, _, clients) = emulator_clients(instance).await?;
                 let table = Event::SCHEMA.table;
-                let contenders = contenders(emulator.host(), instance, table, clients).await?;
+                let contenders =
+                    contenders(args, emulator.host(), instance, table, clients).await?;
                 measure(args, &contenders, STORED).await?
             }
             Target::Null => {
                 let (server, clients) = null_clients()?;
-                let contenders = contenders(&server.host, "null", NULL_TABLE, clients).await?;
+                let contenders =
+                    contenders(args, &server.host, "null", NULL_TABLE, clients).await?;
                 let results = measure(args, &contenders, 1).await?;
                 drop(contenders);
                 server.stop()?;
@@ -119,6 +131,7 @@ pub(crate) async fn main(args: &Args) -> Res<()> {
 /// The library, the hand-written client, and the library on pools of
 /// [`POOLS`] connections to `host`.
 async fn contenders(
+    args: &Args,
     host: &str,
     instance: &str,
     table: &str,
@@ -128,17 +141,36 @@ async fn contenders(
     let mut all = vec![
         Contender {
             name: "lib".into(),
-            clients: base.clone(),
-            who: "lib",
+            calls: Calls::Rust(base.clone(), "lib"),
             sweep: false,
         },
         Contender {
             name: "hand".into(),
-            clients: base.clone(),
-            who: "raw_headers",
+            calls: Calls::Rust(base.clone(), "raw_headers"),
             sweep: false,
         },
     ];
+    let node = args.node_modules.as_ref();
+    if let Some(modules) = node.filter(|m| m.join("@google-cloud/bigtable").is_dir()) {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("node_client.js");
+        let argv = ["node", &script.to_string_lossy(), "--project", PROJECT];
+        let argv = argv
+            .into_iter()
+            .chain(["--instance", instance, "--table", table]);
+        let env = vec![
+            ("BIGTABLE_EMULATOR_HOST", host.to_owned()),
+            ("NODE_PATH", modules.to_string_lossy().into_owned()),
+        ];
+        all.push(Contender {
+            name: "node".into(),
+            calls: Calls::Process(argv.map(str::to_owned).collect(), env),
+            sweep: false,
+        });
+    } else {
+        eprintln!(
+            "concurrency: no Node.js client (no --node-modules DIR with @google-cloud/bigtable)"
+        );
+    }
     for pool in POOLS {
         let connection = Connection::builder(PROJECT, instance)
             .emulator(host)
@@ -149,8 +181,7 @@ async fn contenders(
         clients.lib = Table::<Event>::new(connection).with_name(table);
         all.push(Contender {
             name: format!("lib_pool{pool}"),
-            clients: Arc::new(clients),
-            who: "lib",
+            calls: Calls::Rust(Arc::new(clients), "lib"),
             sweep: true,
         });
     }
@@ -167,12 +198,46 @@ async fn run(
     stored: usize,
     fresh: &Arc<AtomicUsize>,
 ) -> Res<Run> {
+    let (clients, who) = match &c.calls {
+        Calls::Rust(clients, who) => (clients, *who),
+        Calls::Process(argv, env) => {
+            let first = fresh.fetch_add(n, Ordering::Relaxed).to_string();
+            let (n_s, in_flight, stored) =
+                (n.to_string(), in_flight.to_string(), stored.to_string());
+            let out = std::process::Command::new(&argv[0])
+                .args(&argv[1..])
+                .args([
+                    "--phase",
+                    "point",
+                    "--op",
+                    op,
+                    "--calls",
+                    &n_s,
+                    "--in-flight",
+                    &in_flight,
+                ])
+                .args(["--stored", &stored, "--fresh", &first])
+                .envs(env.iter().map(|(k, v)| (k, v)))
+                .output()?;
+            if !out.status.success() {
+                let why = String::from_utf8_lossy(&out.stderr);
+                return Err(format!("concurrency: {} failed: {why}", c.name).into());
+            }
+            let v: Value = serde_json::from_slice(&out.stdout)?;
+            let micros = v["micros"].as_array().ok_or("no calls timed")?;
+            return Ok(Run {
+                wall_s: v["wall_s"].as_f64().unwrap_or(f64::NAN),
+                cpu_s: v["cpu_s"].as_f64().unwrap_or(f64::NAN),
+                micros: micros.iter().filter_map(Value::as_f64).collect(),
+                failed: usize::try_from(v["failed"].as_u64().unwrap_or(0))?,
+            });
+        }
+    };
     let next = Arc::new(AtomicUsize::new(0));
     let (cpu0, start) = (cpu_seconds(), Instant::now());
     let tasks: Vec<_> = (0..in_flight.clamp(1, n.max(1)))
         .map(|_| {
-            let (clients, next, fresh, who) =
-                (c.clients.clone(), next.clone(), fresh.clone(), c.who);
+            let (clients, next, fresh) = (clients.clone(), next.clone(), fresh.clone());
             tokio::spawn(async move {
                 let (mut micros, mut failed) = (Vec::new(), 0);
                 loop {
@@ -224,7 +289,10 @@ async fn measure(args: &Args, contenders: &[Contender], stored: usize) -> Res<Va
     let fresh = Arc::new(AtomicUsize::new(STORED.max(stored)));
     let takes_part = |c: &Contender, in_flight| !c.sweep || in_flight == widest;
     // Untimed: connections opened (every pool's), the server's first calls.
-    for (c, op) in contenders.iter().flat_map(|c| OPS.map(|op| (c, op))) {
+    let in_process = contenders
+        .iter()
+        .filter(|c| matches!(c.calls, Calls::Rust(..)));
+    for (c, op) in in_process.flat_map(|c| OPS.map(|op| (c, op))) {
         run(c, op, n.min(200), 16, stored, &fresh).await?;
     }
     let mut runs: BTreeMap<(usize, usize, usize), Vec<Run>> = BTreeMap::new();
@@ -269,10 +337,26 @@ async fn measure(args: &Args, contenders: &[Contender], stored: usize) -> Res<Va
             "per_core": median(per_core(rs)),
             "p50_us": quantile(&all, 0.5), "p99_us": quantile(&all, 0.99),
         });
-        if contenders[w].who == "lib" {
+        if matches!(contenders[w].calls, Calls::Rust(_, "lib")) {
             if let Some(hand) = runs.get(&(o, in_flight, 1)) {
                 let q = paired(&per_core(rs), &per_core(hand), |a, b| a / b);
                 row["vs_hand"] = json!([q.q1, q.median, q.q3]);
+            }
+            // Node at its best concurrency in each round.
+            let node = contenders.iter().position(|c| c.name == "node");
+            let best: Vec<f64> = (0..rs.len())
+                .map(|r| {
+                    let at =
+                        |&c: &usize| runs.get(&(o, c, node?))?.get(r).map(|r| n as f64 / r.cpu_s);
+                    args.in_flight
+                        .iter()
+                        .filter_map(at)
+                        .fold(f64::NAN, f64::max)
+                })
+                .collect();
+            if node.is_some() {
+                let q = paired(&per_core(rs), &best, |a, b| a / b);
+                row["vs_node"] = json!([q.q1, q.median, q.q3]);
             }
         }
         rows.push(row);
@@ -283,8 +367,8 @@ async fn measure(args: &Args, contenders: &[Contender], stored: usize) -> Res<Va
 /// One target's table.
 fn target_table(measured: &Value) -> String {
     let mut table = String::from(
-        "| call | in flight | contender | calls/s | calls/s per client core | p50 | p99 | library / hand-written, per core (median of the rounds, quartiles) |\n\
-         |---|---|---|---|---|---|---|---|\n",
+        "| call | in flight | contender | calls/s | calls/s per client core | p50 | p99 | library / hand-written, per core (median of the rounds, quartiles) | library / Node at its best concurrency, per core |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
     );
     let num = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
     for row in measured["rows"].as_array().into_iter().flatten() {
@@ -292,26 +376,30 @@ fn target_table(measured: &Value) -> String {
         let mut name = match who {
             "lib" => "library".to_owned(),
             "hand" => "hand-written, the library's requests and headers".to_owned(),
+            "node" => "Google's Node.js client".to_owned(),
             pool => format!("library, pool of {}", pool.trim_start_matches("lib_pool")),
         };
         if let Some(failed) = row["failed"].as_u64().filter(|&f| f > 0) {
             let _ = write!(name, "; {failed} failed");
         }
-        let r = &row["vs_hand"];
-        let ratio = if r.is_array() {
-            format!("{:.2} ({:.2}–{:.2})", num(&r[1]), num(&r[0]), num(&r[2]))
-        } else {
-            String::new()
+        let ratio = |r: &Value| {
+            if r.is_array() {
+                format!("{:.2} ({:.2}–{:.2})", num(&r[1]), num(&r[0]), num(&r[2]))
+            } else {
+                String::new()
+            }
         };
         let _ = writeln!(
             table,
-            "| `{}` | {} | {name} | {:.0} | {:.0} | {:.0} µs | {:.0} µs | {ratio} |",
+            "| `{}` | {} | {name} | {:.0} | {:.0} | {:.0} µs | {:.0} µs | {} | {} |",
             row["op"].as_str().unwrap_or("?"),
             row["in_flight"],
             num(&row["calls_per_s"]),
             num(&row["per_core"]),
             num(&row["p50_us"]),
             num(&row["p99_us"]),
+            ratio(&row["vs_hand"]),
+            ratio(&row["vs_node"]),
         );
     }
     table
@@ -350,7 +438,8 @@ mod tests {
             "calls": 10, "rounds": 3, "cores": 2, "date": "d",
             "targets": {"null": {"load_average": [1.0, 2.0], "rows": [
                 {"op": "get", "in_flight": 16, "who": "lib", "failed": 0, "calls_per_s": 1000.4,
-                 "per_core": 2000.0, "p50_us": 10.0, "p99_us": 30.0, "vs_hand": [1.1, 1.2, 1.3]},
+                 "per_core": 2000.0, "p50_us": 10.0, "p99_us": 30.0, "vs_hand": [1.1, 1.2, 1.3],
+                 "vs_node": [7.0, 8.0, 9.0]},
                 {"op": "get", "in_flight": 16, "who": "hand", "failed": 2, "calls_per_s": 900.0,
                  "per_core": 1700.0, "p50_us": 11.0, "p99_us": 35.0},
                 {"op": "mixed", "in_flight": 256, "who": "lib_pool4", "failed": 0,
@@ -363,9 +452,9 @@ mod tests {
         };
         assert!(text.starts_with("Run on d (2 cores, a load average of 1.0 at the start and 2.0"));
         for line in [
-            "| `get` | 16 | library | 1000 | 2000 | 10 µs | 30 µs | 1.20 (1.10–1.30) |",
-            "| `get` | 16 | hand-written, the library's requests and headers; 2 failed | 900 | 1700 | 11 µs | 35 µs |  |",
-            "| `mixed` | 256 | library, pool of 4 | 5 | 6 | 7 µs | 8 µs |  |",
+            "| `get` | 16 | library | 1000 | 2000 | 10 µs | 30 µs | 1.20 (1.10–1.30) | 8.00 (7.00–9.00) |",
+            "| `get` | 16 | hand-written, the library's requests and headers; 2 failed | 900 | 1700 | 11 µs | 35 µs |  |  |",
+            "| `mixed` | 256 | library, pool of 4 | 5 | 6 | 7 µs | 8 µs |  |  |",
         ] {
             assert!(text.contains(line), "{line}\nnot in\n{text}");
         }
