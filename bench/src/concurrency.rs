@@ -9,14 +9,17 @@
 //! * the hand-written calls of `ttl-bench latency` with the library's
 //!   headers and attempt timeout (`raw_headers`: the same requests byte
 //!   for byte, through `bigtable_rs`'s tonic client on one connection);
+//! * Google's Node.js and Python clients (`--node-modules`, `--python`), a
+//!   process of `node_client.js` / `python_client.py --phase point` a run,
+//!   its CPU measured by itself around its calls;
 //! * at the largest number in flight only, the library with a pool of 1,
 //!   2, 4 and 8 connections (`ConnectionBuilder::pool_size`).
 //!
 //! Each round runs every contender's calls of an operation and a
 //! concurrency back to back, the order turning round by round; the
 //! library's calls a second per client core (this process's CPU, all
-//! threads) to the hand-written client's are paired within a round
-//! (`stats::paired`). p50 and p99 are over all rounds' calls. The bench's
+//! threads) to the hand-written client's, and to Node's at its best
+//! concurrency, are paired within a round (`stats::paired`). p50 and p99 are over all rounds' calls. The bench's
 //! own input (each call's row, built before it is timed) is in every Rust
 //! contender's CPU alike.
 
@@ -36,7 +39,7 @@ use ttl_bench::{cpu_seconds, event, load_average, Event};
 use crate::latency::{
     call, emulator_clients, null_clients, Clients, Target, FAILED_AT_MOST, NULL_TABLE, STORED,
 };
-use crate::report::{run_on, Generated};
+use crate::report::{per_target, Generated};
 use crate::{Res, PROJECT};
 
 const OPS: [&str; 4] = ["get", "put", "insert_if_absent", "mixed"];
@@ -63,6 +66,9 @@ pub(crate) struct Args {
     /// Where `@google-cloud/bigtable` is installed (a `node_modules`).
     #[arg(long)]
     node_modules: Option<std::path::PathBuf>,
+    /// The Python with `google-cloud-bigtable` (none: no Python contender).
+    #[arg(long)]
+    python: Option<String>,
     #[arg(long)]
     out: std::path::PathBuf,
 }
@@ -138,35 +144,49 @@ async fn contenders(
     clients: Clients,
 ) -> Res<Vec<Contender>> {
     let base = Arc::new(clients);
+    let one = |name: &str, calls, sweep| Contender {
+        name: name.to_owned(),
+        calls,
+        sweep,
+    };
     let mut all = vec![
-        Contender {
-            name: "lib".into(),
-            calls: Calls::Rust(base.clone(), "lib"),
-            sweep: false,
-        },
-        Contender {
-            name: "hand".into(),
-            calls: Calls::Rust(base.clone(), "raw_headers"),
-            sweep: false,
-        },
+        one("lib", Calls::Rust(base.clone(), "lib"), false),
+        one("hand", Calls::Rust(base.clone(), "raw_headers"), false),
     ];
+    // Google's clients, a process a run: the program, its script, its
+    // environment besides the server's address.
     let node = args.node_modules.as_ref();
-    if let Some(modules) = node.filter(|m| m.join("@google-cloud/bigtable").is_dir()) {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("node_client.js");
-        let argv = ["node", &script.to_string_lossy(), "--project", PROJECT];
+    let node = node.filter(|m| m.join("@google-cloud/bigtable").is_dir());
+    let google = [
+        node.map(|m| {
+            (
+                "node",
+                "node".to_owned(),
+                "node_client.js",
+                m.to_string_lossy(),
+            )
+        }),
+        (args.python.clone()).map(|p| ("python", p, "python_client.py", "".into())),
+    ];
+    for (name, program, script, modules) in google.into_iter().flatten() {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(script);
+        let argv = [
+            &program[..],
+            &script.to_string_lossy(),
+            "--project",
+            PROJECT,
+        ];
         let argv = argv
             .into_iter()
             .chain(["--instance", instance, "--table", table]);
         let env = vec![
             ("BIGTABLE_EMULATOR_HOST", host.to_owned()),
-            ("NODE_PATH", modules.to_string_lossy().into_owned()),
+            ("NODE_PATH", modules.into_owned()),
         ];
-        all.push(Contender {
-            name: "node".into(),
-            calls: Calls::Process(argv.map(str::to_owned).collect(), env),
-            sweep: false,
-        });
-    } else {
+        let argv = argv.map(str::to_owned).collect();
+        all.push(one(name, Calls::Process(argv, env), false));
+    }
+    if node.is_none() {
         eprintln!(
             "concurrency: no Node.js client (no --node-modules DIR with @google-cloud/bigtable)"
         );
@@ -179,11 +199,12 @@ async fn contenders(
             .await?;
         let mut clients = (*base).clone();
         clients.lib = Table::<Event>::new(connection).with_name(table);
-        all.push(Contender {
-            name: format!("lib_pool{pool}"),
-            calls: Calls::Rust(Arc::new(clients), "lib"),
-            sweep: true,
-        });
+        if !clients.family_selector {
+            // As the default pool's table: its reads select no family.
+            clients.lib.ensure_schema().await?;
+        }
+        let name = format!("lib_pool{pool}");
+        all.push(one(&name, Calls::Rust(Arc::new(clients), "lib"), true));
     }
     Ok(all)
 }
@@ -201,22 +222,18 @@ async fn run(
     let (clients, who) = match &c.calls {
         Calls::Rust(clients, who) => (clients, *who),
         Calls::Process(argv, env) => {
-            let first = fresh.fetch_add(n, Ordering::Relaxed).to_string();
-            let (n_s, in_flight, stored) =
-                (n.to_string(), in_flight.to_string(), stored.to_string());
+            let first = fresh.fetch_add(n, Ordering::Relaxed);
+            let numbers = [n, in_flight, stored, first].map(|x| x.to_string());
+            let flags = ["--calls", "--in-flight", "--stored", "--fresh"];
             let out = std::process::Command::new(&argv[0])
                 .args(&argv[1..])
-                .args([
-                    "--phase",
-                    "point",
-                    "--op",
-                    op,
-                    "--calls",
-                    &n_s,
-                    "--in-flight",
-                    &in_flight,
-                ])
-                .args(["--stored", &stored, "--fresh", &first])
+                .args(["--phase", "point", "--op", op])
+                .args(
+                    flags
+                        .iter()
+                        .zip(&numbers)
+                        .flat_map(|(f, x)| [*f, x.as_str()]),
+                )
                 .envs(env.iter().map(|(k, v)| (k, v)))
                 .output()?;
             if !out.status.success() {
@@ -377,6 +394,7 @@ fn target_table(measured: &Value) -> String {
             "lib" => "library".to_owned(),
             "hand" => "hand-written, the library's requests and headers".to_owned(),
             "node" => "Google's Node.js client".to_owned(),
+            "python" => "Google's Python client (asyncio)".to_owned(),
             pool => format!("library, pool of {}", pool.trim_start_matches("lib_pool")),
         };
         if let Some(failed) = row["failed"].as_u64().filter(|&f| f > 0) {
@@ -407,22 +425,11 @@ fn target_table(measured: &Value) -> String {
 
 /// `BENCHMARKS.md`'s tables of this command's JSON: one per target.
 pub(crate) fn tables(report: &Value) -> Vec<Generated> {
-    [
+    let names = [
         ("emulator", "concurrency-emulator"),
         ("null", "concurrency-null"),
-    ]
-    .into_iter()
-    .filter(|(target, _)| !report["targets"][target].is_null())
-    .map(|(target, name)| {
-        let measured = &report["targets"][target];
-        let run = json!({"date": report["date"], "cores": report["cores"],
-                             "load_average": measured["load_average"]});
-        (
-            name,
-            format!("{}\n\n{}", run_on(&run), target_table(measured)),
-        )
-    })
-    .collect()
+    ];
+    per_target(report, names, target_table)
 }
 
 #[cfg(test)]

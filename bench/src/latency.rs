@@ -44,7 +44,7 @@ use ttl_bench::{
     pid_listening_on, process_cpu_seconds, Event, FAMILY,
 };
 
-use crate::report::{run_on, Generated};
+use crate::report::{per_target, Generated};
 use crate::{Res, PROJECT};
 
 use ttl_bench::stats::{quantile, ratios, Ratio};
@@ -110,7 +110,7 @@ pub(crate) struct Clients {
     /// Whether the library's reads select the family: not once
     /// `verify_schema` has shown the table holds only `Event`'s (the
     /// emulator's table); the null server serves no admin call.
-    family_selector: bool,
+    pub(crate) family_selector: bool,
 }
 
 impl Clients {
@@ -717,19 +717,8 @@ fn target_table(measured: &Value) -> String {
 
 /// `BENCHMARKS.md`'s tables of this command's JSON: one per target.
 pub(crate) fn tables(report: &Value) -> Vec<Generated> {
-    [("emulator", "latency-emulator"), ("null", "latency-null")]
-        .into_iter()
-        .filter(|(target, _)| !report["targets"][target].is_null())
-        .map(|(target, name)| {
-            let measured = &report["targets"][target];
-            let run = json!({"date": report["date"], "cores": report["cores"],
-                             "load_average": measured["load_average"]});
-            (
-                name,
-                format!("{}\n\n{}", run_on(&run), target_table(measured)),
-            )
-        })
-        .collect()
+    let names = [("emulator", "latency-emulator"), ("null", "latency-null")];
+    per_target(report, names, target_table)
 }
 
 #[cfg(test)]

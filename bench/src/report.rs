@@ -61,6 +61,26 @@ pub(crate) fn run_on(report: &Value) -> String {
     )
 }
 
+/// A table per target of `report` (`targets.NAME`, as `latency` and
+/// `concurrency` write them) that was measured, `render`ed under the line
+/// saying when and at what load.
+pub(crate) fn per_target(
+    report: &Value,
+    names: [(&str, &'static str); 2],
+    render: fn(&Value) -> String,
+) -> Vec<Generated> {
+    names
+        .into_iter()
+        .filter(|(target, _)| !report["targets"][target].is_null())
+        .map(|(target, name)| {
+            let measured = &report["targets"][target];
+            let run = serde_json::json!({"date": report["date"], "cores": report["cores"],
+                                         "load_average": measured["load_average"]});
+            (name, format!("{}\n\n{}", run_on(&run), render(measured)))
+        })
+        .collect()
+}
+
 /// Criterion's mean estimate (ns) of `group/name`.
 fn criterion_mean(dir: &Path, group: &str, name: &str) -> Option<f64> {
     read_json(&dir.join(group).join(name).join("new/estimates.json"))?["mean"]["point_estimate"]
