@@ -924,13 +924,26 @@ impl<'c> Case<'c> {
                 );
                 if writes {
                     let ts = model::ts_for(shape, now + ttl);
-                    apply(
-                        &mut self.cells[k],
-                        &[
-                            Mut::DeleteColumn(family, key.as_bytes().to_vec()),
-                            Mut::Set(family, key.as_bytes().to_vec(), ts, value.into_bytes()),
-                        ],
-                    );
+                    let mut muts = vec![
+                        Mut::DeleteColumn(family, key.as_bytes().to_vec()),
+                        Mut::Set(family, key.as_bytes().to_vec(), ts, value.into_bytes()),
+                    ];
+                    // On another struct's row, an entry of a struct of
+                    // options brings the struct's marker, at its timestamp
+                    // (`Table::put_entry`'s doc).
+                    let cells = &self.cells[k];
+                    if shape.all_options()
+                        && model::own_marker(shape, cells, now).is_none()
+                        && model::foreign_marker(shape, cells, now)
+                    {
+                        muts.push(Mut::Set(
+                            shape.first_family(),
+                            shape.marker.to_vec(),
+                            ts,
+                            Vec::new(),
+                        ));
+                    }
+                    apply(&mut self.cells[k], &muts);
                 }
             }
             Op::Legacy {
@@ -1566,4 +1579,73 @@ fn random_layouts_of_structs_sharing_a_table_each_see_and_change_only_their_own(
         counts.refused.load(Ordering::Relaxed),
         counts.inconclusive.load(Ordering::Relaxed),
     );
+}
+
+/// A case the random runs found (shrunk to its first steps): `Wishlist`,
+/// a struct of options with a map, puts an entry into a row that carries
+/// `Quota`'s marker and not its own; the entry brings `Wishlist`'s marker
+/// (`Table::put_entry`), which the model must hold too.
+#[test]
+fn an_entry_on_another_struct_s_row_brings_its_struct_s_marker() {
+    use proptest::strategy::{Strategy as _, ValueTree as _};
+    check_shapes();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let probe = any::<prop::sample::Index>()
+        .new_tree(&mut TestRunner::deterministic())
+        .unwrap()
+        .current();
+    let layout = Layout {
+        structs: vec![(Who::Extra, 0), (Who::Quota, 0), (Who::Wishlist, 1)],
+        probe,
+    };
+    let ops = [
+        Op::Insert {
+            who: 3,
+            key: 2,
+            ttl: 2961,
+            seed: 3,
+        },
+        Op::Increment {
+            who: 0,
+            key: 7,
+            by: 2,
+            ttl: 4532,
+        },
+        Op::Put {
+            who: 1,
+            key: 6,
+            ttl: 4860,
+            seed: 5,
+        },
+        Op::Legacy {
+            who: 1,
+            key: 3,
+            ttl: 1992,
+            seed: 3,
+            drop: Some(1),
+        },
+        Op::Sleep { ms: 999 },
+        Op::PutEntry {
+            who: 2,
+            key: 4,
+            entry: 0,
+            seed: 1,
+            ttl: 2439,
+        },
+    ];
+    rt.block_on(async {
+        let first = support::connection();
+        let mut conns = vec![first.clone()];
+        for _ in 0..3 {
+            conns.push(support::connection_to(&first));
+        }
+        let counts = Counts::default();
+        let mut case = Case::open(&conns, 0, &layout, &counts).await.unwrap();
+        if let Err(e) = case.run(&ops).await {
+            panic!("{e}");
+        }
+    });
 }
