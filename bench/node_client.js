@@ -14,6 +14,12 @@
 //   i64, the expiry).
 // csv: the write phase's reading of the CSV file alone (nothing sent), for
 //   the cost of the CSV shown beside the write's.
+// point (`ttl-bench concurrency`): `--calls N` single-row calls `--op`
+//   get|put|insert_if_absent|mixed (90 % get, 10 % put), `--in-flight C`
+//   at a time, each timed; gets and puts on rows `i % --stored`, inserts on
+//   fresh keys from `--fresh`. A put is the client's `insert` of the three
+//   cells (no family cleared first), an insert a `CheckAndMutateRow` whose
+//   predicate is any visible cell: simpler requests than the library's.
 // Prints one JSON line: the phase's wall and CPU time and the peak RSS.
 // Nothing here may leave the machine: client-side metrics are switched off
 // (their exporter would reach for Cloud Monitoring), and so is the probe of
@@ -145,6 +151,67 @@ function read(table) {
   });
 }
 
+// Row `i` of the workload (`ttl_bench::event`), as the client takes it.
+function eventData(i) {
+  const ts = (Math.floor(Date.now() / 1000) + 3600 + (i % 1000)) * 1e6;
+  const clicks = Buffer.alloc(8);
+  clicks.writeBigInt64BE(BigInt(i) * 7n);
+  const cell = value => ({value, timestamp: ts});
+  return {
+    e: {
+      user: cell(`user-${i % 5000}`),
+      url: cell(`https://example.com/page/${i % 97}/${i}`),
+      clicks: cell(clicks),
+    },
+  };
+}
+
+const key = i => `ev${String(i).padStart(8, '0')}`;
+
+async function point(table) {
+  const op = arg('--op');
+  const calls = Number(arg('--calls'));
+  const stored = Number(arg('--stored', '1'));
+  let fresh = Number(arg('--fresh', '0'));
+  const live = () => [{time: {start: new Date(Math.floor(Date.now() / 1000) * 1000 + 1000)}}];
+  const one = async (what, i) => {
+    if (what === 'get') {
+      const [row] = await table
+        .row(key(i % stored))
+        .get({decode: false, filter: [...live(), {column: {cellLimit: 1}}]});
+      const f = row.data.e;
+      if (f.user[0].value.toString().length === 0 || BigInt(f.clicks[0].value) < 0n) {
+        throw new Error('bad row');
+      }
+    } else if (what === 'put') {
+      await table.mutate({key: key(i % stored), method: 'insert', data: eventData(i % stored)});
+    } else {
+      const k = fresh++;
+      const [matched] = await table
+        .row(key(k))
+        .filter(live(), {onNoMatch: [{method: 'insert', data: eventData(k)}]});
+      if (matched) throw new Error('a fresh key was taken');
+    }
+  };
+  const micros = [];
+  let next = 0;
+  let failed = 0;
+  async function worker() {
+    for (let i = next++; i < calls; i = next++) {
+      const what = op === 'mixed' ? (i % 10 === 0 ? 'put' : 'get') : op;
+      const t = process.hrtime.bigint();
+      try {
+        await one(what, i);
+      } catch (e) {
+        if (failed++ === 0) console.error(e);
+      }
+      micros.push(Number(process.hrtime.bigint() - t) / 1e3);
+    }
+  }
+  await Promise.all(Array.from({length: Number(arg('--in-flight', '1'))}, worker));
+  return {micros, failed};
+}
+
 // The process's peak RSS (VmHWM): unlike getrusage's maxRSS, it counts
 // nothing of the parent the process was spawned from.
 function peakRssKib() {
@@ -161,9 +228,14 @@ async function main() {
     metricsEnabled: false,
   });
   const table = bigtable.instance(arg('--instance', 'null')).table(arg('--table'));
+  // One untimed call first: the connection, the client's first-call work.
+  if (phase === 'point') await table.row(key(0)).exists();
   const cpu0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
-  if (phase === 'write') {
+  let more = {};
+  if (phase === 'point') {
+    more = await point(table);
+  } else if (phase === 'write') {
     const written = await write(table, arg('--csv'));
     if (written !== rows) throw new Error(`wrote ${written} rows, expected ${rows}`);
   } else if (phase === 'read') {
@@ -176,7 +248,7 @@ async function main() {
     const parsed = await parseOnly(arg('--csv'));
     if (parsed !== rows) throw new Error(`parsed ${parsed} rows, expected ${rows}`);
   } else {
-    throw new Error('--phase write|read|csv');
+    throw new Error('--phase write|read|csv|point');
   }
   const wall = Number(process.hrtime.bigint() - t0) / 1e9;
   const cpu = process.cpuUsage(cpu0);
@@ -185,6 +257,7 @@ async function main() {
       wall_s: wall,
       cpu_s: (cpu.user + cpu.system) / 1e6,
       peak_rss_kib: peakRssKib(),
+      ...more,
     })
   );
   await bigtable.close();

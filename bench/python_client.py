@@ -5,12 +5,22 @@ timestamp is the row's expiry; each column cleared, then set, as the library
 does) with the client's MutationsBatcher, then scans them all with a
 timestamp-range filter and decodes them. Prints one JSON line. Needs
 BIGTABLE_EMULATOR_HOST.
+
+With `--phase point` (`ttl-bench concurrency`): `--calls N` single-row calls
+`--op` get|put|insert_if_absent|mixed (90 % get, 10 % put) through the
+client's asyncio data API, `--in-flight C` at a time, each timed; gets and
+puts on rows `i % --stored`, inserts on fresh keys from `--fresh`. A put sets
+the three cells (no family cleared first), an insert is a
+`CheckAndMutateRow` whose predicate is any visible cell: simpler requests
+than the library's. Prints one JSON line: wall and CPU time, each call's.
 """
 
 import argparse
+import asyncio
 import datetime as dt
 import json
 import struct
+import sys
 import time
 
 from google.cloud import bigtable
@@ -31,7 +41,16 @@ def main():
     p.add_argument("--instance", required=True)
     p.add_argument("--table", required=True)
     p.add_argument("--rows", type=int, default=100_000)
+    p.add_argument("--phase", default="e2e")
+    p.add_argument("--op")
+    p.add_argument("--calls", type=int)
+    p.add_argument("--in-flight", type=int, default=1)
+    p.add_argument("--stored", type=int, default=1)
+    p.add_argument("--fresh", type=int, default=0)
     a = p.parse_args()
+    if a.phase == "point":
+        asyncio.run(point(a))
+        return
 
     client = bigtable.Client(project=a.project, admin=True)
     table = client.instance(a.instance).table(a.table)
@@ -76,6 +95,64 @@ def main():
     if n != a.rows:
         raise SystemExit(f"read {n} rows, wrote {a.rows}")
     print(json.dumps({"write_s": write_s, "scan_s": scan_s, "rows_read": n, "peak_rss_kib": rss}))
+
+
+async def point(a):
+    from google.cloud.bigtable.data import BigtableDataClientAsync, SetCell
+    from google.cloud.bigtable.data import row_filters as rf
+
+    def cells(i):
+        ts = (int(time.time()) + 3600 + i % 1000) * 1_000_000
+        return [
+            SetCell("e", b"user", ("user-%d" % (i % 5000)).encode(), ts),
+            SetCell("e", b"url", ("https://example.com/page/%d/%d" % (i % 97, i)).encode(), ts),
+            SetCell("e", b"clicks", struct.pack(">q", i * 7), ts),
+        ]
+
+    def live():
+        now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+        return rf.TimestampRangeFilter(start=now + dt.timedelta(seconds=1))
+
+    fresh = a.fresh
+
+    async def one(table, what, i):
+        nonlocal fresh
+        if what == "get":
+            newest = rf.RowFilterChain(filters=[live(), rf.CellsColumnLimitFilter(1)])
+            row = await table.read_row(b"ev%08d" % (i % a.stored), row_filter=newest)
+            user = row.get_cells("e", b"user")[0]
+            struct.unpack(">q", row.get_cells("e", b"clicks")[0].value)
+            (user.value.decode(), row.get_cells("e", b"url")[0].value.decode(), user.timestamp_micros)
+        elif what == "put":
+            await table.mutate_row(b"ev%08d" % (i % a.stored), cells(i % a.stored))
+        else:
+            k, fresh = fresh, fresh + 1
+            if await table.check_and_mutate_row(b"ev%08d" % k, live(), false_case_mutations=cells(k)):
+                raise RuntimeError("a fresh key was taken")
+
+    async with BigtableDataClientAsync(project=a.project) as client:
+        table = client.get_table(a.instance, a.table)
+        await table.read_row(b"ev%08d" % 0)  # untimed: the connection
+        micros, failed, nxt = [], 0, 0
+
+        async def worker():
+            nonlocal failed, nxt
+            while nxt < a.calls:
+                i, nxt = nxt, nxt + 1
+                what = ("put" if i % 10 == 0 else "get") if a.op == "mixed" else a.op
+                t = time.perf_counter()
+                try:
+                    await one(table, what, i)
+                except Exception as e:  # counted; the first one said
+                    if failed == 0:
+                        print(repr(e), file=sys.stderr)
+                    failed += 1
+                micros.append((time.perf_counter() - t) * 1e6)
+
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(a.in_flight)))
+        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    print(json.dumps({"wall_s": wall, "cpu_s": cpu, "micros": micros, "failed": failed}))
 
 
 if __name__ == "__main__":

@@ -119,5 +119,10 @@ fi
   ${node_modules:+--node-modules "$node_modules"} ${go_csv:+--go-csv "$go_csv"} \
   --out "$results/fair.json"
 
+echo "== point calls under concurrency: 1, 16, 256 in flight; Node and Python; the pool" >&2
+"${isolate[@]}" "$root/target/release/ttl-bench" concurrency --calls 20000 --rounds 5 \
+  ${node_modules:+--node-modules "$node_modules"} --python "$venv/bin/python" \
+  --out "$results/concurrency.json"
+
 "$root/target/release/ttl-bench" report --results "$results" --update "$root/BENCHMARKS.md"
 echo "BENCHMARKS.md's tables rewritten: read its prose against them (git diff BENCHMARKS.md)" >&2

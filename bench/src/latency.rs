@@ -44,15 +44,15 @@ use ttl_bench::{
     pid_listening_on, process_cpu_seconds, Event, FAMILY,
 };
 
-use crate::report::{run_on, Generated};
+use crate::report::{per_target, Generated};
 use crate::{Res, PROJECT};
 
 use ttl_bench::stats::{quantile, ratios, Ratio};
 
 /// Rows stored in the emulator before the rounds, read by the `get`s in
 /// turn (the null server answers the first row to any `get`).
-const STORED: usize = 1_000;
-const OPS: [&str; 3] = ["get", "put", "insert_if_absent"];
+pub(crate) const STORED: usize = 1_000;
+pub(crate) const OPS: [&str; 3] = ["get", "put", "insert_if_absent"];
 /// The library; hand-written `bigtable_rs` as its API sends (`raw`: its
 /// routing header only, no bound on a call's wait); the same hand-written
 /// calls through `bigtable_rs`'s tonic client with the library's headers
@@ -72,7 +72,7 @@ const WHO: [&str; 3] = ["lib", "raw", "raw_headers"];
 /// still 40 to 100 ms, short beside the load's swings.
 const BLOCK: usize = 250;
 /// The table the null server answers a one-row read of.
-const NULL_TABLE: &str = "events_1";
+pub(crate) const NULL_TABLE: &str = "events_1";
 
 /// One contender's calls of one operation in one round.
 struct Batch {
@@ -91,11 +91,13 @@ struct Batch {
 /// over a hundred thousand calls the machine can stall one past its
 /// deadline (the emulator, a second late, resets the stream), which is a
 /// figure to show, not a reason to lose the run.
-const FAILED_AT_MOST: f64 = 1e-3;
+pub(crate) const FAILED_AT_MOST: f64 = 1e-3;
 
 /// The two clients on one server.
-struct Clients {
-    lib: Table<Event>,
+#[derive(Clone)]
+pub(crate) struct Clients {
+    /// The library's table.
+    pub(crate) lib: Table<Event>,
     raw: BigTable,
     /// The same, each request's wait bounded by the library's attempt
     /// timeout (`bigtable_rs`'s own option): the `raw_headers` contender's.
@@ -108,7 +110,7 @@ struct Clients {
     /// Whether the library's reads select the family: not once
     /// `verify_schema` has shown the table holds only `Event`'s (the
     /// emulator's table); the null server serves no admin call.
-    family_selector: bool,
+    pub(crate) family_selector: bool,
 }
 
 impl Clients {
@@ -149,7 +151,7 @@ pub(crate) enum Target {
 }
 
 impl Target {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Emulator => "emulator",
             Self::Null => "null",
@@ -181,27 +183,43 @@ pub(crate) async fn run(ops: usize, rounds: usize, targets: &[Target], out: &Pat
 }
 
 async fn against_emulator(ops: usize, rounds: usize) -> Res<Value> {
+    let (_emulator, pid, clients) = emulator_clients("bench-latency").await?;
+    measure(&clients, ops, rounds, STORED, pid).await
+}
+
+/// A fresh emulator (kept running while it is held), its process, both
+/// clients on `instance` with [`STORED`] rows stored.
+pub(crate) async fn emulator_clients(
+    instance: &str,
+) -> Res<(bigtable_ttl_emulator::Emulator, u32, Clients)> {
     let emulator = bigtable_ttl_emulator::Emulator::start()?;
     let pid = pid_listening_on(emulator.port())
         .ok_or("no process found with the emulator's `-port` argument")?;
     let mut clients = Clients::connect(
         emulator.host(),
-        "bench-latency",
+        instance,
         Event::SCHEMA.table,
         Clock::system(),
     )?;
     clients.lib.ensure_schema().await?;
     clients.family_selector = false;
     clients.lib.put_all(&events(STORED, Utc::now())).await?;
-    measure(&clients, ops, rounds, STORED, pid).await
+    Ok((emulator, pid, clients))
 }
 
 async fn against_null(ops: usize, rounds: usize) -> Res<Value> {
-    let server = crate::null::NullServer::start(&std::env::current_exe()?, &[1], &[])?;
-    let clients = Clients::connect(&server.host, "null", NULL_TABLE, Clock::system())?;
+    let (server, clients) = null_clients()?;
     let results = measure(&clients, ops, rounds, 1, server.child.id()).await?;
     server.stop()?;
     Ok(results)
+}
+
+/// A null server and both clients on it (its `get`s all read the one row
+/// it serves).
+pub(crate) fn null_clients() -> Res<(crate::null::NullServer, Clients)> {
+    let server = crate::null::NullServer::start(&std::env::current_exe()?, &[1], &[])?;
+    let clients = Clients::connect(&server.host, "null", NULL_TABLE, Clock::system())?;
+    Ok((server, clients))
 }
 
 /// The rounds against one server (process `pid`), `stored` rows there.
@@ -465,7 +483,13 @@ async fn batch(
 
 /// One call, its outcome checked; the hand-written contender's at `now`
 /// (the library reads its own clock).
-async fn call(clients: &Clients, op: &str, who: &str, row: &Event, now: DateTime<Utc>) -> Res<()> {
+pub(crate) async fn call(
+    clients: &Clients,
+    op: &str,
+    who: &str,
+    row: &Event,
+    now: DateTime<Utc>,
+) -> Res<()> {
     match (op, who) {
         ("get", "lib") => {
             let got = clients
@@ -693,19 +717,8 @@ fn target_table(measured: &Value) -> String {
 
 /// `BENCHMARKS.md`'s tables of this command's JSON: one per target.
 pub(crate) fn tables(report: &Value) -> Vec<Generated> {
-    [("emulator", "latency-emulator"), ("null", "latency-null")]
-        .into_iter()
-        .filter(|(target, _)| !report["targets"][target].is_null())
-        .map(|(target, name)| {
-            let measured = &report["targets"][target];
-            let run = json!({"date": report["date"], "cores": report["cores"],
-                             "load_average": measured["load_average"]});
-            (
-                name,
-                format!("{}\n\n{}", run_on(&run), target_table(measured)),
-            )
-        })
-        .collect()
+    let names = [("emulator", "latency-emulator"), ("null", "latency-null")];
+    per_target(report, names, target_table)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 // 2^52 does not matter there.
 #![allow(clippy::cast_precision_loss)]
 
+mod concurrency;
 mod e2e;
 mod expiry;
 mod latency;
@@ -88,6 +89,9 @@ enum Cli {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Point calls with 1, 16 and 256 in flight: the library, hand-written
+    /// calls, the library's connection pool.
+    Concurrency(concurrency::Args),
     /// The expiry feed and the reaper (JSON; `BENCHMARKS.md`'s figures are written by hand).
     Expiry(expiry::Args),
     /// What the client-side metrics cost on a write+read workload.
@@ -267,6 +271,7 @@ async fn async_main(cli: Cli) -> Res<()> {
         } => latency::run(ops, rounds, &against, &out).await,
         Cli::Instructions { rows, out } => e2e::instructions(rows, &out).await,
         Cli::Expiry(args) => expiry::main(&args).await,
+        Cli::Concurrency(args) => concurrency::main(&args).await,
         Cli::Telemetry { rows, rounds } => telemetry_cost::run(rows, rounds).await,
         Cli::NullServer { .. } | Cli::Null { .. } | Cli::Fair { .. } | Cli::Report { .. } => {
             unreachable!("run without a runtime in `main`")

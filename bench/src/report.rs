@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::Value;
 use ttl_bench::tables;
 
-use crate::{latency, null, parallel, Res};
+use crate::{concurrency, latency, null, parallel, Res};
 
 /// A generated table: its name in the file, and its text.
 pub(crate) type Generated = (&'static str, String);
@@ -30,6 +30,7 @@ pub(crate) fn run(results: &Path, update: &Path) -> Res<()> {
     for (name, render) in [
         ("parallel", parallel::tables as Render),
         ("latency", latency::tables),
+        ("concurrency", concurrency::tables),
         ("null", null::report::null_tables),
         ("fair", null::report::fair_tables),
     ] {
@@ -58,6 +59,26 @@ pub(crate) fn run_on(report: &Value) -> String {
         "Run on {} ({machine}).",
         report["date"].as_str().unwrap_or("?")
     )
+}
+
+/// A table per target of `report` (`targets.NAME`, as `latency` and
+/// `concurrency` write them) that was measured, `render`ed under the line
+/// saying when and at what load.
+pub(crate) fn per_target(
+    report: &Value,
+    names: [(&str, &'static str); 2],
+    render: fn(&Value) -> String,
+) -> Vec<Generated> {
+    names
+        .into_iter()
+        .filter(|(target, _)| !report["targets"][target].is_null())
+        .map(|(target, name)| {
+            let measured = &report["targets"][target];
+            let run = serde_json::json!({"date": report["date"], "cores": report["cores"],
+                                         "load_average": measured["load_average"]});
+            (name, format!("{}\n\n{}", run_on(&run), render(measured)))
+        })
+        .collect()
 }
 
 /// Criterion's mean estimate (ns) of `group/name`.

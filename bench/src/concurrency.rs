@@ -1,0 +1,469 @@
+//! `ttl-bench concurrency --out FILE`: point calls with many in flight
+//! (issue 45, item 2), the shape most services use. Against the null
+//! server and the emulator, `get`, `put`, `insert_if_absent` and a mix of
+//! 90 % `get` and 10 % `put`, each with 1, 16 and 256 calls in flight
+//! (that many tasks, each making its calls one after the other), by:
+//!
+//! * the library (`Table<Event>`, its default pool: one connection to an
+//!   emulator or the null server);
+//! * the hand-written calls of `ttl-bench latency` with the library's
+//!   headers and attempt timeout (`raw_headers`: the same requests byte
+//!   for byte, through `bigtable_rs`'s tonic client on one connection);
+//! * Google's Node.js and Python clients (`--node-modules`, `--python`), a
+//!   process of `node_client.js` / `python_client.py --phase point` a run,
+//!   its CPU measured by itself around its calls;
+//! * at the largest number in flight only, the library with a pool of 1,
+//!   2, 4 and 8 connections (`ConnectionBuilder::pool_size`).
+//!
+//! Each round runs every contender's calls of an operation and a
+//! concurrency back to back, the order turning round by round; the
+//! library's calls a second per client core (this process's CPU, all
+//! threads) to the hand-written client's, and to Node's at its best
+//! concurrency, are paired within a round (`stats::paired`). p50 and p99 are over all rounds' calls. The bench's
+//! own input (each call's row, built before it is timed) is in every Rust
+//! contender's CPU alike.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use bigtable_ttl::{BigtableRow, Connection, Table};
+use chrono::Utc;
+use serde_json::{json, Value};
+use ttl_bench::stats::{median, paired, quantile};
+use ttl_bench::{cpu_seconds, event, load_average, Event};
+
+use crate::latency::{
+    call, emulator_clients, null_clients, Clients, Target, FAILED_AT_MOST, NULL_TABLE, STORED,
+};
+use crate::report::{per_target, Generated};
+use crate::{Res, PROJECT};
+
+const OPS: [&str; 4] = ["get", "put", "insert_if_absent", "mixed"];
+const POOLS: [usize; 4] = [1, 2, 4, 8];
+
+/// `ttl-bench concurrency`'s arguments.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// Calls per contender, operation and concurrency in each round.
+    #[arg(long, default_value_t = 20_000)]
+    calls: usize,
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
+    /// Calls in flight; the pool sweep runs at the largest.
+    #[arg(long, value_delimiter = ',', default_value = "1,16,256")]
+    in_flight: Vec<usize>,
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "emulator,null"
+    )]
+    against: Vec<Target>,
+    /// Where `@google-cloud/bigtable` is installed (a `node_modules`).
+    #[arg(long)]
+    node_modules: Option<std::path::PathBuf>,
+    /// The Python with `google-cloud-bigtable` (none: no Python contender).
+    #[arg(long)]
+    python: Option<String>,
+    #[arg(long)]
+    out: std::path::PathBuf,
+}
+
+/// A contender: its name in the JSON, how it calls.
+struct Contender {
+    name: String,
+    calls: Calls,
+    /// Only at the largest number in flight (the pool sweep).
+    sweep: bool,
+}
+
+enum Calls {
+    /// Clients in this process, and which of `latency::call`'s contenders.
+    Rust(Arc<Clients>, &'static str),
+    /// A process of a Google client's `--phase point` per run: its command
+    /// line, and its environment.
+    Process(Vec<String>, Vec<(&'static str, String)>),
+}
+
+/// One contender's calls of one operation at one concurrency in one round.
+struct Run {
+    wall_s: f64,
+    cpu_s: f64,
+    micros: Vec<f64>,
+    failed: usize,
+}
+
+pub(crate) async fn main(args: &Args) -> Res<()> {
+    let mut measured = serde_json::Map::new();
+    for &target in &args.against {
+        let load_start = load_average();
+        let mut results = match target {
+            Target::Emulator => {
+                let instance = "bench-concurrency";
+                let (emulator, _, clients) = emulator_clients(instance).await?;
+                let table = Event::SCHEMA.table;
+                let contenders =
+                    contenders(args, emulator.host(), instance, table, clients).await?;
+                measure(args, &contenders, STORED).await?
+            }
+            Target::Null => {
+                let (server, clients) = null_clients()?;
+                let contenders =
+                    contenders(args, &server.host, "null", NULL_TABLE, clients).await?;
+                let results = measure(args, &contenders, 1).await?;
+                drop(contenders);
+                server.stop()?;
+                results
+            }
+        };
+        results["load_average"] = json!([load_start, load_average()]);
+        measured.insert(target.name().to_owned(), results);
+    }
+    let value = json!({
+        "calls": args.calls,
+        "rounds": args.rounds.max(1),
+        "cores": std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
+        "date": Utc::now().format("%Y-%m-%d").to_string(),
+        "targets": Value::Object(measured),
+    });
+    std::fs::write(&args.out, serde_json::to_string_pretty(&value)?)?;
+    Ok(())
+}
+
+/// The library, the hand-written client, and the library on pools of
+/// [`POOLS`] connections to `host`.
+async fn contenders(
+    args: &Args,
+    host: &str,
+    instance: &str,
+    table: &str,
+    clients: Clients,
+) -> Res<Vec<Contender>> {
+    let base = Arc::new(clients);
+    let one = |name: &str, calls, sweep| Contender {
+        name: name.to_owned(),
+        calls,
+        sweep,
+    };
+    let mut all = vec![
+        one("lib", Calls::Rust(base.clone(), "lib"), false),
+        one("hand", Calls::Rust(base.clone(), "raw_headers"), false),
+    ];
+    // Google's clients, a process a run: the program, its script, its
+    // environment besides the server's address.
+    let node = args.node_modules.as_ref();
+    let node = node.filter(|m| m.join("@google-cloud/bigtable").is_dir());
+    let google = [
+        node.map(|m| {
+            (
+                "node",
+                "node".to_owned(),
+                "node_client.js",
+                m.to_string_lossy(),
+            )
+        }),
+        (args.python.clone()).map(|p| ("python", p, "python_client.py", "".into())),
+    ];
+    for (name, program, script, modules) in google.into_iter().flatten() {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(script);
+        let argv = [
+            &program[..],
+            &script.to_string_lossy(),
+            "--project",
+            PROJECT,
+        ];
+        let argv = argv
+            .into_iter()
+            .chain(["--instance", instance, "--table", table]);
+        let env = vec![
+            ("BIGTABLE_EMULATOR_HOST", host.to_owned()),
+            ("NODE_PATH", modules.into_owned()),
+        ];
+        let argv = argv.map(str::to_owned).collect();
+        all.push(one(name, Calls::Process(argv, env), false));
+    }
+    if node.is_none() {
+        eprintln!(
+            "concurrency: no Node.js client (no --node-modules DIR with @google-cloud/bigtable)"
+        );
+    }
+    for pool in POOLS {
+        let connection = Connection::builder(PROJECT, instance)
+            .emulator(host)
+            .pool_size(pool)
+            .connect()
+            .await?;
+        let mut clients = (*base).clone();
+        clients.lib = Table::<Event>::new(connection).with_name(table);
+        if !clients.family_selector {
+            // As the default pool's table: its reads select no family.
+            clients.lib.ensure_schema().await?;
+        }
+        let name = format!("lib_pool{pool}");
+        all.push(one(&name, Calls::Rust(Arc::new(clients), "lib"), true));
+    }
+    Ok(all)
+}
+
+/// `n` calls of `op` by `c`, `in_flight` at a time; fresh keys for the
+/// inserts from `fresh`.
+async fn run(
+    c: &Contender,
+    op: &'static str,
+    n: usize,
+    in_flight: usize,
+    stored: usize,
+    fresh: &Arc<AtomicUsize>,
+) -> Res<Run> {
+    let (clients, who) = match &c.calls {
+        Calls::Rust(clients, who) => (clients, *who),
+        Calls::Process(argv, env) => {
+            let first = fresh.fetch_add(n, Ordering::Relaxed);
+            let numbers = [n, in_flight, stored, first].map(|x| x.to_string());
+            let flags = ["--calls", "--in-flight", "--stored", "--fresh"];
+            let out = std::process::Command::new(&argv[0])
+                .args(&argv[1..])
+                .args(["--phase", "point", "--op", op])
+                .args(
+                    flags
+                        .iter()
+                        .zip(&numbers)
+                        .flat_map(|(f, x)| [*f, x.as_str()]),
+                )
+                .envs(env.iter().map(|(k, v)| (k, v)))
+                .output()?;
+            if !out.status.success() {
+                let why = String::from_utf8_lossy(&out.stderr);
+                return Err(format!("concurrency: {} failed: {why}", c.name).into());
+            }
+            let v: Value = serde_json::from_slice(&out.stdout)?;
+            let micros = v["micros"].as_array().ok_or("no calls timed")?;
+            return Ok(Run {
+                wall_s: v["wall_s"].as_f64().unwrap_or(f64::NAN),
+                cpu_s: v["cpu_s"].as_f64().unwrap_or(f64::NAN),
+                micros: micros.iter().filter_map(Value::as_f64).collect(),
+                failed: usize::try_from(v["failed"].as_u64().unwrap_or(0))?,
+            });
+        }
+    };
+    let next = Arc::new(AtomicUsize::new(0));
+    let (cpu0, start) = (cpu_seconds(), Instant::now());
+    let tasks: Vec<_> = (0..in_flight.clamp(1, n.max(1)))
+        .map(|_| {
+            let (clients, next, fresh) = (clients.clone(), next.clone(), fresh.clone());
+            tokio::spawn(async move {
+                let (mut micros, mut failed) = (Vec::new(), 0);
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n {
+                        break;
+                    }
+                    let now = Utc::now();
+                    let (op, row) = match op {
+                        "insert_if_absent" => {
+                            (op, event(fresh.fetch_add(1, Ordering::Relaxed), now))
+                        }
+                        "mixed" if i % 10 == 0 => ("put", event(i % stored, now)),
+                        "mixed" => ("get", event(i % stored, now)),
+                        _ => (op, event(i % stored, now)),
+                    };
+                    let t = Instant::now();
+                    let outcome = call(&clients, op, who, &row, now).await;
+                    micros.push(t.elapsed().as_secs_f64() * 1e6);
+                    if let Err(e) = outcome {
+                        eprintln!("concurrency: {op} {who}: a call failed: {e}");
+                        failed += 1;
+                    }
+                }
+                (micros, failed)
+            })
+        })
+        .collect();
+    let mut run = Run {
+        wall_s: 0.0,
+        cpu_s: 0.0,
+        micros: Vec::with_capacity(n),
+        failed: 0,
+    };
+    for task in tasks {
+        let (micros, failed) = task.await?;
+        run.micros.extend(micros);
+        run.failed += failed;
+    }
+    (run.wall_s, run.cpu_s) = (start.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
+    Ok(run)
+}
+
+/// The rounds against one server, `stored` rows there.
+async fn measure(args: &Args, contenders: &[Contender], stored: usize) -> Res<Value> {
+    let n = args.calls;
+    let widest = args.in_flight.iter().copied().max().unwrap_or(1);
+    // Fresh keys for the inserts, never reused, past the stored rows.
+    let fresh = Arc::new(AtomicUsize::new(STORED.max(stored)));
+    let takes_part = |c: &Contender, in_flight| !c.sweep || in_flight == widest;
+    // Untimed: connections opened (every pool's), the server's first calls.
+    let in_process = contenders
+        .iter()
+        .filter(|c| matches!(c.calls, Calls::Rust(..)));
+    for (c, op) in in_process.flat_map(|c| OPS.map(|op| (c, op))) {
+        run(c, op, n.min(200), 16, stored, &fresh).await?;
+    }
+    let mut runs: BTreeMap<(usize, usize, usize), Vec<Run>> = BTreeMap::new();
+    for round in 0..args.rounds.max(1) {
+        for (o, op) in OPS.iter().enumerate() {
+            for &in_flight in &args.in_flight {
+                let k = contenders.len();
+                for w in (0..k).map(|i| (i + round) % k) {
+                    let c = &contenders[w];
+                    if !takes_part(c, in_flight) {
+                        continue;
+                    }
+                    let r = run(c, op, n, in_flight, stored, &fresh).await?;
+                    eprintln!(
+                        "concurrency round {round}: {op} ×{in_flight} {}: {:.0} calls/s, {:.0} per core, p50 {:.0} µs, p99 {:.0} µs",
+                        c.name,
+                        n as f64 / r.wall_s,
+                        n as f64 / r.cpu_s,
+                        quantile(&r.micros, 0.5),
+                        quantile(&r.micros, 0.99),
+                    );
+                    runs.entry((o, in_flight, w)).or_default().push(r);
+                }
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    for (&(o, in_flight, w), rs) in &runs {
+        let failed: usize = rs.iter().map(|r| r.failed).sum();
+        if failed as f64 > (n * rs.len()) as f64 * FAILED_AT_MOST {
+            return Err(format!(
+                "concurrency: {failed} {} calls of {} failed",
+                OPS[o], contenders[w].name
+            )
+            .into());
+        }
+        let per_core = |rs: &[Run]| -> Vec<f64> { rs.iter().map(|r| n as f64 / r.cpu_s).collect() };
+        let all: Vec<f64> = rs.iter().flat_map(|r| r.micros.iter().copied()).collect();
+        let mut row = json!({
+            "op": OPS[o], "in_flight": in_flight, "who": contenders[w].name, "failed": failed,
+            "calls_per_s": median(rs.iter().map(|r| n as f64 / r.wall_s)),
+            "per_core": median(per_core(rs)),
+            "p50_us": quantile(&all, 0.5), "p99_us": quantile(&all, 0.99),
+        });
+        if matches!(contenders[w].calls, Calls::Rust(_, "lib")) {
+            if let Some(hand) = runs.get(&(o, in_flight, 1)) {
+                let q = paired(&per_core(rs), &per_core(hand), |a, b| a / b);
+                row["vs_hand"] = json!([q.q1, q.median, q.q3]);
+            }
+            // Node at its best concurrency in each round.
+            let node = contenders.iter().position(|c| c.name == "node");
+            let best: Vec<f64> = (0..rs.len())
+                .map(|r| {
+                    let at =
+                        |&c: &usize| runs.get(&(o, c, node?))?.get(r).map(|r| n as f64 / r.cpu_s);
+                    args.in_flight
+                        .iter()
+                        .filter_map(at)
+                        .fold(f64::NAN, f64::max)
+                })
+                .collect();
+            if node.is_some() {
+                let q = paired(&per_core(rs), &best, |a, b| a / b);
+                row["vs_node"] = json!([q.q1, q.median, q.q3]);
+            }
+        }
+        rows.push(row);
+    }
+    Ok(json!({ "rows": rows }))
+}
+
+/// One target's table.
+fn target_table(measured: &Value) -> String {
+    let mut table = String::from(
+        "| call | in flight | contender | calls/s | calls/s per client core | p50 | p99 | library / hand-written, per core (median of the rounds, quartiles) | library / Node at its best concurrency, per core |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
+    );
+    let num = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
+    for row in measured["rows"].as_array().into_iter().flatten() {
+        let who = row["who"].as_str().unwrap_or("?");
+        let mut name = match who {
+            "lib" => "library".to_owned(),
+            "hand" => "hand-written, the library's requests and headers".to_owned(),
+            "node" => "Google's Node.js client".to_owned(),
+            "python" => "Google's Python client (asyncio)".to_owned(),
+            pool => format!("library, pool of {}", pool.trim_start_matches("lib_pool")),
+        };
+        if let Some(failed) = row["failed"].as_u64().filter(|&f| f > 0) {
+            let _ = write!(name, "; {failed} failed");
+        }
+        let ratio = |r: &Value| {
+            if r.is_array() {
+                format!("{:.2} ({:.2}–{:.2})", num(&r[1]), num(&r[0]), num(&r[2]))
+            } else {
+                String::new()
+            }
+        };
+        let _ = writeln!(
+            table,
+            "| `{}` | {} | {name} | {:.0} | {:.0} | {:.0} µs | {:.0} µs | {} | {} |",
+            row["op"].as_str().unwrap_or("?"),
+            row["in_flight"],
+            num(&row["calls_per_s"]),
+            num(&row["per_core"]),
+            num(&row["p50_us"]),
+            num(&row["p99_us"]),
+            ratio(&row["vs_hand"]),
+            ratio(&row["vs_node"]),
+        );
+    }
+    table
+}
+
+/// `BENCHMARKS.md`'s tables of this command's JSON: one per target.
+pub(crate) fn tables(report: &Value) -> Vec<Generated> {
+    let names = [
+        ("emulator", "concurrency-emulator"),
+        ("null", "concurrency-null"),
+    ];
+    per_target(report, names, target_table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row per contender, operation and concurrency as `measure` left
+    /// them; the library's ratio to the hand-written client as the
+    /// median with its quartiles; failures said.
+    #[test]
+    fn the_table_shows_each_row_and_the_paired_ratio() {
+        let report = json!({
+            "calls": 10, "rounds": 3, "cores": 2, "date": "d",
+            "targets": {"null": {"load_average": [1.0, 2.0], "rows": [
+                {"op": "get", "in_flight": 16, "who": "lib", "failed": 0, "calls_per_s": 1000.4,
+                 "per_core": 2000.0, "p50_us": 10.0, "p99_us": 30.0, "vs_hand": [1.1, 1.2, 1.3],
+                 "vs_node": [7.0, 8.0, 9.0]},
+                {"op": "get", "in_flight": 16, "who": "hand", "failed": 2, "calls_per_s": 900.0,
+                 "per_core": 1700.0, "p50_us": 11.0, "p99_us": 35.0},
+                {"op": "mixed", "in_flight": 256, "who": "lib_pool4", "failed": 0,
+                 "calls_per_s": 5.0, "per_core": 6.0, "p50_us": 7.0, "p99_us": 8.0},
+            ]}},
+        });
+        let tables = tables(&report);
+        let [("concurrency-null", text)] = &tables[..] else {
+            panic!("one target, one table: {tables:?}");
+        };
+        assert!(text.starts_with("Run on d (2 cores, a load average of 1.0 at the start and 2.0"));
+        for line in [
+            "| `get` | 16 | library | 1000 | 2000 | 10 µs | 30 µs | 1.20 (1.10–1.30) | 8.00 (7.00–9.00) |",
+            "| `get` | 16 | hand-written, the library's requests and headers; 2 failed | 900 | 1700 | 11 µs | 35 µs |  |  |",
+            "| `mixed` | 256 | library, pool of 4 | 5 | 6 | 7 µs | 8 µs |  |  |",
+        ] {
+            assert!(text.contains(line), "{line}\nnot in\n{text}");
+        }
+    }
+}
