@@ -309,7 +309,8 @@ pub fn hand_insert(
     // Event owns its family: the one-byte marker of rows written before
     // per-struct markers is its own too.
     let own_markers = || interleave(vec![column(Event::SCHEMA.marker), column(&[0])]);
-    let marker = chain(vec![own_markers(), since(visible_from, 0), newest()]);
+    // Whether a marker of Event's is visible, and, if one is, its newest.
+    let marker = chain(vec![own_markers(), since(visible_from, 0)]);
     // The marker's value is empty or the row's expiry, big-endian.
     let row_not_expired = interleave(vec![
         f(Filter::ValueRangeFilter(ValueRange {
@@ -324,8 +325,13 @@ pub fn hand_insert(
         })),
     ]);
     let incomplete = branch(
-        marker.clone(),
-        chain(vec![marker, row_not_expired]),
+        marker,
+        chain(vec![
+            own_markers(),
+            since(visible_from, 0),
+            newest(),
+            row_not_expired,
+        ]),
         interleave(required.iter().map(|q| live(q)).collect()),
     );
     let proven_expired = interleave(

@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 use crate::model::codec::CellCodec;
 use crate::model::error::{self, CodecError, Error, Result};
 use crate::model::filter::{chain, filter, one_column, only_family};
+use crate::model::liveness::{self, Atom, Formula};
 use crate::model::proto::{
     column_range::{EndQualifier, StartQualifier},
     row_filter::{Condition as Branch, Filter, Interleave},
@@ -164,56 +165,103 @@ pub(crate) fn live_column(
     chain(vec![one_column(family, qualifier), visible(schema, now)])
 }
 
-/// Matches when the row is live at `now`, by [the one
-/// rule](crate::liveness) the typed reader follows: it is the struct's
-/// row ([`its_row`]), and every required column has a visible cell;
-/// without required fields, any column, the shadow column, the row marker
-/// (fields all `Option` or defaults) or a map entry (all `Option`) has one. Each column is
-/// selected by its exact name, so cells of no declared column never count.
+/// Matches when the row is live at `now`: [`liveness::live`] compiled.
 #[must_use]
 pub(crate) fn live_row(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
-    its_row(schema, now, live_by_columns(schema, now))
+    compile(schema, now, &liveness::live(schema))
 }
 
-/// [`live_row`] but for whose row it is.
-fn live_by_columns(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
-    let live = |family: &str, qualifier: &[u8]| live_column(schema, family, qualifier, now);
-    let required: Vec<RowFilter> = schema
-        .columns
-        .iter()
-        .filter(|c| c.is_required())
-        .map(|c| live(c.family, c.qualifier.as_bytes()))
-        .collect();
-    if !required.is_empty() {
-        return and(required);
-    }
-    let mut any: Vec<RowFilter> = schema
-        .columns
-        .iter()
-        .map(|c| live(c.family, c.qualifier.as_bytes()))
-        .collect();
-    if let Some(shadow) = schema.written_at {
-        any.push(live(shadow.family, shadow.qualifier.as_bytes()));
-    }
-    if schema.marker_makes_row() {
-        any.push(own_marker(schema, now));
-    }
-    if schema.all_fields_optional() {
-        any.extend(
-            schema
-                .maps
-                .iter()
-                .map(|m| chain(vec![only_family(m.family), visible(schema, now)])),
-        );
-    }
-    or(any)
+/// Matches when a row of `schema` exists at `now`, live or incomplete:
+/// what a write that must never overwrite an existing row
+/// (`insert_if_absent`) checks, the same answers the typed reader gives
+/// ([`liveness::present`] compiled).
+#[must_use]
+pub(crate) fn present_row(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
+    compile(schema, now, &liveness::present(schema))
 }
 
-/// Matches when `predicate` does and the row is the struct's at `now`
-/// (see [`crate::liveness`]): it carries the struct's own marker, or no
-/// other struct's.
-fn its_row(schema: &Schema, now: DateTime<Utc>, predicate: RowFilter) -> RowFilter {
-    and(vec![not(another_structs_row(schema, now)), predicate])
+/// The predicate that matches a row exactly when `formula` holds of it at
+/// `now` (a row holds a cell: a predicate matches when it outputs one).
+pub(crate) fn compile(schema: &Schema, now: DateTime<Utc>, formula: &Formula) -> RowFilter {
+    let each = |all: &[Formula]| all.iter().map(|f| compile(schema, now, f)).collect();
+    match formula {
+        Formula::Atom(a) => atom(schema, now, *a),
+        Formula::All(all) => and(each(all)),
+        Formula::Any(any) => or(each(any)),
+        Formula::Not(f) => not(compile(schema, now, f)),
+        Formula::If {
+            test,
+            then,
+            otherwise,
+        } => filter(Filter::Condition(Box::new(Branch {
+            predicate_filter: Some(Box::new(compile(schema, now, test))),
+            true_filter: Some(Box::new(compile(schema, now, then))),
+            false_filter: Some(Box::new(compile(schema, now, otherwise))),
+        }))),
+    }
+}
+
+/// The predicate that matches a row exactly when `atom` holds of it at
+/// `now`. Each column is selected by its exact name, so cells of no
+/// declared column never count.
+fn atom(schema: &Schema, now: DateTime<Utc>, atom: Atom) -> RowFilter {
+    let column = |i: usize| &schema.columns[i];
+    match atom {
+        Atom::OwnMarker => own_marker(schema, now),
+        Atom::MarkerRowLive => {
+            // The marker's value is empty (its own timestamp carries the
+            // row's expiry, and it is visible) or that timestamp, 8 bytes
+            // big-endian, which orders as the number does for the
+            // non-negative timestamps Bigtable accepts.
+            let row_not_expired = or(vec![
+                exactly(Vec::new()),
+                filter(Filter::ValueRangeFilter(ValueRange {
+                    start_value: Some(StartValue::StartValueClosed(
+                        schema.policy.visible_from(now).to_be_bytes().to_vec(),
+                    )),
+                    end_value: None,
+                })),
+            ]);
+            chain(vec![
+                own_marker_columns(schema),
+                visible(schema, now),
+                filter(Filter::CellsPerColumnLimitFilter(1)),
+                row_not_expired,
+            ])
+        }
+        Atom::ForeignMarker => foreign_marker(schema, now),
+        Atom::Column(i) => live_column(
+            schema,
+            column(i).family,
+            column(i).qualifier.as_bytes(),
+            now,
+        ),
+        Atom::Expired(i) => {
+            let first_visible = schema.policy.visible_from(now);
+            if first_visible <= 0 {
+                // Nothing has expired at a clock this early (and a range
+                // ending at 0 would have no end).
+                return block_all();
+            }
+            chain(vec![
+                one_column(column(i).family, column(i).qualifier.as_bytes()),
+                filter(Filter::CellsPerColumnLimitFilter(1)),
+                filter(Filter::TimestampRangeFilter(TimestampRange {
+                    start_timestamp_micros: 0,
+                    end_timestamp_micros: first_visible,
+                })),
+            ])
+        }
+        Atom::WrittenAt => match schema.written_at {
+            Some(shadow) => live_column(schema, shadow.family, shadow.qualifier.as_bytes(), now),
+            None => block_all(),
+        },
+        Atom::Entry => or(schema
+            .maps
+            .iter()
+            .map(|m| chain(vec![only_family(m.family), visible(schema, now)]))
+            .collect()),
+    }
 }
 
 /// Matches when the row carries another struct's marker and not this
@@ -284,76 +332,6 @@ pub(crate) fn foreign_marker(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
         }
     }
     chain(vec![or(ranges), visible(schema, now)])
-}
-
-/// Matches when a row of `schema` exists at `now`, live or incomplete (see
-/// [the rule](crate::liveness)): what a write that must never overwrite an
-/// existing row (`insert_if_absent`) checks, the same three answers the
-/// typed reader gives. Without required fields, the same as [`live_row`].
-/// With them: the row is the struct's ([`its_row`]) and live; or no
-/// required column's newest stored cell
-/// has expired (which proves the row expired) and its newest visible
-/// marker carries a row timestamp that has not expired, or, with no
-/// visible marker, one of its required columns has a visible cell.
-#[must_use]
-pub(crate) fn present_row(schema: &Schema, now: DateTime<Utc>) -> RowFilter {
-    let required: Vec<&Column> = schema.columns.iter().filter(|c| c.is_required()).collect();
-    if required.is_empty() {
-        return live_row(schema, now);
-    }
-    let marker = chain(vec![
-        own_marker_columns(schema),
-        visible(schema, now),
-        filter(Filter::CellsPerColumnLimitFilter(1)),
-    ]);
-    // The marker's value is empty (its own timestamp carries the row's
-    // expiry, and it is visible) or that timestamp, 8 bytes big-endian,
-    // which orders as the number does for the non-negative timestamps
-    // Bigtable accepts.
-    let first_visible = schema.policy.visible_from(now);
-    let row_not_expired = or(vec![
-        exactly(Vec::new()),
-        filter(Filter::ValueRangeFilter(ValueRange {
-            start_value: Some(StartValue::StartValueClosed(
-                first_visible.to_be_bytes().to_vec(),
-            )),
-            end_value: None,
-        })),
-    ]);
-    let marked = chain(vec![marker.clone(), row_not_expired]);
-    let any_required = or(required
-        .iter()
-        .map(|c| live_column(schema, c.family, c.qualifier.as_bytes(), now))
-        .collect());
-    let incomplete = filter(Filter::Condition(Box::new(Branch {
-        predicate_filter: Some(Box::new(marker)),
-        true_filter: Some(Box::new(marked)),
-        false_filter: Some(Box::new(any_required)),
-    })));
-    let incomplete = if first_visible > 0 {
-        let proven_expired = or(required
-            .iter()
-            .map(|c| {
-                chain(vec![
-                    one_column(c.family, c.qualifier.as_bytes()),
-                    filter(Filter::CellsPerColumnLimitFilter(1)),
-                    filter(Filter::TimestampRangeFilter(TimestampRange {
-                        start_timestamp_micros: 0,
-                        end_timestamp_micros: first_visible,
-                    })),
-                ])
-            })
-            .collect());
-        and(vec![not(proven_expired), incomplete])
-    } else {
-        // Nothing has expired at a clock this early.
-        incomplete
-    };
-    its_row(
-        schema,
-        now,
-        or(vec![live_by_columns(schema, now), incomplete]),
-    )
 }
 
 /// Matches when the newest cell of the legacy one-byte marker

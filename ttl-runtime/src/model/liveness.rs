@@ -301,6 +301,164 @@ pub(crate) fn verdict(
     }
 }
 
+/// A fact about a row at one "now": what [`live`] and [`present`] are
+/// written in, read off the cells by the typed reader ([`verdict`],
+/// [`settle`]) and by the server through the filter each compiles to
+/// (`model::condition`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Atom {
+    /// The struct's own row marker has a visible cell.
+    OwnMarker,
+    /// The struct's newest visible marker carries a row timestamp that has
+    /// not expired ([`Marker::row_expired`] is false).
+    MarkerRowLive,
+    /// Another struct's row marker has a visible cell.
+    ForeignMarker,
+    /// Column `i` (of `Schema::columns`) has a visible cell.
+    Column(usize),
+    /// Column `i`'s newest stored cell has expired: it holds cells, none
+    /// visible ([`Stored::Expired`]).
+    Expired(usize),
+    /// The `written_at` shadow column has a visible cell.
+    WrittenAt,
+    /// A map field has a visible entry.
+    Entry,
+}
+
+/// A statement about a row made of [`Atom`]s: the rule, written once,
+/// which the reader evaluates ([`Formula::holds`]) and
+/// `model::condition` compiles into a predicate the server evaluates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Formula {
+    /// A fact.
+    Atom(Atom),
+    /// Every one holds (none: true).
+    All(Vec<Formula>),
+    /// Some one holds (none: false).
+    Any(Vec<Formula>),
+    /// It does not hold.
+    Not(Box<Formula>),
+    /// `then` when `test` holds, else `otherwise`.
+    If {
+        /// What decides.
+        test: Box<Formula>,
+        /// What must hold when `test` does.
+        then: Box<Formula>,
+        /// What must hold when it does not.
+        otherwise: Box<Formula>,
+    },
+}
+
+impl Formula {
+    /// Whether it holds of a row whose facts are `fact`: how the tests
+    /// check it against [`verdict`] and [`settle`] (the reader's hot path,
+    /// which reads no formula) and against the server.
+    #[cfg(test)]
+    pub(crate) fn holds(&self, fact: &impl Fn(Atom) -> bool) -> bool {
+        match self {
+            Formula::Atom(atom) => fact(*atom),
+            Formula::All(all) => all.iter().all(|f| f.holds(fact)),
+            Formula::Any(any) => any.iter().any(|f| f.holds(fact)),
+            Formula::Not(f) => !f.holds(fact),
+            Formula::If {
+                test,
+                then,
+                otherwise,
+            } => {
+                if test.holds(fact) {
+                    then.holds(fact)
+                } else {
+                    otherwise.holds(fact)
+                }
+            }
+        }
+    }
+
+    fn not(self) -> Formula {
+        Formula::Not(Box::new(self))
+    }
+}
+
+/// The row is the struct's: it carries the struct's own marker, or no
+/// other struct's.
+fn its_row() -> Formula {
+    Formula::All(vec![
+        Formula::Atom(Atom::ForeignMarker),
+        Formula::Atom(Atom::OwnMarker).not(),
+    ])
+    .not()
+}
+
+/// The required columns' indexes.
+fn required(schema: &Schema) -> impl Iterator<Item = usize> + '_ {
+    (0..schema.columns.len()).filter(|&i| schema.columns[i].is_required())
+}
+
+/// [`live`] but for whose row it is.
+fn live_by_columns(schema: &Schema) -> Formula {
+    if required(schema).next().is_some() {
+        return Formula::All(
+            required(schema)
+                .map(|i| Formula::Atom(Atom::Column(i)))
+                .collect(),
+        );
+    }
+    let mut any: Vec<Formula> = (0..schema.columns.len())
+        .map(|i| Formula::Atom(Atom::Column(i)))
+        .collect();
+    if schema.written_at.is_some() {
+        any.push(Formula::Atom(Atom::WrittenAt));
+    }
+    if schema.marker_makes_row() {
+        any.push(Formula::Atom(Atom::OwnMarker));
+    }
+    if schema.all_fields_optional() && !schema.maps.is_empty() {
+        any.push(Formula::Atom(Atom::Entry));
+    }
+    Formula::Any(any)
+}
+
+/// The row is live (see the module doc): it is the struct's, and every
+/// required column is visible; without required fields, a column, the
+/// shadow column, the marker (fields all `Option` or defaults) or an
+/// entry (all `Option`) is. What [`verdict`] calls [`Verdict::Live`].
+pub(crate) fn live(schema: &Schema) -> Formula {
+    Formula::All(vec![its_row(), live_by_columns(schema)])
+}
+
+/// A row exists: live, or incomplete (or, to a reader, torn); what a
+/// write that must never overwrite a row (`insert_if_absent`) asks.
+/// Without required fields, [`live`]. With them: the row is the struct's
+/// and live; or no required column's newest stored cell has expired
+/// (which proves the row expired, [`settle`]), and its newest visible
+/// marker carries a row timestamp that has not expired, or, with no
+/// visible marker, one of its required columns is visible
+/// ([`Verdict::Partial`]).
+pub(crate) fn present(schema: &Schema) -> Formula {
+    if required(schema).next().is_none() {
+        return live(schema);
+    }
+    let proven_expired = Formula::Any(
+        required(schema)
+            .map(|i| Formula::Atom(Atom::Expired(i)))
+            .collect(),
+    );
+    let shows_a_row = Formula::If {
+        test: Box::new(Formula::Atom(Atom::OwnMarker)),
+        then: Box::new(Formula::Atom(Atom::MarkerRowLive)),
+        otherwise: Box::new(Formula::Any(
+            required(schema)
+                .map(|i| Formula::Atom(Atom::Column(i)))
+                .collect(),
+        )),
+    };
+    let incomplete = Formula::All(vec![proven_expired.not(), shows_a_row]);
+    Formula::All(vec![
+        its_row(),
+        Formula::Any(vec![live_by_columns(schema), incomplete]),
+    ])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -356,6 +514,199 @@ mod tests {
         Marker {
             ts,
             row_expired: false,
+        }
+    }
+
+    /// The struct's marker as a row holds it.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum MarkerState {
+        None,
+        RowLive,
+        RowExpired,
+    }
+
+    /// Every row a reader can see of `schema`: each column visible, expired
+    /// or holding nothing; the marker; another struct's; the shadow
+    /// column; an entry.
+    fn every_row(schema: &Schema, mut each: impl FnMut(&[Stored], MarkerState, [bool; 3])) {
+        use Stored::{Expired, Nothing, Visible};
+        let n = schema.columns.len();
+        let mut stored = vec![Nothing; n];
+        for mut code in 0..3usize.pow(u32::try_from(n).unwrap()) {
+            for s in &mut stored {
+                *s = [Visible, Expired, Nothing][code % 3];
+                code /= 3;
+            }
+            for marker in [
+                MarkerState::None,
+                MarkerState::RowLive,
+                MarkerState::RowExpired,
+            ] {
+                for others in 0..8u8 {
+                    let [foreign, written_at, entry] =
+                        [0, 1, 2].map(|bit| others & (1 << bit) != 0);
+                    // A row holds only what the schema has.
+                    if (written_at && schema.written_at.is_none())
+                        || (entry && schema.maps.is_empty())
+                    {
+                        continue;
+                    }
+                    each(&stored, marker, [foreign, written_at, entry]);
+                }
+            }
+        }
+    }
+
+    /// The reader's answer on a row: whether it is live, and whether it is
+    /// present (live, or partial and not proven expired when its stored
+    /// cells are looked at).
+    fn reader(
+        schema: &Schema,
+        stored: &[Stored],
+        marker: MarkerState,
+        [foreign, written_at, entry]: [bool; 3],
+    ) -> (bool, bool) {
+        let newest = Newest {
+            marker: match marker {
+                MarkerState::None => None,
+                MarkerState::RowLive => Some(live_marker(4)),
+                MarkerState::RowExpired => Some(Marker {
+                    ts: 4,
+                    row_expired: true,
+                }),
+            },
+            written_at: written_at.then_some(5),
+            entry: entry.then_some(6),
+            foreign_marker: foreign,
+        };
+        let column =
+            |i: usize| (stored[i] == Stored::Visible).then_some(10 + i64::try_from(i).unwrap());
+        match verdict(schema, newest, column) {
+            Verdict::Live { .. } => (true, true),
+            Verdict::Absent => (false, false),
+            Verdict::Partial { .. } => (
+                false,
+                settle(schema, |i| stored[i]) != Settled::PartlyExpired,
+            ),
+        }
+    }
+
+    /// The same row's facts.
+    fn facts(
+        stored: &[Stored],
+        marker: MarkerState,
+        [foreign, written_at, entry]: [bool; 3],
+    ) -> impl Fn(Atom) -> bool + '_ {
+        move |atom| match atom {
+            Atom::OwnMarker => marker != MarkerState::None,
+            Atom::MarkerRowLive => marker == MarkerState::RowLive,
+            Atom::ForeignMarker => foreign,
+            Atom::Column(i) => stored[i] == Stored::Visible,
+            Atom::Expired(i) => stored[i] == Stored::Expired,
+            Atom::WrittenAt => written_at,
+            Atom::Entry => entry,
+        }
+    }
+
+    static DEFAULTS: Schema = schema(
+        &[
+            column("o", WhenAbsent::ReadsNone),
+            column("d", WhenAbsent::ReadsDefault),
+        ],
+        &[],
+    );
+    static ONE_REQUIRED: Schema = Schema {
+        written_at: Some(crate::model::schema::ShadowColumn {
+            family: "f",
+            qualifier: "w",
+        }),
+        owns_family: true,
+        ..schema(
+            &[
+                column("o", WhenAbsent::ReadsNone),
+                column("r", WhenAbsent::Required),
+            ],
+            &[],
+        )
+    };
+    static SHADOWED: Schema = Schema {
+        written_at: Some(crate::model::schema::ShadowColumn {
+            family: "f",
+            qualifier: "w",
+        }),
+        ..schema(&[column("o", WhenAbsent::ReadsNone)], &[])
+    };
+
+    /// Every schema of up to three columns, each of every kind, with or
+    /// without the shadow column and a map.
+    fn every_small_schema() -> Vec<Schema> {
+        const KINDS: [WhenAbsent; 4] = [
+            WhenAbsent::Required,
+            WhenAbsent::ReadsNone,
+            WhenAbsent::ReadsDefault,
+            WhenAbsent::ReadsZero,
+        ];
+        const NAMES: [&str; 3] = ["c0", "c1", "c2"];
+        static MAP: [MapColumn; 1] = [MapColumn {
+            field: "m",
+            family: "m",
+        }];
+        let mut schemas = Vec::new();
+        for n in 0..=3u32 {
+            for mut code in 0..4usize.pow(n) {
+                let columns: Vec<Column> = NAMES[..n as usize]
+                    .iter()
+                    .map(|name| {
+                        let kind = KINDS[code % 4];
+                        code /= 4;
+                        column(name, kind)
+                    })
+                    .collect();
+                let columns: &'static [Column] = Box::leak(columns.into_boxed_slice());
+                for (shadow, maps) in [(false, false), (false, true), (true, false), (true, true)] {
+                    schemas.push(Schema {
+                        written_at: shadow.then_some(crate::model::schema::ShadowColumn {
+                            family: "f",
+                            qualifier: "w",
+                        }),
+                        ..schema(columns, if maps { &MAP } else { &[] })
+                    });
+                }
+            }
+        }
+        schemas
+    }
+
+    /// The formulas say of every row what the reader does: [`live`] what
+    /// [`verdict`] calls live, [`present`] what a read finds live or
+    /// incomplete once [`settle`] has looked at a partial row's stored
+    /// cells. What makes `insert_if_absent`'s predicate (compiled from
+    /// [`present`]) agree with the typed reader, row by row.
+    #[test]
+    fn the_formulas_say_what_the_reader_does_of_every_row() {
+        for (name, schema) in [
+            ("required", &REQUIRED),
+            ("optional", &OPTIONAL),
+            ("counted", &COUNTED),
+            ("defaults", &DEFAULTS),
+            ("one required", &ONE_REQUIRED),
+            ("shadowed", &SHADOWED),
+        ]
+        .into_iter()
+        .chain(every_small_schema().iter().map(|s| ("small", s)))
+        {
+            let (live, present) = (live(schema), present(schema));
+            let mut rows = 0;
+            every_row(schema, |stored, marker, others| {
+                let facts = facts(stored, marker, others);
+                let (is_live, is_present) = reader(schema, stored, marker, others);
+                let row =
+                    format!("{stored:?} {marker:?} [foreign, written_at, entry] = {others:?}");
+                assert_eq!(live.holds(&facts), is_live, "{name}: live, {row}");
+                assert_eq!(present.holds(&facts), is_present, "{name}: present, {row}");
+                rows += 1;
+            });
+            assert!(rows >= 6, "{name}: {rows} rows");
         }
     }
 

@@ -41,7 +41,7 @@ impl<T: BigtableRow> Table<T> {
     ///   and counted in [`crate::client::read::ReadStats::rows_incomplete`]
     ///   with [`crate::client::read::ReadOptions::skip_undecodable`]).
     ///   `insert_if_absent`'s condition follows the same three answers
-    ///   (`model::condition::present_row`).
+    ///   (`model::liveness::present`, checked against this by its tests).
     pub(super) async fn settle_partial(
         &self,
         key: Vec<u8>,
