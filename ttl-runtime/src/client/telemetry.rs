@@ -268,7 +268,7 @@ where
         match &polled {
             Poll::Ready(Some(Ok(_))) => op.rows = Some(op.rows.unwrap_or(0) + 1),
             Poll::Ready(Some(Err(e))) => {
-                op.outcome.get_or_insert(outcome_of(e));
+                op.outcome.get_or_insert_with(|| outcome_of(e));
             }
             Poll::Ready(None) => {
                 op.outcome.get_or_insert("ok");

@@ -113,13 +113,15 @@ impl Clock {
     #[must_use]
     pub fn now(&self) -> DateTime<Utc> {
         match &self.manual {
-            None => Utc::now().checked_add_signed(self.offset).unwrap_or(
-                if self.offset < TimeDelta::zero() {
-                    DateTime::<Utc>::MIN_UTC
-                } else {
-                    DateTime::<Utc>::MAX_UTC
-                },
-            ),
+            None => Utc::now()
+                .checked_add_signed(self.offset)
+                .unwrap_or_else(|| {
+                    if self.offset < TimeDelta::zero() {
+                        DateTime::<Utc>::MIN_UTC
+                    } else {
+                        DateTime::<Utc>::MAX_UTC
+                    }
+                }),
             Some(micros) => DateTime::from_timestamp_micros(micros.load(Ordering::SeqCst))
                 .unwrap_or(DateTime::<Utc>::MAX_UTC),
         }
@@ -147,10 +149,12 @@ impl Clock {
             DateTime::<Utc>::MIN_UTC.timestamp_micros(),
             DateTime::<Utc>::MAX_UTC.timestamp_micros(),
         );
-        let by = by.num_microseconds().unwrap_or(if by < TimeDelta::zero() {
-            i64::MIN
-        } else {
-            i64::MAX
+        let by = by.num_microseconds().unwrap_or_else(|| {
+            if by < TimeDelta::zero() {
+                i64::MIN
+            } else {
+                i64::MAX
+            }
         });
         let micros = self
             .manual

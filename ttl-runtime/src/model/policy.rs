@@ -101,30 +101,33 @@ pub(crate) fn millis_floor(t: DateTime<Utc>) -> Result<i64> {
 /// [`Error::ExpiryOutOfRange`] when chrono cannot represent it.
 #[inline]
 pub(crate) fn from_micros(micros: i64) -> Result<DateTime<Utc>> {
-    DateTime::<Utc>::from_timestamp_micros(micros).ok_or(Error::from(error::ExpiryOutOfRange {
-        overflow: Overflow::Timestamp { micros },
-    }))
+    DateTime::<Utc>::from_timestamp_micros(micros).ok_or_else(|| {
+        Error::from(error::ExpiryOutOfRange {
+            overflow: Overflow::Timestamp { micros },
+        })
+    })
 }
 
 #[inline]
 fn delta_micros(d: TimeDelta) -> Result<i64> {
-    d.num_microseconds()
-        .ok_or(Error::from(error::ExpiryOutOfRange {
+    d.num_microseconds().ok_or_else(|| {
+        Error::from(error::ExpiryOutOfRange {
             overflow: Overflow::Duration { duration: d },
-        }))
+        })
+    })
 }
 
 /// `micros + by`, or [`Error::ExpiryOutOfRange`] when it overflows.
 #[inline]
 fn add_micros(micros: i64, by: i64) -> Result<i64> {
-    micros
-        .checked_add(by)
-        .ok_or(Error::from(error::ExpiryOutOfRange {
+    micros.checked_add(by).ok_or_else(|| {
+        Error::from(error::ExpiryOutOfRange {
             overflow: Overflow::Sum {
                 micros,
                 by: TimeDelta::microseconds(by),
             },
-        }))
+        })
+    })
 }
 
 #[inline]

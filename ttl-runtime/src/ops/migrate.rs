@@ -502,14 +502,14 @@ fn target_timestamp(
     ttl: TimeDelta,
     now: DateTime<Utc>,
 ) -> Result<Option<i64>> {
-    let expiry = written
-        .checked_add_signed(ttl)
-        .ok_or(Error::from(error::ExpiryOutOfRange {
+    let expiry = written.checked_add_signed(ttl).ok_or_else(|| {
+        Error::from(error::ExpiryOutOfRange {
             overflow: Overflow::Sum {
                 micros: written.timestamp_micros(),
                 by: ttl,
             },
-        }))?;
+        })
+    })?;
     if millis_floor(expiry)? <= millis_floor(now)? {
         return Ok(None);
     }

@@ -312,13 +312,16 @@ pub fn check_cover(parts: &[Part]) -> std::result::Result<(), String> {
     let mut before: Option<&Part> = None;
     for part in by_index.into_values().filter(|p| !p.is_empty()) {
         if next != Some(part.start.as_slice()) {
-            let after = before.map_or("the start of the table".to_owned(), |b| {
-                format!(
-                    "where part {} ends ({})",
-                    b.label(),
-                    key_text(b.end.as_deref())
-                )
-            });
+            let after = before.map_or_else(
+                || "the start of the table".to_owned(),
+                |b| {
+                    format!(
+                        "where part {} ends ({})",
+                        b.label(),
+                        key_text(b.end.as_deref())
+                    )
+                },
+            );
             return Err(format!(
                 "part {} starts at {}, not {after}: the parts overlap or leave a gap \
                  (the shards were cut differently: share one cut between them)",
@@ -340,9 +343,10 @@ pub fn check_cover(parts: &[Part]) -> std::result::Result<(), String> {
 
 /// A key in a message: quoted text, or the table's end.
 fn key_text(key: Option<&[u8]>) -> String {
-    key.map_or("the end of the table".to_owned(), |k| {
-        format!("{:?}", String::from_utf8_lossy(k))
-    })
+    key.map_or_else(
+        || "the end of the table".to_owned(),
+        |k| format!("{:?}", String::from_utf8_lossy(k)),
+    )
 }
 
 #[cfg(test)]

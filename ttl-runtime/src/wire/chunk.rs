@@ -91,6 +91,8 @@ mod cell_chunk {
 
 /// `google.protobuf.StringValue.value` and `BytesValue.value`.
 const WRAPPED_VALUE: u32 = 1;
+/// Its key: field 1, length-delimited.
+const WRAPPED_VALUE_KEY: u8 = 0x0A;
 
 /// One `ReadRowsResponse` as the library reads it: its chunks, and the
 /// key the server scanned up to without a row to send
@@ -121,6 +123,14 @@ pub(crate) fn decode_response_into(
     out: &mut Vec<Chunk>,
     last_scanned: &mut Bytes,
 ) -> Result<(), ReadError> {
+    decode_fields(message, out, last_scanned).map_err(malformed)
+}
+
+fn decode_fields(
+    message: &Bytes,
+    out: &mut Vec<Chunk>,
+    last_scanned: &mut Bytes,
+) -> Result<(), DecodeError> {
     let mut fields = Fields::new(message, 0..message.len());
     while let Some((tag, wire_type)) = fields.key()? {
         match tag {
@@ -138,7 +148,7 @@ pub(crate) fn decode_response_into(
     Ok(())
 }
 
-fn decode_chunk(message: &Bytes, body: Range<usize>) -> Result<Chunk, ReadError> {
+fn decode_chunk(message: &Bytes, body: Range<usize>) -> Result<Chunk, DecodeError> {
     let mut chunk = Chunk::default();
     let mut fields = Fields::new(message, body);
     while let Some((tag, wire_type)) = fields.key()? {
@@ -177,7 +187,7 @@ fn flag(
     fields: &mut Fields<'_>,
     wire_type: WireType,
     set: ChunkStatus,
-) -> Result<ChunkStatus, ReadError> {
+) -> Result<ChunkStatus, DecodeError> {
     Ok(if fields.varint(wire_type)? == 0 {
         ChunkStatus::None
     } else {
@@ -204,6 +214,12 @@ fn malformed(error: impl std::fmt::Display) -> ReadError {
 /// The fields of one (sub)message of `message`, read from `pos` up to
 /// `end`; a field's bytes come out as `message.slice(..)`, so nothing is
 /// copied. `pos <= end <= message.len()` always.
+///
+/// Its steps fail with the small [`DecodeError`], not [`ReadError`]: a
+/// scan calls them a few dozen times a row, and a result the size of
+/// `tonic::Status` is moved through memory at every call. Varints of one
+/// byte (almost every key and length of a chunk) are read in place; the
+/// general rule is [`decode_varint`]'s.
 struct Fields<'a> {
     message: &'a Bytes,
     pos: usize,
@@ -223,64 +239,123 @@ impl<'a> Fields<'a> {
     fn read<T>(
         &mut self,
         step: impl FnOnce(&mut &'a [u8]) -> Result<T, DecodeError>,
-    ) -> Result<T, ReadError> {
+    ) -> Result<T, DecodeError> {
         let mut rest: &'a [u8] = &self.message[self.pos..self.end];
-        let out = step(&mut rest).map_err(malformed)?;
+        let out = step(&mut rest)?;
         self.pos = self.end - rest.len();
         Ok(out)
     }
 
+    /// The unread byte at `pos`, when it is a whole varint.
+    #[inline]
+    fn one_byte_varint(&mut self) -> Option<u8> {
+        let byte = *self.message.get(self.pos).filter(|_| self.pos < self.end)?;
+        (byte < 0x80).then(|| {
+            self.pos += 1;
+            byte
+        })
+    }
+
     /// The next field's number and wire type; `None` at the end.
-    fn key(&mut self) -> Result<Option<(u32, WireType)>, ReadError> {
+    #[inline]
+    fn key(&mut self) -> Result<Option<(u32, WireType)>, DecodeError> {
         if self.pos == self.end {
             return Ok(None);
+        }
+        let start = self.pos;
+        if let Some(byte) = self.one_byte_varint() {
+            if let Some(key) = one_byte_key(byte) {
+                return Ok(Some(key));
+            }
+            self.pos = start;
         }
         self.read(decode_key).map(Some)
     }
 
-    fn varint(&mut self, wire_type: WireType) -> Result<u64, ReadError> {
-        check_wire_type(WireType::Varint, wire_type).map_err(malformed)?;
-        self.read(decode_varint)
+    #[inline]
+    fn varint(&mut self, wire_type: WireType) -> Result<u64, DecodeError> {
+        check_wire_type(WireType::Varint, wire_type)?;
+        self.any_varint()
+    }
+
+    #[inline]
+    fn any_varint(&mut self) -> Result<u64, DecodeError> {
+        match self.one_byte_varint() {
+            Some(byte) => Ok(u64::from(byte)),
+            None => self.read(decode_varint),
+        }
     }
 
     /// A length-delimited field's position in the message.
-    fn delimited(&mut self, wire_type: WireType) -> Result<Range<usize>, ReadError> {
-        check_wire_type(WireType::LengthDelimited, wire_type).map_err(malformed)?;
-        let len = self.read(decode_varint)?;
+    #[inline]
+    fn delimited(&mut self, wire_type: WireType) -> Result<Range<usize>, DecodeError> {
+        check_wire_type(WireType::LengthDelimited, wire_type)?;
+        let len = self.any_varint()?;
         let start = self.pos;
         let end = usize::try_from(len)
             .ok()
             .and_then(|len| start.checked_add(len))
             .filter(|&end| end <= self.end)
-            .ok_or_else(|| malformed("a field longer than the message holding it"))?;
+            .ok_or(DecodeError::new(
+                "a field longer than the message holding it",
+            ))?;
         self.pos = end;
         Ok(start..end)
     }
 
-    fn bytes(&mut self, wire_type: WireType) -> Result<Bytes, ReadError> {
+    #[inline]
+    fn bytes(&mut self, wire_type: WireType) -> Result<Bytes, DecodeError> {
         let range = self.delimited(wire_type)?;
         Ok(self.message.slice(range))
     }
 
     /// A `StringValue` or `BytesValue`'s value. A wrapper sent twice is one
     /// message merged: a second one without a value keeps the first's.
-    fn wrapped(&mut self, wire_type: WireType, merged: Option<Bytes>) -> Result<Bytes, ReadError> {
+    fn wrapped(
+        &mut self,
+        wire_type: WireType,
+        merged: Option<Bytes>,
+    ) -> Result<Bytes, DecodeError> {
         let body = self.delimited(wire_type)?;
-        let mut value = merged.unwrap_or_default();
+        // What a server sends: the value alone, its key and length one
+        // byte each.
+        if let [WRAPPED_VALUE_KEY, len, ..] = self.message[body.clone()] {
+            if usize::from(len) + 2 == body.len() {
+                return Ok(self.message.slice(body.start + 2..body.end));
+            }
+        }
+        let mut value = merged;
         let mut inner = Fields::new(self.message, body);
         while let Some((tag, wire_type)) = inner.key()? {
             if tag == WRAPPED_VALUE {
-                value = inner.bytes(wire_type)?;
+                value = Some(inner.bytes(wire_type)?);
             } else {
                 inner.skip(tag, wire_type)?;
             }
         }
-        Ok(value)
+        Ok(value.unwrap_or_default())
     }
 
-    fn skip(&mut self, tag: u32, wire_type: WireType) -> Result<(), ReadError> {
+    fn skip(&mut self, tag: u32, wire_type: WireType) -> Result<(), DecodeError> {
         self.read(|rest| skip_field(tag, wire_type, rest))
     }
+}
+
+/// The key a one-byte varint holds, when it is a valid one: wire types 0
+/// to 5, field numbers 1 to 15.
+#[inline]
+fn one_byte_key(byte: u8) -> Option<(u32, WireType)> {
+    let wire_type = match byte & 0x07 {
+        0 => WireType::Varint,
+        1 => WireType::Fixed64,
+        2 => WireType::LengthDelimited,
+        3 => WireType::StartGroup,
+        4 => WireType::EndGroup,
+        5 => WireType::Fixed32,
+        _ => return None,
+    };
+    let tag = u32::from(byte >> 3);
+    (tag != 0).then_some((tag, wire_type))
 }
 
 /// The `ReadRows` codec: requests encoded by prost, responses decoded into
@@ -299,11 +374,18 @@ impl Codec for ReadRowsCodec {
     }
 
     fn decoder(&mut self) -> Self::Decoder {
-        ChunkDecoder
+        ChunkDecoder::default()
     }
 }
 
-pub(crate) struct ChunkDecoder;
+/// Decodes one stream's responses.
+#[derive(Debug, Default)]
+pub(crate) struct ChunkDecoder {
+    /// The chunks of the stream's last message: room for as many is made
+    /// before the next is decoded, so that a stream of large messages does
+    /// not grow (and copy) its chunk list a dozen times a message.
+    last_chunks: usize,
+}
 
 impl Decoder for ChunkDecoder {
     type Item = Response;
@@ -313,13 +395,17 @@ impl Decoder for ChunkDecoder {
         // `src` is one whole message; taking it off tonic's buffer is a split,
         // not a copy, and lets the chunks keep slices of it.
         let message = src.copy_to_bytes(src.remaining());
-        let mut response = Response::default();
+        let mut response = Response {
+            chunks: Vec::with_capacity(self.last_chunks),
+            last_scanned_row_key: Bytes::new(),
+        };
         decode_response_into(
             &message,
             &mut response.chunks,
             &mut response.last_scanned_row_key,
         )
         .map_err(|e| tonic::Status::internal(e.to_string()))?;
+        self.last_chunks = response.chunks.len();
         Ok(Some(response))
     }
 }

@@ -27,6 +27,12 @@ pub(crate) enum WireType {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct DecodeError(&'static str);
 
+impl DecodeError {
+    pub(crate) const fn new(what: &'static str) -> Self {
+        Self(what)
+    }
+}
+
 impl std::fmt::Display for DecodeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.0)

@@ -183,7 +183,7 @@ impl Transport {
         };
         let port = authority
             .port_u16()
-            .unwrap_or(if tls.is_some() { 443 } else { 80 });
+            .unwrap_or_else(|| if tls.is_some() { 443 } else { 80 });
         let mut http2 = http2::Builder::new(Boxed);
         http2
             .timer(TokioTimer::new())

@@ -49,10 +49,12 @@ impl<T: BigtableRow> Update<'_, T> {
                 value,
             }),
             Err(source) => {
-                self.bad_value.get_or_insert(Error::from(error::Encode {
-                    field: field.name(),
-                    source,
-                }));
+                self.bad_value.get_or_insert_with(|| {
+                    Error::from(error::Encode {
+                        field: field.name(),
+                        source,
+                    })
+                });
             }
         }
         self
