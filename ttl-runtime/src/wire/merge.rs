@@ -64,6 +64,9 @@ pub(crate) struct RowMerger {
     cells: Vec<Cell>,
     /// The current family, shared by its cells.
     family: Option<Arc<str>>,
+    /// The last family entered, kept past the row: the next row names its
+    /// family again, and rows of one family need not each make its name.
+    last_family: Option<Arc<str>>,
     /// A cell whose value continues in the next chunk.
     partial: Option<SplitCell>,
     /// Where a resumed read starts (after it, or before it when
@@ -260,10 +263,20 @@ impl RowMerger {
         if self.family.as_deref().map(str::as_bytes) == Some(name) {
             return Ok(());
         }
+        if let Some(last) = self
+            .last_family
+            .as_ref()
+            .filter(|last| last.as_bytes() == name)
+        {
+            self.family = Some(last.clone());
+            return Ok(());
+        }
         let Ok(name) = std::str::from_utf8(name) else {
             return protocol("a family name that is not UTF-8");
         };
-        self.family = Some(name.into());
+        let name: Arc<str> = name.into();
+        self.last_family = Some(name.clone());
+        self.family = Some(name);
         Ok(())
     }
 
