@@ -292,18 +292,112 @@ fn put_set_cell(
         + ts_len
         + bytes_field_len(value.len());
     let set_cell = 1 + varint_len(body as u64) + body;
-    out.reserve(1 + varint_len(set_cell as u64) + set_cell);
-    put_message_header(out, ENTRY_MUTATION, set_cell);
-    put_message_header(out, SET_CELL, body);
-    put_bytes_field(out, FAMILY_NAME, family.as_bytes());
-    put_bytes_field(out, QUALIFIER, qualifier);
+    let mut room = Room::at_end(out, 1 + varint_len(set_cell as u64) + set_cell);
+    room.byte(ENTRY_MUTATION);
+    room.varint(set_cell as u64);
+    room.byte(SET_CELL);
+    room.varint(body as u64);
+    room.bytes_field(FAMILY_NAME, family.as_bytes());
+    room.bytes_field(QUALIFIER, qualifier);
     if ts != 0 {
-        out.push(TIMESTAMP);
-        put_varint(out, ts_bits);
+        room.byte(TIMESTAMP);
+        room.varint(ts_bits);
     }
-    put_bytes_field(out, VALUE, value);
+    room.bytes_field(VALUE, value);
+    debug_assert!(room.is_full());
     entry.mutations += 1;
     entry.cell_bytes += qualifier.len() + value.len();
+}
+
+/// Room made at the end of a buffer for bytes of a known length, written
+/// by index: a cell's dozen bytes of keys, lengths and timestamp were as
+/// many `push`es, each checking the buffer's capacity.
+struct Room<'a> {
+    buf: &'a mut [u8],
+    at: usize,
+}
+
+/// Zeros that make a cell's room in one copy: `resize` stores them a byte
+/// at a time.
+const ZEROS: [u8; 128] = [0; 128];
+
+// Always inlined: measured, `varint` left out of line cost the encoder more
+// than it saved (callgrind, the bulk writer's 20000 rows).
+#[allow(clippy::inline_always)]
+impl<'a> Room<'a> {
+    #[inline(always)]
+    fn at_end(out: &'a mut Vec<u8>, len: usize) -> Self {
+        let start = out.len();
+        match ZEROS.get(..len) {
+            Some(zeros) => out.extend_from_slice(zeros),
+            None => out.resize(start + len, 0),
+        }
+        Self {
+            buf: &mut out[start..],
+            at: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn byte(&mut self, byte: u8) {
+        self.buf[self.at] = byte;
+        self.at += 1;
+    }
+
+    #[inline(always)]
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.buf[self.at..self.at + bytes.len()].copy_from_slice(bytes);
+        self.at += bytes.len();
+    }
+
+    #[inline(always)]
+    fn bytes_field(&mut self, key: u8, bytes: &[u8]) {
+        if !bytes.is_empty() {
+            self.byte(key);
+            self.varint(bytes.len() as u64);
+            self.bytes(bytes);
+        }
+    }
+
+    /// `n` as a varint. One of up to eight bytes (every timestamp of this
+    /// century) is spread into one word and stored at once where eight
+    /// bytes of room are left; the bytes past its end are written again
+    /// by what follows.
+    #[inline(always)]
+    fn varint(&mut self, n: u64) {
+        if n < 0x80 {
+            #[allow(clippy::cast_possible_truncation)]
+            self.byte(n as u8);
+            return;
+        }
+        if n < 1 << 56 {
+            if let Some(word) = self.buf.get_mut(self.at..self.at + 8) {
+                let len = varint_len(n);
+                // 56 bits into 7-bit groups, one a byte: halves, quarters, eighths.
+                let x = (n & 0x0FFF_FFFF) | ((n & 0x00FF_FFFF_F000_0000) << 4);
+                let x = (x & 0x0000_3FFF_0000_3FFF) | ((x & 0x0FFF_C000_0FFF_C000) << 2);
+                let x = (x & 0x007F_007F_007F_007F) | ((x & 0x3F80_3F80_3F80_3F80) << 1);
+                // "More follows" on every byte but the last.
+                let more = 0x8080_8080_8080_8080 & ((1u64 << (8 * (len - 1))) - 1);
+                word.copy_from_slice(&(x | more).to_le_bytes());
+                self.at += len;
+                return;
+            }
+        }
+        let mut n = n;
+        while n >= 0x80 {
+            // The low 7 bits, with the "more follows" bit.
+            #[allow(clippy::cast_possible_truncation)]
+            self.byte((n as u8) | 0x80);
+            n >>= 7;
+        }
+        #[allow(clippy::cast_possible_truncation)]
+        self.byte(n as u8);
+    }
+
+    fn is_full(&self) -> bool {
+        self.at == self.buf.len()
+    }
 }
 
 #[cfg(test)]
@@ -471,6 +565,30 @@ mod tests {
                     ..Entry::default()
                 };
                 check(&entry);
+            }
+        }
+    }
+
+    #[test]
+    fn a_varint_in_room_is_the_varint_pushed() {
+        for bits in 0..64 {
+            for n in [1u64 << bits, (1u64 << bits) - 1, u64::MAX >> bits] {
+                let mut pushed = Vec::new();
+                put_varint(&mut pushed, n);
+                // Exactly its room, and room to spare that a byte fills after.
+                for spare in [0, 1, 9] {
+                    let mut out = vec![7];
+                    let mut room = Room::at_end(&mut out, pushed.len() + spare);
+                    room.varint(n);
+                    for _ in 0..spare {
+                        room.byte(0xAB);
+                    }
+                    assert!(room.is_full());
+                    let mut expected = vec![7];
+                    expected.extend(&pushed);
+                    expected.extend(std::iter::repeat_n(0xAB, spare));
+                    assert_eq!(out, expected, "{n} with {spare} to spare");
+                }
             }
         }
     }

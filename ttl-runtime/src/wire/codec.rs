@@ -1,7 +1,7 @@
 //! The `MutateRows` codec: requests whose entries are encoded once
 //! ([`EncodedBatch`]) and sent as those bytes, a retry sending a subset;
-//! responses through `tonic_prost`, as every other prost message of the data
-//! calls.
+//! responses as prost decodes them, the plain ones read directly
+//! ([`crate::wire::mutate_answer`]).
 //!
 //! `bigtable_rs` encodes a `MutateRowsRequest` from its `Entry` values at
 //! send time. The bulk writer needs each batch's encoding anyway (it is what
@@ -11,10 +11,10 @@
 use std::sync::Arc;
 
 use tonic::codec::{Codec, EncodeBuf, Encoder};
-use tonic_prost::ProstDecoder;
 
 use crate::model::idempotent::idempotent;
 use crate::model::proto::{mutate_rows_request::Entry, MutateRowsResponse};
+use crate::wire::mutate_answer::MutateRowsDecoder;
 use crate::wire::protobuf::{
     decode_varint, encode_key, encode_message, encode_varint, encoded_len_varint, key_len,
     message_len, WireType,
@@ -215,21 +215,22 @@ impl MutateRowsBody {
     }
 }
 
-/// Pre-encoded `MutateRowsRequest` out, prost-decoded responses in.
+/// Pre-encoded `MutateRowsRequest` out, responses in as prost decodes them
+/// ([`crate::wire::mutate_answer`]).
 pub(crate) struct MutateRowsCodec;
 
 impl Codec for MutateRowsCodec {
     type Encode = MutateRowsBody;
     type Decode = MutateRowsResponse;
     type Encoder = BodyEncoder;
-    type Decoder = ProstDecoder<MutateRowsResponse>;
+    type Decoder = MutateRowsDecoder;
 
     fn encoder(&mut self) -> Self::Encoder {
         BodyEncoder
     }
 
     fn decoder(&mut self) -> Self::Decoder {
-        ProstDecoder::default()
+        MutateRowsDecoder
     }
 }
 

@@ -17,6 +17,7 @@ pub(crate) mod framing;
 mod fuzz;
 pub(crate) mod headers;
 pub(crate) mod merge;
+pub(crate) mod mutate_answer;
 pub(crate) mod protobuf;
 pub(crate) mod read_error;
 #[cfg(feature = "opentelemetry")]
