@@ -13,6 +13,7 @@
 
 use std::pin::Pin;
 
+use bytes::Bytes;
 use futures_util::{Stream, StreamExt as _};
 
 use crate::model::error::Result;
@@ -23,7 +24,7 @@ use crate::model::scan::resume_request;
 pub(crate) struct Judged<R> {
     /// The row's key; `None` for a read that failed (no row, and the read
     /// ends).
-    pub(crate) key: Option<Vec<u8>>,
+    pub(crate) key: Option<Bytes>,
     /// What the reader returns for it: `None` for a row left out. A row
     /// that fails to decode is returned, as its error, and counts.
     pub(crate) row: Option<Result<R>>,
@@ -37,7 +38,7 @@ struct Reading<S, F> {
     page: Pin<Box<S>>,
     /// Rows the server sent for this page.
     sent: u64,
-    last_key: Option<Vec<u8>>,
+    last_key: Option<Bytes>,
     failed: bool,
     returned: u64,
 }
@@ -154,7 +155,7 @@ mod tests {
                 .filter(|(k, _)| after.as_ref().is_none_or(|a| k.as_bytes() > a.as_slice()))
                 .take(limit)
                 .map(|(k, returned)| Judged {
-                    key: Some(k.clone().into_bytes()),
+                    key: Some(k.clone().into_bytes().into()),
                     row: returned.then(|| Ok(k.clone())),
                 })
                 .collect();
@@ -231,7 +232,7 @@ mod tests {
         let rows: Vec<Result<String>> = limited(request(1), 1, |_| {
             opened += 1;
             page(vec![Judged {
-                key: Some(b"a".to_vec()),
+                key: Some(Bytes::from_static(b"a")),
                 row: Some(Err(failure())),
             }])
         })
@@ -247,7 +248,7 @@ mod tests {
             opened += 1;
             page(vec![
                 Judged {
-                    key: Some(b"a".to_vec()),
+                    key: Some(Bytes::from_static(b"a")),
                     row: None,
                 },
                 Judged {

@@ -52,7 +52,7 @@ impl Cell {
 }
 
 /// A row as merged, in [`Cell`]s.
-pub(crate) type MergedRow = (Vec<u8>, Vec<Cell>);
+pub(crate) type MergedRow = (Bytes, Vec<Cell>);
 
 /// The most a split cell's buffer reserves before its parts arrive.
 const MAX_RESERVED_BYTES: usize = 1 << 20;
@@ -177,9 +177,12 @@ impl RowMerger {
             ));
         }
         let key = self.key.take().unwrap_or_default();
-        let cells = std::mem::take(&mut self.cells);
+        // The next row's cells get the room this one's took: most rows of
+        // a read hold as many cells, and the list is not grown cell by cell.
+        let room = self.cells.len();
+        let cells = std::mem::replace(&mut self.cells, Vec::with_capacity(room));
         self.reset();
-        let row = (key.to_vec(), cells);
+        let row = (key.clone(), cells);
         self.last_key = Some(key);
         self.committed += 1;
         Ok(Some(row))
@@ -443,7 +446,7 @@ mod tests {
             .push(commit(chunk("", None, None, 1000, "y")))
             .unwrap()
             .unwrap();
-        assert_eq!(key, b"r1");
+        assert_eq!(key, &b"r1"[..]);
         let got: Vec<_> = cells
             .iter()
             .map(|c| (c.qualifier.to_vec(), c.value.to_vec(), c.timestamp_micros))
@@ -461,7 +464,7 @@ mod tests {
             .push(commit(chunk("r2", Some("d"), Some("z"), 0, "")))
             .unwrap()
             .unwrap();
-        assert_eq!(key, b"r2");
+        assert_eq!(key, &b"r2"[..]);
     }
 
     #[test]
@@ -800,7 +803,7 @@ mod tests {
         let mut rows = VecDeque::new();
         RowMerger::default().feed(chunks, &mut rows).unwrap();
         let (key, cells) = rows.pop_front().unwrap();
-        assert_eq!(key, b"r");
+        assert_eq!(key, &b"r"[..]);
         let within = |part: &Bytes| {
             let whole = message.as_ptr_range();
             whole.start <= part.as_ptr() && part.as_ptr_range().end <= whole.end

@@ -239,7 +239,7 @@ impl Row {
     /// would be public and name the merger's private cell type.
     pub(crate) fn from_merged((key, cells): MergedRow) -> Self {
         Self {
-            key,
+            key: key.into(),
             cells: cells
                 .into_iter()
                 .map(|c| Cell {

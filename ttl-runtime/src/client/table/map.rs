@@ -220,7 +220,7 @@ impl<T: BigtableRow> Table<T> {
                     let (key, value) = decode_entry(e.qualifier, e.value).map_err(|source| {
                         Error::from(error::Decode {
                             table: self.name().to_owned(),
-                            row_key: row_key.clone(),
+                            row_key: row_key.to_vec(),
                             column: format!("{}:{}", map.family(), e.qualifier.escape_ascii()),
                             source,
                         })

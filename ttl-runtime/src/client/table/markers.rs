@@ -168,7 +168,7 @@ impl<T: BigtableRow> Table<T> {
                 other => other,
             };
             progress.count(&outcome);
-            progress.last_row_key = Some(key);
+            progress.last_row_key = Some(key.to_vec());
             in_page += 1;
             if in_page == PAGE_ROWS {
                 in_page = 0;

@@ -168,7 +168,7 @@ impl<T: BigtableRow> Table<T> {
                     // and a read's state would make every row's ready
                     // result that large to move.
                     Either::Right(Box::pin(async move {
-                        let settled = this.settle_partial(key.clone(), now, missing).await;
+                        let settled = this.settle_partial(key.to_vec(), now, missing).await;
                         let row = this.skip_undecodable(settled).transpose();
                         Judged {
                             key: Some(key),
