@@ -99,8 +99,21 @@ pub struct Enough {
     pub longest: Duration,
 }
 
+/// What a run past its `duration` still lacks, by kind of call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Lacking {
+    acquisitions: bool,
+    register_calls: bool,
+    increments: bool,
+}
+
 impl Enough {
     fn seen_in(&self, calls: &[Call]) -> bool {
+        let lacking = self.lacking_in(calls);
+        !(lacking.acquisitions || lacking.register_calls || lacking.increments)
+    }
+
+    fn lacking_in(&self, calls: &[Call]) -> Lacking {
         let (mut acquisitions, mut register_calls, mut increments) = (0, 0, 0);
         for call in calls {
             match (&call.op, &call.outcome) {
@@ -113,9 +126,11 @@ impl Enough {
                 _ => {}
             }
         }
-        acquisitions >= self.acquisitions
-            && register_calls >= self.register_calls
-            && increments >= self.increments
+        Lacking {
+            acquisitions: acquisitions < self.acquisitions,
+            register_calls: register_calls < self.register_calls,
+            increments: increments < self.increments,
+        }
     }
 }
 
@@ -467,7 +482,26 @@ pub async fn run(config: &Config) -> Result<Run, String> {
             };
             while going_on() {
                 n += 1;
-                match next(&mut rng) % 100 {
+                // Past its duration the run goes on for what it lacks, and
+                // makes only those calls: a loaded machine once answered 7
+                // increments in two minutes while leases and registers had
+                // long had their count.
+                let lacking = enough
+                    .filter(|_| now() >= stop)
+                    .map(|e| e.lacking_in(&seen.lock().unwrap()));
+                let mut kind = next(&mut rng) % 100;
+                if let Some(lacking) = lacking {
+                    let wanted = [
+                        (lacking.acquisitions, 0),
+                        (lacking.register_calls, 35),
+                        (lacking.increments, 75),
+                    ];
+                    let wanted: Vec<u64> = wanted.iter().filter(|w| w.0).map(|w| w.1).collect();
+                    if !wanted.is_empty() {
+                        kind = wanted[usize::from(u8::try_from(kind).unwrap_or(0)) % wanted.len()];
+                    }
+                }
+                match kind {
                     0..35 => client.lease(&mut rng, n, leases).await,
                     35..75 => client.register(&mut rng, n, registers).await,
                     _ => client.increment(&mut rng, counters).await,
