@@ -17,7 +17,7 @@ use tonic::codec::{Codec, DecodeBuf, Decoder};
 use tonic_prost::ProstEncoder;
 
 use crate::wire::protobuf::{
-    check_wire_type, decode_key, decode_varint, skip_field, DecodeError, WireType,
+    check_wire_type, decode_key, decode_varint, skip_field, wire_type, DecodeError, WireType,
 };
 use crate::wire::read_error::ReadError;
 
@@ -345,15 +345,7 @@ impl<'a> Fields<'a> {
 /// to 5, field numbers 1 to 15.
 #[inline]
 fn one_byte_key(byte: u8) -> Option<(u32, WireType)> {
-    let wire_type = match byte & 0x07 {
-        0 => WireType::Varint,
-        1 => WireType::Fixed64,
-        2 => WireType::LengthDelimited,
-        3 => WireType::StartGroup,
-        4 => WireType::EndGroup,
-        5 => WireType::Fixed32,
-        _ => return None,
-    };
+    let wire_type = wire_type(u32::from(byte))?;
     let tag = u32::from(byte >> 3);
     (tag != 0).then_some((tag, wire_type))
 }

@@ -129,18 +129,24 @@ pub(crate) const fn key_len(tag: u32) -> usize {
     encoded_len_varint((tag << 3) as u64)
 }
 
-/// The field number and wire type at the start of `buf`, which moves past them.
-pub(crate) fn decode_key(buf: &mut &[u8]) -> Result<(u32, WireType), DecodeError> {
-    let key = u32::try_from(decode_varint(buf)?).map_err(|_| DecodeError("invalid key value"))?;
-    let wire_type = match key & 0x07 {
+/// The wire type in a key's low three bits, when it is one (0 to 5).
+#[inline]
+pub(crate) fn wire_type(key: u32) -> Option<WireType> {
+    Some(match key & 0x07 {
         0 => WireType::Varint,
         1 => WireType::Fixed64,
         2 => WireType::LengthDelimited,
         3 => WireType::StartGroup,
         4 => WireType::EndGroup,
         5 => WireType::Fixed32,
-        _ => return Err(DecodeError("invalid wire type value")),
-    };
+        _ => return None,
+    })
+}
+
+/// The field number and wire type at the start of `buf`, which moves past them.
+pub(crate) fn decode_key(buf: &mut &[u8]) -> Result<(u32, WireType), DecodeError> {
+    let key = u32::try_from(decode_varint(buf)?).map_err(|_| DecodeError("invalid key value"))?;
+    let wire_type = wire_type(key).ok_or(DecodeError("invalid wire type value"))?;
     let tag = key >> 3;
     if tag == 0 {
         return Err(DecodeError("invalid tag value: 0"));
