@@ -19,6 +19,7 @@ async fn a_short_history_through_faults_holds() {
             acquisitions: 10,
             register_calls: 30,
             increments: 10,
+            cuts: 2,
             longest: Duration::from_secs(120),
         }),
         ..Config::default()
