@@ -63,6 +63,14 @@ pub(crate) struct Args {
         default_value = "emulator,null"
     )]
     against: Vec<Target>,
+    /// Only these operations.
+    #[arg(long, value_delimiter = ',', default_values_t = OPS.map(str::to_owned),
+          value_parser = OPS)]
+    ops: Vec<String>,
+    /// Only this contender (`lib`, `hand`, `lib_pool2`, …), to run it
+    /// alone under a profiler.
+    #[arg(long)]
+    only: Option<String>,
     /// Where `@google-cloud/bigtable` is installed (a `node_modules`).
     #[arg(long)]
     node_modules: Option<std::path::PathBuf>,
@@ -206,6 +214,9 @@ async fn contenders(
         let name = format!("lib_pool{pool}");
         all.push(one(&name, Calls::Rust(Arc::new(clients), "lib"), true));
     }
+    if let Some(only) = &args.only {
+        all.retain(|c| &c.name == only);
+    }
     Ok(all)
 }
 
@@ -315,6 +326,9 @@ async fn measure(args: &Args, contenders: &[Contender], stored: usize) -> Res<Va
     let mut runs: BTreeMap<(usize, usize, usize), Vec<Run>> = BTreeMap::new();
     for round in 0..args.rounds.max(1) {
         for (o, op) in OPS.iter().enumerate() {
+            if !args.ops.iter().any(|x| x == op) {
+                continue;
+            }
             for &in_flight in &args.in_flight {
                 let k = contenders.len();
                 for w in (0..k).map(|i| (i + round) % k) {
@@ -355,7 +369,8 @@ async fn measure(args: &Args, contenders: &[Contender], stored: usize) -> Res<Va
             "p50_us": quantile(&all, 0.5), "p99_us": quantile(&all, 0.99),
         });
         if matches!(contenders[w].calls, Calls::Rust(_, "lib")) {
-            if let Some(hand) = runs.get(&(o, in_flight, 1)) {
+            let hand = contenders.iter().position(|c| c.name == "hand");
+            if let Some(hand) = hand.and_then(|h| runs.get(&(o, in_flight, h))) {
                 let q = paired(&per_core(rs), &per_core(hand), |a, b| a / b);
                 row["vs_hand"] = json!([q.q1, q.median, q.q3]);
             }
