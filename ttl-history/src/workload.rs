@@ -434,9 +434,9 @@ pub async fn run(config: &Config) -> Result<Run, String> {
     proxy.arm(Faults::Chaos {
         seed: config.seed,
         max_delay: config.max_delay,
-        // A connection carries a kilobyte or so a call: a loaded machine
-        // made 92 calls over 13 connections in two minutes, and with cuts
-        // drawn up to 60 kB only one was cut.
+        // Cuts come within a few dozen calls: a loaded machine made 92
+        // calls over 13 connections in two minutes, and with cuts drawn
+        // between 3 and 60 kB only one connection was cut.
         cut_after: (2_000, 24_000),
         lose_percent: 40,
         hold: Duration::from_millis(700),
