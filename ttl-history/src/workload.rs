@@ -102,21 +102,29 @@ pub struct Enough {
     pub longest: Duration,
 }
 
-/// What a run past its `duration` still lacks, by kind of call.
+/// A kind of call a client makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Lacking {
-    acquisitions: bool,
-    register_calls: bool,
-    increments: bool,
+enum Kind {
+    Lease,
+    Register,
+    Increment,
+}
+
+impl Kind {
+    /// The kind a draw in `0..100` makes: 35 % leases, 40 % register
+    /// calls, 25 % increments.
+    fn drawn(draw: u64) -> Self {
+        match draw {
+            0..35 => Self::Lease,
+            35..75 => Self::Register,
+            _ => Self::Increment,
+        }
+    }
 }
 
 impl Enough {
-    fn seen_in(&self, calls: &[Call], cuts: usize) -> bool {
-        let lacking = self.lacking_in(calls);
-        !(lacking.acquisitions || lacking.register_calls || lacking.increments) && cuts >= self.cuts
-    }
-
-    fn lacking_in(&self, calls: &[Call]) -> Lacking {
+    /// The kinds of call `calls` has too few of, in [`Kind`]'s order.
+    fn lacking_in(&self, calls: &[Call]) -> Vec<Kind> {
         let (mut acquisitions, mut register_calls, mut increments) = (0, 0, 0);
         for call in calls {
             match (&call.op, &call.outcome) {
@@ -129,11 +137,14 @@ impl Enough {
                 _ => {}
             }
         }
-        Lacking {
-            acquisitions: acquisitions < self.acquisitions,
-            register_calls: register_calls < self.register_calls,
-            increments: increments < self.increments,
-        }
+        [
+            (acquisitions < self.acquisitions, Kind::Lease),
+            (register_calls < self.register_calls, Kind::Register),
+            (increments < self.increments, Kind::Increment),
+        ]
+        .into_iter()
+        .filter_map(|(short, kind)| short.then_some(kind))
+        .collect()
     }
 }
 
@@ -482,38 +493,34 @@ pub async fn run(config: &Config) -> Result<Run, String> {
         let proxy = proxy.clone();
         tasks.push(tokio::spawn(async move {
             let mut n = 0;
-            let going_on = || {
+            loop {
                 let t = now();
-                t < stop
-                    || (t < longest
-                        && enough
-                            .is_some_and(|e| !e.seen_in(&seen.lock().unwrap(), proxy.resets())))
-            };
-            while going_on() {
-                n += 1;
-                // Past its duration the run goes on for what it lacks, and
-                // makes only those calls: a loaded machine once answered 7
-                // increments in two minutes while leases and registers had
-                // long had their count.
-                let lacking = enough
-                    .filter(|_| now() >= stop)
-                    .map(|e| e.lacking_in(&seen.lock().unwrap()));
-                let mut kind = next(&mut rng) % 100;
-                if let Some(lacking) = lacking {
-                    let wanted = [
-                        (lacking.acquisitions, 0),
-                        (lacking.register_calls, 35),
-                        (lacking.increments, 75),
-                    ];
-                    let wanted: Vec<u64> = wanted.iter().filter(|w| w.0).map(|w| w.1).collect();
-                    if !wanted.is_empty() {
-                        kind = wanted[usize::from(u8::try_from(kind).unwrap_or(0)) % wanted.len()];
+                // Past its duration the run goes on (until `longest`) for
+                // what it lacks, and makes only those calls: a loaded
+                // machine once answered 7 increments in two minutes while
+                // leases and registers had long had their count.
+                let lacking = if t < stop {
+                    Vec::new()
+                } else {
+                    let Some(enough) = enough.filter(|_| t < longest) else {
+                        break;
+                    };
+                    let lacking = enough.lacking_in(&seen.lock().unwrap());
+                    if lacking.is_empty() && proxy.resets() >= enough.cuts {
+                        break;
                     }
-                }
+                    lacking
+                };
+                n += 1;
+                let draw = next(&mut rng) % 100;
+                let kind = match usize::try_from(draw) {
+                    Ok(i) if !lacking.is_empty() => lacking[i % lacking.len()],
+                    _ => Kind::drawn(draw),
+                };
                 match kind {
-                    0..35 => client.lease(&mut rng, n, leases).await,
-                    35..75 => client.register(&mut rng, n, registers).await,
-                    _ => client.increment(&mut rng, counters).await,
+                    Kind::Lease => client.lease(&mut rng, n, leases).await,
+                    Kind::Register => client.register(&mut rng, n, registers).await,
+                    Kind::Increment => client.increment(&mut rng, counters).await,
                 }
                 let pause = next(&mut rng) % 20;
                 tokio::time::sleep(Duration::from_millis(pause)).await;
