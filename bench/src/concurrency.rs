@@ -320,15 +320,13 @@ async fn measure(args: &Args, contenders: &[Contender], stored: usize) -> Res<Va
     let in_process = contenders
         .iter()
         .filter(|c| matches!(c.calls, Calls::Rust(..)));
-    for (c, op) in in_process.flat_map(|c| OPS.map(|op| (c, op))) {
+    let chosen = |op: &&str| args.ops.iter().any(|x| x == op);
+    for (c, op) in in_process.flat_map(|c| OPS.into_iter().filter(chosen).map(move |op| (c, op))) {
         run(c, op, n.min(200), 16, stored, &fresh).await?;
     }
     let mut runs: BTreeMap<(usize, usize, usize), Vec<Run>> = BTreeMap::new();
     for round in 0..args.rounds.max(1) {
-        for (o, op) in OPS.iter().enumerate() {
-            if !args.ops.iter().any(|x| x == op) {
-                continue;
-            }
+        for (o, op) in OPS.iter().enumerate().filter(|(_, op)| chosen(op)) {
             for &in_flight in &args.in_flight {
                 let k = contenders.len();
                 for w in (0..k).map(|i| (i + round) % k) {
@@ -350,6 +348,8 @@ async fn measure(args: &Args, contenders: &[Contender], stored: usize) -> Res<Va
             }
         }
     }
+    let hand = contenders.iter().position(|c| c.name == "hand");
+    let node = contenders.iter().position(|c| c.name == "node");
     let mut rows = Vec::new();
     for (&(o, in_flight, w), rs) in &runs {
         let failed: usize = rs.iter().map(|r| r.failed).sum();
@@ -369,13 +369,11 @@ async fn measure(args: &Args, contenders: &[Contender], stored: usize) -> Res<Va
             "p50_us": quantile(&all, 0.5), "p99_us": quantile(&all, 0.99),
         });
         if matches!(contenders[w].calls, Calls::Rust(_, "lib")) {
-            let hand = contenders.iter().position(|c| c.name == "hand");
             if let Some(hand) = hand.and_then(|h| runs.get(&(o, in_flight, h))) {
                 let q = paired(&per_core(rs), &per_core(hand), |a, b| a / b);
                 row["vs_hand"] = json!([q.q1, q.median, q.q3]);
             }
             // Node at its best concurrency in each round.
-            let node = contenders.iter().position(|c| c.name == "node");
             let best: Vec<f64> = (0..rs.len())
                 .map(|r| {
                     let at =
