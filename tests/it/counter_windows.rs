@@ -208,3 +208,157 @@ async fn every_increment_is_counted_in_exactly_one_window_whatever_the_skew() {
     }
     assert!(report.is_empty(), "{}", report.join("\n"));
 }
+
+/// A quota: a required plan and a counter.
+#[derive(Debug, Clone, PartialEq, BigtableRow)]
+#[bigtable(table = "quotas", family = "q")]
+struct Quota {
+    #[bigtable(key)]
+    user: String,
+    #[ttl(expire_at)]
+    expires_at: DateTime<Utc>,
+    plan: String,
+    #[bigtable(counter)]
+    used: i64,
+}
+
+/// Rewrite row `key`'s `columns` (each with its value) at the expiry `at`
+/// (one-second expiration: a cell's timestamp is its expiry), clearing
+/// each column first, as a writer that knows nothing of window marks does
+/// (an earlier version of this library, another program): the counter's
+/// mark stays where the longer window it replaces put it.
+async fn rewrite_without_mark<T: BigtableRow>(
+    table: &Table<T>,
+    key: &str,
+    at: DateTime<Utc>,
+    columns: &[(&str, Vec<u8>)],
+) {
+    use bigtable_ttl::data::Mutation;
+    let family = T::SCHEMA.families[0];
+    let ts = at.timestamp_millis() * 1000;
+    let mutations = columns
+        .iter()
+        .flat_map(|(qualifier, value)| {
+            [
+                Mutation::delete_from_column(family, qualifier.as_bytes()),
+                Mutation::set_cell(family, qualifier.as_bytes(), ts, value.clone()),
+            ]
+        })
+        .collect();
+    table.raw().mutate_row(key, mutations).await.unwrap();
+}
+
+/// The timestamp of row `key`'s newest cell of column `qualifier`, from a
+/// raw read of every cell stored.
+async fn stored_ts<T: BigtableRow>(table: &Table<T>, key: &str, qualifier: &[u8]) -> Option<i64> {
+    use bigtable_ttl::data::ReadRows;
+    use futures_util::TryStreamExt as _;
+    let rows: Vec<_> = table
+        .raw()
+        .read_rows(ReadRows::keys([key]))
+        .try_collect()
+        .await
+        .unwrap();
+    rows.iter()
+        .flat_map(|r| &r.cells)
+        .filter(|c| c.qualifier == qualifier)
+        .map(|c| c.timestamp_micros)
+        .max()
+}
+
+/// A row whose counter another writer rewrote with a shorter expiry than
+/// its window mark's (the mark of the longer window it replaced) is still
+/// live: an increment counts into it, keeps its expiry and moves its mark
+/// where it belongs; once that expiry passes, the row is gone and the
+/// stale mark keeps nothing of it alive. The increment used to be judged
+/// dead by the later mark and counted again at the mark's instant: here it
+/// answered `NoLiveRow` and deleted the live counter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_counter_rewritten_under_a_longer_window_s_mark_still_counts_in_its_row() {
+    let quotas: Table<Quota> = support::table(&Clock::system()).await;
+    let quota = Quota {
+        user: "ann".into(),
+        expires_at: Utc::now() + TimeDelta::seconds(60),
+        plan: "gold".into(),
+        used: 1,
+    };
+    quotas.put(&quota).await.unwrap();
+    let short = shorter_window();
+    let used = 5i64.to_be_bytes().to_vec();
+    rewrite_without_mark(
+        &quotas,
+        "ann",
+        short,
+        &[("plan", b"silver".to_vec()), ("used", used)],
+    )
+    .await;
+    assert!(stored_ts(&quotas, "ann", b"\0used").await > Some(short.timestamp_micros()));
+
+    let counted = quotas
+        .increment("ann", Quota::USED, 2, LONG)
+        .await
+        .expect("a live row counts");
+    assert_eq!((counted.value, counted.expires_at), (7, short));
+    let got = quotas.get("ann").await.unwrap().expect("still live");
+    assert_eq!((got.plan.as_str(), got.used), ("silver", 7));
+    let mark = stored_ts(&quotas, "ann", b"\0used").await;
+    assert_eq!(
+        mark,
+        Some(short.timestamp_micros() - 1_000),
+        "the mark moved to its window"
+    );
+
+    // What must go: past the shorter expiry, nothing of the row is live.
+    sleep_past(short).await;
+    assert_eq!(quotas.get("ann").await.unwrap(), None);
+    assert!(matches!(
+        quotas.increment("ann", Quota::USED, 1, LONG).await,
+        Err(Error::NoLiveRow { .. })
+    ));
+}
+
+/// The same for a struct of counters alone: the increment used to replace
+/// the live count with a new window holding the increment alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_counter_rewritten_under_a_longer_window_s_mark_still_counts_in_its_window() {
+    let limits: Table<Limit> = support::table(&Clock::system()).await;
+    limits.increment("ann", Limit::HITS, 1, LONG).await.unwrap();
+    let short = shorter_window();
+    rewrite_without_mark(
+        &limits,
+        "ann",
+        short,
+        &[("hits", 5i64.to_be_bytes().to_vec())],
+    )
+    .await;
+    assert!(stored_ts(&limits, "ann", b"\0hits").await > Some(short.timestamp_micros()));
+
+    let counted = limits.increment("ann", Limit::HITS, 2, LONG).await.unwrap();
+    assert_eq!((counted.value, counted.expires_at), (7, short));
+    let mark = stored_ts(&limits, "ann", b"\0hits").await;
+    assert_eq!(
+        mark,
+        Some(short.timestamp_micros() - 1_000),
+        "the mark moved to its window"
+    );
+
+    // What must go: past the shorter expiry, a new window.
+    sleep_past(short).await;
+    let counted = limits.increment("ann", Limit::HITS, 1, LONG).await.unwrap();
+    assert_eq!(counted.value, 1, "a new window, nothing of the old count");
+    assert!(counted.expires_at > short + TimeDelta::seconds(50));
+}
+
+/// The longer window's TTL, and the expiry of the shorter one that
+/// replaces it (a whole millisecond, as a cell's timestamp holds it).
+const LONG: Expiry = Expiry::Ttl(TimeDelta::seconds(60));
+
+fn shorter_window() -> DateTime<Utc> {
+    let at = Utc::now() + TimeDelta::milliseconds(2500);
+    DateTime::from_timestamp_millis(at.timestamp_millis()).unwrap()
+}
+
+async fn sleep_past(at: DateTime<Utc>) {
+    let wait = (at - Utc::now()).to_std().unwrap_or_default();
+    tokio::time::sleep(wait + Duration::from_millis(300)).await;
+}

@@ -46,6 +46,16 @@
 //! window's expiry ever moves. The derive refuses counters under a default
 //! TTL, where no timestamp a counter could carry survives an increment.
 //!
+//! A mark can also be another window's: a writer that rewrote the counter
+//! with a shorter expiry and not its mark (an earlier version of this
+//! library, another program) leaves the mark of the longer window it
+//! replaced. An increment keeps both timestamps then, the mark the later
+//! by more than a dead stamp's two clock readings can be apart; while the
+//! counter's timestamp is still ahead of the table's clock after the
+//! answer, the server cannot have stamped it with its now (unless its
+//! clock is ahead of the table's), so the increment was counted in the
+//! counter's live window, and the mark is written where it belongs.
+//!
 //! The server stamps each rule of a `ReadModifyWriteRow` with its own now
 //! (`bttest/inmem.go` reads the clock per rule), so the counter's and the
 //! mark's may straddle the expiry. The counter's rule comes first: the
@@ -249,10 +259,14 @@ pub(crate) fn landed<T: BigtableRow>(
             },
         )
     })?;
-    if count.timestamp_micros <= mark {
-        // Both stamped with the server's now: the window was over.
+    let client_now = millis_floor(client_now)?;
+    if count.timestamp_micros <= mark && !stale_mark(count.timestamp_micros, mark, client_now) {
+        // Both stamped with the server's now: the window was over. The
+        // mark's stamp is the server's later clock reading, unless the
+        // mark kept a later timestamp of its own.
+        let server_now = mark.min(count.timestamp_micros + STAMP_STRADDLE_MICROS);
         return Ok(Landed::Dead {
-            now: mark.max(millis_floor(client_now)?),
+            now: server_now.max(client_now),
         });
     }
     // Counted in the live window, whatever the table's clock says now: the
@@ -275,6 +289,25 @@ pub(crate) fn landed<T: BigtableRow>(
         counter_ts: count.timestamp_micros,
         marked: mark == count.timestamp_micros - MARK_LEAD_MICROS,
     })
+}
+
+/// How far apart the server's clock readings for the two rules of one
+/// increment can be: a counter and a mark stamped with the server's now
+/// are at most this far apart (the emulator reads its clock once a rule;
+/// a few microseconds, up to a pause between the two).
+const STAMP_STRADDLE_MICROS: i64 = 5_000;
+
+/// Whether an increment's answer shows a counter that kept its own
+/// timestamp under a mark of another, longer window, rather than two
+/// dead stamps: the mark is later than the counter by more than the two
+/// rules' clock readings can be apart, and the counter's timestamp is
+/// after `client_now`, the table's clock after the answer, so the server
+/// did not stamp it with its now (unless its clock is ahead of the
+/// table's). Such a mark is left by a writer that rewrote the counter with
+/// a shorter expiry and not its mark (an earlier version, another
+/// program); the increment was counted in the counter's live window.
+fn stale_mark(counter_ts: i64, mark_ts: i64, client_now: i64) -> bool {
+    mark_ts > counter_ts + STAMP_STRADDLE_MICROS && counter_ts > client_now
 }
 
 /// The mutations counting `by` into `counter` of a live row whose
@@ -317,7 +350,13 @@ pub(crate) fn without_dead_stamps<T: BigtableRow>(
     else {
         return cells;
     };
-    cells.retain(|c| !(in_column(c, column.qualifier.as_bytes()) && c.timestamp_micros <= mark_ts));
+    // A mark later than the counter by more than a dead stamp's straddle
+    // is another, longer window's (see `stale_mark`): the counter is live.
+    cells.retain(|c| {
+        !(in_column(c, column.qualifier.as_bytes())
+            && c.timestamp_micros <= mark_ts
+            && mark_ts <= c.timestamp_micros + STAMP_STRADDLE_MICROS)
+    });
     cells
 }
 
