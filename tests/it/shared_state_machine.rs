@@ -1285,6 +1285,7 @@ impl<'t> Run<'t> {
                 let (update, column, bytes) = S::set(t.update(id.as_str()), seed);
                 let written = update.apply().await;
                 self.updated(
+                    S::WHO,
                     key,
                     written,
                     &at_horizon,
@@ -1300,6 +1301,7 @@ impl<'t> Run<'t> {
                 };
                 let written = update.apply().await;
                 self.updated(
+                    S::WHO,
                     key,
                     written,
                     &at_horizon,
@@ -1373,6 +1375,7 @@ impl<'t> Run<'t> {
     #[allow(clippy::too_many_arguments)]
     fn updated(
         &mut self,
+        who: Who,
         key: usize,
         written: Result<Option<bigtable_ttl::Written>, Error>,
         at_horizon: &Seen,
@@ -1395,6 +1398,20 @@ impl<'t> Run<'t> {
                 self.note("   updated");
             }
             (Ok(None), Seen::Absent | Seen::Incomplete(_), _) => self.note("   no live row"),
+            // Clearing the last visible field of a struct whose marker does
+            // not make a row (it has a counter) would leave nothing a read
+            // shows: refused, nothing written (`Error::UpdateLeavesNoRow`).
+            (Err(Error::UpdateLeavesNoRow(_)), Seen::Live { .. }, _) if bytes.is_none() => {
+                let mut after = self.cells[key].clone();
+                after.remove(&at(F, column.as_bytes()));
+                let counter = who.shape().columns.iter().any(|c| c.kind == Kind::Counter);
+                let left = judge(who, &after, self.now());
+                ensure!(
+                    counter && left == Seen::Absent,
+                    "{how} was refused as leaving no row; the model's row after it: {left:?}"
+                );
+                self.note("   refused: it would leave no row");
+            }
             (got, expected, _) => {
                 return Err(format!(
                     "{how}: {got:?}, the model's row at the horizon: {expected:?}"
@@ -1613,4 +1630,34 @@ fn structs_sharing_a_family_and_rows_each_see_only_their_own() {
         incomplete.load(Ordering::Relaxed),
         collected.load(Ordering::Relaxed)
     );
+}
+
+/// A case the random runs found: another client's `badge` is the only
+/// field of a `Stats` row (a counter and an option, no marker); clearing it
+/// would leave no row a read shows (a counter's struct is not kept by its
+/// marker), so the update is refused, and the model must say the same.
+#[test]
+fn clearing_the_last_field_of_a_row_of_a_counter_s_struct_is_refused() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let tables = rt.block_on(Tables::new());
+    let key = KEYS.iter().position(|k| *k == "acct#0").expect("a key");
+    let ops = [
+        Op::Raw {
+            key,
+            column: "badge",
+            ttl: 5_000,
+            seed: 0,
+        },
+        Op::Clear {
+            who: Who::Stats,
+            key,
+        },
+    ];
+    let mut run = Run::new(&tables, "found0000".to_owned());
+    if let Err(e) = rt.block_on(run.sequence(&ops)) {
+        panic!("{e}");
+    }
 }
