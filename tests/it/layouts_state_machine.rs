@@ -600,8 +600,16 @@ impl<'c> Case<'c> {
         let id = KEYS[k];
         let now = self.now();
         let at_h = judge(shape, &self.cells[k], now + HORIZON_MS);
-        // As a rewrite judges it: map entries left out.
-        let rewritten_h = model::judge_rewrite(shape, &self.cells[k], now + HORIZON_MS);
+        // As a rewrite judges it: map entries left out; a row that is
+        // another struct's now is not this struct's, whatever it is at
+        // the horizon (that marker may expire in flight).
+        let rewritten_h = if model::own_marker(shape, &self.cells[k], now).is_none()
+            && model::foreign_marker(shape, &self.cells[k], now)
+        {
+            (Seen::Absent, None)
+        } else {
+            model::judge_rewrite(shape, &self.cells[k], now + HORIZON_MS)
+        };
         let at_now = judge(shape, &self.cells[k], now).0;
         let h = &self.handles[w];
         // Columns a condition or an update can name: not a counter's.

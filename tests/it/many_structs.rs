@@ -1013,3 +1013,88 @@ async fn add_markers_never_adopts_another_structs_rows_from_before_markers() {
         memo
     );
 }
+
+/// A lease and the notes another program writes beside it, in one family.
+mod handover {
+    use bigtable_ttl::BigtableRow;
+    use chrono::{DateTime, Utc};
+
+    #[derive(Debug, Clone, PartialEq, BigtableRow)]
+    #[bigtable(table = "handover", family = "h")]
+    pub struct Lease {
+        #[bigtable(key)]
+        pub id: String,
+        #[ttl(expire_at)]
+        pub until: DateTime<Utc>,
+        pub holder: String,
+    }
+
+    #[derive(Debug, Clone, PartialEq, BigtableRow)]
+    #[bigtable(table = "handover", family = "h")]
+    pub struct Note {
+        #[bigtable(key)]
+        pub id: String,
+        #[ttl(expire_at)]
+        pub until: DateTime<Utc>,
+        pub text: Option<String>,
+    }
+}
+
+/// A row that carries another struct's marker now is not this struct's,
+/// even when that marker expires before the write's horizon: an update or
+/// a re-time judged it at the horizon alone, answered `Some` and wrote,
+/// while a `get` right after still found no row (found by the
+/// shared-family state machine). Once the marker has expired, the row is
+/// this struct's by its columns, and both write.
+#[tokio::test]
+async fn a_marker_expiring_before_the_horizon_hands_no_row_over() {
+    use bigtable_ttl::data::Mutation;
+    use handover::{Lease, Note};
+    let clock = Clock::manual_at_now();
+    let leases = support::table::<Lease>(&clock).await;
+    let notes =
+        Table::<Note>::new(support::connection_to(leases.connection())).with_clock(clock.clone());
+    let now = clock.now();
+    let key = "k".to_owned();
+    leases
+        .put(&Lease {
+            id: key.clone(),
+            until: now + TimeDelta::milliseconds(500),
+            holder: "ann".into(),
+        })
+        .await
+        .unwrap();
+    // Another program's note, no marker, for an hour.
+    let ts = (now + TimeDelta::hours(1)).timestamp_millis() * 1000;
+    let text = Mutation::set_cell("h", "text", ts, "hi");
+    leases
+        .raw()
+        .mutate_row(key.as_str(), vec![text])
+        .await
+        .unwrap();
+
+    assert_eq!(notes.get(&key).await.unwrap(), None, "the lease's row now");
+    let x = "x".to_owned();
+    let set = notes.update(&key).set(Note::TEXT, &x).apply().await;
+    assert_eq!(set.unwrap(), None);
+    assert_eq!(
+        notes
+            .touch(&key, TimeDelta::hours(2), TimeDelta::hours(3))
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(notes.get(&key).await.unwrap(), None, "nothing was written");
+
+    clock.advance(TimeDelta::seconds(1));
+    let note = notes
+        .get(&key)
+        .await
+        .unwrap()
+        .expect("the note's row by its column");
+    assert_eq!(note.text.as_deref(), Some("hi"));
+    let set = notes.update(&key).set(Note::TEXT, &x).apply().await;
+    assert!(set.unwrap().is_some());
+    let note = notes.get(&key).await.unwrap().unwrap();
+    assert_eq!(note.text.as_deref(), Some("x"));
+}

@@ -1349,7 +1349,10 @@ impl<'t> Run<'t> {
                         }
                         self.note(format_args!("   {touched:?}"));
                     }
-                    (Ok(None), Seen::Absent | Seen::Incomplete(_), _) => {
+                    // Another struct's row now (its marker may expire
+                    // before the horizon): not this struct's.
+                    (Ok(None), Seen::Absent | Seen::Incomplete(_), _)
+                    | (Ok(None), _, Seen::Absent) => {
                         self.note("   no live row");
                     }
                     (got, expected, _) => {
@@ -1397,7 +1400,11 @@ impl<'t> Run<'t> {
                 }
                 self.note("   updated");
             }
-            (Ok(None), Seen::Absent | Seen::Incomplete(_), _) => self.note("   no live row"),
+            // Not live at the horizon, or another struct's row now (its
+            // marker may expire before the horizon): no row to update.
+            (Ok(None), Seen::Absent | Seen::Incomplete(_), _) | (Ok(None), _, Seen::Absent) => {
+                self.note("   no live row");
+            }
             // Clearing the last visible field of a struct whose marker does
             // not make a row (it has a counter) would leave nothing a read
             // shows: refused, nothing written (`Error::UpdateLeavesNoRow`).

@@ -236,7 +236,16 @@ impl<T: BigtableRow> Table<T> {
             // write's time starts after the read, which may take longer
             // than the horizon on a large row or a loaded machine.
             let (cut, horizon) = self.horizon(now);
-            let row = RowCells::of(T::SCHEMA, &cells, horizon);
+            let claimed = RowCells::of(T::SCHEMA, &cells, now);
+            let row = if claimed.foreign_marker() && !claimed.marked() {
+                // Another struct's row now: not this struct's, though that
+                // marker may expire before the horizon (a marker expiring
+                // in flight hands no row over; a read right after the
+                // answer would still find the other struct's row).
+                claimed
+            } else {
+                RowCells::of(T::SCHEMA, &cells, horizon)
+            };
             let (m, pin, context) = match plan(&row, now)? {
                 Round::Done(answer) => return Ok(answer),
                 Round::Write(m, pin, context) => (m, pin, context),
