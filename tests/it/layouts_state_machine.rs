@@ -695,7 +695,11 @@ impl<'c> Case<'c> {
                     column.qualifier
                 );
                 let at = now + ttl;
+                // Judged at the horizon, of a row not another struct's now.
+                let theirs_now = model::own_marker(shape, &self.cells[k], now).is_none()
+                    && model::foreign_marker(shape, &self.cells[k], now);
                 let holds = at_h.0.is_live()
+                    && !theirs_now
                     && model::newest_visible(
                         &self.cells[k],
                         column.family,

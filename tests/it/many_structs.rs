@@ -1041,11 +1041,11 @@ mod handover {
 }
 
 /// A row that carries another struct's marker now is not this struct's,
-/// even when that marker expires before the write's horizon: an update or
-/// a re-time judged it at the horizon alone, answered `Some` and wrote,
-/// while a `get` right after still found no row (found by the
-/// shared-family state machine). Once the marker has expired, the row is
-/// this struct's by its columns, and both write.
+/// even when that marker expires before the write's horizon: an update, a
+/// re-time or a `put_if` judged it at the horizon alone, answered `Some`
+/// and wrote, while a `get` right after still found no row of its struct
+/// (found by the shared-family state machine). Once the marker has
+/// expired, the row is this struct's by its columns, and they write.
 #[tokio::test]
 async fn a_marker_expiring_before_the_horizon_hands_no_row_over() {
     use bigtable_ttl::data::Mutation;
@@ -1084,6 +1084,17 @@ async fn a_marker_expiring_before_the_horizon_hands_no_row_over() {
             .unwrap(),
         None
     );
+    let hi = "hi".to_owned();
+    let note = Note {
+        id: key.clone(),
+        until: now + TimeDelta::hours(2),
+        text: Some("y".into()),
+    };
+    assert_eq!(
+        notes.put_if(&note, Note::TEXT.equals(&hi)).await.unwrap(),
+        None
+    );
+    assert!(!notes.delete_if(&key, Note::TEXT.equals(&hi)).await.unwrap());
     assert_eq!(notes.get(&key).await.unwrap(), None, "nothing was written");
 
     clock.advance(TimeDelta::seconds(1));

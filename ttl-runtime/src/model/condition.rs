@@ -151,6 +151,20 @@ impl<T: BigtableRow> Condition<T> {
         ]);
         Ok(and(vec![live_row(T::SCHEMA, now), field]))
     }
+
+    /// The predicate of a write judged at `horizon` (`put_if`): the
+    /// condition holds there, of a row that is not another struct's at
+    /// `now` (a marker expiring in flight hands no row over).
+    pub(crate) fn predicate_for_write(
+        &self,
+        now: DateTime<Utc>,
+        horizon: DateTime<Utc>,
+    ) -> Result<RowFilter> {
+        Ok(and(vec![
+            not(another_structs_row(T::SCHEMA, now)),
+            self.predicate(horizon)?,
+        ]))
+    }
 }
 
 /// Matches when column `family:qualifier` has a cell visible at `now` under

@@ -259,7 +259,7 @@ impl<T: BigtableRow> Table<T> {
                 let now = self.clock().now();
                 let m = builder.build_checked(self.name(), now)?;
                 let (cut, horizon) = this.horizon(now);
-                let predicate = condition.predicate(horizon)?;
+                let predicate = condition.predicate_for_write(now, horizon)?;
                 let checked = cut
                     .check_and_mutate(&m.row_key, predicate, m.mutations.clone(), Vec::new())
                     .await?;
