@@ -303,26 +303,21 @@ async fn a_lost_increment_is_outcome_unknown_never_resent() {
         .unwrap();
     let one_increment = proxy.client_bytes() - before;
     // A conditional write that never matches, sent twice: the second is
-    // measured (the first warms the connection's header table up).
+    // measured (the first warms the connection's header table up). A
+    // conditional delete: its predicate, a live row and a column's value,
+    // is the creation step's size or less (a `put_if` also checks the row
+    // is no other struct's, and outgrew it).
     let limits = &limits;
-    let probe = || {
-        let row = RateLimit {
-            user: key.0.clone(),
-            hour: key.1,
-            expires_at: clock.now() + TimeDelta::hours(1),
-            hits: 0,
-        };
-        async move {
-            limits
-                .put_if(&row, RateLimit::HITS.equals(-1))
-                .await
-                .unwrap()
-        }
+    let probe = || async {
+        limits
+            .delete_if(&key, RateLimit::HITS.equals(-1))
+            .await
+            .unwrap()
     };
     probe().await;
     let before = proxy.client_bytes();
     let missed = probe().await;
-    assert!(missed.is_none());
+    assert!(!missed);
     let check_and_mutate = proxy.client_bytes() - before;
     println!(
         "an increment sends {one_increment} bytes; a CheckAndMutateRow about {check_and_mutate}"
