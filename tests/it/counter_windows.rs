@@ -248,19 +248,11 @@ async fn rewrite_without_mark<T: BigtableRow>(
     table.raw().mutate_row(key, mutations).await.unwrap();
 }
 
-/// The timestamp of row `key`'s newest cell of column `qualifier`, from a
-/// raw read of every cell stored.
+/// The timestamp of row `key`'s newest stored cell of column `qualifier`.
 async fn stored_ts<T: BigtableRow>(table: &Table<T>, key: &str, qualifier: &[u8]) -> Option<i64> {
-    use bigtable_ttl::data::ReadRows;
-    use futures_util::TryStreamExt as _;
-    let rows: Vec<_> = table
-        .raw()
-        .read_rows(ReadRows::keys([key]))
-        .try_collect()
+    support::stored_cells(table, key)
         .await
-        .unwrap();
-    rows.iter()
-        .flat_map(|r| &r.cells)
+        .iter()
         .filter(|c| c.qualifier == qualifier)
         .map(|c| c.timestamp_micros)
         .max()

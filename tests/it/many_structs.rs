@@ -1048,7 +1048,6 @@ mod handover {
 /// expired, the row is this struct's by its columns, and they write.
 #[tokio::test]
 async fn a_marker_expiring_before_the_horizon_hands_no_row_over() {
-    use bigtable_ttl::data::Mutation;
     use handover::{Lease, Note};
     let clock = Clock::manual_at_now();
     let leases = support::table::<Lease>(&clock).await;
@@ -1066,12 +1065,7 @@ async fn a_marker_expiring_before_the_horizon_hands_no_row_over() {
         .unwrap();
     // Another program's note, no marker, for an hour.
     let ts = (now + TimeDelta::hours(1)).timestamp_millis() * 1000;
-    let text = Mutation::set_cell("h", "text", ts, "hi");
-    leases
-        .raw()
-        .mutate_row(key.as_str(), vec![text])
-        .await
-        .unwrap();
+    support::raw_set(leases.raw(), &key, "h", b"text", ts, b"hi").await;
 
     assert_eq!(notes.get(&key).await.unwrap(), None, "the lease's row now");
     let x = "x".to_owned();
