@@ -23,7 +23,7 @@ use crate::model::scan::resume_request;
 use crate::wire::builtin_metrics::{scoped, Method, Rpc};
 use crate::wire::cause::reason_and_source;
 use crate::wire::channel::DataChannel;
-use crate::wire::chunk::Response;
+use crate::wire::chunk::Message;
 use crate::wire::cookies::RoutingCookies;
 use crate::wire::merge::{MergedRow, RowMerger};
 use crate::wire::read_error::ReadError;
@@ -158,7 +158,7 @@ struct ReadState {
     /// The request as first made, for resuming.
     base: ReadRowsRequest,
     request: Option<ReadRowsRequest>,
-    response: Option<tonic::Streaming<Response>>,
+    response: Option<tonic::Streaming<Message>>,
     /// Routing cookies the server handed this read, sent on its retries.
     cookies: RoutingCookies,
     /// When the attempt under way must have brought its first response
@@ -363,7 +363,7 @@ impl ReadState {
             Some(Ok(Some(message))) => {
                 self.first_response_by = None;
                 self.rpc.first_response();
-                if self.merger.feed_response(message, &mut self.ready)? {
+                if self.merger.feed_message(&message, &mut self.ready)? {
                     self.progressed();
                 }
                 if self.limit_reached() {

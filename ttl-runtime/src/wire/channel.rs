@@ -23,7 +23,7 @@ use crate::model::proto::{
 };
 use crate::wire::answer::AnswerCodec;
 use crate::wire::builtin_metrics::{Method, Rpc};
-use crate::wire::chunk::{ReadRowsCodec, Response};
+use crate::wire::chunk::{Message, ReadRowsCodec};
 use tonic_prost::ProstCodec;
 
 use crate::wire::codec::{EncodedBatch, MutateRowsBody, MutateRowsCodec};
@@ -249,14 +249,14 @@ impl DataChannel {
     }
 
     /// One `ReadRows` call with the operation's `cookies` (and those of the
-    /// response's headers learnt into them); each response message comes as
-    /// the cell chunks it holds, sharing its buffer (see [`super::chunk`]).
+    /// response's headers learnt into them); each response message comes
+    /// whole, for the merger to read in place (see [`super::chunk`]).
     /// The caller learns the cookies of an error that ends the stream.
     pub(crate) async fn read_rows(
         &self,
         mut request: ReadRowsRequest,
         cookies: &mut RoutingCookies,
-    ) -> Result<tonic::Streaming<Response>, tonic::Status> {
+    ) -> Result<tonic::Streaming<Message>, tonic::Status> {
         request.app_profile_id = self.app_profile.to_string();
         let table_name = request.table_name.clone();
         let mut request = self.request(request, &table_name, None, cookies).await?;

@@ -2,16 +2,18 @@
 //! qualifier and value are slices of the received message, not copies.
 //!
 //! prost decodes a `CellChunk` into a fresh `Vec<u8>` or `String` per field,
-//! so a scan of small cells spends its time in malloc, memmove and free. The
-//! fields the merger keeps are slices here; only a split cell value (one
-//! spread over several chunks) is ever copied, by the merger.
+//! so a scan of small cells spends its time in malloc, memmove and free.
+//! Here a chunk is read as a [`ChunkRef`] borrowing the message and handed
+//! straight to the merger ([`for_each_chunk`]): no chunk list is made, and
+//! the merger shares with the message only what it keeps (a row's key, a
+//! cell's qualifier and value). Only a split cell value (one spread over
+//! several chunks) is ever copied, by the merger.
 
 use std::ops::Range;
 
-use crate::model::proto::{
-    read_rows_response::{cell_chunk::RowStatus, CellChunk},
-    ReadRowsRequest,
-};
+#[cfg(test)]
+use crate::model::proto::read_rows_response::{cell_chunk::RowStatus, CellChunk};
+use crate::model::proto::ReadRowsRequest;
 use bytes::{Buf, Bytes};
 use tonic::codec::{Codec, DecodeBuf, Decoder};
 use tonic_prost::ProstEncoder;
@@ -30,15 +32,30 @@ pub(crate) enum ChunkStatus {
     Commit,
 }
 
-/// One `ReadRowsResponse.CellChunk`, its byte fields sharing the message's
-/// buffer. Labels are not kept (no reader uses them), only whether there
+/// One `ReadRowsResponse.CellChunk` as read, its byte fields borrowing the
+/// message. Labels are not kept (no reader uses them), only whether there
 /// were any: where the contract allows none.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct Chunk {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct ChunkRef<'a> {
     /// Empty when not set.
-    pub(crate) row_key: Bytes,
+    pub(crate) row_key: &'a [u8],
     /// The `StringValue`'s bytes. Not yet checked as UTF-8: the merger checks
     /// a name only when it starts a new family, once per family and row.
+    pub(crate) family: Option<&'a [u8]>,
+    pub(crate) qualifier: Option<&'a [u8]>,
+    pub(crate) timestamp_micros: i64,
+    pub(crate) value: &'a [u8],
+    pub(crate) value_size: i32,
+    pub(crate) labels: bool,
+    pub(crate) status: ChunkStatus,
+}
+
+/// A [`ChunkRef`] that owns its bytes: what the tests build chunks from
+/// and compare decoded chunks with.
+#[cfg(test)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Chunk {
+    pub(crate) row_key: Bytes,
     pub(crate) family: Option<Bytes>,
     pub(crate) qualifier: Option<Bytes>,
     pub(crate) timestamp_micros: i64,
@@ -48,8 +65,39 @@ pub(crate) struct Chunk {
     pub(crate) status: ChunkStatus,
 }
 
-/// Moves prost's buffers into the chunk (`Bytes::from` a `Vec` or `String`
-/// takes the allocation over).
+#[cfg(test)]
+impl Chunk {
+    /// The chunk as the merger reads it.
+    pub(crate) fn as_ref(&self) -> ChunkRef<'_> {
+        ChunkRef {
+            row_key: &self.row_key,
+            family: self.family.as_deref(),
+            qualifier: self.qualifier.as_deref(),
+            timestamp_micros: self.timestamp_micros,
+            value: &self.value,
+            value_size: self.value_size,
+            labels: self.labels,
+            status: self.status,
+        }
+    }
+
+    /// `chunk`, its bytes shared with `message`, which holds them.
+    fn sharing(message: &Bytes, chunk: ChunkRef<'_>) -> Self {
+        Self {
+            row_key: message.slice_ref(chunk.row_key),
+            family: chunk.family.map(|f| message.slice_ref(f)),
+            qualifier: chunk.qualifier.map(|q| message.slice_ref(q)),
+            timestamp_micros: chunk.timestamp_micros,
+            value: message.slice_ref(chunk.value),
+            value_size: chunk.value_size,
+            labels: chunk.labels,
+            status: chunk.status,
+        }
+    }
+}
+
+/// prost's chunk as the merger's tests write them.
+#[cfg(test)]
 impl From<CellChunk> for Chunk {
     fn from(chunk: CellChunk) -> Self {
         Self {
@@ -94,23 +142,67 @@ const WRAPPED_VALUE: u32 = 1;
 /// Its key: field 1, length-delimited.
 const WRAPPED_VALUE_KEY: u8 = 0x0A;
 
-/// One `ReadRowsResponse` as the library reads it: its chunks, and the
-/// key the server scanned up to without a row to send
-/// (`last_scanned_row_key`, empty when not set), the resumption point a
-/// retry may start after.
+/// One `ReadRowsResponse` message as received, whole: the merger reads
+/// its chunks in place ([`crate::wire::merge::RowMerger::feed_message`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Message(pub(crate) Bytes);
+
+/// One `ReadRowsResponse` decoded into owned chunks, and the key the
+/// server scanned up to without a row to send (`last_scanned_row_key`,
+/// empty when not set): what the merger's tests feed it.
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct Response {
     pub(crate) chunks: Vec<Chunk>,
     pub(crate) last_scanned_row_key: Bytes,
 }
 
-/// Append the chunks of one encoded `ReadRowsResponse` to `out`.
+/// Why reading a message's chunks stopped.
+#[derive(Debug)]
+pub(crate) enum Stop<E> {
+    /// The message is not a `ReadRowsResponse`.
+    Malformed(DecodeError),
+    /// The chunk's reader refused it.
+    Chunk(E),
+}
+
+/// Hand each chunk of one encoded `ReadRowsResponse` to `each`, in order,
+/// as it is read; the message's `last_scanned_row_key` comes back (empty
+/// when it has none).
 ///
 /// Decodes as prost would (unknown fields skipped, the last of a repeated
 /// scalar field wins, a repeated wrapper message merged into the first),
 /// except that the family name's UTF-8 is left to the merger and the
-/// skipped fields (labels, request stats) are not decoded. On error, `out`
-/// may hold some of the message's chunks; the message as a whole is invalid.
+/// skipped fields (labels, request stats) are not decoded. A malformed
+/// message stops where it breaks: the chunks before it were handed over,
+/// and the message as a whole is invalid.
+pub(crate) fn for_each_chunk<'a, E>(
+    message: &'a [u8],
+    mut each: impl FnMut(ChunkRef<'a>) -> Result<(), E>,
+) -> Result<&'a [u8], Stop<E>> {
+    let mut last_scanned: &[u8] = &[];
+    let mut fields = Fields::new(message, 0..message.len());
+    while let Some((tag, wire_type)) = fields.key().map_err(Stop::Malformed)? {
+        match tag {
+            response::CHUNKS => {
+                let body = fields.delimited(wire_type).map_err(Stop::Malformed)?;
+                let chunk = decode_chunk(message, body).map_err(Stop::Malformed)?;
+                each(chunk).map_err(Stop::Chunk)?;
+            }
+            response::LAST_SCANNED_ROW_KEY => {
+                last_scanned = fields.bytes(wire_type).map_err(Stop::Malformed)?;
+            }
+            response::REQUEST_STATS => {
+                fields.delimited(wire_type).map_err(Stop::Malformed)?;
+            }
+            _ => fields.skip(tag, wire_type).map_err(Stop::Malformed)?,
+        }
+    }
+    Ok(last_scanned)
+}
+
+/// Append the chunks of one encoded `ReadRowsResponse` to `out`, sharing
+/// its bytes ([`for_each_chunk`]).
 #[cfg(test)]
 pub(crate) fn decode_response(message: &Bytes, out: &mut Vec<Chunk>) -> Result<(), ReadError> {
     decode_response_into(message, out, &mut Bytes::new())
@@ -118,47 +210,37 @@ pub(crate) fn decode_response(message: &Bytes, out: &mut Vec<Chunk>) -> Result<(
 
 /// [`decode_response`], and the message's `last_scanned_row_key` into
 /// `last_scanned` (left as it is when the message has none).
+#[cfg(test)]
 pub(crate) fn decode_response_into(
     message: &Bytes,
     out: &mut Vec<Chunk>,
     last_scanned: &mut Bytes,
 ) -> Result<(), ReadError> {
-    decode_fields(message, out, last_scanned).map_err(malformed)
-}
-
-fn decode_fields(
-    message: &Bytes,
-    out: &mut Vec<Chunk>,
-    last_scanned: &mut Bytes,
-) -> Result<(), DecodeError> {
-    let mut fields = Fields::new(message, 0..message.len());
-    while let Some((tag, wire_type)) = fields.key()? {
-        match tag {
-            response::CHUNKS => {
-                let body = fields.delimited(wire_type)?;
-                out.push(decode_chunk(message, body)?);
-            }
-            response::LAST_SCANNED_ROW_KEY => *last_scanned = fields.bytes(wire_type)?,
-            response::REQUEST_STATS => {
-                fields.delimited(wire_type)?;
-            }
-            _ => fields.skip(tag, wire_type)?,
-        }
+    let scanned = for_each_chunk(message, |chunk| {
+        out.push(Chunk::sharing(message, chunk));
+        Ok::<(), ReadError>(())
+    })
+    .map_err(|stop| match stop {
+        Stop::Malformed(e) => malformed(e),
+        Stop::Chunk(e) => e,
+    })?;
+    if !scanned.is_empty() {
+        *last_scanned = message.slice_ref(scanned);
     }
     Ok(())
 }
 
-fn decode_chunk(message: &Bytes, body: Range<usize>) -> Result<Chunk, DecodeError> {
-    let mut chunk = Chunk::default();
+fn decode_chunk(message: &[u8], body: Range<usize>) -> Result<ChunkRef<'_>, DecodeError> {
+    let mut chunk = ChunkRef::default();
     let mut fields = Fields::new(message, body);
     while let Some((tag, wire_type)) = fields.key()? {
         match tag {
             cell_chunk::ROW_KEY => chunk.row_key = fields.bytes(wire_type)?,
             cell_chunk::FAMILY_NAME => {
-                chunk.family = Some(fields.wrapped(wire_type, chunk.family.take())?);
+                chunk.family = Some(fields.wrapped(wire_type, chunk.family)?);
             }
             cell_chunk::QUALIFIER => {
-                chunk.qualifier = Some(fields.wrapped(wire_type, chunk.qualifier.take())?);
+                chunk.qualifier = Some(fields.wrapped(wire_type, chunk.qualifier)?);
             }
             cell_chunk::TIMESTAMP_MICROS => {
                 chunk.timestamp_micros = int64(fields.varint(wire_type)?);
@@ -207,12 +289,13 @@ fn int32(varint: u64) -> i32 {
     varint as i32
 }
 
-fn malformed(error: impl std::fmt::Display) -> ReadError {
+/// A message that does not decode, as the read reports it.
+pub(crate) fn malformed(error: impl std::fmt::Display) -> ReadError {
     ReadError::Protocol(error.to_string())
 }
 
 /// The fields of one (sub)message of `message`, read from `pos` up to
-/// `end`; a field's bytes come out as `message.slice(..)`, so nothing is
+/// `end`; a field's bytes come out as slices of `message`, so nothing is
 /// copied. `pos <= end <= message.len()` always.
 ///
 /// Its steps fail with the small [`DecodeError`], not [`ReadError`]: a
@@ -221,13 +304,13 @@ fn malformed(error: impl std::fmt::Display) -> ReadError {
 /// byte (almost every key and length of a chunk) are read in place; the
 /// general rule is [`decode_varint`]'s.
 struct Fields<'a> {
-    message: &'a Bytes,
+    message: &'a [u8],
     pos: usize,
     end: usize,
 }
 
 impl<'a> Fields<'a> {
-    fn new(message: &'a Bytes, range: Range<usize>) -> Self {
+    fn new(message: &'a [u8], range: Range<usize>) -> Self {
         Self {
             message,
             pos: range.start,
@@ -304,9 +387,9 @@ impl<'a> Fields<'a> {
     }
 
     #[inline]
-    fn bytes(&mut self, wire_type: WireType) -> Result<Bytes, DecodeError> {
+    fn bytes(&mut self, wire_type: WireType) -> Result<&'a [u8], DecodeError> {
         let range = self.delimited(wire_type)?;
-        Ok(self.message.slice(range))
+        Ok(&self.message[range])
     }
 
     /// A `StringValue` or `BytesValue`'s value. A wrapper sent twice is one
@@ -314,18 +397,19 @@ impl<'a> Fields<'a> {
     fn wrapped(
         &mut self,
         wire_type: WireType,
-        merged: Option<Bytes>,
-    ) -> Result<Bytes, DecodeError> {
+        merged: Option<&'a [u8]>,
+    ) -> Result<&'a [u8], DecodeError> {
         let body = self.delimited(wire_type)?;
+        let message = self.message;
         // What a server sends: the value alone, its key and length one
         // byte each.
-        if let [WRAPPED_VALUE_KEY, len, ..] = self.message[body.clone()] {
+        if let [WRAPPED_VALUE_KEY, len, ..] = message[body.clone()] {
             if usize::from(len) + 2 == body.len() {
-                return Ok(self.message.slice(body.start + 2..body.end));
+                return Ok(&message[body.start + 2..body.end]);
             }
         }
         let mut value = merged;
-        let mut inner = Fields::new(self.message, body);
+        let mut inner = Fields::new(message, body);
         while let Some((tag, wire_type)) = inner.key()? {
             if tag == WRAPPED_VALUE {
                 value = Some(inner.bytes(wire_type)?);
@@ -350,55 +434,38 @@ fn one_byte_key(byte: u8) -> Option<(u32, WireType)> {
     (tag != 0).then_some((tag, wire_type))
 }
 
-/// The `ReadRows` codec: requests encoded by prost, responses decoded into
-/// [`Chunk`]s that share the received message's buffer.
+/// The `ReadRows` codec: requests encoded by prost, each response taken
+/// whole, as the [`Message`] the merger reads in place.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct ReadRowsCodec;
 
 impl Codec for ReadRowsCodec {
     type Encode = ReadRowsRequest;
-    type Decode = Response;
+    type Decode = Message;
     type Encoder = ProstEncoder<ReadRowsRequest>;
-    type Decoder = ChunkDecoder;
+    type Decoder = MessageDecoder;
 
     fn encoder(&mut self) -> Self::Encoder {
         ProstEncoder::default()
     }
 
     fn decoder(&mut self) -> Self::Decoder {
-        ChunkDecoder::default()
+        MessageDecoder
     }
 }
 
-/// Decodes one stream's responses.
+/// Takes each response message off tonic's buffer.
 #[derive(Debug, Default)]
-pub(crate) struct ChunkDecoder {
-    /// The chunks of the stream's last message: room for as many is made
-    /// before the next is decoded, so that a stream of large messages does
-    /// not grow (and copy) its chunk list a dozen times a message.
-    last_chunks: usize,
-}
+pub(crate) struct MessageDecoder;
 
-impl Decoder for ChunkDecoder {
-    type Item = Response;
+impl Decoder for MessageDecoder {
+    type Item = Message;
     type Error = tonic::Status;
 
     fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Self::Item>, Self::Error> {
         // `src` is one whole message; taking it off tonic's buffer is a split,
-        // not a copy, and lets the chunks keep slices of it.
-        let message = src.copy_to_bytes(src.remaining());
-        let mut response = Response {
-            chunks: Vec::with_capacity(self.last_chunks),
-            last_scanned_row_key: Bytes::new(),
-        };
-        decode_response_into(
-            &message,
-            &mut response.chunks,
-            &mut response.last_scanned_row_key,
-        )
-        .map_err(|e| tonic::Status::internal(e.to_string()))?;
-        self.last_chunks = response.chunks.len();
-        Ok(Some(response))
+        // not a copy, and lets the rows keep slices of it.
+        Ok(Some(Message(src.copy_to_bytes(src.remaining()))))
     }
 }
 

@@ -4,8 +4,8 @@
 //! each `ReadRowsResponse` message on its own, so a row whose chunks span two
 //! messages (Cloud Bigtable splits large rows and large cells that way) is
 //! reported as a chunk error. [`RowMerger`] keeps its state across messages,
-//! as the `ReadRows` contract requires. It takes the zero-copy chunks of
-//! [`super::chunk`].
+//! as the `ReadRows` contract requires. It reads each message's chunks in
+//! place ([`super::chunk`]) and shares with the message what a row keeps.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -14,7 +14,9 @@ use bytes::{Bytes, BytesMut};
 
 use crate::model::limits::MAX_CELL_BYTES;
 use crate::model::view::CellRef;
-use crate::wire::chunk::{Chunk, ChunkStatus, Response};
+use crate::wire::chunk::{for_each_chunk, malformed, ChunkRef, ChunkStatus, Message, Stop};
+#[cfg(test)]
+use crate::wire::chunk::{Chunk, Response};
 use crate::wire::read_error::ReadError;
 
 impl From<Cell> for crate::model::cell::Cell {
@@ -95,6 +97,19 @@ fn protocol<T>(msg: &str) -> Result<T, ReadError> {
     Err(ReadError::Protocol(msg.to_owned()))
 }
 
+/// `part` of `message`, sharing its buffer; a copy when `part` lies
+/// elsewhere (the tests' chunks, each field its own buffer).
+fn share(message: &Bytes, part: &[u8]) -> Bytes {
+    let start = (part.as_ptr() as usize).wrapping_sub(message.as_ptr() as usize);
+    if part.is_empty() {
+        Bytes::new()
+    } else if start <= message.len() && part.len() <= message.len() - start {
+        message.slice(start..start + part.len())
+    } else {
+        Bytes::copy_from_slice(part)
+    }
+}
+
 impl RowMerger {
     /// A merger for a read whose rows come in ascending key order, or in
     /// descending order when `reversed` (`ReadRowsRequest.reversed`).
@@ -114,16 +129,16 @@ impl RowMerger {
 
     /// Whether `key` may follow the last committed row: after it, or
     /// before it in a reversed read.
-    fn in_order(&self, key: &Bytes) -> bool {
+    fn in_order(&self, key: &[u8]) -> bool {
         match &self.last_key {
             None => true,
-            Some(last) if self.reversed => key < last,
-            Some(last) => key > last,
+            Some(last) if self.reversed => key < &last[..],
+            Some(last) => key > &last[..],
         }
     }
 
     /// The error for `key` coming after the last key in the wrong order.
-    fn out_of_order<T>(&self, key: &Bytes) -> Result<T, ReadError> {
+    fn out_of_order<T>(&self, key: &[u8]) -> Result<T, ReadError> {
         let last = self.last_key.as_deref().unwrap_or_default();
         let expected = if self.reversed {
             "strictly decreasing (a reversed read)"
@@ -150,10 +165,21 @@ impl RowMerger {
         Ok(())
     }
 
-    /// Feed one chunk; a committed row comes out. Every sequence the
-    /// `ReadRows` contract forbids is an error, as Google's readers hold
-    /// it (Java's `StateMachine`, Go's `chunkReader`).
+    /// Feed one chunk the tests built; a committed row comes out.
+    #[cfg(test)]
+    #[allow(clippy::needless_pass_by_value)] // the tests hand over what they build
     pub(crate) fn push(&mut self, chunk: Chunk) -> Result<Option<MergedRow>, ReadError> {
+        self.push_ref(chunk.as_ref(), &Bytes::new())
+    }
+
+    /// Feed one chunk of `message`; a committed row comes out. Every
+    /// sequence the `ReadRows` contract forbids is an error, as Google's
+    /// readers hold it (Java's `StateMachine`, Go's `chunkReader`).
+    fn push_ref(
+        &mut self,
+        chunk: ChunkRef<'_>,
+        message: &Bytes,
+    ) -> Result<Option<MergedRow>, ReadError> {
         if chunk.status == ChunkStatus::Reset {
             self.reset_row(&chunk)?;
             return Ok(None);
@@ -162,7 +188,7 @@ impl RowMerger {
         if let Some(split) = self.partial.take() {
             self.continue_cell(split, &chunk)?;
         } else {
-            self.new_cell(chunk)?;
+            self.new_cell(&chunk, message)?;
         }
         if !commit {
             return Ok(None);
@@ -189,7 +215,7 @@ impl RowMerger {
     }
 
     /// A `reset_row` chunk: only inside a row, and carrying nothing else.
-    fn reset_row(&mut self, chunk: &Chunk) -> Result<(), ReadError> {
+    fn reset_row(&mut self, chunk: &ChunkRef<'_>) -> Result<(), ReadError> {
         if self.key.is_none() {
             return protocol("a reset outside a row");
         }
@@ -209,9 +235,10 @@ impl RowMerger {
         Ok(())
     }
 
-    /// A chunk starting a cell: the first of a row, or the next one.
-    fn new_cell(&mut self, chunk: Chunk) -> Result<(), ReadError> {
-        let Chunk {
+    /// A chunk of `message` starting a cell: the first of a row, or the
+    /// next one.
+    fn new_cell(&mut self, chunk: &ChunkRef<'_>, message: &Bytes) -> Result<(), ReadError> {
+        let &ChunkRef {
             row_key,
             family,
             qualifier,
@@ -222,15 +249,15 @@ impl RowMerger {
         } = chunk;
         if !row_key.is_empty() {
             match &self.key {
-                Some(key) if *key != row_key => {
+                Some(key) if key[..] != *row_key => {
                     return protocol("a new row key before the previous row was committed")
                 }
                 Some(_) => {}
                 None => {
-                    if !self.in_order(&row_key) {
-                        return self.out_of_order(&row_key);
+                    if !self.in_order(row_key) {
+                        return self.out_of_order(row_key);
                     }
-                    self.key = Some(row_key);
+                    self.key = Some(share(message, row_key));
                 }
             }
         } else if self.key.is_none() {
@@ -240,7 +267,7 @@ impl RowMerger {
             if qualifier.is_none() {
                 return protocol("a new family without a qualifier");
             }
-            self.enter_family(&family)?;
+            self.enter_family(family)?;
         }
         let Some(family) = &self.family else {
             return protocol("a cell without a family or qualifier");
@@ -248,17 +275,17 @@ impl RowMerger {
         // A chunk without a qualifier is another version of the previous
         // cell's column.
         let qualifier = match (qualifier, self.cells.last()) {
-            (Some(qualifier), _) => qualifier,
+            (Some(qualifier), _) => share(message, qualifier),
             (None, Some(previous)) => previous.qualifier.clone(),
             (None, None) => return protocol("a cell without a family or qualifier"),
         };
         let cell = Cell {
             family: family.clone(),
             qualifier,
-            value,
+            value: Bytes::new(),
             timestamp_micros,
         };
-        self.start_cell(cell, value_size)
+        self.start_cell(cell, value, value_size, message)
     }
 
     /// Make `name` the current family, unless it already is.
@@ -283,22 +310,29 @@ impl RowMerger {
         Ok(())
     }
 
-    /// A new cell: complete, or the first part of a split value.
-    fn start_cell(&mut self, mut cell: Cell, value_size: i32) -> Result<(), ReadError> {
+    /// A new cell whose value starts with `first` (of `message`):
+    /// complete, or the first part of a split value.
+    fn start_cell(
+        &mut self,
+        mut cell: Cell,
+        first: &[u8],
+        value_size: i32,
+        message: &Bytes,
+    ) -> Result<(), ReadError> {
         let Ok(size) = usize::try_from(value_size) else {
             return protocol(&format!("a negative value_size, {value_size}"));
         };
-        if size.max(cell.value.len()) > MAX_CELL_BYTES {
+        if size.max(first.len()) > MAX_CELL_BYTES {
             return protocol(&format!(
                 "a cell value of {} bytes, over Bigtable's limit of {MAX_CELL_BYTES}",
-                size.max(cell.value.len())
+                size.max(first.len())
             ));
         }
         if size == 0 {
+            cell.value = share(message, first);
             self.cells.push(cell);
             return Ok(());
         }
-        let first = std::mem::take(&mut cell.value);
         if first.len() > size {
             return protocol(&format!(
                 "a split cell value of {size} bytes announced, {} in its first chunk",
@@ -309,7 +343,7 @@ impl RowMerger {
         // bounded part of it up front, grow as parts arrive.
         let reserve = size.min(MAX_RESERVED_BYTES).max(first.len());
         let mut value = BytesMut::with_capacity(reserve);
-        value.extend_from_slice(&first);
+        value.extend_from_slice(first);
         self.partial = Some(SplitCell {
             cell,
             value,
@@ -320,7 +354,11 @@ impl RowMerger {
 
     /// The next part of a split value: a value alone, `value_size` the
     /// same announced size until the last part, which carries zero.
-    fn continue_cell(&mut self, mut split: SplitCell, chunk: &Chunk) -> Result<(), ReadError> {
+    fn continue_cell(
+        &mut self,
+        mut split: SplitCell,
+        chunk: &ChunkRef<'_>,
+    ) -> Result<(), ReadError> {
         if !chunk.row_key.is_empty()
             || chunk.family.is_some()
             || chunk.qualifier.is_some()
@@ -338,7 +376,7 @@ impl RowMerger {
                 split.announced
             ));
         }
-        split.value.extend_from_slice(&chunk.value);
+        split.value.extend_from_slice(chunk.value);
         if chunk.value_size == 0 {
             if total != split.announced {
                 return protocol(&format!(
@@ -375,7 +413,9 @@ impl RowMerger {
         }
     }
 
-    /// Feed one response message's chunks; committed rows go to `out`.
+    /// Feed one response message's chunks the tests built; committed rows
+    /// go to `out`.
+    #[cfg(test)]
     pub(crate) fn feed(
         &mut self,
         chunks: Vec<Chunk>,
@@ -389,8 +429,40 @@ impl RowMerger {
         Ok(())
     }
 
-    /// Feed one whole response: its chunks, then its last scanned row key.
+    /// Feed one whole message as received: its chunks, read in place,
+    /// then its last scanned row key. Whether the read moved on: a row
+    /// committed, or a key scanned past. A message that is not a
+    /// `ReadRowsResponse` fails as a status of its own (`INTERNAL`).
+    pub(crate) fn feed_message(
+        &mut self,
+        message: &Message,
+        out: &mut VecDeque<MergedRow>,
+    ) -> Result<bool, ReadError> {
+        let Message(message) = message;
+        let rows = self.committed;
+        let scanned = for_each_chunk(message, |chunk| {
+            if let Some(row) = self.push_ref(chunk, message)? {
+                out.push_back(row);
+            }
+            Ok(())
+        })
+        .map_err(|stop| match stop {
+            Stop::Malformed(e) => {
+                ReadError::Status(tonic::Status::internal(malformed(e).to_string()))
+            }
+            Stop::Chunk(e) => e,
+        })?;
+        if scanned.is_empty() {
+            Ok(self.committed > rows)
+        } else {
+            self.scanned_past(message.slice_ref(scanned))?;
+            Ok(true)
+        }
+    }
+
+    /// Feed one whole response the tests built: its chunks, then its last scanned row key.
     /// Whether the read moved on: a row committed, or a key scanned past.
+    #[cfg(test)]
     pub(crate) fn feed_response(
         &mut self,
         response: Response,
@@ -769,6 +841,48 @@ mod tests {
         }
     }
 
+    /// A message read in place commits its rows and takes its last scanned
+    /// key; one that breaks off fails as `INTERNAL`, saying the response is
+    /// malformed, as a message tonic could not decode did.
+    #[test]
+    fn a_message_read_in_place_reports_what_breaks_it() {
+        use prost::Message as _;
+        let row = CellChunk {
+            row_key: b"r".to_vec(),
+            family_name: Some("c".into()),
+            qualifier: Some(b"q".to_vec()),
+            value: b"v".to_vec(),
+            row_status: Some(RowStatus::CommitRow(true)),
+            ..CellChunk::default()
+        };
+        let mut bytes = ReadRowsResponse {
+            chunks: vec![row],
+            last_scanned_row_key: b"s".to_vec(),
+            ..ReadRowsResponse::default()
+        }
+        .encode_to_vec();
+        let mut m = RowMerger::default();
+        let mut rows = VecDeque::new();
+        assert!(m
+            .feed_message(&Message(Bytes::from(bytes.clone())), &mut rows)
+            .unwrap());
+        assert_eq!(rows.len(), 1);
+        assert_eq!(m.last_key.as_deref(), Some(&b"s"[..]));
+        // A chunk field longer than what follows it.
+        bytes.extend_from_slice(&[0x0A, 0x05, 0x00]);
+        let err = RowMerger::default()
+            .feed_message(&Message(Bytes::from(bytes)), &mut VecDeque::new())
+            .unwrap_err();
+        let ReadError::Status(status) = err else {
+            panic!("a status: {err:?}");
+        };
+        assert_eq!(status.code(), tonic::Code::Internal);
+        assert!(
+            status.message().starts_with("malformed ReadRows response"),
+            "{status}"
+        );
+    }
+
     #[test]
     fn a_family_name_that_is_not_utf8_is_an_error() {
         let mut bad = commit(chunk("r", None, Some("a"), 0, ""));
@@ -798,16 +912,18 @@ mod tests {
             }
             .encode_to_vec(),
         );
-        let mut chunks = Vec::new();
-        crate::wire::chunk::decode_response(&message, &mut chunks).unwrap();
         let mut rows = VecDeque::new();
-        RowMerger::default().feed(chunks, &mut rows).unwrap();
+        let committed = RowMerger::default()
+            .feed_message(&Message(message.clone()), &mut rows)
+            .unwrap();
+        assert!(committed);
         let (key, cells) = rows.pop_front().unwrap();
         assert_eq!(key, &b"r"[..]);
         let within = |part: &Bytes| {
             let whole = message.as_ptr_range();
             whole.start <= part.as_ptr() && part.as_ptr_range().end <= whole.end
         };
+        assert!(within(&key));
         for (cell, value) in cells.iter().zip(["v1", "v2"]) {
             assert_eq!(cell.qualifier, "q");
             assert_eq!(cell.value, value);
