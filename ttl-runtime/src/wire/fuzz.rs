@@ -15,7 +15,7 @@ use prost::Message as _;
 
 use crate::model::proto::read_rows_response::{cell_chunk::RowStatus, CellChunk};
 use crate::model::proto::ReadRowsResponse;
-use crate::wire::chunk::{decode_response_into, Chunk, ChunkStatus, Response};
+use crate::wire::chunk::{decode_response_into, Chunk, ChunkStatus, Message, Response};
 use crate::wire::merge::{MergedRow, RowMerger};
 
 fn small_bytes(max: usize) -> impl Strategy<Value = Bytes> {
@@ -173,5 +173,77 @@ proptest! {
         }
         prop_assert!(in_order(&rows, false));
         prop_assert!(bytes_of(&rows) <= message.len() * 2);
+    }
+
+    /// The merger reading a message in place (what a read does) agrees
+    /// with decoding the whole message first and merging its chunks after
+    /// (what the tests above check): the same rows, and an error exactly
+    /// when that path has one, for damaged and undamaged responses cut
+    /// anywhere. Only the rows of a message that fails may differ (read in
+    /// place, those before the break were merged): a read drops them with
+    /// the failure.
+    #[test]
+    fn reading_in_place_agrees_with_decoding_first(
+        keys in vec(small_bytes(3), 1..6),
+        cuts in vec(any::<prop::sample::Index>(), 0..3),
+        flips in vec((any::<prop::sample::Index>(), 0..=u8::MAX), 0..3),
+        split_values in any::<bool>(),
+    ) {
+        let chunks: Vec<CellChunk> = keys
+            .iter()
+            .filter(|k| !k.is_empty())
+            .flat_map(|k| {
+                let first = CellChunk {
+                    row_key: k.to_vec(),
+                    family_name: Some("f".into()),
+                    qualifier: Some(b"q".to_vec()),
+                    timestamp_micros: 1_000,
+                    value: b"val".to_vec(),
+                    value_size: if split_values { 6 } else { 0 },
+                    ..CellChunk::default()
+                };
+                let last = CellChunk {
+                    value: if split_values { b"ue!".to_vec() } else { b"v2".to_vec() },
+                    qualifier: (!split_values).then(|| b"r".to_vec()),
+                    row_status: Some(RowStatus::CommitRow(true)),
+                    ..CellChunk::default()
+                };
+                [first, last]
+            })
+            .collect();
+        let mut message = ReadRowsResponse { chunks, ..ReadRowsResponse::default() }.encode_to_vec();
+        if !message.is_empty() {
+            for (at, xor) in &flips {
+                let at = at.index(message.len());
+                message[at] ^= xor;
+            }
+        }
+        let mut at: Vec<usize> = cuts.iter().map(|c| c.index(message.len() + 1)).collect();
+        at.sort_unstable();
+        let mut parts = Vec::new();
+        let mut start = 0;
+        for cut in at.into_iter().chain([message.len()]) {
+            parts.push(Bytes::copy_from_slice(&message[start..cut]));
+            start = cut;
+        }
+        let (mut in_place, mut first) = (RowMerger::new(false), RowMerger::new(false));
+        let (mut rows_in_place, mut rows_first) = (VecDeque::new(), VecDeque::new());
+        for part in parts {
+            let before = (rows_in_place.len(), rows_first.len());
+            let read = in_place.feed_message(&Message(part.clone()), &mut rows_in_place);
+            let mut response = Response::default();
+            let decoded =
+                decode_response_into(&part, &mut response.chunks, &mut response.last_scanned_row_key);
+            let merged = decoded.and_then(|()| first.feed_response(response, &mut rows_first));
+            prop_assert_eq!(read.is_ok(), merged.is_ok(), "{:?} against {:?}", read, merged);
+            if let Ok(moved) = read {
+                prop_assert_eq!(moved, merged.unwrap());
+            } else {
+                rows_in_place.truncate(before.0);
+                rows_first.truncate(before.1);
+                break;
+            }
+        }
+        prop_assert_eq!(rows_in_place, rows_first);
     }
 }
