@@ -79,6 +79,23 @@ fn in_order(rows: &VecDeque<MergedRow>, reversed: bool) -> bool {
     )
 }
 
+/// `chunks` encoded as one `ReadRowsResponse`, each `(at, xor)` of
+/// `flips` applied to its bytes.
+fn damaged(chunks: Vec<CellChunk>, flips: &[(prop::sample::Index, u8)]) -> Vec<u8> {
+    let mut message = ReadRowsResponse {
+        chunks,
+        ..ReadRowsResponse::default()
+    }
+    .encode_to_vec();
+    if !message.is_empty() {
+        for (at, xor) in flips {
+            let at = at.index(message.len());
+            message[at] ^= xor;
+        }
+    }
+    message
+}
+
 proptest! {
     #[test]
     fn any_chunk_sequence_merges_or_fails_without_harm(
@@ -152,13 +169,7 @@ proptest! {
                 ..CellChunk::default()
             })
             .collect();
-        let mut message = ReadRowsResponse { chunks, ..ReadRowsResponse::default() }.encode_to_vec();
-        if !message.is_empty() {
-            for (at, xor) in &flips {
-                let at = at.index(message.len());
-                message[at] ^= xor;
-            }
-        }
+        let message = damaged(chunks, &flips);
         let cut = split.min(message.len());
         let mut merger = RowMerger::new(false);
         let mut rows = VecDeque::new();
@@ -211,13 +222,7 @@ proptest! {
                 [first, last]
             })
             .collect();
-        let mut message = ReadRowsResponse { chunks, ..ReadRowsResponse::default() }.encode_to_vec();
-        if !message.is_empty() {
-            for (at, xor) in &flips {
-                let at = at.index(message.len());
-                message[at] ^= xor;
-            }
-        }
+        let message = damaged(chunks, &flips);
         let mut at: Vec<usize> = cuts.iter().map(|c| c.index(message.len() + 1)).collect();
         at.sort_unstable();
         let mut parts = Vec::new();
