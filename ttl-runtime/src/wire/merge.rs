@@ -452,16 +452,25 @@ impl RowMerger {
             }
             Stop::Chunk(e) => e,
         })?;
-        if scanned.is_empty() {
-            Ok(self.committed > rows)
-        } else {
-            self.scanned_past(message.slice_ref(scanned))?;
-            Ok(true)
+        let scanned = (!scanned.is_empty()).then(|| message.slice_ref(scanned));
+        self.moved_on(rows, scanned)
+    }
+
+    /// Whether the read moved on since `rows` were committed: a row
+    /// committed since, or a key the message says the server scanned past.
+    fn moved_on(&mut self, rows: u64, scanned: Option<Bytes>) -> Result<bool, ReadError> {
+        match scanned {
+            None => Ok(self.committed > rows),
+            Some(key) => {
+                self.scanned_past(key)?;
+                Ok(true)
+            }
         }
     }
 
-    /// Feed one whole response the tests built: its chunks, then its last scanned row key.
-    /// Whether the read moved on: a row committed, or a key scanned past.
+    /// Feed one whole response the tests built: its chunks, then its last
+    /// scanned row key. Whether the read moved on, as
+    /// [`RowMerger::feed_message`] says.
     #[cfg(test)]
     pub(crate) fn feed_response(
         &mut self,
@@ -470,12 +479,8 @@ impl RowMerger {
     ) -> Result<bool, ReadError> {
         let rows = self.committed;
         self.feed(response.chunks, out)?;
-        if response.last_scanned_row_key.is_empty() {
-            Ok(self.committed > rows)
-        } else {
-            self.scanned_past(response.last_scanned_row_key)?;
-            Ok(true)
-        }
+        let scanned = response.last_scanned_row_key;
+        self.moved_on(rows, (!scanned.is_empty()).then_some(scanned))
     }
 }
 
