@@ -1661,3 +1661,162 @@ fn an_entry_on_another_struct_s_row_brings_its_struct_s_marker() {
         }
     });
 }
+
+/// A case the random runs found (not shrunk: its steps race the clock):
+/// `Extra`, which owns its family, shifts the expiry of a row whose own
+/// marker expires between now and the write's horizon while its columns
+/// and the legacy marker live on. The re-time wrote a new marker and left
+/// the old version beside it (a whole-row write clears an owned family
+/// first; a re-time does not), where the model holds one marker.
+#[test]
+fn a_re_time_replaces_its_struct_s_marker_expired_before_the_horizon() {
+    use proptest::strategy::{Strategy as _, ValueTree as _};
+    check_shapes();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let probe = any::<prop::sample::Index>()
+        .new_tree(&mut TestRunner::deterministic())
+        .unwrap()
+        .current();
+    let layout = Layout {
+        structs: vec![(Who::Extra, 0), (Who::Wishlist, 0), (Who::Stats, 0)],
+        probe,
+    };
+    let ops = [
+        Op::AddMarkers { who: 2 },
+        Op::Increment {
+            who: 0,
+            key: 3,
+            by: 1,
+            ttl: 2012,
+        },
+        Op::AddMarkers { who: 2 },
+        Op::Delete { who: 3, key: 7 },
+        Op::AddMarkers { who: 1 },
+        Op::Legacy {
+            who: 3,
+            key: 7,
+            ttl: 1889,
+            seed: 3,
+            drop: Some(0),
+        },
+        Op::Raw {
+            who: 0,
+            key: 6,
+            col: 0,
+            ttl: 3328,
+            seed: 1,
+        },
+        Op::Legacy {
+            who: 0,
+            key: 5,
+            ttl: 4339,
+            seed: 1,
+            drop: Some(2),
+        },
+        Op::Insert {
+            who: 1,
+            key: 4,
+            ttl: 2162,
+            seed: 3,
+        },
+        Op::Legacy {
+            who: 2,
+            key: 3,
+            ttl: 4033,
+            seed: 3,
+            drop: None,
+        },
+        Op::Delete { who: 0, key: 4 },
+        Op::PutEntry {
+            who: 1,
+            key: 2,
+            entry: 1,
+            seed: 4,
+            ttl: 5194,
+        },
+        Op::Increment {
+            who: 1,
+            key: 0,
+            by: 2,
+            ttl: 4136,
+        },
+        Op::Raw {
+            who: 0,
+            key: 7,
+            col: 0,
+            ttl: 647,
+            seed: 4,
+        },
+        Op::PutIf {
+            who: 0,
+            key: 7,
+            ttl: 1643,
+            seed: 1,
+            col: 2,
+            cseed: 1,
+        },
+        Op::PutEntry {
+            who: 0,
+            key: 5,
+            entry: 1,
+            seed: 3,
+            ttl: 1670,
+        },
+        Op::Legacy {
+            who: 3,
+            key: 1,
+            ttl: 3801,
+            seed: 2,
+            drop: None,
+        },
+        Op::AddMarkers { who: 1 },
+        Op::Raw {
+            who: 1,
+            key: 3,
+            col: 4,
+            ttl: 1048,
+            seed: 0,
+        },
+        Op::Sleep { ms: 1120 },
+        Op::PutIf {
+            who: 2,
+            key: 5,
+            ttl: 1156,
+            seed: 3,
+            col: 1,
+            cseed: 4,
+        },
+        Op::SetTtl {
+            who: 1,
+            key: 1,
+            ttl: 3439,
+        },
+        Op::Shift {
+            who: 3,
+            key: 1,
+            by: 2056,
+        },
+        Op::Raw {
+            who: 2,
+            key: 5,
+            col: 4,
+            ttl: 955,
+            seed: 0,
+        },
+    ];
+    rt.block_on(async {
+        let first = support::connection();
+        let mut conns = vec![first.clone()];
+        for _ in 0..3 {
+            conns.push(support::connection_to(&first));
+        }
+        let counts = Counts::default();
+        let mut case = Case::open(&conns, 0, &layout, &counts).await.unwrap();
+        if let Err(e) = case.run(&ops).await {
+            panic!("{e}");
+        }
+    });
+}

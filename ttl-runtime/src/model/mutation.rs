@@ -176,9 +176,9 @@ impl<'a> MutationOut<'a> {
     }
 }
 
-/// The struct's row marker of a whole-row write at `row_ts`, its expiry
-/// carried by `expiry_ts` (see [`crate::liveness`]), replacing any earlier
-/// one.
+/// The struct's row marker at `row_ts` of a write that is not a whole-row
+/// one (a re-time, an update, an increment), its expiry carried by
+/// `expiry_ts` (see [`crate::liveness`]), replacing any earlier one.
 #[inline]
 pub(crate) fn push_marker(
     mutations: &mut Vec<Mutation>,
@@ -186,6 +186,11 @@ pub(crate) fn push_marker(
     row_ts: i64,
     expiry_ts: i64,
 ) {
+    if schema.owns_family {
+        // No `DeleteFromFamily` came first, as in a whole-row write: the
+        // marker's versions are deleted here, those expired already too.
+        mutations.push(delete_column(schema.marker_family(), schema.marker));
+    }
     write_marker(
         &mut MutationOut::values(mutations),
         schema,

@@ -107,11 +107,16 @@ pub(crate) fn retime_row(
     // The earliest timestamp of a required column, carried by the marker.
     let mut expiry_ts = row_ts;
     for ((family, qualifier), cell) in &row.newest {
-        mutations.push(delete_column(family, qualifier));
         if schema.is_marker(family, qualifier) {
-            // Written anew below, the marker of a row whole at one timestamp.
+            // Written anew below, the marker of a row whole at one
+            // timestamp (`push_marker` deletes the struct's own, its
+            // versions expired before `now` too).
+            if *qualifier != schema.marker {
+                mutations.push(delete_column(family, qualifier));
+            }
             continue;
         }
+        mutations.push(delete_column(family, qualifier));
         let column = schema
             .column_index(family, qualifier)
             .map(|i| &schema.columns[i]);
