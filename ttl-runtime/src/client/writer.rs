@@ -175,21 +175,22 @@ impl<T: BigtableRow> BulkWriter<T> {
     /// # Errors
     /// As [`BulkWriter::send`].
     pub async fn send_with(&mut self, builder: MutationBuilder<'_, T>) -> Result<()> {
-        let (_, full) = self.queue(&builder, self.clock.now())?;
+        let (_, full) = self.queue(&builder, self.clock.now_micros())?;
         if let Some(full) = full {
             self.dispatch(full).await;
         }
         Ok(())
     }
 
-    /// Encode the write `builder` makes at `now` (checked) into the batch
+    /// Encode the write `builder` makes at `now_micros` (µs since the
+    /// epoch; checked) into the batch
     /// being filled; when the row does not fit there, the batch so far
     /// comes back, closed, and the row starts the next one. A row that
     /// fails is not queued.
     pub(crate) fn queue(
         &mut self,
         builder: &MutationBuilder<'_, T>,
-        now: chrono::DateTime<chrono::Utc>,
+        now_micros: i64,
     ) -> Result<(EncodedRow, Option<EncodedBatch>)> {
         if let Some(layout) = &self.layout {
             layout.check()?;
@@ -198,7 +199,7 @@ impl<T: BigtableRow> BulkWriter<T> {
         // Written straight into the request's bytes: no `Mutation` values.
         let row = self
             .batch
-            .push_with(|bytes| builder.encode_checked(table, now, bytes, staged))?;
+            .push_with(|bytes| builder.encode_checked(table, now_micros, bytes, staged))?;
         bump(&self.counters.rows_queued, 1);
         if let Some(op) = &mut self.operation {
             op.resumed();

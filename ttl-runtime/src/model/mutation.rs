@@ -35,17 +35,22 @@ pub struct RowMutation {
     pub expires_at: DateTime<Utc>,
 }
 
-/// The timestamp carrying the expiry of a row written whole at `now` with
+/// The timestamp carrying the expiry of a row written whole at `now_ms` with
 /// `row_ts`: the earliest of its required columns' (a required field with a
 /// shorter TTL of its own is stamped earlier; [`CellSink`] clamps every
 /// field to the row's).
-pub(crate) fn expiry_ts(schema: &Schema, now: DateTime<Utc>, row_ts: i64) -> i64 {
+pub(crate) fn expiry_ts(schema: &Schema, now_ms: i64, row_ts: i64) -> i64 {
     schema
         .columns
         .iter()
         .filter(|c| c.is_required())
         .filter_map(|c| c.ttl)
-        .filter_map(|ttl| schema.policy.cell_timestamp(now, Expiry::Ttl(ttl)).ok())
+        .filter_map(|ttl| {
+            schema
+                .policy
+                .cell_timestamp_at(now_ms, Expiry::Ttl(ttl))
+                .ok()
+        })
         .fold(row_ts, i64::min)
 }
 
@@ -58,8 +63,20 @@ pub(crate) struct EncodedRow {
     pub(crate) row_key: Vec<u8>,
     /// The timestamp of the row-level cells (µs).
     pub(crate) timestamp_micros: i64,
-    /// When the row expires.
-    pub(crate) expires_at: DateTime<Utc>,
+    /// The expiry the write asked for.
+    pub(crate) expiry: Expiry,
+    pub(crate) policy: Policy,
+}
+
+impl EncodedRow {
+    /// When the row expires: the bulk writer's `send` never asks, `put_all`
+    /// reports it. Checked representable when the row was encoded.
+    ///
+    /// # Errors
+    /// None in fact (see [`Policy::check_expiry_of`]); as [`expires_at`].
+    pub(crate) fn expires_at(&self) -> Result<DateTime<Utc>> {
+        expires_at(self.policy, self.expiry, self.timestamp_micros)
+    }
 }
 
 /// `policy.expiry_of(row_ts)`, without converting back from microseconds

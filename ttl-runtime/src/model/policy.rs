@@ -86,7 +86,15 @@ impl Visibility {
 /// [`Error::TimestampBeforeEpoch`] for instants before 1970.
 #[inline]
 pub(crate) fn millis_floor(t: DateTime<Utc>) -> Result<i64> {
-    let micros = t.timestamp_micros();
+    millis_floor_micros(t.timestamp_micros())
+}
+
+/// [`millis_floor`] of a time given in µs since the epoch.
+///
+/// # Errors
+/// As [`millis_floor`].
+#[inline]
+pub(crate) fn millis_floor_micros(micros: i64) -> Result<i64> {
     if micros < 0 {
         return Err(Error::TimestampBeforeEpoch {
             timestamp_micros: micros,
@@ -185,7 +193,17 @@ impl Policy {
     ///   timestamp cannot be represented.
     #[inline]
     pub fn cell_timestamp(&self, now: DateTime<Utc>, expiry: Expiry) -> Result<i64> {
-        let now_ms = millis_floor(now)?;
+        self.cell_timestamp_at(millis_floor(now)?, expiry)
+    }
+
+    /// [`Policy::cell_timestamp`] at `now_ms`, a whole millisecond since
+    /// the epoch (µs, as [`millis_floor`] gives it): a write that stamps
+    /// several cells turns its "now" into a number once, not once a cell.
+    ///
+    /// # Errors
+    /// As [`Policy::cell_timestamp`].
+    #[inline]
+    pub(crate) fn cell_timestamp_at(&self, now_ms: i64, expiry: Expiry) -> Result<i64> {
         let expiry_micros = match expiry {
             Expiry::PolicyDefault => match self {
                 Policy::CellExpiry => {
@@ -233,6 +251,24 @@ impl Policy {
     #[inline]
     pub fn expiry_of(&self, ts: i64) -> Result<DateTime<Utc>> {
         from_micros(self.expiry_micros(ts)?)
+    }
+
+    /// Fails where [`Policy::expiry_of`] fails, without building the
+    /// instant: the bulk writer checks every row it queues, and builds the
+    /// instant only for the rows whose expiry is asked for.
+    ///
+    /// # Errors
+    /// As [`Policy::expiry_of`].
+    #[inline]
+    pub(crate) fn check_expiry_of(&self, ts: i64) -> Result<()> {
+        const LAST: i64 = DateTime::<Utc>::MAX_UTC.timestamp_micros();
+        const FIRST: i64 = DateTime::<Utc>::MIN_UTC.timestamp_micros();
+        let micros = self.expiry_micros(ts)?;
+        if (FIRST..=LAST).contains(&micros) {
+            Ok(())
+        } else {
+            from_micros(micros).map(|_| ())
+        }
     }
 
     /// Whether a cell with timestamp `ts` is visible at `now`.
@@ -292,6 +328,23 @@ mod tests {
 
     fn t(ms: i64) -> DateTime<Utc> {
         DateTime::from_timestamp_millis(ms).unwrap()
+    }
+
+    #[test]
+    fn checking_an_expiry_fails_where_building_it_fails() {
+        let last = DateTime::<Utc>::MAX_UTC.timestamp_micros();
+        for policy in [Policy::CellExpiry, Policy::default_ttl(TimeDelta::days(2))] {
+            let at_last = last - policy.default_micros();
+            for ts in [0, at_last - 1, at_last, at_last + 1, i64::MAX - 1, i64::MAX] {
+                assert_eq!(
+                    policy.check_expiry_of(ts).is_ok(),
+                    policy.expiry_of(ts).is_ok(),
+                    "{policy:?} at {ts}"
+                );
+            }
+            assert!(policy.check_expiry_of(at_last).is_ok());
+            assert!(policy.check_expiry_of(at_last + 1).is_err());
+        }
     }
 
     #[test]

@@ -20,7 +20,7 @@ use crate::model::mutation::{
     check_row, check_row_size, clear_column, expires_at, expiry_ts, write_marker, EncodedRow,
     MutationOut, RowMutation, MARK_LEAD_MICROS, WINDOW_MARK_VALUE,
 };
-use crate::model::policy::{from_micros, millis_floor, Expiry, Policy};
+use crate::model::policy::{from_micros, millis_floor_micros, Expiry, Policy};
 use crate::model::schema::{window_mark, Schema, WhenAbsent};
 use crate::model::view::{CellRef, ColumnOf, Expiring, RowView};
 
@@ -123,7 +123,8 @@ pub struct MutationBuilder<'a, T> {
 #[derive(Debug)]
 #[doc(hidden)]
 pub struct CellSink<'a, T> {
-    pub(crate) now: DateTime<Utc>,
+    /// The write's "now", a whole millisecond (µs since the epoch).
+    pub(crate) now_ms: i64,
     pub(crate) row_ts: i64,
     pub(crate) out: MutationOut<'a>,
     pub(crate) row: PhantomData<fn() -> T>,
@@ -171,11 +172,11 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
     /// timestamps), bad keys and values. Nothing is sent when this fails.
     pub fn build(&self, now: DateTime<Utc>) -> Result<RowMutation> {
         let schema = T::SCHEMA;
-        let (row_key, expiry, row_ts) = self.head(now)?;
+        let (row_key, expiry, now_ms, row_ts) = self.head(now.timestamp_micros())?;
         let shadow_mutations = if schema.written_at.is_some() { 2 } else { 0 };
         let mut mutations =
             Vec::with_capacity(2 * schema.columns.len() + schema.maps.len() + shadow_mutations + 2);
-        self.write_mutations(now, row_ts, MutationOut::values(&mut mutations))?;
+        self.write_mutations(now_ms, row_ts, MutationOut::values(&mut mutations))?;
         Ok(RowMutation {
             row_key,
             mutations,
@@ -184,7 +185,8 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
         })
     }
 
-    /// The write at `now` encoded at the end of `out` as one entry of a
+    /// The write at `now_micros` (µs since the epoch) encoded at the end of
+    /// `out` as one entry of a
     /// `MutateRowsRequest` (field and length prefix included), the same
     /// bytes as [`MutationBuilder::build_checked`]'s mutations in an
     /// `Entry` would be, without building them; `staged` is a buffer for
@@ -196,12 +198,12 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
     pub(crate) fn encode_checked(
         &self,
         table: &str,
-        now: DateTime<Utc>,
+        now_micros: i64,
         out: &mut Vec<u8>,
         staged: &mut Vec<u8>,
     ) -> Result<EncodedRow> {
         let start = out.len();
-        let encoded = self.encode(table, now, out, staged);
+        let encoded = self.encode(table, now_micros, out, staged);
         if encoded.is_err() {
             out.truncate(start);
         }
@@ -211,34 +213,37 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
     fn encode(
         &self,
         table: &str,
-        now: DateTime<Utc>,
+        now_micros: i64,
         out: &mut Vec<u8>,
         staged: &mut Vec<u8>,
     ) -> Result<EncodedRow> {
         let in_table = |e: Error| e.in_table(table);
-        let (row_key, expiry, row_ts) = self.head(now).map_err(in_table)?;
+        let (row_key, expiry, now_ms, row_ts) = self.head(now_micros).map_err(in_table)?;
         let mut entry = PendingEntry::begin(out, &row_key);
         let encoder = EntryEncoder {
             out,
             staged,
             entry: &mut entry,
         };
-        self.write_mutations(now, row_ts, MutationOut::Wire(encoder))
+        self.write_mutations(now_ms, row_ts, MutationOut::Wire(encoder))
             .map_err(in_table)?;
         check_row_size(table, &row_key, entry.mutations, entry.cell_bytes)?;
-        let expires_at = expires_at(T::SCHEMA.policy, expiry, row_ts).map_err(in_table)?;
+        let policy = T::SCHEMA.policy;
+        policy.check_expiry_of(row_ts).map_err(in_table)?;
         Ok(EncodedRow {
             entry: entry.finish(out),
             row_key,
             timestamp_micros: row_ts,
-            expires_at,
+            expiry,
+            policy,
         })
     }
 
-    /// The row key, the expiry asked for and the row's timestamp: what a
-    /// write knows before its first cell.
+    /// The row key, the expiry asked for, "now" to the millisecond and the
+    /// row's timestamp: what a write at `now_micros` knows before its first
+    /// cell.
     #[inline]
-    fn head(&self, now: DateTime<Utc>) -> Result<(Vec<u8>, Expiry, i64)> {
+    fn head(&self, now_micros: i64) -> Result<(Vec<u8>, Expiry, i64, i64)> {
         let schema = T::SCHEMA;
         let policy = schema.policy;
         let row_key = self.row.row_key()?;
@@ -248,17 +253,18 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
                 table: Some(schema.table.to_owned()),
             }));
         }
-        let row_ts = policy.cell_timestamp(now, expiry)?;
-        Ok((row_key, expiry, row_ts))
+        let now_ms = millis_floor_micros(now_micros)?;
+        let row_ts = policy.cell_timestamp_at(now_ms, expiry)?;
+        Ok((row_key, expiry, now_ms, row_ts))
     }
 
     /// Every mutation of the write, in order, into `out`: the owned family
     /// cleared, each column, the shadow column, the row marker.
     #[inline]
-    fn write_mutations(&self, now: DateTime<Utc>, row_ts: i64, out: MutationOut<'_>) -> Result<()> {
+    fn write_mutations(&self, now_ms: i64, row_ts: i64, out: MutationOut<'_>) -> Result<()> {
         let schema = T::SCHEMA;
         let mut sink = CellSink {
-            now,
+            now_ms,
             row_ts,
             out,
             row: PhantomData,
@@ -271,7 +277,7 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
         }
         let out = &mut sink.out;
         if let Some(shadow) = schema.written_at {
-            let written = from_micros(millis_floor(now)?)?;
+            let written = from_micros(now_ms)?;
             clear_column(out, schema, shadow.family, shadow.qualifier.as_bytes());
             out.stage(&written).map_err(|source| {
                 Error::from(error::Encode {
@@ -281,7 +287,7 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
             })?;
             out.set_staged(shadow.family, shadow.qualifier.as_bytes(), row_ts);
         }
-        write_marker(out, schema, row_ts, expiry_ts(schema, now, row_ts));
+        write_marker(out, schema, row_ts, expiry_ts(schema, now_ms, row_ts));
         Ok(())
     }
 }
@@ -385,7 +391,7 @@ impl<T: BigtableRow> CellSink<'_, T> {
             // A field never outlives its row.
             Some(ttl) => T::SCHEMA
                 .policy
-                .cell_timestamp(self.now, Expiry::Ttl(ttl))?
+                .cell_timestamp_at(self.now_ms, Expiry::Ttl(ttl))?
                 .min(self.row_ts),
             None => self.row_ts,
         };
@@ -673,7 +679,8 @@ mod wire_tests {
         let built = builder.build_checked("renamed", now);
         let mut out = b"earlier entries".to_vec();
         let mut staged = b"an earlier value".to_vec();
-        let encoded = builder.encode_checked("renamed", now, &mut out, &mut staged);
+        let encoded =
+            builder.encode_checked("renamed", now.timestamp_micros(), &mut out, &mut staged);
         match (built, encoded) {
             (Ok(m), Ok(row)) => {
                 let expected = MutateRowsRequest {
@@ -696,7 +703,7 @@ mod wire_tests {
                 assert_eq!(row.entry.mutations, m.mutations.len());
                 assert_eq!(row.row_key, m.row_key);
                 assert_eq!(row.timestamp_micros, m.timestamp_micros);
-                assert_eq!(row.expires_at, m.expires_at);
+                assert_eq!(row.expires_at().unwrap(), m.expires_at);
             }
             (Err(built), Err(encoded)) => {
                 assert_eq!(format!("{built:?}"), format!("{encoded:?}"));
@@ -883,7 +890,7 @@ mod wire_tests {
             let row = plain(i % 7, now);
             let m = row.mutation().build_checked("t", now).unwrap();
             row.mutation()
-                .encode_checked("t", now, &mut out, &mut staged)
+                .encode_checked("t", now.timestamp_micros(), &mut out, &mut staged)
                 .unwrap();
             entries.push(Entry {
                 row_key: m.row_key,

@@ -155,11 +155,11 @@ impl<T: BigtableRow> Table<T> {
         let mut batches = Vec::new();
         let mut written = Vec::new();
         for b in builders {
-            let (row, full) = writer.queue(&b, now)?;
+            let (row, full) = writer.queue(&b, now.timestamp_micros())?;
             written.push(Written {
+                expires_at: row.expires_at()?,
                 row_key: row.row_key,
                 timestamp_micros: row.timestamp_micros,
-                expires_at: row.expires_at,
                 written_at,
             });
             batches.extend(full);
