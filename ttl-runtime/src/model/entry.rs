@@ -261,6 +261,70 @@ impl EntryEncoder<'_> {
         put_set_cell(self.out, self.entry, family, qualifier, ts, self.staged);
     }
 
+    /// `Mutation { set_cell { … } }` holding the value `encode` writes, in
+    /// its place: no copy of the value is made when its lengths fit a
+    /// byte each (values up to about a hundred bytes); a longer one is
+    /// moved once, as a staged value is. The value's length comes back;
+    /// nothing is left written when `encode` fails.
+    #[inline]
+    pub(crate) fn set_encoded<E>(
+        &mut self,
+        family: &str,
+        qualifier: &[u8],
+        ts: i64,
+        encode: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+    ) -> Result<usize, E> {
+        #[allow(clippy::cast_sign_loss)]
+        let ts_bits = ts as u64;
+        let ts_len = if ts == 0 { 0 } else { 1 + varint_len(ts_bits) };
+        // The cell's fields before its value.
+        let fields = bytes_field_len(family.len()) + bytes_field_len(qualifier.len()) + ts_len;
+        let start = self.out.len();
+        // The three lengths (mutation, set_cell, value) one byte each, for now.
+        let mut room = Room::at_end(self.out, 4 + fields + 2);
+        room.byte(ENTRY_MUTATION);
+        room.byte(0);
+        room.byte(SET_CELL);
+        room.byte(0);
+        room.bytes_field(FAMILY_NAME, family.as_bytes());
+        room.bytes_field(QUALIFIER, qualifier);
+        if ts != 0 {
+            room.byte(TIMESTAMP);
+            room.varint(ts_bits);
+        }
+        room.byte(VALUE);
+        debug_assert_eq!(room.at + 1, room.buf.len());
+        let value_at = self.out.len();
+        if let Err(e) = encode(self.out) {
+            self.out.truncate(start);
+            return Err(e);
+        }
+        let len = self.out.len() - value_at;
+        // proto3 leaves an empty value out, key and length too.
+        let value_field = if len == 0 { 0 } else { 2 + len };
+        let body = fields + value_field;
+        let set_cell = 2 + body;
+        if len < 0x80 && set_cell < 0x80 {
+            #[allow(clippy::cast_possible_truncation)]
+            {
+                self.out[start + 1] = set_cell as u8;
+                self.out[start + 3] = body as u8;
+                self.out[value_at - 1] = len as u8;
+            }
+            if len == 0 {
+                self.out.truncate(value_at - 2);
+            }
+            self.entry.mutations += 1;
+            self.entry.cell_bytes += qualifier.len() + len;
+        } else {
+            self.staged.clear();
+            self.staged.extend_from_slice(&self.out[value_at..]);
+            self.out.truncate(start);
+            put_set_cell(self.out, self.entry, family, qualifier, ts, self.staged);
+        }
+        Ok(len)
+    }
+
     /// The headers of a mutation whose oneof field `field` has a body of
     /// `body` bytes, to be written next.
     #[inline]
@@ -433,7 +497,7 @@ mod tests {
     }
 
     /// `entry` written by the encoder, its mutations from `entry` itself,
-    /// set cells alternately staged and given.
+    /// set cells in turn staged, encoded in place and given.
     fn encode(entry: &Entry) -> (Vec<u8>, EncodedEntry, usize) {
         let (mut out, mut staged) = (b"before".to_vec(), Vec::new());
         let mut pending = PendingEntry::begin(&mut out, &entry.row_key);
@@ -444,7 +508,7 @@ mod tests {
         };
         for (i, mutation) in entry.mutations.iter().enumerate() {
             match mutation.mutation.as_ref().unwrap() {
-                mutation::Mutation::SetCell(c) if i % 2 == 0 => {
+                mutation::Mutation::SetCell(c) if i % 3 == 0 => {
                     let len = e
                         .stage(|b| {
                             b.extend_from_slice(&c.value);
@@ -453,6 +517,20 @@ mod tests {
                         .unwrap();
                     assert_eq!(len, c.value.len());
                     e.set_staged(&c.family_name, &c.column_qualifier, c.timestamp_micros);
+                }
+                mutation::Mutation::SetCell(c) if i % 3 == 1 => {
+                    let len = e
+                        .set_encoded(
+                            &c.family_name,
+                            &c.column_qualifier,
+                            c.timestamp_micros,
+                            |b| {
+                                b.extend_from_slice(&c.value);
+                                Ok::<(), ()>(())
+                            },
+                        )
+                        .unwrap();
+                    assert_eq!(len, c.value.len());
                 }
                 mutation::Mutation::SetCell(c) => {
                     e.set_cell(
@@ -566,6 +644,46 @@ mod tests {
                 };
                 check(&entry);
             }
+        }
+    }
+
+    #[test]
+    fn cells_around_the_largest_encoded_in_place_are_encoded_as_prost_encodes_them() {
+        // A value is encoded in place while its cell's lengths take a byte
+        // each: up to a `SetCell` of 127 bytes (a value of about 100).
+        for value in 90..=130 {
+            for qualifier in [0, 1, 20] {
+                for ts in [0, 1_700_000_000_000_000] {
+                    let cell = || set("e", &vec![b'q'; qualifier], ts, &vec![3; value]);
+                    check(&Entry {
+                        row_key: b"k".to_vec(),
+                        mutations: vec![cell(), cell(), cell()],
+                        ..Entry::default()
+                    });
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_value_that_fails_to_encode_in_place_leaves_nothing() {
+        for written in [0, 5, 300] {
+            let mut out = b"before".to_vec();
+            let mut staged = Vec::new();
+            let mut pending = PendingEntry::begin(&mut out, b"k");
+            let before = out.clone();
+            let mut e = EntryEncoder {
+                out: &mut out,
+                staged: &mut staged,
+                entry: &mut pending,
+            };
+            let failed = e.set_encoded("e", b"user", 1_000, |b| {
+                b.extend(std::iter::repeat_n(9, written));
+                Err("no")
+            });
+            assert_eq!(failed, Err("no"));
+            assert_eq!(out, before, "{written} bytes written before failing");
+            assert_eq!((pending.mutations, pending.cell_bytes), (0, 0));
         }
     }
 

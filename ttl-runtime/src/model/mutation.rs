@@ -156,7 +156,7 @@ impl<'a> MutationOut<'a> {
     }
 
     /// Encode `value` as the next cell's; its length comes back. The cell
-    /// is written by [`MutationOut::set_staged`].
+    /// is written by [`MutationOut::set_staged_owned`].
     #[inline]
     pub(crate) fn stage<V: CellCodec>(&mut self, value: &V) -> Result<usize, CodecError> {
         match self {
@@ -168,19 +168,30 @@ impl<'a> MutationOut<'a> {
         }
     }
 
-    /// `SetCell` of the value last staged.
+    /// `SetCell` of `value`, encoded where it goes; its length comes back.
     #[inline]
-    pub(crate) fn set_staged(&mut self, family: &str, qualifier: &[u8], ts: i64) {
+    pub(crate) fn set_value<V: CellCodec>(
+        &mut self,
+        family: &str,
+        qualifier: &[u8],
+        ts: i64,
+        value: &V,
+    ) -> Result<usize, CodecError> {
         match self {
-            MutationOut::Values { mutations, staged } => {
-                let value = std::mem::take(staged);
+            MutationOut::Values { mutations, .. } => {
+                let value = value.encode()?;
+                let len = value.len();
                 mutations.push(set_cell(family, qualifier, ts, value));
+                Ok(len)
             }
-            MutationOut::Wire(wire) => wire.set_staged(family, qualifier, ts),
+            MutationOut::Wire(wire) => {
+                wire.set_encoded(family, qualifier, ts, |out| value.encode_into(out))
+            }
         }
     }
 
-    /// [`MutationOut::set_staged`] with a qualifier already owned.
+    /// `SetCell` of the value last staged ([`MutationOut::stage`]), its
+    /// qualifier owned.
     #[inline]
     pub(crate) fn set_staged_owned(&mut self, family: &str, qualifier: Vec<u8>, ts: i64) {
         match self {

@@ -278,14 +278,15 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
         let out = &mut sink.out;
         if let Some(shadow) = schema.written_at {
             let written = from_micros(now_ms)?;
-            clear_column(out, schema, shadow.family, shadow.qualifier.as_bytes());
-            out.stage(&written).map_err(|source| {
-                Error::from(error::Encode {
-                    field: "written_at",
-                    source,
-                })
-            })?;
-            out.set_staged(shadow.family, shadow.qualifier.as_bytes(), row_ts);
+            let qualifier = shadow.qualifier.as_bytes();
+            clear_column(out, schema, shadow.family, qualifier);
+            out.set_value(shadow.family, qualifier, row_ts, &written)
+                .map_err(|source| {
+                    Error::from(error::Encode {
+                        field: "written_at",
+                        source,
+                    })
+                })?;
         }
         write_marker(out, schema, row_ts, expiry_ts(schema, now_ms, row_ts));
         Ok(())
@@ -300,13 +301,7 @@ impl<T: BigtableRow> CellSink<'_, T> {
     /// [`FieldError::TooLarge`] over [`MAX_CELL_BYTES`].
     #[inline]
     pub fn required<V: CellCodec>(&mut self, index: usize, value: &V) -> Result<(), FieldError> {
-        match self.out.stage(value) {
-            Ok(len) => self.push(index, Some(len)),
-            Err(source) => Err(FieldError::Column {
-                column: index,
-                source,
-            }),
-        }
+        self.push(index, Some(value))
     }
 
     /// Write column `index` with `value`; `None` only deletes the column.
@@ -319,10 +314,7 @@ impl<T: BigtableRow> CellSink<'_, T> {
         index: usize,
         value: &Option<V>,
     ) -> Result<(), FieldError> {
-        match value {
-            Some(value) => self.required(index, value),
-            None => self.push(index, None),
-        }
+        self.push(index, value.as_ref())
     }
 
     /// Replace map field `index` (of [`crate::Schema::maps`]) with `map`'s
@@ -370,33 +362,43 @@ impl<T: BigtableRow> CellSink<'_, T> {
         Ok(())
     }
 
-    /// Column `index`: cleared, then set to the value just staged (its
-    /// length `staged`), if any.
+    /// Column `index`: cleared, then set to `value`, if any.
     #[inline]
-    fn push(&mut self, index: usize, staged: Option<usize>) -> Result<(), FieldError> {
+    fn push<V: CellCodec>(&mut self, index: usize, value: Option<&V>) -> Result<(), FieldError> {
         let column = &T::SCHEMA.columns[index];
-        clear_column(
-            &mut self.out,
-            T::SCHEMA,
-            column.family,
-            column.qualifier.as_bytes(),
-        );
-        let Some(len) = staged else {
+        let qualifier = column.qualifier.as_bytes();
+        clear_column(&mut self.out, T::SCHEMA, column.family, qualifier);
+        let Some(value) = value else {
             return Ok(());
         };
-        if len > MAX_CELL_BYTES {
-            return Err(FieldError::TooLarge { column: index, len });
-        }
         let ts = match column.ttl {
             // A field never outlives its row.
             Some(ttl) => T::SCHEMA
                 .policy
-                .cell_timestamp_at(self.now_ms, Expiry::Ttl(ttl))?
-                .min(self.row_ts),
-            None => self.row_ts,
+                .cell_timestamp_at(self.now_ms, Expiry::Ttl(ttl))
+                .map(|ts| ts.min(self.row_ts)),
+            None => Ok(self.row_ts),
         };
-        self.out
-            .set_staged(column.family, column.qualifier.as_bytes(), ts);
+        // The value is written before its errors are known; a write that
+        // fails leaves nothing (see `MutationBuilder::encode_checked`).
+        // They come in the order they always did: the value's, its size,
+        // then the timestamp's.
+        let len = self
+            .out
+            .set_value(
+                column.family,
+                qualifier,
+                *ts.as_ref().unwrap_or(&self.row_ts),
+                value,
+            )
+            .map_err(|source| FieldError::Column {
+                column: index,
+                source,
+            })?;
+        if len > MAX_CELL_BYTES {
+            return Err(FieldError::TooLarge { column: index, len });
+        }
+        let ts = ts?;
         if column.when_absent == WhenAbsent::ReadsZero {
             // A counter's window mark goes with it (see `model::counter`).
             let mark = window_mark(column.qualifier);
