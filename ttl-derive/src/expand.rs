@@ -80,6 +80,7 @@ fn impl_row(cont: &Container) -> TokenStream {
     let schema = gen.schema();
     let encode_key = gen.key_parts(false);
     let row_key = gen.key_parts(true);
+    let write_row_key = gen.write_row_key();
     let expiry = gen.expiry();
     let write_cells = gen.write_cells();
     let column_of = column_of(cont, &gen.columns, &gen.maps, p);
@@ -98,6 +99,7 @@ fn impl_row(cont: &Container) -> TokenStream {
                 fn row_key(&self) -> #p::Result<::std::vec::Vec<::core::primitive::u8>> {
                     #row_key
                 }
+                #write_row_key
                 fn expiry(&self) -> #p::Expiry {
                     #expiry
                 }
@@ -269,6 +271,30 @@ impl<'a> Gen<'a> {
             let mut __k = #p::KeyBuilder::new(#table, #separator);
             #(#parts)*
             __k.finish()
+        }
+    }
+
+    /// `write_row_key` for a key of one field, its bytes appended straight
+    /// to the buffer; a composite key keeps the trait's (`row_key`, copied).
+    fn write_row_key(&self) -> TokenStream {
+        let [only] = self.keys.as_slice() else {
+            return TokenStream::new();
+        };
+        let p = &self.p;
+        let table = self.cont.table();
+        let name = only.name();
+        let f = only.ident;
+        let body = respan(
+            quote!(#p::KeyBuilder::write_single(#table, #name, &self.#f, __out)),
+            at(only.ty),
+        );
+        quote! {
+            fn write_row_key(
+                &self,
+                __out: &mut ::std::vec::Vec<::core::primitive::u8>,
+            ) -> #p::Result<()> {
+                #body
+            }
         }
     }
 

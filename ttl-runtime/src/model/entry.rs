@@ -153,6 +153,53 @@ impl PendingEntry {
         }
     }
 
+    /// Start an entry at the end of `out` whose row key `write_key`
+    /// appends there; where the key lies in `out` comes back. The key's
+    /// length is given a byte, moved up in the rare key of 128 bytes or
+    /// more. Nothing is left written when `write_key` fails.
+    pub(crate) fn begin_with<E>(
+        out: &mut Vec<u8>,
+        write_key: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+    ) -> Result<(Self, std::ops::Range<usize>), E> {
+        let start = out.len();
+        out.extend_from_slice(&[REQUEST_ENTRY, 0, 0, ENTRY_ROW_KEY, 0]);
+        let body = start + 1 + LENGTH_RESERVED;
+        let mut key_at = out.len();
+        if let Err(e) = write_key(out) {
+            out.truncate(start);
+            return Err(e);
+        }
+        let len = out.len() - key_at;
+        let len_bytes = varint_len(len as u64);
+        if len == 0 {
+            // proto3 leaves an empty key out, key byte and length too.
+            out.truncate(body);
+        } else if len_bytes == 1 {
+            #[allow(clippy::cast_possible_truncation)]
+            {
+                out[key_at - 1] = len as u8;
+            }
+        } else {
+            let extra = len_bytes - 1;
+            out.resize(out.len() + extra, 0);
+            out.copy_within(key_at..key_at + len, key_at + extra);
+            let mut n = len as u64;
+            for byte in &mut out[key_at - 1..key_at + extra] {
+                #[allow(clippy::cast_possible_truncation)]
+                let low = (n as u8) & 0x7f;
+                n >>= 7;
+                *byte = if n == 0 { low } else { low | 0x80 };
+            }
+            key_at += extra;
+        }
+        let entry = Self {
+            body,
+            mutations: 0,
+            cell_bytes: 0,
+        };
+        Ok((entry, key_at..key_at + len))
+    }
+
     /// The entry, whose mutations are all written at the end of `out`, is
     /// complete: its length prefix is fixed up.
     pub(crate) fn finish(self, out: &mut Vec<u8>) -> EncodedEntry {
@@ -497,10 +544,21 @@ mod tests {
     }
 
     /// `entry` written by the encoder, its mutations from `entry` itself,
-    /// set cells in turn staged, encoded in place and given.
+    /// set cells in turn staged, encoded in place and given; a key of odd
+    /// length written in place, one of even length given.
     fn encode(entry: &Entry) -> (Vec<u8>, EncodedEntry, usize) {
         let (mut out, mut staged) = (b"before".to_vec(), Vec::new());
-        let mut pending = PendingEntry::begin(&mut out, &entry.row_key);
+        let mut pending = if entry.row_key.len() % 2 == 1 {
+            let (pending, key) = PendingEntry::begin_with(&mut out, |out| {
+                out.extend_from_slice(&entry.row_key);
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+            assert_eq!(out[key], entry.row_key);
+            pending
+        } else {
+            PendingEntry::begin(&mut out, &entry.row_key)
+        };
         let mut e = EntryEncoder {
             out: &mut out,
             staged: &mut staged,
@@ -662,6 +720,32 @@ mod tests {
                     });
                 }
             }
+        }
+    }
+
+    #[test]
+    fn keys_across_the_length_byte_are_encoded_in_place_as_prost_encodes_them() {
+        for len in [1, 2, 126, 127, 128, 129, 255, 4_095, 4_096, 16_384, 16_385] {
+            for key in [vec![b'k'; len], vec![b'k'; len + 1]] {
+                check(&Entry {
+                    row_key: key,
+                    mutations: vec![set("e", b"q", 1_000, b"v")],
+                    ..Entry::default()
+                });
+            }
+        }
+    }
+
+    #[test]
+    fn a_key_that_fails_to_encode_in_place_leaves_nothing() {
+        for written in [0, 5, 300] {
+            let mut out = b"before".to_vec();
+            let failed = PendingEntry::begin_with(&mut out, |out| {
+                out.extend(std::iter::repeat_n(b'k', written));
+                Err("no")
+            });
+            assert!(matches!(failed, Err("no")));
+            assert_eq!(out, b"before", "{written} bytes written before failing");
         }
     }
 

@@ -256,6 +256,29 @@ impl KeyBuilder {
         Ok(key)
     }
 
+    /// [`KeyBuilder::single`] appended to `out`, which is left as it was
+    /// when this fails (`BigtableRow::write_row_key` of a key of one field).
+    ///
+    /// # Errors
+    /// As [`KeyBuilder::single`].
+    #[inline]
+    pub fn write_single<K: KeyPart>(
+        table: &'static str,
+        field: &'static str,
+        value: &K,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let start = out.len();
+        let written = match value.write_key(out) {
+            Ok(()) => check_row_key(table, &out[start..]),
+            Err(source) => Err(Error::from(error::Encode { field, source })),
+        };
+        if written.is_err() {
+            out.truncate(start);
+        }
+        written
+    }
+
     /// Append the key field `field`.
     ///
     /// # Errors

@@ -59,8 +59,6 @@ pub(crate) fn expiry_ts(schema: &Schema, now_ms: i64, row_ts: i64) -> i64 {
 pub(crate) struct EncodedRow {
     /// Its entry in the request.
     pub(crate) entry: EncodedEntry,
-    /// The row key.
-    pub(crate) row_key: Vec<u8>,
     /// The timestamp of the row-level cells (µs).
     pub(crate) timestamp_micros: i64,
     /// The expiry the write asked for.

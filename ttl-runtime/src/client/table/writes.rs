@@ -158,7 +158,9 @@ impl<T: BigtableRow> Table<T> {
             let (row, full) = writer.queue(&b, now.timestamp_micros())?;
             written.push(Written {
                 expires_at: row.expires_at()?,
-                row_key: row.row_key,
+                // Not kept by the encoding (the bulk writer's rows need
+                // none); the key was just checked, so this cannot fail.
+                row_key: b.row().row_key()?,
                 timestamp_micros: row.timestamp_micros,
                 written_at,
             });
