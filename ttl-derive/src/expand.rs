@@ -251,10 +251,17 @@ impl<'a> Gen<'a> {
             } else {
                 quote!(__key)
             };
-            return respan(
-                quote!(#p::KeyBuilder::single(#table, #name, #access)),
+            // The one call that needs the field's `KeyPart`, as in
+            // `write_row_key`: a key type without one is one error, not two.
+            let write = respan(
+                quote!(#p::KeyBuilder::write_single(#table, #name, #access, &mut __bytes)),
                 at(only.ty),
             );
+            return quote! {
+                let mut __bytes = ::std::vec::Vec::new();
+                #write?;
+                ::core::result::Result::Ok(__bytes)
+            };
         }
         let parts = self.keys.iter().enumerate().map(|(i, k)| {
             let name = k.name();

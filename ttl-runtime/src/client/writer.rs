@@ -183,10 +183,9 @@ impl<T: BigtableRow> BulkWriter<T> {
     }
 
     /// Encode the write `builder` makes at `now_micros` (µs since the
-    /// epoch; checked) into the batch
-    /// being filled; when the row does not fit there, the batch so far
-    /// comes back, closed, and the row starts the next one. A row that
-    /// fails is not queued.
+    /// epoch; checked) into the batch being filled; when the row does not
+    /// fit there, the batch so far comes back, closed, and the row starts
+    /// the next one. A row that fails is not queued.
     pub(crate) fn queue(
         &mut self,
         builder: &MutationBuilder<'_, T>,

@@ -239,8 +239,9 @@ impl PendingEntry {
 #[derive(Debug)]
 pub(crate) struct EntryEncoder<'a> {
     pub(crate) out: &'a mut Vec<u8>,
-    /// The value of the next cell, encoded by [`EntryEncoder::stage`]
-    /// (a buffer reused from row to row).
+    /// The value of the next map entry, encoded by [`EntryEncoder::stage`],
+    /// and where a value too long to stay in place moves through
+    /// ([`EntryEncoder::set_encoded`]): a buffer reused from row to row.
     pub(crate) staged: &'a mut Vec<u8>,
     pub(crate) entry: &'a mut PendingEntry,
 }

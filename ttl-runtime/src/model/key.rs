@@ -238,29 +238,12 @@ impl KeyBuilder {
         }
     }
 
-    /// The key of a struct with one key field, `field` (no separator).
+    /// Append the key of a struct with one key field, `field` (no
+    /// separator), to `out`, which is left as it was when this fails.
     ///
     /// # Errors
     /// [`Error::Encode`] when the value cannot be encoded,
     /// [`Error::EmptyRowKey`], [`Error::RowKeyTooLong`].
-    #[inline]
-    pub fn single<K: KeyPart>(
-        table: &'static str,
-        field: &'static str,
-        value: &K,
-    ) -> Result<Vec<u8>> {
-        let key = value
-            .to_key()
-            .map_err(|source| Error::from(error::Encode { field, source }))?;
-        check_row_key(table, &key)?;
-        Ok(key)
-    }
-
-    /// [`KeyBuilder::single`] appended to `out`, which is left as it was
-    /// when this fails (`BigtableRow::write_row_key` of a key of one field).
-    ///
-    /// # Errors
-    /// As [`KeyBuilder::single`].
     #[inline]
     pub fn write_single<K: KeyPart>(
         table: &'static str,

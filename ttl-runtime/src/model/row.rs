@@ -203,12 +203,11 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
     }
 
     /// The write at `now_micros` (µs since the epoch) encoded at the end of
-    /// `out` as one entry of a
-    /// `MutateRowsRequest` (field and length prefix included), the same
-    /// bytes as [`MutationBuilder::build_checked`]'s mutations in an
-    /// `Entry` would be, without building them; `staged` is a buffer for
-    /// cell values, kept from row to row. Nothing is appended when it
-    /// fails.
+    /// `out` as one entry of a `MutateRowsRequest` (field and length prefix
+    /// included), the same bytes as [`MutationBuilder::build_checked`]'s
+    /// mutations in an `Entry` would be, without building them; `staged`
+    /// is a buffer for map entries' values, kept from row to row. Nothing
+    /// is appended when it fails.
     ///
     /// # Errors
     /// As [`MutationBuilder::build_checked`].
