@@ -738,6 +738,27 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_key_written_in_place_is_left_out_as_prost_leaves_it_out() {
+        let entry = Entry {
+            row_key: Vec::new(),
+            mutations: vec![set("e", b"q", 1_000, b"v")],
+            ..Entry::default()
+        };
+        let mut out = Vec::new();
+        let (mut pending, key) = PendingEntry::begin_with(&mut out, |_| Ok::<(), ()>(())).unwrap();
+        assert!(key.is_empty());
+        let mut staged = Vec::new();
+        let mut e = EntryEncoder {
+            out: &mut out,
+            staged: &mut staged,
+            entry: &mut pending,
+        };
+        e.set_cell("e", b"q", 1_000, b"v");
+        pending.finish(&mut out);
+        assert_eq!(out, prost_bytes(&entry));
+    }
+
+    #[test]
     fn a_key_that_fails_to_encode_in_place_leaves_nothing() {
         for written in [0, 5, 300] {
             let mut out = b"before".to_vec();
