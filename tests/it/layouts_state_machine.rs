@@ -1820,3 +1820,98 @@ fn a_re_time_replaces_its_struct_s_marker_expired_before_the_horizon() {
         }
     });
 }
+
+/// Found by a long run (300 cases): `Tag` (all options) and `Product`
+/// share the column `name` and the row `b#1`; Product's put leaves the
+/// newest cell there, Tag's update clears it, and the row lives on by
+/// Tag's older marker. The update answered the expiry of the cell it
+/// cleared, where a read right after sees the marker's.
+#[test]
+fn an_update_clearing_the_newest_cell_of_a_row_of_options_answers_the_expiry_it_leaves() {
+    use proptest::strategy::{Strategy as _, ValueTree as _};
+    check_shapes();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let probe = any::<prop::sample::Index>()
+        .new_tree(&mut TestRunner::deterministic())
+        .unwrap()
+        .current();
+    let layout = Layout {
+        structs: vec![(Who::Product, 0), (Who::Tag, 1)],
+        probe,
+    };
+    let ops = [
+        Op::Update {
+            who: 3,
+            key: 7,
+            changes: vec![(1, None), (1, None), (1, Some(4))],
+            ttl: None,
+        },
+        Op::Insert {
+            who: 0,
+            key: 5,
+            ttl: 4577,
+            seed: 0,
+        },
+        Op::PutIf {
+            who: 2,
+            key: 1,
+            ttl: 2146,
+            seed: 0,
+            col: 2,
+            cseed: 5,
+        },
+        Op::Put {
+            who: 1,
+            key: 0,
+            ttl: 897,
+            seed: 5,
+        },
+        Op::Sleep { ms: 752 },
+        Op::DeleteIf {
+            who: 2,
+            key: 3,
+            col: 2,
+            cseed: 1,
+        },
+        Op::PutEntry {
+            who: 1,
+            key: 7,
+            entry: 1,
+            seed: 3,
+            ttl: 3651,
+        },
+        Op::Put {
+            who: 0,
+            key: 7,
+            ttl: 3661,
+            seed: 2,
+        },
+        Op::DeleteIf {
+            who: 0,
+            key: 1,
+            col: 3,
+            cseed: 1,
+        },
+        Op::Update {
+            who: 1,
+            key: 1,
+            changes: vec![(0, None), (3, Some(2)), (3, None)],
+            ttl: None,
+        },
+    ];
+    rt.block_on(async {
+        let first = support::connection();
+        let mut conns = vec![first.clone()];
+        for _ in 0..3 {
+            conns.push(support::connection_to(&first));
+        }
+        let counts = Counts::default();
+        let mut case = Case::open(&conns, 0, &layout, &counts).await.unwrap();
+        if let Err(e) = case.run(&ops).await {
+            panic!("{e}");
+        }
+    });
+}
