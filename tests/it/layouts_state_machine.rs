@@ -1593,12 +1593,10 @@ fn random_layouts_of_structs_sharing_a_table_each_see_and_change_only_their_own(
     );
 }
 
-/// A case the random runs found (shrunk to its first steps): `Wishlist`,
-/// a struct of options with a map, puts an entry into a row that carries
-/// `Quota`'s marker and not its own; the entry brings `Wishlist`'s marker
-/// (`Table::put_entry`), which the model must hold too.
-#[test]
-fn an_entry_on_another_struct_s_row_brings_its_struct_s_marker() {
+/// Run `ops`, a case the random runs found, on a fresh table laid out as
+/// `structs`, through four connections as the random runs do, and fail
+/// where the model and the library disagree.
+fn replay(structs: Vec<(Who, usize)>, ops: &[Op]) {
     use proptest::strategy::{Strategy as _, ValueTree as _};
     check_shapes();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -1609,10 +1607,28 @@ fn an_entry_on_another_struct_s_row_brings_its_struct_s_marker() {
         .new_tree(&mut TestRunner::deterministic())
         .unwrap()
         .current();
-    let layout = Layout {
-        structs: vec![(Who::Extra, 0), (Who::Quota, 0), (Who::Wishlist, 1)],
-        probe,
-    };
+    let layout = Layout { structs, probe };
+    rt.block_on(async {
+        let first = support::connection();
+        let mut conns = vec![first.clone()];
+        for _ in 0..3 {
+            conns.push(support::connection_to(&first));
+        }
+        let counts = Counts::default();
+        let mut case = Case::open(&conns, 0, &layout, &counts).await.unwrap();
+        if let Err(e) = case.run(ops).await {
+            panic!("{e}");
+        }
+    });
+}
+
+/// A case the random runs found (shrunk to its first steps): `Wishlist`,
+/// a struct of options with a map, puts an entry into a row that carries
+/// `Quota`'s marker and not its own; the entry brings `Wishlist`'s marker
+/// (`Table::put_entry`), which the model must hold too.
+#[test]
+fn an_entry_on_another_struct_s_row_brings_its_struct_s_marker() {
+    let structs = vec![(Who::Extra, 0), (Who::Quota, 0), (Who::Wishlist, 1)];
     let ops = [
         Op::Insert {
             who: 3,
@@ -1648,18 +1664,7 @@ fn an_entry_on_another_struct_s_row_brings_its_struct_s_marker() {
             ttl: 2439,
         },
     ];
-    rt.block_on(async {
-        let first = support::connection();
-        let mut conns = vec![first.clone()];
-        for _ in 0..3 {
-            conns.push(support::connection_to(&first));
-        }
-        let counts = Counts::default();
-        let mut case = Case::open(&conns, 0, &layout, &counts).await.unwrap();
-        if let Err(e) = case.run(&ops).await {
-            panic!("{e}");
-        }
-    });
+    replay(structs, &ops);
 }
 
 /// A case the random runs found (not shrunk: its steps race the clock):
@@ -1670,20 +1675,7 @@ fn an_entry_on_another_struct_s_row_brings_its_struct_s_marker() {
 /// first; a re-time does not), where the model holds one marker.
 #[test]
 fn a_re_time_replaces_its_struct_s_marker_expired_before_the_horizon() {
-    use proptest::strategy::{Strategy as _, ValueTree as _};
-    check_shapes();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let probe = any::<prop::sample::Index>()
-        .new_tree(&mut TestRunner::deterministic())
-        .unwrap()
-        .current();
-    let layout = Layout {
-        structs: vec![(Who::Extra, 0), (Who::Wishlist, 0), (Who::Stats, 0)],
-        probe,
-    };
+    let structs = vec![(Who::Extra, 0), (Who::Wishlist, 0), (Who::Stats, 0)];
     let ops = [
         Op::AddMarkers { who: 2 },
         Op::Increment {
@@ -1807,18 +1799,7 @@ fn a_re_time_replaces_its_struct_s_marker_expired_before_the_horizon() {
             seed: 0,
         },
     ];
-    rt.block_on(async {
-        let first = support::connection();
-        let mut conns = vec![first.clone()];
-        for _ in 0..3 {
-            conns.push(support::connection_to(&first));
-        }
-        let counts = Counts::default();
-        let mut case = Case::open(&conns, 0, &layout, &counts).await.unwrap();
-        if let Err(e) = case.run(&ops).await {
-            panic!("{e}");
-        }
-    });
+    replay(structs, &ops);
 }
 
 /// Found by a long run (300 cases): `Tag` (all options) and `Product`
@@ -1828,20 +1809,7 @@ fn a_re_time_replaces_its_struct_s_marker_expired_before_the_horizon() {
 /// cleared, where a read right after sees the marker's.
 #[test]
 fn an_update_clearing_the_newest_cell_of_a_row_of_options_answers_the_expiry_it_leaves() {
-    use proptest::strategy::{Strategy as _, ValueTree as _};
-    check_shapes();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let probe = any::<prop::sample::Index>()
-        .new_tree(&mut TestRunner::deterministic())
-        .unwrap()
-        .current();
-    let layout = Layout {
-        structs: vec![(Who::Product, 0), (Who::Tag, 1)],
-        probe,
-    };
+    let structs = vec![(Who::Product, 0), (Who::Tag, 1)];
     let ops = [
         Op::Update {
             who: 3,
@@ -1902,16 +1870,5 @@ fn an_update_clearing_the_newest_cell_of_a_row_of_options_answers_the_expiry_it_
             ttl: None,
         },
     ];
-    rt.block_on(async {
-        let first = support::connection();
-        let mut conns = vec![first.clone()];
-        for _ in 0..3 {
-            conns.push(support::connection_to(&first));
-        }
-        let counts = Counts::default();
-        let mut case = Case::open(&conns, 0, &layout, &counts).await.unwrap();
-        if let Err(e) = case.run(&ops).await {
-            panic!("{e}");
-        }
-    });
+    replay(structs, &ops);
 }
