@@ -164,9 +164,10 @@ enum Cli {
     },
     /// `BENCHMARKS.md`'s tables rewritten from the other commands' JSON.
     Report {
-        /// Where the commands wrote their JSON (`e2e.json`, `null.json`, …).
-        #[arg(long)]
-        results: PathBuf,
+        /// Where the commands wrote their JSON (`e2e.json`, `null.json`, …);
+        /// several, one a run: each table gives every run's figures.
+        #[arg(long, required = true)]
+        results: Vec<PathBuf>,
         /// The file whose tables are rewritten (`BENCHMARKS.md`).
         #[arg(long)]
         update: PathBuf,

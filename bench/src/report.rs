@@ -1,10 +1,11 @@
-//! `ttl-bench report --results DIR --update BENCHMARKS.md`: the file's
-//! generated tables replaced from the JSON the other commands wrote to
-//! `DIR` (see `ttl_bench::tables`); a table whose JSON is not there, and
+//! `ttl-bench report --results DIR [--results DIR …] --update
+//! BENCHMARKS.md`: the file's generated tables replaced from the JSON the
+//! other commands wrote to each `DIR`, one a run, the runs' figures side by
+//! side (see `ttl_bench::tables`); a table whose JSON is in no `DIR`, and
 //! every line of prose, are left as they are.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use ttl_bench::tables;
@@ -19,11 +20,41 @@ pub(crate) fn read_json(path: &Path) -> Option<Value> {
     serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
 
-pub(crate) fn run(results: &Path, update: &Path) -> Res<()> {
+/// The tables of every run in `results` (one directory a run of the same
+/// commands), merged cell by cell where several runs have a table
+/// ([`tables::merge_runs`]), written into `update`.
+pub(crate) fn run(results: &[PathBuf], update: &Path) -> Res<()> {
     let mut doc = std::fs::read_to_string(update)?;
+    let runs: Vec<Vec<Generated>> = results.iter().map(|dir| generate(dir, &doc)).collect();
+    let mut names: Vec<&'static str> = Vec::new();
+    for (name, _) in runs.iter().flatten() {
+        if !names.contains(name) {
+            names.push(name);
+        }
+    }
+    for name in names {
+        let texts: Vec<&str> = runs
+            .iter()
+            .filter_map(|run| run.iter().find(|(n, _)| *n == name))
+            .map(|(_, text)| text.as_str())
+            .collect();
+        let text = match texts[..] {
+            [one] => one.to_owned(),
+            _ => tables::merge_runs(&texts).map_err(|e| format!("table {name}: {e}"))?,
+        };
+        doc = tables::replace(&doc, name, &text)?;
+        eprintln!("table {name}:\n{text}\n");
+    }
+    std::fs::write(update, doc)?;
+    Ok(())
+}
+
+/// The tables the JSON in `results` (one run's) gives; `doc`, the file as
+/// it is, for the figures the summary carries over.
+fn generate(results: &Path, doc: &str) -> Vec<Generated> {
     let mut generated: Vec<Generated> = Vec::new();
     if let Some(e2e) = read_json(&results.join("e2e.json")) {
-        let old = tables::get(&doc, "summary").unwrap_or_default();
+        let old = tables::get(doc, "summary").unwrap_or_default();
         generated.push(("summary", summary(results, &e2e, old)));
     }
     let json = |name: &str| read_json(&results.join(format!("{name}.json")));
@@ -36,12 +67,7 @@ pub(crate) fn run(results: &Path, update: &Path) -> Res<()> {
     ] {
         generated.extend(json(name).as_ref().map(render).unwrap_or_default());
     }
-    for (name, text) in &generated {
-        doc = tables::replace(&doc, name, text)?;
-        eprintln!("table {name}:\n{text}\n");
-    }
-    std::fs::write(update, doc)?;
-    Ok(())
+    generated
 }
 
 /// "Run on DATE (N cores, a load average of A at the start and B at the

@@ -3,6 +3,8 @@
 //! between `<!-- table NAME -->` and `<!-- /table NAME -->`, and
 //! `ttl-bench report` replaces what is between the two, nothing else.
 
+use std::fmt::Write as _;
+
 fn markers(name: &str) -> (String, String) {
     (
         format!("<!-- table {name} -->"),
@@ -33,6 +35,90 @@ pub fn replace(doc: &str, name: &str, text: &str) -> Result<String, String> {
     Ok(format!("{before}\n\n{}\n\n{after}", text.trim()))
 }
 
+/// One table from several runs of the same command: a cell that is the
+/// same in every run once, a cell that differs as each run's figure, one a
+/// line (`<br>`), run 1 first; so a target's **met** standing alone was met
+/// in every run. The lines above the table (when, at what load) are kept
+/// once where every run has the same, else each run's, numbered.
+///
+/// # Errors
+/// The runs' tables differ in shape (rows or columns): runs of different
+/// contenders or arguments, which cannot be set side by side.
+pub fn merge_runs(runs: &[&str]) -> Result<String, String> {
+    let split: Vec<_> = runs.iter().map(|text| above_and_table(text)).collect();
+    let Some(((first_above, first_table), _)) = split.split_first() else {
+        return Ok(String::new());
+    };
+    let mut out = format!("{} runs.", runs.len());
+    for (line, text) in first_above.iter().enumerate() {
+        if split.iter().all(|(above, _)| above.get(line) == Some(text)) {
+            let _ = write!(out, " {text}");
+        } else {
+            for (run, (above, _)) in split.iter().enumerate() {
+                let text = above.get(line).copied().unwrap_or("–");
+                let _ = write!(out, " Run {}: {text}", run + 1);
+            }
+        }
+    }
+    out.push_str(
+        " A cell that differs between the runs gives each run's figure, one a line, run 1 first.\n\n",
+    );
+    for (index, row) in first_table.iter().enumerate() {
+        let shape = cells(row).len();
+        let rows: Vec<Vec<&str>> = split
+            .iter()
+            .map(|(_, table)| table.get(index).map(|r| cells(r)))
+            .collect::<Option<_>>()
+            .filter(|rows: &Vec<Vec<&str>>| rows.iter().all(|r| r.len() == shape))
+            .ok_or_else(|| {
+                format!(
+                    "the runs' tables differ in shape at row {}: {row}",
+                    index + 1
+                )
+            })?;
+        let merged: Vec<String> = (0..shape)
+            .map(|column| {
+                let each: Vec<&str> = rows.iter().map(|r| r[column]).collect();
+                if each.iter().all(|c| *c == each[0]) {
+                    each[0].to_owned()
+                } else {
+                    each.join("<br>")
+                }
+            })
+            .collect();
+        if merged
+            .iter()
+            .all(|c| !c.is_empty() && c.chars().all(|c| c == '-' || c == ':'))
+        {
+            let _ = writeln!(out, "|{}|", merged.join("|"));
+        } else {
+            let _ = writeln!(out, "| {} |", merged.join(" | "));
+        }
+    }
+    if split
+        .iter()
+        .any(|(_, table)| table.len() != first_table.len())
+    {
+        return Err("the runs' tables differ in their number of rows".to_owned());
+    }
+    Ok(out)
+}
+
+/// The non-empty lines above a generated table, and the table's rows.
+fn above_and_table(text: &str) -> (Vec<&str>, Vec<&str>) {
+    let lines: Vec<&str> = text.trim().lines().collect();
+    let table = lines.iter().position(|l| l.starts_with('|'));
+    let (above, table) = lines.split_at(table.unwrap_or(lines.len()));
+    let above = above.iter().copied().filter(|l| !l.is_empty()).collect();
+    (above, table.to_vec())
+}
+
+/// A table row's cells, trimmed (Markdown has no `|` inside a cell).
+fn cells(row: &str) -> Vec<&str> {
+    let row = row.trim().trim_start_matches('|').trim_end_matches('|');
+    row.split('|').map(str::trim).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,6 +138,47 @@ mod tests {
         assert_eq!(get(&doc, "b"), Some("| y |"));
         // Again: the same file.
         assert_eq!(replace(&doc, "a", "| new |\n|---|").unwrap(), doc);
+    }
+
+    #[test]
+    fn runs_merge_cell_by_cell() {
+        let run = |date: &str, load: &str, figure: &str, met: &str| {
+            format!(
+                "Run on {date} (2 cores, a load average of {load}).\n\n| what | figure | target |\n\
+                 |---|---|---|\n| write | {figure} | {met} |\n| scan | 1.5 µs | **met** |\n"
+            )
+        };
+        let one = run("2026-11-29", "1.0", "0.67 µs", "**met**");
+        let two = run("2026-11-29", "2.1", "0.71 µs", "**met**");
+        let three = run("2026-11-30", "0.4", "0.67 µs", "missed");
+        let merged = merge_runs(&[&one, &two, &three]).unwrap();
+        assert_eq!(
+            merged,
+            "3 runs. Run 1: Run on 2026-11-29 (2 cores, a load average of 1.0). \
+             Run 2: Run on 2026-11-29 (2 cores, a load average of 2.1). \
+             Run 3: Run on 2026-11-30 (2 cores, a load average of 0.4). \
+             A cell that differs between the runs gives each run's figure, one a line, run 1 \
+             first.\n\n| what | figure | target |\n|---|---|---|\n\
+             | write | 0.67 µs<br>0.71 µs<br>0.67 µs | **met**<br>**met**<br>missed |\n\
+             | scan | 1.5 µs | **met** |\n"
+        );
+        // The same line above the table in every run is said once.
+        let same = merge_runs(&[&one, &one]).unwrap();
+        assert!(
+            same.starts_with("2 runs. Run on 2026-11-29 (2 cores, a load average of 1.0). A cell")
+        );
+        assert!(same.contains("| write | 0.67 µs | **met** |"));
+    }
+
+    #[test]
+    fn runs_of_other_shapes_do_not_merge() {
+        let two_rows = "| a | b |\n|---|---|\n| x | 1 |\n| y | 2 |\n";
+        let one_row = "| a | b |\n|---|---|\n| x | 1 |\n";
+        let other_columns = "| a | b | c |\n|---|---|---|\n| x | 1 | 2 |\n| y | 2 | 3 |\n";
+        assert!(merge_runs(&[two_rows, one_row]).is_err());
+        assert!(merge_runs(&[one_row, two_rows]).is_err());
+        assert!(merge_runs(&[two_rows, other_columns]).is_err());
+        assert!(merge_runs(&[two_rows, two_rows]).is_ok());
     }
 
     #[test]
