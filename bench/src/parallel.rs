@@ -98,6 +98,7 @@ pub(crate) async fn run(rows: usize, concurrency: &[usize], rounds: usize, out: 
     for &c in concurrency {
         contenders.push((format!("parallel-{c}"), Some(c)));
     }
+    let load_start = ttl_bench::load_average();
     let mut samples: BTreeMap<String, Vec<Sample>> = BTreeMap::new();
     for round in 0..rounds.max(1) {
         for i in 0..contenders.len() {
@@ -153,6 +154,7 @@ pub(crate) async fn run(rows: usize, concurrency: &[usize], rounds: usize, out: 
         "rounds": rounds.max(1),
         "cores": cores,
         "date": Utc::now().format("%Y-%m-%d").to_string(),
+        "load_average": [load_start, ttl_bench::load_average()],
         "order": contenders.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
         "contenders": Value::Object(results),
     });

@@ -113,6 +113,11 @@ fn criterion_mean(dir: &Path, group: &str, name: &str) -> Option<f64> {
         .as_f64()
 }
 
+/// A target with its verdict: `≥ 5: **met**`.
+fn judged(target: &str, met: bool) -> String {
+    format!("{target}: {}", if met { "**met**" } else { "**missed**" })
+}
+
 /// Said of a figure kept from the file, not measured in this run.
 const CARRIED: &str = " (not measured again: the previous run's)";
 
@@ -151,7 +156,7 @@ fn summary(dir: &Path, e2e: &Value, old: &str) -> String {
                     d / 1e3,
                     h / 1e3
                 ),
-                "≤ 1.05",
+                &judged("≤ 1.05", d / h <= 1.05),
             );
         }
     }
@@ -176,7 +181,7 @@ fn summary(dir: &Path, e2e: &Value, old: &str) -> String {
                 paired(format!("{key}_q3")),
                 a / rate("raw", key)
             ),
-            "≥ 0.95",
+            &judged("≥ 0.95", paired(key.to_owned()) >= 0.95),
         );
         let cpu_key = key.replace("_s", "_cpu_s");
         let cpu = |c: &str| num(&e2e[c][&cpu_key]);
@@ -195,7 +200,7 @@ fn summary(dir: &Path, e2e: &Value, old: &str) -> String {
             line(
                 &format!("{what}: a/c (library / Python client)"),
                 format!("{:.1}", a / rate("python", key)),
-                "≥ 5",
+                &judged("≥ 5", a / rate("python", key) >= 5.0),
             );
         }
     }
@@ -236,7 +241,11 @@ fn summary(dir: &Path, e2e: &Value, old: &str) -> String {
                     per_row("lib-by-column", key),
                     ratio(key)
                 ),
-                target,
+                &if target.is_empty() {
+                    String::new()
+                } else {
+                    judged(target, num(&family[key]) <= 0.5)
+                },
             );
             if key == "write_emulator_cpu_s" {
                 line(
@@ -317,7 +326,7 @@ fn summary(dir: &Path, e2e: &Value, old: &str) -> String {
         _ => String::new(),
     };
     format!(
-        "Machine: {}. Run on {}{load}.\n\n{t}",
+        "Machine: {}.\n\nRun on {}{load}.\n\n{t}",
         e2e["machine"].as_str().unwrap_or("?"),
         e2e["date"].as_str().unwrap_or("?"),
     )
