@@ -113,9 +113,18 @@ fn criterion_mean(dir: &Path, group: &str, name: &str) -> Option<f64> {
         .as_f64()
 }
 
+/// A target's verdict, as every table gives it.
+pub(crate) fn verdict(met: bool) -> &'static str {
+    if met {
+        "**met**"
+    } else {
+        "**missed**"
+    }
+}
+
 /// A target with its verdict: `≥ 5: **met**`.
 fn judged(target: &str, met: bool) -> String {
-    format!("{target}: {}", if met { "**met**" } else { "**missed**" })
+    format!("{target}: {}", verdict(met))
 }
 
 /// Said of a figure kept from the file, not measured in this run.

@@ -49,6 +49,12 @@ pub fn merge_runs(runs: &[&str]) -> Result<String, String> {
     let Some(((first_above, first_table), _)) = split.split_first() else {
         return Ok(String::new());
     };
+    if split
+        .iter()
+        .any(|(_, table)| table.len() != first_table.len())
+    {
+        return Err("the runs' tables differ in their number of rows".to_owned());
+    }
     let mut out = format!("{} runs.", runs.len());
     for (line, text) in first_above.iter().enumerate() {
         if split.iter().all(|(above, _)| above.get(line) == Some(text)) {
@@ -65,17 +71,13 @@ pub fn merge_runs(runs: &[&str]) -> Result<String, String> {
     );
     for (index, row) in first_table.iter().enumerate() {
         let shape = cells(row).len();
-        let rows: Vec<Vec<&str>> = split
-            .iter()
-            .map(|(_, table)| table.get(index).map(|r| cells(r)))
-            .collect::<Option<_>>()
-            .filter(|rows: &Vec<Vec<&str>>| rows.iter().all(|r| r.len() == shape))
-            .ok_or_else(|| {
-                format!(
-                    "the runs' tables differ in shape at row {}: {row}",
-                    index + 1
-                )
-            })?;
+        let rows: Vec<Vec<&str>> = split.iter().map(|(_, table)| cells(table[index])).collect();
+        if rows.iter().any(|r| r.len() != shape) {
+            return Err(format!(
+                "the runs' tables differ in shape at row {}: {row}",
+                index + 1
+            ));
+        }
         let merged: Vec<String> = (0..shape)
             .map(|column| {
                 let each: Vec<&str> = rows.iter().map(|r| r[column]).collect();
@@ -94,12 +96,6 @@ pub fn merge_runs(runs: &[&str]) -> Result<String, String> {
         } else {
             let _ = writeln!(out, "| {} |", merged.join(" | "));
         }
-    }
-    if split
-        .iter()
-        .any(|(_, table)| table.len() != first_table.len())
-    {
-        return Err("the runs' tables differ in their number of rows".to_owned());
     }
     Ok(out)
 }
