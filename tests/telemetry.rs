@@ -211,6 +211,65 @@ async fn each_operation_is_a_span_and_each_retry_an_event_with_its_reason() {
     }
 }
 
+/// A struct before its rename, and after it, its marker forgotten.
+mod renamed {
+    use bigtable_ttl::BigtableRow;
+
+    #[derive(Debug, Clone, PartialEq, BigtableRow)]
+    #[bigtable(table = "items_traced", family = "i")]
+    #[ttl(default = "30d")]
+    pub struct Item {
+        #[bigtable(key)]
+        pub id: String,
+        pub label: String,
+    }
+
+    #[derive(Debug, Clone, PartialEq, BigtableRow)]
+    #[bigtable(table = "items_traced", family = "i")]
+    #[ttl(default = "30d")]
+    pub struct Article {
+        #[bigtable(key)]
+        pub id: String,
+        pub label: String,
+    }
+}
+
+/// The rows a renamed struct leaves out under its old marker log one
+/// warning (not one a row) that names the marker to keep.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renamed_struct_is_told_once_which_marker_to_keep() {
+    use renamed::{Article, Item};
+    let capture = capture();
+    let old = Table::<Item>::new(support::connection());
+    old.ensure_schema().await.unwrap();
+    let item = |id: &str| Item {
+        id: id.into(),
+        label: "l".into(),
+    };
+    old.put_all(&[item("a"), item("b"), item("c")])
+        .await
+        .unwrap();
+    let article = Table::<Article>::new(support::connection_to(old.connection()));
+    drop(old);
+
+    assert!(article.scan(Scan::all()).await.unwrap().is_empty());
+    assert!(article.scan(Scan::all()).await.unwrap().is_empty());
+    assert_eq!(article.read_stats().rows_under_unknown_marker, 6);
+    let captured = capture.0.lock().unwrap();
+    let warnings: Vec<&Fields> = captured
+        .events
+        .iter()
+        .map(|(_, e)| e)
+        .filter(|e| field(e, "table") == "items_traced" && field(e, "message").contains("marker"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    let message = field(warnings[0], "message");
+    assert!(
+        message.contains("#[bigtable(marker = \"Item\")]") && message.contains("Article"),
+        "{message}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conditional_writes_updates_and_retimes_are_spans_too() {
     const TABLE: &str = "clicks_traced_more";

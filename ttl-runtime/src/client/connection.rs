@@ -211,6 +211,12 @@ impl Connection {
         self.shared.layouts.register(table, type_name, schema)
     }
 
+    /// Whether a struct opened on `table` through this connection writes
+    /// the row marker `marker` in `family`.
+    pub(crate) fn knows_marker(&self, table: &str, family: &str, marker: &[u8]) -> bool {
+        self.shared.layouts.knows_marker(table, family, marker)
+    }
+
     pub(crate) fn data_channel(&self) -> &DataChannel {
         &self.shared.channel
     }

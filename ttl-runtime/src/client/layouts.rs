@@ -28,6 +28,9 @@ pub(crate) struct Registration {
     type_name: &'static str,
     schema: &'static Schema,
     clash: OnceLock<Box<LayoutClash>>,
+    /// The other structs' markers this struct's reads have warned of
+    /// (see [`crate::model::other_marker`]): each once.
+    warned: Mutex<Vec<Box<[u8]>>>,
 }
 
 impl Registration {
@@ -41,6 +44,17 @@ impl Registration {
                 clash: clash.clone(),
             }),
         }
+    }
+
+    /// Whether `marker` is met for the first time: `false` once it has
+    /// been, so that its warning is logged once.
+    pub(crate) fn first_warning_of(&self, marker: &[u8]) -> bool {
+        let mut warned = self.warned.lock().unwrap_or_else(PoisonError::into_inner);
+        if warned.iter().any(|m| **m == *marker) {
+            return false;
+        }
+        warned.push(marker.into());
+        true
     }
 }
 
@@ -57,6 +71,7 @@ impl Layouts {
             type_name,
             schema,
             clash: OnceLock::new(),
+            warned: Mutex::default(),
         });
         let mut tables = self.tables.lock().unwrap_or_else(PoisonError::into_inner);
         let entries = tables.entry(table.to_owned()).or_default();
@@ -74,6 +89,18 @@ impl Layouts {
         }
         entries.push(Arc::downgrade(&new));
         new
+    }
+
+    /// Whether a struct opened on `table` through this connection writes
+    /// the row marker `marker` (a qualifier) in `family`.
+    pub(crate) fn knows_marker(&self, table: &str, family: &str, marker: &[u8]) -> bool {
+        let tables = self.tables.lock().unwrap_or_else(PoisonError::into_inner);
+        tables.get(table).is_some_and(|entries| {
+            entries
+                .iter()
+                .filter_map(Weak::upgrade)
+                .any(|r| r.schema.marker == marker && r.schema.marker_family() == family)
+        })
     }
 }
 

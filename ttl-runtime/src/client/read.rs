@@ -130,6 +130,14 @@ pub struct ReadStats {
     /// incomplete: a required column holds no cell, and nothing stored
     /// proves it expired (see the guide's "Rows and liveness").
     pub rows_incomplete: u64,
+    /// Rows left out because they carry another struct's row marker, where
+    /// that struct is not opened on this table through this handle's
+    /// connection, and would be this struct's live rows under its own
+    /// marker: what a struct renamed without
+    /// `#[bigtable(marker = "OldName")]` finds of its old rows (the first
+    /// such row of each marker also logs a warning naming it). Rows of
+    /// two structs of one shape in two programs count here too.
+    pub rows_under_unknown_marker: u64,
 }
 
 /// The counters behind [`ReadStats`], shared by a handle's clones.
@@ -139,6 +147,7 @@ pub(crate) struct ReadCounters {
     pub(crate) partially_expired: AtomicU64,
     pub(crate) rows_skipped: AtomicU64,
     pub(crate) rows_incomplete: AtomicU64,
+    pub(crate) rows_under_unknown_marker: AtomicU64,
 }
 
 impl ReadCounters {
@@ -149,6 +158,7 @@ impl ReadCounters {
             partially_expired: get(&self.partially_expired),
             rows_skipped: get(&self.rows_skipped),
             rows_incomplete: get(&self.rows_incomplete),
+            rows_under_unknown_marker: get(&self.rows_under_unknown_marker),
         }
     }
 }

@@ -27,6 +27,7 @@ pub mod liveness;
 pub(crate) mod map;
 pub(crate) mod markers;
 pub mod mutation;
+pub(crate) mod other_marker;
 pub mod policy;
 pub(crate) mod proto;
 pub(crate) mod read_filter;

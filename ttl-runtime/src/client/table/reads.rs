@@ -14,9 +14,11 @@ use crate::client::table::Table;
 use crate::client::telemetry;
 use crate::model::error::{CodecError, Error, Result};
 use crate::model::key::AsKey;
+use crate::model::other_marker::other_marker;
 use crate::model::proto::{ReadRowsRequest, RowFilter};
 use crate::model::row::{classify_row, BigtableRow, Decoded};
 use crate::model::scan::Scan;
+use crate::model::schema::ROW_MARKER_PREFIX;
 use crate::model::view::Expiring;
 use crate::wire::merge::{Cell, MergedRow};
 
@@ -161,7 +163,10 @@ impl<T: BigtableRow> Table<T> {
                 .map_err(|e| e.in_table(this.name()));
             match decoded {
                 Ok(Decoded::Row(row)) => ready(Some(key), Some(Ok(row))),
-                Ok(Decoded::Absent) => ready(Some(key), None),
+                Ok(Decoded::Absent) => {
+                    this.note_other_marker(&key, &cells, now);
+                    ready(Some(key), None)
+                }
                 Ok(Decoded::Partial { missing, .. }) => {
                     let this = this.clone();
                     // Boxed: the stream holds room for its pending future,
@@ -182,6 +187,42 @@ impl<T: BigtableRow> Table<T> {
                 }
             }
         })
+    }
+
+    /// A row left out as absent that would be `T`'s under its own marker,
+    /// but carries the marker of a struct not opened on this table through
+    /// this connection (see [`crate::model::other_marker`]): counted in
+    /// [`crate::client::read::ReadStats::rows_under_unknown_marker`], and the first of each
+    /// marker logged, with what to change if `T` is that struct renamed.
+    fn note_other_marker(&self, key: &[u8], cells: &[Cell], now: DateTime<Utc>) {
+        let schema = T::SCHEMA;
+        let cells = cells.iter().map(Cell::as_cell_ref);
+        let Some(name) = other_marker(schema, T::column_of, key, cells, now) else {
+            return;
+        };
+        let marker = [ROW_MARKER_PREFIX, name].concat();
+        if self
+            .connection()
+            .knows_marker(self.name(), schema.marker_family(), &marker)
+        {
+            return;
+        }
+        self.raw
+            .counters()
+            .rows_under_unknown_marker
+            .fetch_add(1, Ordering::Relaxed);
+        if self.layout.first_warning_of(&marker) {
+            let name = String::from_utf8_lossy(name);
+            let own = String::from_utf8_lossy(&schema.marker[ROW_MARKER_PREFIX.len()..]);
+            tracing::warn!(
+                table = %self.name(),
+                row = %key.escape_ascii(),
+                "rows read as absent: they hold only {own}'s cells but carry the row marker of \
+                 {name:?}, a struct not opened on this table through this connection; if {own} \
+                 is {name} renamed, keep its marker with #[bigtable(marker = {name:?})] \
+                 (ReadStats::rows_under_unknown_marker counts these rows)"
+            );
+        }
     }
 
     /// With [`ReadOptions::skip_undecodable`], a row that does not decode
