@@ -235,7 +235,8 @@ mod renamed {
 }
 
 /// The rows a renamed struct leaves out under its old marker log one
-/// warning (not one a row) that names the marker to keep.
+/// warning a connection (not one a row, nor one a handle) that names the
+/// marker to keep.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_renamed_struct_is_told_once_which_marker_to_keep() {
     use renamed::{Article, Item};
@@ -255,6 +256,11 @@ async fn a_renamed_struct_is_told_once_which_marker_to_keep() {
     assert!(article.scan(Scan::all()).await.unwrap().is_empty());
     assert!(article.scan(Scan::all()).await.unwrap().is_empty());
     assert_eq!(article.read_stats().rows_under_unknown_marker, 6);
+    // A handle made per request: counted on its own, warned of once a
+    // connection.
+    let again = Table::<Article>::new(article.connection().clone());
+    assert!(again.scan(Scan::all()).await.unwrap().is_empty());
+    assert_eq!(again.read_stats().rows_under_unknown_marker, 3);
     let captured = capture.0.lock().unwrap();
     let warnings: Vec<&Fields> = captured
         .events

@@ -211,10 +211,16 @@ impl Connection {
         self.shared.layouts.register(table, type_name, schema)
     }
 
-    /// Whether a struct opened on `table` through this connection writes
-    /// the row marker `marker` in `family`.
-    pub(crate) fn knows_marker(&self, table: &str, family: &str, marker: &[u8]) -> bool {
-        self.shared.layouts.knows_marker(table, family, marker)
+    /// Whether a struct with a live handle on `table` through this
+    /// connection writes the row marker named `name` in `family`.
+    pub(crate) fn knows_marker(&self, table: &str, family: &str, name: &[u8]) -> bool {
+        self.shared.layouts.knows_marker(table, family, name)
+    }
+
+    /// Whether the reader of `table` with marker `own` meets the marker
+    /// named `other` for the first time on this connection.
+    pub(crate) fn first_warning(&self, table: &str, own: &'static [u8], other: &[u8]) -> bool {
+        self.shared.layouts.first_warning(table, own, other)
     }
 
     pub(crate) fn data_channel(&self) -> &DataChannel {

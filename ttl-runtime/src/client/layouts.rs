@@ -14,13 +14,22 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use crate::model::clash::LayoutClash;
 use crate::model::error::{Error, Result};
 use crate::model::layout::clash;
-use crate::model::schema::Schema;
+use crate::model::schema::{Schema, ROW_MARKER_PREFIX};
 
 /// The structs opened on one connection, by table name.
 #[derive(Debug, Default)]
 pub(crate) struct Layouts {
     tables: Mutex<HashMap<String, Vec<Weak<Registration>>>>,
+    /// What reads through this connection have warned of, each once: a
+    /// struct's rows under another struct's marker
+    /// ([`crate::model::other_marker`]), by table, reader's marker and the
+    /// other marker's name.
+    warned: Mutex<Vec<Warned>>,
 }
+
+/// A warning logged: the table, the reader's marker, the other marker's
+/// name.
+type Warned = (String, &'static [u8], Box<[u8]>);
 
 /// One struct opened on one table: what a handle checks before each call.
 #[derive(Debug)]
@@ -28,9 +37,6 @@ pub(crate) struct Registration {
     type_name: &'static str,
     schema: &'static Schema,
     clash: OnceLock<Box<LayoutClash>>,
-    /// The other structs' markers this struct's reads have warned of
-    /// (see [`crate::model::other_marker`]): each once.
-    warned: Mutex<Vec<Box<[u8]>>>,
 }
 
 impl Registration {
@@ -44,17 +50,6 @@ impl Registration {
                 clash: clash.clone(),
             }),
         }
-    }
-
-    /// Whether `marker` is met for the first time: `false` once it has
-    /// been, so that its warning is logged once.
-    pub(crate) fn first_warning_of(&self, marker: &[u8]) -> bool {
-        let mut warned = self.warned.lock().unwrap_or_else(PoisonError::into_inner);
-        if warned.iter().any(|m| **m == *marker) {
-            return false;
-        }
-        warned.push(marker.into());
-        true
     }
 }
 
@@ -71,7 +66,6 @@ impl Layouts {
             type_name,
             schema,
             clash: OnceLock::new(),
-            warned: Mutex::default(),
         });
         let mut tables = self.tables.lock().unwrap_or_else(PoisonError::into_inner);
         let entries = tables.entry(table.to_owned()).or_default();
@@ -91,16 +85,32 @@ impl Layouts {
         new
     }
 
-    /// Whether a struct opened on `table` through this connection writes
-    /// the row marker `marker` (a qualifier) in `family`.
-    pub(crate) fn knows_marker(&self, table: &str, family: &str, marker: &[u8]) -> bool {
+    /// Whether a struct with a live handle on `table` through this
+    /// connection writes the row marker named `name` (the qualifier without
+    /// its prefix) in `family`.
+    pub(crate) fn knows_marker(&self, table: &str, family: &str, name: &[u8]) -> bool {
         let tables = self.tables.lock().unwrap_or_else(PoisonError::into_inner);
         tables.get(table).is_some_and(|entries| {
-            entries
-                .iter()
-                .filter_map(Weak::upgrade)
-                .any(|r| r.schema.marker == marker && r.schema.marker_family() == family)
+            entries.iter().filter_map(Weak::upgrade).any(|r| {
+                r.schema.marker.strip_prefix(ROW_MARKER_PREFIX) == Some(name)
+                    && r.schema.marker_family() == family
+            })
         })
+    }
+
+    /// Whether the reader of `table` with marker `own` meets the marker
+    /// named `other` for the first time on this connection: `false` once it
+    /// has, so that its warning is logged once.
+    pub(crate) fn first_warning(&self, table: &str, own: &'static [u8], other: &[u8]) -> bool {
+        let mut warned = self.warned.lock().unwrap_or_else(PoisonError::into_inner);
+        if warned
+            .iter()
+            .any(|(t, o, m)| t == table && *o == own && **m == *other)
+        {
+            return false;
+        }
+        warned.push((table.to_owned(), own, other.into()));
+        true
     }
 }
 

@@ -131,12 +131,16 @@ pub struct ReadStats {
     /// proves it expired (see the guide's "Rows and liveness").
     pub rows_incomplete: u64,
     /// Rows left out because they carry another struct's row marker, where
-    /// that struct is not opened on this table through this handle's
-    /// connection, and would be this struct's live rows under its own
-    /// marker: what a struct renamed without
-    /// `#[bigtable(marker = "OldName")]` finds of its old rows (the first
-    /// such row of each marker also logs a warning naming it). Rows of
-    /// two structs of one shape in two programs count here too.
+    /// no struct writing that marker has a live handle on this table
+    /// through this handle's connection, while every visible cell they hold
+    /// in this struct's families is one this struct owns and, under its own
+    /// marker, they would be its live rows: what a struct renamed without
+    /// `#[bigtable(marker = "OldName")]` (and otherwise unchanged) finds of
+    /// its old rows. Counted at each read that leaves one out (a row read
+    /// twice counts twice); the first of each marker on a connection also
+    /// logs a warning naming the marker. A clue, not a proof: another
+    /// program's struct whose cells are a subset of this one's counts here
+    /// too (see the guide's "Several structs in one table").
     pub rows_under_unknown_marker: u64,
 }
 

@@ -111,11 +111,135 @@ mod tests {
     }
 
     fn judged(cells: &[CellRef<'static>]) -> Option<&'static [u8]> {
+        judged_as(&ARTICLE, cells)
+    }
+
+    fn judged_as(schema: &'static Schema, cells: &[CellRef<'static>]) -> Option<&'static [u8]> {
         let now = DateTime::from_timestamp_micros(2_000_000_000_000_000).unwrap();
+        let column_of = |f: &str, q: &[u8]| ColumnOf::in_schema(schema, f, q);
         // Copied out: the answer borrows from the cells.
-        let column_of = |f: &str, q: &[u8]| ColumnOf::in_schema(&ARTICLE, f, q);
-        other_marker(&ARTICLE, column_of, b"k", cells.to_vec().into_iter(), now)
+        other_marker(schema, column_of, b"k", cells.to_vec().into_iter(), now)
             .map(|m| &*Box::leak(m.to_vec().into_boxed_slice()))
+    }
+
+    const fn column(
+        family: &'static str,
+        qualifier: &'static str,
+        when_absent: WhenAbsent,
+    ) -> Column {
+        Column {
+            field: qualifier,
+            family,
+            qualifier,
+            ttl: None,
+            when_absent,
+        }
+    }
+
+    /// `Note { id, title: String, hits: counter, tags: map in `t`,
+    /// written_at }` in families `a` and `t`.
+    static NOTE: Schema = Schema {
+        table: "t",
+        policy: Policy::CellExpiry,
+        families: &["a", "t"],
+        owns_family: false,
+        columns: &[
+            column("a", "title", WhenAbsent::Required),
+            column("a", "hits", WhenAbsent::ReadsZero),
+        ],
+        maps: &[crate::model::schema::MapColumn {
+            field: "tags",
+            family: "t",
+        }],
+        written_at: Some(crate::model::schema::ShadowColumn {
+            family: "a",
+            qualifier: "written_at",
+        }),
+        marker: b"\0\0Note",
+        key_fields: &["id"],
+        key_separator: "",
+    };
+
+    /// `Memo { id, text: Option<String> }` in family `a`.
+    static MEMO: Schema = Schema {
+        table: "t",
+        policy: Policy::CellExpiry,
+        families: &["a"],
+        owns_family: false,
+        columns: &[column("a", "text", WhenAbsent::ReadsNone)],
+        maps: &[],
+        written_at: None,
+        marker: b"\0\0Memo",
+        key_fields: &["id"],
+        key_separator: "",
+    };
+
+    /// `Log { id, line: String }` owning family `a`.
+    static LOG: Schema = Schema {
+        table: "t",
+        policy: Policy::CellExpiry,
+        families: &["a"],
+        owns_family: true,
+        columns: &[column("a", "line", WhenAbsent::Required)],
+        maps: &[],
+        written_at: None,
+        marker: b"\0\0Log",
+        key_fields: &["id"],
+        key_separator: "",
+    };
+
+    fn valued(
+        family: &'static str,
+        qualifier: &'static [u8],
+        ts: i64,
+        value: Vec<u8>,
+    ) -> CellRef<'static> {
+        CellRef {
+            value: Box::leak(value.into_boxed_slice()),
+            ..cell(family, qualifier, ts)
+        }
+    }
+
+    #[test]
+    fn every_cell_a_struct_owns_is_its_own_under_another_marker() {
+        let written_at = LATER.to_be_bytes().to_vec();
+        let row = [
+            cell("a", b"\0", LATER),
+            cell("a", b"\0\0Item", LATER),
+            valued("a", b"\0hits", LATER, 0i64.to_be_bytes().to_vec()),
+            valued("a", b"hits", LATER, 3i64.to_be_bytes().to_vec()),
+            cell("a", b"title", LATER),
+            valued("a", b"written_at", LATER, written_at),
+            cell("t", b"red", LATER),
+        ];
+        assert_eq!(
+            judged_as(&NOTE, &row),
+            Some(&b"Item"[..]),
+            "the legacy marker, a counter and its window mark, the shadow, an entry"
+        );
+        let in_second_family = [cell("a", b"title", LATER), cell("t", b"\0\0Item", LATER)];
+        assert_eq!(
+            judged_as(&NOTE, &in_second_family),
+            None,
+            "a map's family holds entries only: not a marker there"
+        );
+    }
+
+    #[test]
+    fn the_clue_is_no_proof() {
+        // A struct whose fields are all `Option` takes any other struct's
+        // row holding only its marker for one of its own rows of `None`s.
+        assert_eq!(
+            judged_as(&MEMO, &[cell("a", b"\0\0Item", LATER)]),
+            Some(&b"Item"[..])
+        );
+        // With `owns_family`, every cell of the family is the struct's.
+        let row = [
+            cell("a", b"\0\0Item", LATER),
+            cell("a", b"email", LATER),
+            cell("a", b"line", LATER),
+        ];
+        assert_eq!(judged_as(&LOG, &row), Some(&b"Item"[..]));
     }
 
     #[test]

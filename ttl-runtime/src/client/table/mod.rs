@@ -214,7 +214,8 @@ impl<T: BigtableRow> Table<T> {
     }
 
     /// What reads through this handle (and its clones) met so far: resumes,
-    /// partially expired rows left out, undecodable rows skipped.
+    /// partially expired rows left out, undecodable rows skipped, rows
+    /// left out under an unknown struct's marker.
     #[must_use]
     pub fn read_stats(&self) -> ReadStats {
         self.raw.counters().snapshot()

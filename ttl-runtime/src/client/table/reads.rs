@@ -151,6 +151,7 @@ impl<T: BigtableRow> Table<T> {
     ) -> impl Stream<Item = Judged<Expiring<T>>> {
         let this = self.clone();
         let ready = |key, row| Either::Left(futures_util::future::ready(Judged { key, row }));
+        let mut met = MarkersMet::default();
         self.raw_stream(request).then(move |row| {
             // The common path stays synchronous: only a row that is not live
             // while some of its own cells are (see `settle_partial`) needs a
@@ -164,7 +165,7 @@ impl<T: BigtableRow> Table<T> {
             match decoded {
                 Ok(Decoded::Row(row)) => ready(Some(key), Some(Ok(row))),
                 Ok(Decoded::Absent) => {
-                    this.note_other_marker(&key, &cells, now);
+                    this.note_other_marker(&key, &cells, now, &mut met);
                     ready(Some(key), None)
                 }
                 Ok(Decoded::Partial { missing, .. }) => {
@@ -190,38 +191,53 @@ impl<T: BigtableRow> Table<T> {
     }
 
     /// A row left out as absent that would be `T`'s under its own marker,
-    /// but carries the marker of a struct not opened on this table through
-    /// this connection (see [`crate::model::other_marker`]): counted in
-    /// [`crate::client::read::ReadStats::rows_under_unknown_marker`], and the first of each
-    /// marker logged, with what to change if `T` is that struct renamed.
-    fn note_other_marker(&self, key: &[u8], cells: &[Cell], now: DateTime<Utc>) {
+    /// but carries the marker of a struct with no live handle on this
+    /// table through this connection (see [`crate::model::other_marker`]):
+    /// counted in
+    /// [`crate::client::read::ReadStats::rows_under_unknown_marker`], and
+    /// the first of each marker on this connection logged, with what to
+    /// change if `T` is that struct renamed. `met` holds what this read
+    /// learnt of each marker, so that the connection's registry is asked
+    /// once a marker a read, not once a row.
+    #[inline(never)]
+    fn note_other_marker(
+        &self,
+        key: &[u8],
+        cells: &[Cell],
+        now: DateTime<Utc>,
+        met: &mut MarkersMet,
+    ) {
         let schema = T::SCHEMA;
         let cells = cells.iter().map(Cell::as_cell_ref);
         let Some(name) = other_marker(schema, T::column_of, key, cells, now) else {
             return;
         };
-        let marker = [ROW_MARKER_PREFIX, name].concat();
-        if self
-            .connection()
-            .knows_marker(self.name(), schema.marker_family(), &marker)
-        {
-            return;
-        }
-        self.raw
-            .counters()
-            .rows_under_unknown_marker
-            .fetch_add(1, Ordering::Relaxed);
-        if self.layout.first_warning_of(&marker) {
-            let name = String::from_utf8_lossy(name);
-            let own = String::from_utf8_lossy(&schema.marker[ROW_MARKER_PREFIX.len()..]);
-            tracing::warn!(
-                table = %self.name(),
-                row = %key.escape_ascii(),
-                "rows read as absent: they hold only {own}'s cells but carry the row marker of \
-                 {name:?}, a struct not opened on this table through this connection; if {own} \
-                 is {name} renamed, keep its marker with #[bigtable(marker = {name:?})] \
-                 (ReadStats::rows_under_unknown_marker counts these rows)"
-            );
+        let known = if let Some(&(_, known)) = met.0.iter().find(|(m, _)| **m == *name) {
+            known
+        } else {
+            let conn = self.connection();
+            let known = conn.knows_marker(self.name(), schema.marker_family(), name);
+            if !known && conn.first_warning(self.name(), schema.marker, name) {
+                let name = String::from_utf8_lossy(name);
+                let own = String::from_utf8_lossy(&schema.marker[ROW_MARKER_PREFIX.len()..]);
+                tracing::warn!(
+                    table = %self.name(),
+                    row = %key.escape_ascii(),
+                    "rows read as absent: they hold only {own}'s cells but carry the row marker \
+                     of {name:?}, a struct with no handle on this table through this connection; \
+                     if {own} is {name} renamed, keep its marker with \
+                     #[bigtable(marker = {name:?})] (ReadStats::rows_under_unknown_marker \
+                     counts these rows)"
+                );
+            }
+            met.0.push((name.into(), known));
+            known
+        };
+        if !known {
+            self.raw
+                .counters()
+                .rows_under_unknown_marker
+                .fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -273,6 +289,12 @@ impl<T: BigtableRow> Table<T> {
         }
     }
 }
+
+/// The other structs' markers one read has met (see
+/// `Table::note_other_marker`), each with whether a struct writing it has a
+/// handle on the table through the read's connection.
+#[derive(Default)]
+struct MarkersMet(Vec<(Box<[u8]>, bool)>);
 
 /// Whether `e` reports an incomplete row: a required column without a cell.
 fn is_incomplete(e: &Error) -> bool {
