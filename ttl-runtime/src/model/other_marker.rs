@@ -76,20 +76,8 @@ mod tests {
         families: &["a"],
         owns_family: false,
         columns: &[
-            Column {
-                field: "title",
-                family: "a",
-                qualifier: "title",
-                ttl: None,
-                when_absent: WhenAbsent::Required,
-            },
-            Column {
-                field: "note",
-                family: "a",
-                qualifier: "note",
-                ttl: None,
-                when_absent: WhenAbsent::ReadsNone,
-            },
+            column("a", "title", WhenAbsent::Required),
+            column("a", "note", WhenAbsent::ReadsNone),
         ],
         maps: &[],
         written_at: None,

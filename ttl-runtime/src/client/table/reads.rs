@@ -198,7 +198,8 @@ impl<T: BigtableRow> Table<T> {
     /// the first of each marker on this connection logged, with what to
     /// change if `T` is that struct renamed. `met` holds what this read
     /// learnt of each marker, so that the connection's registry is asked
-    /// once a marker a read, not once a row.
+    /// once a marker a read, not once a row. Out of line: rows left out are
+    /// the uncommon path of a read.
     #[inline(never)]
     fn note_other_marker(
         &self,
