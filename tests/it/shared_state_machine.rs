@@ -1391,15 +1391,24 @@ impl<'t> Run<'t> {
     ) -> Step {
         match (written, at_horizon, at_now) {
             (Ok(Some(w)), Seen::Live { .. }, Seen::Live { expiry, .. }) => {
-                ensure!(
-                    ms(w.expires_at) == *expiry,
-                    "{how} reported {w:?}, the row expires at {expiry}"
-                );
                 let cells = &mut self.cells[key];
                 cells.remove(&at(F, column.as_bytes()));
                 if let Some(bytes) = bytes {
                     set(cells, F, column.as_bytes(), expiry * 1_000, bytes, None);
                 }
+                // What a read right after sees: a clear can take away the
+                // cell that carried the row's expiry (another client's,
+                // later than the marker).
+                let after = judge(who, &self.cells[key], self.now());
+                let Seen::Live { expiry: left, .. } = after else {
+                    return Err(format!(
+                        "{how} reported {w:?}; the model's row after it: {after:?}"
+                    ));
+                };
+                ensure!(
+                    ms(w.expires_at) == left,
+                    "{how} reported {w:?}, the row expires at {left} after it ({expiry} before)"
+                );
                 self.note("   updated");
             }
             // Not live at the horizon, or another struct's row now (its
@@ -1712,4 +1721,32 @@ fn a_touch_clears_a_marker_that_expires_before_its_horizon() {
         },
     ];
     replay("found0001", &ops);
+}
+
+/// A case the random runs found: another client wrote `badge` into a
+/// `Stats` row to expire after the row's marker; clearing it takes away the
+/// cell that carried the row's expiry, so the update answers the expiry a
+/// read right after sees (the marker's), and the model must say the same.
+#[test]
+fn clearing_the_field_that_carried_the_expiry_answers_the_expiry_left() {
+    let key = key_of("acct#0");
+    let ops = [
+        Op::Put {
+            who: Who::Stats,
+            key,
+            ttl: 2_000,
+            seed: 4,
+        },
+        Op::Raw {
+            key,
+            column: "badge",
+            ttl: 3_000,
+            seed: 1,
+        },
+        Op::Clear {
+            who: Who::Stats,
+            key,
+        },
+    ];
+    replay("found0002", &ops);
 }
