@@ -581,13 +581,7 @@ mod tests {
     use crate::model::schema::{Column, MapColumn, WhenAbsent};
 
     const fn column(qualifier: &'static str, when_absent: WhenAbsent) -> Column {
-        Column {
-            field: qualifier,
-            family: "f",
-            qualifier,
-            ttl: None,
-            when_absent,
-        }
+        Column::of("f", qualifier, when_absent)
     }
 
     static SCHEMA: Schema = Schema {

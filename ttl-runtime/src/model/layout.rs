@@ -71,13 +71,7 @@ mod tests {
     use crate::model::schema::{Column, MapColumn, ShadowColumn, WhenAbsent};
 
     const fn column(family: &'static str, qualifier: &'static str) -> Column {
-        Column {
-            field: qualifier,
-            family,
-            qualifier,
-            ttl: None,
-            when_absent: WhenAbsent::Required,
-        }
+        Column::of(family, qualifier, WhenAbsent::Required)
     }
 
     const fn schema(

@@ -76,8 +76,8 @@ mod tests {
         families: &["a"],
         owns_family: false,
         columns: &[
-            column("a", "title", WhenAbsent::Required),
-            column("a", "note", WhenAbsent::ReadsNone),
+            Column::of("a", "title", WhenAbsent::Required),
+            Column::of("a", "note", WhenAbsent::ReadsNone),
         ],
         maps: &[],
         written_at: None,
@@ -108,20 +108,6 @@ mod tests {
         other_marker(schema, column_of, b"k", cells.iter().copied(), now)
     }
 
-    const fn column(
-        family: &'static str,
-        qualifier: &'static str,
-        when_absent: WhenAbsent,
-    ) -> Column {
-        Column {
-            field: qualifier,
-            family,
-            qualifier,
-            ttl: None,
-            when_absent,
-        }
-    }
-
     /// `Note { id, title: String, hits: counter, tags: map in `t`,
     /// written_at }` in families `a` and `t`.
     static NOTE: Schema = Schema {
@@ -130,8 +116,8 @@ mod tests {
         families: &["a", "t"],
         owns_family: false,
         columns: &[
-            column("a", "title", WhenAbsent::Required),
-            column("a", "hits", WhenAbsent::ReadsZero),
+            Column::of("a", "title", WhenAbsent::Required),
+            Column::of("a", "hits", WhenAbsent::ReadsZero),
         ],
         maps: &[crate::model::schema::MapColumn {
             field: "tags",
@@ -152,7 +138,7 @@ mod tests {
         policy: Policy::CellExpiry,
         families: &["a"],
         owns_family: false,
-        columns: &[column("a", "text", WhenAbsent::ReadsNone)],
+        columns: &[Column::of("a", "text", WhenAbsent::ReadsNone)],
         maps: &[],
         written_at: None,
         marker: b"\0\0Memo",
@@ -166,7 +152,7 @@ mod tests {
         policy: Policy::CellExpiry,
         families: &["a"],
         owns_family: true,
-        columns: &[column("a", "line", WhenAbsent::Required)],
+        columns: &[Column::of("a", "line", WhenAbsent::Required)],
         maps: &[],
         written_at: None,
         marker: b"\0\0Log",

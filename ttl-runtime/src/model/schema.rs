@@ -109,6 +109,23 @@ pub enum WhenAbsent {
 }
 
 impl Column {
+    /// A column named `qualifier` in `family`, its field named alike, with
+    /// no TTL of its own: how the model's tests declare schemas.
+    #[cfg(test)]
+    pub(crate) const fn of(
+        family: &'static str,
+        qualifier: &'static str,
+        when_absent: WhenAbsent,
+    ) -> Column {
+        Column {
+            field: qualifier,
+            family,
+            qualifier,
+            ttl: None,
+            when_absent,
+        }
+    }
+
     /// Whether the row needs this column live to be live.
     #[must_use]
     pub fn is_required(&self) -> bool {
