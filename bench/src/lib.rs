@@ -115,10 +115,15 @@ fn set(qualifier: &[u8], ts: i64, value: Vec<u8>) -> Mutation {
     }
 }
 
+/// The row marker's value: a constant of the struct, as a hand-written
+/// client would spell it out.
+const MARKER_VALUE: [u8; 9] = Event::SCHEMA.marker_value();
+
 /// The cells a whole-row write of `e` sends, at the cell timestamp `ts`,
 /// as the hand-written baselines send them: the family cleared (the struct
-/// owns it), each column set, and the row marker (an empty cell at the
-/// row's timestamp that says the row was written whole).
+/// owns it), each column set, and the row marker (a cell at the row's
+/// timestamp that says the row was written whole, its value the struct's
+/// fingerprint: 9 bytes, a constant).
 /// Every hand-written write (bulk, single-row, conditional) takes its
 /// mutations from here, so a change to what the derive writes for a row is
 /// made to the baselines in this one place (the tests below check the two
@@ -130,7 +135,7 @@ pub fn hand_row_mutations(e: &Event, ts: i64) -> Vec<Mutation> {
         set(b"user", ts, e.user.as_bytes().to_vec()),
         set(b"url", ts, e.url.as_bytes().to_vec()),
         set(b"clicks", ts, e.clicks.to_be_bytes().to_vec()),
-        set(Event::SCHEMA.marker, ts, Vec::new()),
+        set(Event::SCHEMA.marker, ts, MARKER_VALUE.to_vec()),
     ]
 }
 
@@ -311,7 +316,8 @@ pub fn hand_insert(
     let own_markers = || interleave(vec![column(Event::SCHEMA.marker), column(&[0])]);
     // Whether a marker of Event's is visible, and, if one is, its newest.
     let marker = chain(vec![own_markers(), since(visible_from, 0)]);
-    // The marker's value is empty or the row's expiry, big-endian.
+    // The marker's value is empty, the struct's fingerprint (above every
+    // timestamp) or the row's expiry, big-endian.
     let row_not_expired = interleave(vec![
         f(Filter::ValueRangeFilter(ValueRange {
             start_value: Some(value_range::StartValue::StartValueClosed(Vec::new())),

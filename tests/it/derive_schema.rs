@@ -272,7 +272,12 @@ fn mutations_delete_then_set_with_whole_millisecond_timestamps() {
     assert_eq!(got[1].4, b"/home");
     assert_eq!(got[4].4, 2i64.to_be_bytes());
     let marker = got.last().unwrap();
-    assert_eq!((marker.3, marker.4.as_slice()), (now_ms, &b""[..]));
+    // Its value the struct's fingerprint: the tag byte, then 64 bits.
+    assert_eq!(
+        (marker.3, marker.4.as_slice()),
+        (now_ms, &Click::SCHEMA.marker_value()[..])
+    );
+    assert_eq!((marker.4.len(), marker.4[0]), (9, 0xff));
 }
 
 #[test]

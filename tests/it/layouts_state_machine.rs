@@ -952,7 +952,7 @@ impl<'c> Case<'c> {
                             shape.first_family(),
                             shape.marker.to_vec(),
                             ts,
-                            Vec::new(),
+                            shape.marker_value(),
                         ));
                     }
                     apply(&mut self.cells[k], &muts);
@@ -1092,7 +1092,7 @@ impl<'c> Case<'c> {
                 shape.first_family(),
                 shape.marker.to_vec(),
                 row_ts,
-                Vec::new(),
+                shape.marker_value(),
             ));
         }
         let mut after = self.cells[k].clone();
@@ -1219,7 +1219,7 @@ impl<'c> Case<'c> {
                     shape.first_family(),
                     shape.marker.to_vec(),
                     ts,
-                    Vec::new(),
+                    shape.marker_value(),
                 ));
                 apply(cells, &muts);
             }

@@ -64,6 +64,7 @@ mod liveness_agreement;
 mod lost_answers;
 mod many_structs;
 mod maps;
+mod namesakes;
 mod no_revival;
 mod one_road;
 mod ops_retime;

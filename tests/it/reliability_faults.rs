@@ -94,7 +94,11 @@ fn assert_exactly(raw: &[(Vec<u8>, Vec<Cell>)], rows: usize, ts: i64) {
             let expected = match q {
                 b"n" => want.n.to_be_bytes().to_vec(),
                 b"body" => want.body.clone().into_bytes(),
-                q if q == <Event as bigtable_ttl::BigtableRow>::SCHEMA.marker => Vec::new(),
+                q if q == <Event as bigtable_ttl::BigtableRow>::SCHEMA.marker => {
+                    <Event as bigtable_ttl::BigtableRow>::SCHEMA
+                        .marker_value()
+                        .to_vec()
+                }
                 other => panic!("unexpected column {other:?}"),
             };
             assert_eq!(c.value, expected, "row {i}, column {q:?}");

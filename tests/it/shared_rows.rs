@@ -312,8 +312,11 @@ async fn add_markers_resumes_where_it_stopped_and_marks_each_row_once() {
             .iter()
             .find(|c| c.qualifier == v1::Person::SCHEMA.marker)
             .unwrap();
-        // At the row's timestamp, carrying nothing more.
-        assert_eq!((marker.timestamp_micros, marker.value.len()), (ts, 0));
+        // At the row's timestamp, carrying the struct's fingerprint.
+        assert_eq!(
+            (marker.timestamp_micros, marker.value.as_slice()),
+            (ts, &v1::Person::SCHEMA.marker_value()[..])
+        );
     }
     // From the start: only `k1` is left to mark.
     let status = people

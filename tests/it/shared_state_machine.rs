@@ -237,6 +237,19 @@ impl Who {
         }
     }
 
+    /// The value of the struct's row marker, as the library writes it at
+    /// the row's own timestamp: the struct's fingerprint.
+    fn marker_value(self) -> Vec<u8> {
+        match self {
+            Who::Core => Core::SCHEMA.marker_value(),
+            Who::Stats => Stats::SCHEMA.marker_value(),
+            Who::P1 => v1::Person::SCHEMA.marker_value(),
+            Who::P2 => v2::Person::SCHEMA.marker_value(),
+            Who::P2b => v2b::Person::SCHEMA.marker_value(),
+        }
+        .to_vec()
+    }
+
     /// The struct's row marker qualifier, as the library writes it.
     fn marker(self) -> &'static [u8] {
         match self {
@@ -872,7 +885,7 @@ fn write_whole(
         F,
         who.marker(),
         ts,
-        Vec::new(),
+        who.marker_value(),
         Some(who.shape().group),
     );
     mark_windows(cells, who, ts, |_| true);
@@ -922,7 +935,7 @@ fn write_retimed(cells: &mut Cells, who: Who, judged_at: i64, ts: i64) {
         F,
         who.marker(),
         ts,
-        Vec::new(),
+        who.marker_value(),
         Some(who.shape().group),
     );
 }

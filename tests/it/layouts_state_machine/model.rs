@@ -317,7 +317,11 @@ pub fn whole_row(g: &Gen, row_ts: i64, now: i64, legacy: bool, drop: Option<usiz
         shape.first_family(),
         marker.to_vec(),
         row_ts,
-        Vec::new(),
+        if legacy {
+            Vec::new()
+        } else {
+            shape.marker_value()
+        },
     ));
     if let Some(family) = shape.map {
         m.push(Mut::DeleteFamily(family));
@@ -426,7 +430,7 @@ pub fn retime(
         shape.first_family(),
         shape.marker.to_vec(),
         new_ts,
-        Vec::new(),
+        shape.marker_value(),
     ));
     m
 }
@@ -480,7 +484,7 @@ pub fn mark_class(shape: &Shape, cells: &Cells, now: i64) -> MarkClass {
                 .max()
                 .unwrap_or(row_ts);
             let value = if ts == row_ts {
-                Vec::new()
+                shape.marker_value()
             } else {
                 row_ts.to_be_bytes().to_vec()
             };
@@ -494,7 +498,7 @@ pub fn mark_class(shape: &Shape, cells: &Cells, now: i64) -> MarkClass {
                     if holds_others(shape, cells, now) {
                         MarkClass::Other
                     } else {
-                        MarkClass::Marked(ts, Vec::new())
+                        MarkClass::Marked(ts, shape.marker_value())
                     }
                 }
                 _ => MarkClass::NotLive,

@@ -223,10 +223,12 @@ fn atom(schema: &Schema, now: DateTime<Utc>, atom: Atom) -> RowFilter {
     match atom {
         Atom::OwnMarker => own_marker(schema, now),
         Atom::MarkerRowLive => {
-            // The marker's value is empty (its own timestamp carries the
-            // row's expiry, and it is visible) or that timestamp, 8 bytes
-            // big-endian, which orders as the number does for the
-            // non-negative timestamps Bigtable accepts.
+            // The marker's value is empty or its writer's fingerprint (its
+            // own timestamp carries the row's expiry, and it is visible;
+            // a fingerprint orders above every timestamp, so the range
+            // below holds it) or that timestamp, 8 bytes big-endian, which
+            // orders as the number does for the non-negative timestamps
+            // Bigtable accepts.
             let row_not_expired = or(vec![
                 exactly(Vec::new()),
                 filter(Filter::ValueRangeFilter(ValueRange {

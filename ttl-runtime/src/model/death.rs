@@ -52,7 +52,8 @@ use crate::model::proto::{
     value_range::{EndValue, StartValue},
     ColumnRange, RowFilter, TimestampRange, ValueRange,
 };
-use crate::model::schema::{Schema, ROW_MARKER_PREFIX};
+use crate::model::schema::{Schema, FINGERPRINT_TAG, ROW_MARKER_PREFIX};
+use crate::model::writer::written_by_stranger;
 
 /// Who decides whether a row lives, and which of its cells are its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -339,14 +340,19 @@ impl Judge {
         };
         // A marker's value is its row timestamp, 8 bytes big-endian, which
         // order as the numbers do for the non-negative timestamps Bigtable
-        // takes (an empty value carries the marker's own, in `stamped`).
+        // takes (an empty value or a fingerprint carries the marker's own,
+        // in `stamped`).
         let carried = chain(vec![
             markers,
             filter(Filter::ValueRangeFilter(ValueRange {
                 start_value: Some(StartValue::StartValueClosed(
                     lo.max(0).to_be_bytes().to_vec(),
                 )),
-                end_value: hi.map(|hi| EndValue::EndValueOpen(hi.max(0).to_be_bytes().to_vec())),
+                // Below every fingerprint, which carries no timestamp.
+                end_value: Some(EndValue::EndValueOpen(hi.map_or_else(
+                    || vec![FINGERPRINT_TAG],
+                    |hi| hi.max(0).to_be_bytes().to_vec(),
+                ))),
             })),
         ]);
         filter(Filter::Condition(Box::new(Condition {
@@ -495,7 +501,17 @@ pub(crate) fn struct_verdict(schema: &Schema, cells: &[Cell], at: DateTime<Utc>)
         ts: m.timestamp_micros,
         row_expired: !visibility.is_visible(marker_row_ts(m.timestamp_micros, &m.value)),
     });
-    verdict(schema, newest, |i| columns[i])
+    match verdict(schema, newest, |i| columns[i]) {
+        // Live by a marker another struct of its name wrote: never this
+        // struct's row, so never one that dies (see `crate::model::writer`).
+        Verdict::Live { .. }
+            if columns.iter().all(Option::is_none)
+                && marker.is_some_and(|m| written_by_stranger(schema, &m.value)) =>
+        {
+            Verdict::Absent
+        }
+        judged => judged,
+    }
 }
 
 /// When a row of `schema` stored as `cells` died (see the module doc).

@@ -77,9 +77,15 @@
 //! names it otherwise), at the row's timestamp (Cassandra's row liveness
 //! marker plays the same part). Each struct has its own, so structs sharing
 //! a family or a row key never judge their rows by each other's marker. Its
-//! value is empty, or, when a required field with a shorter TTL of its own
-//! makes the row expire before the row's timestamp says, the timestamp
-//! carrying the row's expiry (8 bytes, big-endian). It does three things:
+//! value is, when a required field with a shorter TTL of its own makes the
+//! row expire before the row's timestamp says, the timestamp carrying the
+//! row's expiry (8 bytes, big-endian); otherwise its writer's fingerprint
+//! (see `crate::model::writer`; empty before fingerprints). A row live by
+//! the marker alone, none of the struct's columns visible, whose
+//! fingerprint holds none of the struct's names, was written by another
+//! struct of the same name: readers and rewrites report it
+//! ([`crate::CodecError::WrittenByAnotherStruct`]) and never take it for
+//! the struct's. It does three things:
 //!
 //! * a row of a struct whose fields are all `Option` or defaults exists
 //!   even with every field `None` or cleared (so `insert_if_absent` of such

@@ -45,3 +45,4 @@ pub mod sql_value;
 pub mod telemetry;
 pub(crate) mod update;
 pub(crate) mod view;
+pub(crate) mod writer;

@@ -220,22 +220,28 @@ pub(crate) fn push_marker(
     write_marker(
         &mut MutationOut::values(mutations),
         schema,
+        &schema.marker_value(),
         row_ts,
         expiry_ts,
     );
 }
 
+/// The struct's row marker at `row_ts`, its expiry carried by `expiry_ts`:
+/// its value that timestamp when it differs, else `fingerprinted`, the
+/// struct's fingerprint ([`Schema::marker_value`]; a whole-row write
+/// passes it computed when the struct compiled).
 #[inline]
 pub(crate) fn write_marker(
     out: &mut MutationOut<'_>,
     schema: &Schema,
+    fingerprinted: &[u8; 9],
     row_ts: i64,
     expiry_ts: i64,
 ) {
     let family = schema.marker_family();
     clear_column(out, schema, family, schema.marker);
     match marker_value(row_ts, expiry_ts) {
-        None => out.set_cell(family, schema.marker, row_ts, &[]),
+        None => out.set_cell(family, schema.marker, row_ts, fingerprinted),
         Some(value) => out.set_cell(family, schema.marker, row_ts, &value),
     }
 }

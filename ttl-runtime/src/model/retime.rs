@@ -10,6 +10,7 @@ use crate::model::mutation::{delete_column, mark_window, push_marker, set_cell, 
 use crate::model::policy::{Expiry, Policy};
 use crate::model::row_cells::RowCells;
 use crate::model::schema::{Column, Schema, WhenAbsent};
+use crate::model::writer::written_by_another_struct;
 
 /// How to re-time a row.
 ///
@@ -79,6 +80,9 @@ pub(crate) fn retime_row(
 ) -> Result<Option<RowMutation>> {
     let schema = row.schema();
     let policy = schema.policy;
+    if row.written_by_stranger() {
+        return Err(written_by_another_struct(schema, row_key));
+    }
     let Some(current_ts) = row.verdict().row_ts() else {
         return Ok(None);
     };
@@ -253,7 +257,8 @@ mod tests {
                 ("written_at".to_owned(), new_ts, written.encode().unwrap()),
                 // A row written before the marker existed gets one: it is
                 // whole at one timestamp now.
-                ("\0\0Row".to_owned(), new_ts, Vec::new()),
+                // Its value the struct's fingerprint.
+                ("\0\0Row".to_owned(), new_ts, SCHEMA.marker_value().to_vec()),
             ]
         );
     }

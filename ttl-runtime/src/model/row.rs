@@ -311,7 +311,15 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
                     })
                 })?;
         }
-        write_marker(out, schema, row_ts, expiry_ts(schema, now_ms, row_ts));
+        // The fingerprint as the constant it is for `T`.
+        let fingerprint = const { T::SCHEMA.marker_value() };
+        write_marker(
+            out,
+            schema,
+            &fingerprint,
+            row_ts,
+            expiry_ts(schema, now_ms, row_ts),
+        );
         Ok(())
     }
 }

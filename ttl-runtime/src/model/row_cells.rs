@@ -11,6 +11,7 @@ use crate::model::liveness::{
     marker_row_ts, settle, verdict, Marker, Newest, Settled, Stored, Verdict,
 };
 use crate::model::schema::Schema;
+use crate::model::writer::written_by_stranger;
 
 /// A row as a rewrite (`update`, `touch`, `set_ttl`, an increment's
 /// reset, …) sees it: the newest visible cell of each of its declared
@@ -29,6 +30,7 @@ pub(crate) struct RowCells<'a> {
     verdict: Verdict,
     foreign_marker: bool,
     stranger_cells: bool,
+    written_by_stranger: bool,
     /// Columns (indexes of `Schema::columns`) holding a stored cell that
     /// is not visible: what settles a partial verdict.
     hidden: Vec<usize>,
@@ -89,12 +91,23 @@ impl<'a> RowCells<'a> {
             let c = &schema.columns[i];
             ts(c.family, c.qualifier.as_bytes())
         });
+        // Live by its marker (or shadow) alone: the marker's writer must be
+        // this struct, or a version of it.
+        let written_by_stranger = matches!(verdict, Verdict::Live { .. })
+            && marker.is_some_and(|m| {
+                !schema
+                    .columns
+                    .iter()
+                    .any(|c| newest.contains_key(&(c.family, c.qualifier.as_bytes())))
+                    && written_by_stranger(schema, &m.value)
+            });
         Self {
             schema,
             newest,
             verdict,
             foreign_marker,
             stranger_cells,
+            written_by_stranger,
             hidden,
         }
     }
@@ -126,6 +139,14 @@ impl<'a> RowCells<'a> {
     /// another struct sharing the family, or of another program.
     pub(crate) fn stranger_cells(&self) -> bool {
         self.stranger_cells
+    }
+
+    /// Whether the row is live by its marker (or shadow) alone, and that
+    /// marker was written by a struct declaring none of this struct's
+    /// columns (see [`crate::model::writer`]): another struct's row, which
+    /// a rewrite reports and leaves alone.
+    pub(crate) fn written_by_stranger(&self) -> bool {
+        self.written_by_stranger
     }
 
     /// Whether the struct's own marker is visible.

@@ -42,6 +42,34 @@ pub fn window_mark(qualifier: &str) -> Vec<u8> {
     mark
 }
 
+/// The first byte of a row marker's value carrying its writer's
+/// fingerprint ([`Schema::marker_value`]): above the first byte of every
+/// row timestamp a marker carries (non-negative, 8 bytes big-endian), so
+/// the two never mix up, and a value range above the timestamps holds
+/// every fingerprint.
+pub(crate) const FINGERPRINT_TAG: u8 = 0xff;
+
+/// FNV-1a, 64 bits, written out: a `const fn` (a derived struct's
+/// fingerprint is computed when it compiles), and part of what is stored,
+/// so no dependency's release may change it (the `fnv` crate's hasher is
+/// not `const`).
+const fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut i = 0;
+    while i < bytes.len() {
+        hash ^= bytes[i] as u64;
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+        i += 1;
+    }
+    hash
+}
+
+/// The two bits of `name` in a fingerprint ([`Schema::marker_value`]).
+pub(crate) const fn name_bits(name: &str) -> u64 {
+    let hash = fnv1a(name.as_bytes());
+    (1 << (hash & 63)) | (1 << ((hash >> 6) & 63))
+}
+
 /// What `#[derive(BigtableRow)]` knows about a struct: its table, families,
 /// columns and TTL policy. Available as `<T as BigtableRow>::SCHEMA`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -255,6 +283,51 @@ impl Schema {
                             && c.qualifier.as_bytes() == counter
                     })
             })
+    }
+
+    /// The value of the struct's row marker when the row's expiry is the
+    /// marker's own timestamp (the usual case): the struct's fingerprint,
+    /// the byte `0xff` then a 64-bit Bloom filter of the names of its
+    /// columns and map families, two bits a name, 8 bytes big-endian (see
+    /// [`crate::liveness`]). What a program writing rows for this struct by
+    /// hand gives the marker, so that a struct of the same name in another
+    /// program does not take the rows for its own (an empty value says
+    /// nothing of its writer).
+    #[must_use]
+    pub const fn marker_value(&self) -> [u8; 9] {
+        let bits = self.fingerprint().to_be_bytes();
+        let mut value = [FINGERPRINT_TAG; 9];
+        let mut i = 0;
+        while i < 8 {
+            value[i + 1] = bits[i];
+            i += 1;
+        }
+        value
+    }
+
+    /// The struct's fingerprint: the [`name_bits`] of every column's
+    /// qualifier (counters included) and every map's family, together;
+    /// zero for a struct with neither. Loops, not iterators: a `const fn`.
+    #[must_use]
+    pub(crate) const fn fingerprint(&self) -> u64 {
+        let mut bits = 0;
+        let mut i = 0;
+        while i < self.columns.len() {
+            bits |= name_bits(self.columns[i].qualifier);
+            i += 1;
+        }
+        let mut i = 0;
+        while i < self.maps.len() {
+            bits |= name_bits(self.maps[i].family);
+            i += 1;
+        }
+        bits
+    }
+
+    /// The names a fingerprint folds ([`Schema::fingerprint`]).
+    pub(crate) fn fingerprint_names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        let columns = self.columns.iter().map(|c| c.qualifier);
+        columns.chain(self.maps.iter().map(|m| m.family))
     }
 
     /// Whether `(family, qualifier)` is the shadow column.

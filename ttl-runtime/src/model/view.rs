@@ -12,6 +12,7 @@ use crate::model::field::{decode_error, FieldError};
 use crate::model::key::{KeyPart, KeyReader};
 use crate::model::liveness::{marker_row_ts, verdict, Marker, Newest, Verdict};
 use crate::model::schema::{Schema, ROW_MARKER_PREFIX};
+use crate::model::writer::{written_by_another_struct, written_by_stranger};
 
 /// A value read back, with its expiry metadata (as Cassandra's `TTL()` and
 /// `WRITETIME()`).
@@ -184,6 +185,12 @@ impl<'a> Slots<'a> {
         }
     }
 
+    /// Whether no column holds a visible cell.
+    #[inline]
+    fn none_visible(&self) -> bool {
+        (0..self.len).all(|i| self.get(i).is_none())
+    }
+
     #[inline]
     fn get_mut(&mut self, index: usize) -> Option<&mut Option<Slot<'a>>> {
         if index >= self.len {
@@ -301,6 +308,13 @@ impl<'a> RowView<'a> {
         let Verdict::Live { row_ts } = verdict else {
             return Ok(verdict);
         };
+        if let Some(m) = marker {
+            // Live by its marker (or shadow) alone: the marker's writer
+            // must be this struct, or a version of it.
+            if self.columns.none_visible() && written_by_stranger(schema, m.value) {
+                return Err(written_by_another_struct(schema, self.key));
+            }
+        }
         self.expires_at = policy.expiry_of(row_ts).map_err(|_| {
             Error::from(error::TimestampOutOfRange {
                 table: schema.table.to_owned(),

@@ -216,7 +216,8 @@ impl<T: BigtableRow> Table<T> {
         for _ in 0..ROUNDS {
             let now = self.clock().now();
             let predicate = legacy_marker_alone(schema, ts, now);
-            let mutation = set_cell(family, schema.marker, ts, Vec::new());
+            let value = schema.marker_value().to_vec();
+            let mutation = set_cell(family, schema.marker, ts, value.clone());
             match self
                 .check_and_mutate(key, predicate, vec![mutation], Vec::new())
                 .await?
@@ -226,7 +227,7 @@ impl<T: BigtableRow> Table<T> {
                 Checked::Unknown(status) => {
                     let m = RowMutation {
                         row_key: key.to_vec(),
-                        mutations: vec![set_cell(family, schema.marker, ts, Vec::new())],
+                        mutations: vec![set_cell(family, schema.marker, ts, value)],
                         timestamp_micros: ts,
                         expires_at: schema.policy.expiry_of(ts)?,
                     };

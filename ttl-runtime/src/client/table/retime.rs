@@ -23,6 +23,7 @@ use crate::model::row::BigtableRow;
 use crate::model::row_cells::RowCells;
 use crate::model::scan::Scan;
 use crate::model::view::Expiring;
+use crate::model::writer::written_by_another_struct;
 use crate::wire::merge::MergedRow;
 
 /// What one round of [`Table::rewrite_unchanged`] planned from the row.
@@ -246,6 +247,11 @@ impl<T: BigtableRow> Table<T> {
             } else {
                 RowCells::of(T::SCHEMA, &cells, horizon)
             };
+            if row.written_by_stranger() {
+                // Another struct of this one's name wrote the row: no plan
+                // may take it for this struct's (see `model::writer`).
+                return Err(written_by_another_struct(T::SCHEMA, row_key).in_table(self.name()));
+            }
             let (m, pin, context) = match plan(&row, now)? {
                 Round::Done(answer) => return Ok(answer),
                 Round::Write(m, pin, context) => (m, pin, context),

@@ -140,6 +140,18 @@ pub enum CodecError {
     /// A required column is absent from a row that has other live cells.
     #[error("required column is missing")]
     Missing,
+    /// The row's marker has this struct's name, but the struct that wrote
+    /// it declares none of this struct's columns (its fingerprint says so:
+    /// see `crate::liveness`): two structs of one name share the table, in
+    /// two programs. The row is not read as this struct's; the column named
+    /// is the marker.
+    #[error(
+        "the row marker was written by another struct of the same name, which declares none \
+         of this struct's columns: give one of the two its own marker with \
+         #[bigtable(marker = \"...\")] (or, if this struct is a later version of that one with \
+         every column renamed, keep one column's name with #[bigtable(column = \"...\")])"
+    )]
+    WrittenByAnotherStruct,
     /// The JSON codec failed.
     #[error("JSON: {0}")]
     Json(String),

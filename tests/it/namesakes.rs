@@ -1,0 +1,249 @@
+//! Two structs of one name in two programs (no `Connection` sees both, so
+//! nothing refuses the pair): both write the row marker `\0\0Item`, and a
+//! struct whose fields are all `Option` has nothing else to tell its rows
+//! by. The marker's value carries its writer's fingerprint (the names of
+//! its columns, `guide/sharing-tables.md`): a struct that shares none of
+//! them reports the row instead of reading it as its own, and so does
+//! every rewrite; a later version of the writer, which keeps a column,
+//! reads it.
+
+use std::ops::ControlFlow;
+
+use bigtable_ttl::data::Cell;
+use bigtable_ttl::read::ReadOptions;
+use bigtable_ttl::{BigtableRow, Clock, CodecError, Connection, Error, MarkStatus, Scan, Table};
+use chrono::{TimeDelta, Utc};
+
+use crate::support;
+
+mod inventory {
+    use bigtable_ttl::BigtableRow;
+
+    #[derive(BigtableRow, Debug, Clone, PartialEq)]
+    #[bigtable(table = "shop", family = "s")]
+    #[ttl(default = "1d")]
+    pub struct Item {
+        #[bigtable(key)]
+        pub id: String,
+        pub label: Option<String>,
+    }
+}
+
+mod wishlist {
+    use bigtable_ttl::BigtableRow;
+
+    #[derive(BigtableRow, Debug, Clone, PartialEq)]
+    #[bigtable(table = "shop", family = "s")]
+    #[ttl(default = "1d")]
+    pub struct Item {
+        #[bigtable(key)]
+        pub id: String,
+        pub wish: Option<String>,
+        pub qty: Option<i64>,
+    }
+}
+
+/// `inventory::Item`'s next version: a field more, `label` kept.
+mod inventory_v2 {
+    use bigtable_ttl::BigtableRow;
+
+    #[derive(BigtableRow, Debug, Clone, PartialEq)]
+    #[bigtable(table = "shop", family = "s")]
+    #[ttl(default = "1d")]
+    pub struct Item {
+        #[bigtable(key)]
+        pub id: String,
+        pub label: Option<String>,
+        #[bigtable(default)]
+        pub count: u64,
+    }
+}
+
+/// `T` on a connection of its own to `conn`'s instance, as another
+/// program would open it.
+async fn open<T: BigtableRow>(conn: &Connection, clock: &Clock) -> Table<T> {
+    let table = Table::<T>::new(support::connection_to(conn)).with_clock(clock.clone());
+    table.ensure_schema().await.unwrap();
+    table
+}
+
+/// Whether `result` is the error of a row whose marker another struct of
+/// the same name wrote.
+#[track_caller]
+fn assert_another_structs<V: std::fmt::Debug>(result: Result<V, Error>, key: &str) {
+    match result {
+        Err(Error::Decode(e)) if e.source == CodecError::WrittenByAnotherStruct => {
+            assert_eq!(e.row_key, key.as_bytes());
+            assert_eq!(e.column, "s:\\x00\\x00Item");
+            assert!(
+                e.source.to_string().contains("#[bigtable(marker = "),
+                "the error says what to change: {}",
+                e.source
+            );
+        }
+        other => panic!("row {key}: expected another struct's row, got {other:?}"),
+    }
+}
+
+fn sorted(mut cells: Vec<Cell>) -> Vec<Cell> {
+    cells.sort_by(|a, b| {
+        (&a.qualifier, a.timestamp_micros).cmp(&(&b.qualifier, b.timestamp_micros))
+    });
+    cells
+}
+
+#[tokio::test]
+async fn two_structs_of_one_name_in_two_programs_report_each_others_rows() {
+    let conn = support::connection();
+    let clock = Clock::manual(Utc::now());
+    let items = open::<inventory::Item>(&conn, &clock).await;
+    let wishes = open::<wishlist::Item>(&conn, &clock).await;
+
+    // Every field `None`: the marker alone makes each row.
+    let item = inventory::Item {
+        id: "i".into(),
+        label: None,
+    };
+    let wish = wishlist::Item {
+        id: "w".into(),
+        wish: None,
+        qty: None,
+    };
+    items.put(&item).await.unwrap();
+    wishes.put(&wish).await.unwrap();
+    let labelled = inventory::Item {
+        id: "j".into(),
+        label: Some("pen".into()),
+    };
+    items.put(&labelled).await.unwrap();
+
+    // Each reads its own rows.
+    assert_eq!(
+        items.get(&"i".to_owned()).await.unwrap().unwrap().value,
+        item
+    );
+    assert_eq!(
+        wishes.get(&"w".to_owned()).await.unwrap().unwrap().value,
+        wish
+    );
+
+    // And reports the other's: by `get`, a scan, and a scan that skips.
+    assert_another_structs(items.get(&"w".to_owned()).await, "w");
+    assert_another_structs(wishes.get(&"i".to_owned()).await, "i");
+    assert_another_structs(wishes.get(&"j".to_owned()).await, "j");
+    assert_another_structs(wishes.scan(Scan::all()).await, "i");
+    let skipping = wishes
+        .clone()
+        .with_read_options(ReadOptions::default().with_skip_undecodable(true));
+    let ids: Vec<String> = skipping
+        .scan(Scan::all())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|row| row.value.id)
+        .collect();
+    assert_eq!(ids, ["w"]);
+    assert_eq!(skipping.read_stats().rows_skipped, 2, "i and j");
+
+    // A rewrite or an insert of the one reports the other's row and leaves
+    // it as it was.
+    let before = sorted(support::stored_cells(&items, "i").await);
+    assert_another_structs(
+        wishes
+            .update(&"i".to_owned())
+            .set(wishlist::Item::WISH, &"book".to_owned())
+            .apply()
+            .await,
+        "i",
+    );
+    assert_another_structs(
+        wishes
+            .touch(&"i".to_owned(), TimeDelta::hours(2), TimeDelta::days(2))
+            .await,
+        "i",
+    );
+    assert_another_structs(
+        wishes
+            .insert_if_absent(&wishlist::Item {
+                id: "i".into(),
+                wish: Some("book".into()),
+                qty: Some(1),
+            })
+            .await,
+        "i",
+    );
+    assert_eq!(sorted(support::stored_cells(&items, "i").await), before);
+    assert_eq!(
+        items.get(&"i".to_owned()).await.unwrap().unwrap().value,
+        item
+    );
+
+    // `add_markers` counts them as another struct's, and marks nothing.
+    let status = wishes
+        .add_markers(None, |_| ControlFlow::Continue(()))
+        .await
+        .unwrap();
+    let MarkStatus::Done(p) = status else {
+        panic!("{status:?}")
+    };
+    assert_eq!(
+        (
+            p.rows_read,
+            p.rows_already_marked,
+            p.rows_other,
+            p.rows_marked
+        ),
+        (3, 1, 2, 0),
+        "{p:?}"
+    );
+
+    // The writer's next version keeps `label`: the rows are its own.
+    let next = open::<inventory_v2::Item>(&conn, &clock).await;
+    let read = next.get(&"i".to_owned()).await.unwrap().unwrap().value;
+    assert_eq!((read.label, read.count), (None, 0));
+    // And what it writes, its first version reads.
+    next.put(&inventory_v2::Item {
+        id: "k".into(),
+        label: None,
+        count: 3,
+    })
+    .await
+    .unwrap();
+    assert!(items.get(&"k".to_owned()).await.unwrap().is_some());
+    assert_another_structs(wishes.get(&"k".to_owned()).await, "k");
+}
+
+/// A marker written before fingerprints (empty) says nothing of its
+/// writer: such a row is read as before, by its columns and the marker.
+/// And an expired row is no one's: neither reported nor read.
+#[tokio::test]
+async fn markers_without_a_fingerprint_and_expired_rows_are_judged_as_before() {
+    let conn = support::connection();
+    let clock = Clock::manual(Utc::now());
+    let items = open::<inventory::Item>(&conn, &clock).await;
+    let wishes = open::<wishlist::Item>(&conn, &clock).await;
+    let ts = clock.now().timestamp_micros() / 1000 * 1000;
+    support::raw_set(items.raw(), "old", "s", b"\0\0Item", ts, b"").await;
+    assert_eq!(
+        wishes.get(&"old".to_owned()).await.unwrap().unwrap().value,
+        wishlist::Item {
+            id: "old".into(),
+            wish: None,
+            qty: None,
+        }
+    );
+    assert!(items.get(&"old".to_owned()).await.unwrap().is_some());
+
+    items
+        .put(&inventory::Item {
+            id: "i".into(),
+            label: None,
+        })
+        .await
+        .unwrap();
+    assert_another_structs(wishes.get(&"i".to_owned()).await, "i");
+    clock.advance(TimeDelta::days(2));
+    assert_eq!(wishes.get(&"i".to_owned()).await.unwrap(), None);
+    assert!(wishes.scan(Scan::all()).await.unwrap().is_empty());
+    assert_eq!(items.get(&"i".to_owned()).await.unwrap(), None);
+}
