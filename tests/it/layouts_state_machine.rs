@@ -373,6 +373,7 @@ struct Counts {
     collected: AtomicUsize,
     marked: AtomicUsize,
     other_rows: AtomicUsize,
+    strangers: AtomicUsize,
     refused: AtomicUsize,
     inconclusive: AtomicUsize,
 }
@@ -389,7 +390,28 @@ fn normalise(read: &Result<Seen, Error>, key: &str) -> Result<Seen, String> {
         Err(Error::Decode(e)) if e.source == CodecError::Missing && e.row_key == key.as_bytes() => {
             Ok(Seen::Incomplete(e.column.clone()))
         }
+        Err(Error::Decode(e))
+            if e.source == CodecError::WrittenByAnotherStruct && e.row_key == key.as_bytes() =>
+        {
+            Ok(Seen::Stranger)
+        }
         Err(e) => Err(format!("{key}: {e:?}")),
+    }
+}
+
+/// A rewrite of a row that another struct of the same marker wrote, as the
+/// model says: refused with `CodecError::WrittenByAnotherStruct`, nothing
+/// written.
+fn refused_as_stranger<V: fmt::Debug>(call: &str, id: &str, got: Result<V, Error>) -> Step {
+    match got {
+        Err(Error::Decode(e))
+            if e.source == CodecError::WrittenByAnotherStruct && e.row_key == id.as_bytes() =>
+        {
+            Ok(())
+        }
+        other => Err(format!(
+            "{call}({id}) answered {other:?}; the model's row is another struct's"
+        )),
     }
 }
 
@@ -664,6 +686,11 @@ impl<'c> Case<'c> {
                         );
                         note!(self, "   exists");
                     }
+                    (got @ Err(_), Seen::Stranger) => {
+                        refused_as_stranger("insert_if_absent", id, got)?;
+                        bump(&self.counts.other_rows, 1);
+                        note!(self, "   refused: another struct's row");
+                    }
                     (Err(e), Seen::Incomplete(column)) => {
                         let found = normalise(&Err(e), id)?;
                         ensure!(
@@ -791,10 +818,11 @@ impl<'c> Case<'c> {
                     self,
                     "{who}.touch({id}, ttl {ttl}, when less than {wlt}) (now {now})"
                 );
-                let got = h
-                    .touch(id, *ttl, *wlt)
-                    .await
-                    .map_err(|e| format!("touch: {e}"))?;
+                let got = h.touch(id, *ttl, *wlt).await;
+                if rewritten_h.0 == Seen::Stranger {
+                    return refused_as_stranger("touch", id, got);
+                }
+                let got = got.map_err(|e| format!("touch: {e}"))?;
                 match (got, rewritten_h) {
                     (Some(t), (Seen::Live(row), Some(_))) => {
                         let current = row.expiry;
@@ -833,10 +861,11 @@ impl<'c> Case<'c> {
             }
             Op::SetTtl { ttl, .. } => {
                 note!(self, "{who}.set_ttl({id}, {ttl}) (now {now})");
-                let got = h
-                    .set_ttl(id, *ttl)
-                    .await
-                    .map_err(|e| format!("set_ttl: {e}"))?;
+                let got = h.set_ttl(id, *ttl).await;
+                if rewritten_h.0 == Seen::Stranger {
+                    return refused_as_stranger("set_ttl", id, got);
+                }
+                let got = got.map_err(|e| format!("set_ttl: {e}"))?;
                 match (got, &rewritten_h.0) {
                     (Some(e), Seen::Live(_)) => {
                         ensure!(e == now + ttl, "set_ttl reported {e}");
@@ -860,6 +889,9 @@ impl<'c> Case<'c> {
             Op::Shift { by, .. } => {
                 note!(self, "{who}.shift_expiry({id}, {by}) (now {now})");
                 let got = h.shift_expiry(id, *by).await;
+                if rewritten_h.0 == Seen::Stranger {
+                    return refused_as_stranger("shift_expiry", id, got);
+                }
                 match (got, &rewritten_h.0) {
                     (Ok(Some(e)), Seen::Live(row)) if row.expiry + by > now => {
                         ensure!(
@@ -1044,6 +1076,9 @@ impl<'c> Case<'c> {
                 "an update clearing a required field answered {got:?}"
             );
             return Ok(());
+        }
+        if at_h.0 == Seen::Stranger {
+            return refused_as_stranger("update", KEYS[k], got);
         }
         let (Seen::Live(_), Some(row_ts)) = at_h else {
             let got = got.map_err(|e| format!("update: {e}"))?;
@@ -1398,6 +1433,9 @@ impl<'c> Case<'c> {
                 if matches!(got, Seen::Incomplete(_)) {
                     bump(&self.counts.incomplete, 1);
                 }
+                if got == Seen::Stranger {
+                    bump(&self.counts.strangers, 1);
+                }
                 judged.push(both);
             }
             let keys: Vec<usize> = (0..KEYS.len()).collect();
@@ -1419,13 +1457,24 @@ impl<'c> Case<'c> {
             match &answers[w].strict {
                 Ok(rows) => {
                     let read = self.keyed(rows)?;
+                    // A row both judgements say does not decode fails it.
                     let surely_incomplete = judged.iter().any(|[a, b]| {
-                        matches!(a, Seen::Incomplete(_)) && matches!(b, Seen::Incomplete(_))
+                        matches!(a, Seen::Incomplete(_) | Seen::Stranger)
+                            && matches!(b, Seen::Incomplete(_) | Seen::Stranger)
                     });
                     ensure!(
                         !surely_incomplete
                             && scan_agrees(&read, &keys, usize::MAX, &judged, Seen::is_live),
                         "{who}: {how:?} read {read:?}, the model's rows are {judged:?}"
+                    );
+                }
+                Err(Error::Decode(e)) if e.source == CodecError::WrittenByAnotherStruct => {
+                    let key = self.key_of(&e.row_key)?;
+                    ensure!(
+                        judged[key].contains(&Seen::Stranger),
+                        "{who}: the strict read failed on {} as another struct's; the model's row is {:?}",
+                        KEYS[key],
+                        judged[key]
                     );
                 }
                 Err(Error::Decode(e)) if e.source == CodecError::Missing => {
@@ -1579,7 +1628,8 @@ fn random_layouts_of_structs_sharing_a_table_each_see_and_change_only_their_own(
     }
     println!(
         "{} cases, {} steps in {:?}; {} incomplete answers, {} cells collected while running, \
-         {} rows marked and {} rows of another struct left alone by add_markers, {} clashing pairs refused, \
+         {} rows marked and {} rows of another struct left alone by add_markers, \
+         {} reads of rows another struct of the same marker wrote, {} clashing pairs refused, \
          {} cases cut short by a slow step",
         counts.cases.load(Ordering::Relaxed),
         counts.steps.load(Ordering::Relaxed),
@@ -1588,6 +1638,7 @@ fn random_layouts_of_structs_sharing_a_table_each_see_and_change_only_their_own(
         counts.collected.load(Ordering::Relaxed),
         counts.marked.load(Ordering::Relaxed),
         counts.other_rows.load(Ordering::Relaxed),
+        counts.strangers.load(Ordering::Relaxed),
         counts.refused.load(Ordering::Relaxed),
         counts.inconclusive.load(Ordering::Relaxed),
     );
@@ -1620,6 +1671,70 @@ fn replay(structs: Vec<(Who, usize)>, ops: &[Op]) {
             panic!("{e}");
         }
     });
+}
+
+/// Three structs named `Item` (one marker) in two programs: `audit::Item`
+/// shares no column name with the other two, so each reports the rows the
+/// others wrote (`get`, scans, `insert_if_absent`, `update`, re-times) and
+/// `add_markers` leaves them alone, while `inventory::Item` and
+/// `wishlist::Item`, which share `label`, read each other's as their own.
+/// Then the rows expire, and are no one's.
+#[test]
+fn structs_of_one_name_and_no_column_in_common_report_each_other_s_rows() {
+    let structs = vec![(Who::InvItem, 0), (Who::WishItem, 0), (Who::AuditItem, 0)];
+    let ops = [
+        Op::Put {
+            who: 0,
+            key: 0,
+            ttl: 3000,
+            seed: 1,
+        },
+        Op::Put {
+            who: 2,
+            key: 1,
+            ttl: 3000,
+            seed: 2,
+        },
+        Op::Insert {
+            who: 2,
+            key: 0,
+            ttl: 3000,
+            seed: 3,
+        },
+        Op::Update {
+            who: 2,
+            key: 0,
+            changes: vec![(0, Some(4))],
+            ttl: None,
+        },
+        Op::Touch {
+            who: 1,
+            key: 1,
+            ttl: 4000,
+            wlt: 5000,
+        },
+        Op::SetTtl {
+            who: 0,
+            key: 1,
+            ttl: 2000,
+        },
+        Op::Shift {
+            who: 2,
+            key: 0,
+            by: 500,
+        },
+        Op::AddMarkers { who: 2 },
+        Op::AddMarkers { who: 1 },
+        Op::Advance { ms: 2000 },
+        Op::Sleep { ms: 1500 },
+        Op::Put {
+            who: 2,
+            key: 0,
+            ttl: 3000,
+            seed: 5,
+        },
+    ];
+    replay(structs, &ops);
 }
 
 /// A case the random runs found (shrunk to its first steps): `Wishlist`,

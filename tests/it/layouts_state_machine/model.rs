@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::zoo::{absent_bytes, default_micros, window_mark, Gen, Kind, Shape, LEGACY_MARKER};
+use super::zoo::{absent_bytes, default_micros, window_mark, Gen, Kind, Shape, ALL, LEGACY_MARKER};
 
 /// A row's cells: by (family, qualifier), by timestamp (µs), the value.
 pub type Cells = BTreeMap<(String, Vec<u8>), BTreeMap<i64, Vec<u8>>>;
@@ -26,6 +26,10 @@ pub enum Seen {
     Absent,
     /// `Error::Decode` naming this column (`family:qualifier`), missing.
     Incomplete(String),
+    /// `Error::Decode` of `CodecError::WrittenByAnotherStruct`: live by its
+    /// marker alone, which a struct of the same marker wrote that shares
+    /// no column name with this one (the sharing guide's fingerprint).
+    Stranger,
     Live(Row),
 }
 
@@ -186,7 +190,35 @@ fn judge_with(shape: &Shape, cells: &Cells, now: i64, entries: bool) -> (Seen, O
     let Some(row_ts) = row_ts else {
         return (Seen::Absent, None);
     };
+    let own_column = (0..shape.columns.len()).any(|i| col_ts(i).is_some());
+    if !own_column && marker.is_some_and(|(_, value)| written_by_stranger(shape, value)) {
+        return (Seen::Stranger, None);
+    }
     (Seen::Live(read(shape, cells, now, row_ts)), Some(row_ts))
+}
+
+/// The names a struct's marker fingerprint holds: its columns' qualifiers
+/// and its map's family.
+fn names(shape: &Shape) -> Vec<&'static str> {
+    let mut names: Vec<&str> = shape.columns.iter().map(|c| c.qualifier).collect();
+    names.extend(shape.map);
+    names
+}
+
+/// Whether a marker of `shape`'s carrying `value` was written by a struct
+/// of the zoo writing that marker whose names are none of `shape`'s: the
+/// writer told by the value its write stored (a struct's fingerprint),
+/// the names compared exactly.
+fn written_by_stranger(shape: &Shape, value: &[u8]) -> bool {
+    let Some(writer) = ALL
+        .into_iter()
+        .map(|w| w.shape())
+        .find(|w| w.marker == shape.marker && w.marker_value() == value)
+    else {
+        return false;
+    };
+    let own = names(shape);
+    !own.is_empty() && !names(writer).iter().any(|n| own.contains(n))
 }
 
 /// The newest visible entry of map family `family`.
@@ -491,6 +523,7 @@ pub fn mark_class(shape: &Shape, cells: &Cells, now: i64) -> MarkClass {
             MarkClass::Marked(ts, value)
         }
         (Seen::Incomplete(_), _) => MarkClass::Incomplete,
+        (Seen::Stranger, _) => MarkClass::Other,
         _ => {
             let legacy = newest_visible(cells, shape.first_family(), LEGACY_MARKER, now);
             match legacy {

@@ -245,6 +245,14 @@ pub mod wishlist {
     one_second!(#[bigtable(table = "zoo", family = "s")] Item { label: Option<String>, qty: Option<i64> });
 }
 
+/// A third `Item`, sharing no column name with the two above: each tells
+/// its rows from theirs by the marker's fingerprint.
+pub mod audit {
+    use bigtable_ttl::BigtableRow;
+    use chrono::{DateTime, Utc};
+    one_second!(#[bigtable(table = "zoo", family = "s")] Item { seen: Option<String> });
+}
+
 /// Default expiration, family `d`.
 #[derive(Debug, Clone, PartialEq, BigtableRow)]
 #[bigtable(table = "zoo", family = "d")]
@@ -329,6 +337,7 @@ pub enum Who {
     Quota,
     InvItem,
     WishItem,
+    AuditItem,
     Session,
     Click,
     Visit,
@@ -339,7 +348,7 @@ pub enum Who {
 }
 
 /// The structs layouts are drawn from.
-pub const RUNNABLE: [Who; 21] = [
+pub const RUNNABLE: [Who; 22] = [
     Who::Customer,
     Who::Product,
     Who::ProductV2,
@@ -357,6 +366,7 @@ pub const RUNNABLE: [Who; 21] = [
     Who::Quota,
     Who::InvItem,
     Who::WishItem,
+    Who::AuditItem,
     Who::Session,
     Who::Click,
     Who::Visit,
@@ -364,7 +374,7 @@ pub const RUNNABLE: [Who; 21] = [
 ];
 
 /// Every struct of the zoo.
-pub const ALL: [Who; 24] = [
+pub const ALL: [Who; 25] = [
     Who::Customer,
     Who::Product,
     Who::ProductV2,
@@ -382,6 +392,7 @@ pub const ALL: [Who; 24] = [
     Who::Quota,
     Who::InvItem,
     Who::WishItem,
+    Who::AuditItem,
     Who::Session,
     Who::Click,
     Who::Visit,
@@ -409,6 +420,7 @@ pub const CLUSTERS: [&[Who]; 3] = [
         Who::Core,
         Who::InvItem,
         Who::WishItem,
+        Who::AuditItem,
     ],
     &[
         Who::Core,
@@ -500,6 +512,10 @@ impl Who {
                 shape!("wishlist::Item", b"\0\0Item", ["s"], owns false, map None, shadow None,
                 [col("s", "label", Optional, Str), col("s", "qty", Optional, I64)])
             }
+            Who::AuditItem => {
+                shape!("audit::Item", b"\0\0Item", ["s"], owns false, map None, shadow None,
+                [col("s", "seen", Optional, Str)])
+            }
             Who::Session => {
                 shape!("Session", b"\0\0Session", ["d"], owns false, map None, shadow Some(("d", "written_at")),
                 [col("d", "user", Required, Str), col("d", "status", Optional, Str)])
@@ -547,6 +563,7 @@ impl Who {
             Who::Quota => Quota::SCHEMA,
             Who::InvItem => inventory::Item::SCHEMA,
             Who::WishItem => wishlist::Item::SCHEMA,
+            Who::AuditItem => audit::Item::SCHEMA,
             Who::Session => Session::SCHEMA,
             Who::Click => Click::SCHEMA,
             Who::Visit => Visit::SCHEMA,
@@ -822,6 +839,7 @@ subject!(Extra = Who::Extra; [expires_at = at_req]; req y Y: String, opt status 
 subject!(Quota = Who::Quota; [expires_at = at_req]; req plan PLAN: String, ctr used USED: i64);
 subject!(inventory::Item = Who::InvItem; [expires_at = at_req]; opt label LABEL: String);
 subject!(wishlist::Item = Who::WishItem; [expires_at = at_req]; opt label LABEL: String, opt qty QTY: i64);
+subject!(audit::Item = Who::AuditItem; [expires_at = at_req]; opt seen SEEN: String);
 subject!(Session = Who::Session; []; req user USER: String, opt status STATUS: String);
 subject!(Click = Who::Click; []; req url URL: String);
 subject!(Visit = Who::Visit; [until = at_some]; req path PATH: String, opt name NAME: String);
@@ -901,6 +919,10 @@ macro_rules! with_type {
             }
             Who::WishItem => {
                 type $t = wishlist::Item;
+                $body
+            }
+            Who::AuditItem => {
+                type $t = audit::Item;
                 $body
             }
             Who::Session => {
