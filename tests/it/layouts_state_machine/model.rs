@@ -212,7 +212,7 @@ fn names(shape: &Shape) -> Vec<&'static str> {
 fn written_by_stranger(shape: &Shape, value: &[u8]) -> bool {
     let Some(writer) = ALL
         .into_iter()
-        .map(|w| w.shape())
+        .map(super::zoo::Who::shape)
         .find(|w| w.marker == shape.marker && w.marker_value() == value)
     else {
         return false;
