@@ -117,7 +117,7 @@ fn set(qualifier: &[u8], ts: i64, value: Vec<u8>) -> Mutation {
 
 /// The row marker's value: a constant of the struct, as a hand-written
 /// client would spell it out.
-const MARKER_VALUE: [u8; 9] = Event::SCHEMA.marker_value();
+const MARKER_VALUE: [u8; 9] = Event::SCHEMA.marker_fingerprint();
 
 /// The cells a whole-row write of `e` sends, at the cell timestamp `ts`,
 /// as the hand-written baselines send them: the family cleared (the struct

@@ -275,7 +275,7 @@ fn mutations_delete_then_set_with_whole_millisecond_timestamps() {
     // Its value the struct's fingerprint: the tag byte, then 64 bits.
     assert_eq!(
         (marker.3, marker.4.as_slice()),
-        (now_ms, &Click::SCHEMA.marker_value()[..])
+        (now_ms, &Click::SCHEMA.marker_fingerprint()[..])
     );
     assert_eq!((marker.4.len(), marker.4[0]), (9, 0xff));
 }

@@ -984,7 +984,7 @@ impl<'c> Case<'c> {
                             shape.first_family(),
                             shape.marker.to_vec(),
                             ts,
-                            shape.marker_value(),
+                            shape.marker_fingerprint(),
                         ));
                     }
                     apply(&mut self.cells[k], &muts);
@@ -1127,7 +1127,7 @@ impl<'c> Case<'c> {
                 shape.first_family(),
                 shape.marker.to_vec(),
                 row_ts,
-                shape.marker_value(),
+                shape.marker_fingerprint(),
             ));
         }
         let mut after = self.cells[k].clone();
@@ -1254,7 +1254,7 @@ impl<'c> Case<'c> {
                     shape.first_family(),
                     shape.marker.to_vec(),
                     ts,
-                    shape.marker_value(),
+                    shape.marker_fingerprint(),
                 ));
                 apply(cells, &muts);
             }

@@ -96,7 +96,7 @@ fn assert_exactly(raw: &[(Vec<u8>, Vec<Cell>)], rows: usize, ts: i64) {
                 b"body" => want.body.clone().into_bytes(),
                 q if q == <Event as bigtable_ttl::BigtableRow>::SCHEMA.marker => {
                     <Event as bigtable_ttl::BigtableRow>::SCHEMA
-                        .marker_value()
+                        .marker_fingerprint()
                         .to_vec()
                 }
                 other => panic!("unexpected column {other:?}"),

@@ -315,7 +315,7 @@ async fn add_markers_resumes_where_it_stopped_and_marks_each_row_once() {
         // At the row's timestamp, carrying the struct's fingerprint.
         assert_eq!(
             (marker.timestamp_micros, marker.value.as_slice()),
-            (ts, &v1::Person::SCHEMA.marker_value()[..])
+            (ts, &v1::Person::SCHEMA.marker_fingerprint()[..])
         );
     }
     // From the start: only `k1` is left to mark.

@@ -239,13 +239,13 @@ impl Who {
 
     /// The value of the struct's row marker, as the library writes it at
     /// the row's own timestamp: the struct's fingerprint.
-    fn marker_value(self) -> Vec<u8> {
+    fn marker_fingerprint(self) -> Vec<u8> {
         match self {
-            Who::Core => Core::SCHEMA.marker_value(),
-            Who::Stats => Stats::SCHEMA.marker_value(),
-            Who::P1 => v1::Person::SCHEMA.marker_value(),
-            Who::P2 => v2::Person::SCHEMA.marker_value(),
-            Who::P2b => v2b::Person::SCHEMA.marker_value(),
+            Who::Core => Core::SCHEMA.marker_fingerprint(),
+            Who::Stats => Stats::SCHEMA.marker_fingerprint(),
+            Who::P1 => v1::Person::SCHEMA.marker_fingerprint(),
+            Who::P2 => v2::Person::SCHEMA.marker_fingerprint(),
+            Who::P2b => v2b::Person::SCHEMA.marker_fingerprint(),
         }
         .to_vec()
     }
@@ -885,7 +885,7 @@ fn write_whole(
         F,
         who.marker(),
         ts,
-        who.marker_value(),
+        who.marker_fingerprint(),
         Some(who.shape().group),
     );
     mark_windows(cells, who, ts, |_| true);
@@ -935,7 +935,7 @@ fn write_retimed(cells: &mut Cells, who: Who, judged_at: i64, ts: i64) {
         F,
         who.marker(),
         ts,
-        who.marker_value(),
+        who.marker_fingerprint(),
         Some(who.shape().group),
     );
 }

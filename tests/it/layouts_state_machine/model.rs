@@ -191,7 +191,7 @@ fn judge_with(shape: &Shape, cells: &Cells, now: i64, entries: bool) -> (Seen, O
         return (Seen::Absent, None);
     };
     let own_column = (0..shape.columns.len()).any(|i| col_ts(i).is_some());
-    if !own_column && marker.is_some_and(|(_, value)| written_by_stranger(shape, value)) {
+    if !own_column && marker.is_some_and(|(_, value)| written_by_another_struct(shape, value)) {
         return (Seen::Stranger, None);
     }
     (Seen::Live(read(shape, cells, now, row_ts)), Some(row_ts))
@@ -209,11 +209,11 @@ fn names(shape: &Shape) -> Vec<&'static str> {
 /// of the zoo writing that marker whose names are none of `shape`'s: the
 /// writer told by the value its write stored (a struct's fingerprint),
 /// the names compared exactly.
-fn written_by_stranger(shape: &Shape, value: &[u8]) -> bool {
+fn written_by_another_struct(shape: &Shape, value: &[u8]) -> bool {
     let Some(writer) = ALL
         .into_iter()
         .map(super::zoo::Who::shape)
-        .find(|w| w.marker == shape.marker && w.marker_value() == value)
+        .find(|w| w.marker == shape.marker && w.marker_fingerprint() == value)
     else {
         return false;
     };
@@ -352,7 +352,7 @@ pub fn whole_row(g: &Gen, row_ts: i64, now: i64, legacy: bool, drop: Option<usiz
         if legacy {
             Vec::new()
         } else {
-            shape.marker_value()
+            shape.marker_fingerprint()
         },
     ));
     if let Some(family) = shape.map {
@@ -462,7 +462,7 @@ pub fn retime(
         shape.first_family(),
         shape.marker.to_vec(),
         new_ts,
-        shape.marker_value(),
+        shape.marker_fingerprint(),
     ));
     m
 }
@@ -516,7 +516,7 @@ pub fn mark_class(shape: &Shape, cells: &Cells, now: i64) -> MarkClass {
                 .max()
                 .unwrap_or(row_ts);
             let value = if ts == row_ts {
-                shape.marker_value()
+                shape.marker_fingerprint()
             } else {
                 row_ts.to_be_bytes().to_vec()
             };
@@ -531,7 +531,7 @@ pub fn mark_class(shape: &Shape, cells: &Cells, now: i64) -> MarkClass {
                     if holds_others(shape, cells, now) {
                         MarkClass::Other
                     } else {
-                        MarkClass::Marked(ts, shape.marker_value())
+                        MarkClass::Marked(ts, shape.marker_fingerprint())
                     }
                 }
                 _ => MarkClass::NotLive,

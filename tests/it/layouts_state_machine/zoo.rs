@@ -66,12 +66,12 @@ pub struct Shape {
 impl Shape {
     /// The value of its row marker at the row's own timestamp, as the
     /// library writes it: its fingerprint.
-    pub fn marker_value(&self) -> Vec<u8> {
+    pub fn marker_fingerprint(&self) -> Vec<u8> {
         let who = ALL
             .into_iter()
             .find(|w| std::ptr::eq(w.shape(), self))
             .expect("a shape of the zoo");
-        who.schema().marker_value().to_vec()
+        who.schema().marker_fingerprint().to_vec()
     }
 
     pub fn first_family(&self) -> &'static str {

@@ -361,7 +361,7 @@ async fn inspect_shows_what_cbt_shows_with_expiry_and_write_time() {
     let marker = cells.iter().find(|c| c["marker"] == true).unwrap();
     assert_eq!(
         marker["value_hex"].as_str().unwrap(),
-        hex::encode(Click::SCHEMA.marker_value())
+        hex::encode(Click::SCHEMA.marker_fingerprint())
     );
 
     // TTL() and WRITETIME(): the live url expires in an hour from its write,

@@ -53,7 +53,7 @@ use crate::model::proto::{
     ColumnRange, RowFilter, TimestampRange, ValueRange,
 };
 use crate::model::schema::{Schema, FINGERPRINT_TAG, ROW_MARKER_PREFIX};
-use crate::model::writer::written_by_stranger;
+use crate::model::writer::written_by_another_struct;
 
 /// Who decides whether a row lives, and which of its cells are its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -506,7 +506,7 @@ pub(crate) fn struct_verdict(schema: &Schema, cells: &[Cell], at: DateTime<Utc>)
         // struct's row, so never one that dies (see `crate::model::writer`).
         Verdict::Live { .. }
             if columns.iter().all(Option::is_none)
-                && marker.is_some_and(|m| written_by_stranger(schema, &m.value)) =>
+                && marker.is_some_and(|m| written_by_another_struct(schema, &m.value)) =>
         {
             Verdict::Absent
         }

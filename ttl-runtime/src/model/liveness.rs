@@ -83,7 +83,9 @@
 //! (see `crate::model::writer`; empty before fingerprints). A row live by
 //! the marker alone, none of the struct's columns visible, whose
 //! fingerprint holds none of the struct's names, was written by another
-//! struct of the same name: readers and rewrites report it
+//! struct of the same name (or by a version of this struct that kept
+//! none of its names): readers and the rewrites that read it first
+//! (`update`, re-times, an increment's recount) report it
 //! ([`crate::CodecError::WrittenByAnotherStruct`]) and never take it for
 //! the struct's. It does three things:
 //!

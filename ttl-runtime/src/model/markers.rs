@@ -44,7 +44,7 @@ pub(crate) fn need(schema: &Schema, cells: &[Cell], now: DateTime<Utc>) -> Need 
 pub(crate) fn need_of(row: &RowCells<'_>) -> Need {
     let schema = row.schema();
     let marked = row.marked();
-    if row.written_by_stranger() || (!marked && row.foreign_marker()) {
+    if row.written_by_another_struct() || (!marked && row.foreign_marker()) {
         return Need::Other;
     }
     match row.verdict() {
@@ -61,8 +61,8 @@ pub(crate) fn need_of(row: &RowCells<'_>) -> Need {
                 .map(|c| c.timestamp_micros)
                 .max()
                 .unwrap_or(row_ts);
-            let value =
-                marker_value(ts, row_ts).map_or_else(|| schema.marker_value().to_vec(), Vec::from);
+            let value = marker_value(ts, row_ts)
+                .map_or_else(|| schema.marker_fingerprint().to_vec(), Vec::from);
             Need::Marker(ts, value)
         }
         // Read unfiltered: a required column whose cells all expired

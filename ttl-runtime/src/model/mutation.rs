@@ -220,7 +220,7 @@ pub(crate) fn push_marker(
     write_marker(
         &mut MutationOut::values(mutations),
         schema,
-        &schema.marker_value(),
+        &schema.marker_fingerprint(),
         row_ts,
         expiry_ts,
     );
@@ -228,7 +228,7 @@ pub(crate) fn push_marker(
 
 /// The struct's row marker at `row_ts`, its expiry carried by `expiry_ts`:
 /// its value that timestamp when it differs, else `fingerprinted`, the
-/// struct's fingerprint ([`Schema::marker_value`]; a whole-row write
+/// struct's fingerprint ([`Schema::marker_fingerprint`]; a whole-row write
 /// passes it computed when the struct compiled).
 #[inline]
 pub(crate) fn write_marker(

@@ -10,7 +10,7 @@ use crate::model::mutation::{delete_column, mark_window, push_marker, set_cell, 
 use crate::model::policy::{Expiry, Policy};
 use crate::model::row_cells::RowCells;
 use crate::model::schema::{Column, Schema, WhenAbsent};
-use crate::model::writer::written_by_another_struct;
+use crate::model::writer::another_structs_row_error;
 
 /// How to re-time a row.
 ///
@@ -80,8 +80,8 @@ pub(crate) fn retime_row(
 ) -> Result<Option<RowMutation>> {
     let schema = row.schema();
     let policy = schema.policy;
-    if row.written_by_stranger() {
-        return Err(written_by_another_struct(schema, row_key));
+    if row.written_by_another_struct() {
+        return Err(another_structs_row_error(schema, row_key));
     }
     let Some(current_ts) = row.verdict().row_ts() else {
         return Ok(None);
@@ -258,7 +258,11 @@ mod tests {
                 // A row written before the marker existed gets one: it is
                 // whole at one timestamp now.
                 // Its value the struct's fingerprint.
-                ("\0\0Row".to_owned(), new_ts, SCHEMA.marker_value().to_vec()),
+                (
+                    "\0\0Row".to_owned(),
+                    new_ts,
+                    SCHEMA.marker_fingerprint().to_vec()
+                ),
             ]
         );
     }

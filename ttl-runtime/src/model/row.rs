@@ -312,7 +312,7 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
                 })?;
         }
         // The fingerprint as the constant it is for `T`.
-        let fingerprint = const { T::SCHEMA.marker_value() };
+        let fingerprint = const { T::SCHEMA.marker_fingerprint() };
         write_marker(
             out,
             schema,

@@ -11,7 +11,7 @@ use crate::model::liveness::{
     marker_row_ts, settle, verdict, Marker, Newest, Settled, Stored, Verdict,
 };
 use crate::model::schema::Schema;
-use crate::model::writer::written_by_stranger;
+use crate::model::writer::written_by_another_struct;
 
 /// A row as a rewrite (`update`, `touch`, `set_ttl`, an increment's
 /// reset, …) sees it: the newest visible cell of each of its declared
@@ -30,7 +30,7 @@ pub(crate) struct RowCells<'a> {
     verdict: Verdict,
     foreign_marker: bool,
     stranger_cells: bool,
-    written_by_stranger: bool,
+    written_by_another_struct: bool,
     /// Columns (indexes of `Schema::columns`) holding a stored cell that
     /// is not visible: what settles a partial verdict.
     hidden: Vec<usize>,
@@ -75,7 +75,15 @@ impl<'a> RowCells<'a> {
             .iter()
             .filter(|((family, qualifier), _)| schema.is_marker(family, qualifier))
             .map(|(_, cell)| *cell)
-            .max_by_key(|cell| cell.timestamp_micros);
+            // The first of equal timestamps in qualifier order (the legacy
+            // marker before the struct's), as the typed reader keeps it.
+            .reduce(|kept, cell| {
+                if cell.timestamp_micros > kept.timestamp_micros {
+                    cell
+                } else {
+                    kept
+                }
+            });
         let parts = Newest {
             marker: marker.map(|m| Marker {
                 ts: m.timestamp_micros,
@@ -93,13 +101,13 @@ impl<'a> RowCells<'a> {
         });
         // Live by its marker (or shadow) alone: the marker's writer must be
         // this struct, or a version of it.
-        let written_by_stranger = matches!(verdict, Verdict::Live { .. })
+        let written_by_another_struct = matches!(verdict, Verdict::Live { .. })
             && marker.is_some_and(|m| {
                 !schema
                     .columns
                     .iter()
                     .any(|c| newest.contains_key(&(c.family, c.qualifier.as_bytes())))
-                    && written_by_stranger(schema, &m.value)
+                    && written_by_another_struct(schema, &m.value)
             });
         Self {
             schema,
@@ -107,7 +115,7 @@ impl<'a> RowCells<'a> {
             verdict,
             foreign_marker,
             stranger_cells,
-            written_by_stranger,
+            written_by_another_struct,
             hidden,
         }
     }
@@ -145,8 +153,8 @@ impl<'a> RowCells<'a> {
     /// marker was written by a struct declaring none of this struct's
     /// columns (see [`crate::model::writer`]): another struct's row, which
     /// a rewrite reports and leaves alone.
-    pub(crate) fn written_by_stranger(&self) -> bool {
-        self.written_by_stranger
+    pub(crate) fn written_by_another_struct(&self) -> bool {
+        self.written_by_another_struct
     }
 
     /// Whether the struct's own marker is visible.

@@ -43,7 +43,7 @@ pub fn window_mark(qualifier: &str) -> Vec<u8> {
 }
 
 /// The first byte of a row marker's value carrying its writer's
-/// fingerprint ([`Schema::marker_value`]): above the first byte of every
+/// fingerprint ([`Schema::marker_fingerprint`]): above the first byte of every
 /// row timestamp a marker carries (non-negative, 8 bytes big-endian), so
 /// the two never mix up, and a value range above the timestamps holds
 /// every fingerprint.
@@ -64,7 +64,7 @@ const fn fnv1a(bytes: &[u8]) -> u64 {
     hash
 }
 
-/// The two bits of `name` in a fingerprint ([`Schema::marker_value`]).
+/// The two bits of `name` in a fingerprint ([`Schema::marker_fingerprint`]).
 pub(crate) const fn name_bits(name: &str) -> u64 {
     let hash = fnv1a(name.as_bytes());
     (1 << (hash & 63)) | (1 << ((hash >> 6) & 63))
@@ -294,7 +294,7 @@ impl Schema {
     /// program does not take the rows for its own (an empty value says
     /// nothing of its writer).
     #[must_use]
-    pub const fn marker_value(&self) -> [u8; 9] {
+    pub const fn marker_fingerprint(&self) -> [u8; 9] {
         let bits = self.fingerprint().to_be_bytes();
         let mut value = [FINGERPRINT_TAG; 9];
         let mut i = 0;

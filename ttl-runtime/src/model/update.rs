@@ -17,7 +17,7 @@ use crate::model::retime::{retime_mutation, Retime};
 use crate::model::row_cells::RowCells;
 #[cfg(test)]
 use crate::model::schema::Schema;
-use crate::model::writer::written_by_another_struct;
+use crate::model::writer::another_structs_row_error;
 
 /// One change of a partial update.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,8 +62,8 @@ pub(crate) fn update_row(
 ) -> Result<Option<RowMutation>> {
     let schema = row.schema();
     let policy = schema.policy;
-    if row.written_by_stranger() {
-        return Err(written_by_another_struct(schema, row_key));
+    if row.written_by_another_struct() {
+        return Err(another_structs_row_error(schema, row_key));
     }
     let Some(row_ts) = row.verdict().row_ts() else {
         return Ok(None);
@@ -83,7 +83,7 @@ pub(crate) fn update_row(
         next.push(Cell {
             family: schema.marker_family().to_owned(),
             qualifier: schema.marker.to_vec(),
-            value: schema.marker_value().to_vec(),
+            value: schema.marker_fingerprint().to_vec(),
             timestamp_micros: row_ts,
         });
     }

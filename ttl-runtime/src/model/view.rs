@@ -12,7 +12,7 @@ use crate::model::field::{decode_error, FieldError};
 use crate::model::key::{KeyPart, KeyReader};
 use crate::model::liveness::{marker_row_ts, verdict, Marker, Newest, Verdict};
 use crate::model::schema::{Schema, ROW_MARKER_PREFIX};
-use crate::model::writer::{written_by_another_struct, written_by_stranger};
+use crate::model::writer::{another_structs_row_error, written_by_another_struct};
 
 /// A value read back, with its expiry metadata (as Cassandra's `TTL()` and
 /// `WRITETIME()`).
@@ -185,12 +185,6 @@ impl<'a> Slots<'a> {
         }
     }
 
-    /// Whether no column holds a visible cell.
-    #[inline]
-    fn none_visible(&self) -> bool {
-        (0..self.len).all(|i| self.get(i).is_none())
-    }
-
     #[inline]
     fn get_mut(&mut self, index: usize) -> Option<&mut Option<Slot<'a>>> {
         if index >= self.len {
@@ -262,6 +256,7 @@ impl<'a> RowView<'a> {
         let mut shadow: Option<Slot<'a>> = None;
         let mut marker: Option<Slot<'a>> = None;
         let mut newest = Newest::default();
+        let mut any_column = false;
         let visibility = policy.visibility(now);
         for cell in cells {
             let ts = cell.timestamp_micros;
@@ -270,7 +265,10 @@ impl<'a> RowView<'a> {
             }
             let slot = match column_of(cell.family, cell.qualifier) {
                 ColumnOf::Column(i) => match self.columns.get_mut(i) {
-                    Some(slot) => slot,
+                    Some(slot) => {
+                        any_column = true;
+                        slot
+                    }
                     None => continue,
                 },
                 ColumnOf::WrittenAt => &mut shadow,
@@ -311,8 +309,8 @@ impl<'a> RowView<'a> {
         if let Some(m) = marker {
             // Live by its marker (or shadow) alone: the marker's writer
             // must be this struct, or a version of it.
-            if self.columns.none_visible() && written_by_stranger(schema, m.value) {
-                return Err(written_by_another_struct(schema, self.key));
+            if !any_column && written_by_another_struct(schema, m.value) {
+                return Err(another_structs_row_error(schema, self.key));
             }
         }
         self.expires_at = policy.expiry_of(row_ts).map_err(|_| {

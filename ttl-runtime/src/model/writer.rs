@@ -39,7 +39,7 @@ pub(crate) fn fingerprint_in(value: &[u8]) -> Option<u64> {
 /// columns. False when `value` carries no fingerprint, or `schema` has no
 /// names to look for.
 #[must_use]
-pub(crate) fn written_by_stranger(schema: &Schema, value: &[u8]) -> bool {
+pub(crate) fn written_by_another_struct(schema: &Schema, value: &[u8]) -> bool {
     let Some(writer) = fingerprint_in(value) else {
         return false;
     };
@@ -52,10 +52,10 @@ pub(crate) fn written_by_stranger(schema: &Schema, value: &[u8]) -> bool {
 }
 
 /// What a read of `schema`'s struct reports of row `key`, whose marker
-/// another struct of the same marker wrote ([`written_by_stranger`]): not
+/// another struct of the same marker wrote ([`written_by_another_struct`]): not
 /// its row, and not one to take for absent either, since a write of the
 /// struct would meet that struct's marker.
-pub(crate) fn written_by_another_struct(schema: &Schema, key: &[u8]) -> Error {
+pub(crate) fn another_structs_row_error(schema: &Schema, key: &[u8]) -> Error {
     Error::from(error::Decode {
         table: schema.table.to_owned(),
         row_key: key.to_vec(),
@@ -100,7 +100,7 @@ mod tests {
     #[test]
     fn a_fingerprinted_value_is_the_tag_then_the_bits() {
         let s = schema(&[LABEL, QTY], &[]);
-        let value = s.marker_value();
+        let value = s.marker_fingerprint();
         assert_eq!(value[0], FINGERPRINT_TAG);
         assert_eq!(fingerprint_in(&value), Some(s.fingerprint()));
         assert_eq!(s.fingerprint().count_ones(), {
@@ -119,41 +119,53 @@ mod tests {
     #[test]
     fn a_struct_sharing_no_name_with_the_writer_is_a_stranger_to_its_rows() {
         let writer = schema(&[SEEN], &[]);
-        let value = writer.marker_value();
-        assert!(written_by_stranger(&schema(&[LABEL], &[]), &value));
-        assert!(written_by_stranger(&schema(&[LABEL, QTY], &[]), &value));
+        let value = writer.marker_fingerprint();
+        assert!(written_by_another_struct(&schema(&[LABEL], &[]), &value));
+        assert!(written_by_another_struct(
+            &schema(&[LABEL, QTY], &[]),
+            &value
+        ));
         // Its own rows, and those of any version sharing a name.
-        assert!(!written_by_stranger(&writer, &value));
-        assert!(!written_by_stranger(&schema(&[LABEL, SEEN], &[]), &value));
-        let grown = schema(&[SEEN, QTY], &[]).marker_value();
-        assert!(!written_by_stranger(&writer, &grown));
+        assert!(!written_by_another_struct(&writer, &value));
+        assert!(!written_by_another_struct(
+            &schema(&[LABEL, SEEN], &[]),
+            &value
+        ));
+        let grown = schema(&[SEEN, QTY], &[]).marker_fingerprint();
+        assert!(!written_by_another_struct(&writer, &grown));
     }
 
     #[test]
     fn map_families_are_names_too() {
-        let writer = schema(&[], &[TAGS]).marker_value();
-        assert!(!written_by_stranger(&schema(&[LABEL], &[TAGS]), &writer));
-        assert!(written_by_stranger(&schema(&[LABEL], &[]), &writer));
+        let writer = schema(&[], &[TAGS]).marker_fingerprint();
+        assert!(!written_by_another_struct(
+            &schema(&[LABEL], &[TAGS]),
+            &writer
+        ));
+        assert!(written_by_another_struct(&schema(&[LABEL], &[]), &writer));
     }
 
     #[test]
     fn without_a_fingerprint_or_names_nothing_is_told() {
         let reader = schema(&[LABEL], &[]);
-        assert!(!written_by_stranger(&reader, b""));
-        assert!(!written_by_stranger(&reader, &9_i64.to_be_bytes()));
+        assert!(!written_by_another_struct(&reader, b""));
+        assert!(!written_by_another_struct(&reader, &9_i64.to_be_bytes()));
         // A writer of no names, or a reader of none.
         let nameless = schema(&[], &[]);
         assert_eq!(nameless.fingerprint(), 0);
-        assert!(!written_by_stranger(&reader, &nameless.marker_value()));
-        assert!(!written_by_stranger(
+        assert!(!written_by_another_struct(
+            &reader,
+            &nameless.marker_fingerprint()
+        ));
+        assert!(!written_by_another_struct(
             &nameless,
-            &schema(&[SEEN], &[]).marker_value()
+            &schema(&[SEEN], &[]).marker_fingerprint()
         ));
     }
 
     #[test]
     fn a_fingerprint_orders_above_every_row_timestamp() {
-        let value = schema(&[LABEL], &[]).marker_value();
+        let value = schema(&[LABEL], &[]).marker_fingerprint();
         assert!(value.as_slice() > i64::MAX.to_be_bytes().as_slice());
     }
 }

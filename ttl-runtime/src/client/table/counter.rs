@@ -23,6 +23,7 @@ use crate::model::proto::{Mutation, ReadModifyWriteRowRequest, RowFilter};
 use crate::model::row::BigtableRow;
 use crate::model::row_cells::RowCells;
 use crate::model::schema::{window_mark, Column};
+use crate::model::writer::another_structs_row_error;
 
 /// Increments that landed on a counter whose window was over and lost the
 /// race to count again to other writers, before [`Error::Conflict`].
@@ -284,6 +285,11 @@ impl<T: BigtableRow> Table<T> {
         })?;
         let cells = without_dead_stamps(counter, self.visible_cells(row_key, now).await?);
         let row = RowCells::of(T::SCHEMA, &cells, now);
+        if row.written_by_another_struct() {
+            // Its marker's writer shares no name with this struct (see
+            // `model::writer`): never counted into as this struct's.
+            return Err(another_structs_row_error(T::SCHEMA, row_key).in_table(self.name()));
+        }
         let column = counter.column();
         let (predicate, mutations, row_ts): (RowFilter, Vec<Mutation>, i64) = match row.verdict() {
             // Another writer opened a window meanwhile: increment into it.

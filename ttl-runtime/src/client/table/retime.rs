@@ -23,7 +23,7 @@ use crate::model::row::BigtableRow;
 use crate::model::row_cells::RowCells;
 use crate::model::scan::Scan;
 use crate::model::view::Expiring;
-use crate::model::writer::written_by_another_struct;
+use crate::model::writer::another_structs_row_error;
 use crate::wire::merge::MergedRow;
 
 /// What one round of [`Table::rewrite_unchanged`] planned from the row.
@@ -156,6 +156,11 @@ impl<T: BigtableRow> Table<T> {
         let row_key = self.row_key(key)?;
         let policy = T::SCHEMA.policy;
         let plan = |row: &RowCells<'_>, now| {
+            if row.written_by_another_struct() {
+                // Its marker's writer shares no name with this struct (see
+                // `model::writer`): not its row, whatever the touch would do.
+                return Err(another_structs_row_error(T::SCHEMA, &row_key).in_table(self.name()));
+            }
             let Some(current) = row.verdict().row_ts() else {
                 return Ok(Round::Done(None));
             };
@@ -247,11 +252,6 @@ impl<T: BigtableRow> Table<T> {
             } else {
                 RowCells::of(T::SCHEMA, &cells, horizon)
             };
-            if row.written_by_stranger() {
-                // Another struct of this one's name wrote the row: no plan
-                // may take it for this struct's (see `model::writer`).
-                return Err(written_by_another_struct(T::SCHEMA, row_key).in_table(self.name()));
-            }
             let (m, pin, context) = match plan(&row, now)? {
                 Round::Done(answer) => return Ok(answer),
                 Round::Write(m, pin, context) => (m, pin, context),

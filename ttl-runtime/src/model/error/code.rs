@@ -140,16 +140,17 @@ pub enum CodecError {
     /// A required column is absent from a row that has other live cells.
     #[error("required column is missing")]
     Missing,
-    /// The row's marker has this struct's name, but the struct that wrote
-    /// it declares none of this struct's columns (its fingerprint says so:
-    /// see `crate::liveness`): two structs of one name share the table, in
-    /// two programs. The row is not read as this struct's; the column named
-    /// is the marker.
+    /// The row is live by the struct's marker alone, and the marker's
+    /// fingerprint says its writer shares none of this struct's column or
+    /// map names (see `crate::liveness`): another struct writing the same
+    /// marker (two structs of one name in two programs), or a version of
+    /// this struct whose every column has changed since. The row is not
+    /// read as this struct's; the column named is the marker.
     #[error(
-        "the row marker was written by another struct of the same name, which declares none \
-         of this struct's columns: give one of the two its own marker with \
-         #[bigtable(marker = \"...\")] (or, if this struct is a later version of that one with \
-         every column renamed, keep one column's name with #[bigtable(column = \"...\")])"
+        "the row marker's writer shares none of this struct's column or map names: another \
+         struct writing the same marker (give one of the two its own with \
+         #[bigtable(marker = \"...\")]), or an earlier version of this struct whose columns \
+         have all changed since (keep one of their names, with #[bigtable(column = \"...\")])"
     )]
     WrittenByAnotherStruct,
     /// The JSON codec failed.
