@@ -199,12 +199,33 @@ mod tests {
 
     #[test]
     fn the_clue_is_no_proof() {
-        // A struct whose fields are all `Option` takes any other struct's
-        // row holding only its marker for one of its own rows of `None`s.
+        // A struct whose fields are all `Option` takes another struct's
+        // row holding only its marker for one of its own rows of `None`s,
+        // when the marker says nothing of its writer (written before
+        // fingerprints) or its writer shares a name with the struct...
         assert_eq!(
             judged_as(&MEMO, &[cell("a", b"\0\0Item", LATER)]),
             Some(&b"Item"[..])
         );
+        let sharing = Schema {
+            marker: b"\0\0Item",
+            ..MEMO
+        };
+        let marker = valued(
+            "a",
+            b"\0\0Item",
+            LATER,
+            sharing.marker_fingerprint().to_vec(),
+        );
+        assert_eq!(judged_as(&MEMO, &[marker]), Some(&b"Item"[..]));
+        // ... not when its fingerprint shows a writer of other names.
+        let other = valued(
+            "a",
+            b"\0\0Item",
+            LATER,
+            ARTICLE.marker_fingerprint().to_vec(),
+        );
+        assert_eq!(judged_as(&MEMO, &[other]), None);
         // With `owns_family`, every cell of the family is the struct's.
         let row = [
             cell("a", b"\0\0Item", LATER),
