@@ -332,3 +332,83 @@ async fn an_increment_never_counts_into_a_row_another_struct_of_its_name_wrote()
     }
     assert!(before.iter().all(|c| after.contains(c)));
 }
+
+/// A dead row is judged by the struct whose marker it carries: the other
+/// struct of the name neither hands it over nor deletes it, so that its
+/// writer's feed and reaper still find it.
+#[tokio::test]
+async fn the_reaper_leaves_a_dead_row_to_the_struct_of_its_name_that_wrote_it() {
+    use bigtable_ttl::ops::{ExpiryWindow, ReapOptions, ReapStatus};
+    use futures_util::TryStreamExt as _;
+    let conn = support::connection();
+    let t0 = Utc::now();
+    let clock = Clock::manual(t0);
+    let items = open::<inventory::Item>(&conn, &clock).await;
+    let wishes = open::<wishlist::Item>(&conn, &clock).await;
+    wishes
+        .put(&wishlist::Item {
+            id: "w".into(),
+            wish: None,
+            qty: None,
+        })
+        .await
+        .unwrap();
+    items
+        .put(&inventory::Item {
+            id: "i".into(),
+            label: None,
+        })
+        .await
+        .unwrap();
+    clock.advance(TimeDelta::days(2));
+    let window = ExpiryWindow::new(t0, clock.now());
+    let options = ReapOptions::new().with_grace(std::time::Duration::from_secs(60));
+
+    let mut handed = Vec::new();
+    let status = items
+        .reap_with_events(
+            &options,
+            None,
+            |rows| {
+                handed.extend(rows.into_iter().map(|e| e.value.id));
+                async { ControlFlow::Continue(()) }
+            },
+            |_| ControlFlow::Continue(()),
+        )
+        .await
+        .unwrap();
+    let ReapStatus::Done(done) = status else {
+        panic!("{status:?}")
+    };
+    assert_eq!(handed, ["i"]);
+    assert_eq!(
+        (done.rows_reaped, done.rows_skipped_other),
+        (1, 1),
+        "{done:?}"
+    );
+    assert!(support::stored_cells(&items, "i").await.is_empty());
+
+    // The other struct's dead row is there for its own feed and reaper.
+    let fed: Vec<String> = wishes
+        .expired(&window)
+        .map_ok(|e| e.value.id)
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(fed, ["w"]);
+    let mut handed = Vec::new();
+    wishes
+        .reap_with_events(
+            &options,
+            None,
+            |rows| {
+                handed.extend(rows.into_iter().map(|e| e.value.id));
+                async { ControlFlow::Continue(()) }
+            },
+            |_| ControlFlow::Continue(()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(handed, ["w"]);
+    assert!(support::stored_cells(&wishes, "w").await.is_empty());
+}

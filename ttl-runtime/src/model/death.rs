@@ -215,6 +215,13 @@ impl Judge {
         if owned.is_empty() {
             return Plan::Keep(Keep::Nothing);
         }
+        if let Judge::Struct(schema) = self {
+            if marked_by_another_struct(schema, cells, now) {
+                // Its marker is the struct's by name only: that struct's
+                // reaper and feed judge the row, live or dead.
+                return Plan::Keep(Keep::Other);
+            }
+        }
         let mut expired: Vec<&Cell> = Vec::with_capacity(owned.len());
         expired.extend(
             owned
@@ -440,6 +447,29 @@ fn columns_of<'c>(cells: &[&'c Cell]) -> Vec<ColumnRef<'c>> {
     columns.sort();
     columns.dedup();
     columns
+}
+
+/// Whether the row's newest marker of the struct's name, visible or not,
+/// was written by a struct sharing none of its names (its fingerprint,
+/// see `crate::model::writer`), while none of the struct's columns holds a
+/// visible cell at `now`: the other struct's row, as the typed readers
+/// judge it, and its marker not the struct's to delete.
+fn marked_by_another_struct(schema: &Schema, cells: &[Cell], now: DateTime<Utc>) -> bool {
+    let visibility = schema.policy.visibility(now);
+    let mut marker: Option<&Cell> = None;
+    for c in cells {
+        if schema.column_index(&c.family, &c.qualifier).is_some()
+            && visibility.is_visible(c.timestamp_micros)
+        {
+            return false;
+        }
+        if schema.is_marker(&c.family, &c.qualifier)
+            && marker.is_none_or(|m| m.timestamp_micros < c.timestamp_micros)
+        {
+            marker = Some(c);
+        }
+    }
+    marker.is_some_and(|m| written_by_another_struct(schema, &m.value))
 }
 
 /// Whether the row carries another struct's visible marker and not the
