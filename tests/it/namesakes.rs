@@ -333,12 +333,38 @@ async fn an_increment_never_counts_into_a_row_another_struct_of_its_name_wrote()
     assert!(before.iter().all(|c| after.contains(c)));
 }
 
+/// One pass of `table`'s reaper to its end: its progress, and the ids of
+/// the rows it handed over.
+async fn reaped<T: BigtableRow>(
+    table: &Table<T>,
+    options: &bigtable_ttl::ops::ReapOptions,
+    id: impl Fn(&T) -> String,
+) -> (bigtable_ttl::ops::ReapProgress, Vec<String>) {
+    let mut handed = Vec::new();
+    let status = table
+        .reap_with_events(
+            options,
+            None,
+            |rows| {
+                handed.extend(rows.iter().map(|e| id(&e.value)));
+                async { ControlFlow::Continue(()) }
+            },
+            |_| ControlFlow::Continue(()),
+        )
+        .await
+        .unwrap();
+    let bigtable_ttl::ops::ReapStatus::Done(done) = status else {
+        panic!("{status:?}")
+    };
+    (done, handed)
+}
+
 /// A dead row is judged by the struct whose marker it carries: the other
 /// struct of the name neither hands it over nor deletes it, so that its
 /// writer's feed and reaper still find it.
 #[tokio::test]
 async fn the_reaper_leaves_a_dead_row_to_the_struct_of_its_name_that_wrote_it() {
-    use bigtable_ttl::ops::{ExpiryWindow, ReapOptions, ReapStatus};
+    use bigtable_ttl::ops::{ExpiryWindow, ReapOptions};
     use futures_util::TryStreamExt as _;
     let conn = support::connection();
     let t0 = Utc::now();
@@ -364,22 +390,7 @@ async fn the_reaper_leaves_a_dead_row_to_the_struct_of_its_name_that_wrote_it() 
     let window = ExpiryWindow::new(t0, clock.now());
     let options = ReapOptions::new().with_grace(std::time::Duration::from_secs(60));
 
-    let mut handed = Vec::new();
-    let status = items
-        .reap_with_events(
-            &options,
-            None,
-            |rows| {
-                handed.extend(rows.into_iter().map(|e| e.value.id));
-                async { ControlFlow::Continue(()) }
-            },
-            |_| ControlFlow::Continue(()),
-        )
-        .await
-        .unwrap();
-    let ReapStatus::Done(done) = status else {
-        panic!("{status:?}")
-    };
+    let (done, handed) = reaped(&items, &options, |i| i.id.clone()).await;
     assert_eq!(handed, ["i"]);
     assert_eq!(
         (done.rows_reaped, done.rows_skipped_other),
@@ -396,19 +407,7 @@ async fn the_reaper_leaves_a_dead_row_to_the_struct_of_its_name_that_wrote_it() 
         .await
         .unwrap();
     assert_eq!(fed, ["w"]);
-    let mut handed = Vec::new();
-    wishes
-        .reap_with_events(
-            &options,
-            None,
-            |rows| {
-                handed.extend(rows.into_iter().map(|e| e.value.id));
-                async { ControlFlow::Continue(()) }
-            },
-            |_| ControlFlow::Continue(()),
-        )
-        .await
-        .unwrap();
+    let (_, handed) = reaped(&wishes, &options, |w| w.id.clone()).await;
     assert_eq!(handed, ["w"]);
     assert!(support::stored_cells(&wishes, "w").await.is_empty());
 }
