@@ -10,7 +10,6 @@ use crate::model::mutation::{delete_column, mark_window, push_marker, set_cell, 
 use crate::model::policy::{Expiry, Policy};
 use crate::model::row_cells::RowCells;
 use crate::model::schema::{Column, Schema, WhenAbsent};
-use crate::model::writer::another_structs_row_error;
 
 /// How to re-time a row.
 ///
@@ -80,9 +79,6 @@ pub(crate) fn retime_row(
 ) -> Result<Option<RowMutation>> {
     let schema = row.schema();
     let policy = schema.policy;
-    if row.written_by_another_struct() {
-        return Err(another_structs_row_error(schema, row_key));
-    }
     let Some(current_ts) = row.verdict().row_ts() else {
         return Ok(None);
     };
