@@ -1,8 +1,8 @@
-//! `ttl-bench concurrency --out FILE`: point calls with many in flight
-//! (issue 45, item 2), the shape most services use. Against the null
-//! server and the emulator, `get`, `put`, `insert_if_absent` and a mix of
-//! 90 % `get` and 10 % `put`, each with 1, 16 and 256 calls in flight
-//! (that many tasks, each making its calls one after the other), by:
+//! `ttl-bench concurrency`: point calls with many in flight (issue 45,
+//! item 2), the shape most services use: `get`, `put`, `insert_if_absent`
+//! and a mix of 90 % `get` and 10 % `put`, each at every number in flight
+//! (that many tasks, each making its calls one after the other), against
+//! the null server and the emulator, by:
 //!
 //! * the library (`Table<Event>`, its default pool: one connection to an
 //!   emulator or the null server);
@@ -12,32 +12,32 @@
 //! * Google's Node.js and Python clients (`--node-modules`, `--python`), a
 //!   process of `node_client.js` / `python_client.py --phase point` a run,
 //!   its CPU measured by itself around its calls;
-//! * at the largest number in flight only, the library with a pool of 1,
-//!   2, 4 and 8 connections (`ConnectionBuilder::pool_size`).
+//! * at the largest number in flight only, the library on pools of
+//!   [`POOLS`] connections (`ConnectionBuilder::pool_size`).
 //!
 //! Each round runs every contender's calls of an operation and a
 //! concurrency back to back, the order turning round by round; the
 //! library's calls a second per client core (this process's CPU, all
 //! threads) to the hand-written client's, and to Node's at its best
-//! concurrency, are paired within a round (`stats::paired`). p50 and p99 are over all rounds' calls. The bench's
-//! own input (each call's row, built before it is timed) is in every Rust
-//! contender's CPU alike.
+//! concurrency, are paired within a round (`stats::paired`). p50 and p99
+//! are over all rounds' calls. Each call's row, built before it is timed,
+//! is in every Rust contender's CPU alike.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use bigtable_ttl::{BigtableRow, Connection, Table};
-use chrono::Utc;
 use serde_json::{json, Value};
 use ttl_bench::stats::{median, paired, quantile};
-use ttl_bench::{cpu_seconds, event, load_average, Event};
+use ttl_bench::{cpu_seconds, event, Event};
 
 use crate::latency::{
-    call, emulator_clients, null_clients, Clients, Target, FAILED_AT_MOST, NULL_TABLE, STORED,
+    call, each_target, emulator_clients, null_clients, write_report, Clients, Target,
+    FAILED_AT_MOST, NULL_TABLE, STORED,
 };
 use crate::report::{per_target, Generated};
 use crate::{Res, PROJECT};
@@ -63,22 +63,14 @@ pub(crate) struct Args {
         default_value = "emulator,null"
     )]
     against: Vec<Target>,
-    /// Only these operations.
-    #[arg(long, value_delimiter = ',', default_values_t = OPS.map(str::to_owned),
-          value_parser = OPS)]
-    ops: Vec<String>,
-    /// Only this contender (`lib`, `hand`, `lib_pool2`, …), to run it
-    /// alone under a profiler.
-    #[arg(long)]
-    only: Option<String>,
     /// Where `@google-cloud/bigtable` is installed (a `node_modules`).
     #[arg(long)]
-    node_modules: Option<std::path::PathBuf>,
+    node_modules: Option<PathBuf>,
     /// The Python with `google-cloud-bigtable` (none: no Python contender).
     #[arg(long)]
     python: Option<String>,
     #[arg(long)]
-    out: std::path::PathBuf,
+    out: PathBuf,
 }
 
 /// A contender: its name in the JSON, how it calls.
@@ -106,44 +98,30 @@ struct Run {
 }
 
 pub(crate) async fn main(args: &Args) -> Res<()> {
-    let mut measured = serde_json::Map::new();
-    for &target in &args.against {
-        let load_start = load_average();
-        let mut results = match target {
-            Target::Emulator => {
-                let instance = "bench-concurrency";
-                let (emulator, _, clients) = emulator_clients(instance).await?;
-                let table = Event::SCHEMA.table;
-                let contenders =
-                    contenders(args, emulator.host(), instance, table, clients).await?;
-                measure(args, &contenders, STORED).await?
-            }
-            Target::Null => {
-                let (server, clients) = null_clients()?;
-                let contenders =
-                    contenders(args, &server.host, "null", NULL_TABLE, clients).await?;
-                let results = measure(args, &contenders, 1).await?;
-                drop(contenders);
-                server.stop()?;
-                results
-            }
-        };
-        results["load_average"] = json!([load_start, load_average()]);
-        measured.insert(target.name().to_owned(), results);
-    }
-    let value = json!({
-        "calls": args.calls,
-        "rounds": args.rounds.max(1),
-        "cores": std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
-        "date": Utc::now().format("%Y-%m-%d").to_string(),
-        "targets": Value::Object(measured),
-    });
-    std::fs::write(&args.out, serde_json::to_string_pretty(&value)?)?;
-    Ok(())
+    let measured = each_target(&args.against, async |target| match target {
+        Target::Emulator => {
+            let instance = "bench-concurrency";
+            let (emulator, _, clients) = emulator_clients(instance).await?;
+            let table = Event::SCHEMA.table;
+            let contenders = contenders(args, emulator.host(), instance, table, clients).await?;
+            measure(args, &contenders, STORED).await
+        }
+        Target::Null => {
+            let (server, clients) = null_clients()?;
+            let contenders = contenders(args, &server.host, "null", NULL_TABLE, clients).await?;
+            let results = measure(args, &contenders, 1).await?;
+            drop(contenders);
+            server.stop()?;
+            Ok(results)
+        }
+    })
+    .await?;
+    let report = json!({"calls": args.calls, "rounds": args.rounds.max(1), "targets": measured});
+    write_report(&args.out, report)
 }
 
-/// The library, the hand-written client, and the library on pools of
-/// [`POOLS`] connections to `host`.
+/// The library, the hand-written client, Google's clients given, and the
+/// library on pools of [`POOLS`] connections to `host`.
 async fn contenders(
     args: &Args,
     host: &str,
@@ -152,52 +130,46 @@ async fn contenders(
     clients: Clients,
 ) -> Res<Vec<Contender>> {
     let base = Arc::new(clients);
-    let one = |name: &str, calls, sweep| Contender {
+    let rust = |name: &str, clients, who, sweep| Contender {
         name: name.to_owned(),
-        calls,
+        calls: Calls::Rust(clients, who),
         sweep,
     };
     let mut all = vec![
-        one("lib", Calls::Rust(base.clone(), "lib"), false),
-        one("hand", Calls::Rust(base.clone(), "raw_headers"), false),
+        rust("lib", base.clone(), "lib", false),
+        rust("hand", base.clone(), "raw_headers", false),
     ];
-    // Google's clients, a process a run: the program, its script, its
-    // environment besides the server's address.
+    // Google's clients: the program, its script, its `NODE_PATH`.
     let node = args.node_modules.as_ref();
     let node = node.filter(|m| m.join("@google-cloud/bigtable").is_dir());
-    let google = [
-        node.map(|m| {
-            (
-                "node",
-                "node".to_owned(),
-                "node_client.js",
-                m.to_string_lossy(),
-            )
-        }),
-        (args.python.clone()).map(|p| ("python", p, "python_client.py", "".into())),
-    ];
-    for (name, program, script, modules) in google.into_iter().flatten() {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(script);
-        let argv = [
-            &program[..],
-            &script.to_string_lossy(),
-            "--project",
-            PROJECT,
-        ];
-        let argv = argv
-            .into_iter()
-            .chain(["--instance", instance, "--table", table]);
-        let env = vec![
-            ("BIGTABLE_EMULATOR_HOST", host.to_owned()),
-            ("NODE_PATH", modules.into_owned()),
-        ];
-        let argv = argv.map(str::to_owned).collect();
-        all.push(one(name, Calls::Process(argv, env), false));
-    }
     if node.is_none() {
         eprintln!(
             "concurrency: no Node.js client (no --node-modules DIR with @google-cloud/bigtable)"
         );
+    }
+    let node = node.map(|m| ("node", "node".into(), "node_client.js", m.to_string_lossy()));
+    let python = (args.python.clone()).map(|p| ("python", p, "python_client.py", "".into()));
+    for (name, program, script, modules) in [node, python].into_iter().flatten() {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(script);
+        let script = script.to_string_lossy();
+        let flags = [
+            "--project",
+            PROJECT,
+            "--instance",
+            instance,
+            "--table",
+            table,
+        ];
+        let argv = [&program[..], &script].into_iter().chain(flags);
+        let env = vec![
+            ("BIGTABLE_EMULATOR_HOST", host.to_owned()),
+            ("NODE_PATH", modules.into_owned()),
+        ];
+        all.push(Contender {
+            name: name.to_owned(),
+            calls: Calls::Process(argv.map(str::to_owned).collect(), env),
+            sweep: false,
+        });
     }
     for pool in POOLS {
         let connection = Connection::builder(PROJECT, instance)
@@ -212,10 +184,7 @@ async fn contenders(
             clients.lib.ensure_schema().await?;
         }
         let name = format!("lib_pool{pool}");
-        all.push(one(&name, Calls::Rust(Arc::new(clients), "lib"), true));
-    }
-    if let Some(only) = &args.only {
-        all.retain(|c| &c.name == only);
+        all.push(rust(&name, Arc::new(clients), "lib", true));
     }
     Ok(all)
 }
@@ -234,18 +203,21 @@ async fn run(
         Calls::Rust(clients, who) => (clients, *who),
         Calls::Process(argv, env) => {
             let first = fresh.fetch_add(n, Ordering::Relaxed);
-            let numbers = [n, in_flight, stored, first].map(|x| x.to_string());
-            let flags = ["--calls", "--in-flight", "--stored", "--fresh"];
+            let numbers = [
+                ("--calls", n),
+                ("--in-flight", in_flight),
+                ("--stored", stored),
+                ("--fresh", first),
+            ];
             let out = std::process::Command::new(&argv[0])
                 .args(&argv[1..])
                 .args(["--phase", "point", "--op", op])
                 .args(
-                    flags
-                        .iter()
-                        .zip(&numbers)
-                        .flat_map(|(f, x)| [*f, x.as_str()]),
+                    numbers
+                        .map(|(flag, x)| [flag.to_owned(), x.to_string()])
+                        .concat(),
                 )
-                .envs(env.iter().map(|(k, v)| (k, v)))
+                .envs(env.clone())
                 .output()?;
             if !out.status.success() {
                 let why = String::from_utf8_lossy(&out.stderr);
@@ -273,7 +245,7 @@ async fn run(
                     if i >= n {
                         break;
                     }
-                    let now = Utc::now();
+                    let now = chrono::Utc::now();
                     let (op, row) = match op {
                         "insert_if_absent" => {
                             (op, event(fresh.fetch_add(1, Ordering::Relaxed), now))
@@ -294,19 +266,18 @@ async fn run(
             })
         })
         .collect();
-    let mut run = Run {
-        wall_s: 0.0,
-        cpu_s: 0.0,
-        micros: Vec::with_capacity(n),
-        failed: 0,
-    };
+    let (mut micros, mut failed) = (Vec::with_capacity(n), 0);
     for task in tasks {
-        let (micros, failed) = task.await?;
-        run.micros.extend(micros);
-        run.failed += failed;
+        let (task_micros, task_failed) = task.await?;
+        micros.extend(task_micros);
+        failed += task_failed;
     }
-    (run.wall_s, run.cpu_s) = (start.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
-    Ok(run)
+    Ok(Run {
+        wall_s: start.elapsed().as_secs_f64(),
+        cpu_s: cpu_seconds() - cpu0,
+        micros,
+        failed,
+    })
 }
 
 /// The rounds against one server, `stored` rows there.
@@ -315,23 +286,23 @@ async fn measure(args: &Args, contenders: &[Contender], stored: usize) -> Res<Va
     let widest = args.in_flight.iter().copied().max().unwrap_or(1);
     // Fresh keys for the inserts, never reused, past the stored rows.
     let fresh = Arc::new(AtomicUsize::new(STORED.max(stored)));
-    let takes_part = |c: &Contender, in_flight| !c.sweep || in_flight == widest;
     // Untimed: connections opened (every pool's), the server's first calls.
-    let in_process = contenders
+    for c in contenders
         .iter()
-        .filter(|c| matches!(c.calls, Calls::Rust(..)));
-    let chosen = |op: &&str| args.ops.iter().any(|x| x == op);
-    for (c, op) in in_process.flat_map(|c| OPS.into_iter().filter(chosen).map(move |op| (c, op))) {
-        run(c, op, n.min(200), 16, stored, &fresh).await?;
+        .filter(|c| matches!(c.calls, Calls::Rust(..)))
+    {
+        for op in OPS {
+            run(c, op, n.min(200), 16, stored, &fresh).await?;
+        }
     }
     let mut runs: BTreeMap<(usize, usize, usize), Vec<Run>> = BTreeMap::new();
     for round in 0..args.rounds.max(1) {
-        for (o, op) in OPS.iter().enumerate().filter(|(_, op)| chosen(op)) {
+        for (o, op) in OPS.into_iter().enumerate() {
             for &in_flight in &args.in_flight {
                 let k = contenders.len();
                 for w in (0..k).map(|i| (i + round) % k) {
                     let c = &contenders[w];
-                    if !takes_part(c, in_flight) {
+                    if c.sweep && in_flight != widest {
                         continue;
                     }
                     let r = run(c, op, n, in_flight, stored, &fresh).await?;
@@ -350,17 +321,18 @@ async fn measure(args: &Args, contenders: &[Contender], stored: usize) -> Res<Va
     }
     let hand = contenders.iter().position(|c| c.name == "hand");
     let node = contenders.iter().position(|c| c.name == "node");
+    let per_core = |rs: &[Run]| -> Vec<f64> { rs.iter().map(|r| n as f64 / r.cpu_s).collect() };
+    let quartiles = |a: &[f64], b: &[f64]| {
+        let q = paired(a, b, |a, b| a / b);
+        json!([q.q1, q.median, q.q3])
+    };
     let mut rows = Vec::new();
     for (&(o, in_flight, w), rs) in &runs {
         let failed: usize = rs.iter().map(|r| r.failed).sum();
         if failed as f64 > (n * rs.len()) as f64 * FAILED_AT_MOST {
-            return Err(format!(
-                "concurrency: {failed} {} calls of {} failed",
-                OPS[o], contenders[w].name
-            )
-            .into());
+            let who = &contenders[w].name;
+            return Err(format!("concurrency: {failed} {} calls of {who} failed", OPS[o]).into());
         }
-        let per_core = |rs: &[Run]| -> Vec<f64> { rs.iter().map(|r| n as f64 / r.cpu_s).collect() };
         let all: Vec<f64> = rs.iter().flat_map(|r| r.micros.iter().copied()).collect();
         let mut row = json!({
             "op": OPS[o], "in_flight": in_flight, "who": contenders[w].name, "failed": failed,
@@ -370,23 +342,20 @@ async fn measure(args: &Args, contenders: &[Contender], stored: usize) -> Res<Va
         });
         if matches!(contenders[w].calls, Calls::Rust(_, "lib")) {
             if let Some(hand) = hand.and_then(|h| runs.get(&(o, in_flight, h))) {
-                let q = paired(&per_core(rs), &per_core(hand), |a, b| a / b);
-                row["vs_hand"] = json!([q.q1, q.median, q.q3]);
+                row["vs_hand"] = quartiles(&per_core(rs), &per_core(hand));
             }
-            // Node at its best concurrency in each round.
-            let best: Vec<f64> = (0..rs.len())
-                .map(|r| {
-                    let at =
-                        |&c: &usize| runs.get(&(o, c, node?))?.get(r).map(|r| n as f64 / r.cpu_s);
-                    args.in_flight
-                        .iter()
-                        .filter_map(at)
-                        .fold(f64::NAN, f64::max)
-                })
-                .collect();
-            if node.is_some() {
-                let q = paired(&per_core(rs), &best, |a, b| a / b);
-                row["vs_node"] = json!([q.q1, q.median, q.q3]);
+            if let Some(node) = node {
+                // Node at its best concurrency in each round.
+                let best: Vec<f64> = (0..rs.len())
+                    .map(|r| {
+                        let at = |c: &usize| runs.get(&(o, *c, node))?.get(r);
+                        let per_core = args.in_flight.iter().filter_map(at);
+                        per_core
+                            .map(|r| n as f64 / r.cpu_s)
+                            .fold(f64::NAN, f64::max)
+                    })
+                    .collect();
+                row["vs_node"] = quartiles(&per_core(rs), &best);
             }
         }
         rows.push(row);

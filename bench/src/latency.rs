@@ -225,9 +225,9 @@ async fn measure(
     // Every block's steady calls, `[operation][block][contender]`: the
     // contenders' blocks side by side, for the ratios' intervals.
     let mut blocks: Vec<Vec<Vec<Vec<f64>>>> = vec![Vec::new(); OPS.len()];
-    // Each contender's first calls, `[operation][contender]`, with whose
-    // block ran just before and how long it was away (see `switch_ratio`).
-    let mut switches: Vec<Vec<Vec<Switch>>> = vec![vec![Vec::new(); WHO.len()]; OPS.len()];
+    // Each round's blocks in the order they ran, `[operation][round]`:
+    // whose, and its first call (see `switch_ratio`).
+    let mut firsts: Vec<Vec<Vec<(usize, f64)>>> = vec![Vec::new(); OPS.len()];
     // Fresh keys for the inserts, never reused; the puts overwrite stored rows.
     let mut next_fresh = STORED;
     // Untimed warm-up: connections, the server's first calls.
@@ -239,32 +239,20 @@ async fn measure(
     for round in 0..rounds.max(1) {
         for o in 0..OPS.len() {
             let mut this_round = vec![Batch::default(); WHO.len()];
-            let mut last = None;
-            let mut ran: [Option<usize>; WHO.len()] = [None; WHO.len()];
-            let mut blocks_run = 0;
+            let mut order = Vec::new();
             for block in 0..ops.div_ceil(BLOCK) {
                 let calls = BLOCK.min(ops - block * BLOCK);
                 let mut side_by_side = vec![Vec::new(); WHO.len()];
                 for k in 0..WHO.len() {
                     let w = (k + block + round) % WHO.len();
                     let b = batch(clients, o, w, calls, &mut next_fresh, stored, pid).await?;
-                    if let (Some(before), Some(own)) = (last, ran[w]) {
-                        let away = blocks_run - own - 1;
-                        let micros = b.first[0];
-                        switches[o][w].push(Switch {
-                            before,
-                            away,
-                            micros,
-                        });
-                    }
-                    last = Some(w);
-                    ran[w] = Some(blocks_run);
-                    blocks_run += 1;
+                    order.push((w, b.first[0]));
                     this_round[w].add(&b);
                     side_by_side[w] = b.micros;
                 }
                 blocks[o].push(side_by_side);
             }
+            firsts[o].push(order);
             for (w, b) in this_round.iter().enumerate() {
                 eprintln!(
                     "latency round {round}: {} {}: p50 {:.0} µs, p99 {:.0} µs, server {:.0} µs CPU a call",
@@ -308,7 +296,7 @@ async fn measure(
                 let [p50, p99] = ratios(&pairs, &[0.5, 0.99], seed)[..] else {
                     unreachable!("two quantiles, two ratios")
                 };
-                let (switch, library_after, after_library) = switch_ratio(&switches[o], w, seed);
+                let (switch, library_after, after_library) = switch_ratio(&firsts[o], w, seed);
                 figures["first_after_library_p50_us"] = json!(after_library);
                 figures["library_first_after_p50_us"] = json!(library_after);
                 let interval = |r: Ratio| json!([r.value, r.low, r.high]);
@@ -323,30 +311,19 @@ async fn measure(
     Ok(json!({ "results": Value::Object(results) }))
 }
 
-/// A contender's first call in a block.
-#[derive(Clone, Copy)]
-struct Switch {
-    /// The contender whose block ran just before.
-    before: usize,
-    /// Blocks of other contenders since this contender's last one.
-    away: usize,
-    micros: f64,
-}
-
 /// The library's first calls after contender `w`'s block against `w`'s
 /// first calls after the library's, each back after one block away (a
-/// switch costs the more the longer a contender was away): the ratio of
-/// their p50s with its interval (the `i`-th switch each way paired, as
-/// they ran about as close in time as a block's contenders), and the two
-/// p50s. First calls after the other hand-written contender, whose code is
-/// `w`'s own (tonic), are left out.
-fn switch_ratio(switches: &[Vec<Switch>], w: usize, seed: u64) -> (Ratio, f64, f64) {
+/// switch costs the more the longer a contender was away), from each
+/// round's blocks in order, `(contender, first call)`: the ratio of their
+/// p50s with its interval (the `i`-th switch each way paired, as they ran
+/// about as close in time as a block's contenders), and the two p50s.
+/// First calls after the other hand-written contender, whose code is `w`'s
+/// own (tonic), are left out.
+fn switch_ratio(rounds: &[Vec<(usize, f64)>], w: usize, seed: u64) -> (Ratio, f64, f64) {
     let after = |who: usize, before: usize| -> Vec<f64> {
-        switches[who]
-            .iter()
-            .filter(|s| s.before == before && s.away == 1)
-            .map(|s| s.micros)
-            .collect()
+        let switches = rounds.iter().flat_map(|blocks| blocks.windows(3));
+        let back = switches.filter(|b| (b[0].0, b[1].0, b[2].0) == (who, before, who));
+        back.map(|b| b[2].1).collect()
     };
     let (library_after, after_library) = (after(0, w), after(w, 0));
     let pairs: Vec<(&[f64], &[f64])> = library_after
@@ -687,14 +664,26 @@ mod tests {
     #[allow(clippy::float_cmp)]
     #[test]
     fn first_calls_compare_the_same_switch_each_way() {
-        let s = |before, away, micros| Switch {
-            before,
-            away,
-            micros,
-        };
-        let library = vec![s(1, 1, 10.0), s(2, 1, 99.0), s(1, 4, 99.0), s(1, 1, 10.0)];
-        let raw = vec![s(0, 1, 5.0), s(2, 1, 1.0), s(0, 4, 50.0), s(0, 1, 5.0)];
-        let (ratio, library_after, after_library) = switch_ratio(&[library, raw, vec![]], 1, 1);
+        let rounds = [
+            vec![
+                (0, 99.0),
+                (1, 99.0),
+                (0, 10.0),
+                (1, 5.0),
+                (2, 99.0),
+                (1, 1.0),
+            ],
+            vec![
+                (1, 99.0),
+                (0, 99.0),
+                (2, 99.0),
+                (0, 99.0),
+                (1, 99.0),
+                (0, 10.0),
+            ],
+            vec![(0, 99.0), (1, 99.0), (0, 10.0), (1, 5.0)],
+        ];
+        let (ratio, library_after, after_library) = switch_ratio(&rounds, 1, 1);
         assert_eq!((library_after, after_library), (10.0, 5.0));
         assert_eq!((ratio.value, ratio.low, ratio.high), (2.0, 2.0, 2.0));
     }
