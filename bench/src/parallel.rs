@@ -3,7 +3,6 @@
 //! with the CPU time of the client and of the emulator beside the wall time
 //! (on a small machine the emulator may be what limits both).
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::pin::pin;
@@ -18,6 +17,7 @@ use ttl_bench::{
     cpu_seconds, event, machine_busy_seconds, pid_listening_on, process_cpu_seconds, Event,
 };
 
+use crate::latency::write_report;
 use crate::report::{run_on, Generated};
 use crate::{Res, PROJECT};
 
@@ -94,28 +94,30 @@ pub(crate) async fn run(rows: usize, concurrency: &[usize], rounds: usize, out: 
     // Untimed: the first read after the write pays for the write's garbage.
     measure(&table, None, pid, rows).await?;
 
-    let mut contenders: Vec<(String, Option<usize>)> = vec![("stream".into(), None)];
-    for &c in concurrency {
-        contenders.push((format!("parallel-{c}"), Some(c)));
-    }
+    let parallel = concurrency
+        .iter()
+        .map(|&c| (format!("parallel-{c}"), Some(c)));
+    let contenders: Vec<_> = [("stream".to_owned(), None)]
+        .into_iter()
+        .chain(parallel)
+        .collect();
     let load_start = ttl_bench::load_average();
-    let mut samples: BTreeMap<String, Vec<Sample>> = BTreeMap::new();
+    let mut samples: Vec<Vec<Sample>> = contenders.iter().map(|_| Vec::new()).collect();
     for round in 0..rounds.max(1) {
         for i in 0..contenders.len() {
-            let (name, c) = &contenders[(i + round) % contenders.len()];
+            let k = (i + round) % contenders.len();
+            let (name, c) = &contenders[k];
             let s = measure(&table, *c, pid, rows).await?;
             eprintln!(
                 "round {round}: {name}: {:.3} s, client CPU {:.3} s, emulator CPU {:.3} s, machine {:.2} s",
                 s.wall, s.client_cpu, s.emulator_cpu, s.machine_cpu
             );
-            samples.entry(name.clone()).or_default().push(s);
+            samples[k].push(s);
         }
     }
 
-    let stream_walls: Vec<f64> = samples["stream"].iter().map(|s| s.wall).collect();
     let mut results = serde_json::Map::new();
-    for (name, c) in &contenders {
-        let runs = &samples[name];
+    for ((name, c), runs) in contenders.iter().zip(&samples) {
         let parts = match c {
             Some(c) => table.split_scan(Scan::all(), c * 4).await?.len(),
             None => 1,
@@ -123,10 +125,10 @@ pub(crate) async fn run(rows: usize, concurrency: &[usize], rounds: usize, out: 
         // Rounds ran the contenders back to back: the ratio within a round
         // sees the same machine.
         let speedup = median(
-            stream_walls
+            samples[0]
                 .iter()
                 .zip(runs)
-                .map(|(stream, s)| stream / s.wall),
+                .map(|(one, s)| one.wall / s.wall),
         );
         results.insert(
             name.clone(),
@@ -148,19 +150,14 @@ pub(crate) async fn run(rows: usize, concurrency: &[usize], rounds: usize, out: 
             }),
         );
     }
-    let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
-    let value = json!({
+    let report = json!({
         "rows": rows,
         "rounds": rounds.max(1),
-        "cores": cores,
-        "date": Utc::now().format("%Y-%m-%d").to_string(),
         "load_average": [load_start, ttl_bench::load_average()],
-        "order": contenders.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
+        "order": contenders.iter().map(|(n, _)| n).collect::<Vec<_>>(),
         "contenders": Value::Object(results),
     });
-    std::fs::write(out, serde_json::to_string_pretty(&value)?)?;
-    drop(emulator);
-    Ok(())
+    write_report(out, report)
 }
 
 /// The table of `BENCHMARKS.md`'s "Parallel scan", from this command's JSON.
