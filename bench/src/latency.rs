@@ -58,6 +58,7 @@ pub(crate) const NULL_TABLE: &str = "events_1";
 /// figure to show, not a reason to lose the run.
 pub(crate) const FAILED_AT_MOST: f64 = 1e-3;
 const MISSING: &str = "a stored row is missing";
+const TAKEN: &str = "a fresh key was taken";
 
 /// One contender's calls of one operation.
 #[derive(Clone, Default)]
@@ -395,12 +396,10 @@ pub(crate) async fn call(
     row: &Event,
     now: DateTime<Utc>,
 ) -> Res<()> {
-    let write_attempt = Some(clients.write_attempt);
-    let taken = match (op, who) {
+    match (op, who) {
         ("get", "lib") => {
             let got = clients.lib.get(&row.id).await?.ok_or(MISSING)?;
             std::hint::black_box(got);
-            false
         }
         ("get", "raw" | "raw_headers") => {
             let request = hand_read(clients, row, now);
@@ -408,53 +407,51 @@ pub(crate) async fn call(
                 clients.raw.clone().read_rows(request).await?
             } else {
                 let mut raw = clients.raw_bounded.clone();
-                let request = with_library_headers(clients, request, None, true)?;
+                let request = with_library_headers(clients, request, true)?;
                 let stream = raw.get_client().read_rows(request).await?.into_inner();
                 decode_read_rows_response(&None, stream).await?
             };
             let (key, cells) = rows.first().ok_or(MISSING)?;
             std::hint::black_box(hand_decode(key, cells)?);
-            false
         }
         ("put", "lib") => {
             clients.lib.put(row).await?;
-            false
         }
         ("put", "raw" | "raw_headers") => {
             let request = hand_write(clients, row, now)?;
             if who == "raw" {
                 clients.raw.clone().mutate_row(request).await?;
             } else {
-                let request = with_library_headers(clients, request, write_attempt, false)?;
+                let request = with_library_headers(clients, request, false)?;
                 let mut raw = clients.raw_bounded.clone();
                 raw.get_client().mutate_row(request).await?;
             }
-            false
         }
         ("insert_if_absent", "lib") => {
             let outcome = clients.lib.insert_if_absent(row).await?;
-            !matches!(outcome, Insert::Inserted(_))
+            if !matches!(outcome, Insert::Inserted(_)) {
+                return Err(TAKEN.into());
+            }
         }
         ("insert_if_absent", "raw" | "raw_headers") => {
             let request = hand_insert(row, now, &clients.table_name)?;
             let answer = if who == "raw" {
                 clients.raw.clone().check_and_mutate_row(request).await?
             } else {
-                // An insert's attempt has the write policy's timeout.
-                let request = with_library_headers(clients, request, write_attempt, false)?;
+                let request = with_library_headers(clients, request, false)?;
                 let mut raw = clients.raw_bounded.clone();
                 let answer = raw.get_client().check_and_mutate_row(request).await?;
                 answer.into_inner()
             };
-            answer.predicate_matched
+            if answer.predicate_matched {
+                return Err(TAKEN.into());
+            }
         }
         other => return Err(format!("latency: no call {other:?}").into()),
-    };
-    if taken {
-        return Err("a fresh key was taken".into());
     }
     Ok(())
 }
+
 /// The `ReadRows` of `row`'s key with the typed reader's filter at `now`.
 fn hand_read(clients: &Clients, row: &Event, now: DateTime<Utc>) -> ReadRowsRequest {
     let now_us = now.timestamp_micros();
@@ -499,15 +496,11 @@ fn hand_write(clients: &Clients, row: &Event, now: DateTime<Utc>) -> Res<MutateR
 
 /// `message` as a request with the headers the library sends besides
 /// `user-agent`: its routing header (naming the default app profile), its
-/// name, the attempt's deadline in the library's units and, on a read, the
-/// feature flags. `latency::tests::the_hand_written_calls_send_the_library_s_requests`
+/// name, and on a read the feature flags, on a write (an insert too) the
+/// write attempt's deadline in the library's units.
+/// `latency::tests::the_hand_written_calls_send_the_library_s_requests`
 /// checks them against what the library sent.
-fn with_library_headers<T>(
-    clients: &Clients,
-    message: T,
-    timeout: Option<Duration>,
-    read: bool,
-) -> Res<tonic::Request<T>> {
+fn with_library_headers<T>(clients: &Clients, message: T, read: bool) -> Res<tonic::Request<T>> {
     let mut request = tonic::Request::new(message);
     let headers = request.metadata_mut();
     headers.insert("x-goog-request-params", clients.routing.clone());
@@ -515,21 +508,21 @@ fn with_library_headers<T>(
         "x-goog-api-client",
         tonic::metadata::AsciiMetadataValue::from_static(API_CLIENT),
     );
-    if let Some(timeout) = timeout {
+    if read {
+        headers.insert(
+            "bigtable-features",
+            tonic::metadata::AsciiMetadataValue::from_static("CAE="),
+        );
+    } else {
         // Rounded down to milliseconds (microseconds under 100 ms), as the
         // library sends it.
+        let timeout = clients.write_attempt;
         let value = if timeout < Duration::from_millis(100) {
             format!("{}u", timeout.as_micros().max(1))
         } else {
             format!("{}m", timeout.as_millis())
         };
         headers.insert("grpc-timeout", value.parse()?);
-    }
-    if read {
-        headers.insert(
-            "bigtable-features",
-            tonic::metadata::AsciiMetadataValue::from_static("CAE="),
-        );
     }
     Ok(request)
 }
