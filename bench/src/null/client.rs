@@ -1,17 +1,13 @@
 //! The Rust contenders against the null server, one phase a process:
 //! `ttl-bench null-client lib|raw PHASE --host H --table T --rows N --csv F`.
-//!
-//! * `lib write`: the library's bulk writer, the rows read from the CSV
-//!   file one at a time into one `Event` (every contender reads that file:
-//!   see `ttl_bench::csv_rows`); `lib read`: its typed stream, filtered and
-//!   decoded; `raw write|read`: hand-written `bigtable_rs`, as the
-//!   end-to-end bench's `raw`;
-//! * `lib put`: one `Table::put` a row, one at a time (a call's own cost);
-//!   `lib csv`: the write's CSV reading alone, nothing sent.
-//!
-//! With `--tls CA_FILE --token SECRET` the library connects over TLS,
-//! trusting that CA, with that bearer token from a token source, as on
-//! Cloud Bigtable.
+//! `lib write`: the bulk writer, the rows read from the CSV file one at a
+//! time into one `Event`, as every contender reads them (see
+//! `ttl_bench::csv_rows`); `lib read`: the typed stream, filtered and
+//! decoded; `raw write|read`: hand-written `bigtable_rs` (the end-to-end
+//! bench's); `lib put`: one `Table::put` a row, one at a time; `lib csv`:
+//! the CSV reading alone. `--tls CA_FILE --token SECRET`: the library over
+//! TLS trusting that CA, the token from a token source, as on Cloud
+//! Bigtable.
 //!
 //! Prints one JSON line: the phase's wall and CPU time (this process's
 //! threads), its allocations (the bench binary's counting allocator) and

@@ -1,27 +1,24 @@
 //! `ttl-bench null` and `ttl-bench fair`: the clients' own cost against a
 //! server that is never the bottleneck (issues 23 and 32).
 //!
-//! A null server ([`server`]) serves the run; `fair` adds a second one
-//! serving TLS only that refuses calls without its bearer token. Each
-//! variant (a contender's phase in one setting) runs as a process of its
-//! own, in rounds, the variants' order rotated each round, measured from
-//! outside ([`measure`]: wall time; CPU time and peak RSS from `wait4`),
-//! beside the same variant's run of one row in the same round, whose cost
-//! (start-up, connecting, a handshake) [`report`] takes off.
+//! Each variant (a contender's phase in one setting) runs as a process of
+//! its own against a null server ([`server`]; `fair` adds one serving TLS
+//! only, with a bearer token), in rounds, the order rotated each round,
+//! measured from outside (wall time; CPU time and peak RSS from `wait4`)
+//! beside its run of one row in the same round, whose cost (start-up,
+//! connecting, a handshake) [`report`] takes off.
 //!
-//! * `null`: the library and hand-written `bigtable_rs` ([`client`]),
-//!   Google's Go client (`cbt import`, `cbt read`) and Node.js client
-//!   (`bench/node_client.js`), all at the library's batching; then each at
-//!   `--scale` × N rows (memory flat in N), and the library's write under
-//!   callgrind ([`profile`]).
-//! * `fair`: like for like: each client's CSV reading alone, each peer at
-//!   several batch sizes, `cbt count` as Go's reader, and the library and
-//!   `cbt` over TLS with a token.
+//! * `null`: the library and hand-written `bigtable_rs` ([`client`]), Go's
+//!   `cbt import` / `cbt read` and Node's client (`bench/node_client.js`),
+//!   all at the library's batching; each again at `--scale` × N rows
+//!   (memory flat in N); the library's write under callgrind ([`profile`]).
+//! * `fair`: each client's CSV reading alone, each peer at several batch
+//!   sizes, `cbt count` as Go's reader, the library and `cbt` over TLS.
 //!
-//! Go runs when `cbt` is on the PATH; Node when `--node-modules DIR` holds
-//! `@google-cloud/bigtable`; `cbt` over TLS only where this process has no
-//! network but loopback ([`isolated`]), since off the emulator setting it
-//! is Google's Cloud client as it is (metrics exporter, metadata probe).
+//! Go runs when `cbt` is on the PATH, Node when `--node-modules DIR` holds
+//! `@google-cloud/bigtable`, `cbt` over TLS only where this process has no
+//! network but loopback ([`isolated`]): off the emulator setting it is
+//! Google's Cloud client as it is (metrics exporter, metadata probe).
 
 pub(crate) mod client;
 pub(crate) mod profile;
@@ -32,7 +29,7 @@ use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
 use chrono::Utc;
@@ -73,9 +70,9 @@ pub(crate) enum Kind {
     Fair { go_csv: Option<PathBuf> },
 }
 
-/// A contender's phase in one setting.
+/// A contender's phase in one setting, keyed in the JSON as
+/// `{who}_{phase}[_{batch}][_tls]`: `lib_write`, `go_write_500_tls`, …
 struct Variant {
-    /// Its key in the JSON: `lib_write`, `go_write_500_tls`, …
     key: String,
     /// `lib`, `raw`, `go`, `node`.
     who: &'static str,
@@ -101,7 +98,6 @@ fn variant(who: &'static str, phase: &'static str, tls: bool, batch: Option<usiz
 /// The null server, a child process.
 pub(crate) struct NullServer {
     pub(crate) child: Child,
-    stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
     pub(crate) host: String,
 }
@@ -117,7 +113,6 @@ impl NullServer {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()?;
-        let stdin = child.stdin.take();
         let mut stdout = BufReader::new(child.stdout.take().ok_or("null server stdout")?);
         let mut line = String::new();
         stdout.read_line(&mut line)?;
@@ -126,14 +121,13 @@ impl NullServer {
         Ok(Self {
             host: host.to_owned(),
             child,
-            stdin,
             stdout,
         })
     }
 
     /// Stop it; what it counted (calls per method, entries per table).
     pub(crate) fn stop(mut self) -> Res<Value> {
-        drop(self.stdin.take());
+        drop(self.child.stdin.take());
         let mut line = String::new();
         self.stdout.read_line(&mut line)?;
         self.child.wait()?;
@@ -170,17 +164,9 @@ impl Setup {
         match (v.who, v.phase) {
             ("lib" | "raw", phase) => {
                 cmd = Command::new(&self.me);
-                cmd.args([
-                    "null-client",
-                    v.who,
-                    phase,
-                    "--host",
-                    host,
-                    "--table",
-                    table,
-                ])
-                .args(["--rows", &rows_arg, "--csv"])
-                .arg(self.csv(rows));
+                cmd.args(["null-client", v.who, phase, "--host", host])
+                    .args(["--table", table, "--rows", &rows_arg, "--csv"])
+                    .arg(self.csv(rows));
                 if v.tls {
                     cmd.arg("--tls").arg(ca).args(["--token", TOKEN]);
                 }
