@@ -74,12 +74,11 @@ fn ratio_text(q: Quartiles) -> String {
     format!("{:.2} (quartiles {:.2}–{:.2})", q.median, q.q1, q.q3)
 }
 
-fn mib(kib: f64) -> String {
-    if kib.is_finite() {
-        format!("{:.1} MiB", kib / 1024.0)
-    } else {
-        "–".to_owned()
-    }
+/// `–` for a figure not measured.
+fn or_dash(x: f64, text: impl Fn(f64) -> String) -> String {
+    Some(x)
+        .filter(|x| x.is_finite())
+        .map_or("–".to_owned(), text)
 }
 
 /// `BENCHMARKS.md`'s tables of `ttl-bench null`'s JSON: each contender's
@@ -119,12 +118,12 @@ pub(crate) fn null_tables(report: &Value) -> Vec<Generated> {
             if f.inner_cpu_us.is_finite() {
                 let _ = write!(cpu_text, " (inside: {:.2} µs)", f.inner_cpu_us);
             }
-            let allocations = if f.allocations.is_finite() {
-                format!("{:.1} ({:.0} B)", f.allocations, f.allocated_bytes)
-            } else {
-                "–".to_owned()
-            };
-            let (rate, peaks) = (median(&f.rate), f.peaks.map(mib).join(" / "));
+            let bytes = f.allocated_bytes;
+            let allocations = or_dash(f.allocations, |a| format!("{a:.1} ({bytes:.0} B)"));
+            let peaks = f
+                .peaks
+                .map(|kib| or_dash(kib, |k| format!("{:.1} MiB", k / 1024.0)));
+            let (rate, peaks) = (median(&f.rate), peaks.join(" / "));
             let (client, server) = (f.client_cores, f.server_cores);
             let _ = writeln!(
                 table,
@@ -413,29 +412,25 @@ fn tls_table(fig: &dyn Fn(&str) -> Option<Figures>) -> String {
          per call (rows a call) | fixed cost: plaintext → TLS (handshake, first token) |\n\
          |---|---|---|---|---|\n",
     );
-    let put = "library, `Table::put` one at a time (a row is a call)";
-    let mut variants = vec![
-        (
-            "lib_write".to_owned(),
-            "library, write".to_owned(),
-            Some(10_000),
-        ),
-        (
-            "lib_read".to_owned(),
-            "library, filtered scan + decode".to_owned(),
-            None,
-        ),
-        ("lib_put".to_owned(), put.to_owned(), Some(1)),
-    ];
-    for b in GO_BATCHES {
-        let go = format!("Go `cbt import`, {b} rows a call");
-        variants.push((format!("go_write_{b}"), go, u32::try_from(b).ok()));
-    }
-    variants.push(("go_count".to_owned(), "Go `cbt count`".to_owned(), None));
+    let go_writes = GO_BATCHES.map(|b| format!("go_write_{b}"));
+    let keys = ["lib_write", "lib_read", "lib_put"].into_iter();
+    let keys = keys
+        .chain(go_writes.iter().map(String::as_str))
+        .chain(["go_count"]);
     let mut measured = false;
-    for (key, label, rows_a_call) in variants {
-        let (Some(p), Some(t)) = (fig(&key), fig(&format!("{key}_tls"))) else {
+    for key in keys {
+        let (Some(p), Some(t)) = (fig(key), fig(&format!("{key}_tls"))) else {
             continue;
+        };
+        let (label, rows_a_call) = match key.split('_').collect::<Vec<_>>()[..] {
+            ["lib", "write"] => ("library, write".to_owned(), Some(10_000)),
+            ["lib", "read"] => ("library, filtered scan + decode".to_owned(), None),
+            ["lib", "put"] => {
+                let put = "library, `Table::put` one at a time (a row is a call)";
+                (put.to_owned(), Some(1))
+            }
+            ["go", "write", b] => (format!("Go `cbt import`, {b} rows a call"), b.parse().ok()),
+            _ => ("Go `cbt count`".to_owned(), None),
         };
         measured = true;
         let extra = paired(&t.cpu_us, &p.cpu_us, |t, p| t - p).median;
