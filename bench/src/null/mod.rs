@@ -1,39 +1,35 @@
 //! `ttl-bench null` and `ttl-bench fair`: the clients' own cost against a
 //! server that is never the bottleneck (issues 23 and 32).
 //!
-//! A null server ([`server`]) serves the run; `fair` adds a second one
-//! serving TLS only that refuses calls without its bearer token. Each
-//! variant (a contender's phase in one setting) runs as a process of its
-//! own, in rounds, the variants' order rotated each round, measured from
-//! outside ([`measure`]: wall time; CPU time and peak RSS from `wait4`),
-//! beside the same variant's run of one row in the same round, whose cost
-//! (start-up, connecting, a handshake) [`report`] takes off.
+//! Each variant (a contender's phase in one setting) runs as a process of
+//! its own against a null server ([`server`]; `fair` adds one serving TLS
+//! only, with a bearer token), in rounds, the order rotated each round,
+//! measured from outside (wall time; CPU time and peak RSS from `wait4`)
+//! beside its run of one row in the same round, whose cost (start-up,
+//! connecting, a handshake) [`report`] takes off.
 //!
-//! * `null`: the library and hand-written `bigtable_rs` ([`client`]),
-//!   Google's Go client (`cbt import`, `cbt read`) and Node.js client
-//!   (`bench/node_client.js`), all at the library's batching; then each at
-//!   `--scale` × N rows (memory flat in N), and the library's write under
-//!   callgrind ([`profile`]).
-//! * `fair`: like for like: each client's CSV reading alone, each peer at
-//!   several batch sizes, `cbt count` as Go's reader, and the library and
-//!   `cbt` over TLS with a token.
+//! * `null`: the library and hand-written `bigtable_rs` ([`client`]), Go's
+//!   `cbt import` / `cbt read` and Node's client (`bench/node_client.js`),
+//!   all at the library's batching; each again at `--scale` × N rows
+//!   (memory flat in N); the library's write under callgrind ([`profile`]).
+//! * `fair`: each client's CSV reading alone, each peer at several batch
+//!   sizes, `cbt count` as Go's reader, the library and `cbt` over TLS.
 //!
-//! Go runs when `cbt` is on the PATH; Node when `--node-modules DIR` holds
-//! `@google-cloud/bigtable`; `cbt` over TLS only where this process has no
-//! network but loopback ([`isolated`]), since off the emulator setting it
-//! is Google's Cloud client as it is (metrics exporter, metadata probe).
+//! Go runs when `cbt` is on the PATH, Node when `--node-modules DIR` holds
+//! `@google-cloud/bigtable`, `cbt` over TLS only where this process has no
+//! network but loopback ([`isolated`]): off the emulator setting it is
+//! Google's Cloud client as it is (metrics exporter, metadata probe).
 
 pub(crate) mod client;
 pub(crate) mod profile;
 pub(crate) mod report;
 pub(crate) mod server;
-pub(crate) mod tls;
-pub(crate) mod wire;
 
 use std::ffi::OsStr;
+use std::fs::File;
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
 use chrono::Utc;
@@ -74,9 +70,9 @@ pub(crate) enum Kind {
     Fair { go_csv: Option<PathBuf> },
 }
 
-/// A contender's phase in one setting.
+/// A contender's phase in one setting, keyed in the JSON as
+/// `{who}_{phase}[_{batch}][_tls]`: `lib_write`, `go_write_500_tls`, …
 struct Variant {
-    /// Its key in the JSON: `lib_write`, `go_write_500_tls`, …
     key: String,
     /// `lib`, `raw`, `go`, `node`.
     who: &'static str,
@@ -88,28 +84,21 @@ struct Variant {
 }
 
 fn variant(who: &'static str, phase: &'static str, tls: bool, batch: Option<usize>) -> Variant {
-    let mut key = format!("{who}_{phase}");
-    if let Some(b) = batch {
-        key = format!("{key}_{b}");
-    }
-    if tls {
-        key.push_str("_tls");
-    }
-    let batch = batch.unwrap_or(DEFAULT_BATCH);
+    let batch_key = batch.map(|b| format!("_{b}")).unwrap_or_default();
+    let tls_key = if tls { "_tls" } else { "" };
     Variant {
-        key,
+        key: format!("{who}_{phase}{batch_key}{tls_key}"),
         who,
         phase,
         tls,
-        batch,
+        batch: batch.unwrap_or(DEFAULT_BATCH),
     }
 }
 
 /// The null server, a child process.
 pub(crate) struct NullServer {
     pub(crate) child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<std::process::ChildStdout>,
+    stdout: BufReader<ChildStdout>,
     pub(crate) host: String,
 }
 
@@ -124,7 +113,6 @@ impl NullServer {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()?;
-        let stdin = child.stdin.take();
         let mut stdout = BufReader::new(child.stdout.take().ok_or("null server stdout")?);
         let mut line = String::new();
         stdout.read_line(&mut line)?;
@@ -133,14 +121,13 @@ impl NullServer {
         Ok(Self {
             host: host.to_owned(),
             child,
-            stdin,
             stdout,
         })
     }
 
     /// Stop it; what it counted (calls per method, entries per table).
     pub(crate) fn stop(mut self) -> Res<Value> {
-        drop(self.stdin.take());
+        drop(self.child.stdin.take());
         let mut line = String::new();
         self.stdout.read_line(&mut line)?;
         self.child.wait()?;
@@ -171,17 +158,16 @@ impl Setup {
 
     /// The command of `v` for `rows` rows on `table`.
     fn command(&self, v: &Variant, rows: usize, table: &str) -> Command {
-        let server = self.server(v);
-        let rows_s = rows.to_string();
+        let (host, rows_arg) = (&self.server(v).host, rows.to_string());
+        let ca = self.work.join("null-ca.pem");
         let mut cmd;
         match (v.who, v.phase) {
             ("lib" | "raw", phase) => {
                 cmd = Command::new(&self.me);
-                cmd.args(["null-client", v.who, phase, "--host", &server.host])
-                    .args(["--table", table, "--rows", &rows_s, "--csv"])
+                cmd.args(["null-client", v.who, phase, "--host", host])
+                    .args(["--table", table, "--rows", &rows_arg, "--csv"])
                     .arg(self.csv(rows));
                 if v.tls {
-                    let ca = self.work.join("null-ca.pem");
                     cmd.arg("--tls").arg(ca).args(["--token", TOKEN]);
                 }
             }
@@ -198,11 +184,11 @@ impl Setup {
                     // when it finds it; an application on Google's Go client
                     // does not. The metadata server's probe, should the
                     // client make one, stays on loopback (a closed port).
-                    let port = server.host.rsplit(':').next().unwrap_or_default();
+                    let port = host.rsplit(':').next().unwrap_or_default();
                     cmd.env("PATH", self.work.join("no-gcloud-here"))
                         .args(["-data-endpoint", &format!("localhost:{port}")])
                         .arg("-cert-file")
-                        .arg(self.work.join("null-ca.pem"))
+                        .arg(ca)
                         .args(["-access-token", TOKEN])
                         .env("GCE_METADATA_HOST", "127.0.0.1:1")
                         .env("GCE_METADATA_IP", "127.0.0.1:1");
@@ -211,7 +197,7 @@ impl Setup {
                     // keeps `cbt` from asking `gcloud` for credentials.
                     cmd.arg("-creds")
                         .arg(self.work.join("no-credentials-under-an-emulator.json"))
-                        .env("BIGTABLE_EMULATOR_HOST", &server.host);
+                        .env("BIGTABLE_EMULATOR_HOST", host);
                 }
                 match phase {
                     "write" => cmd
@@ -226,11 +212,11 @@ impl Setup {
             _ => {
                 cmd = Command::new("node");
                 cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("node_client.js"))
-                    .args(["--phase", v.phase, "--table", table, "--rows", &rows_s])
+                    .args(["--phase", v.phase, "--table", table, "--rows", &rows_arg])
                     .args(["--project", PROJECT, "--instance", INSTANCE])
                     .args(["--batch", &v.batch.to_string(), "--csv"])
                     .arg(self.csv(rows))
-                    .env("BIGTABLE_EMULATOR_HOST", &server.host);
+                    .env("BIGTABLE_EMULATOR_HOST", host);
                 if let Some(modules) = &self.node_modules {
                     cmd.env("NODE_PATH", modules);
                 }
@@ -239,30 +225,60 @@ impl Setup {
         cmd
     }
 
-    /// One process of `v` on `rows` rows, measured as `label`; checked
-    /// where the contender says what it did.
+    /// One process of `v` on `rows` rows, its output in files named after
+    /// `label` (the rows `cbt read` prints to `/dev/null`), measured: wall
+    /// and CPU time, peak RSS (the process's own `VmHWM` where it says it,
+    /// Rust and Node; else `wait4`'s), the server's CPU meanwhile, and what
+    /// the process said of itself (`inner`); checked where the contender
+    /// says what it did.
     fn one(&self, v: &Variant, rows: usize, label: &str) -> Res<Value> {
-        let table = if matches!(v.phase, "write" | "put") {
-            format!("w_{label}")
+        let table = match v.phase {
+            "write" | "put" => format!("w_{label}"),
+            _ => format!("{READ_TABLE_PREFIX}{rows}"),
+        };
+        let mut cmd = self.command(v, rows, &table);
+        let out_path = self.work.join(format!("{label}.out"));
+        let err_path = self.work.join(format!("{label}.err"));
+        if v.phase == "print" {
+            cmd.stdout(Stdio::null());
         } else {
-            format!("{READ_TABLE_PREFIX}{rows}")
-        };
-        let cmd = self.command(v, rows, &table);
-        let pid = self.server(v).child.id();
-        let run = measure(cmd, label, &self.work, pid, v.phase == "print")?;
-        let counted = || -> Res<Option<usize>> {
-            let out = std::fs::read_to_string(self.work.join(format!("{label}.out")))?;
-            Ok(out
-                .split_whitespace()
-                .filter_map(|w| w.parse().ok())
-                .next_back())
-        };
-        if v.phase == "count" && counted()? != Some(rows) {
+            cmd.stdout(File::create(&out_path)?);
+        }
+        cmd.stderr(File::create(&err_path)?).stdin(Stdio::null());
+        let server_pid = self.server(v).child.id();
+        let server_cpu = process_cpu_seconds(server_pid);
+        let start = Instant::now();
+        let usage = cmd.spawn()?.wait4()?;
+        let wall_s = start.elapsed().as_secs_f64();
+        let server_cpu_s = process_cpu_seconds(server_pid) - server_cpu;
+        if !usage.status.success() {
+            let err = std::fs::read_to_string(&err_path).unwrap_or_default();
+            return Err(format!("{label} failed ({}): {err}", usage.status).into());
+        }
+        let out = std::fs::read_to_string(&out_path).unwrap_or_default();
+        let inner = out
+            .lines()
+            .last()
+            .and_then(|l| serde_json::from_str(l).ok());
+        let inner: Value = inner.unwrap_or_default();
+        let last_number = out
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .next_back();
+        if v.phase == "count" && last_number != Some(rows) {
             return Err(format!("{label}: `cbt count` did not count {rows} rows").into());
         }
-        if (v.who, v.phase) == ("go", "csv") && run["inner"]["rows"].as_u64() != Some(rows as u64) {
+        if (v.who, v.phase) == ("go", "csv") && inner["rows"].as_u64() != Some(rows as u64) {
             return Err(format!("{label}: go_csv did not read {rows} rows").into());
         }
+        let wait4_peak = usage.rusage.maxrss / 1024;
+        let run = json!({
+            "wall_s": wall_s,
+            "cpu_s": (usage.rusage.utime + usage.rusage.stime).as_secs_f64(),
+            "peak_rss_kib": inner["peak_rss_kib"].as_u64().unwrap_or(wait4_peak),
+            "server_cpu_s": server_cpu_s,
+            "inner": inner,
+        });
         eprintln!("  {label}: {rows} rows, {run}");
         Ok(run)
     }
@@ -272,9 +288,8 @@ impl Setup {
     /// by, so the driver's own peak RSS (where a child's `wait4` peak
     /// starts: Linux carries it across `exec`) stays small.
     fn check_cbt_read(&self, v: &Variant, rows: usize) -> Res<()> {
-        let table = format!("{READ_TABLE_PREFIX}{rows}");
-        let mut child = self.command(v, rows, &table);
-        let mut child = child.stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
+        let mut cmd = self.command(v, rows, &format!("{READ_TABLE_PREFIX}{rows}"));
+        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
         let out = BufReader::new(child.stdout.take().ok_or("cbt read: no stdout")?);
         let mut seen = 0;
         for line in out.split(b'\n') {
@@ -286,52 +301,6 @@ impl Setup {
         }
         Ok(())
     }
-}
-
-/// Run `cmd` to its end, its output into files under `work` (with
-/// `printed_rows`, its standard output, the rows `cbt read` prints, to
-/// `/dev/null`); measured: wall and CPU time, peak RSS (the process's own
-/// `VmHWM` where it says it, Rust and Node; else `wait4`'s), the server's
-/// CPU meanwhile, and what the process said of itself (`inner`).
-pub(crate) fn measure(
-    mut cmd: Command,
-    label: &str,
-    work: &Path,
-    server_pid: u32,
-    printed_rows: bool,
-) -> Res<Value> {
-    let out_path = work.join(format!("{label}.out"));
-    let err_path = work.join(format!("{label}.err"));
-    if printed_rows {
-        cmd.stdout(Stdio::null());
-    } else {
-        cmd.stdout(std::fs::File::create(&out_path)?);
-    }
-    cmd.stderr(std::fs::File::create(&err_path)?)
-        .stdin(Stdio::null());
-    let server0 = process_cpu_seconds(server_pid);
-    let start = Instant::now();
-    let usage = cmd.spawn()?.wait4()?;
-    let wall_s = start.elapsed().as_secs_f64();
-    let server_cpu_s = process_cpu_seconds(server_pid) - server0;
-    if !usage.status.success() {
-        let err = std::fs::read_to_string(&err_path).unwrap_or_default();
-        return Err(format!("{label} failed ({}): {err}", usage.status).into());
-    }
-    let stdout = std::fs::read_to_string(&out_path).unwrap_or_default();
-    let inner = stdout
-        .lines()
-        .last()
-        .and_then(|l| serde_json::from_str(l).ok());
-    let inner: Value = inner.unwrap_or_default();
-    let wait4_peak = usage.rusage.maxrss / 1024;
-    Ok(json!({
-        "wall_s": wall_s,
-        "cpu_s": (usage.rusage.utime + usage.rusage.stime).as_secs_f64(),
-        "peak_rss_kib": inner["peak_rss_kib"].as_u64().unwrap_or(wait4_peak),
-        "server_cpu_s": server_cpu_s,
-        "inner": inner,
-    }))
 }
 
 /// Whether `name` runs with `arg`.
@@ -348,10 +317,8 @@ fn found(name: &str, arg: &str) -> bool {
 /// network namespace has no interface but `lo` (as under `unshare --net`).
 fn isolated() -> bool {
     std::fs::read_to_string("/proc/net/dev").is_ok_and(|dev| {
-        dev.lines()
-            .skip(2)
-            .filter_map(|l| l.split(':').next())
-            .all(|name| name.trim() == "lo")
+        let mut names = dev.lines().skip(2).filter_map(|l| l.split(':').next());
+        names.all(|name| name.trim() == "lo")
     })
 }
 
@@ -369,61 +336,49 @@ fn variants(plan: &Plan) -> Vec<Variant> {
         eprintln!("null: no Node.js client: no node, or no --node-modules DIR with @google-cloud/bigtable (bench/run.sh installs it)");
     }
     let mut v = Vec::new();
-    match &plan.kind {
-        Kind::Null { .. } => {
-            for who in ["lib", "raw"] {
-                v.extend([
-                    variant(who, "write", false, None),
-                    variant(who, "read", false, None),
-                ]);
-            }
-            if go {
-                let write = variant("go", "write", false, Some(DEFAULT_BATCH));
-                v.extend([write, variant("go", "print", false, None)]);
-            }
-            if node {
-                let write = variant("node", "write", false, Some(DEFAULT_BATCH));
-                v.extend([write, variant("node", "read", false, None)]);
-            }
+    let Kind::Fair { go_csv } = &plan.kind else {
+        for who in ["lib", "raw"] {
+            v.extend(["write", "read"].map(|phase| variant(who, phase, false, None)));
         }
-        Kind::Fair { go_csv } => {
-            for (phase, tls) in [("write", false), ("csv", false), ("read", false)]
-                .into_iter()
-                .chain([
-                    ("write", true),
-                    ("read", true),
-                    ("put", false),
-                    ("put", true),
-                ])
-            {
-                v.push(variant("lib", phase, tls, None));
-            }
-            let cbt_tls = go && isolated();
-            if go && !cbt_tls {
-                eprintln!("fair: no `cbt` over TLS: it runs only in a network namespace of its own (`unshare --net`)");
-            }
-            for tls in [false, true].into_iter().filter(|&t| go && (!t || cbt_tls)) {
-                v.extend(GO_BATCHES.map(|b| variant("go", "write", tls, Some(b))));
-                v.push(variant("go", "count", tls, None));
-                if !tls {
-                    v.push(variant("go", "print", false, None));
-                }
-            }
-            if go && go_csv.is_some() {
-                v.push(variant("go", "csv", false, None));
-            } else if go {
-                eprintln!(
-                    "fair: no Go CSV phase: no --go-csv PROGRAM (bench/run.sh builds bench/go_csv)"
-                );
-            }
-            if node {
-                v.extend(NODE_BATCHES.map(|b| variant("node", "write", false, Some(b))));
-                v.extend([
-                    variant("node", "csv", false, None),
-                    variant("node", "read", false, None),
-                ]);
-            }
+        if go {
+            let write = variant("go", "write", false, Some(DEFAULT_BATCH));
+            v.extend([write, variant("go", "print", false, None)]);
         }
+        if node {
+            let write = variant("node", "write", false, Some(DEFAULT_BATCH));
+            v.extend([write, variant("node", "read", false, None)]);
+        }
+        return v;
+    };
+    let lib = [
+        ("write", false),
+        ("csv", false),
+        ("read", false),
+        ("write", true),
+    ];
+    let lib = lib
+        .into_iter()
+        .chain([("read", true), ("put", false), ("put", true)]);
+    v.extend(lib.map(|(phase, tls)| variant("lib", phase, tls, None)));
+    let cbt_tls = go && isolated();
+    if go && !cbt_tls {
+        eprintln!("fair: no `cbt` over TLS: it runs only in a network namespace of its own (`unshare --net`)");
+    }
+    for tls in [false, true].into_iter().filter(|&t| go && (!t || cbt_tls)) {
+        v.extend(GO_BATCHES.map(|b| variant("go", "write", tls, Some(b))));
+        v.push(variant("go", "count", tls, None));
+        if !tls {
+            v.push(variant("go", "print", false, None));
+        }
+    }
+    if go && go_csv.is_some() {
+        v.push(variant("go", "csv", false, None));
+    } else if go {
+        eprintln!("fair: no Go CSV phase: no --go-csv PROGRAM (bench/run.sh builds bench/go_csv)");
+    }
+    if node {
+        v.extend(NODE_BATCHES.map(|b| variant("node", "write", false, Some(b))));
+        v.extend(["csv", "read"].map(|phase| variant("node", phase, false, None)));
     }
     v
 }
@@ -455,24 +410,24 @@ pub(crate) fn run(plan: &Plan) -> Res<()> {
     let counts: Vec<usize> = [1, n, big].into_iter().filter(|&r| r > 0).collect();
     eprintln!("null: encoding the read answers for {counts:?} rows…");
     let plain = NullServer::start(&me, &counts, &[])?;
-    let tls = match plan.kind {
-        Kind::Fair { .. } => {
-            let ca = work.join("null-ca.pem");
-            let more = [
-                "--tls".as_ref(),
-                ca.as_os_str(),
-                "--token".as_ref(),
-                TOKEN.as_ref(),
-            ];
-            Some(NullServer::start(&me, &counts, &more)?)
-        }
-        Kind::Null { .. } => None,
+    let tls = if let Kind::Fair { .. } = plan.kind {
+        let ca = work.join("null-ca.pem");
+        let more = [
+            "--tls".as_ref(),
+            ca.as_os_str(),
+            "--token".as_ref(),
+            TOKEN.as_ref(),
+        ];
+        Some(NullServer::start(&me, &counts, &more)?)
+    } else {
+        None
     };
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let cbt = std::env::split_paths(&path)
+        .map(|dir| dir.join("cbt"))
+        .find(|p| p.is_file());
     let setup = Setup {
-        cbt: std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-            .map(|dir| dir.join("cbt"))
-            .find(|p| p.is_file())
-            .unwrap_or_else(|| PathBuf::from("cbt")),
+        cbt: cbt.unwrap_or_else(|| PathBuf::from("cbt")),
         node_modules: plan.node_modules.clone(),
         me,
         work,
@@ -492,42 +447,62 @@ pub(crate) fn run(plan: &Plan) -> Res<()> {
         setup.one(v, 1, &format!("{}_warmup", v.key))?;
         runs.insert(v.key.clone(), json!({"full": [], "one": [], "big": []}));
     }
-    let mut record = |v: &Variant, list: &str, run: Value| {
+    // Each measured write's server (TLS or not), table and rows.
+    let mut writes = Vec::new();
+    let mut record = |v: &Variant, list: &str, rows: usize, label: String| -> Res<()> {
+        let run = setup.one(v, rows, &label)?;
+        if v.phase == "write" {
+            writes.push((v.tls, format!("w_{label}"), rows));
+        }
         if let Some(list) = runs[&v.key][list].as_array_mut() {
             list.push(run);
         }
+        Ok(())
     };
     for round in 0..rounds {
         eprintln!("null: round {round}");
         for i in 0..variants.len() {
             let v = &variants[(i + round) % variants.len()];
-            record(v, "full", setup.one(v, n, &format!("{}_{round}", v.key))?);
-            record(v, "one", setup.one(v, 1, &format!("{}_1_{round}", v.key))?);
+            record(v, "full", n, format!("{}_{round}", v.key))?;
+            record(v, "one", 1, format!("{}_1_{round}", v.key))?;
         }
     }
     if big > 0 {
         eprintln!("null: memory pass, {big} rows");
         for v in &variants {
-            record(v, "big", setup.one(v, big, &format!("{}_big", v.key))?);
+            record(v, "big", big, format!("{}_big", v.key))?;
         }
     }
     let mut profiles = Map::new();
     if profile_rows > 0 && profile::available() {
         eprintln!("null: callgrind, {profile_rows} rows");
-        let cmd = setup.command(
+        let write = setup.command(
             &variant("lib", "write", false, None),
             profile_rows,
             "w_prof",
         );
-        let parts = &profile::WRITE_PARTS;
-        let profile = profile::profile(&cmd, "lib-write", &setup.work, profile_rows, parts)?;
+        let profile = profile::profile_write(&write, &setup.work, profile_rows)?;
         profiles.insert("lib-write".to_owned(), profile);
     } else if profile_rows > 0 {
         eprintln!("null: no profile: valgrind or callgrind_annotate is not on the PATH");
     }
     let Setup { plain, tls, .. } = setup;
     let counts = [Some(plain.stop()?), tls.map(NullServer::stop).transpose()?];
-    check_writes_whole(&counts, &variants, rounds, [n, big])?;
+    let counts: Vec<Value> = counts.into_iter().flatten().collect();
+    // Every measured write reached its server whole. (`put`'s single-row
+    // writes are not counted: the server counts `MutateRows`' entries.)
+    let missing: Vec<String> = (writes.iter())
+        .filter_map(|(tls, table, rows)| {
+            let got = counts[usize::from(*tls)]["entries"][table]
+                .as_u64()
+                .unwrap_or(0);
+            (got != *rows as u64).then(|| format!("{table}: {got} of {rows}"))
+        })
+        .collect();
+    if !missing.is_empty() {
+        let missing = missing.join("; ");
+        return Err(format!("writes a null server did not get whole: {missing}").into());
+    }
     // What a row takes on the wire (the library's bytes, asserted equal
     // to the hand-written ones): the measure of "memory flat in N".
     let sample = 1_000;
@@ -543,7 +518,7 @@ pub(crate) fn run(plan: &Plan) -> Res<()> {
         "load_average": [load_start, load_average()],
         "variants": keys,
         "runs": runs,
-        "server_calls": counts.iter().flatten().map(|c| c["calls"].clone()).collect::<Vec<_>>(),
+        "server_calls": counts.iter().map(|c| c["calls"].clone()).collect::<Vec<_>>(),
         "profile": profiles,
         "row_bytes": row_bytes as f64 / sample as f64,
         // The floor of the `wait4` peaks (Go's): the driver's own peak.
@@ -551,46 +526,4 @@ pub(crate) fn run(plan: &Plan) -> Res<()> {
     });
     std::fs::write(&plan.out, serde_json::to_string_pretty(&value)?)?;
     Ok(())
-}
-
-/// Every measured write reached its server whole: the entries each server
-/// counted for each write's table (`counts`: plaintext, TLS) are its rows.
-fn check_writes_whole(
-    counts: &[Option<Value>; 2],
-    variants: &[Variant],
-    rounds: usize,
-    [n, big]: [usize; 2],
-) -> Res<()> {
-    let mut missing = Vec::new();
-    // (`put`'s single-row writes are not counted: the server counts the
-    // entries of `MutateRows`.)
-    for v in variants.iter().filter(|v| v.phase == "write") {
-        let entries = &counts[usize::from(v.tls)].as_ref().unwrap_or(&Value::Null)["entries"];
-        let mut tables: Vec<(usize, String)> = (0..rounds)
-            .flat_map(|r| {
-                [
-                    (n, format!("w_{}_{r}", v.key)),
-                    (1, format!("w_{}_1_{r}", v.key)),
-                ]
-            })
-            .collect();
-        if big > 0 {
-            tables.push((big, format!("w_{}_big", v.key)));
-        }
-        for (rows, table) in tables {
-            let got = entries[&table].as_u64().unwrap_or(0);
-            if got != rows as u64 {
-                missing.push(format!("{table}: {got} of {rows}"));
-            }
-        }
-    }
-    if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "writes a null server did not get whole: {}",
-            missing.join("; ")
-        )
-        .into())
-    }
 }

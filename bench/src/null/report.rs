@@ -40,13 +40,13 @@ struct Figures {
 
 fn figures(report: &Value, key: &str) -> Option<Figures> {
     let rows = report["rows"].as_f64()?;
-    let list = |k: &str| {
-        report["runs"][key][k]
+    let runs = |list: &str| {
+        report["runs"][key][list]
             .as_array()
             .cloned()
             .unwrap_or_default()
     };
-    let (full, one, big) = (list("full"), list("one"), list("big"));
+    let (full, one, big) = (runs("full"), runs("one"), runs("big"));
     if full.is_empty() {
         return None;
     }
@@ -55,12 +55,13 @@ fn figures(report: &Value, key: &str) -> Option<Figures> {
     let fixed_wall = median(of(&one, &|r| num(r, "wall_s")));
     let inner = |k: &str| median(of(&full, &|r| num(&r["inner"], k) / rows));
     let peak = |runs: &[Value]| median(of(runs, &|r| num(r, "peak_rss_kib")));
+    let cores = |cpu: &str| median(of(&full, &|r| num(r, cpu) / num(r, "wall_s")));
     Some(Figures {
         cpu_us: of(&full, &|r| (num(r, "cpu_s") - fixed_cpu) / rows * 1e6),
         rate: of(&full, &|r| rows / (num(r, "wall_s") - fixed_wall)),
         fixed_cpu_ms: fixed_cpu * 1e3,
-        server_cores: median(of(&full, &|r| num(r, "server_cpu_s") / num(r, "wall_s"))),
-        client_cores: median(of(&full, &|r| num(r, "cpu_s") / num(r, "wall_s"))),
+        server_cores: cores("server_cpu_s"),
+        client_cores: cores("cpu_s"),
         inner_cpu_us: inner("cpu_s") * 1e6,
         allocations: inner("allocations"),
         allocated_bytes: inner("bytes_allocated"),
@@ -73,33 +74,12 @@ fn ratio_text(q: Quartiles) -> String {
     format!("{:.2} (quartiles {:.2}–{:.2})", q.median, q.q1, q.q3)
 }
 
-fn mib(kib: f64) -> String {
-    if kib.is_finite() {
-        format!("{:.1} MiB", kib / 1024.0)
-    } else {
-        "–".to_owned()
-    }
+/// `–` for a figure not measured.
+fn or_dash(x: f64, text: impl Fn(f64) -> String) -> String {
+    Some(x)
+        .filter(|x| x.is_finite())
+        .map_or("–".to_owned(), text)
 }
-
-/// `null`'s contenders: their name, and the keys of their write and read.
-const NULL_CONTENDERS: [(&str, &str, &str); 4] = [
-    (
-        "library (`Table::writer` / `Table::stream`)",
-        "lib_write",
-        "lib_read",
-    ),
-    ("hand-written `bigtable_rs`", "raw_write", "raw_read"),
-    (
-        "Go (`cbt import` / `cbt read`)",
-        "go_write_10000",
-        "go_print",
-    ),
-    (
-        "Node.js (`mutate` / `createReadStream`)",
-        "node_write_10000",
-        "node_read",
-    ),
-];
 
 /// `BENCHMARKS.md`'s tables of `ttl-bench null`'s JSON: each contender's
 /// figures, the targets, the library's write profiled.
@@ -109,30 +89,47 @@ pub(crate) fn null_tables(report: &Value) -> Vec<Generated> {
          allocations per row | peak RSS: 1 row / N / 10 N | client + null server, cores busy |\n\
          |---|---|---|---|---|---|---|---|\n",
     );
+    // Each contender's keys, write and read, and its name.
+    let contenders = [
+        (
+            "lib_write",
+            "lib_read",
+            "library (`Table::writer` / `Table::stream`)",
+        ),
+        ("raw_write", "raw_read", "hand-written `bigtable_rs`"),
+        (
+            "go_write_10000",
+            "go_print",
+            "Go (`cbt import` / `cbt read`)",
+        ),
+        (
+            "node_write_10000",
+            "node_read",
+            "Node.js (`mutate` / `createReadStream`)",
+        ),
+    ];
     for (phase, read) in [("write", false), ("filtered scan + decode", true)] {
-        for (name, write_key, read_key) in NULL_CONTENDERS {
+        for (write_key, read_key, name) in contenders {
             let Some(f) = figures(report, if read { read_key } else { write_key }) else {
                 continue;
             };
             let cpu = median(&f.cpu_us);
-            let inner = if f.inner_cpu_us.is_finite() {
-                format!(" (inside: {:.2} µs)", f.inner_cpu_us)
-            } else {
-                String::new()
-            };
-            let allocations = if f.allocations.is_finite() {
-                format!("{:.1} ({:.0} B)", f.allocations, f.allocated_bytes)
-            } else {
-                "–".to_owned()
-            };
+            let mut cpu_text = format!("{cpu:.2} µs");
+            if f.inner_cpu_us.is_finite() {
+                let _ = write!(cpu_text, " (inside: {:.2} µs)", f.inner_cpu_us);
+            }
+            let bytes = f.allocated_bytes;
+            let allocations = or_dash(f.allocations, |a| format!("{a:.1} ({bytes:.0} B)"));
+            let peaks = f
+                .peaks
+                .map(|kib| or_dash(kib, |k| format!("{:.1} MiB", k / 1024.0)));
+            let (rate, peaks) = (median(&f.rate), peaks.join(" / "));
+            let (client, server) = (f.client_cores, f.server_cores);
             let _ = writeln!(
                 table,
-                "| {phase} | {name} | {:.0} | {cpu:.2} µs{inner} | {:.0} | {allocations} | {} | {:.2} + {:.2} |",
-                median(&f.rate),
+                "| {phase} | {name} | {rate:.0} | {cpu_text} | {:.0} | {allocations} | {peaks} | \
+                 {client:.2} + {server:.2} |",
                 1e6 / cpu,
-                f.peaks.map(mib).join(" / "),
-                f.client_cores,
-                f.server_cores,
             );
         }
     }
@@ -158,6 +155,7 @@ fn null_targets(report: &Value) -> String {
         let value = ratio_text(value);
         let _ = writeln!(targets, "| {what} {want} | {value} |{verdict}|");
     };
+    let at_least = |want: Option<f64>| want.map(|w| format!("≥ {w}")).unwrap_or_default();
     let (lib_write, lib_read) = (figures(report, "lib_write"), figures(report, "lib_read"));
     for (key, name, want) in [
         ("go_write_10000", "Go's", Some(3.0)),
@@ -168,8 +166,8 @@ fn null_targets(report: &Value) -> String {
             // Throughput per client core is rows per CPU second.
             let r = paired(&l.cpu_us, &o.cpu_us, |l, o| o / l);
             let what = format!("write throughput per client core, library / {name}");
-            let want_text = want.map(|w| format!("≥ {w}")).unwrap_or_default();
-            target(&what, r, &want_text, want.is_none_or(|w| r.median >= w));
+            let met = want.is_none_or(|w| r.median >= w);
+            target(&what, r, &at_least(want), met);
         }
     }
     if let (Some(l), Some(g)) = (&lib_write, figures(report, "go_write_10000")) {
@@ -184,15 +182,10 @@ fn null_targets(report: &Value) -> String {
     ] {
         if let (Some(l), Some(o)) = (&lib_read, figures(report, key)) {
             let r = paired(&l.rate, &o.rate, |l, o| l / o);
-            let core = paired(&l.cpu_us, &o.cpu_us, |l, o| o / l);
-            let want_text = want.map(|w| format!("≥ {w}")).unwrap_or_default();
             let met = want.is_none_or(|w| r.median >= w);
-            target(
-                &format!("filtered scan + decode, rows/s, {what}"),
-                r,
-                &want_text,
-                met,
-            );
+            let rate = format!("filtered scan + decode, rows/s, {what}");
+            target(&rate, r, &at_least(want), met);
+            let core = paired(&l.cpu_us, &o.cpu_us, |l, o| o / l);
             let what = format!("filtered scan + decode, per client core, {what}");
             target(&what, core, "", true);
         }
@@ -200,21 +193,24 @@ fn null_targets(report: &Value) -> String {
     let (rows, big) = (num(report, "rows"), num(report, "big_rows"));
     let row_bytes = num(report, "row_bytes");
     for (what, f) in [("write", &lib_write), ("filtered scan + decode", &lib_read)] {
-        if let Some(f) = f {
-            let [_, n, big_peak] = f.peaks;
-            let per_row = (big_peak - n) * 1024.0 / (big - rows);
-            let flat = per_row < FLAT * row_bytes;
-            let _ = writeln!(
-                targets,
-                "| library {what}: memory flat in N (peak RSS growth per row added, from {rows} \
-                 to {big} rows, ≤ {:.0}% of a row's {row_bytes:.0} B on the wire) | \
-                 {:.1} → {:.1} MiB: {per_row:+.1} B a row | {} |",
-                FLAT * 100.0,
-                n / 1024.0,
-                big_peak / 1024.0,
-                if flat { "**met**" } else { "**missed**" }
-            );
-        }
+        let Some(Figures {
+            peaks: [_, n, big_peak],
+            ..
+        }) = f
+        else {
+            continue;
+        };
+        let per_row = (big_peak - n) * 1024.0 / (big - rows);
+        let _ = writeln!(
+            targets,
+            "| library {what}: memory flat in N (peak RSS growth per row added, from {rows} \
+             to {big} rows, ≤ {:.0}% of a row's {row_bytes:.0} B on the wire) | \
+             {:.1} → {:.1} MiB: {per_row:+.1} B a row | {} |",
+            FLAT * 100.0,
+            n / 1024.0,
+            big_peak / 1024.0,
+            verdict(per_row < FLAT * row_bytes),
+        );
     }
     targets
 }
@@ -280,19 +276,14 @@ pub(crate) fn fair_tables(report: &Value) -> Vec<Generated> {
         let cpu = median(&f.cpu_us);
         // A phase shorter than the spread of the one-row runs' wall time
         // (the CSV alone) has no rate to speak of.
-        let rate = median(&f.rate);
-        let rate = if rate > 0.0 {
-            format!("{rate:.0}")
-        } else {
-            "–".to_owned()
-        };
+        let rate = Some(median(&f.rate)).filter(|&r| r > 0.0);
+        let rate = rate.map_or("–".to_owned(), |r| format!("{r:.0}"));
+        let (fixed, server) = (f.fixed_cpu_ms, f.server_cores);
         let _ = writeln!(
             table,
-            "| {} | {cpu:.2} µs | {:.0} | {rate} | {:.1} ms | {:.2} |",
+            "| {} | {cpu:.2} µs | {:.0} | {rate} | {fixed:.1} ms | {server:.2} |",
             name(key),
             1e6 / cpu,
-            f.fixed_cpu_ms,
-            f.server_cores,
         );
     }
     // Each peer's best batching: the least median CPU per row.
@@ -314,21 +305,9 @@ pub(crate) fn fair_tables(report: &Value) -> Vec<Generated> {
     // Each verdict is on the like-for-like figure's median.
     let mut notes = Vec::new();
     let (lib_w, lib_csv) = (fig("lib_write"), fig("lib_csv"));
-    for (peer, best_key, csv_key, default_key, target) in [
-        (
-            "Go's `cbt import`",
-            &go_best,
-            "go_csv",
-            "go_write_10000",
-            3.0,
-        ),
-        (
-            "Node.js's",
-            &node_best,
-            "node_csv",
-            "node_write_10000",
-            10.0,
-        ),
+    for (peer, best_key, who, target) in [
+        ("Go's `cbt import`", &go_best, "go", 3.0),
+        ("Node.js's", &node_best, "node", 10.0),
     ] {
         let (Some(lib), Some(best_key)) = (&lib_w, best_key) else {
             continue;
@@ -336,29 +315,27 @@ pub(crate) fn fair_tables(report: &Value) -> Vec<Generated> {
         let Some(best_f) = fig(best_key) else {
             continue;
         };
-        let before = fig(default_key).map_or("–".to_owned(), |d| ratio(&d.cpu_us, &lib.cpu_us));
-        let with_csv_ratio = paired(&best_f.cpu_us, &lib.cpu_us, |a, b| a / b);
-        let with_csv = ratio_text(with_csv_ratio);
-        let (fair, quoted) = match (fig(csv_key), &lib_csv) {
-            (Some(pc), Some(lc)) => {
-                let without = paired(&less(&best_f, &pc), &less(lib, lc), |a, b| a / b);
-                (
-                    format!(
-                        "{} without the CSV on either side; {with_csv} with each side's own",
-                        ratio_text(without)
-                    ),
-                    without.median,
-                )
-            }
-            _ => (
-                format!("{with_csv} (each side's own CSV; the peer's alone not measured)"),
-                with_csv_ratio.median,
-            ),
+        let default = fig(&format!("{who}_write_10000"));
+        let before = default.map_or("–".to_owned(), |d| ratio(&d.cpu_us, &lib.cpu_us));
+        let with_csv = paired(&best_f.cpu_us, &lib.cpu_us, |a, b| a / b);
+        let with_text = ratio_text(with_csv);
+        let (fair, quoted) = if let (Some(pc), Some(lc)) = (fig(&format!("{who}_csv")), &lib_csv) {
+            let without = paired(&less(&best_f, &pc), &less(lib, lc), |a, b| a / b);
+            let without_text = ratio_text(without);
+            let text = "without the CSV on either side;";
+            (
+                format!("{without_text} {text} {with_text} with each side's own"),
+                without.median,
+            )
+        } else {
+            let text = "(each side's own CSV; the peer's alone not measured)";
+            (format!("{with_text} {text}"), with_csv.median)
         };
         let best = name(best_key);
         let _ = writeln!(
             targets,
-            "| write throughput per client core, library / {peer} at its best batching | {before} | {fair} (at its best: {best}) | ≥ {target} | {} |",
+            "| write throughput per client core, library / {peer} at its best batching | {before} \
+             | {fair} (at its best: {best}) | ≥ {target} | {} |",
             verdict(quoted >= target),
         );
         notes.push(format!("{peer}: best batching {best}."));
@@ -368,10 +345,8 @@ pub(crate) fn fair_tables(report: &Value) -> Vec<Generated> {
         let (fair, quoted) = match (&lib_csv, fig("go_csv")) {
             (Some(lc), Some(gc)) => {
                 let without = paired(&less(lib, lc), &less(&go, &gc), |l, g| l / g).median;
-                (
-                    format!("{without:.2} without the CSV; {with_csv:.2} with it"),
-                    without,
-                )
+                let fair = format!("{without:.2} without the CSV; {with_csv:.2} with it");
+                (fair, without)
             }
             _ => (format!("{with_csv:.2}"), with_csv),
         };
@@ -380,87 +355,84 @@ pub(crate) fn fair_tables(report: &Value) -> Vec<Generated> {
         });
         let _ = writeln!(
             targets,
-            "| client CPU per row written, library / Go's (best batching) | {before} | {fair} | ≤ 0.25 | {} |",
+            "| client CPU per row written, library / Go's (best batching) | {before} | {fair} | \
+             ≤ 0.25 | {} |",
             verdict(quoted <= 0.25),
         );
     }
     // Issue 45's targets for the library's own CPU a row: the write with
     // its CSV reading taken off, round by round, and the scan.
-    if let (Some(lib), Some(csv)) = (&lib_w, &lib_csv) {
-        let q = paired(&lib.cpu_us, &csv.cpu_us, |w, c| w - c);
-        let _ = writeln!(
-            targets,
-            "| library write, client CPU per row, its CSV reading taken off | – | {:.2} µs \
-             (quartiles {:.2}–{:.2}) | ≤ 0.5 µs | {} |",
-            q.median,
-            q.q1,
-            q.q3,
-            verdict(q.median <= 0.5),
-        );
-    }
-    if let Some(lib) = fig("lib_read") {
-        let q = quartiles(lib.cpu_us.iter().copied());
-        let _ = writeln!(
-            targets,
-            "| library filtered scan + decode, client CPU per row | – | {:.2} µs (quartiles \
-             {:.2}–{:.2}) | ≤ 0.8 µs | {} |",
-            q.median,
-            q.q1,
-            q.q3,
-            verdict(q.median <= 0.8),
-        );
+    let own_cpu = [
+        ("write, client CPU per row, its CSV reading taken off", 0.5),
+        ("filtered scan + decode, client CPU per row", 0.8),
+    ];
+    let write_less_csv = match (&lib_w, &lib_csv) {
+        (Some(lib), Some(csv)) => Some(paired(&lib.cpu_us, &csv.cpu_us, |w, c| w - c)),
+        _ => None,
+    };
+    let scan = fig("lib_read").map(|lib| quartiles(lib.cpu_us.iter().copied()));
+    for ((what, target), q) in own_cpu.into_iter().zip([write_less_csv, scan]) {
+        if let Some(q) = q {
+            let _ = writeln!(
+                targets,
+                "| library {what} | – | {:.2} µs (quartiles {:.2}–{:.2}) | ≤ {target} µs | {} |",
+                q.median,
+                q.q1,
+                q.q3,
+                verdict(q.median <= target),
+            );
+        }
     }
     if let (Some(lib), Some(count)) = (fig("lib_read"), fig("go_count")) {
-        let print = fig("go_print");
-        let (rate, core) = match &print {
+        let (rate, core) = match fig("go_print") {
             Some(p) => (ratio(&lib.rate, &p.rate), ratio(&p.cpu_us, &lib.cpu_us)),
             None => ("–".to_owned(), "–".to_owned()),
         };
         let quoted = paired(&lib.rate, &count.rate, |l, c| l / c);
+        let what = "filtered scan + decode, rows/s, library / Go's";
         let _ = writeln!(
             targets,
-            "| filtered scan + decode, rows/s, library / Go's | {rate} (against `cbt read`) | {} (against `cbt count`) | ≥ 2 | {} |\n\
-             | filtered scan + decode, per client core, library / Go's | {core} (against `cbt read`) | {} (against `cbt count`) |  |  |",
+            "| {what} | {rate} (against `cbt read`) | {} (against `cbt count`) | ≥ 2 | {} |\n\
+             | filtered scan + decode, per client core, library / Go's | {core} (against `cbt \
+             read`) | {} (against `cbt count`) |  |  |",
             ratio_text(quoted),
             verdict(quoted.median >= 2.0),
             ratio(&count.cpu_us, &lib.cpu_us),
         );
     }
+    let tls = tls_table(&fig);
+    let run = format!("{} {}\n\n{table}", run_on(report), notes.join(" "));
+    vec![("fair", run), ("fair-targets", targets), ("fair-tls", tls)]
+}
+
+/// What TLS and a token cost each variant measured both ways.
+fn tls_table(fig: &dyn Fn(&str) -> Option<Figures>) -> String {
     let mut tls = String::from(
         "| contender, phase | client CPU per row: plaintext → TLS + token | TLS cost per row | \
          per call (rows a call) | fixed cost: plaintext → TLS (handshake, first token) |\n\
          |---|---|---|---|---|\n",
     );
-    let mut tls_rows = 0;
-    for (plain_key, label, rows_a_call) in [
-        ("lib_write", "library, write", Some(10_000)),
-        ("lib_read", "library, filtered scan + decode", None),
-        (
-            "lib_put",
-            "library, `Table::put` one at a time (a row is a call)",
-            Some(1),
-        ),
-        (
-            "go_write_500",
-            "Go `cbt import`, 500 rows a call",
-            Some(500),
-        ),
-        (
-            "go_write_2000",
-            "Go `cbt import`, 2000 rows a call",
-            Some(2_000),
-        ),
-        (
-            "go_write_10000",
-            "Go `cbt import`, 10000 rows a call",
-            Some(10_000),
-        ),
-        ("go_count", "Go `cbt count`", None),
-    ] {
-        let (Some(p), Some(t)) = (fig(plain_key), fig(&format!("{plain_key}_tls"))) else {
+    let go_writes = GO_BATCHES.map(|b| format!("go_write_{b}"));
+    let keys = ["lib_write", "lib_read", "lib_put"].into_iter();
+    let keys = keys
+        .chain(go_writes.iter().map(String::as_str))
+        .chain(["go_count"]);
+    let mut measured = false;
+    for key in keys {
+        let (Some(p), Some(t)) = (fig(key), fig(&format!("{key}_tls"))) else {
             continue;
         };
-        tls_rows += 1;
+        let (label, rows_a_call) = match key.split('_').collect::<Vec<_>>()[..] {
+            ["lib", "write"] => ("library, write".to_owned(), Some(10_000)),
+            ["lib", "read"] => ("library, filtered scan + decode".to_owned(), None),
+            ["lib", "put"] => {
+                let put = "library, `Table::put` one at a time (a row is a call)";
+                (put.to_owned(), Some(1))
+            }
+            ["go", "write", b] => (format!("Go `cbt import`, {b} rows a call"), b.parse().ok()),
+            _ => ("Go `cbt count`".to_owned(), None),
+        };
+        measured = true;
         let extra = paired(&t.cpu_us, &p.cpu_us, |t, p| t - p).median;
         let per_call = match rows_a_call {
             Some(1) => format!("{extra:+.2} µs (one row)"),
@@ -476,15 +448,9 @@ pub(crate) fn fair_tables(report: &Value) -> Vec<Generated> {
             t.fixed_cpu_ms
         );
     }
-    if tls_rows == 0 {
-        "Not measured in this run.".clone_into(&mut tls);
+    if measured {
+        tls
+    } else {
+        "Not measured in this run.".to_owned()
     }
-    vec![
-        (
-            "fair",
-            format!("{} {}\n\n{table}", run_on(report), notes.join(" ")),
-        ),
-        ("fair-targets", targets),
-        ("fair-tls", tls),
-    ]
 }
