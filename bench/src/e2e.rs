@@ -15,7 +15,7 @@ use bigtable_rs::google::bigtable::v2::row_filter::{Chain, Filter};
 use bigtable_rs::google::bigtable::v2::{
     MutateRowsRequest, ReadRowsRequest, RowFilter, TimestampRange,
 };
-use bigtable_ttl::{BigtableRow, Clock, Connection, Scan, Table};
+use bigtable_ttl::{BigtableRow, Connection, Scan, Table};
 use bigtable_ttl_emulator::Emulator;
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::{StreamExt as _, TryStreamExt as _};
@@ -25,6 +25,7 @@ use ttl_bench::stats::{median, paired};
 use ttl_bench::{cpu_seconds, event, hand_decode, hand_entry, lib_read_filter, peak_rss_kib};
 use ttl_bench::{load_average, pid_listening_on, process_cpu_seconds, Event, EventByColumn};
 
+use crate::expiry::write_rows;
 use crate::{Res, PROJECT};
 
 /// The Rust contenders. `lib-by-column` writes `Event`'s twin without
@@ -399,28 +400,18 @@ pub(crate) async fn raw_scan(client: &BigTable, table_name: &str) -> Res<usize> 
 /// emulator's garbage collection runs on real time): the bytes of the
 /// `ReadRowsResponse`s a typed read receives against an unfiltered read's.
 async fn filter_bytes(host: &str, rows: usize) -> Res<Value> {
-    let conn = Connection::emulator(host, PROJECT, "bench-filter")?;
-    let t0 = Utc::now();
-    let clock = Clock::manual(t0);
-    let table = Table::<Event>::new(conn.clone()).with_clock(clock.clone());
-    table.ensure_schema().await?;
     let hours = |i: usize| TimeDelta::hours(if i.is_multiple_of(2) { 1 } else { 3 });
-    let batch: Vec<Event> = (0..rows)
-        .map(|i| Event {
-            expires_at: t0 + hours(i),
-            ..event(i, t0)
-        })
-        .collect();
-    table.put_all(&batch).await?;
-    clock.set(t0 + TimeDelta::hours(2));
+    let (table, t0, _) = write_rows(host, "bench-filter", rows, hours).await?;
+    table.clock().set(t0 + TimeDelta::hours(2));
     let typed_rows = table.scan(Scan::all()).await?.len();
     // Counted as the responses come off the wire, which the library's raw
     // data layer does not show: through `bigtable_rs`'s generated client.
-    let rs = BigTableConnection::new_with_emulator(host, PROJECT, conn.instance(), true, 1, None)?;
+    let instance = table.connection().instance();
+    let rs = BigTableConnection::new_with_emulator(host, PROJECT, instance, true, 1, None)?;
     let mut client = rs.client();
     client.configure_inner_client(|client| client.max_decoding_message_size(256 << 20));
     let mut received = [(0, 0); 2];
-    for (filter, sums) in [Some(lib_read_filter(clock.now())), None]
+    for (filter, sums) in [Some(lib_read_filter(table.clock().now())), None]
         .into_iter()
         .zip(&mut received)
     {

@@ -96,7 +96,7 @@ pub async fn main(args: &Args) -> Res<()> {
 /// A table of `Event`s in `instance` with a manual clock at `t0`, the real
 /// now: `n` rows of the workload written, row `i` expiring at
 /// `t0 + expiry(i)`. The table, `t0`, and the seconds the write took.
-async fn write_rows(
+pub(crate) async fn write_rows(
     host: &str,
     instance: &str,
     n: usize,
