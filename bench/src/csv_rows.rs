@@ -1,15 +1,11 @@
-//! The workload's rows as one CSV file, the form Google's `cbt import`
-//! reads. Every contender of `ttl-bench null` reads its rows from the same
-//! file inside its write phase, since `cbt` can take them no other way:
-//! what making the rows costs (reading and parsing the file) is then paid
-//! alike by all.
-//!
-//! The file, as `cbt import … timestamp=value-encoded` reads it: a family
-//! row, a qualifier row, then one line a row, every value `value@micros`,
-//! the counter as its decimal text (a CSV has no binary). The expiry is
-//! whole milliseconds, as the library writes it. The bench writes the file
-//! itself (no quoting, no comma in a value), so a line is split at its
-//! commas and each value at its last `@`, as a CSV reader would.
+//! The workload's rows as one CSV file, the form Google's `cbt import …
+//! timestamp=value-encoded` reads: a family row, a qualifier row, then a
+//! line a row, every value `value@micros` (the counter as decimal text),
+//! the expiry whole milliseconds as the library writes it. Every contender
+//! of `ttl-bench null` reads its rows from it inside its write phase, as
+//! `cbt` must, so making the rows costs all alike. The bench writes the
+//! file itself (no quoting, no comma in a value): a line is split at its
+//! commas and each value at its last `@`.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write as _};

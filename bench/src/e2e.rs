@@ -1,6 +1,6 @@
 //! `ttl-bench e2e`: write and filtered scan on the emulator, each contender
-//! a process of its own (peak RSS is per process, `ttl-bench contender`) on
-//! an emulator of its own, in rounds; the bytes a typed read's filter
+//! a process of its own (`ttl-bench contender`, so peak RSS is its own) on
+//! an emulator of its own, in rounds; and the bytes a typed read's filter
 //! saves. `ttl-bench instructions`: the `lib` and `raw` contenders under
 //! callgrind, a count the machine's load does not move.
 
@@ -15,7 +15,7 @@ use bigtable_rs::google::bigtable::v2::row_filter::{Chain, Filter};
 use bigtable_rs::google::bigtable::v2::{
     MutateRowsRequest, ReadRowsRequest, RowFilter, TimestampRange,
 };
-use bigtable_ttl::{BigtableRow, Clock, Connection, Scan, Table};
+use bigtable_ttl::{BigtableRow, Connection, Scan, Table};
 use bigtable_ttl_emulator::Emulator;
 use chrono::{DateTime, TimeDelta, Utc};
 use futures_util::{StreamExt as _, TryStreamExt as _};
@@ -25,12 +25,23 @@ use ttl_bench::stats::{median, paired};
 use ttl_bench::{cpu_seconds, event, hand_decode, hand_entry, lib_read_filter, peak_rss_kib};
 use ttl_bench::{load_average, pid_listening_on, process_cpu_seconds, Event, EventByColumn};
 
+use crate::expiry::write_rows;
 use crate::{Res, PROJECT};
 
 /// The Rust contenders. `lib-by-column` writes `Event`'s twin without
 /// `owns_family`: the emulator's work for one `DeleteFromFamily` a row
 /// against a `DeleteFromColumn` per column, in the same rounds.
 const CONTENDERS: [&str; 4] = ["lib", "lib-by-column", "lib-put-all", "raw"];
+/// A contender's figures, each reported as its median over the rounds.
+const FIGURES: [&str; 7] = [
+    "write_s",
+    "scan_s",
+    "peak_rss_kib",
+    "write_cpu_s",
+    "scan_cpu_s",
+    "write_emulator_cpu_s",
+    "scan_emulator_cpu_s",
+];
 /// The library's bulk-writer batching, mirrored by the hand-written contender.
 const ROWS_PER_REQUEST: usize = 10_000;
 const IN_FLIGHT: usize = 4;
@@ -49,9 +60,7 @@ pub(crate) async fn run(rows: usize, python: Option<&str>, out: &Path) -> Res<()
     for round in 0..rounds {
         let rotated = (0..CONTENDERS.len()).map(|i| CONTENDERS[(i + round) % CONTENDERS.len()]);
         for name in rotated.chain(python.map(|_| "python")) {
-            let emulator = Emulator::start()?;
-            let conn = Connection::emulator(emulator.host(), PROJECT, &format!("bench-{name}"))?;
-            Table::<Event>::new(conn).ensure_schema().await?;
+            let emulator = emulator_for(name).await?;
             eprintln!("round {round}: contender {name} ({rows} rows)…");
             let output = command(name, rows, &emulator, python)?.output()?;
             if !output.status.success() {
@@ -67,25 +76,14 @@ pub(crate) async fn run(rows: usize, python: Option<&str>, out: &Path) -> Res<()
     let mut results = Map::new();
     for (name, values) in &runs {
         let mut medians = Map::new();
-        for key in [
-            "write_s",
-            "scan_s",
-            "peak_rss_kib",
-            "write_cpu_s",
-            "scan_cpu_s",
-        ]
-        .into_iter()
-        .chain(["write_emulator_cpu_s", "scan_emulator_cpu_s"])
-        {
-            medians.insert(
-                key.into(),
-                json!(median(values.iter().filter_map(|v| v[key].as_f64()))),
-            );
+        for key in FIGURES {
+            let figures = values.iter().filter_map(|v| v[key].as_f64());
+            medians.insert(key.into(), json!(median(figures)));
         }
         medians.insert("runs".into(), json!(values));
         results.insert((*name).to_owned(), Value::Object(medians));
     }
-    // The hand-written contender's times over the library's, and the
+    // The hand-written contender's figures over the library's, and the
     // library's over its twin's without `owns_family`.
     let keys = ["write_s", "scan_s", "write_cpu_s", "scan_cpu_s"];
     results.insert("paired".into(), ratios(&runs, "raw", "lib", &keys));
@@ -95,15 +93,11 @@ pub(crate) async fn run(rows: usize, python: Option<&str>, out: &Path) -> Res<()
         "write_cpu_s",
         "scan_emulator_cpu_s",
     ];
-    results.insert(
-        "owns_family".into(),
-        ratios(&runs, "lib", "lib-by-column", &keys),
-    );
+    let owns_family = ratios(&runs, "lib", "lib-by-column", &keys);
+    results.insert("owns_family".into(), owns_family);
     let emulator = Emulator::start()?;
-    results.insert(
-        "filtering".into(),
-        filter_bytes(emulator.host(), 10_000).await?,
-    );
+    let filtering = filter_bytes(emulator.host(), 10_000).await?;
+    results.insert("filtering".into(), filtering);
     let shell = |cmd: &str| {
         let out = Command::new("sh").args(["-c", cmd]).output();
         out.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
@@ -128,20 +122,40 @@ pub(crate) async fn run(rows: usize, python: Option<&str>, out: &Path) -> Res<()
     Ok(())
 }
 
+/// A fresh emulator for contender `name`, its instance's table made.
+async fn emulator_for(name: &str) -> Res<Emulator> {
+    let emulator = Emulator::start()?;
+    let conn = Connection::emulator(emulator.host(), PROJECT, &format!("bench-{name}"))?;
+    Table::<Event>::new(conn).ensure_schema().await?;
+    Ok(emulator)
+}
+
+/// This binary's arguments that run the Rust contender `name`.
+fn contender_args(name: &str, host: &str, rows: usize) -> [String; 6] {
+    [
+        "contender",
+        name,
+        "--host",
+        host,
+        "--rows",
+        &rows.to_string(),
+    ]
+    .map(str::to_owned)
+}
+
 /// The command running contender `name` against `emulator`: the Python
 /// client's script under `python`, else this binary.
 fn command(name: &str, rows: usize, emulator: &Emulator, python: Option<&str>) -> Res<Command> {
-    let (host, rows) = (emulator.host(), rows.to_string());
     if name == "python" {
         let mut cmd = Command::new(python.unwrap_or("python3"));
         cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("python_client.py"))
             .args(["--project", PROJECT, "--instance", "bench-python"])
-            .args(["--table", Event::SCHEMA.table, "--rows", &rows])
-            .env("BIGTABLE_EMULATOR_HOST", host);
+            .args(["--table", Event::SCHEMA.table, "--rows", &rows.to_string()])
+            .env("BIGTABLE_EMULATOR_HOST", emulator.host());
         return Ok(cmd);
     }
     let mut cmd = Command::new(std::env::current_exe()?);
-    cmd.args(["contender", name, "--host", host, "--rows", &rows]);
+    cmd.args(contender_args(name, emulator.host(), rows));
     if let Some(pid) = pid_listening_on(emulator.port()) {
         cmd.args(["--emulator-pid", &pid.to_string()]);
     }
@@ -159,9 +173,8 @@ fn ratios(runs: &BTreeMap<&str, Vec<Value>>, over: &str, under: &str, keys: &[&s
     let mut out = Map::new();
     for key in keys {
         let figure = |runs: &[Value]| -> Vec<f64> {
-            runs.iter()
-                .map(|v| v[key].as_f64().unwrap_or(f64::NAN))
-                .collect()
+            let figures = runs.iter().map(|v| v[key].as_f64().unwrap_or(f64::NAN));
+            figures.collect()
         };
         let q = paired(&figure(over), &figure(under), |o, u| o / u);
         out.insert((*key).into(), json!(q.median));
@@ -176,24 +189,15 @@ fn ratios(runs: &BTreeMap<&str, Vec<Value>>, over: &str, under: &str, keys: &[&s
 pub(crate) async fn instructions(rows: usize, out: &Path) -> Res<()> {
     let mut results = json!({ "rows": rows });
     for name in ["lib", "raw"] {
-        let emulator = Emulator::start()?;
-        let conn = Connection::emulator(emulator.host(), PROJECT, &format!("bench-{name}"))?;
-        Table::<Event>::new(conn).ensure_schema().await?;
+        let emulator = emulator_for(name).await?;
         eprintln!("callgrind: contender {name} ({rows} rows)…");
-        let mut cmd = Command::new("valgrind");
         let profile = std::env::temp_dir().join(format!("ttl-bench-callgrind-{name}.out"));
-        cmd.arg("--tool=callgrind")
+        let output = Command::new("valgrind")
+            .arg("--tool=callgrind")
             .arg(format!("--callgrind-out-file={}", profile.display()))
             .arg(std::env::current_exe()?)
-            .args([
-                "contender",
-                name,
-                "--host",
-                emulator.host(),
-                "--rows",
-                &rows.to_string(),
-            ]);
-        let output = cmd.output()?;
+            .args(contender_args(name, emulator.host(), rows))
+            .output()?;
         let _ = std::fs::remove_file(&profile);
         let stderr = String::from_utf8_lossy(&output.stderr);
         let collected: Option<u64> = stderr
@@ -251,7 +255,14 @@ pub(crate) async fn contender(
             let client = rs.client();
             let table_name = client.get_full_table_name(Event::SCHEMA.table);
             let start = Instant::now();
-            raw_write(&client, &table_name, generated(rows, now), now).await?;
+            // The rows made as they are sent.
+            let mut i = 0;
+            let next = |row: &mut Event| {
+                *row = event(i, now);
+                i += 1;
+                Ok::<_, std::convert::Infallible>(i <= rows)
+            };
+            raw_write(&client, &table_name, next, now).await?;
             let mark = mark(start);
             (mark, raw_scan(&client, &table_name).await?)
         }
@@ -356,19 +367,6 @@ pub(crate) async fn raw_write<E: Into<Box<dyn std::error::Error + Send + Sync>>>
     Ok(rows)
 }
 
-/// [`raw_write`]'s rows `0..rows` of the workload, made as they are sent.
-fn generated(
-    rows: usize,
-    now: DateTime<Utc>,
-) -> impl FnMut(&mut Event) -> Result<bool, std::convert::Infallible> {
-    let mut i = 0;
-    move |row| {
-        *row = event(i, now);
-        i += 1;
-        Ok(i <= rows)
-    }
-}
-
 /// Hand-written filtered scan: the timestamp range visible now, newest cell
 /// per column, decoded by hand; the rows read.
 pub(crate) async fn raw_scan(client: &BigTable, table_name: &str) -> Res<usize> {
@@ -402,28 +400,18 @@ pub(crate) async fn raw_scan(client: &BigTable, table_name: &str) -> Res<usize> 
 /// emulator's garbage collection runs on real time): the bytes of the
 /// `ReadRowsResponse`s a typed read receives against an unfiltered read's.
 async fn filter_bytes(host: &str, rows: usize) -> Res<Value> {
-    let conn = Connection::emulator(host, PROJECT, "bench-filter")?;
-    let t0 = Utc::now();
-    let clock = Clock::manual(t0);
-    let table = Table::<Event>::new(conn.clone()).with_clock(clock.clone());
-    table.ensure_schema().await?;
     let hours = |i: usize| TimeDelta::hours(if i.is_multiple_of(2) { 1 } else { 3 });
-    let batch: Vec<Event> = (0..rows)
-        .map(|i| Event {
-            expires_at: t0 + hours(i),
-            ..event(i, t0)
-        })
-        .collect();
-    table.put_all(&batch).await?;
-    clock.set(t0 + TimeDelta::hours(2));
+    let (table, t0, _) = write_rows(host, "bench-filter", rows, hours).await?;
+    table.clock().set(t0 + TimeDelta::hours(2));
     let typed_rows = table.scan(Scan::all()).await?.len();
     // Counted as the responses come off the wire, which the library's raw
     // data layer does not show: through `bigtable_rs`'s generated client.
-    let rs = BigTableConnection::new_with_emulator(host, PROJECT, conn.instance(), true, 1, None)?;
+    let instance = table.connection().instance();
+    let rs = BigTableConnection::new_with_emulator(host, PROJECT, instance, true, 1, None)?;
     let mut client = rs.client();
     client.configure_inner_client(|client| client.max_decoding_message_size(256 << 20));
     let mut received = [(0, 0); 2];
-    for (filter, sums) in [Some(lib_read_filter(clock.now())), None]
+    for (filter, sums) in [Some(lib_read_filter(table.clock().now())), None]
         .into_iter()
         .zip(&mut received)
     {

@@ -1,23 +1,18 @@
-//! The expiry feed and the reaper (issue 42), on one emulator:
+//! `ttl-bench expiry`: the expiry feed and the reaper (issue 42), on one
+//! emulator; `BENCHMARKS.md`'s figures are written by hand from its JSON.
 //!
 //! * **reaper throughput**: `Table::reap` against a hand-written
-//!   scan-and-delete loop (`bigtable_rs`) doing the same deletes: the same
-//!   dead rows (a copy of them in an instance of each contender's own), the
-//!   same `MutateRows` batch size, one `DeleteFromColumn` with a time range
-//!   ending at the cut-off per column. Rows a second, and rows a second per
-//!   client CPU second (this process's CPU, both contenders run in it one
-//!   after the other); rounds alternate which goes first.
+//!   scan-and-delete loop (`bigtable_rs`) doing the same deletes on a copy
+//!   of the same dead rows (an instance each): the same `MutateRows` batch
+//!   size, one `DeleteFromColumn` a column with a time range ending at the
+//!   cut-off. Rows a second, and per second of this process's CPU (both
+//!   run in it, one after the other); rounds alternate which goes first.
 //! * **feed bytes**: the bytes `Table::expired` receives for a window in
-//!   which 1 % of the rows died, against a full scan of the same table
-//!   filtered to the struct's family (newest cell of each column: the least
-//!   a client must read to find the deaths itself), both counted as the
-//!   bytes the server sends through a loopback TCP proxy.
-//! * **rate limit**: `Table::reap` with a rate of R rows a second over about
-//!   `--rate-seconds` worth of dead rows; the rows reaped over the run's
-//!   wall time, against R.
-//!
-//! `ttl-bench expiry` writes JSON to `--out` (the figures in
-//! `BENCHMARKS.md` are written from it by hand).
+//!   which 1 % of the rows died, against a full scan of the family (newest
+//!   cell of each column: the least a client must read to find the deaths
+//!   itself), as the server sends them through a loopback TCP proxy.
+//! * **rate limit**: `Table::reap` at R rows a second over about
+//!   `--rate-seconds` worth of dead rows: the rate achieved, against R.
 //!
 //! The rows are `Event`s (one-second policy: a cell's timestamp is its
 //! expiry) written through a manual clock at the real now, expiring an hour
@@ -31,7 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use bigtable_rs::bigtable::BigTableConnection;
+use bigtable_rs::bigtable::{BigTable, BigTableConnection};
 use bigtable_rs::google::bigtable::v2::{
     mutate_rows_request::Entry, mutation, row_filter::Chain, row_filter::Filter, ColumnRange,
     MutateRowsRequest, Mutation, ReadRowsRequest, RowFilter, TimestampRange,
@@ -77,23 +72,15 @@ pub struct Args {
 
 /// `ttl-bench expiry ...` (see the module doc).
 pub async fn main(args: &Args) -> Res<()> {
-    let Args {
-        rows,
-        feed_rows,
-        rate_seconds,
-        ref out,
-        ..
-    } = *args;
-    let rounds = args.rounds.max(1);
     let emulator = bigtable_ttl_emulator::Emulator::start()?;
-    let host = emulator.host().to_owned();
+    let host = emulator.host();
     let started = Utc::now();
-    let reaper = throughput(&host, rows, rounds).await?;
-    let feed = feed_bytes(&host, feed_rows).await?;
+    let reaper = throughput(host, args.rows, args.rounds.max(1)).await?;
+    let feed = feed_bytes(host, args.feed_rows).await?;
     let mut limits = Vec::new();
     for &rate in &args.rates {
         let rate = NonZeroU32::new(rate).ok_or("--rates: a rate of 0")?;
-        limits.push(rate_limit(&host, rate, rate_seconds).await?);
+        limits.push(rate_limit(host, rate, args.rate_seconds).await?);
     }
     let results = json!({
         "date": started.to_rfc3339(),
@@ -102,32 +89,62 @@ pub async fn main(args: &Args) -> Res<()> {
         "rate_limit": limits,
     });
     eprintln!("{results:#}");
-    std::fs::write(out, serde_json::to_string_pretty(&results)?)?;
+    std::fs::write(&args.out, serde_json::to_string_pretty(&results)?)?;
     Ok(())
 }
 
-/// A table of `Event`s in `instance`, `n` rows written at `t0` (the real
-/// now) expiring at `t0 + 1 h + (i % 1000) ms`, its clock then moved to
-/// `t0 + 2 h`: every row dead for the library, none collected.
-async fn dead_rows(host: &str, instance: &str, n: usize) -> Res<Table<Event>> {
+/// A table of `Event`s in `instance` with a manual clock at `t0`, the real
+/// now: `n` rows of the workload written, row `i` expiring at
+/// `t0 + expiry(i)`. The table, `t0`, and the seconds the write took.
+pub(crate) async fn write_rows(
+    host: &str,
+    instance: &str,
+    n: usize,
+    expiry: impl Fn(usize) -> TimeDelta,
+) -> Res<(Table<Event>, DateTime<Utc>, f64)> {
     let t0 = Utc::now();
-    let clock = Clock::manual(t0);
     let table = Table::<Event>::new(Connection::emulator(host, PROJECT, instance)?)
-        .with_clock(clock.clone());
+        .with_clock(Clock::manual(t0));
     table.ensure_schema().await?;
-    let spread = |i: usize| TimeDelta::milliseconds(i64::try_from(i % 1000).unwrap_or(0));
     let rows: Vec<Event> = (0..n)
-        .map(|i| {
-            let mut e = event(i, t0);
-            e.expires_at = t0 + TimeDelta::hours(1) + spread(i);
-            e
+        .map(|i| Event {
+            expires_at: t0 + expiry(i),
+            ..event(i, t0)
         })
         .collect();
+    let start = Instant::now();
     for chunk in rows.chunks(20_000) {
         table.put_all(chunk).await?;
     }
-    clock.set(t0 + TimeDelta::hours(2));
+    Ok((table, t0, start.elapsed().as_secs_f64()))
+}
+
+/// `n` rows expiring at `t0 + 1 h + (i % 1000) ms`, the clock then moved to
+/// `t0 + 2 h`: every row dead for the library, none collected.
+async fn dead_rows(host: &str, instance: &str, n: usize) -> Res<Table<Event>> {
+    let spread = |i: usize| TimeDelta::milliseconds(i64::try_from(i % 1000).unwrap_or(0));
+    let expiry = |i| TimeDelta::hours(1) + spread(i);
+    let (table, t0, _) = write_rows(host, instance, n, expiry).await?;
+    table.clock().set(t0 + TimeDelta::hours(2));
     Ok(table)
+}
+
+/// A `bigtable_rs` client of `instance`.
+fn rs_client(host: &str, instance: &str, read_only: bool) -> Res<BigTable> {
+    let rs = BigTableConnection::new_with_emulator(host, PROJECT, instance, read_only, 1, None)?;
+    Ok(rs.client())
+}
+
+fn filter(f: Filter) -> RowFilter {
+    RowFilter { filter: Some(f) }
+}
+
+fn family_filter() -> RowFilter {
+    filter(Filter::ColumnRangeFilter(ColumnRange {
+        family_name: FAMILY.to_owned(),
+        start_qualifier: None,
+        end_qualifier: None,
+    }))
 }
 
 // ----- reaper throughput --------------------------------------------------------
@@ -138,16 +155,15 @@ async fn throughput(host: &str, rows: usize, rounds: usize) -> Res<Value> {
     for round in 0..rounds {
         let lib_table = dead_rows(host, &format!("reap-lib-{round}"), rows).await?;
         let hand_table = dead_rows(host, &format!("reap-hand-{round}"), rows).await?;
-        let mut lib = None;
-        let mut hand = None;
-        for library_first in [round % 2 == 0, round % 2 == 1] {
-            if library_first {
-                lib = Some(measure(|| reap_with_library(&lib_table)).await?);
-            } else {
-                hand = Some(measure(|| reap_by_hand(host, &hand_table)).await?);
-            }
-        }
-        let (lib, hand) = (lib.ok_or("no library run")?, hand.ok_or("no hand run")?);
+        let library = || measure(reap_with_library(&lib_table));
+        let by_hand = || measure(reap_by_hand(host, &hand_table));
+        let (lib, hand) = if round % 2 == 0 {
+            let lib = library().await?;
+            (lib, by_hand().await?)
+        } else {
+            let hand = by_hand().await?;
+            (library().await?, hand)
+        };
         for (who, run, table) in [("library", &lib, &lib_table), ("hand", &hand, &hand_table)] {
             if run.rows != rows as u64 {
                 return Err(format!("{who} deleted {} rows of {rows}", run.rows).into());
@@ -165,6 +181,7 @@ async fn throughput(host: &str, rows: usize, rounds: usize) -> Res<Value> {
     }
     let n = rows as f64;
     let median_of = |f: &dyn Fn(&(Run, Run)) -> f64| median(runs.iter().map(f));
+    let cpu_ratios = runs.iter().map(|(l, h)| h.cpu_s / l.cpu_s);
     Ok(json!({
         "rows": rows,
         "batch": BATCH,
@@ -176,8 +193,8 @@ async fn throughput(host: &str, rows: usize, rounds: usize) -> Res<Value> {
         // Per round, then the median: each round's pair ran side by side.
         "ratio_per_cpu": median_of(&|(l, h)| h.cpu_s / l.cpu_s),
         "ratio_wall": median_of(&|(l, h)| h.wall_s / l.wall_s),
-        "ratio_per_cpu_min": runs.iter().map(|(l, h)| h.cpu_s / l.cpu_s).fold(f64::INFINITY, f64::min),
-        "ratio_per_cpu_max": runs.iter().map(|(l, h)| h.cpu_s / l.cpu_s).fold(0.0, f64::max),
+        "ratio_per_cpu_min": cpu_ratios.clone().fold(f64::INFINITY, f64::min),
+        "ratio_per_cpu_max": cpu_ratios.fold(0.0, f64::max),
     }))
 }
 
@@ -188,10 +205,10 @@ struct Run {
     cpu_s: f64,
 }
 
-async fn measure<F: std::future::Future<Output = Res<u64>>>(f: impl FnOnce() -> F) -> Res<Run> {
+async fn measure(reap: impl std::future::Future<Output = Res<u64>>) -> Res<Run> {
     let cpu = cpu_seconds();
     let start = Instant::now();
-    let rows = f().await?;
+    let rows = reap.await?;
     Ok(Run {
         rows,
         wall_s: start.elapsed().as_secs_f64(),
@@ -203,25 +220,11 @@ async fn reap_with_library(table: &Table<Event>) -> Res<u64> {
     let options = ReapOptions::new()
         .with_grace(GRACE.to_std()?)
         .with_page_rows(BATCH);
-    match table
-        .reap(&options, None, |_| ControlFlow::Continue(()))
-        .await?
-    {
+    let status = table.reap(&options, None, |_| ControlFlow::Continue(()));
+    match status.await? {
         ReapStatus::Done(p) => Ok(p.rows_reaped),
         other => Err(format!("the reaper stopped: {other:?}").into()),
     }
-}
-
-fn filter(f: Filter) -> RowFilter {
-    RowFilter { filter: Some(f) }
-}
-
-fn family_filter() -> RowFilter {
-    filter(Filter::ColumnRangeFilter(ColumnRange {
-        family_name: FAMILY.to_owned(),
-        start_qualifier: None,
-        end_qualifier: None,
-    }))
 }
 
 /// What a careful programmer writes by hand: read the family's cells whose
@@ -231,21 +234,20 @@ fn family_filter() -> RowFilter {
 /// cut-off (so a cell written since, or still live, is never deleted),
 /// `BATCH` rows per `MutateRows`. The rows deleted.
 async fn reap_by_hand(host: &str, table: &Table<Event>) -> Res<u64> {
-    let conn = table.connection();
-    let rs = BigTableConnection::new_with_emulator(host, PROJECT, conn.instance(), false, 1, None)?;
-    let mut client = rs.client();
+    let mut client = rs_client(host, table.connection().instance(), false)?;
     let table_name = client.get_full_table_name(Event::SCHEMA.table);
     let now = table.clock().now() - GRACE;
     let cutoff = now.timestamp_micros() - now.timestamp_micros().rem_euclid(1000);
+    let before_cutoff = TimestampRange {
+        start_timestamp_micros: 0,
+        end_timestamp_micros: cutoff,
+    };
     let request = ReadRowsRequest {
         table_name: table_name.clone(),
         filter: Some(filter(Filter::Chain(Chain {
             filters: vec![
                 family_filter(),
-                filter(Filter::TimestampRangeFilter(TimestampRange {
-                    start_timestamp_micros: 0,
-                    end_timestamp_micros: cutoff,
-                })),
+                filter(Filter::TimestampRangeFilter(before_cutoff)),
             ],
         }))),
         ..ReadRowsRequest::default()
@@ -253,71 +255,55 @@ async fn reap_by_hand(host: &str, table: &Table<Event>) -> Res<u64> {
     let mut rows = std::pin::pin!(client.clone().stream_rows(request).await?);
     let mut batch = Vec::with_capacity(BATCH);
     let mut deleted = 0;
-    loop {
-        let next = rows.next().await.transpose()?;
-        let last = next.is_none();
-        if let Some((key, cells)) = next {
-            let mut qualifiers: Vec<Vec<u8>> = cells.into_iter().map(|c| c.qualifier).collect();
-            qualifiers.dedup();
-            let mutations = qualifiers
-                .into_iter()
-                .map(|q| Mutation {
-                    mutation: Some(mutation::Mutation::DeleteFromColumn(
-                        mutation::DeleteFromColumn {
-                            family_name: FAMILY.to_owned(),
-                            column_qualifier: q,
-                            time_range: Some(TimestampRange {
-                                start_timestamp_micros: 0,
-                                end_timestamp_micros: cutoff,
-                            }),
-                        },
-                    )),
-                })
-                .collect();
-            batch.push(Entry {
-                row_key: key,
-                mutations,
-                ..Entry::default()
-            });
-        }
-        if batch.len() >= BATCH || (last && !batch.is_empty()) {
-            let entries = std::mem::take(&mut batch);
-            let n = entries.len() as u64;
-            let mut answers = client
-                .mutate_rows(MutateRowsRequest {
-                    table_name: table_name.clone(),
-                    entries,
-                    ..MutateRowsRequest::default()
-                })
-                .await?;
-            while let Some(answer) = answers.message().await? {
-                if let Some(bad) = answer
-                    .entries
-                    .iter()
-                    .find(|e| e.status.as_ref().is_some_and(|s| s.code != 0))
-                {
-                    return Err(format!("a delete failed: {bad:?}").into());
-                }
-            }
-            deleted += n;
-        }
-        if last {
-            return Ok(deleted);
+    while let Some((key, cells)) = rows.try_next().await? {
+        let mut qualifiers: Vec<Vec<u8>> = cells.into_iter().map(|c| c.qualifier).collect();
+        qualifiers.dedup();
+        let delete = |q| {
+            mutation::Mutation::DeleteFromColumn(mutation::DeleteFromColumn {
+                family_name: FAMILY.to_owned(),
+                column_qualifier: q,
+                time_range: Some(before_cutoff),
+            })
+        };
+        let mutations = qualifiers.into_iter().map(|q| Mutation {
+            mutation: Some(delete(q)),
+        });
+        batch.push(Entry {
+            row_key: key,
+            mutations: mutations.collect(),
+            ..Entry::default()
+        });
+        if batch.len() == BATCH {
+            deleted += delete_rows(&mut client, &table_name, std::mem::take(&mut batch)).await?;
         }
     }
+    if !batch.is_empty() {
+        deleted += delete_rows(&mut client, &table_name, batch).await?;
+    }
+    Ok(deleted)
+}
+
+/// One `MutateRows` of `entries`, every entry's status checked: the rows.
+async fn delete_rows(client: &mut BigTable, table_name: &str, entries: Vec<Entry>) -> Res<u64> {
+    let rows = entries.len() as u64;
+    let request = MutateRowsRequest {
+        table_name: table_name.to_owned(),
+        entries,
+        ..MutateRowsRequest::default()
+    };
+    let mut answers = client.mutate_rows(request).await?;
+    while let Some(answer) = answers.message().await? {
+        let mut entries = answer.entries.iter();
+        if let Some(bad) = entries.find(|e| e.status.as_ref().is_some_and(|s| s.code != 0)) {
+            return Err(format!("a delete failed: {bad:?}").into());
+        }
+    }
+    Ok(rows)
 }
 
 /// Rows of `table`'s instance any reader still sees (no filter).
 async fn rows_left(host: &str, table: &Table<Event>) -> Res<usize> {
-    let rs = BigTableConnection::new_with_emulator(
-        host,
-        PROJECT,
-        table.connection().instance(),
-        true,
-        1,
-        None,
-    )?;
-    let mut client = rs.client();
+    let mut client = rs_client(host, table.connection().instance(), true)?;
     let request = ReadRowsRequest {
         table_name: client.get_full_table_name(Event::SCHEMA.table),
         ..ReadRowsRequest::default()
@@ -330,57 +316,41 @@ async fn rows_left(host: &str, table: &Table<Event>) -> Res<usize> {
 /// The window's share of the rows: row `i` expires in minute `i % SLOTS`.
 const SLOTS: usize = 100;
 
-/// `rows` rows expiring evenly over `SLOTS` minutes; the feed over one of
-/// those minutes (1 % of the rows died in it) against a full scan of the
-/// family, bytes from the server counted at a loopback proxy.
+/// `rows` rows expiring evenly over `SLOTS` minutes from an hour on; the
+/// feed over one of those minutes (1 % of the rows died in it) against a
+/// full scan of the family, bytes from the server counted at a loopback
+/// proxy.
 async fn feed_bytes(host: &str, rows: usize) -> Res<Value> {
     let instance = "feed-bytes";
-    let t0 = Utc::now();
-    let clock = Clock::manual(t0);
-    let writer = Table::<Event>::new(Connection::emulator(host, PROJECT, instance)?)
-        .with_clock(clock.clone());
-    writer.ensure_schema().await?;
+    let minutes = |n: usize| TimeDelta::minutes(i64::try_from(n).unwrap_or(0));
+    // Spread within the minute too, whole milliseconds.
+    let ms = |i: usize| TimeDelta::milliseconds(i64::try_from((i / SLOTS) % 60_000).unwrap_or(0));
+    let expiry = |i| TimeDelta::hours(1) + minutes(i % SLOTS) + ms(i);
+    let (writer, t0, load_s) = write_rows(host, instance, rows, expiry).await?;
     let start = t0 + TimeDelta::hours(1);
-    let minute = |i: usize| TimeDelta::minutes(i64::try_from(i % SLOTS).unwrap_or(0));
-    let batch: Vec<Event> = (0..rows)
-        .map(|i| {
-            let mut e = event(i, t0);
-            // Spread within the minute too, whole milliseconds.
-            let ms = i64::try_from((i / SLOTS) % 60_000).unwrap_or(0);
-            e.expires_at = start + minute(i) + TimeDelta::milliseconds(ms);
-            e
-        })
-        .collect();
-    let load = Instant::now();
-    for chunk in batch.chunks(20_000) {
-        writer.put_all(chunk).await?;
-    }
-    let load_s = load.elapsed().as_secs_f64();
-    clock.set(start + TimeDelta::minutes(i64::try_from(SLOTS).unwrap_or(0) + 10));
-    let from = start + TimeDelta::minutes(i64::try_from(SLOTS / 2).unwrap_or(0));
+    writer.clock().set(start + minutes(SLOTS + 10));
+    let from = start + minutes(SLOTS / 2);
     let to = from + TimeDelta::minutes(1);
     let expected = (0..rows).filter(|i| i % SLOTS == SLOTS / 2).count();
 
-    let proxy = CountingProxy::start(host).await?;
-    let reader = Table::<Event>::new(Connection::emulator(&proxy.host, PROJECT, instance)?)
-        .with_clock(clock.clone());
-    let before = proxy.sent();
+    let (proxy, sent) = counting_proxy(host).await?;
+    let reader = Table::<Event>::new(Connection::emulator(&proxy, PROJECT, instance)?)
+        .with_clock(writer.clock().clone());
+    let before = sent.load(Ordering::Relaxed);
     let timer = Instant::now();
-    let fed: Vec<_> = reader
-        .expired(&ExpiryWindow::new(from, to))
-        .try_collect()
-        .await?;
+    let window = ExpiryWindow::new(from, to);
+    let fed: Vec<_> = reader.expired(&window).try_collect().await?;
     let feed_s = timer.elapsed().as_secs_f64();
-    let feed = proxy.sent() - before;
+    let feed = sent.load(Ordering::Relaxed) - before;
     if fed.len() != expected {
         return Err(format!("the feed yielded {} rows, {expected} died", fed.len()).into());
     }
 
-    let before = proxy.sent();
+    let before = sent.load(Ordering::Relaxed);
     let timer = Instant::now();
-    let (scanned, found) = full_scan(&proxy.host, instance, from, to).await?;
+    let (scanned, found) = full_scan(&proxy, instance, from, to).await?;
     let scan_s = timer.elapsed().as_secs_f64();
-    let scan = proxy.sent() - before;
+    let scan = sent.load(Ordering::Relaxed) - before;
     if found != expected || scanned != rows {
         return Err(format!("the full scan read {scanned} rows, found {found} deaths").into());
     }
@@ -406,8 +376,7 @@ async fn full_scan(
     from: DateTime<Utc>,
     to: DateTime<Utc>,
 ) -> Res<(usize, usize)> {
-    let rs = BigTableConnection::new_with_emulator(host, PROJECT, instance, true, 1, None)?;
-    let mut client = rs.client();
+    let mut client = rs_client(host, instance, true)?;
     let request = ReadRowsRequest {
         table_name: client.get_full_table_name(Event::SCHEMA.table),
         filter: Some(filter(Filter::Chain(Chain {
@@ -431,52 +400,41 @@ async fn full_scan(
     Ok((scanned, found))
 }
 
-/// A loopback TCP proxy to the emulator counting the bytes the server
-/// sends (HTTP/2 frames: every `ReadRows` response, headers included).
-struct CountingProxy {
-    host: String,
-    sent: Arc<AtomicU64>,
-}
-
-impl CountingProxy {
-    async fn start(target: &str) -> Res<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let host = listener.local_addr()?.to_string();
-        let sent = Arc::new(AtomicU64::new(0));
-        let counter = Arc::clone(&sent);
-        let target = target.to_owned();
-        tokio::spawn(async move {
-            while let Ok((client, _)) = listener.accept().await {
-                let (target, counter) = (target.clone(), Arc::clone(&counter));
-                tokio::spawn(async move {
-                    let Ok(server) = TcpStream::connect(&target).await else {
-                        return;
-                    };
-                    let _ = (client.set_nodelay(true), server.set_nodelay(true));
-                    let (mut from_client, mut to_client) = client.into_split();
-                    let (mut from_server, mut to_server) = server.into_split();
-                    let up = tokio::io::copy(&mut from_client, &mut to_server);
-                    let down = async {
-                        let mut buf = vec![0; 64 << 10];
-                        loop {
-                            let n = from_server.read(&mut buf).await?;
-                            if n == 0 {
-                                return Ok::<_, std::io::Error>(());
-                            }
-                            counter.fetch_add(n as u64, Ordering::Relaxed);
-                            to_client.write_all(&buf[..n]).await?;
+/// A loopback TCP proxy to the emulator at `target`: its address, and the
+/// count of the bytes the server sent through it (HTTP/2 frames: every
+/// `ReadRows` response, headers included).
+async fn counting_proxy(target: &str) -> Res<(String, Arc<AtomicU64>)> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?.to_string();
+    let sent = Arc::new(AtomicU64::new(0));
+    let (counter, target) = (Arc::clone(&sent), target.to_owned());
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let (target, counter) = (target.clone(), Arc::clone(&counter));
+            tokio::spawn(async move {
+                let Ok(server) = TcpStream::connect(&target).await else {
+                    return;
+                };
+                let _ = (client.set_nodelay(true), server.set_nodelay(true));
+                let (mut from_client, mut to_client) = client.into_split();
+                let (mut from_server, mut to_server) = server.into_split();
+                let up = tokio::io::copy(&mut from_client, &mut to_server);
+                let down = async {
+                    let mut buf = vec![0; 64 << 10];
+                    loop {
+                        let n = from_server.read(&mut buf).await?;
+                        if n == 0 {
+                            return Ok::<_, std::io::Error>(());
                         }
-                    };
-                    let _ = tokio::join!(up, down);
-                });
-            }
-        });
-        Ok(Self { host, sent })
-    }
-
-    fn sent(&self) -> u64 {
-        self.sent.load(Ordering::Relaxed)
-    }
+                        counter.fetch_add(n as u64, Ordering::Relaxed);
+                        to_client.write_all(&buf[..n]).await?;
+                    }
+                };
+                let _ = tokio::join!(up, down);
+            });
+        }
+    });
+    Ok((address, sent))
 }
 
 // ----- rate limit ---------------------------------------------------------------
@@ -490,26 +448,22 @@ async fn rate_limit(host: &str, rate: NonZeroU32, seconds: usize) -> Res<Value> 
         .with_grace(GRACE.to_std()?)
         .with_rows_per_second(rate);
     let start = Instant::now();
-    let status = table
-        .reap(&options, None, |_| ControlFlow::Continue(()))
-        .await?;
-    let wall = start.elapsed();
+    let status = table.reap(&options, None, |_| ControlFlow::Continue(()));
+    let status = status.await?;
+    let wall_s = start.elapsed().as_secs_f64();
     let ReapStatus::Done(progress) = status else {
         return Err(format!("the reaper stopped: {status:?}").into());
     };
     if progress.rows_reaped != rows as u64 {
         return Err(format!("reaped {} rows of {rows}", progress.rows_reaped).into());
     }
-    let achieved = rows as f64 / wall.as_secs_f64();
-    eprintln!(
-        "rate {rate}/s: {rows} rows in {:.2} s, {achieved:.1} rows/s",
-        wall.as_secs_f64()
-    );
+    let achieved = rows as f64 / wall_s;
+    eprintln!("rate {rate}/s: {rows} rows in {wall_s:.2} s, {achieved:.1} rows/s");
     Ok(json!({
         "setting": rate.get(),
         "rows": rows,
         "page_rows": ReapOptions::new().page_rows,
-        "wall_s": wall.as_secs_f64(),
+        "wall_s": wall_s,
         "achieved": achieved,
         "ratio": achieved / f64::from(rate.get()),
     }))

@@ -1,8 +1,6 @@
-//! Shared pieces of the benchmarks (issue 5): the workload struct, its
-//! hand-written twin (protobuf built and decoded by hand, the baseline the
-//! derive must match), and small measurement helpers.
-//!
-//! Everything is driven by `bench/run.sh`; see `BENCHMARKS.md`.
+//! Shared pieces of the benchmarks (`bench/run.sh`, `BENCHMARKS.md`): the
+//! workload, its hand-written baseline (protobuf built and decoded by hand:
+//! what the derive must match) and process CPU, memory and load readings.
 
 pub mod csv_rows;
 pub mod stats;
@@ -18,8 +16,8 @@ use bigtable_ttl::BigtableRow;
 use chrono::{DateTime, TimeDelta, Utc};
 
 /// The workload: one-second expiration, every row with its own expiry. It
-/// owns its family (nothing else stores cells in it), so a whole-row write
-/// clears the family with one `DeleteFromFamily`.
+/// owns its family, so a whole-row write clears it with one
+/// `DeleteFromFamily`.
 #[derive(Debug, Clone, Default, PartialEq, BigtableRow)]
 #[bigtable(table = "events", family = "e", owns_family)]
 pub struct Event {
@@ -37,23 +35,20 @@ pub struct Event {
     pub clicks: i64,
 }
 
-/// [`Event`]'s twin without `owns_family`: a whole-row write clears each
-/// column (and the row marker) with a `DeleteFromColumn` of its own. The
-/// end-to-end bench writes both, to measure what the server saves.
+/// [`Event`]'s twin (the same fields) without `owns_family`: a whole-row
+/// write clears each column and the row marker with a `DeleteFromColumn`
+/// of its own. The end-to-end bench writes both, to measure what the
+/// server saves.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, BigtableRow)]
 #[bigtable(table = "events", family = "e")]
 pub struct EventByColumn {
-    /// Row key.
     #[bigtable(key)]
     pub id: String,
-    /// Per-row expiry (the cell timestamp).
     #[ttl(expire_at)]
     pub expires_at: DateTime<Utc>,
-    /// A short string.
     pub user: String,
-    /// A longer string.
     pub url: String,
-    /// A counter.
     pub clicks: i64,
 }
 
@@ -94,16 +89,6 @@ pub fn events(n: usize, now: DateTime<Utc>) -> Vec<Event> {
 
 // ----- the hand-written baseline --------------------------------------------
 
-fn delete_family() -> Mutation {
-    Mutation {
-        mutation: Some(mutation::Mutation::DeleteFromFamily(
-            mutation::DeleteFromFamily {
-                family_name: FAMILY.to_owned(),
-            },
-        )),
-    }
-}
-
 fn set(qualifier: &[u8], ts: i64, value: Vec<u8>) -> Mutation {
     Mutation {
         mutation: Some(mutation::Mutation::SetCell(mutation::SetCell {
@@ -115,23 +100,24 @@ fn set(qualifier: &[u8], ts: i64, value: Vec<u8>) -> Mutation {
     }
 }
 
-/// The row marker's value: a constant of the struct, as a hand-written
-/// client would spell it out.
+/// The row marker's value, the struct's fingerprint (what the library
+/// writes): a constant a hand-written client would spell out.
 const MARKER_VALUE: [u8; 9] = Event::SCHEMA.marker_fingerprint();
 
-/// The cells a whole-row write of `e` sends, at the cell timestamp `ts`,
-/// as the hand-written baselines send them: the family cleared (the struct
-/// owns it), each column set, and the row marker (a cell at the row's
-/// timestamp that says the row was written whole, its value the struct's
-/// fingerprint: 9 bytes, a constant).
-/// Every hand-written write (bulk, single-row, conditional) takes its
-/// mutations from here, so a change to what the derive writes for a row is
-/// made to the baselines in this one place (the tests below check the two
-/// agree byte for byte).
+/// The mutations of a whole-row write of `e` at the cell timestamp `ts`, as
+/// the derive sends them: the family cleared (the struct owns it), each
+/// column set, and the row marker. Every hand-written write (bulk,
+/// single-row, conditional) takes them from here; the tests check they are
+/// the derive's byte for byte.
 #[must_use]
 pub fn hand_row_mutations(e: &Event, ts: i64) -> Vec<Mutation> {
+    let delete_family = mutation::Mutation::DeleteFromFamily(mutation::DeleteFromFamily {
+        family_name: FAMILY.to_owned(),
+    });
     vec![
-        delete_family(),
+        Mutation {
+            mutation: Some(delete_family),
+        },
         set(b"user", ts, e.user.as_bytes().to_vec()),
         set(b"url", ts, e.url.as_bytes().to_vec()),
         set(b"clicks", ts, e.clicks.to_be_bytes().to_vec()),
@@ -140,12 +126,9 @@ pub fn hand_row_mutations(e: &Event, ts: i64) -> Vec<Mutation> {
 }
 
 /// What a careful programmer writes by hand with `bigtable_rs` for the same
-/// write as the derive: expiry truncated to the millisecond and checked to be
-/// in the future, the row's mutations ([`hand_row_mutations`]) in one row
-/// mutation.
-///
-/// # Errors
-/// When the expiry is not after `now` (as a string: the baseline has no error type).
+/// write as the derive: the expiry truncated to the millisecond and checked
+/// to be in the future, [`hand_row_mutations`] in one entry. The error is a
+/// string: the baseline has no error type.
 pub fn hand_entry(e: &Event, now: DateTime<Utc>) -> Result<Entry, String> {
     let ts = e.expires_at.timestamp_micros();
     let ts = ts - ts.rem_euclid(1000);
@@ -160,73 +143,9 @@ pub fn hand_entry(e: &Event, now: DateTime<Utc>) -> Result<Entry, String> {
     })
 }
 
-/// The derive's write of `e` at `now` as a `MutateRows` entry of
-/// `bigtable_rs`'s messages (the library's API names no generated type:
-/// its raw layer's [`bigtable_ttl::data::Entry`] is carried over field by
-/// field), to compare its bytes with [`hand_entry`]'s.
-///
-/// # Errors
-/// What the builder rejects, and a mutation of a kind a whole-row write
-/// never sends.
-pub fn derive_entry(e: &Event, now: DateTime<Utc>) -> Result<Entry, String> {
-    let entry =
-        bigtable_ttl::data::Entry::from(e.mutation().build(now).map_err(|e| e.to_string())?);
-    Ok(Entry {
-        row_key: entry.row_key,
-        mutations: entry
-            .mutations
-            .into_iter()
-            .map(rs_mutation)
-            .collect::<Result<_, _>>()?,
-        ..Entry::default()
-    })
-}
-
-/// The library's `m` as `bigtable_rs`'s message: the kinds a typed write
-/// sends.
-fn rs_mutation(m: bigtable_ttl::data::Mutation) -> Result<Mutation, String> {
-    use bigtable_ttl::data::Mutation as M;
-    let kind = match m {
-        M::SetCell {
-            family,
-            qualifier,
-            timestamp_micros,
-            value,
-            ..
-        } => mutation::Mutation::SetCell(mutation::SetCell {
-            family_name: family,
-            column_qualifier: qualifier,
-            timestamp_micros,
-            value,
-        }),
-        M::DeleteFromColumn {
-            family,
-            qualifier,
-            start_micros: 0,
-            end_micros: 0,
-            ..
-        } => mutation::Mutation::DeleteFromColumn(mutation::DeleteFromColumn {
-            family_name: family,
-            column_qualifier: qualifier,
-            time_range: None,
-        }),
-        M::DeleteFromFamily { family, .. } => {
-            mutation::Mutation::DeleteFromFamily(mutation::DeleteFromFamily {
-                family_name: family,
-            })
-        }
-        M::DeleteFromRow => mutation::Mutation::DeleteFromRow(mutation::DeleteFromRow {}),
-        other => return Err(format!("a typed write does not send {other:?}")),
-    };
-    Ok(Mutation {
-        mutation: Some(kind),
-    })
-}
-
 /// The filter the library's typed reads of [`Event`] send at `now`
-/// ([`bigtable_ttl::filter::read_filter`]), spelled out in `bigtable_rs`'s
-/// messages: the family, the cells visible at `now`, the newest per
-/// column (the tests check it says what the library's says).
+/// ([`bigtable_ttl::filter::read_filter`]) in `bigtable_rs`'s messages: the
+/// family, the cells visible at `now`, the newest per column.
 #[must_use]
 pub fn lib_read_filter(now: DateTime<Utc>) -> RowFilter {
     let filter = |f| RowFilter { filter: Some(f) };
@@ -249,26 +168,22 @@ pub fn lib_read_filter(now: DateTime<Utc>) -> RowFilter {
 /// What a careful programmer writes by hand with `bigtable_rs` for the
 /// request `Table::insert_if_absent(e)` sends at `now`: [`hand_entry`]'s
 /// mutations as the `false_mutations` of a `CheckAndMutateRow` whose
-/// predicate matches a row of `Event` that exists when the insert is sent
-/// (a row live then wins, however soon it expires), live or incomplete,
-/// by the library's liveness rule for a struct with required columns, and
-/// that carries no other struct's marker without its own. Spelled out
-/// filter by filter, so that the baseline pays for building it as the
-/// library does; the bench's tests compare it byte for byte with what the
-/// library puts on the wire.
-///
-/// # Errors
-/// As [`hand_entry`].
+/// predicate matches a row of `Event` that exists at `now` (live or
+/// incomplete, by the library's liveness rule for a struct with required
+/// columns) and carries no other struct's marker without its own. Built
+/// filter by filter, so the baseline pays for building it as the library
+/// does; `latency`'s tests compare it byte for byte with the library's.
 pub fn hand_insert(
     e: &Event,
     now: DateTime<Utc>,
     table_name: &str,
 ) -> Result<CheckAndMutateRowRequest, String> {
+    use column_range::{EndQualifier, StartQualifier};
     use row_filter::{Condition, Filter};
     let entry = hand_entry(e, now)?;
     let now_micros = now.timestamp_micros();
-    // One-second expiration: the timestamp is the expiry, a cell is
-    // visible while now (to the millisecond) is before it.
+    // One-second expiration: a cell is visible while now (to the
+    // millisecond) is before its timestamp.
     let visible_from = now_micros - now_micros.rem_euclid(1000) + 1000;
     let f = |filter| RowFilter {
         filter: Some(filter),
@@ -284,6 +199,9 @@ pub fn hand_insert(
     };
     let pass = || f(Filter::PassAllFilter(true));
     let block = || f(Filter::BlockAllFilter(true));
+    // `then` where `x` matches, else nothing; `x` negated.
+    let and = |x, then| branch(x, then, block());
+    let not = |x| branch(x, block(), pass());
     let columns = |start, end| {
         f(Filter::ColumnRangeFilter(ColumnRange {
             family_name: FAMILY.to_owned(),
@@ -293,8 +211,8 @@ pub fn hand_insert(
     };
     let column = |q: &[u8]| {
         columns(
-            column_range::StartQualifier::StartQualifierClosed(q.to_vec()),
-            column_range::EndQualifier::EndQualifierClosed(q.to_vec()),
+            StartQualifier::StartQualifierClosed(q.to_vec()),
+            EndQualifier::EndQualifierClosed(q.to_vec()),
         )
     };
     let since = |from: i64, to: i64| {
@@ -310,12 +228,11 @@ pub fn hand_insert(
     let live_row = required
         .iter()
         .rev()
-        .fold(pass(), |then, q| branch(live(q), then, block()));
+        .fold(pass(), |then, q| and(live(q), then));
     // Event owns its family: the one-byte marker of rows written before
     // per-struct markers is its own too.
     let own_markers = || interleave(vec![column(Event::SCHEMA.marker), column(&[0])]);
-    // Whether a marker of Event's is visible, and, if one is, its newest.
-    let marker = chain(vec![own_markers(), since(visible_from, 0)]);
+    let own_marker_visible = || chain(vec![own_markers(), since(visible_from, 0)]);
     // The marker's value is empty, the struct's fingerprint (above every
     // timestamp) or the row's expiry, big-endian.
     let row_not_expired = interleave(vec![
@@ -331,7 +248,7 @@ pub fn hand_insert(
         })),
     ]);
     let incomplete = branch(
-        marker,
+        own_marker_visible(),
         chain(vec![
             own_markers(),
             since(visible_from, 0),
@@ -346,40 +263,26 @@ pub fn hand_insert(
             .map(|q| chain(vec![column(q), newest(), since(0, visible_from)]))
             .collect(),
     );
-    let not_proven_expired = branch(proven_expired, block(), pass());
-    let incomplete = branch(
-        not_proven_expired,
-        branch(incomplete, pass(), block()),
-        block(),
-    );
+    let incomplete = and(not(proven_expired), and(incomplete, pass()));
     // Another struct's marker (a qualifier starting with two NUL bytes
-    // other than Event's own) visible, and Event's own not: not Event's row.
+    // other than Event's own) visible, and Event's own not.
     let own = Event::SCHEMA.marker.to_vec();
     let foreign_marker = chain(vec![
         interleave(vec![
             columns(
-                column_range::StartQualifier::StartQualifierClosed(vec![0, 0]),
-                column_range::EndQualifier::EndQualifierOpen(own.clone()),
+                StartQualifier::StartQualifierClosed(vec![0, 0]),
+                EndQualifier::EndQualifierOpen(own.clone()),
             ),
             columns(
-                column_range::StartQualifier::StartQualifierOpen(own),
-                column_range::EndQualifier::EndQualifierOpen(vec![0, 1]),
+                StartQualifier::StartQualifierOpen(own),
+                EndQualifier::EndQualifierOpen(vec![0, 1]),
             ),
         ]),
         since(visible_from, 0),
     ]);
-    let own_marker = chain(vec![own_markers(), since(visible_from, 0)]);
-    let another_structs_row = branch(
-        foreign_marker,
-        branch(branch(own_marker, block(), pass()), pass(), block()),
-        block(),
-    );
+    let another_structs_row = and(foreign_marker, and(not(own_marker_visible()), pass()));
     let present = interleave(vec![live_row, incomplete]);
-    let predicate = branch(
-        branch(another_structs_row, block(), pass()),
-        branch(present, pass(), block()),
-        block(),
-    );
+    let predicate = and(not(another_structs_row), and(present, pass()));
     Ok(CheckAndMutateRowRequest {
         table_name: table_name.to_owned(),
         row_key: entry.row_key,
@@ -390,50 +293,38 @@ pub fn hand_insert(
 }
 
 /// A row as the library's reader holds it: the cells a read of `e`'s row
-/// returns (for the decode benchmark, and what the null server answers
-/// `ReadRows` with). Kept in step with [`hand_row_mutations`].
+/// returns, in the server's order (by qualifier, the row marker `\0`
+/// first), for the decode benchmark and the null server's `ReadRows`.
 #[must_use]
 pub fn raw_row(e: &Event) -> (Vec<u8>, Vec<Cell>) {
     let ts = e.expires_at.timestamp_micros();
     let ts = ts - ts.rem_euclid(1000);
     let cell = |q: &str, value: Vec<u8>| Cell::new(FAMILY, q.as_bytes(), ts, value);
-    // The server's order: by qualifier within the family, the row marker
-    // (`\0`) first.
-    (
-        e.id.as_bytes().to_vec(),
-        vec![
-            cell("\0", Vec::new()),
-            cell("clicks", e.clicks.to_be_bytes().to_vec()),
-            cell("url", e.url.as_bytes().to_vec()),
-            cell("user", e.user.as_bytes().to_vec()),
-        ],
-    )
+    let cells = vec![
+        cell("\0", Vec::new()),
+        cell("clicks", e.clicks.to_be_bytes().to_vec()),
+        cell("url", e.url.as_bytes().to_vec()),
+        cell("user", e.user.as_bytes().to_vec()),
+    ];
+    (e.id.as_bytes().to_vec(), cells)
 }
 
 /// The same row as `bigtable_rs` hands it to hand-written code.
 #[must_use]
 pub fn rs_row(e: &Event) -> (Vec<u8>, Vec<RowCell>) {
     let (key, cells) = raw_row(e);
-    (
-        key,
-        cells
-            .into_iter()
-            .map(|c| RowCell {
-                family_name: c.family,
-                qualifier: c.qualifier,
-                value: c.value,
-                timestamp_micros: c.timestamp_micros,
-                labels: Vec::new(),
-            })
-            .collect(),
-    )
+    let cells = cells.into_iter().map(|c| RowCell {
+        family_name: c.family,
+        qualifier: c.qualifier,
+        value: c.value,
+        timestamp_micros: c.timestamp_micros,
+        labels: Vec::new(),
+    });
+    (key, cells.collect())
 }
 
 /// Hand-written decoding of a row read with the timestamp filter: match the
 /// qualifiers, decode the values, the expiry from the cell timestamp.
-///
-/// # Errors
-/// A missing or malformed cell.
 pub fn hand_decode(key: &[u8], cells: &[RowCell]) -> Result<Event, String> {
     let (mut user, mut url, mut clicks, mut ts) = (None, None, None, None);
     for c in cells {
@@ -464,24 +355,31 @@ pub fn hand_decode(key: &[u8], cells: &[RowCell]) -> Result<Event, String> {
 
 // ----- measurement helpers ---------------------------------------------------
 
-/// CPU time (s) this process's threads have run so far, from the scheduler's
-/// nanosecond counters (`/proc/self/task/*/schedstat`): the client's own
-/// work, user and kernel, whatever else the machine runs at the time.
+/// CPU time (s) this process's threads have run so far, user and kernel,
+/// whatever else the machine runs at the time.
 #[must_use]
 pub fn cpu_seconds() -> f64 {
-    cpu_seconds_in("/proc/self")
+    process_cpu_seconds(std::process::id())
 }
 
-/// [`cpu_seconds`] of the process `pid` (another one: the emulator); NaN
-/// once it is gone.
+/// CPU time (s) the process `pid` has run so far, from the scheduler's
+/// nanosecond counters (`/proc/PID/task/*/schedstat`); NaN once it is gone.
 #[must_use]
 pub fn process_cpu_seconds(pid: u32) -> f64 {
-    cpu_seconds_in(&format!("/proc/{pid}"))
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return f64::NAN;
+    };
+    let ns: u64 = tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    #[allow(clippy::cast_precision_loss)] // exact below 2^52 ns (52 days)
+    let seconds = ns as f64 / 1e9;
+    seconds
 }
 
-/// The process whose command line holds the arguments `-port PORT`: the
-/// emulator listening on `PORT` (its watchdog shell passes the port
-/// alone).
+/// The process whose command line holds `-port PORT`: the emulator
+/// listening on `PORT` (its watchdog shell passes the port alone).
 #[must_use]
 pub fn pid_listening_on(port: u16) -> Option<u32> {
     let port = port.to_string();
@@ -497,24 +395,21 @@ pub fn pid_listening_on(port: u16) -> Option<u32> {
 }
 
 /// CPU time (s) all the machine's cores have been busy so far (every
-/// process, the kernel's work included; idle and I/O wait not), from the
-/// first line of `/proc/stat`, in Linux's fixed 100 ticks a second: what
-/// was running besides the processes a benchmark watches.
+/// process and the kernel; not idle or I/O wait), from `/proc/stat` in
+/// Linux's 100 ticks a second: what ran besides the processes watched.
 #[must_use]
 pub fn machine_busy_seconds() -> f64 {
     let Ok(stat) = std::fs::read_to_string("/proc/stat") else {
         return f64::NAN;
     };
-    let ticks: Vec<u64> = stat
-        .lines()
-        .next()
-        .unwrap_or_default()
+    let first_line = stat.lines().next().unwrap_or_default();
+    let ticks: Vec<u64> = first_line
         .split_whitespace()
         .skip(1)
         .filter_map(|t| t.parse().ok())
         .collect();
-    // user nice system idle iowait irq softirq steal guest guest_nice; the
-    // guest times are already in user and nice.
+    // user nice system idle iowait irq softirq steal (guest and guest_nice
+    // after them are already in user and nice).
     let busy: u64 = ticks.iter().take(8).sum::<u64>()
         - ticks.get(3).copied().unwrap_or(0)
         - ticks.get(4).copied().unwrap_or(0);
@@ -523,43 +418,20 @@ pub fn machine_busy_seconds() -> f64 {
     seconds
 }
 
-fn cpu_seconds_in(process: &str) -> f64 {
-    let Ok(tasks) = std::fs::read_dir(format!("{process}/task")) else {
-        return f64::NAN;
-    };
-    let ns: u64 = tasks
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .sum();
-    // Seconds of CPU as a float for a report; nanosecond precision past
-    // 2^52 ns (52 days) does not matter.
-    #[allow(clippy::cast_precision_loss)]
-    let seconds = ns as f64 / 1e9;
-    seconds
-}
-
-/// The machine's load average over the last minute (`/proc/loadavg`): how
-/// much else was running beside a bench.
+/// The machine's load average over the last minute: how much else ran
+/// beside a bench.
 #[must_use]
 pub fn load_average() -> Option<f64> {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
+    let loadavg = std::fs::read_to_string("/proc/loadavg").ok()?;
+    loadavg.split_whitespace().next()?.parse().ok()
 }
 
 /// The process's peak resident set size (`VmHWM`), in KiB; 0 when unknown.
 #[must_use]
 pub fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = status.lines().find_map(|l| l.strip_prefix("VmHWM:"));
+    kib.and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
 }
 
@@ -569,33 +441,65 @@ mod tests {
     use bigtable_ttl::__private::{cell_ref, decode_row};
     use prost::Message;
 
+    /// The derive's write of `e` at `now` in `bigtable_rs`'s messages (the
+    /// library's API names no generated type): the kinds of mutation a
+    /// whole-row write of `Event` sends.
+    fn derive_entry(e: &Event, now: DateTime<Utc>) -> Entry {
+        use bigtable_ttl::data::Mutation as M;
+        let entry = bigtable_ttl::data::Entry::from(e.mutation().build(now).unwrap());
+        let convert = |m| match m {
+            M::SetCell {
+                family,
+                qualifier,
+                timestamp_micros,
+                value,
+                ..
+            } => mutation::Mutation::SetCell(mutation::SetCell {
+                family_name: family,
+                column_qualifier: qualifier,
+                timestamp_micros,
+                value,
+            }),
+            M::DeleteFromFamily { family, .. } => {
+                mutation::Mutation::DeleteFromFamily(mutation::DeleteFromFamily {
+                    family_name: family,
+                })
+            }
+            other => panic!("a write of Event does not send {other:?}"),
+        };
+        let mutations = entry.mutations.into_iter().map(|m| Mutation {
+            mutation: Some(convert(m)),
+        });
+        Entry {
+            row_key: entry.row_key,
+            mutations: mutations.collect(),
+            ..Entry::default()
+        }
+    }
+
     #[test]
     fn hand_written_code_is_byte_identical_to_the_derive() {
         let now = Utc::now();
         for e in events(50, now) {
-            let a = derive_entry(&e, now).unwrap();
-            let b = hand_entry(&e, now).unwrap();
-            assert_eq!(a.encode_to_vec(), b.encode_to_vec());
+            let hand = hand_entry(&e, now).unwrap();
+            assert_eq!(derive_entry(&e, now).encode_to_vec(), hand.encode_to_vec());
         }
     }
 
     #[test]
     fn the_spelled_out_read_filter_is_the_librarys() {
+        use row_filter::Filter::TimestampRangeFilter;
+        use row_filter::Filter::{CellsPerColumnLimitFilter, Chain, ColumnRangeFilter};
         let now = Utc::now();
-        let row_filter::Filter::Chain(chain) = lib_read_filter(now).filter.unwrap() else {
+        let Some(Chain(chain)) = lib_read_filter(now).filter else {
             panic!("a chain");
         };
-        let [family, since, newest] = chain.filters.as_slice() else {
-            panic!("three filters");
-        };
-        let words = match (&family.filter, &since.filter, &newest.filter) {
-            (
-                Some(row_filter::Filter::ColumnRangeFilter(range)),
-                Some(row_filter::Filter::TimestampRangeFilter(ts)),
-                Some(row_filter::Filter::CellsPerColumnLimitFilter(n)),
-            ) if range.start_qualifier.is_none()
-                && range.end_qualifier.is_none()
-                && ts.end_timestamp_micros == 0 =>
+        let filters: Vec<_> = chain.filters.into_iter().map(|f| f.filter).collect();
+        let words = match filters.as_slice() {
+            [Some(ColumnRangeFilter(range)), Some(TimestampRangeFilter(ts)), Some(CellsPerColumnLimitFilter(n))]
+                if range.start_qualifier.is_none()
+                    && range.end_qualifier.is_none()
+                    && ts.end_timestamp_micros == 0 =>
             {
                 format!(
                     "chain(family {}, timestamp >= {}, newest {n} per column)",
