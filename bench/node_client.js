@@ -37,7 +37,8 @@ const ROWS_PER_CALL = Number(arg('--batch', '10000'));
 const IN_FLIGHT = 4;
 
 // The CSV file's lines, streamed so that the file is never held whole.
-const csvLines = csv => readline.createInterface({input: fs.createReadStream(csv), crlfDelay: Infinity});
+const csvLines = csv =>
+  readline.createInterface({input: fs.createReadStream(csv), crlfDelay: Infinity});
 
 // One line of the CSV as a row to `mutate`.
 function row(line) {

@@ -27,8 +27,8 @@ echo "== Node.js client: @google-cloud/bigtable from npm" >&2
 # 6.x: the newest line that runs on Node 18 and 20 (7.x needs Node 22).
 node_modules=$work/node/node_modules
 if [[ ! -d $node_modules/@google-cloud/bigtable ]] && command -v npm >/dev/null; then
-  npm install --prefix "$work/node" --no-audit --no-fund --no-save @google-cloud/bigtable@6.5.1 >&2 \
-    || echo "  npm install failed" >&2
+  npm install --prefix "$work/node" --no-audit --no-fund --no-save \
+    @google-cloud/bigtable@6.5.1 >&2 || echo "  npm install failed" >&2
 fi
 if ! command -v node >/dev/null || [[ ! -d $node_modules/@google-cloud/bigtable ]]; then
   echo "  no node or no client: the Node.js client is skipped" >&2
@@ -98,7 +98,8 @@ one_run() {
     done
     echo "  $kind: ${secs[$kind]}s (best of 3)" >&2
   done
-  printf '{"derive_s": %s, "serde_s": %s}\n' "${secs[derive]}" "${secs[serde]}" > "$results/compile.json"
+  printf '{"derive_s": %s, "serde_s": %s}\n' "${secs[derive]}" "${secs[serde]}" \
+    > "$results/compile.json"
 
   # Last: the measures that need a quiet machine most.
   echo "== null server: the clients' own cost ($rows rows)" >&2

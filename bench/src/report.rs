@@ -138,17 +138,11 @@ fn summary(dir: &Path, e2e: &Value, old: &str) -> String {
             let estimates = dir.join(format!("criterion/{group}/{name}/new/estimates.json"));
             read_json(&estimates)?["mean"]["point_estimate"].as_f64()
         };
-        if let (Some(d), Some(h)) = (mean("derive"), mean("hand")) {
-            line(
-                &format!("{group}, 1,000 rows: derive / hand-written time"),
-                format!(
-                    "{:.3} ({:.0} ns vs {:.0} ns per row)",
-                    d / h,
-                    d / 1e3,
-                    h / 1e3
-                ),
-                &judged("≤ 1.05", d / h <= 1.05),
-            );
+        if let (Some(derive), Some(hand)) = (mean("derive"), mean("hand")) {
+            let (ratio, derive, hand) = (derive / hand, derive / 1e3, hand / 1e3);
+            let what = format!("{group}, 1,000 rows: derive / hand-written time");
+            let figure = format!("{ratio:.3} ({derive:.0} ns vs {hand:.0} ns per row)");
+            line(&what, figure, &judged("≤ 1.05", ratio <= 1.05));
         }
     }
     let rate = |c: &str, key: &str| rows / num(&e2e[c][key]);
@@ -160,27 +154,24 @@ fn summary(dir: &Path, e2e: &Value, old: &str) -> String {
             line(&format!("{what} {rows} rows, {c}: rows/s"), rate, "");
         }
         let lib = rate("lib", key);
+        let (median, of_medians) = (paired(key), lib / rate("raw", key));
+        let (q1, q3) = (paired(&format!("{key}_q1")), paired(&format!("{key}_q3")));
         line(
             &format!("{what}: a/b (library / hand-written bigtable_rs), throughput"),
             format!(
-                "{:.3} (median of the rounds' ratios, quartiles {:.3}–{:.3}; {:.3} from the medians above)",
-                paired(key),
-                paired(&format!("{key}_q1")),
-                paired(&format!("{key}_q3")),
-                lib / rate("raw", key)
+                "{median:.3} (median of the rounds' ratios, quartiles {q1:.3}–{q3:.3}; \
+                 {of_medians:.3} from the medians above)"
             ),
-            &judged("≥ 0.95", paired(key) >= 0.95),
+            &judged("≥ 0.95", median >= 0.95),
         );
         let cpu_key = key.replace("_s", "_cpu_s");
-        let cpu = |c: &str| num(&e2e[c][&cpu_key]);
+        let (lib_cpu, raw_cpu) = (num(&e2e["lib"][&cpu_key]), num(&e2e["raw"][&cpu_key]));
+        let (ratio, paired_ratio) = (lib_cpu / raw_cpu, 1.0 / paired(&cpu_key));
         line(
             &format!("{what}: client CPU time, library / hand-written bigtable_rs"),
             format!(
-                "{:.2} s / {:.2} s = {:.2} (median of the rounds' ratios: {:.2})",
-                cpu("lib"),
-                cpu("raw"),
-                cpu("lib") / cpu("raw"),
-                1.0 / paired(&cpu_key)
+                "{lib_cpu:.2} s / {raw_cpu:.2} s = {ratio:.2} \
+                 (median of the rounds' ratios: {paired_ratio:.2})"
             ),
             "",
         );
@@ -213,14 +204,11 @@ fn summary(dir: &Path, e2e: &Value, old: &str) -> String {
             per_row(emulator_write),
             &judged("≤ 0.5", num(&family[emulator_write]) <= 0.5),
         );
+        let (lib, by_column) = (&e2e["lib"]["write_s"], &e2e["lib-by-column"]["write_s"]);
+        let (lib, by_column, ratio) = (num(lib), num(by_column), ratio("write_s"));
         line(
             "write: wall time, `owns_family` / per-column deletes",
-            format!(
-                "{:.3} s / {:.3} s; median of the rounds' ratios {}",
-                num(&e2e["lib"]["write_s"]),
-                num(&e2e["lib-by-column"]["write_s"]),
-                ratio("write_s")
-            ),
+            format!("{lib:.3} s / {by_column:.3} s; median of the rounds' ratios {ratio}"),
             "",
         );
         line(
@@ -242,17 +230,17 @@ fn summary(dir: &Path, e2e: &Value, old: &str) -> String {
     }
     let f = &e2e["filtering"];
     let (typed, raw) = (num(&f["typed_bytes"]), num(&f["unfiltered_bytes"]));
+    let (ratio, saved) = (typed / raw, 100.0 * (1.0 - typed / raw));
+    let (written, returned) = (&f["rows_written"], &f["typed_rows_received"]);
+    let unfiltered = &f["unfiltered_rows_received"];
     line(
         &format!(
-            "bytes received, {} rows with half expired not collected: typed read / unfiltered",
-            f["rows_written"]
+            "bytes received, {written} rows with half expired not collected: \
+             typed read / unfiltered"
         ),
         format!(
-            "{typed:.0} / {raw:.0} B = {:.2} ({:.0}% saved; {} of {} rows returned)",
-            typed / raw,
-            100.0 * (1.0 - typed / raw),
-            f["typed_rows_received"],
-            f["unfiltered_rows_received"]
+            "{typed:.0} / {raw:.0} B = {ratio:.2} \
+             ({saved:.0}% saved; {returned} of {unfiltered} rows returned)"
         ),
         "",
     );
@@ -265,13 +253,13 @@ fn summary(dir: &Path, e2e: &Value, old: &str) -> String {
         );
     }
     if let Some(ins) = read_json(&dir.join("instructions.json")) {
-        let (lib, raw) = (num(&ins["lib"]), num(&ins["raw"]));
+        let (lib, raw, rows) = (num(&ins["lib"]), num(&ins["raw"]), &ins["rows"]);
+        let (lib_m, raw_m, ratio) = (lib / 1e6, raw / 1e6, lib / raw);
         line(
             &format!(
-                "client instructions (callgrind), write + filtered scan of {} rows: lib / raw",
-                ins["rows"]
+                "client instructions (callgrind), write + filtered scan of {rows} rows: lib / raw"
             ),
-            format!("{:.0} M / {:.0} M = {:.3}", lib / 1e6, raw / 1e6, lib / raw),
+            format!("{lib_m:.0} M / {raw_m:.0} M = {ratio:.3}"),
             "",
         );
     }
