@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Generate the compile-cost crates: 50 structs with #[derive(BigtableRow)]
-# (bench-derive) and the same 50 with serde's Serialize + Deserialize
-# (bench-serde), in DIR. Usage: gen_compile.sh DIR REPO_ROOT
+# The compile-cost crates in DIR: 50 structs with #[derive(BigtableRow)]
+# (DIR/derive) and the same 50 with serde's Serialize + Deserialize
+# (DIR/serde). Usage: gen_compile.sh DIR REPO_ROOT
 set -euo pipefail
 dir=$1 root=$2
+chrono='chrono = { version = "0.4", default-features = false, features = ["clock", "std"'
 for kind in derive serde; do
   mkdir -p "$dir/$kind/src"
   if [[ $kind == derive ]]; then
-    dep="bigtable-ttl = { path = \"$root\" }
-chrono = { version = \"0.4\", default-features = false, features = [\"clock\", \"std\"] }"
+    deps="bigtable-ttl = { path = \"$root\" }
+$chrono] }"
+    use="use bigtable_ttl::BigtableRow;"
   else
-    dep="serde = { version = \"1\", features = [\"derive\"] }
-chrono = { version = \"0.4\", default-features = false, features = [\"clock\", \"std\", \"serde\"] }"
+    deps="serde = { version = \"1\", features = [\"derive\"] }
+$chrono, \"serde\"] }"
+    use="use serde::{Deserialize, Serialize};"
   fi
   cat > "$dir/$kind/Cargo.toml" <<TOML
 [package]
@@ -23,45 +26,26 @@ publish = false
 [workspace]
 
 [dependencies]
-$dep
+$deps
 TOML
   {
-    echo "#![allow(dead_code)]"
-    if [[ $kind == derive ]]; then
-      echo "use bigtable_ttl::BigtableRow;"
-    else
-      echo "use serde::{Deserialize, Serialize};"
-    fi
-    echo "use chrono::{DateTime, Utc};"
+    printf '#![allow(dead_code)]\n%s\nuse chrono::{DateTime, Utc};\n' "$use"
     for i in $(seq 1 50); do
+      expires="DateTime<Utc>"
+      (( i % 2 )) && expires="Option<DateTime<Utc>>"
       if [[ $kind == derive ]]; then
-        if (( i % 2 )); then
-          echo "#[derive(BigtableRow)]
-#[bigtable(table = \"t$i\", family = \"f\")]
-#[ttl(default = \"2d\", written_at)]"
-          expire="    #[ttl(expire_at)]
-    pub expires: Option<DateTime<Utc>>,"
-        else
-          echo "#[derive(BigtableRow)]
-#[bigtable(table = \"t$i\", family = \"f\")]"
-          expire="    #[ttl(expire_at)]
-    pub expires: DateTime<Utc>,"
-        fi
-        key="    #[bigtable(key)]"
+        printf '#[derive(BigtableRow)]\n#[bigtable(table = "t%s", family = "f")]\n' "$i"
+        (( i % 2 )) && echo '#[ttl(default = "2d", written_at)]'
+        key="    #[bigtable(key)]" expire_at="    #[ttl(expire_at)]"$'\n'
       else
         echo "#[derive(Serialize, Deserialize)]"
-        if (( i % 2 )); then
-          expire="    pub expires: Option<DateTime<Utc>>,"
-        else
-          expire="    pub expires: DateTime<Utc>,"
-        fi
-        key=""
+        key="" expire_at=""
       fi
       cat <<RS
 pub struct S$i {
 $key
     pub id: String,
-$expire
+$expire_at    pub expires: $expires,
     pub name: String,
     pub count: i64,
     pub score: f64,

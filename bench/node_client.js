@@ -1,30 +1,24 @@
 // Contender: Google's Node.js client (@google-cloud/bigtable), one phase of
 // the ttl-bench workload per process, against BIGTABLE_EMULATOR_HOST (the
-// null server of `ttl-bench null`).
+// null server). Prints one JSON line: the phase's wall and CPU time and the
+// peak RSS (and, for `point`, each call's time).
 //
-//   node node_client.js --phase write|read|csv --table T --rows N [--batch N]
+//   node node_client.js --phase write|read|csv --table T --rows N --csv FILE [--batch N]
+//   node node_client.js --phase point --table T --op OP --calls N [--in-flight C]
 //
-// write: the workload's rows (three cells each, the cell timestamp the row's
-//   expiry), read from the CSV file `--csv` as every contender reads them
-//   (the form `cbt import` takes: a family row, a qualifier row, then
-//   `key,user@ts,url@ts,clicks@ts` a line), through `table.mutate`, 10,000
-//   rows per call, 4 calls in flight (the Rust contenders' batching);
-// read: `table.createReadStream` with a timestamp-range filter and the
-//   newest cell per column, every row decoded (two strings, a big-endian
-//   i64, the expiry).
-// csv: the write phase's reading of the CSV file alone (nothing sent), for
-//   the cost of the CSV shown beside the write's.
-// point (`ttl-bench concurrency`): `--calls N` single-row calls `--op`
-//   get|put|insert_if_absent|mixed (90 % get, 10 % put), `--in-flight C`
-//   at a time, each timed; gets and puts on rows `i % --stored`, inserts on
-//   fresh keys from `--fresh`. A put is the client's `insert` of the three
-//   cells (no family cleared first), an insert a `CheckAndMutateRow` whose
-//   predicate is any visible cell: simpler requests than the library's.
-// Prints one JSON line: the phase's wall and CPU time and the peak RSS.
-// Nothing here may leave the machine: client-side metrics are switched off
-// (their exporter would reach for Cloud Monitoring), and so is the probe of
-// the Compute Engine metadata server that Google's auth library makes
-// (a DNS query and a connection to 169.254.169.254) unless told not to.
+// write: the CSV file's rows (as `cbt import` takes them) through
+//   `table.mutate`, `--batch` rows a call (10,000: the Rust contenders'
+//   batching), 4 calls in flight; csv: the same reading alone, nothing sent;
+// read: `createReadStream` with a timestamp-range filter and the newest cell
+//   per column, every row decoded;
+// point (`ttl-bench concurrency`): single-row calls of `--op`
+//   get|put|insert_if_absent|mixed (90 % get) on rows `i % --stored`, inserts
+//   on fresh keys from `--fresh`. A put is `insert` (no family cleared), an
+//   insert a `CheckAndMutateRow` on any visible cell: simpler requests than
+//   the library's.
+// Nothing may leave the machine: client-side metrics are off (their exporter
+// would reach for Cloud Monitoring), and so is the auth library's probe of
+// the Compute Engine metadata server.
 
 'use strict';
 
@@ -39,11 +33,12 @@ function arg(name, fallback) {
   return i >= 0 ? process.argv[i + 1] : fallback;
 }
 
-// Rows per `mutate` call: `--batch N` (the sweep of `ttl-bench fair` finds
-// the client's best), 10,000 by default (the Rust contenders' batching).
 const ROWS_PER_CALL = Number(arg('--batch', '10000'));
 const IN_FLIGHT = 4;
 
+// The CSV file's lines, streamed so that the file is never held whole.
+const csvLines = csv =>
+  readline.createInterface({input: fs.createReadStream(csv), crlfDelay: Infinity});
 
 // One line of the CSV as a row to `mutate`.
 function row(line) {
@@ -53,29 +48,19 @@ function row(line) {
     const at = field.lastIndexOf('@');
     return [field.slice(0, at), Number(field.slice(at + 1))];
   };
-  const [user, ts] = cell(fields[1]);
-  const [url] = cell(fields[2]);
-  const [count] = cell(fields[3]);
+  const [user, timestamp] = cell(fields[1]);
   const clicks = Buffer.alloc(8);
-  clicks.writeBigInt64BE(BigInt(count));
-  return {
-    key: fields[0],
-    method: 'insert',
-    data: {
-      e: {
-        user: {value: user, timestamp: ts},
-        url: {value: url, timestamp: ts},
-        clicks: {value: clicks, timestamp: ts},
-      },
-    },
+  clicks.writeBigInt64BE(BigInt(cell(fields[3])[0]));
+  const e = {
+    user: {value: user, timestamp},
+    url: {value: cell(fields[2])[0], timestamp},
+    clicks: {value: clicks, timestamp},
   };
+  return {key: fields[0], method: 'insert', data: {e}};
 }
 
 async function write(table, csv) {
-  // Streamed, so the file is never held whole.
-  const lines = readline
-    .createInterface({input: fs.createReadStream(csv), crlfDelay: Infinity})
-    [Symbol.asyncIterator]();
+  const lines = csvLines(csv)[Symbol.asyncIterator]();
   let ended = false;
   async function readBatch() {
     const entries = [];
@@ -112,10 +97,9 @@ async function write(table, csv) {
 // The write phase's reading of the CSV file alone: every line made into
 // the row `mutate` would take, nothing sent.
 async function parseOnly(csv) {
-  const lines = readline.createInterface({input: fs.createReadStream(csv), crlfDelay: Infinity});
   let n = -2;
   let keep = 0;
-  for await (const line of lines) {
+  for await (const line of csvLines(csv)) {
     if (n >= 0 && line) keep += row(line).key.length;
     n++;
   }
@@ -215,7 +199,7 @@ async function point(table) {
 // The process's peak RSS (VmHWM): unlike getrusage's maxRSS, it counts
 // nothing of the parent the process was spawned from.
 function peakRssKib() {
-  const status = require('fs').readFileSync('/proc/self/status', 'utf8');
+  const status = fs.readFileSync('/proc/self/status', 'utf8');
   const line = status.split('\n').find(l => l.startsWith('VmHWM:'));
   return line ? Number(line.split(/\s+/)[1]) : null;
 }

@@ -1,18 +1,16 @@
-"""Contender (c): Google's official Python client, same workload as ttl-bench.
+"""Contender (c): Google's Python client, the ttl-bench workload, one JSON line out.
 
-Writes ROWS rows of the `Event` workload (one-second expiration: every cell's
-timestamp is the row's expiry; each column cleared, then set, as the library
-does) with the client's MutationsBatcher, then scans them all with a
-timestamp-range filter and decodes them. Prints one JSON line. Needs
-BIGTABLE_EMULATOR_HOST.
+Writes ROWS rows of the `Event` workload (every cell's timestamp the row's
+expiry; each column cleared, then set, as the library does) with the
+client's MutationsBatcher, then scans them with a timestamp-range filter and
+decodes them. Needs BIGTABLE_EMULATOR_HOST.
 
-With `--phase point` (`ttl-bench concurrency`): `--calls N` single-row calls
-`--op` get|put|insert_if_absent|mixed (90 % get, 10 % put) through the
-client's asyncio data API, `--in-flight C` at a time, each timed; gets and
-puts on rows `i % --stored`, inserts on fresh keys from `--fresh`. A put sets
-the three cells (no family cleared first), an insert is a
-`CheckAndMutateRow` whose predicate is any visible cell: simpler requests
-than the library's. Prints one JSON line: wall and CPU time, each call's.
+`--phase point` (`ttl-bench concurrency`): `--calls N` single-row calls of
+`--op` get|put|insert_if_absent|mixed (90 % get) through the asyncio data
+API, `--in-flight C` at a time, each timed; gets and puts on rows
+`i % --stored`, inserts on fresh keys from `--fresh`. A put sets the three
+cells (no family cleared), an insert is a `CheckAndMutateRow` on any visible
+cell: simpler requests than the library's.
 """
 
 import argparse

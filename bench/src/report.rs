@@ -16,17 +16,16 @@ use crate::{concurrency, latency, null, parallel, Res};
 pub(crate) type Generated = (&'static str, String);
 type Render = fn(&Value) -> Vec<Generated>;
 
-pub(crate) fn read_json(path: &Path) -> Option<Value> {
+fn read_json(path: &Path) -> Option<Value> {
     serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
 
-/// The tables of every run in `results` (one directory a run of the same
-/// commands), merged cell by cell where several runs have a table
-/// ([`tables::merge_runs`]), written into `update`.
+/// The tables of every run in `results`, merged cell by cell where several
+/// runs have a table, written into `update`.
 pub(crate) fn run(results: &[PathBuf], update: &Path) -> Res<()> {
     let mut doc = std::fs::read_to_string(update)?;
     let runs: Vec<Vec<Generated>> = results.iter().map(|dir| generate(dir, &doc)).collect();
-    let mut names: Vec<&'static str> = Vec::new();
+    let mut names: Vec<&str> = Vec::new();
     for (name, _) in runs.iter().flatten() {
         if !names.contains(name) {
             names.push(name);
@@ -49,15 +48,15 @@ pub(crate) fn run(results: &[PathBuf], update: &Path) -> Res<()> {
     Ok(())
 }
 
-/// The tables the JSON in `results` (one run's) gives; `doc`, the file as
-/// it is, for the figures the summary carries over.
+/// The tables one run's JSON in `results` gives; `doc`, the file as it is,
+/// for the figures the summary carries over.
 fn generate(results: &Path, doc: &str) -> Vec<Generated> {
-    let mut generated: Vec<Generated> = Vec::new();
-    if let Some(e2e) = read_json(&results.join("e2e.json")) {
+    let json = |name: &str| read_json(&results.join(format!("{name}.json")));
+    let mut generated = Vec::new();
+    if let Some(e2e) = json("e2e") {
         let old = tables::get(doc, "summary").unwrap_or_default();
         generated.push(("summary", summary(results, &e2e, old)));
     }
-    let json = |name: &str| read_json(&results.join(format!("{name}.json")));
     for (name, render) in [
         ("parallel", parallel::tables as Render),
         ("latency", latency::tables),
@@ -81,10 +80,8 @@ pub(crate) fn run_on(report: &Value) -> String {
             ", a load average of {start:.1} at the start and {end:.1} at the end"
         );
     }
-    format!(
-        "Run on {} ({machine}).",
-        report["date"].as_str().unwrap_or("?")
-    )
+    let date = report["date"].as_str().unwrap_or("?");
+    format!("Run on {date} ({machine}).")
 }
 
 /// A table per target of `report` (`targets.NAME`, as `latency` and
@@ -105,12 +102,6 @@ pub(crate) fn per_target(
             (name, format!("{}\n\n{}", run_on(&run), render(measured)))
         })
         .collect()
-}
-
-/// Criterion's mean estimate (ns) of `group/name`.
-fn criterion_mean(dir: &Path, group: &str, name: &str) -> Option<f64> {
-    read_json(&dir.join(group).join(name).join("new/estimates.json"))?["mean"]["point_estimate"]
-        .as_f64()
 }
 
 /// A target's verdict, as every table gives it.
@@ -135,163 +126,121 @@ const CARRIED: &str = " (not measured again: the previous run's)";
 /// of `old` (the table as the file has it) whose measure has no JSON in
 /// `dir` is kept, said so, so that running one command again does not drop
 /// the others' figures.
-#[allow(clippy::too_many_lines)]
 fn summary(dir: &Path, e2e: &Value, old: &str) -> String {
-    let carried = |label: &str| {
-        let row = old
-            .lines()
-            .find(|l| l.starts_with(&format!("| {label} |")))?;
-        let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
-        let (value, target) = (cells.get(1)?, cells.get(2).copied().unwrap_or(""));
-        let value = value.strip_suffix(CARRIED).unwrap_or(value).to_owned();
-        Some((format!("{value}{CARRIED}"), target.to_owned()))
-    };
     let num = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
     let rows = num(&e2e["rows"]);
     let mut t = String::from("| measure | figure | target |\n|---|---|---|\n");
     let mut line = |what: &str, value: String, target: &str| {
         let _ = writeln!(t, "| {what} | {value} | {target} |");
     };
-    let criterion = dir.join("criterion");
     for group in ["build", "decode"] {
-        let d = criterion_mean(&criterion, group, "derive");
-        let h = criterion_mean(&criterion, group, "hand");
-        if let (Some(d), Some(h)) = (d, h) {
-            line(
-                &format!("{group}, 1,000 rows: derive / hand-written time"),
-                format!(
-                    "{:.3} ({:.0} ns vs {:.0} ns per row)",
-                    d / h,
-                    d / 1e3,
-                    h / 1e3
-                ),
-                &judged("≤ 1.05", d / h <= 1.05),
-            );
+        let mean = |name: &str| {
+            let estimates = dir.join(format!("criterion/{group}/{name}/new/estimates.json"));
+            read_json(&estimates)?["mean"]["point_estimate"].as_f64()
+        };
+        if let (Some(derive), Some(hand)) = (mean("derive"), mean("hand")) {
+            let (ratio, derive, hand) = (derive / hand, derive / 1e3, hand / 1e3);
+            let what = format!("{group}, 1,000 rows: derive / hand-written time");
+            let figure = format!("{ratio:.3} ({derive:.0} ns vs {hand:.0} ns per row)");
+            line(&what, figure, &judged("≤ 1.05", ratio <= 1.05));
         }
     }
     let rate = |c: &str, key: &str| rows / num(&e2e[c][key]);
+    let paired = |key: &str| num(&e2e["paired"][key]);
     let contenders = ["lib", "lib-by-column", "lib-put-all", "raw", "python"];
     for (key, what) in [("write_s", "write"), ("scan_s", "filtered scan")] {
         for c in contenders.into_iter().filter(|c| e2e.get(c).is_some()) {
-            line(
-                &format!("{what} {rows} rows, {c}: rows/s"),
-                format!("{:.0}", rate(c, key)),
-                "",
-            );
+            let rate = format!("{:.0}", rate(c, key));
+            line(&format!("{what} {rows} rows, {c}: rows/s"), rate, "");
         }
-        let a = rate("lib", key);
-        let paired = |k: String| num(&e2e["paired"][k]);
+        let lib = rate("lib", key);
+        let (median, of_medians) = (paired(key), lib / rate("raw", key));
+        let (q1, q3) = (paired(&format!("{key}_q1")), paired(&format!("{key}_q3")));
         line(
             &format!("{what}: a/b (library / hand-written bigtable_rs), throughput"),
             format!(
-                "{:.3} (median of the rounds' ratios, quartiles {:.3}–{:.3}; {:.3} from the medians above)",
-                paired(key.to_owned()),
-                paired(format!("{key}_q1")),
-                paired(format!("{key}_q3")),
-                a / rate("raw", key)
+                "{median:.3} (median of the rounds' ratios, quartiles {q1:.3}–{q3:.3}; \
+                 {of_medians:.3} from the medians above)"
             ),
-            &judged("≥ 0.95", paired(key.to_owned()) >= 0.95),
+            &judged("≥ 0.95", median >= 0.95),
         );
         let cpu_key = key.replace("_s", "_cpu_s");
-        let cpu = |c: &str| num(&e2e[c][&cpu_key]);
+        let (lib_cpu, raw_cpu) = (num(&e2e["lib"][&cpu_key]), num(&e2e["raw"][&cpu_key]));
+        let (ratio, paired_ratio) = (lib_cpu / raw_cpu, 1.0 / paired(&cpu_key));
         line(
             &format!("{what}: client CPU time, library / hand-written bigtable_rs"),
             format!(
-                "{:.2} s / {:.2} s = {:.2} (median of the rounds' ratios: {:.2})",
-                cpu("lib"),
-                cpu("raw"),
-                cpu("lib") / cpu("raw"),
-                1.0 / paired(cpu_key.clone())
+                "{lib_cpu:.2} s / {raw_cpu:.2} s = {ratio:.2} \
+                 (median of the rounds' ratios: {paired_ratio:.2})"
             ),
             "",
         );
         if e2e.get("python").is_some() {
+            let over_python = lib / rate("python", key);
             line(
                 &format!("{what}: a/c (library / Python client)"),
-                format!("{:.1}", a / rate("python", key)),
-                &judged("≥ 5", a / rate("python", key) >= 5.0),
+                format!("{over_python:.1}"),
+                &judged("≥ 5", over_python >= 5.0),
             );
         }
     }
     let family = &e2e["owns_family"];
     if family.is_object() {
-        let per_row = |c: &str, key: &str| 1e6 * num(&e2e[c][key]) / rows;
         let ratio = |key: &str| {
-            let f = |k: String| num(&family[k]);
+            let f = |suffix: &str| num(&family[format!("{key}{suffix}")]);
+            format!("{:.3} (quartiles {:.3}–{:.3})", f(""), f("_q1"), f("_q3"))
+        };
+        let per_row = |key: &str| {
+            let us = |c: &str| 1e6 * num(&e2e[c][key]) / rows;
+            let (lib, by_column) = (us("lib"), us("lib-by-column"));
             format!(
-                "{:.3} (quartiles {:.3}–{:.3})",
-                f(key.to_owned()),
-                f(format!("{key}_q1")),
-                f(format!("{key}_q3"))
+                "{lib:.2} µs / {by_column:.2} µs; median of the rounds' ratios {}",
+                ratio(key)
             )
         };
-        for (what, key, target) in [
-            (
-                "write: emulator CPU per row, `owns_family` (one `DeleteFromFamily`, lib) / per-column deletes (lib-by-column)",
-                "write_emulator_cpu_s",
-                "≤ 0.5",
-            ),
-            (
-                "write: client CPU per row, `owns_family` / per-column deletes",
-                "write_cpu_s",
-                "",
-            ),
-            (
-                "filtered scan: emulator CPU per row, `owns_family` / per-column deletes",
-                "scan_emulator_cpu_s",
-                "",
-            ),
-        ] {
-            line(
-                what,
-                format!(
-                    "{:.2} µs / {:.2} µs; median of the rounds' ratios {}",
-                    per_row("lib", key),
-                    per_row("lib-by-column", key),
-                    ratio(key)
-                ),
-                &if target.is_empty() {
-                    String::new()
-                } else {
-                    judged(target, num(&family[key]) <= 0.5)
-                },
-            );
-            if key == "write_emulator_cpu_s" {
-                line(
-                    "write: wall time, `owns_family` / per-column deletes",
-                    format!(
-                        "{:.3} s / {:.3} s; median of the rounds' ratios {}",
-                        num(&e2e["lib"]["write_s"]),
-                        num(&e2e["lib-by-column"]["write_s"]),
-                        ratio("write_s")
-                    ),
-                    "",
-                );
-            }
-        }
+        let emulator_write = "write_emulator_cpu_s";
+        line(
+            "write: emulator CPU per row, `owns_family` (one `DeleteFromFamily`, lib) / per-column deletes (lib-by-column)",
+            per_row(emulator_write),
+            &judged("≤ 0.5", num(&family[emulator_write]) <= 0.5),
+        );
+        let (lib, by_column) = (&e2e["lib"]["write_s"], &e2e["lib-by-column"]["write_s"]);
+        let (lib, by_column, ratio) = (num(lib), num(by_column), ratio("write_s"));
+        line(
+            "write: wall time, `owns_family` / per-column deletes",
+            format!("{lib:.3} s / {by_column:.3} s; median of the rounds' ratios {ratio}"),
+            "",
+        );
+        line(
+            "write: client CPU per row, `owns_family` / per-column deletes",
+            per_row("write_cpu_s"),
+            "",
+        );
+        line(
+            "filtered scan: emulator CPU per row, `owns_family` / per-column deletes",
+            per_row("scan_emulator_cpu_s"),
+            "",
+        );
     }
     for c in contenders {
         if let Some(kib) = e2e.get(c).and_then(|v| v["peak_rss_kib"].as_f64()) {
-            line(
-                &format!("peak RSS after writing {rows} rows, {c}"),
-                format!("{:.1} MiB", kib / 1024.0),
-                "",
-            );
+            let mib = format!("{:.1} MiB", kib / 1024.0);
+            line(&format!("peak RSS after writing {rows} rows, {c}"), mib, "");
         }
     }
     let f = &e2e["filtering"];
     let (typed, raw) = (num(&f["typed_bytes"]), num(&f["unfiltered_bytes"]));
+    let (ratio, saved) = (typed / raw, 100.0 * (1.0 - typed / raw));
+    let (written, returned) = (&f["rows_written"], &f["typed_rows_received"]);
+    let unfiltered = &f["unfiltered_rows_received"];
     line(
         &format!(
-            "bytes received, {} rows with half expired not collected: typed read / unfiltered",
-            f["rows_written"]
+            "bytes received, {written} rows with half expired not collected: \
+             typed read / unfiltered"
         ),
         format!(
-            "{typed:.0} / {raw:.0} B = {:.2} ({:.0}% saved; {} of {} rows returned)",
-            typed / raw,
-            100.0 * (1.0 - typed / raw),
-            f["typed_rows_received"],
-            f["unfiltered_rows_received"]
+            "{typed:.0} / {raw:.0} B = {ratio:.2} \
+             ({saved:.0}% saved; {returned} of {unfiltered} rows returned)"
         ),
         "",
     );
@@ -304,30 +253,30 @@ fn summary(dir: &Path, e2e: &Value, old: &str) -> String {
         );
     }
     if let Some(ins) = read_json(&dir.join("instructions.json")) {
-        let (lib, raw) = (num(&ins["lib"]), num(&ins["raw"]));
+        let (lib, raw, rows) = (num(&ins["lib"]), num(&ins["raw"]), &ins["rows"]);
+        let (lib_m, raw_m, ratio) = (lib / 1e6, raw / 1e6, lib / raw);
         line(
             &format!(
-                "client instructions (callgrind), write + filtered scan of {} rows: lib / raw",
-                ins["rows"]
+                "client instructions (callgrind), write + filtered scan of {rows} rows: lib / raw"
             ),
-            format!("{:.0} M / {:.0} M = {:.3}", lib / 1e6, raw / 1e6, lib / raw),
+            format!("{lib_m:.0} M / {raw_m:.0} M = {ratio:.3}"),
             "",
         );
     }
+    // The old lines whose measure this run did not take, kept.
     for row in old.lines().filter(|l| l.starts_with("| ")) {
-        let label = row.trim_start_matches("| ").split(" | ").next();
-        let label = label.unwrap_or_default();
-        if label == "measure" || t.lines().any(|l| l.starts_with(&format!("| {label} |"))) {
+        let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
+        let (label, Some(value)) = (cells[0], cells.get(1)) else {
             continue;
-        }
-        if let Some((value, target)) = carried(label) {
-            let _ = writeln!(t, "| {label} | {value} | {target} |");
+        };
+        if !t.lines().any(|l| l.starts_with(&format!("| {label} |"))) {
+            let value = value.strip_suffix(CARRIED).unwrap_or(value);
+            let target = cells.get(2).copied().unwrap_or("");
+            let _ = writeln!(t, "| {label} | {value}{CARRIED} | {target} |");
         }
     }
-    let load = match (
-        e2e["load_average"][0].as_f64(),
-        e2e["load_average"][1].as_f64(),
-    ) {
+    let load = &e2e["load_average"];
+    let load = match (load[0].as_f64(), load[1].as_f64()) {
         (Some(start), Some(end)) => format!(
             " (the end-to-end rounds with a load average of {start:.1} at their start and \
              {end:.1} at their end)"
