@@ -252,6 +252,8 @@ impl Judge {
         match self {
             Judge::Struct(schema) => match struct_verdict(schema, cells, now) {
                 Verdict::Live { .. } => cells_plan(&expired),
+                // Another struct's row: its reaper and feed judge it.
+                Verdict::WrittenByAnotherStruct => Plan::Keep(Keep::Other),
                 verdict => {
                     if its_row_is_another_structs(schema, cells, now) {
                         return Plan::Keep(Keep::Other);
@@ -527,21 +529,8 @@ pub(crate) fn struct_verdict(schema: &Schema, cells: &[Cell], at: DateTime<Utc>)
             newest.foreign_marker = true;
         }
     }
-    newest.marker = marker.map(|m| Marker {
-        ts: m.timestamp_micros,
-        row_expired: !visibility.is_visible(marker_row_ts(m.timestamp_micros, &m.value)),
-    });
-    match verdict(schema, newest, |i| columns[i]) {
-        // Live by a marker another struct of its name wrote: never this
-        // struct's row, so never one that dies (see `crate::model::writer`).
-        Verdict::Live { .. }
-            if columns.iter().all(Option::is_none)
-                && marker.is_some_and(|m| written_by_another_struct(schema, &m.value)) =>
-        {
-            Verdict::Absent
-        }
-        judged => judged,
-    }
+    newest.marker = marker.map(|m| Marker::read(m.timestamp_micros, &m.value, visibility));
+    verdict(schema, newest, |i| columns[i])
 }
 
 /// When a row of `schema` stored as `cells` died (see the module doc).

@@ -84,10 +84,12 @@
 //! the marker alone, none of the struct's columns visible, whose
 //! fingerprint holds none of the struct's names, was written by another
 //! struct of the same name (or by a version of this struct that kept
-//! none of its names): readers and the rewrites that read it first
-//! (`update`, re-times, an increment's recount) report it
-//! ([`crate::CodecError::WrittenByAnotherStruct`]) and never take it for
-//! the struct's. It does three things:
+//! none of its names): [`verdict`] judges it
+//! [`Verdict::WrittenByAnotherStruct`], readers and the rewrites that read
+//! it first (`update`, re-times, an increment's recount) report it
+//! ([`crate::CodecError::WrittenByAnotherStruct`]), and `add_markers`, the
+//! feed and the reaper never take it for the struct's. It does three
+//! things:
 //!
 //! * a row of a struct whose fields are all `Option` or defaults exists
 //!   even with every field `None` or cleared (so `insert_if_absent` of such
@@ -109,7 +111,9 @@
 //! `Table::add_markers` gives rows written before per-struct markers their
 //! struct's marker.
 
+use crate::model::policy::Visibility;
 use crate::model::schema::Schema;
+use crate::model::writer::{fingerprint_in, shares_no_name};
 
 /// The newest visible timestamp of the parts of a row that are not
 /// columns, at one "now".
@@ -135,6 +139,26 @@ pub(crate) struct Marker {
     /// Whether the row timestamp it carries has expired: the required
     /// columns written with it have, too.
     pub(crate) row_expired: bool,
+    /// The fingerprint of the struct that wrote it, when it carries one
+    /// (see `crate::model::writer`).
+    pub(crate) fingerprint: Option<u64>,
+}
+
+impl Marker {
+    /// The marker stored at `ts` with `value`, judged by `visibility`.
+    pub(crate) fn read(ts: i64, value: &[u8], visibility: Visibility) -> Self {
+        Marker {
+            ts,
+            row_expired: !visibility.is_visible(marker_row_ts(ts, value)),
+            fingerprint: fingerprint_in(value),
+        }
+    }
+
+    /// Whether a struct declaring none of `schema`'s names wrote it.
+    fn written_by_another_struct(self, schema: &Schema) -> bool {
+        self.fingerprint
+            .is_some_and(|writer| shares_no_name(schema, writer))
+    }
 }
 
 /// The value of a row marker at `marker_ts` for a row whose expiry is
@@ -176,6 +200,13 @@ pub(crate) enum Verdict {
         /// Whether the row marker is visible.
         marked: bool,
     },
+    /// Live by its marker (or shadow, or map entries) alone, no column of
+    /// the struct holding a visible cell, and the marker was written by a
+    /// struct declaring none of its names: another struct's row that
+    /// happens to share its marker (two structs of one name in two
+    /// programs). Readers report it, rewrites leave it alone, the reaper
+    /// and the feed never take it for a row of theirs.
+    WrittenByAnotherStruct,
 }
 
 impl Verdict {
@@ -183,7 +214,7 @@ impl Verdict {
     pub(crate) fn row_ts(self) -> Option<i64> {
         match self {
             Verdict::Live { row_ts } => Some(row_ts),
-            Verdict::Absent | Verdict::Partial { .. } => None,
+            Verdict::Absent | Verdict::Partial { .. } | Verdict::WrittenByAnotherStruct => None,
         }
     }
 }
@@ -300,13 +331,21 @@ pub(crate) fn verdict(
         .marker
         .map(|m| m.ts)
         .filter(|_| schema.marker_makes_row());
-    if let Some(row_ts) = marker.max(newest.written_at).max(latest_column) {
-        return Verdict::Live { row_ts };
+    let row_ts = match marker.max(newest.written_at).max(latest_column) {
+        Some(row_ts) => row_ts,
+        None => match newest.entry {
+            Some(row_ts) if all_options => row_ts,
+            _ => return Verdict::Absent,
+        },
+    };
+    if latest_column.is_none()
+        && newest
+            .marker
+            .is_some_and(|m| m.written_by_another_struct(schema))
+    {
+        return Verdict::WrittenByAnotherStruct;
     }
-    match newest.entry {
-        Some(row_ts) if all_options => Verdict::Live { row_ts },
-        _ => Verdict::Absent,
-    }
+    Verdict::Live { row_ts }
 }
 
 /// A fact about a row at one "now": what [`live`] and [`present`] are
@@ -522,6 +561,7 @@ mod tests {
         Marker {
             ts,
             row_expired: false,
+            fingerprint: None,
         }
     }
 
@@ -581,6 +621,7 @@ mod tests {
                 MarkerState::RowExpired => Some(Marker {
                     ts: 4,
                     row_expired: true,
+                    fingerprint: None,
                 }),
             },
             written_at: written_at.then_some(5),
@@ -596,6 +637,8 @@ mod tests {
                 false,
                 settle(schema, |i| stored[i]) != Settled::PartlyExpired,
             ),
+            // Not this struct's, yet a row a condition must not overwrite.
+            Verdict::WrittenByAnotherStruct => (false, true),
         }
     }
 
@@ -740,6 +783,7 @@ mod tests {
             marker: Some(Marker {
                 ts: 5,
                 row_expired: true,
+                fingerprint: None,
             }),
             entry: Some(9),
             ..Newest::default()
@@ -882,5 +926,55 @@ mod tests {
         );
         // A counter bounds its entries: they do not keep its row.
         assert_eq!(verdict(&COUNTED, entry, cols(&[None])), Verdict::Absent);
+    }
+
+    #[test]
+    fn a_row_live_by_another_structs_marker_alone_is_that_structs() {
+        static STRANGER: Schema = schema(&[column("seen", WhenAbsent::ReadsNone)], &[]);
+        let marked_by = |fingerprint| Newest {
+            marker: Some(Marker {
+                fingerprint,
+                ..live_marker(4)
+            }),
+            ..Newest::default()
+        };
+        let by_stranger = marked_by(Some(STRANGER.fingerprint()));
+        assert_eq!(
+            verdict(&OPTIONAL, by_stranger, cols(&[None])),
+            Verdict::WrittenByAnotherStruct
+        );
+        // By its shadow or entries, the marker still tells whose row it is.
+        for also in [
+            Newest {
+                entry: Some(6),
+                ..by_stranger
+            },
+            Newest {
+                written_at: Some(5),
+                ..by_stranger
+            },
+        ] {
+            assert_eq!(
+                verdict(&SHADOWED, also, cols(&[None])),
+                Verdict::WrittenByAnotherStruct
+            );
+        }
+        // A column of its own visible: its row (a version sharing a name).
+        assert_eq!(
+            verdict(&OPTIONAL, by_stranger, cols(&[Some(3)])),
+            Verdict::Live { row_ts: 4 }
+        );
+        // Its own fingerprint, or none (written before fingerprints).
+        for fingerprint in [Some(OPTIONAL.fingerprint()), None] {
+            assert_eq!(
+                verdict(&OPTIONAL, marked_by(fingerprint), cols(&[None])),
+                Verdict::Live { row_ts: 4 }
+            );
+        }
+        // Not live anyway: nothing to tell.
+        assert_eq!(
+            verdict(&COUNTED, by_stranger, cols(&[None])),
+            Verdict::Absent
+        );
     }
 }

@@ -44,7 +44,7 @@ pub(crate) fn need(schema: &Schema, cells: &[Cell], now: DateTime<Utc>) -> Need 
 pub(crate) fn need_of(row: &RowCells<'_>) -> Need {
     let schema = row.schema();
     let marked = row.marked();
-    if row.written_by_another_struct() || (!marked && row.foreign_marker()) {
+    if !marked && row.foreign_marker() {
         return Need::Other;
     }
     match row.verdict() {
@@ -72,6 +72,7 @@ pub(crate) fn need_of(row: &RowCells<'_>) -> Need {
             Settled::Incomplete { .. } | Settled::Torn => Need::Incomplete,
         },
         Verdict::Absent => Need::NotLive,
+        Verdict::WrittenByAnotherStruct => Need::Other,
     }
 }
 

@@ -23,6 +23,7 @@ use crate::model::mutation::{
 use crate::model::policy::{from_micros, millis_floor_micros, Expiry, Policy};
 use crate::model::schema::{window_mark, Schema, WhenAbsent};
 use crate::model::view::{CellRef, ColumnOf, Expiring, RowView};
+use crate::model::writer::another_structs_row_error;
 
 /// A struct stored as one Bigtable row. Implemented by `#[derive(BigtableRow)]`;
 /// implementing it by hand is possible but not the intended use.
@@ -516,6 +517,7 @@ pub(crate) fn classify_row<'a, T: BigtableRow>(
         },
         Verdict::Absent => Ok(Decoded::Absent),
         Verdict::Partial { missing, .. } => Ok(Decoded::Partial { missing }),
+        Verdict::WrittenByAnotherStruct => Err(another_structs_row_error(T::SCHEMA, key)),
     }
 }
 

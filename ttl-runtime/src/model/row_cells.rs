@@ -7,11 +7,8 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 
 use crate::model::cell::Cell;
-use crate::model::liveness::{
-    marker_row_ts, settle, verdict, Marker, Newest, Settled, Stored, Verdict,
-};
+use crate::model::liveness::{settle, verdict, Marker, Newest, Settled, Stored, Verdict};
 use crate::model::schema::Schema;
-use crate::model::writer::written_by_another_struct;
 
 /// A row as a rewrite (`update`, `touch`, `set_ttl`, an increment's
 /// reset, …) sees it: the newest visible cell of each of its declared
@@ -30,7 +27,6 @@ pub(crate) struct RowCells<'a> {
     verdict: Verdict,
     foreign_marker: bool,
     stranger_cells: bool,
-    written_by_another_struct: bool,
     /// Columns (indexes of `Schema::columns`) holding a stored cell that
     /// is not visible: what settles a partial verdict.
     hidden: Vec<usize>,
@@ -85,10 +81,7 @@ impl<'a> RowCells<'a> {
                 }
             });
         let parts = Newest {
-            marker: marker.map(|m| Marker {
-                ts: m.timestamp_micros,
-                row_expired: !visibility.is_visible(marker_row_ts(m.timestamp_micros, &m.value)),
-            }),
+            marker: marker.map(|m| Marker::read(m.timestamp_micros, &m.value, visibility)),
             written_at: schema
                 .written_at
                 .and_then(|s| ts(s.family, s.qualifier.as_bytes())),
@@ -99,23 +92,12 @@ impl<'a> RowCells<'a> {
             let c = &schema.columns[i];
             ts(c.family, c.qualifier.as_bytes())
         });
-        // Live by its marker (or shadow) alone: the marker's writer must be
-        // this struct, or a version of it.
-        let written_by_another_struct = matches!(verdict, Verdict::Live { .. })
-            && marker.is_some_and(|m| {
-                !schema
-                    .columns
-                    .iter()
-                    .any(|c| newest.contains_key(&(c.family, c.qualifier.as_bytes())))
-                    && written_by_another_struct(schema, &m.value)
-            });
         Self {
             schema,
             newest,
             verdict,
             foreign_marker,
             stranger_cells,
-            written_by_another_struct,
             hidden,
         }
     }
@@ -149,12 +131,11 @@ impl<'a> RowCells<'a> {
         self.stranger_cells
     }
 
-    /// Whether the row is live by its marker (or shadow) alone, and that
-    /// marker was written by a struct declaring none of this struct's
-    /// columns (see [`crate::model::writer`]): another struct's row, which
-    /// a rewrite reports and leaves alone.
+    /// Whether the row is another struct's that shares the struct's marker
+    /// ([`Verdict::WrittenByAnotherStruct`]), which a rewrite reports and
+    /// leaves alone.
     pub(crate) fn written_by_another_struct(&self) -> bool {
-        self.written_by_another_struct
+        self.verdict == Verdict::WrittenByAnotherStruct
     }
 
     /// Whether the struct's own marker is visible.

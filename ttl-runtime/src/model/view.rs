@@ -10,9 +10,8 @@ use crate::model::codec::CellCodec;
 use crate::model::error::{self, CodecError, Error, Result};
 use crate::model::field::{decode_error, FieldError};
 use crate::model::key::{KeyPart, KeyReader};
-use crate::model::liveness::{marker_row_ts, verdict, Marker, Newest, Verdict};
+use crate::model::liveness::{verdict, Marker, Newest, Verdict};
 use crate::model::schema::{Schema, ROW_MARKER_PREFIX};
-use crate::model::writer::{another_structs_row_error, written_by_another_struct};
 
 /// A value read back, with its expiry metadata (as Cassandra's `TTL()` and
 /// `WRITETIME()`).
@@ -256,7 +255,6 @@ impl<'a> RowView<'a> {
         let mut shadow: Option<Slot<'a>> = None;
         let mut marker: Option<Slot<'a>> = None;
         let mut newest = Newest::default();
-        let mut any_column = false;
         let visibility = policy.visibility(now);
         for cell in cells {
             let ts = cell.timestamp_micros;
@@ -265,10 +263,7 @@ impl<'a> RowView<'a> {
             }
             let slot = match column_of(cell.family, cell.qualifier) {
                 ColumnOf::Column(i) => match self.columns.get_mut(i) {
-                    Some(slot) => {
-                        any_column = true;
-                        slot
-                    }
+                    Some(slot) => slot,
                     None => continue,
                 },
                 ColumnOf::WrittenAt => &mut shadow,
@@ -295,10 +290,7 @@ impl<'a> RowView<'a> {
             }
         }
         newest.written_at = shadow.map(|s| s.timestamp_micros);
-        newest.marker = marker.map(|m| Marker {
-            ts: m.timestamp_micros,
-            row_expired: !visibility.is_visible(marker_row_ts(m.timestamp_micros, m.value)),
-        });
+        newest.marker = marker.map(|m| Marker::read(m.timestamp_micros, m.value, visibility));
         let columns = &self.columns;
         let verdict = verdict(schema, newest, |i| {
             columns.get(i).map(|s| s.timestamp_micros)
@@ -306,13 +298,6 @@ impl<'a> RowView<'a> {
         let Verdict::Live { row_ts } = verdict else {
             return Ok(verdict);
         };
-        if let Some(m) = marker {
-            // Live by its marker (or shadow) alone: the marker's writer
-            // must be this struct, or a version of it.
-            if !any_column && written_by_another_struct(schema, m.value) {
-                return Err(another_structs_row_error(schema, self.key));
-            }
-        }
         self.expires_at = policy.expiry_of(row_ts).map_err(|_| {
             Error::from(error::TimestampOutOfRange {
                 table: schema.table.to_owned(),

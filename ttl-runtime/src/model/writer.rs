@@ -40,9 +40,13 @@ pub(crate) fn fingerprint_in(value: &[u8]) -> Option<u64> {
 /// names to look for.
 #[must_use]
 pub(crate) fn written_by_another_struct(schema: &Schema, value: &[u8]) -> bool {
-    let Some(writer) = fingerprint_in(value) else {
-        return false;
-    };
+    fingerprint_in(value).is_some_and(|writer| shares_no_name(schema, writer))
+}
+
+/// Whether the `writer` fingerprint holds none of `schema`'s names (false
+/// for a schema with no names to look for).
+#[must_use]
+pub(crate) fn shares_no_name(schema: &Schema, writer: u64) -> bool {
     let mut names = schema.fingerprint_names().peekable();
     names.peek().is_some()
         && !names.any(|name| {

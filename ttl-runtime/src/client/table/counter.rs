@@ -285,13 +285,13 @@ impl<T: BigtableRow> Table<T> {
         })?;
         let cells = without_dead_stamps(counter, self.visible_cells(row_key, now).await?);
         let row = RowCells::of(T::SCHEMA, &cells, now);
-        if row.written_by_another_struct() {
-            // Its marker's writer shares no name with this struct (see
-            // `model::writer`): never counted into as this struct's.
-            return Err(another_structs_row_error(T::SCHEMA, row_key).in_table(self.name()));
-        }
         let column = counter.column();
         let (predicate, mutations, row_ts): (RowFilter, Vec<Mutation>, i64) = match row.verdict() {
+            // Its marker's writer shares no name with this struct (see
+            // `model::writer`): never counted into as this struct's.
+            Verdict::WrittenByAnotherStruct => {
+                return Err(another_structs_row_error(T::SCHEMA, row_key).in_table(self.name()));
+            }
             // Another writer opened a window meanwhile: increment into it.
             Verdict::Live { .. }
                 if row
