@@ -64,6 +64,24 @@ mod inventory_v2 {
     }
 }
 
+/// A third `Item` with a map, sharing no name with the others.
+mod tagged {
+    use std::collections::HashMap;
+
+    use bigtable_ttl::BigtableRow;
+
+    #[derive(BigtableRow, Debug, Clone, PartialEq)]
+    #[bigtable(table = "shop", family = "s")]
+    #[ttl(default = "1d")]
+    pub struct Item {
+        #[bigtable(key)]
+        pub id: String,
+        pub note: Option<String>,
+        #[bigtable(map, family = "tags")]
+        pub tags: HashMap<String, String>,
+    }
+}
+
 /// `T` on a connection of its own to `conn`'s instance, as another
 /// program would open it.
 async fn open<T: BigtableRow>(conn: &Connection, clock: &Clock) -> Table<T> {
@@ -410,4 +428,39 @@ async fn the_reaper_leaves_a_dead_row_to_the_struct_of_its_name_that_wrote_it() 
     let (_, handed) = reaped(&wishes, &options, |w| w.id.clone()).await;
     assert_eq!(handed, ["w"]);
     assert!(support::stored_cells(&wishes, "w").await.is_empty());
+}
+
+/// A map's entries are read only from a row of the struct's: of a row
+/// another `Item` wrote, `entries` reports it, as `get` does.
+#[tokio::test]
+async fn entries_of_a_row_another_struct_of_its_name_wrote_are_reported() {
+    let conn = support::connection();
+    let clock = Clock::manual(Utc::now());
+    let items = open::<inventory::Item>(&conn, &clock).await;
+    let tagged = open::<tagged::Item>(&conn, &clock).await;
+    items
+        .put(&inventory::Item {
+            id: "e".into(),
+            label: None,
+        })
+        .await
+        .unwrap();
+    tagged
+        .put(&tagged::Item {
+            id: "t".into(),
+            note: None,
+            tags: [("colour".to_owned(), "red".to_owned())].into(),
+        })
+        .await
+        .unwrap();
+    assert_another_structs(
+        tagged.entries(&"e".to_owned(), tagged::Item::TAGS).await,
+        "e",
+    );
+    let own = tagged
+        .entries(&"t".to_owned(), tagged::Item::TAGS)
+        .await
+        .unwrap();
+    assert_eq!(own.len(), 1);
+    assert_another_structs(items.get(&"t".to_owned()).await, "t");
 }

@@ -252,7 +252,8 @@ impl Judge {
         match self {
             Judge::Struct(schema) => match struct_verdict(schema, cells, now) {
                 Verdict::Live { .. } => cells_plan(&expired),
-                // Another struct's row: its reaper and feed judge it.
+                // Another struct's row: its reaper and feed judge it (one
+                // with a visible marker is kept above already).
                 Verdict::WrittenByAnotherStruct => Plan::Keep(Keep::Other),
                 verdict => {
                     if its_row_is_another_structs(schema, cells, now) {

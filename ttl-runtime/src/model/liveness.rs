@@ -81,7 +81,8 @@
 //! row expire before the row's timestamp says, the timestamp carrying the
 //! row's expiry (8 bytes, big-endian); otherwise its writer's fingerprint
 //! (see `crate::model::writer`; empty before fingerprints). A row live by
-//! the marker alone, none of the struct's columns visible, whose
+//! the marker or shadow column alone, none of the struct's columns
+//! visible, whose
 //! fingerprint holds none of the struct's names, was written by another
 //! struct of the same name (or by a version of this struct that kept
 //! none of its names): [`verdict`] judges it
@@ -94,7 +95,8 @@
 //! * a row of a struct whose fields are all `Option` or defaults exists
 //!   even with every field `None` or cleared (so `insert_if_absent` of such
 //!   a value has one winner, and `update().clear(..)` of every field leaves
-//!   the row it answers). Only there does the marker make a row: a
+//!   the row it answers; unless the marker is another struct's, whose row
+//!   that would leave: the update is refused, `Error::UpdateLeavesNoRow`). Only there does the marker make a row: a
 //!   required field's column decides, and a counter's windows do;
 //! * it proves expiry: a visible marker whose row timestamp has expired
 //!   says the row's required columns were written with it and have
@@ -200,9 +202,9 @@ pub(crate) enum Verdict {
         /// Whether the row marker is visible.
         marked: bool,
     },
-    /// Live by its marker (or shadow, or map entries) alone, no column of
-    /// the struct holding a visible cell, and the marker was written by a
-    /// struct declaring none of its names: another struct's row that
+    /// Live by its marker or shadow column alone, no column of the struct
+    /// holding a visible cell, and the marker was written by a struct
+    /// declaring none of its names: another struct's row that
     /// happens to share its marker (two structs of one name in two
     /// programs). Readers report it, rewrites leave it alone, the reaper
     /// and the feed never take it for a row of theirs.
@@ -637,8 +639,7 @@ mod tests {
                 false,
                 settle(schema, |i| stored[i]) != Settled::PartlyExpired,
             ),
-            // Not this struct's, yet a row a condition must not overwrite.
-            Verdict::WrittenByAnotherStruct => (false, true),
+            Verdict::WrittenByAnotherStruct => unreachable!("no marker here carries a fingerprint"),
         }
     }
 
@@ -931,6 +932,10 @@ mod tests {
     #[test]
     fn a_row_live_by_another_structs_marker_alone_is_that_structs() {
         static STRANGER: Schema = schema(&[column("seen", WhenAbsent::ReadsNone)], &[]);
+        static COUNTED_SHADOWED: Schema = Schema {
+            written_at: SHADOWED.written_at,
+            ..schema(&[column("n", WhenAbsent::ReadsZero)], &[])
+        };
         let marked_by = |fingerprint| Newest {
             marker: Some(Marker {
                 fingerprint,
@@ -943,26 +948,32 @@ mod tests {
             verdict(&OPTIONAL, by_stranger, cols(&[None])),
             Verdict::WrittenByAnotherStruct
         );
-        // By its shadow or entries, the marker still tells whose row it is.
-        for also in [
-            Newest {
-                entry: Some(6),
-                ..by_stranger
-            },
-            Newest {
-                written_at: Some(5),
-                ..by_stranger
-            },
-        ] {
-            assert_eq!(
-                verdict(&SHADOWED, also, cols(&[None])),
-                Verdict::WrittenByAnotherStruct
-            );
-        }
+        // Live by its shadow alone (the marker makes no row of counters):
+        // the marker still tells whose row it is.
+        let shadowed = Newest {
+            written_at: Some(5),
+            ..by_stranger
+        };
+        assert_eq!(
+            verdict(&COUNTED_SHADOWED, shadowed, cols(&[None])),
+            Verdict::WrittenByAnotherStruct
+        );
+        assert_eq!(
+            verdict(&COUNTED_SHADOWED, by_stranger, cols(&[None])),
+            Verdict::Absent
+        );
         // A column of its own visible: its row (a version sharing a name).
         assert_eq!(
             verdict(&OPTIONAL, by_stranger, cols(&[Some(3)])),
             Verdict::Live { row_ts: 4 }
+        );
+        // Required columns decide, whoever wrote the marker.
+        assert_eq!(
+            verdict(&REQUIRED, by_stranger, cols(&[None, None, None])),
+            Verdict::Partial {
+                missing: 0,
+                marked: true
+            }
         );
         // Its own fingerprint, or none (written before fingerprints).
         for fingerprint in [Some(OPTIONAL.fingerprint()), None] {
@@ -971,10 +982,5 @@ mod tests {
                 Verdict::Live { row_ts: 4 }
             );
         }
-        // Not live anyway: nothing to tell.
-        assert_eq!(
-            verdict(&COUNTED, by_stranger, cols(&[None])),
-            Verdict::Absent
-        );
     }
 }

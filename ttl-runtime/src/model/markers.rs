@@ -92,6 +92,7 @@ fn legacy_only(schema: &Schema, cells: &[Cell], now: DateTime<Utc>) -> Option<Ne
     match row.verdict() {
         Verdict::Live { .. } if row.foreign_marker() || row.stranger_cells() => Some(Need::Other),
         Verdict::Live { row_ts } => Some(Need::LegacyMarker(row_ts)),
-        _ => None,
+        Verdict::WrittenByAnotherStruct => Some(Need::Other),
+        Verdict::Absent | Verdict::Partial { .. } => None,
     }
 }

@@ -500,7 +500,9 @@ pub(crate) enum Decoded<T> {
 /// Judge and decode one row read back at `now`.
 ///
 /// # Errors
-/// [`crate::Error::Decode`] for a cell that does not decode,
+/// [`crate::Error::Decode`] for a cell that does not decode or a row
+/// another struct sharing the marker wrote
+/// ([`crate::CodecError::WrittenByAnotherStruct`]),
 /// [`crate::Error::BadRowKey`], [`crate::Error::TimestampOutOfRange`].
 #[inline]
 pub(crate) fn classify_row<'a, T: BigtableRow>(

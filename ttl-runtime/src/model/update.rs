@@ -89,7 +89,9 @@ pub(crate) fn update_row(
     }
     // What a read right after would see: the answer must be that row. Its
     // expiry may be earlier than the row's before: a row of options lives
-    // until its newest cell, and the update may clear it.
+    // until its newest cell, and the update may clear it. Clearing the last
+    // column of a row whose marker another struct of the name wrote would
+    // leave that struct's row: refused as leaving none of this one's.
     let Some(after_ts) = RowCells::of(schema, &next, now).verdict().row_ts() else {
         return Err(Error::from(error::UpdateLeavesNoRow {
             table: schema.table.to_owned(),
@@ -441,6 +443,54 @@ mod tests {
             None
         );
     }
+
+    /// A row of options live by its column while its marker is another
+    /// struct's of the name (that program wrote the marker last): clearing
+    /// the column would leave that struct's row, never this one's.
+    #[test]
+    fn clearing_the_last_column_under_another_structs_marker_is_refused() {
+        static OPTIONS: Schema = Schema {
+            columns: &[test_column("status", WhenAbsent::ReadsNone)],
+            ..DEFAULTS
+        };
+        static STRANGER: Schema = Schema {
+            columns: &[test_column("seen", WhenAbsent::ReadsNone)],
+            ..DEFAULTS
+        };
+        let now = now();
+        let ts = now.timestamp_micros();
+        let row = |marker_value: &[u8]| {
+            [
+                Cell {
+                    family: "f".into(),
+                    qualifier: OPTIONS.marker.to_vec(),
+                    value: marker_value.to_vec(),
+                    timestamp_micros: ts,
+                },
+                Cell {
+                    family: "f".into(),
+                    qualifier: b"status".to_vec(),
+                    value: b"x".to_vec(),
+                    timestamp_micros: ts - 1,
+                },
+            ]
+        };
+        let clear = |cells: &[Cell]| {
+            update_mutation(
+                &OPTIONS,
+                b"k",
+                cells,
+                now,
+                &[Change::Clear { column: 0 }],
+                None,
+            )
+        };
+        let err = clear(&row(&STRANGER.marker_fingerprint())).unwrap_err();
+        assert!(matches!(err, Error::UpdateLeavesNoRow(_)), "{err}");
+        // Under its own marker the row stays, its marker keeping it.
+        let cleared = clear(&row(&OPTIONS.marker_fingerprint())).unwrap();
+        assert_eq!(parts(&cleared.expect("a live row")).1, ["status"]);
+    }
 }
 
 /// Every update answers the row a read right after it would see: over
@@ -636,7 +686,7 @@ mod answers {
                 }
                 Err(Error::UpdateLeavesNoRow { .. }) => prop_assert!(
                     !schema.marker_makes_row() && !schema.columns.iter().any(Column::is_required),
-                    "only a struct living by its columns alone can be emptied"
+                    "only a struct living by its columns alone can be emptied (or one on another struct's marker, which these rows never carry)"
                 ),
                 Err(e) => return Err(TestCaseError::fail(e.to_string())),
             }

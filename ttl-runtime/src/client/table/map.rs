@@ -11,12 +11,14 @@ use crate::model::codec::CellCodec;
 use crate::model::condition::{another_structs_row, live_row};
 use crate::model::error::{self, Error, Result};
 use crate::model::key::{AsKey, KeyPart};
+use crate::model::liveness::Verdict;
 use crate::model::map::{MapEntry, MapField};
 use crate::model::mutation::{delete_column, set_cell, set_cell_owned, RowMutation};
 use crate::model::policy::{from_micros, millis_floor, Expiry, Policy};
 use crate::model::row::BigtableRow;
 use crate::model::scan::Scan;
 use crate::model::view::{decode_entry, RowView};
+use crate::model::writer::another_structs_row_error;
 use crate::wire::merge::{Cell, MergedRow};
 
 impl<T: BigtableRow> Table<T> {
@@ -207,6 +209,9 @@ impl<T: BigtableRow> Table<T> {
                     now,
                 )
                 .map_err(|e| e.in_table(self.name()))?;
+            if verdict == Verdict::WrittenByAnotherStruct {
+                return Err(another_structs_row_error(T::SCHEMA, &row_key).in_table(self.name()));
+            }
             if verdict.row_ts().is_none() {
                 // Entries are read only while their row is live.
                 return Ok(Vec::new());
