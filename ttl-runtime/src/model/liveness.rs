@@ -82,10 +82,9 @@
 //! row's expiry (8 bytes, big-endian); otherwise its writer's fingerprint
 //! (see `crate::model::writer`; empty before fingerprints). A row live by
 //! the marker or shadow column alone, none of the struct's columns
-//! visible, whose
-//! fingerprint holds none of the struct's names, was written by another
-//! struct of the same name (or by a version of this struct that kept
-//! none of its names): [`verdict`] judges it
+//! visible, whose fingerprint holds none of the struct's names, was
+//! written by another struct of the same name (or by a version of this
+//! struct that kept none of its names): [`verdict`] judges it
 //! [`Verdict::WrittenByAnotherStruct`], readers and the rewrites that read
 //! it first (`update`, re-times, an increment's recount) report it
 //! ([`crate::CodecError::WrittenByAnotherStruct`]), and `add_markers`, the
@@ -96,8 +95,9 @@
 //!   even with every field `None` or cleared (so `insert_if_absent` of such
 //!   a value has one winner, and `update().clear(..)` of every field leaves
 //!   the row it answers; unless the marker is another struct's, whose row
-//!   that would leave: the update is refused, `Error::UpdateLeavesNoRow`). Only there does the marker make a row: a
-//!   required field's column decides, and a counter's windows do;
+//!   that would leave: the update is refused, `Error::UpdateLeavesNoRow`).
+//!   Only there does the marker make a row: a required field's column
+//!   decides, and a counter's windows do;
 //! * it proves expiry: a visible marker whose row timestamp has expired
 //!   says the row's required columns were written with it and have
 //!   expired, so the row is absent, whatever other cells of it (fields with
@@ -204,9 +204,8 @@ pub(crate) enum Verdict {
     },
     /// Live by its marker or shadow column alone, no column of the struct
     /// holding a visible cell, and the marker was written by a struct
-    /// declaring none of its names: another struct's row that
-    /// happens to share its marker (two structs of one name in two
-    /// programs). Readers report it, rewrites leave it alone, the reaper
+    /// declaring none of its names: another struct's row that happens to
+    /// share its marker (two structs of one name in two programs). Readers report it, rewrites leave it alone, the reaper
     /// and the feed never take it for a row of theirs.
     WrittenByAnotherStruct,
 }
