@@ -85,7 +85,7 @@
 //! visible, whose fingerprint holds none of the struct's names, was
 //! written by another struct of the same name (or by a version of this
 //! struct that kept none of its names): the rule judges it that struct's
-//! row, readers and the rewrites that read it first (`update`, re-times,
+//! row; readers and the rewrites that read it first (`update`, re-times,
 //! an increment's recount) report it
 //! ([`crate::CodecError::WrittenByAnotherStruct`]), and `add_markers`, the
 //! feed and the reaper never take it for the struct's. It does three
