@@ -36,10 +36,10 @@ use ttl_bench::stats::{median, paired, quantile};
 use ttl_bench::{cpu_seconds, event, Event};
 
 use crate::latency::{
-    call, each_target, emulator_clients, null_clients, write_report, Clients, Target,
-    FAILED_AT_MOST, NULL_TABLE, STORED,
+    call, each_target, emulator_clients, null_clients, Clients, Target, FAILED_AT_MOST, NULL_TABLE,
+    STORED,
 };
-use crate::report::{per_target, Generated};
+use crate::report::{per_target, write_report, Generated};
 use crate::{Res, PROJECT};
 
 const OPS: [&str; 4] = ["get", "put", "insert_if_absent", "mixed"];

@@ -32,7 +32,7 @@ use ttl_bench::{
     pid_listening_on, process_cpu_seconds, Event, FAMILY,
 };
 
-use crate::report::{per_target, Generated};
+use crate::report::{per_target, write_report, Generated};
 use crate::{Res, PROJECT};
 
 /// Rows stored in the emulator before the rounds, read by the `get`s in
@@ -158,16 +158,6 @@ pub(crate) async fn each_target(
         measured.insert(target.name().to_owned(), results);
     }
     Ok(Value::Object(measured))
-}
-
-/// Write `report` to `out` with the machine's cores and the date, which
-/// `ttl-bench report` shows above each table.
-pub(crate) fn write_report(out: &Path, mut report: Value) -> Res<()> {
-    let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
-    report["cores"] = json!(cores);
-    report["date"] = json!(Utc::now().format("%Y-%m-%d").to_string());
-    std::fs::write(out, serde_json::to_string_pretty(&report)?)?;
-    Ok(())
 }
 
 /// Measure against every target, write the JSON to `out`.

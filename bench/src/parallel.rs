@@ -17,8 +17,7 @@ use ttl_bench::{
     cpu_seconds, event, machine_busy_seconds, pid_listening_on, process_cpu_seconds, Event,
 };
 
-use crate::latency::write_report;
-use crate::report::{run_on, Generated};
+use crate::report::{run_on, write_report, Generated};
 use crate::{Res, PROJECT};
 
 /// One read of every row: wall time, the CPU both sides spent in it, and

@@ -7,6 +7,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use chrono::Utc;
 use serde_json::Value;
 use ttl_bench::tables;
 
@@ -67,6 +68,16 @@ fn generate(results: &Path, doc: &str) -> Vec<Generated> {
         generated.extend(json(name).as_ref().map(render).unwrap_or_default());
     }
     generated
+}
+
+/// Write a command's `report` to `out` with the machine's cores and the
+/// date, which [`run_on`] shows above each of its tables.
+pub(crate) fn write_report(out: &Path, mut report: Value) -> Res<()> {
+    let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
+    report["cores"] = cores.into();
+    report["date"] = Utc::now().format("%Y-%m-%d").to_string().into();
+    std::fs::write(out, serde_json::to_string_pretty(&report)?)?;
+    Ok(())
 }
 
 /// "Run on DATE (N cores, a load average of A at the start and B at the

@@ -32,6 +32,16 @@ mod inventory {
         pub id: String,
         pub label: Option<String>,
     }
+
+    impl Item {
+        /// Every field `None`: the marker alone makes the row.
+        pub fn unlabelled(id: &str) -> Self {
+            Item {
+                id: id.into(),
+                label: None,
+            }
+        }
+    }
 }
 
 mod wishlist {
@@ -45,6 +55,17 @@ mod wishlist {
         pub id: String,
         pub wish: Option<String>,
         pub qty: Option<i64>,
+    }
+
+    impl Item {
+        /// Every field `None`: the marker alone makes the row.
+        pub fn empty(id: &str) -> Self {
+            Item {
+                id: id.into(),
+                wish: None,
+                qty: None,
+            }
+        }
     }
 }
 
@@ -123,15 +144,8 @@ async fn two_structs_of_one_name_in_two_programs_report_each_others_rows() {
     let wishes = open::<wishlist::Item>(&conn, &clock).await;
 
     // Every field `None`: the marker alone makes each row.
-    let item = inventory::Item {
-        id: "i".into(),
-        label: None,
-    };
-    let wish = wishlist::Item {
-        id: "w".into(),
-        wish: None,
-        qty: None,
-    };
+    let item = inventory::Item::unlabelled("i");
+    let wish = wishlist::Item::empty("w");
     items.put(&item).await.unwrap();
     wishes.put(&wish).await.unwrap();
     let labelled = inventory::Item {
@@ -249,21 +263,11 @@ async fn markers_without_a_fingerprint_and_expired_rows_are_judged_as_before() {
     support::raw_set(items.raw(), "old", "s", b"\0\0Item", ts, b"").await;
     assert_eq!(
         wishes.get(&"old".to_owned()).await.unwrap().unwrap().value,
-        wishlist::Item {
-            id: "old".into(),
-            wish: None,
-            qty: None,
-        }
+        wishlist::Item::empty("old")
     );
     assert!(items.get(&"old".to_owned()).await.unwrap().is_some());
 
-    items
-        .put(&inventory::Item {
-            id: "i".into(),
-            label: None,
-        })
-        .await
-        .unwrap();
+    items.put(&inventory::Item::unlabelled("i")).await.unwrap();
     assert_another_structs(wishes.get(&"i".to_owned()).await, "i");
     clock.advance(TimeDelta::days(2));
     assert_eq!(wishes.get(&"i".to_owned()).await.unwrap(), None);
@@ -389,21 +393,8 @@ async fn the_reaper_leaves_a_dead_row_to_the_struct_of_its_name_that_wrote_it() 
     let clock = Clock::manual(t0);
     let items = open::<inventory::Item>(&conn, &clock).await;
     let wishes = open::<wishlist::Item>(&conn, &clock).await;
-    wishes
-        .put(&wishlist::Item {
-            id: "w".into(),
-            wish: None,
-            qty: None,
-        })
-        .await
-        .unwrap();
-    items
-        .put(&inventory::Item {
-            id: "i".into(),
-            label: None,
-        })
-        .await
-        .unwrap();
+    wishes.put(&wishlist::Item::empty("w")).await.unwrap();
+    items.put(&inventory::Item::unlabelled("i")).await.unwrap();
     clock.advance(TimeDelta::days(2));
     let window = ExpiryWindow::new(t0, clock.now());
     let options = ReapOptions::new().with_grace(std::time::Duration::from_secs(60));
@@ -438,13 +429,7 @@ async fn entries_of_a_row_another_struct_of_its_name_wrote_are_reported() {
     let clock = Clock::manual(Utc::now());
     let items = open::<inventory::Item>(&conn, &clock).await;
     let tagged = open::<tagged::Item>(&conn, &clock).await;
-    items
-        .put(&inventory::Item {
-            id: "e".into(),
-            label: None,
-        })
-        .await
-        .unwrap();
+    items.put(&inventory::Item::unlabelled("e")).await.unwrap();
     tagged
         .put(&tagged::Item {
             id: "t".into(),

@@ -39,6 +39,7 @@ use ttl_bench::csv_rows::write_csv;
 use ttl_bench::{event, hand_entry, load_average, process_cpu_seconds};
 use wait4::Wait4 as _;
 
+use crate::report::write_report;
 use crate::{Res, PROJECT};
 use client::INSTANCE;
 use server::READ_TABLE_PREFIX;
@@ -513,8 +514,6 @@ pub(crate) fn run(plan: &Plan) -> Res<()> {
         "rows": n,
         "big_rows": big,
         "rounds": rounds,
-        "cores": std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
-        "date": Utc::now().format("%Y-%m-%d").to_string(),
         "load_average": [load_start, load_average()],
         "variants": keys,
         "runs": runs,
@@ -524,6 +523,5 @@ pub(crate) fn run(plan: &Plan) -> Res<()> {
         // The floor of the `wait4` peaks (Go's): the driver's own peak.
         "driver_peak_rss_kib": ttl_bench::peak_rss_kib(),
     });
-    std::fs::write(&plan.out, serde_json::to_string_pretty(&value)?)?;
-    Ok(())
+    write_report(&plan.out, value)
 }
