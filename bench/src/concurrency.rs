@@ -24,7 +24,6 @@
 //! is in every Rust contender's CPU alike.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -39,7 +38,7 @@ use crate::latency::{
     call, each_target, emulator_clients, null_clients, Clients, Target, FAILED_AT_MOST, NULL_TABLE,
     STORED,
 };
-use crate::report::{per_target, write_report, Generated};
+use crate::report::write_report;
 use crate::{Res, PROJECT};
 
 const OPS: [&str; 4] = ["get", "put", "insert_if_absent", "mixed"];
@@ -361,91 +360,4 @@ async fn measure(args: &Args, contenders: &[Contender], stored: usize) -> Res<Va
         rows.push(row);
     }
     Ok(json!({ "rows": rows }))
-}
-
-/// One target's table.
-fn target_table(measured: &Value) -> String {
-    let mut table = String::from(
-        "| call | in flight | contender | calls/s | calls/s per client core | p50 | p99 | library / hand-written, per core (median of the rounds, quartiles) | library / Node at its best concurrency, per core |\n\
-         |---|---|---|---|---|---|---|---|---|\n",
-    );
-    let num = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
-    for row in measured["rows"].as_array().into_iter().flatten() {
-        let who = row["who"].as_str().unwrap_or("?");
-        let mut name = match who {
-            "lib" => "library".to_owned(),
-            "hand" => "hand-written, the library's requests and headers".to_owned(),
-            "node" => "Google's Node.js client".to_owned(),
-            "python" => "Google's Python client (asyncio)".to_owned(),
-            pool => format!("library, pool of {}", pool.trim_start_matches("lib_pool")),
-        };
-        if let Some(failed) = row["failed"].as_u64().filter(|&f| f > 0) {
-            let _ = write!(name, "; {failed} failed");
-        }
-        let ratio = |r: &Value| {
-            if r.is_array() {
-                format!("{:.2} ({:.2}–{:.2})", num(&r[1]), num(&r[0]), num(&r[2]))
-            } else {
-                String::new()
-            }
-        };
-        let _ = writeln!(
-            table,
-            "| `{}` | {} | {name} | {:.0} | {:.0} | {:.0} µs | {:.0} µs | {} | {} |",
-            row["op"].as_str().unwrap_or("?"),
-            row["in_flight"],
-            num(&row["calls_per_s"]),
-            num(&row["per_core"]),
-            num(&row["p50_us"]),
-            num(&row["p99_us"]),
-            ratio(&row["vs_hand"]),
-            ratio(&row["vs_node"]),
-        );
-    }
-    table
-}
-
-/// `BENCHMARKS.md`'s tables of this command's JSON: one per target.
-pub(crate) fn tables(report: &Value) -> Vec<Generated> {
-    let names = [
-        ("emulator", "concurrency-emulator"),
-        ("null", "concurrency-null"),
-    ];
-    per_target(report, names, target_table)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A row per contender, operation and concurrency as `measure` left
-    /// them; the library's ratio to the hand-written client as the
-    /// median with its quartiles; failures said.
-    #[test]
-    fn the_table_shows_each_row_and_the_paired_ratio() {
-        let report = json!({
-            "calls": 10, "rounds": 3, "cores": 2, "date": "d",
-            "targets": {"null": {"load_average": [1.0, 2.0], "rows": [
-                {"op": "get", "in_flight": 16, "who": "lib", "failed": 0, "calls_per_s": 1000.4,
-                 "per_core": 2000.0, "p50_us": 10.0, "p99_us": 30.0, "vs_hand": [1.1, 1.2, 1.3],
-                 "vs_node": [7.0, 8.0, 9.0]},
-                {"op": "get", "in_flight": 16, "who": "hand", "failed": 2, "calls_per_s": 900.0,
-                 "per_core": 1700.0, "p50_us": 11.0, "p99_us": 35.0},
-                {"op": "mixed", "in_flight": 256, "who": "lib_pool4", "failed": 0,
-                 "calls_per_s": 5.0, "per_core": 6.0, "p50_us": 7.0, "p99_us": 8.0},
-            ]}},
-        });
-        let tables = tables(&report);
-        let [("concurrency-null", text)] = &tables[..] else {
-            panic!("one target, one table: {tables:?}");
-        };
-        assert!(text.starts_with("Run on d (2 cores, a load average of 1.0 at the start and 2.0"));
-        for line in [
-            "| `get` | 16 | library | 1000 | 2000 | 10 µs | 30 µs | 1.20 (1.10–1.30) | 8.00 (7.00–9.00) |",
-            "| `get` | 16 | hand-written, the library's requests and headers; 2 failed | 900 | 1700 | 11 µs | 35 µs |  |  |",
-            "| `mixed` | 256 | library, pool of 4 | 5 | 6 | 7 µs | 8 µs |  |  |",
-        ] {
-            assert!(text.contains(line), "{line}\nnot in\n{text}");
-        }
-    }
 }

@@ -13,7 +13,6 @@
 //! bootstrap (`stats::ratios`); each process's CPU time a call stands
 //! beside.
 
-use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -32,18 +31,18 @@ use ttl_bench::{
     pid_listening_on, process_cpu_seconds, Event, FAMILY,
 };
 
-use crate::report::{per_target, write_report, Generated};
+use crate::report::write_report;
 use crate::{Res, PROJECT};
 
 /// Rows stored in the emulator before the rounds, read by the `get`s in
 /// turn (the null server answers the first row to any `get`).
 pub(crate) const STORED: usize = 1_000;
-const OPS: [&str; 3] = ["get", "put", "insert_if_absent"];
+pub(crate) const OPS: [&str; 3] = ["get", "put", "insert_if_absent"];
 /// The library; hand-written `bigtable_rs` through its API (`raw`: its
 /// routing header only, no bound on a call's wait); the same requests
 /// through its tonic client with the library's headers but `user-agent`,
 /// each wait bounded by the library's attempt timeout (`raw_headers`).
-const WHO: [&str; 3] = ["lib", "raw", "raw_headers"];
+pub(crate) const WHO: [&str; 3] = ["lib", "raw", "raw_headers"];
 /// Calls in a block. After a switch a contender's calls run slower until
 /// its code and data are back in the caches (the first about 1.5 times a
 /// steady one, the next four a few percent over): at 250 the first call is
@@ -534,110 +533,12 @@ fn routing(table_name: &str) -> Res<tonic::metadata::AsciiMetadataValue> {
     .parse()?)
 }
 
-/// One target's table.
-fn target_table(measured: &Value) -> String {
-    let num = |v: &Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
-    let mut table = String::from(
-        "| call | contender | p50 | p99 | library / this contender: p50, p99 (95 % interval) | first call after the other client's block, p50: this contender's, the library's; library / this contender | client CPU a call | server CPU a call |\n\
-         |---|---|---|---|---|---|---|---|\n",
-    );
-    for op in OPS {
-        let r = &measured["results"][op];
-        for who in WHO {
-            let c = &r[who];
-            if c.is_null() {
-                continue;
-            }
-            let name = match who {
-                "lib" => format!("library (`Table::{op}`)"),
-                "raw" => "hand-written `bigtable_rs`".to_owned(),
-                _ => "hand-written, the library's headers and attempt timeout".to_owned(),
-            };
-            let name = match c["failed"].as_u64() {
-                None | Some(0) => name,
-                Some(1) => format!("{name}; 1 call failed"),
-                Some(n) => format!("{name}; {n} calls failed"),
-            };
-            let interval = |q: &str| {
-                let at = |i: usize| c["library_ratio"][q][i].as_f64().unwrap_or(f64::NAN);
-                format!("{:.2} ({:.2}–{:.2})", at(0), at(1), at(2))
-            };
-            let (ratios, first) = if who == "lib" {
-                (String::new(), String::new())
-            } else {
-                (
-                    format!("{}, {}", interval("p50"), interval("p99")),
-                    format!(
-                        "{:.0} µs, {:.0} µs; {}",
-                        num(c, "first_after_library_p50_us"),
-                        num(c, "library_first_after_p50_us"),
-                        interval("switch_p50")
-                    ),
-                )
-            };
-            let _ = writeln!(
-                table,
-                "| `{op}` | {name} | {:.0} µs | {:.0} µs | {ratios} | {first} | {:.0} µs | {:.0} µs |",
-                num(c, "p50_us"),
-                num(c, "p99_us"),
-                num(c, "client_cpu_us"),
-                num(c, "server_cpu_us"),
-            );
-        }
-    }
-    table
-}
-
-/// `BENCHMARKS.md`'s tables of this command's JSON: one per target.
-pub(crate) fn tables(report: &Value) -> Vec<Generated> {
-    let names = [("emulator", "latency-emulator"), ("null", "latency-null")];
-    per_target(report, names, target_table)
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
     use super::*;
     use crate::null::server::{serve, State};
-
-    /// Each contender's figures and the library's ratios to it with their
-    /// intervals, as `measure` left them; failures said; a contender not
-    /// measured has no row.
-    #[test]
-    fn the_table_shows_ratios_with_their_intervals() {
-        let lib = json!({"p50_us": 110.0, "p99_us": 2.0, "client_cpu_us": 3.0,
-                         "server_cpu_us": 4.0});
-        let hand = |p50: f64, ratio: [f64; 3], failed: u64| {
-            let mut c = lib.clone();
-            c["p50_us"] = json!(p50);
-            c["failed"] = json!(failed);
-            c["first_after_library_p50_us"] = json!(9.0);
-            c["library_first_after_p50_us"] = json!(8.0);
-            c["library_ratio"] = json!({"p50": ratio, "p99": [1.5, 1.25, 1.75],
-                                        "switch_p50": [1.2, 1.0, 1.4]});
-            c
-        };
-        let results = json!({"get": {"lib": lib, "raw": hand(100.0, [1.1, 1.05, 1.12], 0),
-                                     "raw_headers": hand(55.0, [2.0, 1.9, 2.1], 2)}});
-        let report = json!({"ops": 10, "rounds": 3, "cores": 2, "date": "d", "targets":
-                            {"null": {"load_average": [1.0, 2.0], "results": results}}});
-        let tables = tables(&report);
-        let [("latency-null", text)] = &tables[..] else {
-            panic!("one target, one table: {tables:?}");
-        };
-        assert!(text.starts_with("Run on d (2 cores, a load average of 1.0 at the start and 2.0"));
-        for line in [
-            "| `get` | library (`Table::get`) | 110 µs | 2 µs |  |  | 3 µs | 4 µs |\n",
-            "| `get` | hand-written `bigtable_rs` | 100 µs | 2 µs | 1.10 (1.05–1.12), \
-             1.50 (1.25–1.75) | 9 µs, 8 µs; 1.20 (1.00–1.40) | 3 µs | 4 µs |\n",
-            "| `get` | hand-written, the library's headers and attempt timeout; 2 calls failed | \
-             55 µs | 2 µs | 2.00 (1.90–2.10), 1.50 (1.25–1.75) |",
-        ] {
-            assert!(text.contains(line), "{line}\nnot in\n{text}");
-        }
-        assert!(!text.contains("`put`"), "{text}");
-    }
 
     /// The library's first calls after `raw`'s block are compared with
     /// `raw`'s after the library's, each after one block away; first calls

@@ -4,7 +4,6 @@
 
 pub mod csv_rows;
 pub mod stats;
-pub mod tables;
 
 use bigtable_rs::bigtable::RowCell;
 use bigtable_rs::google::bigtable::v2::{

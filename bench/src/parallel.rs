@@ -3,7 +3,6 @@
 //! with the CPU time of the client and of the emulator beside the wall time
 //! (on a small machine the emulator may be what limits both).
 
-use std::fmt::Write as _;
 use std::path::Path;
 use std::pin::pin;
 use std::time::Instant;
@@ -17,7 +16,7 @@ use ttl_bench::{
     cpu_seconds, event, machine_busy_seconds, pid_listening_on, process_cpu_seconds, Event,
 };
 
-use crate::report::{run_on, write_report, Generated};
+use crate::report::write_report;
 use crate::{Res, PROJECT};
 
 /// One read of every row: wall time, the CPU both sides spent in it, and
@@ -157,39 +156,4 @@ pub(crate) async fn run(rows: usize, concurrency: &[usize], rounds: usize, out: 
         "contenders": Value::Object(results),
     });
     write_report(out, report)
-}
-
-/// The table of `BENCHMARKS.md`'s "Parallel scan", from this command's JSON.
-pub(crate) fn tables(report: &Value) -> Vec<Generated> {
-    let rows = report["rows"].as_f64().unwrap_or(f64::NAN);
-    let num = |read: &Value, key: &str| read[key].as_f64().unwrap_or(f64::NAN);
-    let mut table = String::from(
-        "| read | wall | rows/s | single stream / this, wall | client CPU | emulator CPU | \
-         cores busy: emulator + client + other processes |\n|---|---|---|---|---|---|---|\n",
-    );
-    for name in report["order"].as_array().into_iter().flatten() {
-        let read = &report["contenders"][name.as_str().unwrap_or_default()];
-        let what = match read["concurrency"].as_u64() {
-            None => "`stream`, one stream".to_owned(),
-            Some(n) => format!("`scan_parallel`, {n} at once ({} parts)", read["parts"]),
-        };
-        let wall = num(read, "wall_s");
-        // Other processes' share is a difference of tick counts (10 ms):
-        // shown no lower than nothing.
-        let busy = ["emulator_cpu_s", "client_cpu_s", "others_cpu_s"]
-            .map(|k| (num(read, k) / wall).max(0.0));
-        let _ = writeln!(
-            table,
-            "| {what} | {wall:.3} s | {:.0} | {:.2} | {:.3} s | {:.3} s | {:.2} + {:.2} + {:.2} = {:.2} |",
-            rows / wall,
-            num(read, "speedup"),
-            num(read, "client_cpu_s"),
-            num(read, "emulator_cpu_s"),
-            busy[0],
-            busy[1],
-            busy[2],
-            busy.iter().sum::<f64>(),
-        );
-    }
-    vec![("parallel", format!("{}\n\n{table}", run_on(report)))]
 }

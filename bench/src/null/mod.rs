@@ -22,7 +22,6 @@
 
 pub(crate) mod client;
 pub(crate) mod profile;
-pub(crate) mod report;
 pub(crate) mod server;
 
 use std::ffi::OsStr;

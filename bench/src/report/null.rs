@@ -7,17 +7,14 @@ use std::fmt::Write as _;
 use serde_json::Value;
 use ttl_bench::stats::{median, paired, quartiles, Quartiles};
 
-use super::{GO_BATCHES, NODE_BATCHES};
-use crate::report::{run_on, verdict, Generated};
+use super::markdown::{line, table, Column};
+use super::{num, run_on, verdict, Generated};
+use crate::null::{GO_BATCHES, NODE_BATCHES};
 
 /// Memory is flat in N when the peak grows, per row added, by less than
 /// this share of what a row takes on the wire: no row is held, and what
 /// remains is the allocator's own growth (which levels off).
 const FLAT: f64 = 0.10;
-
-fn num(v: &Value, key: &str) -> f64 {
-    v[key].as_f64().unwrap_or(f64::NAN)
-}
 
 /// One variant's figures: per round, client CPU µs a row and rows a second
 /// with the median of its one-row runs taken off; the rest medians.
@@ -51,14 +48,14 @@ fn figures(report: &Value, key: &str) -> Option<Figures> {
         return None;
     }
     let of = |runs: &[Value], f: &dyn Fn(&Value) -> f64| runs.iter().map(f).collect::<Vec<_>>();
-    let fixed_cpu = median(of(&one, &|r| num(r, "cpu_s")));
-    let fixed_wall = median(of(&one, &|r| num(r, "wall_s")));
-    let inner = |k: &str| median(of(&full, &|r| num(&r["inner"], k) / rows));
-    let peak = |runs: &[Value]| median(of(runs, &|r| num(r, "peak_rss_kib")));
-    let cores = |cpu: &str| median(of(&full, &|r| num(r, cpu) / num(r, "wall_s")));
+    let fixed_cpu = median(of(&one, &|r| num(&r["cpu_s"])));
+    let fixed_wall = median(of(&one, &|r| num(&r["wall_s"])));
+    let inner = |k: &str| median(of(&full, &|r| num(&r["inner"][k]) / rows));
+    let peak = |runs: &[Value]| median(of(runs, &|r| num(&r["peak_rss_kib"])));
+    let cores = |cpu: &str| median(of(&full, &|r| num(&r[cpu]) / num(&r["wall_s"])));
     Some(Figures {
-        cpu_us: of(&full, &|r| (num(r, "cpu_s") - fixed_cpu) / rows * 1e6),
-        rate: of(&full, &|r| rows / (num(r, "wall_s") - fixed_wall)),
+        cpu_us: of(&full, &|r| (num(&r["cpu_s"]) - fixed_cpu) / rows * 1e6),
+        rate: of(&full, &|r| rows / (num(&r["wall_s"]) - fixed_wall)),
         fixed_cpu_ms: fixed_cpu * 1e3,
         server_cores: cores("server_cpu_s"),
         client_cores: cores("cpu_s"),
@@ -81,14 +78,9 @@ fn or_dash(x: f64, text: impl Fn(f64) -> String) -> String {
         .map_or("–".to_owned(), text)
 }
 
-/// `BENCHMARKS.md`'s tables of `ttl-bench null`'s JSON: each contender's
-/// figures, the targets, the library's write profiled.
-pub(crate) fn null_tables(report: &Value) -> Vec<Generated> {
-    let mut table = String::from(
-        "| phase | contender | rows/s | client CPU per row | rows per client core-second | \
-         allocations per row | peak RSS: 1 row / N / 10 N | client + null server, cores busy |\n\
-         |---|---|---|---|---|---|---|---|\n",
-    );
+/// `null`'s tables: each contender's figures, the targets, the library's
+/// write profiled.
+pub(super) fn null_tables(report: &Value) -> Vec<Generated> {
     // Each contender's keys, write and read, and its name.
     let contenders = [
         (
@@ -108,33 +100,53 @@ pub(crate) fn null_tables(report: &Value) -> Vec<Generated> {
             "Node.js (`mutate` / `createReadStream`)",
         ),
     ];
-    for (phase, read) in [("write", false), ("filtered scan + decode", true)] {
-        for (write_key, read_key, name) in contenders {
-            let Some(f) = figures(report, if read { read_key } else { write_key }) else {
-                continue;
+    let phases = [("write", false), ("filtered scan + decode", true)];
+    let rows = phases.into_iter().flat_map(|(phase, read)| {
+        contenders
+            .into_iter()
+            .filter_map(move |(write_key, read_key, name)| {
+                Some((
+                    phase,
+                    name,
+                    figures(report, if read { read_key } else { write_key })?,
+                ))
+            })
+    });
+    let cpu = |f: &Figures| median(&f.cpu_us);
+    let columns: [Column<(&str, &str, Figures)>; 8] = [
+        ("phase", &|r| r.0.to_owned()),
+        ("contender", &|r| r.1.to_owned()),
+        ("rows/s", &|(.., f)| format!("{:.0}", median(&f.rate))),
+        ("client CPU per row", &|(.., f)| {
+            let us = f.inner_cpu_us;
+            let inside = if us.is_finite() {
+                format!(" (inside: {us:.2} µs)")
+            } else {
+                String::new()
             };
-            let cpu = median(&f.cpu_us);
-            let mut cpu_text = format!("{cpu:.2} µs");
-            if f.inner_cpu_us.is_finite() {
-                let _ = write!(cpu_text, " (inside: {:.2} µs)", f.inner_cpu_us);
-            }
+            format!("{:.2} µs{inside}", cpu(f))
+        }),
+        ("rows per client core-second", &|(.., f)| {
+            format!("{:.0}", 1e6 / cpu(f))
+        }),
+        ("allocations per row", &|(.., f)| {
             let bytes = f.allocated_bytes;
-            let allocations = or_dash(f.allocations, |a| format!("{a:.1} ({bytes:.0} B)"));
-            let peaks = f
-                .peaks
-                .map(|kib| or_dash(kib, |k| format!("{:.1} MiB", k / 1024.0)));
-            let (rate, peaks) = (median(&f.rate), peaks.join(" / "));
-            let (client, server) = (f.client_cores, f.server_cores);
-            let _ = writeln!(
-                table,
-                "| {phase} | {name} | {rate:.0} | {cpu_text} | {:.0} | {allocations} | {peaks} | \
-                 {client:.2} + {server:.2} |",
-                1e6 / cpu,
-            );
-        }
-    }
+            or_dash(f.allocations, |a| format!("{a:.1} ({bytes:.0} B)"))
+        }),
+        ("peak RSS: 1 row / N / 10 N", &|(.., f)| {
+            f.peaks
+                .map(|kib| or_dash(kib, |k| format!("{:.1} MiB", k / 1024.0)))
+                .join(" / ")
+        }),
+        ("client + null server, cores busy", &|(.., f)| {
+            format!("{:.2} + {:.2}", f.client_cores, f.server_cores)
+        }),
+    ];
     let mut generated = vec![
-        ("null", format!("{}\n\n{table}", run_on(report))),
+        (
+            "null",
+            format!("{}\n\n{}", run_on(report), table(&columns, rows)),
+        ),
         ("null-targets", null_targets(report)),
     ];
     generated.extend(write_profile(&report["profile"]["lib-write"]));
@@ -166,8 +178,12 @@ fn null_targets(report: &Value) -> String {
             // Throughput per client core is rows per CPU second.
             let r = paired(&l.cpu_us, &o.cpu_us, |l, o| o / l);
             let what = format!("write throughput per client core, library / {name}");
-            let met = want.is_none_or(|w| r.median >= w);
-            target(&what, r, &at_least(want), met);
+            target(
+                &what,
+                r,
+                &at_least(want),
+                want.is_none_or(|w| r.median >= w),
+            );
         }
     }
     if let (Some(l), Some(g)) = (&lib_write, figures(report, "go_write_10000")) {
@@ -182,16 +198,20 @@ fn null_targets(report: &Value) -> String {
     ] {
         if let (Some(l), Some(o)) = (&lib_read, figures(report, key)) {
             let r = paired(&l.rate, &o.rate, |l, o| l / o);
-            let met = want.is_none_or(|w| r.median >= w);
             let rate = format!("filtered scan + decode, rows/s, {what}");
-            target(&rate, r, &at_least(want), met);
+            target(
+                &rate,
+                r,
+                &at_least(want),
+                want.is_none_or(|w| r.median >= w),
+            );
             let core = paired(&l.cpu_us, &o.cpu_us, |l, o| o / l);
             let what = format!("filtered scan + decode, per client core, {what}");
             target(&what, core, "", true);
         }
     }
-    let (rows, big) = (num(report, "rows"), num(report, "big_rows"));
-    let row_bytes = num(report, "row_bytes");
+    let (rows, big) = (num(&report["rows"]), num(&report["big_rows"]));
+    let row_bytes = num(&report["row_bytes"]);
     for (what, f) in [("write", &lib_write), ("filtered scan + decode", &lib_read)] {
         let Some(Figures {
             peaks: [_, n, big_peak],
@@ -201,16 +221,19 @@ fn null_targets(report: &Value) -> String {
             continue;
         };
         let per_row = (big_peak - n) * 1024.0 / (big - rows);
-        let _ = writeln!(
-            targets,
-            "| library {what}: memory flat in N (peak RSS growth per row added, from {rows} \
-             to {big} rows, ≤ {:.0}% of a row's {row_bytes:.0} B on the wire) | \
-             {:.1} → {:.1} MiB: {per_row:+.1} B a row | {} |",
-            FLAT * 100.0,
-            n / 1024.0,
-            big_peak / 1024.0,
-            verdict(per_row < FLAT * row_bytes),
-        );
+        targets += &line([
+            format!(
+                "library {what}: memory flat in N (peak RSS growth per row added, from {rows} \
+                 to {big} rows, ≤ {:.0}% of a row's {row_bytes:.0} B on the wire)",
+                FLAT * 100.0
+            ),
+            format!(
+                "{:.1} → {:.1} MiB: {per_row:+.1} B a row",
+                n / 1024.0,
+                big_peak / 1024.0
+            ),
+            verdict(per_row < FLAT * row_bytes).to_owned(),
+        ]);
     }
     targets
 }
@@ -219,19 +242,16 @@ fn null_targets(report: &Value) -> String {
 /// instructions of its parts (each with everything it calls).
 fn write_profile(p: &Value) -> Option<Generated> {
     let (total, rows) = (p["total"].as_f64()?, p["rows"].as_f64()?);
-    let mut text = format!(
-        "{rows} rows, the whole process: {:.0} instructions a row.\n\n\
-         | part | instructions a row | share |\n|---|---|---|\n",
-        total / rows
-    );
-    for part in p["parts"].as_array().into_iter().flatten() {
-        if let (Some(what), Some(n)) = (part[0].as_str(), part[1].as_f64()) {
-            if n > 0.0 {
-                let share = 100.0 * n / total;
-                let _ = writeln!(text, "| {what} | {:.0} | {share:.0}% |", n / rows);
-            }
-        }
-    }
+    let parts = p["parts"].as_array().into_iter().flatten();
+    let parts = parts.filter_map(|part| Some((part[0].as_str()?, part[1].as_f64()?)));
+    let columns: [Column<(&str, f64)>; 3] = [
+        ("part", &|(what, _)| (*what).to_owned()),
+        ("instructions a row", &|(_, n)| format!("{:.0}", n / rows)),
+        ("share", &|(_, n)| format!("{:.0}%", 100.0 * n / total)),
+    ];
+    let parts = table(&columns, parts.filter(|(_, n)| *n > 0.0));
+    let whole = total / rows;
+    let text = format!("{rows} rows, the whole process: {whole:.0} instructions a row.\n\n{parts}");
     Some(("null-profile", text))
 }
 
@@ -261,31 +281,34 @@ fn name(key: &str) -> String {
     format!("{what}{}{tls}", batch.unwrap_or_default())
 }
 
-/// `BENCHMARKS.md`'s tables of `ttl-bench fair`'s JSON: every variant's
-/// figures (the run's line names each peer's best batching), the targets
-/// like for like, and what TLS and a token cost.
-pub(crate) fn fair_tables(report: &Value) -> Vec<Generated> {
+/// `fair`'s tables: every variant's figures (the run's line names each
+/// peer's best batching), the targets like for like, and what TLS and a
+/// token cost.
+pub(super) fn fair_tables(report: &Value) -> Vec<Generated> {
     let fig = |k: &str| figures(report, k);
-    let mut table = String::from(
-        "| contender, phase | client CPU per row | rows per client core-second | rows/s | \
-         fixed cost (1-row process) CPU | null server, cores busy |\n|---|---|---|---|---|---|\n",
-    );
-    for key in report["variants"].as_array().into_iter().flatten() {
-        let key = key.as_str().unwrap_or_default();
-        let Some(f) = fig(key) else { continue };
-        let cpu = median(&f.cpu_us);
+    let keys = report["variants"].as_array().into_iter().flatten();
+    let variants = keys.filter_map(|k| Some((k.as_str()?, fig(k.as_str()?)?)));
+    let cpu = |f: &Figures| median(&f.cpu_us);
+    let columns: [Column<(&str, Figures)>; 6] = [
+        ("contender, phase", &|(key, _)| name(key)),
+        ("client CPU per row", &|(_, f)| format!("{:.2} µs", cpu(f))),
+        ("rows per client core-second", &|(_, f)| {
+            format!("{:.0}", 1e6 / cpu(f))
+        }),
         // A phase shorter than the spread of the one-row runs' wall time
         // (the CSV alone) has no rate to speak of.
-        let rate = Some(median(&f.rate)).filter(|&r| r > 0.0);
-        let rate = rate.map_or("–".to_owned(), |r| format!("{r:.0}"));
-        let (fixed, server) = (f.fixed_cpu_ms, f.server_cores);
-        let _ = writeln!(
-            table,
-            "| {} | {cpu:.2} µs | {:.0} | {rate} | {fixed:.1} ms | {server:.2} |",
-            name(key),
-            1e6 / cpu,
-        );
-    }
+        ("rows/s", &|(_, f)| {
+            let rate = Some(median(&f.rate)).filter(|&r| r > 0.0);
+            rate.map_or("–".to_owned(), |r| format!("{r:.0}"))
+        }),
+        ("fixed cost (1-row process) CPU", &|(_, f)| {
+            format!("{:.1} ms", f.fixed_cpu_ms)
+        }),
+        ("null server, cores busy", &|(_, f)| {
+            format!("{:.2}", f.server_cores)
+        }),
+    ];
+    let table = table(&columns, variants);
     // Each peer's best batching: the least median CPU per row.
     let best = |batches: &[usize], who: &str| {
         let keys = batches.iter().map(|b| format!("{who}_write_{b}"));
@@ -321,23 +344,22 @@ pub(crate) fn fair_tables(report: &Value) -> Vec<Generated> {
         let with_text = ratio_text(with_csv);
         let (fair, quoted) = if let (Some(pc), Some(lc)) = (fig(&format!("{who}_csv")), &lib_csv) {
             let without = paired(&less(&best_f, &pc), &less(lib, lc), |a, b| a / b);
-            let without_text = ratio_text(without);
             let text = "without the CSV on either side;";
-            (
-                format!("{without_text} {text} {with_text} with each side's own"),
-                without.median,
-            )
+            let without_text = ratio_text(without);
+            let fair = format!("{without_text} {text} {with_text} with each side's own");
+            (fair, without.median)
         } else {
             let text = "(each side's own CSV; the peer's alone not measured)";
             (format!("{with_text} {text}"), with_csv.median)
         };
         let best = name(best_key);
-        let _ = writeln!(
-            targets,
-            "| write throughput per client core, library / {peer} at its best batching | {before} \
-             | {fair} (at its best: {best}) | ≥ {target} | {} |",
+        targets += &line([
+            &format!("write throughput per client core, library / {peer} at its best batching"),
+            &before,
+            &format!("{fair} (at its best: {best})"),
+            &format!("≥ {target}"),
             verdict(quoted >= target),
-        );
+        ]);
         notes.push(format!("{peer}: best batching {best}."));
     }
     if let (Some(lib), Some(go)) = (&lib_w, go_best.as_deref().and_then(fig)) {
@@ -353,12 +375,8 @@ pub(crate) fn fair_tables(report: &Value) -> Vec<Generated> {
         let before = fig("go_write_10000").map_or("–".to_owned(), |d| {
             format!("{:.2}", paired(&lib.cpu_us, &d.cpu_us, |l, g| l / g).median)
         });
-        let _ = writeln!(
-            targets,
-            "| client CPU per row written, library / Go's (best batching) | {before} | {fair} | \
-             ≤ 0.25 | {} |",
-            verdict(quoted <= 0.25),
-        );
+        let what = "client CPU per row written, library / Go's (best batching)";
+        targets += &line([what, &before, &fair, "≤ 0.25", verdict(quoted <= 0.25)]);
     }
     // Issue 45's targets for the library's own CPU a row: the write with
     // its CSV reading taken off, round by round, and the scan.
@@ -373,14 +391,13 @@ pub(crate) fn fair_tables(report: &Value) -> Vec<Generated> {
     let scan = fig("lib_read").map(|lib| quartiles(lib.cpu_us.iter().copied()));
     for ((what, target), q) in own_cpu.into_iter().zip([write_less_csv, scan]) {
         if let Some(q) = q {
-            let _ = writeln!(
-                targets,
-                "| library {what} | – | {:.2} µs (quartiles {:.2}–{:.2}) | ≤ {target} µs | {} |",
-                q.median,
-                q.q1,
-                q.q3,
+            targets += &line([
+                &format!("library {what}"),
+                "–",
+                &format!("{:.2} µs (quartiles {:.2}–{:.2})", q.median, q.q1, q.q3),
+                &format!("≤ {target} µs"),
                 verdict(q.median <= target),
-            );
+            ]);
         }
     }
     if let (Some(lib), Some(count)) = (fig("lib_read"), fig("go_count")) {
@@ -389,16 +406,23 @@ pub(crate) fn fair_tables(report: &Value) -> Vec<Generated> {
             None => ("–".to_owned(), "–".to_owned()),
         };
         let quoted = paired(&lib.rate, &count.rate, |l, c| l / c);
-        let what = "filtered scan + decode, rows/s, library / Go's";
-        let _ = writeln!(
-            targets,
-            "| {what} | {rate} (against `cbt read`) | {} (against `cbt count`) | ≥ 2 | {} |\n\
-             | filtered scan + decode, per client core, library / Go's | {core} (against `cbt \
-             read`) | {} (against `cbt count`) |  |  |",
-            ratio_text(quoted),
+        targets += &line([
+            "filtered scan + decode, rows/s, library / Go's",
+            &format!("{rate} (against `cbt read`)"),
+            &format!("{} (against `cbt count`)", ratio_text(quoted)),
+            "≥ 2",
             verdict(quoted.median >= 2.0),
-            ratio(&count.cpu_us, &lib.cpu_us),
-        );
+        ]);
+        targets += &line([
+            "filtered scan + decode, per client core, library / Go's",
+            &format!("{core} (against `cbt read`)"),
+            &format!(
+                "{} (against `cbt count`)",
+                ratio(&count.cpu_us, &lib.cpu_us)
+            ),
+            "",
+            "",
+        ]);
     }
     let tls = tls_table(&fig);
     let run = format!("{} {}\n\n{table}", run_on(report), notes.join(" "));
@@ -407,50 +431,51 @@ pub(crate) fn fair_tables(report: &Value) -> Vec<Generated> {
 
 /// What TLS and a token cost each variant measured both ways.
 fn tls_table(fig: &dyn Fn(&str) -> Option<Figures>) -> String {
-    let mut tls = String::from(
-        "| contender, phase | client CPU per row: plaintext → TLS + token | TLS cost per row | \
-         per call (rows a call) | fixed cost: plaintext → TLS (handshake, first token) |\n\
-         |---|---|---|---|---|\n",
-    );
     let go_writes = GO_BATCHES.map(|b| format!("go_write_{b}"));
     let keys = ["lib_write", "lib_read", "lib_put"].into_iter();
     let keys = keys
         .chain(go_writes.iter().map(String::as_str))
         .chain(["go_count"]);
-    let mut measured = false;
-    for key in keys {
-        let (Some(p), Some(t)) = (fig(key), fig(&format!("{key}_tls"))) else {
-            continue;
-        };
-        let (label, rows_a_call) = match key.split('_').collect::<Vec<_>>()[..] {
-            ["lib", "write"] => ("library, write".to_owned(), Some(10_000)),
-            ["lib", "read"] => ("library, filtered scan + decode".to_owned(), None),
-            ["lib", "put"] => {
-                let put = "library, `Table::put` one at a time (a row is a call)";
-                (put.to_owned(), Some(1))
+    let both = keys.filter_map(|key| Some((key, fig(key)?, fig(&format!("{key}_tls"))?)));
+    let rows: Vec<_> = both.collect();
+    if rows.is_empty() {
+        return "Not measured in this run.".to_owned();
+    }
+    let extra =
+        |(_, p, t): &(&str, Figures, Figures)| paired(&t.cpu_us, &p.cpu_us, |t, p| t - p).median;
+    let columns: [Column<(&str, Figures, Figures)>; 5] = [
+        ("contender, phase", &|(key, ..)| {
+            let label = match key.split('_').collect::<Vec<_>>()[..] {
+                ["lib", "write"] => "library, write",
+                ["lib", "read"] => "library, filtered scan + decode",
+                ["lib", "put"] => "library, `Table::put` one at a time (a row is a call)",
+                ["go", "write", b] => return format!("Go `cbt import`, {b} rows a call"),
+                _ => "Go `cbt count`",
+            };
+            label.to_owned()
+        }),
+        (
+            "client CPU per row: plaintext → TLS + token",
+            &|(_, p, t)| format!("{:.2} → {:.2} µs", median(&p.cpu_us), median(&t.cpu_us)),
+        ),
+        ("TLS cost per row", &|r| format!("{:+.2} µs", extra(r))),
+        ("per call (rows a call)", &|r| {
+            let rows_a_call = match r.0.split('_').collect::<Vec<_>>()[..] {
+                ["lib", "write"] => Some(10_000),
+                ["lib", "put"] => Some(1),
+                ["go", "write", b] => b.parse().ok(),
+                _ => None,
+            };
+            match rows_a_call {
+                Some(1) => format!("{:+.2} µs (one row)", extra(r)),
+                Some(n) => format!("{:+.2} ms ({n} rows)", extra(r) * f64::from(n) / 1e3),
+                None => "–".to_owned(),
             }
-            ["go", "write", b] => (format!("Go `cbt import`, {b} rows a call"), b.parse().ok()),
-            _ => ("Go `cbt count`".to_owned(), None),
-        };
-        measured = true;
-        let extra = paired(&t.cpu_us, &p.cpu_us, |t, p| t - p).median;
-        let per_call = match rows_a_call {
-            Some(1) => format!("{extra:+.2} µs (one row)"),
-            Some(n) => format!("{:+.2} ms ({n} rows)", extra * f64::from(n) / 1e3),
-            None => "–".to_owned(),
-        };
-        let _ = writeln!(
-            tls,
-            "| {label} | {:.2} → {:.2} µs | {extra:+.2} µs | {per_call} | {:.1} → {:.1} ms |",
-            median(&p.cpu_us),
-            median(&t.cpu_us),
-            p.fixed_cpu_ms,
-            t.fixed_cpu_ms
-        );
-    }
-    if measured {
-        tls
-    } else {
-        "Not measured in this run.".to_owned()
-    }
+        }),
+        (
+            "fixed cost: plaintext → TLS (handshake, first token)",
+            &|(_, p, t)| format!("{:.1} → {:.1} ms", p.fixed_cpu_ms, t.fixed_cpu_ms),
+        ),
+    ];
+    table(&columns, rows)
 }
