@@ -1,24 +1,14 @@
 // Contender: Google's Node.js client (@google-cloud/bigtable), one phase of
-// the ttl-bench workload per process, against BIGTABLE_EMULATOR_HOST (the
-// null server). Prints one JSON line: the phase's wall and CPU time and the
-// peak RSS (and, for `point`, each call's time).
+// the ttl-bench workload per process, against BIGTABLE_EMULATOR_HOST. Prints
+// one JSON line: wall and CPU time, peak RSS (for `point`, each call's time).
 //
 //   node node_client.js --phase write|read|csv --table T --rows N --csv FILE [--batch N]
 //   node node_client.js --phase point --table T --op OP --calls N [--in-flight C]
 //
-// write: the CSV file's rows (as `cbt import` takes them) through
-//   `table.mutate`, `--batch` rows a call (10,000: the Rust contenders'
-//   batching), 4 calls in flight; csv: the same reading alone, nothing sent;
-// read: `createReadStream` with a timestamp-range filter and the newest cell
-//   per column, every row decoded;
-// point (`ttl-bench concurrency`): single-row calls of `--op`
-//   get|put|insert_if_absent|mixed (90 % get) on rows `i % --stored`, inserts
-//   on fresh keys from `--fresh`. A put is `insert` (no family cleared), an
-//   insert a `CheckAndMutateRow` on any visible cell: simpler requests than
-//   the library's.
-// Nothing may leave the machine: client-side metrics are off (their exporter
-// would reach for Cloud Monitoring), and so is the auth library's probe of
-// the Compute Engine metadata server.
+// A put is `insert` (no family cleared), an insert a `CheckAndMutateRow` on
+// any visible cell: simpler requests than the library's. Nothing may leave
+// the machine: client-side metrics are off, and so is the auth library's
+// probe of the Compute Engine metadata server.
 
 'use strict';
 

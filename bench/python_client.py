@@ -1,16 +1,11 @@
 """Contender (c): Google's Python client, the ttl-bench workload, one JSON line out.
 
-Writes ROWS rows of the `Event` workload (every cell's timestamp the row's
-expiry; each column cleared, then set, as the library does) with the
-client's MutationsBatcher, then scans them with a timestamp-range filter and
-decodes them. Needs BIGTABLE_EMULATOR_HOST.
-
-`--phase point` (`ttl-bench concurrency`): `--calls N` single-row calls of
-`--op` get|put|insert_if_absent|mixed (90 % get) through the asyncio data
-API, `--in-flight C` at a time, each timed; gets and puts on rows
-`i % --stored`, inserts on fresh keys from `--fresh`. A put sets the three
-cells (no family cleared), an insert is a `CheckAndMutateRow` on any visible
-cell: simpler requests than the library's.
+Writes ROWS rows of the `Event` workload with the MutationsBatcher, then
+scans them with a timestamp-range filter and decodes them; `--phase point`
+(`ttl-bench concurrency`): `--calls N` single-row calls of `--op` through
+the asyncio data API, `--in-flight C` at a time, each timed (a put sets the
+three cells, an insert is a `CheckAndMutateRow` on any visible cell: simpler
+requests than the library's). Needs BIGTABLE_EMULATOR_HOST.
 """
 
 import argparse

@@ -1,27 +1,12 @@
 //! `ttl-bench concurrency`: point calls with many in flight (issue 45,
-//! item 2), the shape most services use: `get`, `put`, `insert_if_absent`
-//! and a mix of 90 % `get` and 10 % `put`, each at every number in flight
-//! (that many tasks, each making its calls one after the other), against
-//! the null server and the emulator, by:
-//!
-//! * the library (`Table<Event>`, its default pool: one connection to an
-//!   emulator or the null server);
-//! * the hand-written calls of `ttl-bench latency` with the library's
-//!   headers and attempt timeout (`raw_headers`: the same requests byte
-//!   for byte, through `bigtable_rs`'s tonic client on one connection);
-//! * Google's Node.js and Python clients (`--node-modules`, `--python`), a
-//!   process of `node_client.js` / `python_client.py --phase point` a run,
-//!   its CPU measured by itself around its calls;
-//! * at the largest number in flight only, the library on pools of
-//!   [`POOLS`] connections (`ConnectionBuilder::pool_size`).
-//!
-//! Each round runs every contender's calls of an operation and a
-//! concurrency back to back, the order turning round by round; the
-//! library's calls a second per client core (this process's CPU, all
-//! threads) to the hand-written client's, and to Node's at its best
-//! concurrency, are paired within a round (`stats::paired`). p50 and p99
-//! are over all rounds' calls. Each call's row, built before it is timed,
-//! is in every Rust contender's CPU alike.
+//! item 2): `get`, `put`, `insert_if_absent` and a mix of 90 % `get` and
+//! 10 % `put`, each at every number in flight (that many tasks, each making
+//! its calls one after the other), by the library, the hand-written calls
+//! of `latency` with the library's headers (`raw_headers`), Google's
+//! Node.js and Python clients (a process a run, its CPU measured by
+//! itself), and at the largest number in flight the library on pools of
+//! [`POOLS`] connections. The library's calls per client core to the
+//! others' are paired within a round (`stats::paired`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

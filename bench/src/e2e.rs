@@ -9,12 +9,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use bigtable_rs::bigtable::{BigTable, BigTableConnection};
+use bigtable_rs::bigtable::BigTable;
 use bigtable_rs::google::bigtable::v2::read_rows_response::cell_chunk::RowStatus;
-use bigtable_rs::google::bigtable::v2::row_filter::{Chain, Filter};
-use bigtable_rs::google::bigtable::v2::{
-    MutateRowsRequest, ReadRowsRequest, RowFilter, TimestampRange,
-};
+use bigtable_rs::google::bigtable::v2::ReadRowsRequest;
 use bigtable_ttl::{BigtableRow, Connection, Scan, Table};
 use bigtable_ttl_emulator::Emulator;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -22,8 +19,9 @@ use futures_util::{StreamExt as _, TryStreamExt as _};
 use prost::Message as _;
 use serde_json::{json, Map, Value};
 use ttl_bench::stats::{median, paired};
-use ttl_bench::{cpu_seconds, event, hand_decode, hand_entry, lib_read_filter, peak_rss_kib};
+use ttl_bench::{cpu_seconds, event, hand_decode, hand_entry, peak_rss_kib};
 use ttl_bench::{load_average, pid_listening_on, process_cpu_seconds, Event, EventByColumn};
+use ttl_bench::{mutate_rows, read_filter, rs_client};
 
 use crate::expiry::write_rows;
 use crate::{Res, PROJECT};
@@ -250,9 +248,7 @@ pub(crate) async fn contender(
         }
         "lib-put-all" => lib_phases(&conn, |i| event(i, now), rows, true, mark).await?,
         "raw" => {
-            let rs =
-                BigTableConnection::new_with_emulator(host, PROJECT, &instance, false, 1, None)?;
-            let client = rs.client();
+            let client = rs_client(host, &instance, false)?;
             let table_name = client.get_full_table_name(Event::SCHEMA.table);
             let start = Instant::now();
             // The rows made as they are sent.
@@ -344,22 +340,7 @@ pub(crate) async fn raw_write<E: Into<Box<dyn std::error::Error + Send + Sync>>>
             tasks.join_next().await.ok_or("no task")???;
         }
         let (mut client, table_name) = (client.clone(), table_name.to_owned());
-        tasks.spawn(async move {
-            let request = MutateRowsRequest {
-                table_name,
-                entries,
-                ..MutateRowsRequest::default()
-            };
-            let mut stream = client.mutate_rows(request).await?;
-            while let Some(response) = stream.message().await? {
-                let mut entries = response.entries.iter();
-                if let Some(bad) = entries.find(|e| e.status.as_ref().is_some_and(|s| s.code != 0))
-                {
-                    return Err(format!("entry {} failed: {:?}", bad.index, bad.status).into());
-                }
-            }
-            Res::Ok(())
-        });
+        tasks.spawn(async move { mutate_rows(&mut client, &table_name, entries).await });
     }
     while let Some(done) = tasks.join_next().await {
         done??;
@@ -370,19 +351,9 @@ pub(crate) async fn raw_write<E: Into<Box<dyn std::error::Error + Send + Sync>>>
 /// Hand-written filtered scan: the timestamp range visible now, newest cell
 /// per column, decoded by hand; the rows read.
 pub(crate) async fn raw_scan(client: &BigTable, table_name: &str) -> Res<usize> {
-    let now_us = Utc::now().timestamp_micros();
-    let filter = |f| RowFilter { filter: Some(f) };
-    let since = TimestampRange {
-        start_timestamp_micros: now_us - now_us % 1000 + 1000,
-        end_timestamp_micros: 0,
-    };
-    let filters = vec![
-        filter(Filter::TimestampRangeFilter(since)),
-        filter(Filter::CellsPerColumnLimitFilter(1)),
-    ];
     let request = ReadRowsRequest {
         table_name: table_name.to_owned(),
-        filter: Some(filter(Filter::Chain(Chain { filters }))),
+        filter: Some(read_filter(Utc::now(), false)),
         ..ReadRowsRequest::default()
     };
     let stream = client.clone().stream_rows(request).await?;
@@ -407,11 +378,10 @@ async fn filter_bytes(host: &str, rows: usize) -> Res<Value> {
     // Counted as the responses come off the wire, which the library's raw
     // data layer does not show: through `bigtable_rs`'s generated client.
     let instance = table.connection().instance();
-    let rs = BigTableConnection::new_with_emulator(host, PROJECT, instance, true, 1, None)?;
-    let mut client = rs.client();
+    let mut client = rs_client(host, instance, true)?;
     client.configure_inner_client(|client| client.max_decoding_message_size(256 << 20));
     let mut received = [(0, 0); 2];
-    for (filter, sums) in [Some(lib_read_filter(table.clock().now())), None]
+    for (filter, sums) in [Some(read_filter(table.clock().now(), true)), None]
         .into_iter()
         .zip(&mut received)
     {

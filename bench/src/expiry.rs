@@ -1,24 +1,11 @@
 //! `ttl-bench expiry`: the expiry feed and the reaper (issue 42), on one
 //! emulator; `BENCHMARKS.md`'s figures are written by hand from its JSON.
-//!
-//! * **reaper throughput**: `Table::reap` against a hand-written
-//!   scan-and-delete loop (`bigtable_rs`) doing the same deletes on a copy
-//!   of the same dead rows (an instance each): the same `MutateRows` batch
-//!   size, one `DeleteFromColumn` a column with a time range ending at the
-//!   cut-off. Rows a second, and per second of this process's CPU (both
-//!   run in it, one after the other); rounds alternate which goes first.
-//! * **feed bytes**: the bytes `Table::expired` receives for a window in
-//!   which 1 % of the rows died, against a full scan of the family (newest
-//!   cell of each column: the least a client must read to find the deaths
-//!   itself), as the server sends them through a loopback TCP proxy.
-//! * **rate limit**: `Table::reap` at R rows a second over about
-//!   `--rate-seconds` worth of dead rows: the rate achieved, against R.
-//!
-//! The rows are `Event`s (one-second policy: a cell's timestamp is its
-//! expiry) written through a manual clock at the real now, expiring an hour
-//! or more later, and judged with the clock moved past their expiries: dead
-//! for the library, not yet collected by the emulator's garbage collection,
-//! which runs on real time.
+//! Reaper throughput (`Table::reap` against a hand-written scan-and-delete
+//! loop on a copy of the same dead rows), the feed's bytes against a full
+//! scan's, and the reaper's rate limit. The rows are written through a
+//! manual clock at the real now, expiring an hour or more later, and judged
+//! with the clock moved past their expiries: dead for the library, not yet
+//! collected by the emulator, whose garbage collection runs on real time.
 
 use std::num::NonZeroU32;
 use std::ops::ControlFlow;
@@ -26,10 +13,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use bigtable_rs::bigtable::{BigTable, BigTableConnection};
 use bigtable_rs::google::bigtable::v2::{
     mutate_rows_request::Entry, mutation, row_filter::Chain, row_filter::Filter, ColumnRange,
-    MutateRowsRequest, Mutation, ReadRowsRequest, RowFilter, TimestampRange,
+    Mutation, ReadRowsRequest, RowFilter, TimestampRange,
 };
 use bigtable_ttl::ops::{ExpiryWindow, ReapOptions, ReapStatus};
 use bigtable_ttl::{BigtableRow, Clock, Connection, Table};
@@ -39,7 +25,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 use ttl_bench::stats::median;
-use ttl_bench::{cpu_seconds, event, Event, FAMILY};
+use ttl_bench::{cpu_seconds, event, mutate_rows, row_filter as filter, rs_client, Event, FAMILY};
 
 use crate::{Res, PROJECT};
 
@@ -70,7 +56,6 @@ pub struct Args {
     out: std::path::PathBuf,
 }
 
-/// `ttl-bench expiry ...` (see the module doc).
 pub async fn main(args: &Args) -> Res<()> {
     let emulator = bigtable_ttl_emulator::Emulator::start()?;
     let host = emulator.host();
@@ -127,16 +112,6 @@ async fn dead_rows(host: &str, instance: &str, n: usize) -> Res<Table<Event>> {
     let (table, t0, _) = write_rows(host, instance, n, expiry).await?;
     table.clock().set(t0 + TimeDelta::hours(2));
     Ok(table)
-}
-
-/// A `bigtable_rs` client of `instance`.
-fn rs_client(host: &str, instance: &str, read_only: bool) -> Res<BigTable> {
-    let rs = BigTableConnection::new_with_emulator(host, PROJECT, instance, read_only, 1, None)?;
-    Ok(rs.client())
-}
-
-fn filter(f: Filter) -> RowFilter {
-    RowFilter { filter: Some(f) }
 }
 
 fn family_filter() -> RowFilter {
@@ -274,31 +249,15 @@ async fn reap_by_hand(host: &str, table: &Table<Event>) -> Res<u64> {
             ..Entry::default()
         });
         if batch.len() == BATCH {
-            deleted += delete_rows(&mut client, &table_name, std::mem::take(&mut batch)).await?;
+            deleted += BATCH as u64;
+            mutate_rows(&mut client, &table_name, std::mem::take(&mut batch)).await?;
         }
     }
     if !batch.is_empty() {
-        deleted += delete_rows(&mut client, &table_name, batch).await?;
+        deleted += batch.len() as u64;
+        mutate_rows(&mut client, &table_name, batch).await?;
     }
     Ok(deleted)
-}
-
-/// One `MutateRows` of `entries`, every entry's status checked: the rows.
-async fn delete_rows(client: &mut BigTable, table_name: &str, entries: Vec<Entry>) -> Res<u64> {
-    let rows = entries.len() as u64;
-    let request = MutateRowsRequest {
-        table_name: table_name.to_owned(),
-        entries,
-        ..MutateRowsRequest::default()
-    };
-    let mut answers = client.mutate_rows(request).await?;
-    while let Some(answer) = answers.message().await? {
-        let mut entries = answer.entries.iter();
-        if let Some(bad) = entries.find(|e| e.status.as_ref().is_some_and(|s| s.code != 0)) {
-            return Err(format!("a delete failed: {bad:?}").into());
-        }
-    }
-    Ok(rows)
 }
 
 /// Rows of `table`'s instance any reader still sees (no filter).

@@ -1,34 +1,24 @@
 //! `ttl-bench latency`: single-row calls one at a time, the library against
-//! hand-written `bigtable_rs` sending the same requests, against the
-//! emulator and the null server (where the clients' own time is the whole
-//! call): `get` of a stored row (a `ReadRows` of its key with the typed
-//! reader's filter), `put` (a `MutateRow` of [`ttl_bench::hand_entry`]),
-//! `insert_if_absent` on a fresh key (a `CheckAndMutateRow` of
-//! [`ttl_bench::hand_insert`]).
-//!
-//! In each round every operation runs `N` calls per contender in blocks of
-//! [`BLOCK`], the contenders alternating block by block, each block's first
-//! call timed apart. p50 and p99 are over all rounds' steady calls, the
-//! library's to a contender's with an interval from a paired block
-//! bootstrap (`stats::ratios`); each process's CPU time a call stands
-//! beside.
+//! hand-written `bigtable_rs` sending the same requests ([`call`]), against
+//! the emulator and the null server. In each round every operation runs `N`
+//! calls per contender in blocks of [`BLOCK`], the contenders alternating
+//! block by block, each block's first call timed apart; the library's p50
+//! and p99 to a contender's with an interval from a paired block bootstrap
+//! (`stats::ratios`).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use bigtable_rs::bigtable::read_rows::decode_read_rows_response;
 use bigtable_rs::bigtable::{BigTable, BigTableConnection};
-use bigtable_rs::google::bigtable::v2::{
-    row_filter::{Chain, Filter},
-    ColumnRange, MutateRowRequest, ReadRowsRequest, RowFilter, RowSet, TimestampRange,
-};
+use bigtable_rs::google::bigtable::v2::{MutateRowRequest, ReadRowsRequest, RowSet};
 use bigtable_ttl::{BigtableRow, Clock, Connection, Insert, Table};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use ttl_bench::stats::{quantile, ratios, Ratio};
 use ttl_bench::{
     cpu_seconds, event, events, hand_decode, hand_entry, hand_insert, load_average,
-    pid_listening_on, process_cpu_seconds, Event, FAMILY,
+    process_cpu_seconds, read_filter, Event,
 };
 
 use crate::report::write_report;
@@ -43,18 +33,16 @@ pub(crate) const OPS: [&str; 3] = ["get", "put", "insert_if_absent"];
 /// through its tonic client with the library's headers but `user-agent`,
 /// each wait bounded by the library's attempt timeout (`raw_headers`).
 pub(crate) const WHO: [&str; 3] = ["lib", "raw", "raw_headers"];
-/// Calls in a block. After a switch a contender's calls run slower until
-/// its code and data are back in the caches (the first about 1.5 times a
-/// steady one, the next four a few percent over): at 250 the first call is
-/// timed apart and the next few are 2 % of the calls, and a block (40 to
-/// 100 ms) is still short beside the load's swings.
+/// Calls in a block: after a switch a contender's first calls run slower
+/// (the first about 1.5 times, the next four a few percent), so at 250 the
+/// first is timed apart and the next few are 2 % of the calls, and a block
+/// (40 to 100 ms) is still short beside the load's swings.
 const BLOCK: usize = 250;
 /// The table the null server answers a one-row read of.
 pub(crate) const NULL_TABLE: &str = "events_1";
 /// Failed calls a contender may have, per call made, before the run stops:
-/// over a hundred thousand calls the machine can stall one past its
-/// deadline (the emulator, a second late, resets the stream), which is a
-/// figure to show, not a reason to lose the run.
+/// over many calls the machine can stall one past its deadline, a figure
+/// to show, not a reason to lose the run.
 pub(crate) const FAILED_AT_MOST: f64 = 1e-3;
 const MISSING: &str = "a stored row is missing";
 const TAKEN: &str = "a fresh key was taken";
@@ -183,9 +171,7 @@ pub(crate) async fn run(ops: usize, rounds: usize, targets: &[Target], out: &Pat
 pub(crate) async fn emulator_clients(
     instance: &str,
 ) -> Res<(bigtable_ttl_emulator::Emulator, u32, Clients)> {
-    let emulator = bigtable_ttl_emulator::Emulator::start()?;
-    let pid = pid_listening_on(emulator.port())
-        .ok_or("no process found with the emulator's `-port` argument")?;
+    let (emulator, pid) = ttl_bench::emulator()?;
     let table = Event::SCHEMA.table;
     let mut clients = Clients::connect(emulator.host(), instance, table, Clock::system())?;
     clients.lib.ensure_schema().await?;
@@ -443,30 +429,13 @@ pub(crate) async fn call(
 
 /// The `ReadRows` of `row`'s key with the typed reader's filter at `now`.
 fn hand_read(clients: &Clients, row: &Event, now: DateTime<Utc>) -> ReadRowsRequest {
-    let now_us = now.timestamp_micros();
-    let filter = |f| RowFilter { filter: Some(f) };
-    let mut filters = Vec::with_capacity(3);
-    if clients.family_selector {
-        filters.push(filter(Filter::ColumnRangeFilter(ColumnRange {
-            family_name: FAMILY.to_owned(),
-            start_qualifier: None,
-            end_qualifier: None,
-        })));
-    }
-    filters.extend([
-        filter(Filter::TimestampRangeFilter(TimestampRange {
-            start_timestamp_micros: now_us - now_us.rem_euclid(1000) + 1000,
-            end_timestamp_micros: 0,
-        })),
-        filter(Filter::CellsPerColumnLimitFilter(1)),
-    ]);
     ReadRowsRequest {
         table_name: clients.table_name.clone(),
         rows: Some(RowSet {
             row_keys: vec![row.id.as_bytes().to_vec()],
             row_ranges: Vec::new(),
         }),
-        filter: Some(filter(Filter::Chain(Chain { filters }))),
+        filter: Some(read_filter(now, clients.family_selector)),
         rows_limit: 1,
         ..ReadRowsRequest::default()
     }

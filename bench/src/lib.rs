@@ -1,18 +1,26 @@
 //! Shared pieces of the benchmarks (`bench/run.sh`, `BENCHMARKS.md`): the
 //! workload, its hand-written baseline (protobuf built and decoded by hand:
-//! what the derive must match) and process CPU, memory and load readings.
+//! what the derive must match), the clients and servers every command
+//! starts, and process CPU, memory and load readings.
 
 pub mod csv_rows;
 pub mod stats;
 
-use bigtable_rs::bigtable::RowCell;
+use bigtable_rs::bigtable::{BigTable, BigTableConnection, RowCell};
 use bigtable_rs::google::bigtable::v2::{
     column_range, mutate_rows_request::Entry, mutation, row_filter, value_range,
-    CheckAndMutateRowRequest, ColumnRange, Mutation, RowFilter, TimestampRange, ValueRange,
+    CheckAndMutateRowRequest, ColumnRange, MutateRowsRequest, Mutation, RowFilter, TimestampRange,
+    ValueRange,
 };
 use bigtable_ttl::data::Cell;
 use bigtable_ttl::BigtableRow;
 use chrono::{DateTime, TimeDelta, Utc};
+
+/// Every command's error.
+pub type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// The project every client names.
+pub const PROJECT: &str = "bench";
 
 /// The workload: one-second expiration, every row with its own expiry. It
 /// owns its family, so a whole-row write clears it with one
@@ -143,25 +151,28 @@ pub fn hand_entry(e: &Event, now: DateTime<Utc>) -> Result<Entry, String> {
 }
 
 /// The filter the library's typed reads of [`Event`] send at `now`
-/// ([`bigtable_ttl::filter::read_filter`]) in `bigtable_rs`'s messages: the
-/// family, the cells visible at `now`, the newest per column.
+/// ([`bigtable_ttl::filter::read_filter`]), spelled out by hand: the family
+/// (not on a table whose schema the library verified: it holds no other),
+/// the cells visible at `now`, the newest per column.
 #[must_use]
-pub fn lib_read_filter(now: DateTime<Utc>) -> RowFilter {
-    let filter = |f| RowFilter { filter: Some(f) };
-    filter(row_filter::Filter::Chain(row_filter::Chain {
-        filters: vec![
-            filter(row_filter::Filter::ColumnRangeFilter(ColumnRange {
-                family_name: FAMILY.to_owned(),
-                start_qualifier: None,
-                end_qualifier: None,
-            })),
-            filter(row_filter::Filter::TimestampRangeFilter(TimestampRange {
-                start_timestamp_micros: Event::SCHEMA.policy.visible_from(now),
-                end_timestamp_micros: 0,
-            })),
-            filter(row_filter::Filter::CellsPerColumnLimitFilter(1)),
-        ],
-    }))
+pub fn read_filter(now: DateTime<Utc>, family: bool) -> RowFilter {
+    use row_filter::Filter;
+    let mut filters = Vec::with_capacity(3);
+    if family {
+        filters.push(row_filter(Filter::ColumnRangeFilter(ColumnRange {
+            family_name: FAMILY.to_owned(),
+            start_qualifier: None,
+            end_qualifier: None,
+        })));
+    }
+    filters.extend([
+        row_filter(Filter::TimestampRangeFilter(TimestampRange {
+            start_timestamp_micros: visible_from(now),
+            end_timestamp_micros: 0,
+        })),
+        row_filter(Filter::CellsPerColumnLimitFilter(1)),
+    ]);
+    row_filter(Filter::Chain(row_filter::Chain { filters }))
 }
 
 /// What a careful programmer writes by hand with `bigtable_rs` for the
@@ -180,13 +191,8 @@ pub fn hand_insert(
     use column_range::{EndQualifier, StartQualifier};
     use row_filter::{Condition, Filter};
     let entry = hand_entry(e, now)?;
-    let now_micros = now.timestamp_micros();
-    // One-second expiration: a cell is visible while now (to the
-    // millisecond) is before its timestamp.
-    let visible_from = now_micros - now_micros.rem_euclid(1000) + 1000;
-    let f = |filter| RowFilter {
-        filter: Some(filter),
-    };
+    let visible_from = visible_from(now);
+    let f = row_filter;
     let chain = |filters| f(Filter::Chain(row_filter::Chain { filters }));
     let interleave = |filters| f(Filter::Interleave(row_filter::Interleave { filters }));
     let branch = |predicate: RowFilter, then: RowFilter, otherwise: RowFilter| {
@@ -352,6 +358,65 @@ pub fn hand_decode(key: &[u8], cells: &[RowCell]) -> Result<Event, String> {
     })
 }
 
+/// A filter of `bigtable_rs`'s messages.
+#[must_use]
+pub fn row_filter(filter: row_filter::Filter) -> RowFilter {
+    RowFilter {
+        filter: Some(filter),
+    }
+}
+
+/// The first cell timestamp visible at `now` under the one-second policy:
+/// a cell lives while now, to the millisecond, is before its timestamp.
+#[must_use]
+pub fn visible_from(now: DateTime<Utc>) -> i64 {
+    let now = now.timestamp_micros();
+    now - now.rem_euclid(1000) + 1000
+}
+
+// ----- clients and servers ---------------------------------------------------
+
+/// A fresh emulator (running while it is held), and its process.
+///
+/// # Errors
+/// The emulator's start, or no process found listening on its port.
+pub fn emulator() -> Res<(bigtable_ttl_emulator::Emulator, u32)> {
+    let emulator = bigtable_ttl_emulator::Emulator::start()?;
+    let pid = pid_listening_on(emulator.port())
+        .ok_or("no process found with the emulator's `-port` argument")?;
+    Ok((emulator, pid))
+}
+
+/// A hand-written client (`bigtable_rs`) of `instance` on the emulator at
+/// `host`, one connection.
+///
+/// # Errors
+/// `bigtable_rs`'s.
+pub fn rs_client(host: &str, instance: &str, read_only: bool) -> Res<BigTable> {
+    let rs = BigTableConnection::new_with_emulator(host, PROJECT, instance, read_only, 1, None)?;
+    Ok(rs.client())
+}
+
+/// One `MutateRows` of `entries`, every entry's status checked.
+///
+/// # Errors
+/// The call's, or an entry's.
+pub async fn mutate_rows(client: &mut BigTable, table_name: &str, entries: Vec<Entry>) -> Res<()> {
+    let request = MutateRowsRequest {
+        table_name: table_name.to_owned(),
+        entries,
+        ..MutateRowsRequest::default()
+    };
+    let mut answers = client.mutate_rows(request).await?;
+    while let Some(answer) = answers.message().await? {
+        let mut entries = answer.entries.iter();
+        if let Some(bad) = entries.find(|e| e.status.as_ref().is_some_and(|s| s.code != 0)) {
+            return Err(format!("entry {} failed: {:?}", bad.index, bad.status).into());
+        }
+    }
+    Ok(())
+}
+
 // ----- measurement helpers ---------------------------------------------------
 
 /// CPU time (s) this process's threads have run so far, user and kernel,
@@ -490,7 +555,7 @@ mod tests {
         use row_filter::Filter::TimestampRangeFilter;
         use row_filter::Filter::{CellsPerColumnLimitFilter, Chain, ColumnRangeFilter};
         let now = Utc::now();
-        let Some(Chain(chain)) = lib_read_filter(now).filter else {
+        let Some(Chain(chain)) = read_filter(now, true).filter else {
             panic!("a chain");
         };
         let filters: Vec<_> = chain.filters.into_iter().map(|f| f.filter).collect();

@@ -12,9 +12,7 @@ use chrono::Utc;
 use futures_util::{Stream, TryStreamExt as _};
 use serde_json::{json, Value};
 use ttl_bench::stats::median;
-use ttl_bench::{
-    cpu_seconds, event, machine_busy_seconds, pid_listening_on, process_cpu_seconds, Event,
-};
+use ttl_bench::{cpu_seconds, event, machine_busy_seconds, process_cpu_seconds, Event};
 
 use crate::report::write_report;
 use crate::{Res, PROJECT};
@@ -73,13 +71,15 @@ async fn measure(
     Ok(sample)
 }
 
+/// The parts `scan_parallel` reads at once, each against one stream.
+const CONCURRENCY: [usize; 2] = [2, 4];
+
 /// Write `rows` rows to a fresh emulator, then read them `rounds` times
-/// each way (single stream, and `scan_parallel` at each of `concurrency`),
-/// in an order rotated every round; write the medians to `out`.
-pub(crate) async fn run(rows: usize, concurrency: &[usize], rounds: usize, out: &Path) -> Res<()> {
-    let emulator = bigtable_ttl_emulator::Emulator::start()?;
-    let pid = pid_listening_on(emulator.port())
-        .ok_or("no process found with the emulator's `-port` argument")?;
+/// each way (single stream, and `scan_parallel` at each of
+/// [`CONCURRENCY`]), in an order rotated every round; write the medians to
+/// `out`.
+pub(crate) async fn run(rows: usize, rounds: usize, out: &Path) -> Res<()> {
+    let (emulator, pid) = ttl_bench::emulator()?;
     let conn = Connection::emulator(emulator.host(), PROJECT, "bench-parallel")?;
     let table = Table::<Event>::new(conn);
     table.ensure_schema().await?;
@@ -92,7 +92,7 @@ pub(crate) async fn run(rows: usize, concurrency: &[usize], rounds: usize, out: 
     // Untimed: the first read after the write pays for the write's garbage.
     measure(&table, None, pid, rows).await?;
 
-    let parallel = concurrency
+    let parallel = CONCURRENCY
         .iter()
         .map(|&c| (format!("parallel-{c}"), Some(c)));
     let contenders: Vec<_> = [("stream".to_owned(), None)]

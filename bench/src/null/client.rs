@@ -18,7 +18,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bigtable_rs::bigtable::BigTableConnection;
 use bigtable_ttl::{AccessToken, Connection, Credentials, Scan, Table, TokenSource};
 use chrono::Utc;
 use futures_util::future::{self, BoxFuture, FutureExt as _};
@@ -72,8 +71,47 @@ pub(crate) async fn connection(target: &Target<'_>) -> Res<Connection> {
         .await?)
 }
 
+/// `ttl-bench null-client`'s arguments.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    who: String,
+    phase: String,
+    #[arg(long)]
+    host: String,
+    #[arg(long)]
+    table: String,
+    #[arg(long, default_value_t = 100_000)]
+    rows: usize,
+    #[arg(long)]
+    csv: Option<std::path::PathBuf>,
+    /// TLS, trusting this CA (with `--token`).
+    #[arg(long, requires = "token")]
+    tls: Option<std::path::PathBuf>,
+    #[arg(long, requires = "tls")]
+    token: Option<String>,
+}
+
+/// `null-client`: one phase, its figures printed as one line.
+pub(crate) async fn main(a: Args) -> Res<()> {
+    let secure = match (a.tls, a.token) {
+        (Some(ca), Some(token)) => Some(Secure {
+            ca_pem: std::fs::read(ca)?,
+            token,
+        }),
+        _ => None,
+    };
+    let target = Target {
+        host: &a.host,
+        secure: secure.as_ref(),
+    };
+    let csv = a.csv.as_deref();
+    let line = run(&a.who, &a.phase, &target, &a.table, a.rows, csv).await?;
+    println!("{line}");
+    Ok(())
+}
+
 /// Run `who`'s `phase` of `rows` rows on `table` at `target`; the JSON line.
-pub(crate) async fn run(
+async fn run(
     who: &str,
     phase: &str,
     target: &Target<'_>,
@@ -85,8 +123,7 @@ pub(crate) async fn run(
     // Connections are made before the clock starts, as an application
     // makes them once; the first call still pays for the handshake.
     let lib = Table::<Event>::new(connection(target).await?).with_name(table);
-    let rs = BigTableConnection::new_with_emulator(target.host, PROJECT, INSTANCE, false, 1, None)?;
-    let raw = rs.client();
+    let raw = ttl_bench::rs_client(target.host, INSTANCE, false)?;
     let raw_table = raw.get_full_table_name(table);
     let csv = || CsvRows::open(csv.ok_or("--csv FILE")?);
 

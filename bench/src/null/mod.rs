@@ -1,23 +1,10 @@
 //! `ttl-bench null` and `ttl-bench fair`: the clients' own cost against a
-//! server that is never the bottleneck (issues 23 and 32).
-//!
-//! Each variant (a contender's phase in one setting) runs as a process of
-//! its own against a null server ([`server`]; `fair` adds one serving TLS
-//! only, with a bearer token), in rounds, the order rotated each round,
-//! measured from outside (wall time; CPU time and peak RSS from `wait4`)
-//! beside its run of one row in the same round, whose cost (start-up,
-//! connecting, a handshake) [`report`] takes off.
-//!
-//! * `null`: the library and hand-written `bigtable_rs` ([`client`]), Go's
-//!   `cbt import` / `cbt read` and Node's client (`bench/node_client.js`),
-//!   all at the library's batching; each again at `--scale` × N rows
-//!   (memory flat in N); the library's write under callgrind ([`profile`]).
-//! * `fair`: each client's CSV reading alone, each peer at several batch
-//!   sizes, `cbt count` as Go's reader, the library and `cbt` over TLS.
-//!
-//! Go runs when `cbt` is on the PATH, Node when `--node-modules DIR` holds
-//! `@google-cloud/bigtable`, `cbt` over TLS only where this process has no
-//! network but loopback ([`isolated`]): off the emulator setting it is
+//! null server ([`server`]; `fair` adds one serving TLS only, with a bearer
+//! token). Each variant (a contender's phase in one setting) runs as a
+//! process of its own, in rounds, the order rotated each round, measured
+//! from outside beside its run of one row in the same round, whose cost
+//! the report takes off. `cbt` over TLS runs only where this process has
+//! no network but loopback ([`isolated`]): off the emulator setting it is
 //! Google's Cloud client as it is (metrics exporter, metadata probe).
 
 pub(crate) mod client;
@@ -52,14 +39,16 @@ pub(crate) const NODE_BATCHES: [usize; 3] = [250, 1_000, 10_000];
 /// The library's bulk-writer batching, every peer's in `null`.
 const DEFAULT_BATCH: usize = 10_000;
 
-/// What `ttl-bench null` or `fair` was asked to run.
-pub(crate) struct Plan {
-    pub(crate) rows: usize,
-    pub(crate) rounds: usize,
+/// The arguments `ttl-bench null` and `fair` share.
+#[derive(clap::Args)]
+pub(crate) struct Common {
+    #[arg(long, default_value_t = 100_000)]
+    rows: usize,
     /// Where `@google-cloud/bigtable` is installed (a `node_modules`).
-    pub(crate) node_modules: Option<PathBuf>,
-    pub(crate) out: PathBuf,
-    pub(crate) kind: Kind,
+    #[arg(long)]
+    node_modules: Option<PathBuf>,
+    #[arg(long)]
+    out: PathBuf,
 }
 
 pub(crate) enum Kind {
@@ -322,11 +311,10 @@ fn isolated() -> bool {
     })
 }
 
-/// The variants of `plan` this machine can run, a message for each left out.
-fn variants(plan: &Plan) -> Vec<Variant> {
+/// The variants of `kind` this machine can run, a message for each left out.
+fn variants(node_modules: Option<&PathBuf>, kind: &Kind) -> Vec<Variant> {
     let go = found("cbt", "version");
-    let node = plan
-        .node_modules
+    let node = node_modules
         .as_ref()
         .is_some_and(|m| m.join("@google-cloud/bigtable").is_dir() && found("node", "--version"));
     if !go {
@@ -336,7 +324,7 @@ fn variants(plan: &Plan) -> Vec<Variant> {
         eprintln!("null: no Node.js client: no node, or no --node-modules DIR with @google-cloud/bigtable (bench/run.sh installs it)");
     }
     let mut v = Vec::new();
-    let Kind::Fair { go_csv } = &plan.kind else {
+    let Kind::Fair { go_csv } = kind else {
         for who in ["lib", "raw"] {
             v.extend(["write", "read"].map(|phase| variant(who, phase, false, None)));
         }
@@ -383,9 +371,9 @@ fn variants(plan: &Plan) -> Vec<Variant> {
     v
 }
 
-/// Run the plan; write the JSON to `plan.out`.
-pub(crate) fn run(plan: &Plan) -> Res<()> {
-    let work = plan
+/// Run `kind`'s variants; write the JSON to `args.out`.
+pub(crate) fn run(args: &Common, rounds: usize, kind: &Kind) -> Res<()> {
+    let work = args
         .out
         .parent()
         .unwrap_or(Path::new("."))
@@ -393,8 +381,8 @@ pub(crate) fn run(plan: &Plan) -> Res<()> {
     std::fs::create_dir_all(&work)?;
     let me = std::env::current_exe()?;
     let load_start = load_average();
-    let (n, rounds) = (plan.rows, plan.rounds.max(1));
-    let (big, profile_rows, go_csv) = match &plan.kind {
+    let (n, rounds) = (args.rows, rounds.max(1));
+    let (big, profile_rows, go_csv) = match kind {
         Kind::Null {
             scale,
             profile_rows,
@@ -410,7 +398,7 @@ pub(crate) fn run(plan: &Plan) -> Res<()> {
     let counts: Vec<usize> = [1, n, big].into_iter().filter(|&r| r > 0).collect();
     eprintln!("null: encoding the read answers for {counts:?} rows…");
     let plain = NullServer::start(&me, &counts, &[])?;
-    let tls = if let Kind::Fair { .. } = plan.kind {
+    let tls = if let Kind::Fair { .. } = kind {
         let ca = work.join("null-ca.pem");
         let more = [
             "--tls".as_ref(),
@@ -428,14 +416,14 @@ pub(crate) fn run(plan: &Plan) -> Res<()> {
         .find(|p| p.is_file());
     let setup = Setup {
         cbt: cbt.unwrap_or_else(|| PathBuf::from("cbt")),
-        node_modules: plan.node_modules.clone(),
+        node_modules: args.node_modules.clone(),
         me,
         work,
         go_csv,
         plain,
         tls,
     };
-    let variants = variants(plan);
+    let variants = variants(args.node_modules.as_ref(), kind);
     let keys: Vec<&str> = variants.iter().map(|v| v.key.as_str()).collect();
     eprintln!("null: server {}; {keys:?}", setup.plain.host);
     let mut runs = Map::new();
@@ -522,5 +510,5 @@ pub(crate) fn run(plan: &Plan) -> Res<()> {
         // The floor of the `wait4` peaks (Go's): the driver's own peak.
         "driver_peak_rss_kib": ttl_bench::peak_rss_kib(),
     });
-    write_report(&plan.out, value)
+    write_report(&args.out, value)
 }
