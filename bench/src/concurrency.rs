@@ -9,7 +9,7 @@
 //! others' are paired within a round (`stats::paired`).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -23,6 +23,7 @@ use crate::latency::{
     call, each_target, emulator_clients, null_clients, Clients, Target, FAILED_AT_MOST, NULL_TABLE,
     STORED,
 };
+use crate::null::peer;
 use crate::report::write_report;
 use crate::{Res, PROJECT};
 
@@ -68,9 +69,9 @@ struct Contender {
 enum Calls {
     /// Clients in this process, and which of `latency::call`'s contenders.
     Rust(Arc<Clients>, &'static str),
-    /// A process of a Google client's `--phase point` per run: its command
-    /// line, and its environment.
-    Process(Vec<String>, Vec<(&'static str, String)>),
+    /// A process of a Google client's `--phase point` per run, from this
+    /// command.
+    Process(Box<dyn Fn() -> std::process::Command>),
 }
 
 /// One contender's calls of one operation at one concurrency in one round.
@@ -124,34 +125,27 @@ async fn contenders(
         rust("hand", base.clone(), "raw_headers", false),
     ];
     // Google's clients: the program, its script, its `NODE_PATH`.
-    let node = args.node_modules.as_ref();
+    let node = args.node_modules.clone();
     let node = node.filter(|m| m.join("@google-cloud/bigtable").is_dir());
     if node.is_none() {
         eprintln!(
             "concurrency: no Node.js client (no --node-modules DIR with @google-cloud/bigtable)"
         );
     }
-    let node = node.map(|m| ("node", "node".into(), "node_client.js", m.to_string_lossy()));
-    let python = (args.python.clone()).map(|p| ("python", p, "python_client.py", "".into()));
-    for (name, program, script, modules) in [node, python].into_iter().flatten() {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(script);
-        let script = script.to_string_lossy();
-        let flags = [
-            "--project",
-            PROJECT,
-            "--instance",
-            instance,
-            "--table",
-            table,
-        ];
-        let argv = [&program[..], &script].into_iter().chain(flags);
-        let env = vec![
-            ("BIGTABLE_EMULATOR_HOST", host.to_owned()),
-            ("NODE_PATH", modules.into_owned()),
-        ];
+    let peers = [
+        node.map(|m| ("node", "node".to_owned(), "node_client.js", Some(m))),
+        (args.python.clone()).map(|p| ("python", p, "python_client.py", None)),
+    ];
+    for (name, program, script, node_path) in peers.into_iter().flatten() {
+        let (host, instance, table) = (host.to_owned(), instance.to_owned(), table.to_owned());
+        let command = move || {
+            let mut cmd = peer(&program, script, &host, &instance, &table);
+            cmd.envs(node_path.iter().map(|path| ("NODE_PATH", path)));
+            cmd
+        };
         all.push(Contender {
             name: name.to_owned(),
-            calls: Calls::Process(argv.map(str::to_owned).collect(), env),
+            calls: Calls::Process(Box::new(command)),
             sweep: false,
         });
     }
@@ -185,7 +179,7 @@ async fn run(
 ) -> Res<Run> {
     let (clients, who) = match &c.calls {
         Calls::Rust(clients, who) => (clients, *who),
-        Calls::Process(argv, env) => {
+        Calls::Process(command) => {
             let first = fresh.fetch_add(n, Ordering::Relaxed);
             let numbers = [
                 ("--calls", n),
@@ -193,16 +187,10 @@ async fn run(
                 ("--stored", stored),
                 ("--fresh", first),
             ];
-            let out = std::process::Command::new(&argv[0])
-                .args(&argv[1..])
-                .args(["--phase", "point", "--op", op])
-                .args(
-                    numbers
-                        .map(|(flag, x)| [flag.to_owned(), x.to_string()])
-                        .concat(),
-                )
-                .envs(env.clone())
-                .output()?;
+            let flags = numbers.map(|(flag, x)| [flag.to_owned(), x.to_string()]);
+            let mut command = command();
+            command.args(["--phase", "point", "--op", op]);
+            let out = command.args(flags.concat()).output()?;
             if !out.status.success() {
                 let why = String::from_utf8_lossy(&out.stderr);
                 return Err(format!("concurrency: {} failed: {why}", c.name).into());
@@ -271,10 +259,10 @@ async fn measure(args: &Args, contenders: &[Contender], stored: usize) -> Res<Va
     // Fresh keys for the inserts, never reused, past the stored rows.
     let fresh = Arc::new(AtomicUsize::new(STORED.max(stored)));
     // Untimed: connections opened (every pool's), the server's first calls.
-    for c in contenders
+    let in_process = contenders
         .iter()
-        .filter(|c| matches!(c.calls, Calls::Rust(..)))
-    {
+        .filter(|c| matches!(c.calls, Calls::Rust(..)));
+    for c in in_process {
         for op in OPS {
             run(c, op, n.min(200), 16, stored, &fresh).await?;
         }
@@ -333,10 +321,8 @@ async fn measure(args: &Args, contenders: &[Contender], stored: usize) -> Res<Va
                 let best: Vec<f64> = (0..rs.len())
                     .map(|r| {
                         let at = |c: &usize| runs.get(&(o, *c, node))?.get(r);
-                        let per_core = args.in_flight.iter().filter_map(at);
-                        per_core
-                            .map(|r| n as f64 / r.cpu_s)
-                            .fold(f64::NAN, f64::max)
+                        let runs = args.in_flight.iter().filter_map(at);
+                        runs.map(|r| n as f64 / r.cpu_s).fold(f64::NAN, f64::max)
                     })
                     .collect();
                 row["vs_node"] = quartiles(&per_core(rs), &best);

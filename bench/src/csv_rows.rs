@@ -16,9 +16,6 @@ use chrono::{DateTime, Utc};
 use crate::{event, Event};
 
 /// Write rows `0..n` of the workload as of `now` to `path`.
-///
-/// # Errors
-/// The file's.
 pub fn write_csv(path: &Path, n: usize, now: DateTime<Utc>) -> std::io::Result<()> {
     let mut out = BufWriter::new(File::create(path)?);
     writeln!(out, ",e,,")?;
@@ -48,9 +45,6 @@ pub struct CsvRows<R> {
 
 impl CsvRows<BufReader<File>> {
     /// The rows of the file at `path`.
-    ///
-    /// # Errors
-    /// The file's, or a file without the two header rows.
     pub fn open(path: &Path) -> Result<Self, String> {
         let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
         Self::new(BufReader::with_capacity(1 << 16, file))
@@ -59,9 +53,6 @@ impl CsvRows<BufReader<File>> {
 
 impl<R: BufRead> CsvRows<R> {
     /// The rows of `input`, its two header rows skipped.
-    ///
-    /// # Errors
-    /// Input without them.
     pub fn new(input: R) -> Result<Self, String> {
         let mut rows = Self {
             input,
@@ -102,9 +93,6 @@ impl<R: BufRead> CsvRows<R> {
     }
 
     /// The next row into `e`; `false` at the end.
-    ///
-    /// # Errors
-    /// A line that is not a row of the workload.
     pub fn next_into(&mut self, e: &mut Event) -> Result<bool, String> {
         self.with_line(|line| parse_row(line, e))
     }

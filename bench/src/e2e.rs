@@ -24,11 +24,11 @@ use ttl_bench::{load_average, pid_listening_on, process_cpu_seconds, Event, Even
 use ttl_bench::{mutate_rows, read_filter, rs_client};
 
 use crate::expiry::write_rows;
+use crate::null::{peer, profile::callgrind};
 use crate::{Res, PROJECT};
 
 /// The Rust contenders. `lib-by-column` writes `Event`'s twin without
-/// `owns_family`: the emulator's work for one `DeleteFromFamily` a row
-/// against a `DeleteFromColumn` per column, in the same rounds.
+/// `owns_family`.
 const CONTENDERS: [&str; 4] = ["lib", "lib-by-column", "lib-put-all", "raw"];
 /// A contender's figures, each reported as its median over the rounds.
 const FIGURES: [&str; 7] = [
@@ -45,14 +45,12 @@ const ROWS_PER_REQUEST: usize = 10_000;
 const IN_FLIGHT: usize = 4;
 
 /// `BENCH_ROUNDS` rounds (9), each running every contender once on a fresh
-/// emulator (the previous one gone first), the Rust contenders in an order
-/// rotated each round, the Python client after them (a rotation put the
-/// library right after it in most rounds, and it ran slower there).
+/// emulator, the Rust contenders in an order rotated each round, the Python
+/// client after them (a rotation put the library right after it in most
+/// rounds, and it ran slower there).
 pub(crate) async fn run(rows: usize, python: Option<&str>, out: &Path) -> Res<()> {
-    let rounds = std::env::var("BENCH_ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok());
-    let rounds: usize = rounds.unwrap_or(9).max(1);
+    let rounds = std::env::var("BENCH_ROUNDS").map(|r| r.parse());
+    let rounds: usize = rounds.ok().and_then(Result::ok).unwrap_or(9).max(1);
     let load_start = load_average();
     let mut runs: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
     for round in 0..rounds {
@@ -128,32 +126,19 @@ async fn emulator_for(name: &str) -> Res<Emulator> {
     Ok(emulator)
 }
 
-/// This binary's arguments that run the Rust contender `name`.
-fn contender_args(name: &str, host: &str, rows: usize) -> [String; 6] {
-    [
-        "contender",
-        name,
-        "--host",
-        host,
-        "--rows",
-        &rows.to_string(),
-    ]
-    .map(str::to_owned)
-}
-
 /// The command running contender `name` against `emulator`: the Python
 /// client's script under `python`, else this binary.
 fn command(name: &str, rows: usize, emulator: &Emulator, python: Option<&str>) -> Res<Command> {
+    let host = emulator.host();
     if name == "python" {
-        let mut cmd = Command::new(python.unwrap_or("python3"));
-        cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("python_client.py"))
-            .args(["--project", PROJECT, "--instance", "bench-python"])
-            .args(["--table", Event::SCHEMA.table, "--rows", &rows.to_string()])
-            .env("BIGTABLE_EMULATOR_HOST", emulator.host());
+        let (python, table) = (python.unwrap_or("python3"), Event::SCHEMA.table);
+        let mut cmd = peer(python, "python_client.py", host, "bench-python", table);
+        cmd.args(["--rows", &rows.to_string()]);
         return Ok(cmd);
     }
     let mut cmd = Command::new(std::env::current_exe()?);
-    cmd.args(contender_args(name, emulator.host(), rows));
+    cmd.args(["contender", name, "--host", host])
+        .args(["--rows", &rows.to_string()]);
     if let Some(pid) = pid_listening_on(emulator.port()) {
         cmd.args(["--emulator-pid", &pid.to_string()]);
     }
@@ -190,12 +175,9 @@ pub(crate) async fn instructions(rows: usize, out: &Path) -> Res<()> {
         let emulator = emulator_for(name).await?;
         eprintln!("callgrind: contender {name} ({rows} rows)…");
         let profile = std::env::temp_dir().join(format!("ttl-bench-callgrind-{name}.out"));
-        let output = Command::new("valgrind")
-            .arg("--tool=callgrind")
-            .arg(format!("--callgrind-out-file={}", profile.display()))
-            .arg(std::env::current_exe()?)
-            .args(contender_args(name, emulator.host(), rows))
-            .output()?;
+        let mut contender = Command::new(std::env::current_exe()?);
+        contender.args(["contender", name, "--host", emulator.host()]);
+        let output = callgrind(contender.args(["--rows", &rows.to_string()]), &profile)?;
         let _ = std::fs::remove_file(&profile);
         let stderr = String::from_utf8_lossy(&output.stderr);
         let collected: Option<u64> = stderr

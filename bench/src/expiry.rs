@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bigtable_rs::google::bigtable::v2::{
-    mutate_rows_request::Entry, mutation, row_filter::Chain, row_filter::Filter, ColumnRange,
-    Mutation, ReadRowsRequest, RowFilter, TimestampRange,
+    mutate_rows_request::Entry, mutation, row_filter::Chain, row_filter::Filter, Mutation,
+    ReadRowsRequest, TimestampRange,
 };
 use bigtable_ttl::ops::{ExpiryWindow, ReapOptions, ReapStatus};
 use bigtable_ttl::{BigtableRow, Clock, Connection, Table};
@@ -24,8 +24,9 @@ use futures_util::{StreamExt as _, TryStreamExt as _};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
+use ttl_bench::row_filter as filter;
 use ttl_bench::stats::median;
-use ttl_bench::{cpu_seconds, event, mutate_rows, row_filter as filter, rs_client, Event, FAMILY};
+use ttl_bench::{cpu_seconds, event, family_filter, mutate_rows, rs_client, Event, FAMILY};
 
 use crate::{Res, PROJECT};
 
@@ -112,14 +113,6 @@ async fn dead_rows(host: &str, instance: &str, n: usize) -> Res<Table<Event>> {
     let (table, t0, _) = write_rows(host, instance, n, expiry).await?;
     table.clock().set(t0 + TimeDelta::hours(2));
     Ok(table)
-}
-
-fn family_filter() -> RowFilter {
-    filter(Filter::ColumnRangeFilter(ColumnRange {
-        family_name: FAMILY.to_owned(),
-        start_qualifier: None,
-        end_qualifier: None,
-    }))
 }
 
 // ----- reaper throughput --------------------------------------------------------

@@ -14,6 +14,7 @@ use bigtable_rs::bigtable::{BigTable, BigTableConnection};
 use bigtable_rs::google::bigtable::v2::{MutateRowRequest, ReadRowsRequest, RowSet};
 use bigtable_ttl::{BigtableRow, Clock, Connection, Insert, Table};
 use chrono::{DateTime, Utc};
+use clap::ValueEnum as _;
 use serde_json::{json, Value};
 use ttl_bench::stats::{quantile, ratios, Ratio};
 use ttl_bench::{
@@ -78,17 +79,16 @@ impl Batch {
 pub(crate) struct Clients {
     pub(crate) lib: Table<Event>,
     raw: BigTable,
-    /// The same, each wait bounded by the library's write attempt timeout
-    /// (`bigtable_rs`'s own option): `raw_headers`'s.
+    /// `raw_headers`'s: each wait bounded by the library's write attempt
+    /// timeout (`bigtable_rs`'s own option).
     raw_bounded: BigTable,
     table_name: String,
     /// The library's routing header for the table.
     routing: tonic::metadata::AsciiMetadataValue,
     /// The library's write attempt timeout (the default write policy's).
     write_attempt: Duration,
-    /// Whether the library's reads select the family: not once
-    /// `verify_schema` has shown the table holds only `Event`'s (the
-    /// emulator's table); the null server serves no admin call.
+    /// Whether the library's reads select the family: not once the schema
+    /// was checked (the emulator's table; the null server has no admin API).
     pub(crate) family_selector: bool,
 }
 
@@ -115,20 +115,11 @@ impl Clients {
     }
 }
 
-/// Where the calls go.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+/// Where the calls go, named in the JSON as on the command line.
+#[derive(Clone, Copy, clap::ValueEnum)]
 pub(crate) enum Target {
     Emulator,
     Null,
-}
-
-impl Target {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Self::Emulator => "emulator",
-            Self::Null => "null",
-        }
-    }
 }
 
 /// `measure` against each of `targets`, its load average beside: the
@@ -142,7 +133,8 @@ pub(crate) async fn each_target(
         let load_start = load_average();
         let mut results = measure(target).await?;
         results["load_average"] = json!([load_start, load_average()]);
-        measured.insert(target.name().to_owned(), results);
+        let name = target.to_possible_value().ok_or("a target named")?;
+        measured.insert(name.get_name().to_owned(), results);
     }
     Ok(Value::Object(measured))
 }
@@ -166,8 +158,8 @@ pub(crate) async fn run(ops: usize, rounds: usize, targets: &[Target], out: &Pat
     write_report(out, report)
 }
 
-/// A fresh emulator (kept running while it is held), its process, the
-/// clients on `instance` with [`STORED`] rows stored.
+/// A fresh emulator, its process, the clients on `instance` with
+/// [`STORED`] rows stored.
 pub(crate) async fn emulator_clients(
     instance: &str,
 ) -> Res<(bigtable_ttl_emulator::Emulator, u32, Clients)> {
@@ -183,7 +175,7 @@ pub(crate) async fn emulator_clients(
 /// A null server and the clients on it (its `get`s all read the one row
 /// it serves).
 pub(crate) fn null_clients() -> Res<(crate::null::NullServer, Clients)> {
-    let server = crate::null::NullServer::start(&std::env::current_exe()?, &[1], &[])?;
+    let server = crate::null::NullServer::start(&std::env::current_exe()?, &[1], None)?;
     let clients = Clients::connect(&server.host, "null", NULL_TABLE, Clock::system())?;
     Ok((server, clients))
 }
@@ -288,13 +280,11 @@ async fn measure(
 }
 
 /// The library's first calls after contender `w`'s block against `w`'s
-/// first calls after the library's, each back after one block away (a
-/// switch costs the more the longer a contender was away), from each
-/// round's blocks in order, `(contender, first call)`: the ratio of their
-/// p50s with its interval (the `i`-th switch each way paired, as they ran
-/// about as close in time as a block's contenders), and the two p50s.
-/// First calls after the other hand-written contender, whose code is `w`'s
-/// own (tonic), are left out.
+/// first calls after the library's, each back after one block away, from
+/// each round's blocks in order, `(contender, first call)`: the ratio of
+/// their p50s with its interval (the `i`-th switch each way paired), and the
+/// two p50s. First calls after the other hand-written contender, whose code
+/// is `w`'s own (tonic), are left out.
 fn switch_ratio(rounds: &[Vec<(usize, f64)>], w: usize, seed: u64) -> (Ratio, f64, f64) {
     let after = |who: usize, before: usize| -> Vec<f64> {
         let switches = rounds.iter().flat_map(|blocks| blocks.windows(3));
@@ -317,10 +307,9 @@ fn switch_ratio(rounds: &[Vec<(usize, f64)>], w: usize, seed: u64) -> (Ratio, f6
 }
 
 /// `n` calls of operation `op` by contender `who`, one at a time, after
-/// one more timed apart (`first`): the first call after the other
-/// contenders' blocks finds their code and data in the caches and its own
-/// connection idle. It is a figure of its own (a program that makes a call
-/// now and then among other work pays it), left out of the steady calls.
+/// one more timed apart (`first`): the first after the other contenders'
+/// blocks finds their code and data in the caches and its own connection
+/// idle, a figure of its own, left out of the steady calls.
 async fn batch(
     clients: &Clients,
     op: usize,
@@ -453,11 +442,9 @@ fn hand_write(clients: &Clients, row: &Event, now: DateTime<Utc>) -> Res<MutateR
 }
 
 /// `message` as a request with the headers the library sends besides
-/// `user-agent`: its routing header (naming the default app profile), its
-/// name, and on a read the feature flags, on a write (an insert too) the
-/// write attempt's deadline in the library's units.
-/// `latency::tests::the_hand_written_calls_send_the_library_s_requests`
-/// checks them against what the library sent.
+/// `user-agent`: its routing header, its name, and on a read the feature
+/// flags, on a write (an insert too) the write attempt's deadline. The
+/// tests check them against what the library sent.
 fn with_library_headers<T>(clients: &Clients, message: T, read: bool) -> Res<tonic::Request<T>> {
     let mut request = tonic::Request::new(message);
     let headers = request.metadata_mut();
@@ -551,7 +538,7 @@ mod tests {
     async fn the_hand_written_calls_send_the_library_s_requests() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let host = listener.local_addr().unwrap().to_string();
-        let state = Arc::new(State::new(&[1]));
+        let state = Arc::new(State::new(&[1], None).unwrap());
         tokio::spawn(serve(listener, state.clone(), None));
         let now = Utc::now();
         let clients = Clients::connect(&host, "null", NULL_TABLE, Clock::manual(now)).unwrap();
@@ -560,18 +547,21 @@ mod tests {
             .zip(["ReadRows", "MutateRow", "CheckAndMutateRow"])
         {
             let method = format!("/google.bigtable.v2.Bigtable/{method}");
-            let (mut sent, mut headers) = (Vec::new(), Vec::new());
-            for who in WHO {
-                call(&clients, op, who, &event(0, now), now).await.unwrap();
-                sent.push(state.last_request(&method).unwrap());
-                headers.push(state.last_headers(&method).unwrap());
-            }
-            for (who, body) in WHO.iter().zip(&sent).skip(1) {
-                assert!(
-                    sent[0] == body,
-                    "{op}: the library sent {:?}, {who} {body:?}",
-                    sent[0]
-                );
+            let mut headers = Vec::new();
+            for row in [0, 7, 999].map(|i| event(i, now)) {
+                let mut sent = Vec::new();
+                for who in WHO {
+                    call(&clients, op, who, &row, now).await.unwrap();
+                    sent.push(state.last_request(&method).unwrap());
+                    headers.push(state.last_headers(&method).unwrap());
+                }
+                for (who, body) in WHO.iter().zip(&sent).skip(1) {
+                    let lib = &sent[0];
+                    assert!(
+                        lib == body,
+                        "{op}: the library sent {lib:?}, {who} {body:?}"
+                    );
+                }
             }
             let (lib, hand) = (&headers[0], &headers[2]);
             let names = |h: &hyper::HeaderMap| {

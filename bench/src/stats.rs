@@ -1,11 +1,8 @@
 //! The benchmarks' statistics: nearest-rank quantiles (a figure is always
-//! one of the values measured), the median and quartiles of per-round
-//! values, ratios paired within a round, and the paired block bootstrap
-//! behind the latency figures' intervals. Values that are not finite (a
-//! measure not taken, a ratio over nothing) are left out.
-//!
-//! Not `statrs`: it interpolates between ranks, which would change what
-//! every figure of `BENCHMARKS.md` means, and has no paired bootstrap.
+//! one of the values measured), ratios paired within a round, and the
+//! paired block bootstrap behind the latency figures' intervals. Values
+//! that are not finite (a measure not taken) are left out. Not `statrs`: it
+//! interpolates between ranks and has no paired bootstrap.
 
 use std::borrow::Borrow;
 
@@ -19,7 +16,6 @@ fn select(xs: &mut [f64], q: f64) -> f64 {
         return f64::NAN;
     };
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    #[allow(clippy::cast_precision_loss)]
     let rank = ((last as f64) * q).round() as usize;
     *xs.select_nth_unstable_by(rank, f64::total_cmp).1
 }
@@ -30,14 +26,12 @@ fn finite<T: Borrow<f64>>(xs: impl IntoIterator<Item = T>) -> Vec<f64> {
 }
 
 /// The `q` quantile of the finite values of `xs` (nearest rank).
-#[must_use]
 pub fn quantile<T: Borrow<f64>>(xs: impl IntoIterator<Item = T>, q: f64) -> f64 {
     select(&mut finite(xs), q)
 }
 
 /// The median of the finite values of `xs`: for an even count, the upper
 /// of the middle two.
-#[must_use]
 pub fn median<T: Borrow<f64>>(xs: impl IntoIterator<Item = T>) -> f64 {
     quantile(xs, 0.5)
 }
@@ -52,7 +46,6 @@ pub struct Quartiles {
 }
 
 /// The median and quartiles of the finite values of `xs`.
-#[must_use]
 pub fn quartiles<T: Borrow<f64>>(xs: impl IntoIterator<Item = T>) -> Quartiles {
     let mut xs = finite(xs);
     let mut at = |q| select(&mut xs, q);
@@ -65,7 +58,6 @@ pub fn quartiles<T: Borrow<f64>>(xs: impl IntoIterator<Item = T>) -> Quartiles {
 
 /// The quartiles of `f(a[i], b[i])` over the rounds `i`: two contenders
 /// that ran in the same round, seconds apart, so under the same load.
-#[must_use]
 pub fn paired(a: &[f64], b: &[f64], f: impl Fn(f64, f64) -> f64) -> Quartiles {
     quartiles(a.iter().zip(b).map(|(&x, &y)| f(x, y)))
 }
@@ -80,14 +72,11 @@ pub struct Ratio {
 }
 
 /// For each `q` of `qs`, `a / b` of the `q` quantiles of all their calls,
-/// with its 95 % interval from a paired block bootstrap. `blocks[i]` holds
-/// block `i`'s calls of `a` and of `b`, run side by side. The blocks are
-/// drawn again with replacement [`DRAWS`] times, both contenders' blocks
-/// of a draw together (a load that moves both alike then moves their
-/// ratio little); the draws' 2.5th and 97.5th percentiles bound the
-/// interval. `seed` makes a run's intervals repeat. A contender without
-/// calls in some block (run alone, for a profiler) has no ratio: NaN.
-#[must_use]
+/// with its 95 % interval: `blocks[i]` holds block `i`'s calls of `a` and
+/// of `b`, run side by side, and the blocks are drawn again [`DRAWS`]
+/// times, both contenders' blocks of a draw together (a load that moves
+/// both alike moves their ratio little). `seed` makes the intervals repeat;
+/// a contender without calls in some block has no ratio: NaN.
 pub fn ratios(blocks: &[(&[f64], &[f64])], qs: &[f64], seed: u64) -> Vec<Ratio> {
     let empty = blocks.iter().any(|(a, b)| a.is_empty() || b.is_empty());
     let n = if empty { 0 } else { blocks.len() };

@@ -1,20 +1,13 @@
 //! The Rust contenders against the null server, one phase a process:
-//! `ttl-bench null-client lib|raw PHASE --host H --table T --rows N --csv F`.
-//! `lib write`: the bulk writer, the rows read from the CSV file one at a
-//! time into one `Event`, as every contender reads them (see
-//! `ttl_bench::csv_rows`); `lib read`: the typed stream, filtered and
-//! decoded; `raw write|read`: hand-written `bigtable_rs` (the end-to-end
-//! bench's); `lib put`: one `Table::put` a row, one at a time; `lib csv`:
-//! the CSV reading alone. `--tls CA_FILE --token SECRET`: the library over
-//! TLS trusting that CA, the token from a token source, as on Cloud
-//! Bigtable.
-//!
-//! Prints one JSON line: the phase's wall and CPU time (this process's
-//! threads), its allocations (the bench binary's counting allocator) and
-//! the peak RSS (`VmHWM`, which, unlike `wait4`'s, counts nothing from
-//! before `exec`).
+//! `ttl-bench null-client lib|raw PHASE --host H --table T --rows N --csv F`,
+//! the library's (`write`, `read`, `put` one row at a time, `csv` the CSV
+//! reading alone) and hand-written `bigtable_rs`'s (`write`, `read`), each
+//! write reading its rows from the CSV file (see `ttl_bench::csv_rows`).
+//! `--tls CA_FILE --token SECRET`: the library over TLS, as on Cloud
+//! Bigtable. Prints one JSON line: wall and CPU time, allocations (the
+//! binary's counting allocator) and peak RSS (`VmHWM`, which, unlike
+//! `wait4`'s, counts nothing from before `exec`).
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -22,7 +15,7 @@ use bigtable_ttl::{AccessToken, Connection, Credentials, Scan, Table, TokenSourc
 use chrono::Utc;
 use futures_util::future::{self, BoxFuture, FutureExt as _};
 use futures_util::TryStreamExt as _;
-use serde_json::{json, Value};
+use serde_json::json;
 use ttl_bench::csv_rows::CsvRows;
 use ttl_bench::{cpu_seconds, peak_rss_kib, Event};
 
@@ -39,11 +32,6 @@ pub(crate) struct Secure {
     pub(crate) token: String,
 }
 
-pub(crate) struct Target<'a> {
-    pub(crate) host: &'a str,
-    pub(crate) secure: Option<&'a Secure>,
-}
-
 /// One token, good for an hour from each asking: the library's cache
 /// keeps it, as it keeps a real one.
 struct FixedToken(String);
@@ -55,13 +43,13 @@ impl TokenSource for FixedToken {
     }
 }
 
-/// The library's connection to `target`.
-pub(crate) async fn connection(target: &Target<'_>) -> Res<Connection> {
-    let Some(secure) = target.secure else {
-        return Ok(Connection::emulator(target.host, PROJECT, INSTANCE)?);
+/// The library's connection to the null server at `host`.
+pub(crate) async fn connection(host: &str, secure: Option<&Secure>) -> Res<Connection> {
+    let Some(secure) = secure else {
+        return Ok(Connection::emulator(host, PROJECT, INSTANCE)?);
     };
     // The certificate names `localhost`; the port is the server's.
-    let port = target.host.rsplit(':').next().ok_or("--host HOST:PORT")?;
+    let port = host.rsplit(':').next().ok_or("--host HOST:PORT")?;
     let token = Arc::new(FixedToken(secure.token.clone()));
     Ok(Connection::builder(PROJECT, INSTANCE)
         .data_endpoint(format!("https://localhost:{port}"))
@@ -93,6 +81,7 @@ pub(crate) struct Args {
 
 /// `null-client`: one phase, its figures printed as one line.
 pub(crate) async fn main(a: Args) -> Res<()> {
+    let (who, phase, rows) = (a.who.as_str(), a.phase.as_str(), a.rows);
     let secure = match (a.tls, a.token) {
         (Some(ca), Some(token)) => Some(Secure {
             ca_pem: std::fs::read(ca)?,
@@ -100,32 +89,13 @@ pub(crate) async fn main(a: Args) -> Res<()> {
         }),
         _ => None,
     };
-    let target = Target {
-        host: &a.host,
-        secure: secure.as_ref(),
-    };
-    let csv = a.csv.as_deref();
-    let line = run(&a.who, &a.phase, &target, &a.table, a.rows, csv).await?;
-    println!("{line}");
-    Ok(())
-}
-
-/// Run `who`'s `phase` of `rows` rows on `table` at `target`; the JSON line.
-async fn run(
-    who: &str,
-    phase: &str,
-    target: &Target<'_>,
-    table: &str,
-    rows: usize,
-    csv: Option<&Path>,
-) -> Res<Value> {
     let now = Utc::now();
     // Connections are made before the clock starts, as an application
     // makes them once; the first call still pays for the handshake.
-    let lib = Table::<Event>::new(connection(target).await?).with_name(table);
-    let raw = ttl_bench::rs_client(target.host, INSTANCE, false)?;
-    let raw_table = raw.get_full_table_name(table);
-    let csv = || CsvRows::open(csv.ok_or("--csv FILE")?);
+    let lib = Table::<Event>::new(connection(&a.host, secure.as_ref()).await?).with_name(&a.table);
+    let raw = ttl_bench::rs_client(&a.host, INSTANCE, false)?;
+    let raw_table = raw.get_full_table_name(&a.table);
+    let csv = || CsvRows::open(a.csv.as_deref().ok_or("--csv FILE")?);
 
     let allocated = GLOBAL.stats();
     let cpu = cpu_seconds();
@@ -179,11 +149,13 @@ async fn run(
     if let Some(clicks) = clicks.filter(|&c| c != 7 * rows * (rows - 1) / 2) {
         return Err(format!("{who} {phase}: clicks add up to {clicks}").into());
     }
-    Ok(json!({
+    let line = json!({
         "wall_s": wall,
         "cpu_s": cpu,
         "allocations": allocated.allocations + allocated.reallocations,
         "bytes_allocated": allocated.bytes_allocated + allocated.bytes_reallocated.unsigned_abs(),
         "peak_rss_kib": peak_rss_kib(),
-    }))
+    });
+    println!("{line}");
+    Ok(())
 }

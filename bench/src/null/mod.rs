@@ -11,7 +11,6 @@ pub(crate) mod client;
 pub(crate) mod profile;
 pub(crate) mod server;
 
-use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
@@ -92,25 +91,26 @@ pub(crate) struct NullServer {
 }
 
 impl NullServer {
-    /// Serving the read tables of `row_counts` rows; `more` arguments
-    /// (`--tls CA_FILE --token SECRET`).
-    pub(crate) fn start(me: &Path, row_counts: &[usize], more: &[&OsStr]) -> Res<Self> {
+    /// Serving the read tables of `row_counts` rows; over TLS only, with
+    /// [`TOKEN`], when given the file for its CA.
+    pub(crate) fn start(me: &Path, row_counts: &[usize], tls_ca: Option<&Path>) -> Res<Self> {
         let counts: Vec<String> = row_counts.iter().map(ToString::to_string).collect();
-        let mut child = Command::new(me)
-            .args(["null-server", "--rows", &counts.join(",")])
-            .args(more)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()?;
+        let mut cmd = Command::new(me);
+        cmd.args(["null-server", "--rows", &counts.join(",")]);
+        if let Some(ca) = tls_ca {
+            cmd.arg("--tls").arg(ca).args(["--token", TOKEN]);
+        }
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn()?;
         let mut stdout = BufReader::new(child.stdout.take().ok_or("null server stdout")?);
         let mut line = String::new();
         stdout.read_line(&mut line)?;
         let host = line.trim().strip_prefix("listening ");
         let host = host.ok_or_else(|| format!("null server said {line:?}"))?;
+        let host = host.to_owned();
         Ok(Self {
-            host: host.to_owned(),
             child,
             stdout,
+            host,
         })
     }
 
@@ -124,10 +124,10 @@ impl NullServer {
     }
 }
 
-/// The run's servers and programs.
+/// The run's servers and programs; `work` holds the CSV files, the CA and
+/// each process's output.
 struct Setup {
     me: PathBuf,
-    /// The CSV files, the CA, each process's output.
     work: PathBuf,
     cbt: PathBuf,
     node_modules: Option<PathBuf>,
@@ -168,11 +168,10 @@ impl Setup {
                 cmd = Command::new(&self.cbt);
                 cmd.args(["-project", PROJECT, "-instance", INSTANCE]);
                 if v.tls {
-                    // Off the emulator setting `cbt` asks `gcloud` (a Python
-                    // program, half a second of CPU) for its configuration
-                    // when it finds it; an application on Google's Go client
-                    // does not. The metadata server's probe, should the
-                    // client make one, stays on loopback (a closed port).
+                    // Off the emulator setting `cbt` asks `gcloud` (half a
+                    // second of CPU) for its configuration when it finds it;
+                    // an application on Google's Go client does not. The
+                    // metadata server's probe stays on loopback.
                     let port = host.rsplit(':').next().unwrap_or_default();
                     cmd.env("PATH", self.work.join("no-gcloud-here"))
                         .args(["-data-endpoint", &format!("localhost:{port}")])
@@ -199,13 +198,10 @@ impl Setup {
                 };
             }
             _ => {
-                cmd = Command::new("node");
-                cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("node_client.js"))
-                    .args(["--phase", v.phase, "--table", table, "--rows", &rows_arg])
-                    .args(["--project", PROJECT, "--instance", INSTANCE])
+                cmd = peer("node", "node_client.js", host, INSTANCE, table);
+                cmd.args(["--phase", v.phase, "--rows", &rows_arg])
                     .args(["--batch", &v.batch.to_string(), "--csv"])
-                    .arg(self.csv(rows))
-                    .env("BIGTABLE_EMULATOR_HOST", host);
+                    .arg(self.csv(rows));
                 if let Some(modules) = &self.node_modules {
                     cmd.env("NODE_PATH", modules);
                 }
@@ -215,11 +211,10 @@ impl Setup {
     }
 
     /// One process of `v` on `rows` rows, its output in files named after
-    /// `label` (the rows `cbt read` prints to `/dev/null`), measured: wall
-    /// and CPU time, peak RSS (the process's own `VmHWM` where it says it,
-    /// Rust and Node; else `wait4`'s), the server's CPU meanwhile, and what
-    /// the process said of itself (`inner`); checked where the contender
-    /// says what it did.
+    /// `label` (`cbt read`'s rows to `/dev/null`), measured: wall and CPU
+    /// time, peak RSS (the process's own `VmHWM` where it says it, else
+    /// `wait4`'s), the server's CPU meanwhile, and what the process said of
+    /// itself (`inner`); checked where the contender says what it did.
     fn one(&self, v: &Variant, rows: usize, label: &str) -> Res<Value> {
         let table = match v.phase {
             "write" | "put" => format!("w_{label}"),
@@ -250,11 +245,8 @@ impl Setup {
             .last()
             .and_then(|l| serde_json::from_str(l).ok());
         let inner: Value = inner.unwrap_or_default();
-        let last_number = out
-            .split_whitespace()
-            .filter_map(|w| w.parse().ok())
-            .next_back();
-        if v.phase == "count" && last_number != Some(rows) {
+        let mut numbers = out.split_whitespace().filter_map(|w| w.parse().ok());
+        if v.phase == "count" && numbers.next_back() != Some(rows) {
             return Err(format!("{label}: `cbt count` did not count {rows} rows").into());
         }
         if (v.who, v.phase) == ("go", "csv") && inner["rows"].as_u64() != Some(rows as u64) {
@@ -273,9 +265,8 @@ impl Setup {
     }
 
     /// `cbt read` prints a line of dashes before each row: counted once,
-    /// untimed, to check it reads every row. Counted as the lines stream
-    /// by, so the driver's own peak RSS (where a child's `wait4` peak
-    /// starts: Linux carries it across `exec`) stays small.
+    /// untimed, as the lines stream by (so the driver's own peak RSS, where
+    /// a child's `wait4` peak starts, stays small).
     fn check_cbt_read(&self, v: &Variant, rows: usize) -> Res<()> {
         let mut cmd = self.command(v, rows, &format!("{READ_TABLE_PREFIX}{rows}"));
         let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
@@ -292,14 +283,33 @@ impl Setup {
     }
 }
 
+/// A process of a Google client's `script` (`bench/`) run by `program`, on
+/// `table` of `instance` at the emulator or null server `host`.
+pub(crate) fn peer(
+    program: &str,
+    script: &str,
+    host: &str,
+    instance: &str,
+    table: &str,
+) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(script))
+        .args([
+            "--project",
+            PROJECT,
+            "--instance",
+            instance,
+            "--table",
+            table,
+        ])
+        .env("BIGTABLE_EMULATOR_HOST", host);
+    cmd
+}
+
 /// Whether `name` runs with `arg`.
 fn found(name: &str, arg: &str) -> bool {
-    let status = Command::new(name)
-        .arg(arg)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    status.is_ok_and(|s| s.success())
+    let run = Command::new(name).arg(arg).output();
+    run.is_ok_and(|out| out.status.success())
 }
 
 /// Whether this process is cut off from every network but loopback: its
@@ -315,7 +325,6 @@ fn isolated() -> bool {
 fn variants(node_modules: Option<&PathBuf>, kind: &Kind) -> Vec<Variant> {
     let go = found("cbt", "version");
     let node = node_modules
-        .as_ref()
         .is_some_and(|m| m.join("@google-cloud/bigtable").is_dir() && found("node", "--version"));
     if !go {
         eprintln!("null: no Go client: `cbt` is not on the PATH (google-cloud-cli-cbt)");
@@ -343,10 +352,10 @@ fn variants(node_modules: Option<&PathBuf>, kind: &Kind) -> Vec<Variant> {
         ("csv", false),
         ("read", false),
         ("write", true),
+        ("read", true),
+        ("put", false),
+        ("put", true),
     ];
-    let lib = lib
-        .into_iter()
-        .chain([("read", true), ("put", false), ("put", true)]);
     v.extend(lib.map(|(phase, tls)| variant("lib", phase, tls, None)));
     let cbt_tls = go && isolated();
     if go && !cbt_tls {
@@ -373,11 +382,7 @@ fn variants(node_modules: Option<&PathBuf>, kind: &Kind) -> Vec<Variant> {
 
 /// Run `kind`'s variants; write the JSON to `args.out`.
 pub(crate) fn run(args: &Common, rounds: usize, kind: &Kind) -> Res<()> {
-    let work = args
-        .out
-        .parent()
-        .unwrap_or(Path::new("."))
-        .join("null-runs");
+    let work = args.out.with_file_name("null-runs");
     std::fs::create_dir_all(&work)?;
     let me = std::env::current_exe()?;
     let load_start = load_average();
@@ -397,19 +402,10 @@ pub(crate) fn run(args: &Common, rounds: usize, kind: &Kind) -> Res<()> {
     }
     let counts: Vec<usize> = [1, n, big].into_iter().filter(|&r| r > 0).collect();
     eprintln!("null: encoding the read answers for {counts:?} rows…");
-    let plain = NullServer::start(&me, &counts, &[])?;
-    let tls = if let Kind::Fair { .. } = kind {
-        let ca = work.join("null-ca.pem");
-        let more = [
-            "--tls".as_ref(),
-            ca.as_os_str(),
-            "--token".as_ref(),
-            TOKEN.as_ref(),
-        ];
-        Some(NullServer::start(&me, &counts, &more)?)
-    } else {
-        None
-    };
+    let plain = NullServer::start(&me, &counts, None)?;
+    let ca = work.join("null-ca.pem");
+    let tls = matches!(kind, Kind::Fair { .. }).then(|| NullServer::start(&me, &counts, Some(&ca)));
+    let tls = tls.transpose()?;
     let path = std::env::var_os("PATH").unwrap_or_default();
     let cbt = std::env::split_paths(&path)
         .map(|dir| dir.join("cbt"))
@@ -464,11 +460,8 @@ pub(crate) fn run(args: &Common, rounds: usize, kind: &Kind) -> Res<()> {
     let mut profiles = Map::new();
     if profile_rows > 0 && profile::available() {
         eprintln!("null: callgrind, {profile_rows} rows");
-        let write = setup.command(
-            &variant("lib", "write", false, None),
-            profile_rows,
-            "w_prof",
-        );
+        let lib_write = variant("lib", "write", false, None);
+        let write = setup.command(&lib_write, profile_rows, "w_prof");
         let profile = profile::profile_write(&write, &setup.work, profile_rows)?;
         profiles.insert("lib-write".to_owned(), profile);
     } else if profile_rows > 0 {
@@ -481,9 +474,8 @@ pub(crate) fn run(args: &Common, rounds: usize, kind: &Kind) -> Res<()> {
     // writes are not counted: the server counts `MutateRows`' entries.)
     let missing: Vec<String> = (writes.iter())
         .filter_map(|(tls, table, rows)| {
-            let got = counts[usize::from(*tls)]["entries"][table]
-                .as_u64()
-                .unwrap_or(0);
+            let got = counts[usize::from(*tls)]["entries"][table].as_u64();
+            let got = got.unwrap_or(0);
             (got != *rows as u64).then(|| format!("{table}: {got} of {rows}"))
         })
         .collect();

@@ -5,7 +5,7 @@
 //! of what they call.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 
@@ -74,18 +74,21 @@ fn annotate(profile: &Path, inclusive: bool) -> Res<Vec<(u64, String)>> {
     Ok(out.lines().filter_map(parse_line).collect())
 }
 
+/// `cmd` under `valgrind --tool=callgrind`, its profile written to `out`.
+pub(crate) fn callgrind(cmd: &Command, out: &Path) -> std::io::Result<Output> {
+    Command::new("valgrind")
+        .arg("--tool=callgrind")
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .output()
+}
+
 /// `write` (the library's write of `rows` rows) under callgrind: its total
 /// instructions, the top functions by their own, the parts' (inclusive).
 pub(crate) fn profile_write(write: &Command, work: &Path, rows: usize) -> Res<Value> {
     let out = work.join("callgrind-lib-write.out");
-    let status = Command::new("valgrind")
-        .arg("--tool=callgrind")
-        .arg(format!("--callgrind-out-file={}", out.display()))
-        .arg(write.get_program())
-        .args(write.get_args())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()?;
+    let status = callgrind(write, &out)?.status;
     if !status.success() {
         return Err(format!("callgrind of the library's write failed ({status})").into());
     }

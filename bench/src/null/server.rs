@@ -77,10 +77,12 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl State {
     /// The answers to read tables of `row_counts` rows, the workload
-    /// written now.
-    pub(crate) fn new(row_counts: &[usize]) -> Self {
+    /// written now; every call refused unless it carries `Bearer {token}`.
+    pub(crate) fn new(row_counts: &[usize], token: Option<&str>) -> Result<Self, String> {
         let written = Utc::now();
-        Self {
+        let bearer = token.map(|token| HeaderValue::from_str(&format!("Bearer {token}")));
+        let bearer = bearer.transpose();
+        Ok(Self {
             reads: (row_counts.iter())
                 .map(|&n| (n, read_rows_frames(n, written, MESSAGE_BYTES).into()))
                 .collect(),
@@ -88,15 +90,8 @@ impl State {
             last: Mutex::default(),
             #[cfg(test)]
             last_headers: Mutex::default(),
-            bearer: None,
-        }
-    }
-
-    /// Every call refused unless it carries `Bearer {token}`.
-    pub(crate) fn with_token(mut self, token: &str) -> Result<Self, String> {
-        let bearer = HeaderValue::from_str(&format!("Bearer {token}"));
-        self.bearer = Some(bearer.map_err(|e| format!("--token: not a header value: {e}"))?);
-        Ok(self)
+            bearer: bearer.map_err(|e| format!("--token: not a header value: {e}"))?,
+        })
     }
 
     #[cfg(test)]
@@ -124,11 +119,7 @@ pub(crate) fn main(
     tls_ca_out: Option<&std::path::Path>,
     token: Option<&str>,
 ) -> Res<()> {
-    let mut state = State::new(row_counts);
-    if let Some(token) = token {
-        state = state.with_token(token)?;
-    }
-    let state = Arc::new(state);
+    let state = Arc::new(State::new(row_counts, token)?);
     let mut tls = None;
     if let Some(path) = tls_ca_out {
         let (config, ca_pem) = tls_config()?;
@@ -414,7 +405,7 @@ fn read_rows_frames(n: usize, written: DateTime<Utc>, message_bytes: usize) -> V
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::null::client::{connection, Secure, Target};
+    use crate::null::client::{connection, Secure};
     use bigtable_ttl::{Scan, Table};
     use futures_util::TryStreamExt as _;
     use ttl_bench::Event;
@@ -428,7 +419,7 @@ mod tests {
     async fn the_library_writes_and_reads_through_it() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let host = listener.local_addr().unwrap().to_string();
-        let state = Arc::new(State::new(&[1, 1234]).with_token("right").unwrap());
+        let state = Arc::new(State::new(&[1, 1234], Some("right")).unwrap());
         let (config, ca_pem) = tls_config().unwrap();
         tokio::spawn(serve(listener, state.clone(), Some(config)));
         let now = Utc::now();
@@ -437,11 +428,7 @@ mod tests {
                 ca_pem: ca_pem.clone().into_bytes(),
                 token: token.to_owned(),
             };
-            let target = Target {
-                host: &host,
-                secure: Some(&secure),
-            };
-            let table = Table::<Event>::new(connection(&target).await.unwrap());
+            let table = Table::<Event>::new(connection(&host, Some(&secure)).await.unwrap());
             let put = table.clone().with_name(token).put(&event(1, now)).await;
             assert_eq!(put.is_ok(), accepted, "{token}: {put:?}");
             let read = table.clone().with_name("events_1234").stream(Scan::all());

@@ -142,13 +142,8 @@ pub(super) fn null_tables(report: &Value) -> Vec<Generated> {
             format!("{:.2} + {:.2}", f.client_cores, f.server_cores)
         }),
     ];
-    let mut generated = vec![
-        (
-            "null",
-            format!("{}\n\n{}", run_on(report), table(&columns, rows)),
-        ),
-        ("null-targets", null_targets(report)),
-    ];
+    let null = format!("{}\n\n{}", run_on(report), table(&columns, rows));
+    let mut generated = vec![("null", null), ("null-targets", null_targets(report))];
     generated.extend(write_profile(&report["profile"]["lib-write"]));
     generated
 }
@@ -156,18 +151,18 @@ pub(super) fn null_tables(report: &Value) -> Vec<Generated> {
 fn null_targets(report: &Value) -> String {
     let mut targets =
         String::from("| target | measured (median of the rounds' ratios) | |\n|---|---|---|\n");
-    // The verdict only on the lines with a target.
-    let mut target = |what: &str, value: Quartiles, want: &str, met: bool| {
-        let verdict = match (want.is_empty(), value.median.is_nan(), met) {
-            (true, ..) => " ",
-            (false, true, _) => " not measured ",
-            (false, false, true) => " **met** ",
-            (false, false, false) => " **missed** ",
+    // The verdict only on the lines with a target: `want`, and whether met.
+    let mut target = |what: &str, value: Quartiles, want: Option<(String, bool)>| {
+        let (want, verdict) = match want {
+            None => (String::new(), " "),
+            Some((want, _)) if value.median.is_nan() => (want, " not measured "),
+            Some((want, met)) => (want, if met { " **met** " } else { " **missed** " }),
         };
         let value = ratio_text(value);
         let _ = writeln!(targets, "| {what} {want} | {value} |{verdict}|");
     };
-    let at_least = |want: Option<f64>| want.map(|w| format!("≥ {w}")).unwrap_or_default();
+    let at_least =
+        |r: Quartiles, want: Option<f64>| want.map(|w| (format!("≥ {w}"), r.median >= w));
     let (lib_write, lib_read) = (figures(report, "lib_write"), figures(report, "lib_read"));
     for (key, name, want) in [
         ("go_write_10000", "Go's", Some(3.0)),
@@ -178,18 +173,13 @@ fn null_targets(report: &Value) -> String {
             // Throughput per client core is rows per CPU second.
             let r = paired(&l.cpu_us, &o.cpu_us, |l, o| o / l);
             let what = format!("write throughput per client core, library / {name}");
-            target(
-                &what,
-                r,
-                &at_least(want),
-                want.is_none_or(|w| r.median >= w),
-            );
+            target(&what, r, at_least(r, want));
         }
     }
     if let (Some(l), Some(g)) = (&lib_write, figures(report, "go_write_10000")) {
         let r = paired(&l.cpu_us, &g.cpu_us, |l, g| l / g);
         let what = "client CPU per row written, library / Go's";
-        target(what, r, "≤ 0.25", r.median <= 0.25);
+        target(what, r, Some(("≤ 0.25".to_owned(), r.median <= 0.25)));
     }
     for (key, what, want) in [
         ("go_print", "library / Go's `cbt read`", Some(2.0)),
@@ -199,25 +189,16 @@ fn null_targets(report: &Value) -> String {
         if let (Some(l), Some(o)) = (&lib_read, figures(report, key)) {
             let r = paired(&l.rate, &o.rate, |l, o| l / o);
             let rate = format!("filtered scan + decode, rows/s, {what}");
-            target(
-                &rate,
-                r,
-                &at_least(want),
-                want.is_none_or(|w| r.median >= w),
-            );
+            target(&rate, r, at_least(r, want));
             let core = paired(&l.cpu_us, &o.cpu_us, |l, o| o / l);
             let what = format!("filtered scan + decode, per client core, {what}");
-            target(&what, core, "", true);
+            target(&what, core, None);
         }
     }
     let (rows, big) = (num(&report["rows"]), num(&report["big_rows"]));
     let row_bytes = num(&report["row_bytes"]);
     for (what, f) in [("write", &lib_write), ("filtered scan + decode", &lib_read)] {
-        let Some(Figures {
-            peaks: [_, n, big_peak],
-            ..
-        }) = f
-        else {
+        let Some([_, n, big_peak]) = f.as_ref().map(|f| f.peaks) else {
             continue;
         };
         let per_row = (big_peak - n) * 1024.0 / (big - rows);
