@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use ttl_bench::stats::{median, paired, quantile};
 use ttl_bench::{cpu_seconds, event, Event};
 
-use crate::latency::{
+use crate::calls::{
     call, each_target, emulator_clients, null_clients, Clients, Target, FAILED_AT_MOST, NULL_TABLE,
     STORED,
 };

@@ -1,11 +1,9 @@
 //! The workload's rows as one CSV file, the form Google's `cbt import …
 //! timestamp=value-encoded` reads: a family row, a qualifier row, then a
-//! line a row, every value `value@micros` (the counter as decimal text),
-//! the expiry whole milliseconds as the library writes it. Every contender
-//! of `ttl-bench null` reads its rows from it inside its write phase, as
-//! `cbt` must, so making the rows costs all alike. The bench writes the
-//! file itself (no quoting, no comma in a value): a line is split at its
-//! commas and each value at its last `@`.
+//! line a row, every value `value@micros`. Every contender of `ttl-bench
+//! null` reads its rows from it inside its write phase, as `cbt` must, so
+//! making the rows costs all alike. No quoting, no comma in a value: a line
+//! is split at its commas and each value at its last `@`.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write as _};

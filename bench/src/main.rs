@@ -5,6 +5,7 @@
 // 2^52 does not matter there.
 #![allow(clippy::cast_precision_loss)]
 
+mod calls;
 mod concurrency;
 mod e2e;
 mod expiry;
@@ -81,7 +82,7 @@ enum Cli {
             value_delimiter = ',',
             default_value = "emulator,null"
         )]
-        against: Vec<latency::Target>,
+        against: Vec<calls::Target>,
         #[arg(long)]
         out: PathBuf,
     },

@@ -1,14 +1,10 @@
 //! `ttl-bench telemetry --rows N --rounds R`: what Google's built-in
 //! metrics (OpenTelemetry) cost on a write+read workload (`put_all` of N
-//! rows, a full scan, and 500 single-row `get`s) against the emulator.
-//!
-//! Built without the feature `opentelemetry` (the default), the recording
-//! code is compiled out: it measures the one configuration "off". Built
-//! with it, the rounds alternate between a connection recording on the
-//! global meter provider, none installed (OpenTelemetry's no-op meter), and
-//! one recording on an SDK meter provider exporting to memory. Each round
-//! writes a fresh table, and the order of the modes rotates from round to
-//! round so neither always runs on a warmer emulator.
+//! rows, a full scan, 500 `get`s) against the emulator. Without the feature
+//! `opentelemetry` the recording is compiled out ("off"); with it, rounds
+//! alternate between no meter provider installed (OpenTelemetry's no-op
+//! meter) and an SDK provider exporting to memory, in an order rotated
+//! from round to round.
 
 use std::time::{Duration, Instant};
 

@@ -37,12 +37,8 @@ struct Figures {
 
 fn figures(report: &Value, key: &str) -> Option<Figures> {
     let rows = report["rows"].as_f64()?;
-    let runs = |list: &str| {
-        report["runs"][key][list]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-    };
+    let runs = |list: &str| report["runs"][key][list].as_array().cloned();
+    let runs = |list: &str| runs(list).unwrap_or_default();
     let (full, one, big) = (runs("full"), runs("one"), runs("big"));
     if full.is_empty() {
         return None;

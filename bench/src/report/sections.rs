@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use super::markdown::{table, Column};
 use super::{fixed, num, run_on, Generated};
-use crate::latency::{OPS, WHO};
+use crate::calls::{OPS, WHO};
 
 pub(super) fn parallel(report: &Value) -> Vec<Generated> {
     let rows = num(&report["rows"]);
