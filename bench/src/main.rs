@@ -104,9 +104,6 @@ enum Cli {
         common: null::Common,
         #[arg(long, default_value_t = 7)]
         rounds: usize,
-        /// The memory pass runs `scale × rows` rows.
-        #[arg(long, default_value_t = 10)]
-        scale: usize,
         /// Rows of the library's phases profiled under callgrind (0: none).
         #[arg(long, default_value_t = 20_000)]
         profile_rows: usize,
@@ -182,16 +179,8 @@ fn main() -> Res<()> {
         Cli::Null {
             common,
             rounds,
-            scale,
             profile_rows,
-        } => null::run(
-            &common,
-            rounds,
-            &Kind::Null {
-                scale,
-                profile_rows,
-            },
-        ),
+        } => null::run(&common, rounds, &Kind::Null { profile_rows }),
         Cli::Fair {
             common,
             rounds,

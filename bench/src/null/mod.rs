@@ -35,6 +35,8 @@ const TOKEN: &str = "ttl-bench-null-token";
 pub(crate) const GO_BATCHES: [usize; 3] = [500, 2_000, 10_000];
 /// Node's rows per `mutate` call `fair` tries (4 in flight each).
 pub(crate) const NODE_BATCHES: [usize; 3] = [250, 1_000, 10_000];
+/// `null`'s memory pass runs this many times the rows (the tables' "10 N").
+const MEMORY_SCALE: usize = 10;
 /// The library's bulk-writer batching, every peer's in `null`.
 const DEFAULT_BATCH: usize = 10_000;
 
@@ -51,9 +53,8 @@ pub(crate) struct Common {
 }
 
 pub(crate) enum Kind {
-    /// The memory pass runs `scale × rows` rows; `profile_rows` of the
-    /// library's write run under callgrind (0: none).
-    Null { scale: usize, profile_rows: usize },
+    /// `profile_rows` of the library's write run under callgrind (0: none).
+    Null { profile_rows: usize },
     /// `go_csv`: the `bench/go_csv` program, if built.
     Fair { go_csv: Option<PathBuf> },
 }
@@ -388,10 +389,7 @@ pub(crate) fn run(args: &Common, rounds: usize, kind: &Kind) -> Res<()> {
     let load_start = load_average();
     let (n, rounds) = (args.rows, rounds.max(1));
     let (big, profile_rows, go_csv) = match kind {
-        Kind::Null {
-            scale,
-            profile_rows,
-        } => (n * scale, *profile_rows, None),
+        Kind::Null { profile_rows } => (n * MEMORY_SCALE, *profile_rows, None),
         Kind::Fair { go_csv } => (0, 0, go_csv.clone()),
     };
     // Every contender's write reads its rows from these files, as `cbt
