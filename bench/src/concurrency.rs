@@ -67,7 +67,7 @@ struct Contender {
 }
 
 enum Calls {
-    /// Clients in this process, and which of `latency::call`'s contenders.
+    /// Clients in this process, and which of `calls::call`'s contenders.
     Rust(Arc<Clients>, &'static str),
     /// A process of a Google client's `--phase point` per run, from this
     /// command.
