@@ -3,10 +3,13 @@
 //! goes through. A row that is not live while some of its own cells are is
 //! handed to `settle.rs`.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
+use std::task::{ready, Context, Poll};
 
+use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use futures_util::future::Either;
 use futures_util::{Stream, StreamExt as _, TryStreamExt as _};
 
 use crate::client::limited::{limited, Judged};
@@ -135,10 +138,7 @@ impl<T: BigtableRow> Table<T> {
                 let pages = move |request| this.judged_rows(Ok(Some(request)), now);
                 limited(request, limit, pages).left_stream()
             }
-            (_, request) => self
-                .judged_rows(request, now)
-                .filter_map(|judged| futures_util::future::ready(judged.row))
-                .right_stream(),
+            (_, request) => self.judged_rows(request, now).returned().right_stream(),
         }
     }
 
@@ -148,46 +148,35 @@ impl<T: BigtableRow> Table<T> {
         &self,
         request: Result<Option<ReadRowsRequest>>,
         now: DateTime<Utc>,
-    ) -> impl Stream<Item = Judged<Expiring<T>>> {
-        let this = self.clone();
-        let ready = |key, row| Either::Left(futures_util::future::ready(Judged { key, row }));
-        let mut met = MarkersMet::default();
-        self.raw_stream(request).then(move |row| {
-            // The common path stays synchronous: only a row that is not live
-            // while some of its own cells are (see `settle_partial`) needs a
-            // handle and more requests.
-            let (key, cells) = match row {
-                Ok(row) => row,
-                Err(e) => return ready(None, Some(Err(e))),
-            };
-            let decoded = classify_row::<T>(&key, cells.iter().map(Cell::as_cell_ref), now)
-                .map_err(|e| e.in_table(this.name()));
-            match decoded {
-                Ok(Decoded::Row(row)) => ready(Some(key), Some(Ok(row))),
-                Ok(Decoded::Absent) => {
-                    this.note_other_marker(&key, &cells, now, &mut met);
-                    ready(Some(key), None)
-                }
-                Ok(Decoded::Partial { missing, .. }) => {
-                    let this = this.clone();
-                    // Boxed: the stream holds room for its pending future,
-                    // and a read's state would make every row's ready
-                    // result that large to move.
-                    Either::Right(Box::pin(async move {
-                        let settled = this.settle_partial(key.to_vec(), now, missing).await;
-                        let row = this.skip_undecodable(settled).transpose();
-                        Judged {
-                            key: Some(key),
-                            row,
-                        }
-                    }))
-                }
-                Err(e) => {
-                    let row = this.skip_undecodable(Err(e)).transpose();
-                    ready(Some(key), row)
-                }
-            }
-        })
+    ) -> Judging<
+        impl Stream<Item = Result<MergedRow>> + Send + 'static,
+        T,
+        impl Future<Output = Judged<Expiring<T>>>,
+    > {
+        Judging {
+            rows: Box::pin(self.raw_stream(request)),
+            table: self.clone(),
+            now,
+            met: MarkersMet::default(),
+            settle: Self::settle_judged,
+            settling: None,
+        }
+    }
+
+    /// The row `key`, not live while some of its own cells are, as settled
+    /// by more requests (see `settle_partial`).
+    async fn settle_judged(
+        self,
+        key: Bytes,
+        now: DateTime<Utc>,
+        missing: usize,
+    ) -> Judged<Expiring<T>> {
+        let settled = self.settle_partial(key.to_vec(), now, missing).await;
+        let row = self.skip_undecodable(settled).transpose();
+        Judged {
+            key: Some(key),
+            row,
+        }
     }
 
     /// A row left out as absent that would be `T`'s under its own marker,
@@ -288,6 +277,99 @@ impl<T: BigtableRow> Table<T> {
             Err(e) => futures_util::stream::iter([Err(e)]).left_stream(),
             Ok(request) => self.raw().merged_rows(request).right_stream(),
         }
+    }
+}
+
+/// The rows of one read as the reader judges them (`Table::judged_rows`).
+///
+/// One stage written by hand, not `then` over the merged rows (and a
+/// `filter_map` after it for a read without a limit): every row then goes
+/// through one poll, not through a future made, polled and dropped and a
+/// second stream's filter, which is most of what a row costs outside its
+/// decoding. The common path is synchronous; only a row that is not live
+/// while some of its own cells are (see `settle_partial`) waits, on a
+/// future held in `settling`.
+struct Judging<S, T, F> {
+    /// The merged rows, boxed once a read: this stage needs no pinning.
+    rows: Pin<Box<S>>,
+    table: Table<T>,
+    now: DateTime<Utc>,
+    met: MarkersMet,
+    /// `Table::settle_judged`, whose future's type is `F`.
+    settle: fn(Table<T>, Bytes, DateTime<Utc>, usize) -> F,
+    /// The partial row being settled. Boxed: it is rare, and a read's
+    /// state would make the stage that large to move.
+    settling: Option<Pin<Box<F>>>,
+}
+
+impl<S, T, F> Judging<S, T, F>
+where
+    S: Stream<Item = Result<MergedRow>>,
+    T: BigtableRow,
+    F: Future<Output = Judged<Expiring<T>>>,
+{
+    /// The next row as judged, those left out included.
+    fn poll_judged(&mut self, cx: &mut Context<'_>) -> Poll<Option<Judged<Expiring<T>>>> {
+        loop {
+            if let Some(settling) = &mut self.settling {
+                let judged = ready!(settling.as_mut().poll(cx));
+                self.settling = None;
+                return Poll::Ready(Some(judged));
+            }
+            let (key, cells) = match ready!(self.rows.as_mut().poll_next(cx)) {
+                None => return Poll::Ready(None),
+                Some(Ok(row)) => row,
+                Some(Err(e)) => {
+                    return Poll::Ready(Some(Judged {
+                        key: None,
+                        row: Some(Err(e)),
+                    }))
+                }
+            };
+            let this = &self.table;
+            let decoded = classify_row::<T>(&key, cells.iter().map(Cell::as_cell_ref), self.now)
+                .map_err(|e| e.in_table(this.name()));
+            let row = match decoded {
+                Ok(Decoded::Row(row)) => Some(Ok(row)),
+                Ok(Decoded::Absent) => {
+                    this.note_other_marker(&key, &cells, self.now, &mut self.met);
+                    None
+                }
+                Ok(Decoded::Partial { missing, .. }) => {
+                    let settling = (self.settle)(this.clone(), key, self.now, missing);
+                    self.settling = Some(Box::pin(settling));
+                    continue;
+                }
+                Err(e) => this.skip_undecodable(Err(e)).transpose(),
+            };
+            return Poll::Ready(Some(Judged {
+                key: Some(key),
+                row,
+            }));
+        }
+    }
+
+    /// The rows the reader returns: those left out are passed over.
+    fn returned(mut self) -> impl Stream<Item = Result<Expiring<T>>> {
+        futures_util::stream::poll_fn(move |cx| loop {
+            match ready!(self.poll_judged(cx)) {
+                Some(Judged { row: None, .. }) => {}
+                judged => return Poll::Ready(judged.and_then(|judged| judged.row)),
+            }
+        })
+    }
+}
+
+impl<S, T, F> Stream for Judging<S, T, F>
+where
+    S: Stream<Item = Result<MergedRow>>,
+    T: BigtableRow,
+    F: Future<Output = Judged<Expiring<T>>>,
+{
+    type Item = Judged<Expiring<T>>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.get_mut().poll_judged(cx)
     }
 }
 
