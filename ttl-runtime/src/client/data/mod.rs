@@ -68,7 +68,7 @@ use futures_util::{Stream, StreamExt as _, TryStreamExt as _};
 
 use crate::client::connection::Connection;
 use crate::client::failure::{one_attempt_error, status_error};
-use crate::client::read::{read_rows_with, ReadCounters, ReadOptions};
+use crate::client::read::{read_rows_with, ReadCounters, ReadFailure, ReadOptions};
 use crate::client::retry::{retryable_status, Budget, RetryPolicy};
 use crate::model::error::{self, Code, Error, Result};
 use crate::model::proto::{
@@ -307,21 +307,37 @@ impl RawTable {
         let Some(request) = request else {
             return futures_util::stream::empty().left_stream();
         };
+        let (rows, failure) = self.merged_rows_failing(request);
+        rows.map_err(move |e| failure.error(e)).right_stream()
+    }
+
+    /// The merged rows of `request` as `RawTable::merged_rows` reads
+    /// them, a failure as the read reports it, and what makes it the error
+    /// `merged_rows` returns: for a reader mapping it in a stage of its own.
+    pub(crate) fn merged_rows_failing(
+        &self,
+        request: ReadRowsRequest,
+    ) -> (
+        impl Stream<Item = std::result::Result<MergedRow, ReadFailure>> + Send + 'static,
+        FailureOf,
+    ) {
         let single_key = request
             .rows
             .as_ref()
             .filter(|r| r.row_ranges.is_empty() && r.row_keys.len() == 1)
             .map(|r| r.row_keys[0].clone());
-        let table = self.name.clone();
-        read_rows_with(
+        let failure = FailureOf {
+            table: self.name.clone(),
+            single_key,
+        };
+        let rows = read_rows_with(
             self.conn.data_channel().clone(),
             request,
             self.read,
             self.counters.clone(),
             self.deadline,
-        )
-        .map_err(move |e| e.into_error(&table, single_key.clone()))
-        .right_stream()
+        );
+        (rows, failure)
     }
 
     // ----- writes --------------------------------------------------------
@@ -691,4 +707,18 @@ pub(crate) fn outcome_unknown(status: &tonic::Status) -> bool {
             | Code::Cancelled
             | Code::Aborted
     ) || retryable_status(status)
+}
+
+/// What makes a failure of one read (`RawTable::merged_rows_failing`) the
+/// error it returns: the table, and the row of a read of one row.
+pub(crate) struct FailureOf {
+    table: Arc<str>,
+    single_key: Option<Vec<u8>>,
+}
+
+impl FailureOf {
+    /// `failure` as the error the read returns.
+    pub(crate) fn error(&self, failure: ReadFailure) -> Error {
+        failure.into_error(&self.table, self.single_key.clone())
+    }
 }
