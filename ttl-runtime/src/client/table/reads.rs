@@ -156,7 +156,7 @@ impl<T: BigtableRow> Table<T> {
         impl Future<Output = Judged<Expiring<T>>>,
     > {
         // As `raw_stream`, its failures made errors by the stage.
-        let rows = match request.and_then(|request| self.layout().map(|()| request)) {
+        let rows = match self.layout_checked(request) {
             Err(e) => Rows::Refused(Some(e)),
             Ok(None) => Rows::Refused(None),
             Ok(Some(request)) => {
@@ -277,6 +277,15 @@ impl<T: BigtableRow> Table<T> {
         strict
     }
 
+    /// `request`, once the table's layout is checked: what every read sends
+    /// (`raw_stream`, `judged_rows`).
+    fn layout_checked(
+        &self,
+        request: Result<Option<ReadRowsRequest>>,
+    ) -> Result<Option<ReadRowsRequest>> {
+        request.and_then(|request| self.layout().map(|()| request))
+    }
+
     /// The rows of `request` as the raw layer merges them, after the layout
     /// check: what every read of what is really stored goes through (a
     /// typed read does the same in its `Judging` stage).
@@ -284,7 +293,7 @@ impl<T: BigtableRow> Table<T> {
         &self,
         request: Result<Option<ReadRowsRequest>>,
     ) -> impl Stream<Item = Result<MergedRow>> + Send + 'static {
-        match request.and_then(|request| self.layout().map(|()| request)) {
+        match self.layout_checked(request) {
             Err(e) => futures_util::stream::iter([Err(e)]).left_stream(),
             Ok(request) => self.raw().merged_rows(request).right_stream(),
         }
