@@ -109,8 +109,9 @@ fn set(qualifier: &[u8], ts: i64, value: Vec<u8>) -> Mutation {
 }
 
 /// The row marker's value, the struct's fingerprint (what the library
-/// writes): a constant a hand-written client would spell out.
-const MARKER_VALUE: [u8; 9] = Event::SCHEMA.marker_fingerprint();
+/// writes): a constant a hand-written client would spell out, made once.
+static MARKER_VALUE: std::sync::LazyLock<Vec<u8>> =
+    std::sync::LazyLock::new(|| Event::SCHEMA.marker_fingerprint());
 
 /// What a careful programmer writes by hand with `bigtable_rs` for the same
 /// whole-row write as the derive (every hand-written write, bulk,

@@ -95,9 +95,7 @@ fn assert_exactly(raw: &[(Vec<u8>, Vec<Cell>)], rows: usize, ts: i64) {
                 b"n" => want.n.to_be_bytes().to_vec(),
                 b"body" => want.body.clone().into_bytes(),
                 q if q == <Event as bigtable_ttl::BigtableRow>::SCHEMA.marker => {
-                    <Event as bigtable_ttl::BigtableRow>::SCHEMA
-                        .marker_fingerprint()
-                        .to_vec()
+                    <Event as bigtable_ttl::BigtableRow>::SCHEMA.marker_fingerprint()
                 }
                 other => panic!("unexpected column {other:?}"),
             };

@@ -247,7 +247,6 @@ impl Who {
             Who::P2 => v2::Person::SCHEMA.marker_fingerprint(),
             Who::P2b => v2b::Person::SCHEMA.marker_fingerprint(),
         }
-        .to_vec()
     }
 
     /// The struct's row marker qualifier, as the library writes it.

@@ -120,9 +120,9 @@ use crate::model::writer::{fingerprint_in, shares_no_name};
 /// The newest visible timestamp of the parts of a row that are not
 /// columns, at one "now".
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Newest {
+pub(crate) struct Newest<'a> {
     /// The struct's row marker.
-    pub(crate) marker: Option<Marker>,
+    pub(crate) marker: Option<Marker<'a>>,
     /// The `written_at` shadow column.
     pub(crate) written_at: Option<i64>,
     /// Any entry of any map field.
@@ -135,20 +135,20 @@ pub(crate) struct Newest {
 
 /// The newest visible row marker of a row, judged at one "now".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Marker {
+pub(crate) struct Marker<'a> {
     /// Its timestamp.
     pub(crate) ts: i64,
     /// Whether the row timestamp it carries has expired: the required
     /// columns written with it have, too.
     pub(crate) row_expired: bool,
-    /// The fingerprint of the struct that wrote it, when it carries one
-    /// (see `crate::model::writer`).
-    pub(crate) fingerprint: Option<u64>,
+    /// The name hashes of the struct that wrote it, when it carries a
+    /// fingerprint (see `crate::model::writer`).
+    pub(crate) fingerprint: Option<&'a [u8]>,
 }
 
-impl Marker {
+impl<'a> Marker<'a> {
     /// The marker stored at `ts` with `value`, judged by `visibility`.
-    pub(crate) fn read(ts: i64, value: &[u8], visibility: Visibility) -> Self {
+    pub(crate) fn read(ts: i64, value: &'a [u8], visibility: Visibility) -> Self {
         Marker {
             ts,
             row_expired: !visibility.is_visible(marker_row_ts(ts, value)),
@@ -278,7 +278,7 @@ pub(crate) fn settle(schema: &Schema, stored: impl Fn(usize) -> Stored) -> Settl
 #[inline]
 pub(crate) fn verdict(
     schema: &Schema,
-    newest: Newest,
+    newest: Newest<'_>,
     column: impl Fn(usize) -> Option<i64>,
 ) -> Verdict {
     if newest.marker.is_none() && newest.foreign_marker {
@@ -558,7 +558,7 @@ mod tests {
         move |i| ts[i]
     }
 
-    const fn live_marker(ts: i64) -> Marker {
+    const fn live_marker(ts: i64) -> Marker<'static> {
         Marker {
             ts,
             row_expired: false,
@@ -942,7 +942,8 @@ mod tests {
             }),
             ..Newest::default()
         };
-        let by_stranger = marked_by(Some(STRANGER.fingerprint()));
+        let stranger = STRANGER.marker_fingerprint();
+        let by_stranger = marked_by(fingerprint_in(&stranger));
         assert_eq!(
             verdict(&OPTIONAL, by_stranger, cols(&[None])),
             Verdict::WrittenByAnotherStruct
@@ -975,7 +976,8 @@ mod tests {
             }
         );
         // Its own fingerprint, or none (written before fingerprints).
-        for fingerprint in [Some(OPTIONAL.fingerprint()), None] {
+        let own = OPTIONAL.marker_fingerprint();
+        for fingerprint in [fingerprint_in(&own), None] {
             assert_eq!(
                 verdict(&OPTIONAL, marked_by(fingerprint), cols(&[None])),
                 Verdict::Live { row_ts: 4 }

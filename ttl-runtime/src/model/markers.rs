@@ -61,8 +61,8 @@ pub(crate) fn need_of(row: &RowCells<'_>) -> Need {
                 .map(|c| c.timestamp_micros)
                 .max()
                 .unwrap_or(row_ts);
-            let value = marker_value(ts, row_ts)
-                .map_or_else(|| schema.marker_fingerprint().to_vec(), Vec::from);
+            let value =
+                marker_value(ts, row_ts).map_or_else(|| schema.marker_fingerprint(), Vec::from);
             Need::Marker(ts, value)
         }
         // Read unfiltered: a required column whose cells all expired

@@ -220,7 +220,7 @@ pub(crate) fn push_marker(
     write_marker(
         &mut MutationOut::values(mutations),
         schema,
-        &schema.marker_fingerprint(),
+        schema.fingerprint().as_bytes(),
         row_ts,
         expiry_ts,
     );
@@ -234,7 +234,7 @@ pub(crate) fn push_marker(
 pub(crate) fn write_marker(
     out: &mut MutationOut<'_>,
     schema: &Schema,
-    fingerprinted: &[u8; 9],
+    fingerprinted: &[u8],
     row_ts: i64,
     expiry_ts: i64,
 ) {

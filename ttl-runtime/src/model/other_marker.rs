@@ -211,20 +211,10 @@ mod tests {
             marker: b"\0\0Item",
             ..MEMO
         };
-        let marker = valued(
-            "a",
-            b"\0\0Item",
-            LATER,
-            sharing.marker_fingerprint().to_vec(),
-        );
+        let marker = valued("a", b"\0\0Item", LATER, sharing.marker_fingerprint());
         assert_eq!(judged_as(&MEMO, &[marker]), Some(&b"Item"[..]));
         // ... not when its fingerprint shows a writer of other names.
-        let other = valued(
-            "a",
-            b"\0\0Item",
-            LATER,
-            ARTICLE.marker_fingerprint().to_vec(),
-        );
+        let other = valued("a", b"\0\0Item", LATER, ARTICLE.marker_fingerprint());
         assert_eq!(judged_as(&MEMO, &[other]), None);
         // With `owns_family`, every cell of the family is the struct's.
         let row = [

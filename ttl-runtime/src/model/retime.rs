@@ -254,11 +254,7 @@ mod tests {
                 // A row written before the marker existed gets one: it is
                 // whole at one timestamp now.
                 // Its value the struct's fingerprint.
-                (
-                    "\0\0Row".to_owned(),
-                    new_ts,
-                    SCHEMA.marker_fingerprint().to_vec()
-                ),
+                ("\0\0Row".to_owned(), new_ts, SCHEMA.marker_fingerprint()),
             ]
         );
     }

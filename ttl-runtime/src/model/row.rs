@@ -313,11 +313,11 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
                 })?;
         }
         // The fingerprint as the constant it is for `T`.
-        let fingerprint = const { T::SCHEMA.marker_fingerprint() };
+        let fingerprint = const { T::SCHEMA.fingerprint() };
         write_marker(
             out,
             schema,
-            &fingerprint,
+            fingerprint.as_bytes(),
             row_ts,
             expiry_ts(schema, now_ms, row_ts),
         );

@@ -46,8 +46,13 @@ pub fn window_mark(qualifier: &str) -> Vec<u8> {
 /// fingerprint ([`Schema::marker_fingerprint`]): above the first byte of every
 /// row timestamp a marker carries (non-negative, 8 bytes big-endian), so
 /// the two never mix up, and a value range above the timestamps holds
-/// every fingerprint.
-pub(crate) const FINGERPRINT_TAG: u8 = 0xff;
+/// every fingerprint. (`0xff` then 8 bytes was an earlier, unreleased form,
+/// a 64-bit Bloom filter of the names: read as carrying nothing.)
+pub(crate) const FINGERPRINT_TAG: u8 = 0xfe;
+
+/// How many names a fingerprint lists at most: a struct with more lists
+/// the hashes of these many, the smallest ([`Fingerprint`]).
+pub(crate) const FINGERPRINT_NAMES: usize = 64;
 
 /// FNV-1a, 64 bits, written out: a `const fn` (a derived struct's
 /// fingerprint is computed when it compiles), and part of what is stored,
@@ -64,10 +69,79 @@ const fn fnv1a(bytes: &[u8]) -> u64 {
     hash
 }
 
-/// The two bits of `name` in a fingerprint ([`Schema::marker_fingerprint`]).
-pub(crate) const fn name_bits(name: &str) -> u64 {
+/// The 16-bit hash of `name` a fingerprint lists: its 64-bit FNV-1a hash,
+/// its four 16-bit quarters combined by exclusive or.
+#[allow(clippy::cast_possible_truncation)] // the fold keeps 16 bits on purpose
+pub(crate) const fn name_hash(name: &str) -> u16 {
     let hash = fnv1a(name.as_bytes());
-    (1 << (hash & 63)) | (1 << ((hash >> 6) & 63))
+    (hash ^ (hash >> 16) ^ (hash >> 32) ^ (hash >> 48)) as u16
+}
+
+/// A struct's fingerprint as its row marker's value carries it: the tag,
+/// then the distinct [`name_hash`]es of its names in increasing order, two
+/// bytes each, big-endian; for a struct of more than [`FINGERPRINT_NAMES`]
+/// distinct hashes, the smallest that many (so that a reader still knows
+/// every hash up to the last listed). Built by a `const fn`: a whole-row
+/// write takes the one computed when the struct compiled.
+#[derive(Clone, Copy)]
+pub(crate) struct Fingerprint {
+    bytes: [u8; 1 + 2 * FINGERPRINT_NAMES],
+    len: usize,
+}
+
+impl Fingerprint {
+    /// `kept` (its first `count` hashes, increasing) with `hash` among
+    /// them, the largest dropped when that makes more than
+    /// [`FINGERPRINT_NAMES`]; the new count.
+    const fn keep(kept: &mut [u16; FINGERPRINT_NAMES], count: usize, hash: u16) -> usize {
+        let mut at = 0;
+        while at < count && kept[at] < hash {
+            at += 1;
+        }
+        if (at < count && kept[at] == hash) || at == FINGERPRINT_NAMES {
+            return count;
+        }
+        let count = if count < FINGERPRINT_NAMES {
+            count + 1
+        } else {
+            count
+        };
+        let mut j = count - 1;
+        while j > at {
+            kept[j] = kept[j - 1];
+            j -= 1;
+        }
+        kept[at] = hash;
+        count
+    }
+
+    /// The fingerprint listing `kept`'s first `count` hashes.
+    const fn listing(kept: &[u16; FINGERPRINT_NAMES], count: usize) -> Fingerprint {
+        let mut bytes = [FINGERPRINT_TAG; 1 + 2 * FINGERPRINT_NAMES];
+        let mut k = 0;
+        while k < count {
+            let [hi, lo] = kept[k].to_be_bytes();
+            bytes[1 + 2 * k] = hi;
+            bytes[2 + 2 * k] = lo;
+            k += 1;
+        }
+        Fingerprint {
+            bytes,
+            len: 1 + 2 * count,
+        }
+    }
+
+    /// The marker value: the tag and the hashes.
+    #[must_use]
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+impl std::fmt::Debug for Fingerprint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Fingerprint({})", self.as_bytes().escape_ascii())
+    }
 }
 
 /// What `#[derive(BigtableRow)]` knows about a struct: its table, families,
@@ -287,44 +361,38 @@ impl Schema {
 
     /// The value of the struct's row marker when the row's expiry is the
     /// marker's own timestamp (the usual case): the struct's fingerprint,
-    /// the byte `0xff` then a 64-bit Bloom filter of the names of its
-    /// columns and map families, two bits a name, 8 bytes big-endian (see
-    /// [`crate::liveness`]). What a program writing rows for this struct by
-    /// hand gives the marker, so that a struct of the same name in another
-    /// program does not take the rows for its own (an empty value says
-    /// nothing of its writer).
+    /// the byte `0xfe` then the 16-bit hashes of the names of its columns
+    /// and map families (see [`crate::liveness`] and the guide on rows and
+    /// liveness for the exact form). What a program writing rows for this
+    /// struct by hand gives the marker, so that a struct of the same name
+    /// in another program does not take the rows for its own (an empty
+    /// value says nothing of its writer).
     #[must_use]
-    pub const fn marker_fingerprint(&self) -> [u8; 9] {
-        let bits = self.fingerprint().to_be_bytes();
-        let mut value = [FINGERPRINT_TAG; 9];
-        let mut i = 0;
-        while i < 8 {
-            value[i + 1] = bits[i];
-            i += 1;
-        }
-        value
+    pub fn marker_fingerprint(&self) -> Vec<u8> {
+        self.fingerprint().as_bytes().to_vec()
     }
 
-    /// The struct's fingerprint: the [`name_bits`] of every column's
-    /// qualifier (counters included) and every map's family, together;
-    /// zero for a struct with neither. Loops, not iterators: a `const fn`.
+    /// The struct's fingerprint ([`Fingerprint`]) of every column's
+    /// qualifier (counters included) and every map's family. Loops, not
+    /// iterators: a `const fn`.
     #[must_use]
-    pub(crate) const fn fingerprint(&self) -> u64 {
-        let mut bits = 0;
+    pub(crate) const fn fingerprint(&self) -> Fingerprint {
+        let mut kept = [0_u16; FINGERPRINT_NAMES];
+        let mut count = 0;
         let mut i = 0;
         while i < self.columns.len() {
-            bits |= name_bits(self.columns[i].qualifier);
+            count = Fingerprint::keep(&mut kept, count, name_hash(self.columns[i].qualifier));
             i += 1;
         }
         let mut i = 0;
         while i < self.maps.len() {
-            bits |= name_bits(self.maps[i].family);
+            count = Fingerprint::keep(&mut kept, count, name_hash(self.maps[i].family));
             i += 1;
         }
-        bits
+        Fingerprint::listing(&kept, count)
     }
 
-    /// The names a fingerprint folds ([`Schema::fingerprint`]).
+    /// The names a fingerprint lists the hashes of ([`Schema::fingerprint`]).
     pub(crate) fn fingerprint_names(&self) -> impl Iterator<Item = &'static str> + '_ {
         let columns = self.columns.iter().map(|c| c.qualifier);
         columns.chain(self.maps.iter().map(|m| m.family))

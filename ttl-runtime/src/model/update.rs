@@ -83,7 +83,7 @@ pub(crate) fn update_row(
         next.push(Cell {
             family: schema.marker_family().to_owned(),
             qualifier: schema.marker.to_vec(),
-            value: schema.marker_fingerprint().to_vec(),
+            value: schema.marker_fingerprint(),
             timestamp_micros: row_ts,
         });
     }

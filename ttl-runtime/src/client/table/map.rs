@@ -121,7 +121,7 @@ impl<T: BigtableRow> Table<T> {
                         T::SCHEMA.marker_family(),
                         T::SCHEMA.marker,
                         ts,
-                        T::SCHEMA.marker_fingerprint().to_vec(),
+                        T::SCHEMA.marker_fingerprint(),
                     ));
                     let predicate = another_structs_row(T::SCHEMA, now);
                     this.check_and_mutate(&m.row_key, predicate, marked, m.mutations.clone())

@@ -216,7 +216,7 @@ impl<T: BigtableRow> Table<T> {
         for _ in 0..ROUNDS {
             let now = self.clock().now();
             let predicate = legacy_marker_alone(schema, ts, now);
-            let value = schema.marker_fingerprint().to_vec();
+            let value = schema.marker_fingerprint();
             let mutation = set_cell(family, schema.marker, ts, value.clone());
             match self
                 .check_and_mutate(key, predicate, vec![mutation], Vec::new())
