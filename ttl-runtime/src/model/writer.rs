@@ -169,7 +169,7 @@ mod tests {
     fn structs_of_disjoint_names_are_told_apart_but_by_rare_chance() {
         // 2,000 pairs of five names each: by the hashes' 16 bits about
         // 25 / 65,536 of them (0.04 %, one pair in 2,600) go unnoticed;
-        // a 64-bit Bloom filter of two bits a name missed 10 %.
+        // a 64-bit Bloom filter of two bits a name missed 67 of these.
         let (mut seed, mut unnoticed) = (0, 0);
         for _ in 0..2_000 {
             let writer = schema(names(&mut seed, 5), &[]).marker_fingerprint();
