@@ -273,7 +273,8 @@ fn mutations_delete_then_set_with_whole_millisecond_timestamps() {
     assert_eq!(got[4].4, 2i64.to_be_bytes());
     let marker = got.last().unwrap();
     // Its value the struct's fingerprint: the tag byte, then two bytes
-    // for each of its names (columns and map families).
+    // for each of its names (columns and map families; their hashes
+    // differ, and they are fewer than the 64 a list holds).
     assert_eq!(
         (marker.3, marker.4.as_slice()),
         (now_ms, &Click::SCHEMA.marker_fingerprint()[..])

@@ -52,7 +52,7 @@ use crate::model::proto::{
     value_range::{EndValue, StartValue},
     ColumnRange, RowFilter, TimestampRange, ValueRange,
 };
-use crate::model::schema::{Schema, FINGERPRINT_TAG, ROW_MARKER_PREFIX};
+use crate::model::schema::{Schema, CUT_FINGERPRINT_TAG, ROW_MARKER_PREFIX};
 use crate::model::writer::written_by_another_struct;
 
 /// Who decides whether a row lives, and which of its cells are its own.
@@ -360,7 +360,7 @@ impl Judge {
                 )),
                 // Below every fingerprint, which carries no timestamp.
                 end_value: Some(EndValue::EndValueOpen(hi.map_or_else(
-                    || vec![FINGERPRINT_TAG],
+                    || vec![CUT_FINGERPRINT_TAG],
                     |hi| hi.max(0).to_be_bytes().to_vec(),
                 ))),
             })),

@@ -115,7 +115,7 @@
 
 use crate::model::policy::Visibility;
 use crate::model::schema::Schema;
-use crate::model::writer::{fingerprint_in, shares_no_name};
+use crate::model::writer::{fingerprint_in, shares_no_name, Listed};
 
 /// The newest visible timestamp of the parts of a row that are not
 /// columns, at one "now".
@@ -143,7 +143,7 @@ pub(crate) struct Marker<'a> {
     pub(crate) row_expired: bool,
     /// The name hashes of the struct that wrote it, when it carries a
     /// fingerprint (see `crate::model::writer`).
-    pub(crate) fingerprint: Option<&'a [u8]>,
+    pub(crate) fingerprint: Option<Listed<'a>>,
 }
 
 impl<'a> Marker<'a> {

@@ -313,7 +313,7 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
                 })?;
         }
         // The fingerprint as the constant it is for `T`.
-        let fingerprint = const { T::SCHEMA.fingerprint() };
+        let fingerprint = const { &T::SCHEMA.fingerprint() };
         write_marker(
             out,
             schema,

@@ -43,16 +43,24 @@ pub fn window_mark(qualifier: &str) -> Vec<u8> {
 }
 
 /// The first byte of a row marker's value carrying its writer's
-/// fingerprint ([`Schema::marker_fingerprint`]): above the first byte of every
-/// row timestamp a marker carries (non-negative, 8 bytes big-endian), so
-/// the two never mix up, and a value range above the timestamps holds
-/// every fingerprint. (`0xff` then 8 bytes was an earlier, unreleased form,
-/// a 64-bit Bloom filter of the names: read as carrying nothing.)
+/// fingerprint ([`Schema::marker_fingerprint`]) that lists every name's
+/// hash: above the first byte of every row timestamp a marker carries
+/// (non-negative, 8 bytes big-endian), so the two never mix up, and a
+/// value range above the timestamps holds every fingerprint. (`0xff` then
+/// 8 bytes was an earlier, unreleased form, a 64-bit Bloom filter of the
+/// names: read as carrying nothing.)
 pub(crate) const FINGERPRINT_TAG: u8 = 0xfe;
 
-/// How many names a fingerprint lists at most: a struct with more lists
-/// the hashes of these many, the smallest ([`Fingerprint`]).
-pub(crate) const FINGERPRINT_NAMES: usize = 64;
+/// The first byte of a fingerprint cut to the [`FINGERPRINT_MAX_HASHES`]
+/// smallest hashes of a struct that has more: a reader must not take a
+/// name hashing above the last listed for one its writer lacks. The lower
+/// of the two tags, where a value range of the row timestamps ends.
+pub(crate) const CUT_FINGERPRINT_TAG: u8 = 0xfd;
+
+/// How many name hashes a fingerprint lists at most. Part of what is
+/// stored: a cut list is read as holding every hash of its writer up to its
+/// last, so a later version may raise it but never lower it.
+pub(crate) const FINGERPRINT_MAX_HASHES: usize = 64;
 
 /// FNV-1a, 64 bits, written out: a `const fn` (a derived struct's
 /// fingerprint is computed when it compiles), and part of what is stored,
@@ -77,70 +85,89 @@ pub(crate) const fn name_hash(name: &str) -> u16 {
     (hash ^ (hash >> 16) ^ (hash >> 32) ^ (hash >> 48)) as u16
 }
 
-/// A struct's fingerprint as its row marker's value carries it: the tag,
+/// A struct's fingerprint as its row marker's value carries it: a tag,
 /// then the distinct [`name_hash`]es of its names in increasing order, two
-/// bytes each, big-endian; for a struct of more than [`FINGERPRINT_NAMES`]
-/// distinct hashes, the smallest that many (so that a reader still knows
-/// every hash up to the last listed). Built by a `const fn`: a whole-row
-/// write takes the one computed when the struct compiled.
+/// bytes each, big-endian. A struct of more than [`FINGERPRINT_MAX_HASHES`]
+/// distinct hashes lists the smallest that many under
+/// [`CUT_FINGERPRINT_TAG`] (so that a reader still knows every hash up to
+/// the last listed), any other under [`FINGERPRINT_TAG`]. Built by a
+/// `const fn`: a whole-row write takes the one computed when the struct
+/// compiled.
 #[derive(Clone, Copy)]
 pub(crate) struct Fingerprint {
-    bytes: [u8; 1 + 2 * FINGERPRINT_NAMES],
+    bytes: [u8; 1 + 2 * FINGERPRINT_MAX_HASHES],
     len: usize,
 }
 
-impl Fingerprint {
-    /// `kept` (its first `count` hashes, increasing) with `hash` among
-    /// them, the largest dropped when that makes more than
-    /// [`FINGERPRINT_NAMES`]; the new count.
-    const fn keep(kept: &mut [u16; FINGERPRINT_NAMES], count: usize, hash: u16) -> usize {
+/// The smallest distinct hashes of the names seen so far, increasing,
+/// and whether a larger one was left out: a [`Fingerprint`] being built.
+struct Smallest {
+    hashes: [u16; FINGERPRINT_MAX_HASHES],
+    count: usize,
+    cut: bool,
+}
+
+impl Smallest {
+    const NONE: Smallest = Smallest {
+        hashes: [0; FINGERPRINT_MAX_HASHES],
+        count: 0,
+        cut: false,
+    };
+
+    /// The same with `hash` among them: kept in order (an insertion, in
+    /// a `const fn`), the largest left out when they would be too many.
+    const fn with(mut self, hash: u16) -> Smallest {
         let mut at = 0;
-        while at < count && kept[at] < hash {
+        while at < self.count && self.hashes[at] < hash {
             at += 1;
         }
-        if (at < count && kept[at] == hash) || at == FINGERPRINT_NAMES {
-            return count;
+        if at < self.count && self.hashes[at] == hash {
+            return self;
         }
-        let count = if count < FINGERPRINT_NAMES {
-            count + 1
+        if self.count == FINGERPRINT_MAX_HASHES {
+            self.cut = true;
+            if at == FINGERPRINT_MAX_HASHES {
+                return self;
+            }
         } else {
-            count
-        };
-        let mut j = count - 1;
+            self.count += 1;
+        }
+        let mut j = self.count - 1;
         while j > at {
-            kept[j] = kept[j - 1];
+            self.hashes[j] = self.hashes[j - 1];
             j -= 1;
         }
-        kept[at] = hash;
-        count
+        self.hashes[at] = hash;
+        self
     }
 
-    /// The fingerprint listing `kept`'s first `count` hashes.
-    const fn listing(kept: &[u16; FINGERPRINT_NAMES], count: usize) -> Fingerprint {
-        let mut bytes = [FINGERPRINT_TAG; 1 + 2 * FINGERPRINT_NAMES];
+    /// The fingerprint listing them.
+    const fn fingerprint(&self) -> Fingerprint {
+        let tag = if self.cut {
+            CUT_FINGERPRINT_TAG
+        } else {
+            FINGERPRINT_TAG
+        };
+        let mut bytes = [tag; 1 + 2 * FINGERPRINT_MAX_HASHES];
         let mut k = 0;
-        while k < count {
-            let [hi, lo] = kept[k].to_be_bytes();
+        while k < self.count {
+            let [hi, lo] = self.hashes[k].to_be_bytes();
             bytes[1 + 2 * k] = hi;
             bytes[2 + 2 * k] = lo;
             k += 1;
         }
         Fingerprint {
             bytes,
-            len: 1 + 2 * count,
+            len: 1 + 2 * self.count,
         }
     }
+}
 
+impl Fingerprint {
     /// The marker value: the tag and the hashes.
     #[must_use]
     pub(crate) fn as_bytes(&self) -> &[u8] {
         &self.bytes[..self.len]
-    }
-}
-
-impl std::fmt::Debug for Fingerprint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Fingerprint({})", self.as_bytes().escape_ascii())
     }
 }
 
@@ -377,19 +404,18 @@ impl Schema {
     /// iterators: a `const fn`.
     #[must_use]
     pub(crate) const fn fingerprint(&self) -> Fingerprint {
-        let mut kept = [0_u16; FINGERPRINT_NAMES];
-        let mut count = 0;
+        let mut smallest = Smallest::NONE;
         let mut i = 0;
         while i < self.columns.len() {
-            count = Fingerprint::keep(&mut kept, count, name_hash(self.columns[i].qualifier));
+            smallest = smallest.with(name_hash(self.columns[i].qualifier));
             i += 1;
         }
         let mut i = 0;
         while i < self.maps.len() {
-            count = Fingerprint::keep(&mut kept, count, name_hash(self.maps[i].family));
+            smallest = smallest.with(name_hash(self.maps[i].family));
             i += 1;
         }
-        Fingerprint::listing(&kept, count)
+        smallest.fingerprint()
     }
 
     /// The names a fingerprint lists the hashes of ([`Schema::fingerprint`]).

@@ -7,35 +7,64 @@
 //! A marker whose value would otherwise be empty therefore carries its
 //! writer's **fingerprint**: a tag byte, then the distinct 16-bit hashes of
 //! the names of the writer's columns and map families, increasing, two
-//! bytes each (of a struct with more than 64, the 64 smallest). A reader
-//! finding none of its own names' hashes in it, and each of them one the
-//! list would hold, knows the row is another struct's (see
-//! [`crate::liveness`]). A later version of a struct keeps most of its
-//! columns, and so is never taken for another struct while it keeps one;
-//! a struct sharing a column name with the other one is taken for a
-//! version of it, and so, by chance, is one of whose names' hashes the
-//! list holds one (for `w` names listed and `r` read, about `w r / 65536`).
+//! bytes each; of a struct with more than 64, the 64 smallest, under a tag
+//! of its own saying so. A reader finding none of its own names' hashes in
+//! it (and, in a cut list, each of them at most the last listed) knows the
+//! row is another struct's (see [`crate::liveness`]). A later version of a
+//! struct keeps most of its columns, and so is never taken for another
+//! struct while it keeps one; a struct sharing a column name with the
+//! other one is taken for a version of it, and so, by chance, is one of
+//! whose names' hashes the list holds one (for `w` names listed in full and
+//! `r` read, `1 - (1 - w / 65536)^r`; a cut list tells far less).
 //!
 //! The value is `1 + 2 n` bytes, never 8: a reader of a version before
 //! fingerprints reads any value but an 8-byte one as empty
 //! ([`crate::model::liveness::marker_row_ts`]), and so reads a fingerprint
 //! as the empty value it replaces; the server-side filters take a value
-//! starting with the tag (above every 8-byte row timestamp, whose first
+//! starting with either tag (above every 8-byte row timestamp, whose first
 //! byte is below `0x80`) for one whose row has not expired, as they take
 //! the empty one.
 
 use crate::model::error::{self, CodecError, Error};
-use crate::model::schema::{name_hash, Schema, FINGERPRINT_NAMES, FINGERPRINT_TAG};
+use crate::model::schema::{
+    name_hash, Schema, CUT_FINGERPRINT_TAG, FINGERPRINT_MAX_HASHES, FINGERPRINT_TAG,
+};
 
-/// The name hashes a marker's `value` lists, two bytes each, if it carries
-/// a fingerprint (none listed: a writer with no names says nothing of
-/// itself).
+/// The name hashes a marker's fingerprint lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Listed<'a> {
+    /// Two bytes a hash, big-endian, increasing as written.
+    hashes: &'a [u8],
+    /// Only the smallest of its writer's hashes are listed.
+    cut: bool,
+}
+
+impl<'a> Listed<'a> {
+    fn hashes(self) -> impl Iterator<Item = u16> + 'a {
+        self.hashes
+            .chunks_exact(2)
+            .map(|pair| u16::from_be_bytes([pair[0], pair[1]]))
+    }
+}
+
+/// The name hashes a marker's `value` lists, if it carries a fingerprint
+/// (none listed: a writer with no names says nothing of itself; a cut list
+/// is a full one).
 #[must_use]
-pub(crate) fn fingerprint_in(value: &[u8]) -> Option<&[u8]> {
+pub(crate) fn fingerprint_in(value: &[u8]) -> Option<Listed<'_>> {
     let (&tag, hashes) = value.split_first()?;
     let listed = hashes.len() / 2;
-    (tag == FINGERPRINT_TAG && hashes.len() % 2 == 0 && (1..=FINGERPRINT_NAMES).contains(&listed))
-        .then_some(hashes)
+    let full = listed == FINGERPRINT_MAX_HASHES;
+    let well_formed = hashes.len() % 2 == 0
+        && match tag {
+            FINGERPRINT_TAG => (1..=FINGERPRINT_MAX_HASHES).contains(&listed),
+            CUT_FINGERPRINT_TAG => full,
+            _ => false,
+        };
+    well_formed.then_some(Listed {
+        hashes,
+        cut: tag == CUT_FINGERPRINT_TAG,
+    })
 }
 
 /// Whether a marker carrying `value` was written by a struct that declares
@@ -48,24 +77,18 @@ pub(crate) fn written_by_another_struct(schema: &Schema, value: &[u8]) -> bool {
     fingerprint_in(value).is_some_and(|writer| shares_no_name(schema, writer))
 }
 
-/// Whether the `writer`'s listed hashes ([`fingerprint_in`]) hold none of
-/// `schema`'s names. A full list holds only its writer's smallest hashes:
-/// a name hashing above its last could be one of the writer's left out,
-/// so it counts as shared. False for a schema with no names to look for.
+/// Whether the `writer`'s listed hashes hold none of `schema`'s names. A
+/// cut list holds only its writer's smallest hashes: a name hashing above
+/// its last could be one of those left out, so it counts as shared. False
+/// for a schema with no names to look for.
 #[must_use]
-pub(crate) fn shares_no_name(schema: &Schema, writer: &[u8]) -> bool {
-    let listed = || {
-        writer
-            .chunks_exact(2)
-            .map(|pair| u16::from_be_bytes([pair[0], pair[1]]))
-    };
-    let full = writer.len() / 2 == FINGERPRINT_NAMES;
-    let largest = listed().max().unwrap_or(0);
+pub(crate) fn shares_no_name(schema: &Schema, writer: Listed<'_>) -> bool {
+    let largest = writer.hashes().max().unwrap_or(0);
     let mut names = schema.fingerprint_names().peekable();
     names.peek().is_some()
         && !names.any(|name| {
             let hash = name_hash(name);
-            (full && hash > largest) || listed().any(|h| h == hash)
+            (writer.cut && hash > largest) || writer.hashes().any(|h| h == hash)
         })
 }
 
@@ -125,7 +148,8 @@ mod tests {
         let mut expected = vec![FINGERPRINT_TAG];
         expected.extend(hashes.iter().flat_map(|h| h.to_be_bytes()));
         assert_eq!(value, expected, "each name once, increasing");
-        assert_eq!(fingerprint_in(&value), Some(&expected[1..]));
+        let listed = fingerprint_in(&value).unwrap();
+        assert_eq!((listed.hashes, listed.cut), (&expected[1..], false));
         // What earlier versions wrote carries none: nothing, a row
         // timestamp, the unreleased 64-bit form, an odd or empty list.
         assert_eq!(fingerprint_in(b""), None);
@@ -133,6 +157,8 @@ mod tests {
         assert_eq!(fingerprint_in(&[0xff; 9]), None);
         assert_eq!(fingerprint_in(&[FINGERPRINT_TAG]), None);
         assert_eq!(fingerprint_in(&[FINGERPRINT_TAG, 1, 2, 3]), None);
+        // A cut list is a full one.
+        assert_eq!(fingerprint_in(&[CUT_FINGERPRINT_TAG, 1, 2]), None);
         let mut other_tag = value;
         other_tag[0] = 0;
         assert_eq!(fingerprint_in(&other_tag), None);
@@ -140,13 +166,19 @@ mod tests {
 
     #[test]
     fn a_fingerprint_is_never_the_eight_bytes_of_a_row_timestamp() {
-        for names in 0..=FINGERPRINT_NAMES + 3 {
+        for names in 0..=FINGERPRINT_MAX_HASHES + 3 {
             let columns: Vec<Column> = (0..names)
                 .map(|i| Column::of("f", leak(format!("c{i}")), WhenAbsent::ReadsNone))
                 .collect();
             let value = schema(columns.leak(), &[]).marker_fingerprint();
-            assert_eq!(value.len(), 1 + 2 * names.min(FINGERPRINT_NAMES));
+            assert_eq!(value.len(), 1 + 2 * names.min(FINGERPRINT_MAX_HASHES));
             assert_ne!(value.len(), 8);
+            let tag = if names > FINGERPRINT_MAX_HASHES {
+                CUT_FINGERPRINT_TAG
+            } else {
+                FINGERPRINT_TAG
+            };
+            assert_eq!(value[0], tag, "{names} names");
         }
     }
 
@@ -185,14 +217,14 @@ mod tests {
     }
 
     #[test]
-    fn a_full_list_tells_only_of_names_up_to_its_last_hash() {
+    fn a_cut_list_tells_only_of_names_up_to_its_last_hash() {
         let mut seed = 0;
-        let many = names(&mut seed, 3 * FINGERPRINT_NAMES);
-        let writer = schema(many, &[]);
-        let value = writer.marker_fingerprint();
+        let many = names(&mut seed, 3 * FINGERPRINT_MAX_HASHES);
+        let value = schema(many, &[]).marker_fingerprint();
         let listed = fingerprint_in(&value).unwrap();
-        assert_eq!(listed.len(), 2 * FINGERPRINT_NAMES);
-        let largest = u16::from_be_bytes([listed[listed.len() - 2], listed[listed.len() - 1]]);
+        assert!(listed.cut);
+        assert_eq!(listed.hashes().count(), FINGERPRINT_MAX_HASHES);
+        let largest = listed.hashes().last().unwrap();
         // Every one of its names, listed or not, reads its rows as a
         // version's: a name left out hashes above the last listed.
         for column in many {
@@ -200,14 +232,43 @@ mod tests {
             assert!(!written_by_another_struct(&schema(one, &[]), &value));
         }
         // A stranger is told only by names the list would hold.
-        let strangers = names(&mut seed, 200);
-        for column in strangers {
+        for column in names(&mut seed, 200) {
             let one = std::slice::from_ref(column);
             let told = written_by_another_struct(&schema(one, &[]), &value);
             let hash = name_hash(column.qualifier);
             let shares = many.iter().any(|c| name_hash(c.qualifier) == hash);
             assert_eq!(told, hash <= largest && !shares, "{}", column.qualifier);
         }
+    }
+
+    #[test]
+    fn a_list_of_exactly_the_most_hashes_is_whole() {
+        let mut seed = 0;
+        let all = names(&mut seed, FINGERPRINT_MAX_HASHES);
+        let value = schema(all, &[]).marker_fingerprint();
+        let listed = fingerprint_in(&value).unwrap();
+        assert!(!listed.cut, "nothing left out");
+        assert_eq!(
+            listed.hashes().count(),
+            FINGERPRINT_MAX_HASHES,
+            "no two hash alike"
+        );
+        let largest = listed.hashes().last().unwrap();
+        // A stranger is told by any name, above the last listed too.
+        let mut above = 0;
+        for column in names(&mut seed, 200) {
+            let one = std::slice::from_ref(column);
+            let hash = name_hash(column.qualifier);
+            let shares = all.iter().any(|c| name_hash(c.qualifier) == hash);
+            above += usize::from(hash > largest);
+            assert_eq!(
+                written_by_another_struct(&schema(one, &[]), &value),
+                !shares,
+                "{}",
+                column.qualifier
+            );
+        }
+        assert!(above > 0, "some names hash above the list");
     }
 
     #[test]
