@@ -25,7 +25,7 @@ use crate::wire::cause::reason_and_source;
 use crate::wire::channel::DataChannel;
 use crate::wire::chunk::Message;
 use crate::wire::cookies::RoutingCookies;
-use crate::wire::merge::{MergedRow, RowMerger};
+use crate::wire::merge::{Merged, RowMerger, RowSink};
 use crate::wire::read_error::ReadError;
 use crate::wire::status::code_of;
 
@@ -167,7 +167,7 @@ impl ReadCounters {
     }
 }
 
-struct ReadState {
+struct ReadState<R: RowSink> {
     channel: DataChannel,
     /// The request as first made, for resuming.
     base: ReadRowsRequest,
@@ -184,7 +184,11 @@ struct ReadState {
     /// first attempt, inside the runtime.
     timer: Option<Pin<Box<Sleep>>>,
     merger: RowMerger,
-    ready: VecDeque<MergedRow>,
+    /// What the reader makes of each row.
+    sink: R,
+    /// Whether `sink` takes rows placed in their message.
+    places: bool,
+    ready: VecDeque<Merged>,
     done: bool,
     options: ReadOptions,
     /// Attempts, delays and deadline since the last row received.
@@ -201,7 +205,7 @@ struct ReadState {
     rpc: Rpc,
 }
 
-impl Drop for ReadState {
+impl<R: RowSink> Drop for ReadState<R> {
     /// Once per read, not per row: recording a labelled metric costs a
     /// key's allocation.
     fn drop(&mut self) {
@@ -253,7 +257,7 @@ fn timed_out(what: &str, after: Duration) -> ReadError {
     )))
 }
 
-impl ReadState {
+impl<R: RowSink> ReadState<R> {
     /// `error` ends the read.
     fn failure(&mut self, error: ReadError) -> ReadFailure {
         self.rpc.ended(match &error {
@@ -377,7 +381,10 @@ impl ReadState {
             Some(Ok(Some(message))) => {
                 self.first_response_by = None;
                 self.rpc.first_response();
-                if self.merger.feed_message(&message, &mut self.ready)? {
+                if self
+                    .merger
+                    .feed_message(&message, self.places, &mut self.ready)?
+                {
                     self.progressed();
                 }
                 if self.limit_reached() {
@@ -423,24 +430,30 @@ async fn before<F: Future>(mut timer: Pin<&mut Sleep>, future: F) -> Option<F::O
     .await
 }
 
-/// The rows `request` reads, merged, as a stream; lazily sent on first poll.
+/// The rows `request` reads, merged and made what `sink` makes of them (a
+/// row lying whole in one message read where it lies, when `places`), as a
+/// stream; lazily sent on first poll.
 /// Every wait is bounded and a stream that breaks, stalls or does not answer
 /// is resumed after the last row it committed, as [`ReadOptions`] says; each
 /// resume is counted in `counters`. Within `cap`, the deadline of the call
 /// the read is a step of, when there is one: rows renew the budget up to
 /// it, never past it.
-pub(crate) fn read_rows_with(
+pub(crate) fn read_rows_with<R: RowSink>(
     channel: DataChannel,
     request: ReadRowsRequest,
     options: ReadOptions,
     counters: Arc<ReadCounters>,
     cap: Option<Instant>,
-) -> impl Stream<Item = Result<MergedRow, ReadFailure>> + Send + 'static {
+    sink: R,
+    places: bool,
+) -> impl Stream<Item = Result<R::Row, ReadFailure>> {
     let rpc = channel.rpc(&request.table_name, Method::of_read(&request));
     let state = ReadState {
         rpc,
         channel,
         merger: RowMerger::new(request.reversed).with_limit(request.rows_limit),
+        sink,
+        places,
         base: request.clone(),
         request: Some(request),
         response: None,
@@ -463,11 +476,11 @@ pub(crate) fn read_rows_with(
         st.rpc.asked_again();
         loop {
             if let Some(row) = st.ready.pop_front() {
+                let row = st.merger.hand_over(row, &mut st.sink);
                 st.rpc.handed_over();
                 if cfg!(feature = "metrics") {
                     st.rows_read += 1;
-                    st.bytes_read +=
-                        (row.0.len() + row.1.iter().map(|c| c.value.len()).sum::<usize>()) as u64;
+                    st.bytes_read += R::bytes(&row);
                 }
                 return Some((Ok(row), st));
             }

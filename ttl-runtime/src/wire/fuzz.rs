@@ -233,9 +233,13 @@ proptest! {
         }
         let (mut in_place, mut first) = (RowMerger::new(false), RowMerger::new(false));
         let (mut rows_in_place, mut rows_first) = (VecDeque::new(), VecDeque::new());
+        let (mut borrowing, mut rows_borrowed) = (RowMerger::new(false), VecDeque::new());
         for part in parts {
-            let before = (rows_in_place.len(), rows_first.len());
-            let read = in_place.feed_message(&Message(part.clone()), &mut rows_in_place);
+            let before = (rows_in_place.len(), rows_first.len(), rows_borrowed.len());
+            let read = in_place.feed_merged(&Message(part.clone()), &mut rows_in_place);
+            let lent = borrowing.feed_handing_over(&Message(part.clone()), true, &mut rows_borrowed);
+            prop_assert_eq!(format!("{read:?}"), format!("{lent:?}"));
+            prop_assert_eq!(&rows_in_place, &rows_borrowed);
             let mut response = Response::default();
             let decoded =
                 decode_response_into(&part, &mut response.chunks, &mut response.last_scanned_row_key);
@@ -246,6 +250,7 @@ proptest! {
             } else {
                 rows_in_place.truncate(before.0);
                 rows_first.truncate(before.1);
+                rows_borrowed.truncate(before.2);
                 break;
             }
         }

@@ -42,6 +42,16 @@ pub(crate) struct Cell {
 }
 
 impl Cell {
+    /// `cell`, its bytes copied.
+    fn copied(cell: CellRef<'_>) -> Self {
+        Self {
+            family: cell.family.into(),
+            qualifier: Bytes::copy_from_slice(cell.qualifier),
+            value: Bytes::copy_from_slice(cell.value),
+            timestamp_micros: cell.timestamp_micros,
+        }
+    }
+
     /// The borrowed form the decoder reads.
     pub(crate) fn as_cell_ref(&self) -> CellRef<'_> {
         CellRef {
@@ -55,6 +65,90 @@ impl Cell {
 
 /// A row as merged, in [`Cell`]s.
 pub(crate) type MergedRow = (Bytes, Vec<Cell>);
+
+/// What a reader makes of each row the merger commits, as it is handed
+/// over ([`RowMerger::hand_over`]).
+pub(crate) trait RowSink {
+    type Row;
+    /// A row as merged in [`Cell`]s.
+    fn owned(&mut self, key: Bytes, cells: Vec<Cell>) -> Self::Row;
+    /// A row whose cells borrow the message it lay whole in, as its key
+    /// `row` does (`key` shares it).
+    fn borrowed<'a>(
+        &mut self,
+        key: Bytes,
+        row: &'a [u8],
+        cells: impl Iterator<Item = CellRef<'a>> + Clone,
+    ) -> Self::Row;
+    /// The row's key and values, in bytes, for the read's metrics.
+    fn bytes(row: &Self::Row) -> u64;
+}
+
+/// Rows as merged: what the raw data layer returns.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct AsMerged;
+
+impl RowSink for AsMerged {
+    type Row = MergedRow;
+
+    fn owned(&mut self, key: Bytes, cells: Vec<Cell>) -> MergedRow {
+        (key, cells)
+    }
+
+    fn borrowed<'a>(
+        &mut self,
+        key: Bytes,
+        _: &'a [u8],
+        cells: impl Iterator<Item = CellRef<'a>> + Clone,
+    ) -> MergedRow {
+        (key, cells.map(Cell::copied).collect())
+    }
+
+    fn bytes((key, cells): &MergedRow) -> u64 {
+        (key.len() + cells.iter().map(|c| c.value.len()).sum::<usize>()) as u64
+    }
+}
+
+/// A committed row, not yet handed over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Merged {
+    /// In [`Cell`]s: a row spanning messages or holding a split value, or
+    /// any row of a message fed without placing.
+    Owned(MergedRow),
+    /// A row lying whole in the last message fed: its key, where the key
+    /// lies in the message, and its cells in `RowMerger::placed`.
+    Placed {
+        key: Bytes,
+        at: [u32; 2],
+        cells: [u32; 2],
+    },
+}
+
+/// Where a placed cell lies: its family in `RowMerger::families`, its
+/// qualifier and value in the message (start and end).
+#[derive(Debug, Clone, Copy)]
+struct Placed {
+    family: u32,
+    qualifier: [u32; 2],
+    value: [u32; 2],
+    timestamp_micros: i64,
+}
+
+/// Where `part`, a slice of `message`, lies in it.
+#[allow(clippy::cast_possible_truncation)] // a placing message is under 4 GiB
+fn place(message: &[u8], part: &[u8]) -> [u32; 2] {
+    // An empty field may be a constant's, not the message's.
+    if part.is_empty() {
+        return [0, 0];
+    }
+    let start = (part.as_ptr() as usize).wrapping_sub(message.as_ptr() as usize);
+    debug_assert!(start <= message.len() && part.len() <= message.len() - start);
+    [start as u32, (start + part.len()) as u32]
+}
+
+fn range([start, end]: [u32; 2]) -> std::ops::Range<usize> {
+    start as usize..end as usize
+}
 
 /// The most a split cell's buffer reserves before its parts arrive.
 const MAX_RESERVED_BYTES: usize = 1 << 20;
@@ -71,6 +165,19 @@ pub(crate) struct RowMerger {
     last_family: Option<Arc<str>>,
     /// A cell whose value continues in the next chunk.
     partial: Option<SplitCell>,
+    /// The cells of the rows placed in the last message fed (see
+    /// [`Merged::Placed`]), and of the row being placed.
+    placed: Vec<Placed>,
+    /// The families of `placed`.
+    families: Vec<Arc<str>>,
+    /// The last message fed, when it placed rows.
+    placed_in: Bytes,
+    /// The row under way lies in the message being fed so far, without a
+    /// split value: its cells are placed from this index of `placed` on,
+    /// not made in `cells`.
+    placing: Option<usize>,
+    /// The current family's index in `families`, while placing.
+    family_at: u32,
     /// Where a resumed read starts (after it, or before it when
     /// reversed): the last row committed, or a key the server said it
     /// scanned past since (`last_scanned_row_key`).
@@ -95,6 +202,21 @@ struct SplitCell {
 
 fn protocol<T>(msg: &str) -> Result<T, ReadError> {
     Err(ReadError::Protocol(msg.to_owned()))
+}
+
+/// The size a cell's first chunk announces for its value (zero: the value
+/// is whole in that chunk), within Bigtable's limit.
+fn checked_size(first: &[u8], value_size: i32) -> Result<usize, ReadError> {
+    let Ok(size) = usize::try_from(value_size) else {
+        return protocol(&format!("a negative value_size, {value_size}"));
+    };
+    if size.max(first.len()) > MAX_CELL_BYTES {
+        return protocol(&format!(
+            "a cell value of {} bytes, over Bigtable's limit of {MAX_CELL_BYTES}",
+            size.max(first.len())
+        ));
+    }
+    Ok(size)
 }
 
 /// `part` of `message`, sharing its buffer; a copy when `part` lies
@@ -169,17 +291,20 @@ impl RowMerger {
     #[cfg(test)]
     #[allow(clippy::needless_pass_by_value)] // the tests hand over what they build
     pub(crate) fn push(&mut self, chunk: Chunk) -> Result<Option<MergedRow>, ReadError> {
-        self.push_ref(chunk.as_ref(), &Bytes::new())
+        let row = self.push_ref(chunk.as_ref(), &Bytes::new(), false)?;
+        Ok(row.map(|row| self.hand_over(row, &mut AsMerged)))
     }
 
-    /// Feed one chunk of `message`; a committed row comes out. Every
-    /// sequence the `ReadRows` contract forbids is an error, as Google's
-    /// readers hold it (Java's `StateMachine`, Go's `chunkReader`).
+    /// Feed one chunk of `message`; a committed row comes out. A row
+    /// starting here is placed when `places`. Every sequence the
+    /// `ReadRows` contract forbids is an error, as Google's readers hold
+    /// it (Java's `StateMachine`, Go's `chunkReader`).
     fn push_ref(
         &mut self,
         chunk: ChunkRef<'_>,
         message: &Bytes,
-    ) -> Result<Option<MergedRow>, ReadError> {
+        places: bool,
+    ) -> Result<Option<Merged>, ReadError> {
         if chunk.status == ChunkStatus::Reset {
             self.reset_row(&chunk)?;
             return Ok(None);
@@ -188,7 +313,7 @@ impl RowMerger {
         if let Some(split) = self.partial.take() {
             self.continue_cell(split, &chunk)?;
         } else {
-            self.new_cell(&chunk, message)?;
+            self.new_cell(&chunk, message, places)?;
         }
         if !commit {
             return Ok(None);
@@ -203,15 +328,59 @@ impl RowMerger {
             ));
         }
         let key = self.key.take().unwrap_or_default();
-        // The next row's cells get the room this one's took: most rows of
-        // a read hold as many cells, and the list is not grown cell by cell.
-        let room = self.cells.len();
-        let cells = std::mem::replace(&mut self.cells, Vec::with_capacity(room));
+        let row = if let Some(from) = self.placing {
+            #[allow(clippy::cast_possible_truncation)] // cells of a message's rows
+            let cells = [from as u32, self.placed.len() as u32];
+            Merged::Placed {
+                key: key.clone(),
+                at: place(message, &key),
+                cells,
+            }
+        } else {
+            // The next row's cells get the room this one's took: most rows
+            // of a read hold as many cells, and the list is not grown cell
+            // by cell.
+            let room = self.cells.len();
+            let cells = std::mem::replace(&mut self.cells, Vec::with_capacity(room));
+            Merged::Owned((key.clone(), cells))
+        };
+        self.placing = None;
         self.reset();
-        let row = (key.clone(), cells);
         self.last_key = Some(key);
         self.committed += 1;
         Ok(Some(row))
+    }
+
+    /// `row` as `sink` makes it: a placed row's cells read where they lie
+    /// in the last message fed.
+    pub(crate) fn hand_over<R: RowSink>(&self, row: Merged, sink: &mut R) -> R::Row {
+        match row {
+            Merged::Owned((key, cells)) => sink.owned(key, cells),
+            Merged::Placed { key, at, cells } => {
+                let (message, families) = (&self.placed_in[..], &self.families);
+                let cells = self.placed[range(cells)].iter().map(move |c| CellRef {
+                    family: &families[c.family as usize],
+                    qualifier: &message[range(c.qualifier)],
+                    value: &message[range(c.value)],
+                    timestamp_micros: c.timestamp_micros,
+                });
+                sink.borrowed(key, &message[range(at)], cells)
+            }
+        }
+    }
+
+    /// The row under way, placed so far, goes on in [`Cell`]s: its message
+    /// ends, or a split value starts.
+    fn own_placed(&mut self, message: &Bytes) {
+        if let Some(from) = self.placing.take() {
+            let families = &self.families;
+            self.cells.extend(self.placed.drain(from..).map(|c| Cell {
+                family: families[c.family as usize].clone(),
+                qualifier: message.slice(range(c.qualifier)),
+                value: message.slice(range(c.value)),
+                timestamp_micros: c.timestamp_micros,
+            }));
+        }
     }
 
     /// A `reset_row` chunk: only inside a row, and carrying nothing else.
@@ -236,8 +405,13 @@ impl RowMerger {
     }
 
     /// A chunk of `message` starting a cell: the first of a row, or the
-    /// next one.
-    fn new_cell(&mut self, chunk: &ChunkRef<'_>, message: &Bytes) -> Result<(), ReadError> {
+    /// next one. A row starting here is placed when `places`.
+    fn new_cell(
+        &mut self,
+        chunk: &ChunkRef<'_>,
+        message: &Bytes,
+        places: bool,
+    ) -> Result<(), ReadError> {
         let &ChunkRef {
             row_key,
             family,
@@ -258,6 +432,9 @@ impl RowMerger {
                         return self.out_of_order(row_key);
                     }
                     self.key = Some(share(message, row_key));
+                    if places {
+                        self.placing = Some(self.placed.len());
+                    }
                 }
             }
         } else if self.key.is_none() {
@@ -268,10 +445,37 @@ impl RowMerger {
                 return protocol("a new family without a qualifier");
             }
             self.enter_family(family)?;
+            if self.placing.is_some() {
+                self.family_at = self.placed_family();
+            }
         }
         let Some(family) = &self.family else {
             return protocol("a cell without a family or qualifier");
         };
+        if let Some(from) = self.placing {
+            let qualifier = match (qualifier, self.placed[from..].last()) {
+                (Some(qualifier), _) => place(message, qualifier),
+                (None, Some(previous)) => previous.qualifier,
+                (None, None) => return protocol("a cell without a family or qualifier"),
+            };
+            if checked_size(value, value_size)? == 0 {
+                self.placed.push(Placed {
+                    family: self.family_at,
+                    qualifier,
+                    value: place(message, value),
+                    timestamp_micros,
+                });
+                return Ok(());
+            }
+            let cell = Cell {
+                family: family.clone(),
+                qualifier: message.slice(range(qualifier)),
+                value: Bytes::new(),
+                timestamp_micros,
+            };
+            self.own_placed(message);
+            return self.start_cell(cell, value, value_size, message);
+        }
         // A chunk without a qualifier is another version of the previous
         // cell's column.
         let qualifier = match (qualifier, self.cells.last()) {
@@ -286,6 +490,19 @@ impl RowMerger {
             timestamp_micros,
         };
         self.start_cell(cell, value, value_size, message)
+    }
+
+    /// The current family's index in `families`, added when new.
+    #[allow(clippy::cast_possible_truncation)] // families of a message's rows
+    fn placed_family(&mut self) -> u32 {
+        let Some(family) = &self.family else {
+            return 0;
+        };
+        match self.families.last() {
+            Some(last) if Arc::ptr_eq(last, family) => {}
+            _ => self.families.push(family.clone()),
+        }
+        (self.families.len() - 1) as u32
     }
 
     /// Make `name` the current family, unless it already is.
@@ -319,15 +536,7 @@ impl RowMerger {
         value_size: i32,
         message: &Bytes,
     ) -> Result<(), ReadError> {
-        let Ok(size) = usize::try_from(value_size) else {
-            return protocol(&format!("a negative value_size, {value_size}"));
-        };
-        if size.max(first.len()) > MAX_CELL_BYTES {
-            return protocol(&format!(
-                "a cell value of {} bytes, over Bigtable's limit of {MAX_CELL_BYTES}",
-                size.max(first.len())
-            ));
-        }
+        let size = checked_size(first, value_size)?;
         if size == 0 {
             cell.value = share(message, first);
             self.cells.push(cell);
@@ -398,6 +607,9 @@ impl RowMerger {
     }
 
     pub(crate) fn reset(&mut self) {
+        if let Some(from) = self.placing.take() {
+            self.placed.truncate(from);
+        }
         self.key = None;
         self.cells.clear();
         self.family = None;
@@ -430,23 +642,42 @@ impl RowMerger {
     }
 
     /// Feed one whole message as received: its chunks, read in place,
-    /// then its last scanned row key. Whether the read moved on: a row
-    /// committed, or a key scanned past. A message that is not a
-    /// `ReadRowsResponse` fails as a status of its own (`INTERNAL`).
+    /// then its last scanned row key; committed rows go to `out`. Whether
+    /// the read moved on: a row committed, or a key scanned past. A message
+    /// that is not a `ReadRowsResponse` fails as a status of its own
+    /// (`INTERNAL`).
+    ///
+    /// With `places`, a row lying whole in the message, without a split
+    /// value, is placed ([`Merged::Placed`]): its cells are read where they
+    /// lie when it is handed over, no cell list made and no share of the
+    /// message taken a cell. The rows the previous message placed must all
+    /// have been handed over: their places are forgotten.
     pub(crate) fn feed_message(
         &mut self,
         message: &Message,
-        out: &mut VecDeque<MergedRow>,
+        places: bool,
+        out: &mut VecDeque<Merged>,
     ) -> Result<bool, ReadError> {
         let Message(message) = message;
+        let places = places && u32::try_from(message.len()).is_ok();
+        if places {
+            debug_assert!(
+                out.is_empty(),
+                "rows placed in the last message not handed over"
+            );
+            self.placed.clear();
+            self.families.clear();
+            self.placed_in = message.clone();
+        }
         let rows = self.committed;
         let scanned = for_each_chunk(message, |chunk| {
-            if let Some(row) = self.push_ref(chunk, message)? {
+            if let Some(row) = self.push_ref(chunk, message, places)? {
                 out.push_back(row);
             }
             Ok(())
-        })
-        .map_err(|stop| match stop {
+        });
+        self.own_placed(message);
+        let scanned = scanned.map_err(|stop| match stop {
             Stop::Malformed(e) => {
                 ReadError::Status(tonic::Status::internal(malformed(e).to_string()))
             }
@@ -454,6 +685,35 @@ impl RowMerger {
         })?;
         let scanned = (!scanned.is_empty()).then(|| message.slice_ref(scanned));
         self.moved_on(rows, scanned)
+    }
+
+    /// [`RowMerger::feed_message`] without placing, each row handed over
+    /// as merged.
+    #[cfg(test)]
+    pub(crate) fn feed_merged(
+        &mut self,
+        message: &Message,
+        out: &mut VecDeque<MergedRow>,
+    ) -> Result<bool, ReadError> {
+        self.feed_handing_over(message, false, out)
+    }
+
+    /// [`RowMerger::feed_message`], each row committed handed over at once
+    /// ([`AsMerged`]).
+    #[cfg(test)]
+    pub(crate) fn feed_handing_over(
+        &mut self,
+        message: &Message,
+        places: bool,
+        out: &mut VecDeque<MergedRow>,
+    ) -> Result<bool, ReadError> {
+        let mut rows = VecDeque::new();
+        let read = self.feed_message(message, places, &mut rows);
+        out.extend(
+            rows.into_iter()
+                .map(|row| self.hand_over(row, &mut AsMerged)),
+        );
+        read
     }
 
     /// Whether the read moved on since `rows` were committed: a row
@@ -869,14 +1129,14 @@ mod tests {
         let mut m = RowMerger::default();
         let mut rows = VecDeque::new();
         assert!(m
-            .feed_message(&Message(Bytes::from(bytes.clone())), &mut rows)
+            .feed_merged(&Message(Bytes::from(bytes.clone())), &mut rows)
             .unwrap());
         assert_eq!(rows.len(), 1);
         assert_eq!(m.last_key.as_deref(), Some(&b"s"[..]));
         // A chunk field longer than what follows it.
         bytes.extend_from_slice(&[0x0A, 0x05, 0x00]);
         let err = RowMerger::default()
-            .feed_message(&Message(Bytes::from(bytes)), &mut VecDeque::new())
+            .feed_merged(&Message(Bytes::from(bytes)), &mut VecDeque::new())
             .unwrap_err();
         let ReadError::Status(status) = err else {
             panic!("a status: {err:?}");
@@ -919,7 +1179,7 @@ mod tests {
         );
         let mut rows = VecDeque::new();
         let committed = RowMerger::default()
-            .feed_message(&Message(message.clone()), &mut rows)
+            .feed_merged(&Message(message.clone()), &mut rows)
             .unwrap();
         assert!(committed);
         let (key, cells) = rows.pop_front().unwrap();

@@ -78,7 +78,7 @@ use crate::model::proto::{
 use crate::wire::builtin_metrics::{status_of, Method};
 use crate::wire::codec::EncodedBatch;
 use crate::wire::cookies::RoutingCookies;
-use crate::wire::merge::MergedRow;
+use crate::wire::merge::{AsMerged, MergedRow, RowSink};
 use crate::wire::status::{code_of, not_sent, was_not_sent, was_undecodable};
 
 pub use crate::model::cell::Cell;
@@ -321,6 +321,21 @@ impl RawTable {
         impl Stream<Item = std::result::Result<MergedRow, ReadFailure>> + Send + 'static,
         FailureOf,
     ) {
+        self.rows_failing(request, AsMerged, false)
+    }
+
+    /// [`RawTable::merged_rows_failing`], each row made what `sink` makes
+    /// of it; one lying whole in a message read where it lies, when
+    /// `places`.
+    pub(crate) fn rows_failing<R: RowSink>(
+        &self,
+        request: ReadRowsRequest,
+        sink: R,
+        places: bool,
+    ) -> (
+        impl Stream<Item = std::result::Result<R::Row, ReadFailure>>,
+        FailureOf,
+    ) {
         let single_key = request
             .rows
             .as_ref()
@@ -336,6 +351,8 @@ impl RawTable {
             self.read,
             self.counters.clone(),
             self.deadline,
+            sink,
+            places,
         );
         (rows, failure)
     }
