@@ -143,7 +143,10 @@ impl<'a> MutationOut<'a> {
     }
 
     /// `SetCell` of `value`.
-    #[inline]
+    ///
+    /// Always inlined, as [`MutationOut::set_value`].
+    #[inline(always)]
+    #[allow(clippy::inline_always)]
     pub(crate) fn set_cell(&mut self, family: &str, qualifier: &[u8], ts: i64, value: &[u8]) {
         match self {
             MutationOut::Values { mutations, .. } => {
@@ -167,7 +170,12 @@ impl<'a> MutationOut<'a> {
     }
 
     /// `SetCell` of `value`, encoded where it goes; its length comes back.
-    #[inline]
+    ///
+    /// Always inlined: into a derived struct's `write_cells`, where the
+    /// family and qualifier are constants the bulk writer's encoding folds
+    /// ([`EntryEncoder::set_encoded`]).
+    #[inline(always)]
+    #[allow(clippy::inline_always)]
     pub(crate) fn set_value<V: CellCodec>(
         &mut self,
         family: &str,
@@ -177,10 +185,7 @@ impl<'a> MutationOut<'a> {
     ) -> Result<usize, CodecError> {
         match self {
             MutationOut::Values { mutations, .. } => {
-                let value = value.encode()?;
-                let len = value.len();
-                mutations.push(set_cell(family, qualifier, ts, value));
-                Ok(len)
+                push_value(mutations, family, qualifier, ts, value)
             }
             MutationOut::Wire(wire) => {
                 wire.set_encoded(family, qualifier, ts, |out| value.encode_into(out))
@@ -200,6 +205,21 @@ impl<'a> MutationOut<'a> {
             MutationOut::Wire(wire) => wire.set_staged(family, &qualifier, ts),
         }
     }
+}
+
+/// `SetCell` of `value`, encoded, as a `Mutation`; its length comes back.
+#[inline]
+fn push_value<V: CellCodec>(
+    mutations: &mut Vec<Mutation>,
+    family: &str,
+    qualifier: &[u8],
+    ts: i64,
+    value: &V,
+) -> Result<usize, CodecError> {
+    let value = value.encode()?;
+    let len = value.len();
+    mutations.push(set_cell(family, qualifier, ts, value));
+    Ok(len)
 }
 
 /// The struct's row marker at `row_ts` of a write that is not a whole-row
@@ -230,7 +250,11 @@ pub(crate) fn push_marker(
 /// its value that timestamp when it differs, else `fingerprinted`, the
 /// struct's fingerprint ([`Schema::marker_fingerprint`]; a whole-row write
 /// passes it computed when the struct compiled).
-#[inline]
+///
+/// Always inlined: its schema is a constant of the struct's, and so are
+/// its family, qualifier and, most often, its value.
+#[inline(always)]
+#[allow(clippy::inline_always)]
 pub(crate) fn write_marker(
     out: &mut MutationOut<'_>,
     schema: &Schema,
@@ -249,7 +273,11 @@ pub(crate) fn write_marker(
 /// Clear column `family:qualifier` before it is written again: a
 /// `DeleteFromColumn`, unless `family` is the struct's owned family, which
 /// a whole-row write clears at once ([`Schema::owns_family`]).
-#[inline]
+///
+/// Always inlined: with a struct's schema, a constant, the test folds
+/// (left out of line, it compared the names at every column).
+#[inline(always)]
+#[allow(clippy::inline_always)]
 pub(crate) fn clear_column(
     out: &mut MutationOut<'_>,
     schema: &Schema,

@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::model::codec::CellCodec;
-use crate::model::entry::{EntryEncoder, PendingEntry};
+use crate::model::entry::{EntryEncoder, PendingEntry, Stamp};
 use crate::model::error::Result;
 use crate::model::error::{self, CodecError, Error};
 use crate::model::field::{decode_error, FieldError};
@@ -238,6 +238,7 @@ impl<'a, T: BigtableRow> MutationBuilder<'a, T> {
         let (mut entry, key) =
             PendingEntry::begin_with(out, |out| self.row.write_row_key(out)).map_err(in_table)?;
         let (expiry, now_ms, row_ts) = self.timing(now_micros).map_err(in_table)?;
+        entry.stamp = Stamp::new(row_ts);
         let encoder = EntryEncoder {
             out,
             staged,
@@ -395,7 +396,11 @@ impl<T: BigtableRow> CellSink<'_, T> {
     }
 
     /// Column `index`: cleared, then set to `value`, if any.
-    #[inline]
+    ///
+    /// Always inlined into the derived `write_cells`, where `index` is a
+    /// constant and so are the column's names and TTL.
+    #[inline(always)]
+    #[allow(clippy::inline_always)]
     fn push<V: CellCodec>(&mut self, index: usize, value: Option<&V>) -> Result<(), FieldError> {
         let column = &T::SCHEMA.columns[index];
         let qualifier = column.qualifier.as_bytes();
