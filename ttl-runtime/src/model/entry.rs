@@ -151,6 +151,11 @@ pub(crate) struct Stamp {
 /// A timestamp field of at most 11 bytes, the value's key and a length.
 const STAMP_BYTES: usize = 16;
 
+/// The longest cell header [`EntryEncoder::set_encoded`] makes on the
+/// stack (a family and qualifier of up to 40 bytes together); a longer one
+/// is made in place.
+const HEAD_ROOM: usize = 64;
+
 impl Stamp {
     /// The stamp of cells at `ts`.
     #[inline]
@@ -277,6 +282,15 @@ impl PendingEntry {
                 out.copy_within(body..body + len, to);
                 out.truncate(to + len);
             }
+        }
+        if prefix == LENGTH_RESERVED {
+            // Most rows: two bytes, the low 7 bits with "more follows".
+            #[allow(clippy::cast_possible_truncation)]
+            out[prefix_at..body].copy_from_slice(&[(len as u8) | 0x80, (len >> 7) as u8]);
+            return EncodedEntry {
+                len: 1 + prefix + len,
+                mutations,
+            };
         }
         let mut n = len as u64;
         for byte in &mut out[prefix_at..prefix_at + prefix] {
@@ -406,14 +420,22 @@ impl EntryEncoder<'_> {
         let start = self.out.len();
         // The three lengths (mutation, set_cell, value) one byte each, for
         // now; the stamp copied whole and its tail cut off.
-        let mut room = Room::at_end(self.out, 4 + names + STAMP_BYTES);
-        room.byte(ENTRY_MUTATION);
-        room.byte(0);
-        room.byte(SET_CELL);
-        room.byte(0);
-        room.bytes_field(FAMILY_NAME, family.as_bytes());
-        room.bytes_field(QUALIFIER, qualifier);
-        room.bytes(&stamp.bytes);
+        let head = 4 + names + STAMP_BYTES;
+        if head <= HEAD_ROOM {
+            // Made on the stack and copied at once: with a column's names
+            // as constants, every byte's place is one and so are the
+            // copy's length and bounds (in the request's bytes, each
+            // byte's bounds were checked).
+            let mut bytes = [0; HEAD_ROOM];
+            let mut room = Room {
+                buf: &mut bytes,
+                at: 0,
+            };
+            room.cell_head(family, qualifier, &stamp);
+            self.out.extend_from_slice(&bytes[..head]);
+        } else {
+            Room::at_end(self.out, head).cell_head(family, qualifier, &stamp);
+        }
         let value_at = start + 4 + names + stamp.len;
         self.out.truncate(value_at);
         if let Err(e) = encode(self.out) {
@@ -593,6 +615,19 @@ impl<'a> Room<'a> {
         }
         #[allow(clippy::cast_possible_truncation)]
         self.byte(n as u8);
+    }
+
+    /// A cell's header: the mutation's and `SetCell`'s keys with lengths
+    /// of a byte to fix up, its names, and `stamp` copied whole.
+    #[inline(always)]
+    fn cell_head(&mut self, family: &str, qualifier: &[u8], stamp: &Stamp) {
+        self.byte(ENTRY_MUTATION);
+        self.byte(0);
+        self.byte(SET_CELL);
+        self.byte(0);
+        self.bytes_field(FAMILY_NAME, family.as_bytes());
+        self.bytes_field(QUALIFIER, qualifier);
+        self.bytes(&stamp.bytes);
     }
 
     fn is_full(&self) -> bool {
