@@ -371,8 +371,9 @@ impl EntryEncoder<'_> {
 
     /// `Mutation { set_cell { … } }` holding `value`.
     ///
-    /// Always inlined, as [`EntryEncoder::set_encoded`].
-    #[inline(always)]
+    /// Always inlined in optimized builds, as [`EntryEncoder::set_encoded`].
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(debug_assertions, inline)]
     #[allow(clippy::inline_always)]
     pub(crate) fn set_cell(&mut self, family: &str, qualifier: &[u8], ts: i64, value: &[u8]) {
         // Lengths of a byte each: written as an encoded value is, with
@@ -399,12 +400,16 @@ impl EntryEncoder<'_> {
     /// moved once, as a staged value is. The value's length comes back;
     /// nothing is left written when `encode` fails.
     ///
-    /// Always inlined: a derived struct's columns call it with their
-    /// family and qualifier as constants, and so the cell's header is
-    /// written in stores of a known length (measured: a call a column,
-    /// each copying its names and timestamp byte by byte, cost the bulk
-    /// writer a fifth of its encoding).
-    #[inline(always)]
+    /// Always inlined in optimized builds: a derived struct's columns call
+    /// it with their family and qualifier as constants, and so the cell's
+    /// header is written in stores of a known length (measured: a call a
+    /// column, each copying its names and timestamp byte by byte, cost the
+    /// bulk writer a fifth of its encoding). Only a hint in debug builds,
+    /// where nothing folds: always inlined there, a derived struct's
+    /// column came to about 30 KB of code (the 50 structs of
+    /// `bench/gen_compile.sh`: a 29 MB library against 6 MB).
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(debug_assertions, inline)]
     #[allow(clippy::inline_always)]
     pub(crate) fn set_encoded<E>(
         &mut self,

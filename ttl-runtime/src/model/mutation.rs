@@ -40,9 +40,10 @@ pub struct RowMutation {
 /// shorter TTL of its own is stamped earlier; [`CellSink`] clamps every
 /// field to the row's).
 ///
-/// Always inlined: with a struct's schema, a constant, the search over its
+/// Always inlined in optimized builds: with a struct's schema, a constant, the search over its
 /// columns folds (for most structs to `row_ts`).
-#[inline(always)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+#[cfg_attr(debug_assertions, inline)]
 #[allow(clippy::inline_always)]
 pub(crate) fn expiry_ts(schema: &Schema, now_ms: i64, row_ts: i64) -> i64 {
     schema
@@ -149,8 +150,9 @@ impl<'a> MutationOut<'a> {
 
     /// `SetCell` of `value`.
     ///
-    /// Always inlined, as [`MutationOut::set_value`].
-    #[inline(always)]
+    /// Always inlined in optimized builds, as [`MutationOut::set_value`].
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(debug_assertions, inline)]
     #[allow(clippy::inline_always)]
     pub(crate) fn set_cell(&mut self, family: &str, qualifier: &[u8], ts: i64, value: &[u8]) {
         match self {
@@ -176,10 +178,11 @@ impl<'a> MutationOut<'a> {
 
     /// `SetCell` of `value`, encoded where it goes; its length comes back.
     ///
-    /// Always inlined: into a derived struct's `write_cells`, where the
+    /// Always inlined in optimized builds: into a derived struct's `write_cells`, where the
     /// family and qualifier are constants the bulk writer's encoding folds
     /// ([`EntryEncoder::set_encoded`]).
-    #[inline(always)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(debug_assertions, inline)]
     #[allow(clippy::inline_always)]
     pub(crate) fn set_value<V: CellCodec>(
         &mut self,
@@ -256,9 +259,10 @@ pub(crate) fn push_marker(
 /// struct's fingerprint ([`Schema::marker_fingerprint`]; a whole-row write
 /// passes it computed when the struct compiled).
 ///
-/// Always inlined: its schema is a constant of the struct's, and so are
+/// Always inlined in optimized builds: its schema is a constant of the struct's, and so are
 /// its family, qualifier and, most often, its value.
-#[inline(always)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+#[cfg_attr(debug_assertions, inline)]
 #[allow(clippy::inline_always)]
 pub(crate) fn write_marker(
     out: &mut MutationOut<'_>,
@@ -279,9 +283,10 @@ pub(crate) fn write_marker(
 /// `DeleteFromColumn`, unless `family` is the struct's owned family, which
 /// a whole-row write clears at once ([`Schema::owns_family`]).
 ///
-/// Always inlined: with a struct's schema, a constant, the test folds
+/// Always inlined in optimized builds: with a struct's schema, a constant, the test folds
 /// (left out of line, it compared the names at every column).
-#[inline(always)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+#[cfg_attr(debug_assertions, inline)]
 #[allow(clippy::inline_always)]
 pub(crate) fn clear_column(
     out: &mut MutationOut<'_>,

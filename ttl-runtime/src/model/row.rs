@@ -397,9 +397,10 @@ impl<T: BigtableRow> CellSink<'_, T> {
 
     /// Column `index`: cleared, then set to `value`, if any.
     ///
-    /// Always inlined into the derived `write_cells`, where `index` is a
-    /// constant and so are the column's names and TTL.
-    #[inline(always)]
+    /// Always inlined in optimized builds into the derived `write_cells`,
+    /// where `index` is a constant and so are the column's names and TTL.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(debug_assertions, inline)]
     #[allow(clippy::inline_always)]
     fn push<V: CellCodec>(&mut self, index: usize, value: Option<&V>) -> Result<(), FieldError> {
         let column = &T::SCHEMA.columns[index];
