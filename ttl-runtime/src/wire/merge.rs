@@ -650,8 +650,9 @@ impl RowMerger {
     /// With `places`, a row lying whole in the message, without a split
     /// value, is placed ([`Merged::Placed`]): its cells are read where they
     /// lie when it is handed over, no cell list made and no share of the
-    /// message taken a cell. The rows the previous message placed must all
-    /// have been handed over: their places are forgotten.
+    /// message taken a cell. Nothing is placed while `out` holds rows: the
+    /// rows the previous message placed keep their places until handed
+    /// over.
     pub(crate) fn feed_message(
         &mut self,
         message: &Message,
@@ -659,12 +660,12 @@ impl RowMerger {
         out: &mut VecDeque<Merged>,
     ) -> Result<bool, ReadError> {
         let Message(message) = message;
-        let places = places && u32::try_from(message.len()).is_ok();
+        // Rows still waiting in `out` may be the last message's placed
+        // ones, which its places must outlive: this message's rows are
+        // then merged into cells (a reader hands every row over before it
+        // feeds the next message, so this does not happen).
+        let places = places && out.is_empty() && u32::try_from(message.len()).is_ok();
         if places {
-            debug_assert!(
-                out.is_empty(),
-                "rows placed in the last message not handed over"
-            );
             self.placed.clear();
             self.families.clear();
             self.placed_in = message.clone();
@@ -1194,5 +1195,49 @@ mod tests {
             assert_eq!(cell.value, value);
             assert!(within(&cell.qualifier) && within(&cell.value));
         }
+    }
+
+    #[test]
+    fn rows_placed_and_not_handed_over_keep_their_places() {
+        use prost::Message as _;
+        let message = |key: &str, value: &str| {
+            let chunk = CellChunk {
+                row_key: key.as_bytes().to_vec(),
+                family_name: Some("f".to_owned()),
+                qualifier: Some(b"q".to_vec()),
+                value: value.as_bytes().to_vec(),
+                row_status: Some(RowStatus::CommitRow(true)),
+                ..CellChunk::default()
+            };
+            let response = ReadRowsResponse {
+                chunks: vec![chunk],
+                ..ReadRowsResponse::default()
+            };
+            Message(Bytes::from(response.encode_to_vec()))
+        };
+        let mut merger = RowMerger::default();
+        let mut waiting = VecDeque::new();
+        merger
+            .feed_message(&message("a", "one"), true, &mut waiting)
+            .unwrap();
+        assert!(matches!(waiting[0], Merged::Placed { .. }));
+        // Fed before the first row is handed over: merged into cells, and
+        // the first row still reads where it lies.
+        merger
+            .feed_message(&message("b", "two"), true, &mut waiting)
+            .unwrap();
+        assert!(matches!(waiting[1], Merged::Owned(_)));
+        let rows: Vec<_> = waiting
+            .into_iter()
+            .map(|row| merger.hand_over(row, &mut AsMerged))
+            .map(|(key, cells)| (key, cells[0].value.clone()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (Bytes::from("a"), Bytes::from("one")),
+                (Bytes::from("b"), Bytes::from("two"))
+            ]
+        );
     }
 }
